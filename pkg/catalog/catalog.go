@@ -1,0 +1,121 @@
+// Package catalog is buzzgate's configuration: providers, models and their
+// routes with prices, projects with their keys, and the gateway's own
+// settings. It loads the YAML config file (DESIGN.md section 2), applies
+// defaults and validates it, naming the bad field in its one error.
+package catalog
+
+import "time"
+
+// Config is the whole configuration after defaults and validation.
+type Config struct {
+	Providers   []Provider  `yaml:"providers"`
+	Models      []Model     `yaml:"models"`
+	Projects    []Project   `yaml:"projects"`
+	Idempotency Idempotency `yaml:"idempotency"`
+	Server      Server      `yaml:"server"`
+	Health      Health      `yaml:"health"`
+}
+
+// Provider is one upstream endpoint.
+type Provider struct {
+	Name string `yaml:"name"`
+	// API is "openai" (Chat Completions over HTTP) or "simulated" (in-process).
+	API     string `yaml:"api"`
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the upstream key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// FirstTokenTimeout: no output by then and the provider has failed.
+	// Default 60s.
+	FirstTokenTimeout Duration `yaml:"first_token_timeout"`
+	Region            string   `yaml:"region"`
+	ZDR               bool     `yaml:"zdr"`
+	// DataCollection is "allow" (default) or "deny".
+	DataCollection string `yaml:"data_collection"`
+	// Simulated configures an api: simulated provider; ignored otherwise.
+	Simulated Simulated `yaml:"simulated"`
+}
+
+// Simulated is the behaviour of an in-process demo provider. Its answers are
+// deterministic: the same request gets the same text.
+type Simulated struct {
+	// FirstTokenLatency is the wait before the first chunk.
+	FirstTokenLatency Duration `yaml:"first_token_latency"`
+	// ChunkLatency is the wait between chunks.
+	ChunkLatency Duration `yaml:"chunk_latency"`
+	// Fail makes every call fail before any output: "" (never), "error"
+	// (as a 500 would), "throttle" (as a 429 would), "reject" (as a 400
+	// would), "hang" (no output until the call is cancelled).
+	Fail string `yaml:"fail"`
+	// Words is the length of the answer in words. Default 12.
+	Words int `yaml:"words"`
+}
+
+// Model is what clients name in "model".
+type Model struct {
+	ID     string  `yaml:"id"`
+	Routes []Route `yaml:"routes"`
+}
+
+// Route is one provider of a model, in the routing preset's order.
+type Route struct {
+	Provider string `yaml:"provider"`
+	// Model is the name sent upstream.
+	Model string `yaml:"model"`
+	// Prices in USD per million tokens.
+	InputPrice  float64 `yaml:"input_price"`
+	OutputPrice float64 `yaml:"output_price"`
+}
+
+// Project is a customer account with its API keys.
+type Project struct {
+	ID string `yaml:"id"`
+	// Balance in USD; nil means unlimited.
+	Balance *float64 `yaml:"balance"`
+	// DataPolicy is "none" (default), "zdr" or "deny".
+	DataPolicy string `yaml:"data_policy"`
+	// Residency is "anywhere" (default) or "eu".
+	Residency string `yaml:"residency"`
+	Keys      []Key  `yaml:"keys"`
+}
+
+// Key is one bearer token of a project.
+type Key struct {
+	Key string `yaml:"key"`
+	// Limit is the key's spend limit in USD; nil means none.
+	Limit *float64 `yaml:"limit"`
+}
+
+// Idempotency configures the Idempotency-Key records.
+type Idempotency struct {
+	// Window is how long a key is remembered. Default 24h.
+	Window Duration `yaml:"window"`
+	// Lease is how long a reservation lives without a heartbeat. Default 30s.
+	Lease Duration `yaml:"lease"`
+	// MaxResponseBytes: larger answers are not stored. Default 1 MiB.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+}
+
+// Server configures the HTTP front.
+type Server struct {
+	// MaxInFlight caps the requests one process serves at once; more are
+	// refused with 429 capacity. Default 512.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// MaxBodyBytes caps a request body; more is 413. Default 4 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// RequestTimeout is the ceiling of one request. Default and maximum 600s.
+	RequestTimeout Duration `yaml:"request_timeout"`
+}
+
+// Health configures the provider cool-down.
+type Health struct {
+	// FailureThreshold consecutive failures take a provider out. Default 5.
+	FailureThreshold int `yaml:"failure_threshold"`
+	// Cooldown is how long it stays out. Default 30s.
+	Cooldown Duration `yaml:"cooldown"`
+}
+
+// Duration is a time.Duration written in YAML as a Go duration string ("30s").
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

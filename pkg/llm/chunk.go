@@ -1,0 +1,130 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// UpstreamRequest is one call to one provider.
+type UpstreamRequest struct {
+	// Model is the route's upstream model name; Body already carries it.
+	Model string
+	// Body is the Chat Completions request to send, as JSON: the client's
+	// fields less the gateway-owned ones, with "model" replaced, "stream"
+	// true and stream_options.include_usage true. The gateway always calls
+	// upstream streaming, so that one rule (fallback until the first output)
+	// and one timeout (first_token_timeout) cover both kinds of client request.
+	Body []byte
+}
+
+// Provider is one upstream, as the router uses it. Adapters
+// (pkg/provider/...) implement it; they make exactly one attempt per call and
+// never retry on their own: retrying is the router's job alone.
+type Provider interface {
+	Name() string
+	// ChatStream sends req. It returns a stream once the upstream accepted
+	// the request (HTTP 200), or a *ProviderError.
+	ChatStream(ctx context.Context, req *UpstreamRequest) (ChunkStream, error)
+}
+
+// ChunkStream is an upstream's answer, chunk by chunk.
+type ChunkStream interface {
+	// Next returns the next chunk. It returns io.EOF after "data: [DONE]",
+	// ErrStreamCut when the stream ended without it, and a *ProviderError
+	// for an error event, a malformed chunk or a broken connection.
+	Next() (Chunk, error)
+	// Close releases the connection. It is safe to call more than once.
+	Close() error
+}
+
+// Chunk is one chat.completion.chunk. Raw is the JSON object exactly as the
+// upstream sent it (the SSE data payload), so that fields the gateway does
+// not know pass through untouched; the other fields are what the gateway
+// reads from it.
+type Chunk struct {
+	Raw     []byte
+	ID      string
+	Model   string
+	Created int64
+	// Output is true when the chunk carries text, a tool call or a refusal:
+	// the first such chunk fixes the provider for the rest of the request.
+	Output bool
+	// FinishReason is the first non-empty finish_reason among the choices.
+	FinishReason string
+	// Usage is the chunk's usage object, raw, or nil.
+	Usage json.RawMessage
+	// HasChoices is false for a usage-only chunk ("choices": []).
+	HasChoices bool
+	// Text is the content and refusal text the chunk adds, used to estimate
+	// tokens when an upstream reports no usage.
+	TextLen int
+}
+
+type chunkWire struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Created int64           `json:"created"`
+	Usage   json.RawMessage `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+	Choices []struct {
+		Delta struct {
+			Content      *string           `json:"content"`
+			Refusal      *string           `json:"refusal"`
+			ToolCalls    []json.RawMessage `json:"tool_calls"`
+			FunctionCall json.RawMessage   `json:"function_call"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// ChunkError is an error object an upstream sent inside its stream.
+type ChunkError struct {
+	Message string
+}
+
+func (e *ChunkError) Error() string { return "upstream error event: " + e.Message }
+
+// ParseChunk reads one SSE data payload. An "error" object in the payload is
+// returned as a *ChunkError; anything that is not a JSON object is an error.
+func ParseChunk(raw []byte) (Chunk, error) {
+	var w chunkWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Chunk{}, fmt.Errorf("malformed chunk: %w", err)
+	}
+	if len(w.Error) > 0 && string(w.Error) != "null" {
+		var e struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(w.Error, &e) != nil || e.Message == "" {
+			e.Message = "unspecified upstream error"
+		}
+		return Chunk{}, &ChunkError{Message: e.Message}
+	}
+	c := Chunk{Raw: raw, ID: w.ID, Model: w.Model, Created: w.Created, HasChoices: len(w.Choices) > 0}
+	if len(w.Usage) > 0 && string(w.Usage) != "null" {
+		c.Usage = w.Usage
+	}
+	for _, ch := range w.Choices {
+		d := ch.Delta
+		if d.Content != nil && *d.Content != "" {
+			c.Output = true
+			c.TextLen += len(*d.Content)
+		}
+		if d.Refusal != nil && *d.Refusal != "" {
+			c.Output = true
+			c.TextLen += len(*d.Refusal)
+		}
+		if len(d.ToolCalls) > 0 || (len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null") {
+			c.Output = true
+			for _, tc := range d.ToolCalls {
+				c.TextLen += len(tc)
+			}
+			c.TextLen += len(d.FunctionCall)
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" && c.FinishReason == "" {
+			c.FinishReason = *ch.FinishReason
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,113 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+)
+
+// Usage is an answer's token counts and its cost in USD. Extra keeps the
+// fields of the upstream's usage object the gateway does not own
+// (prompt_tokens_details, completion_tokens_details, ...), so they reach the
+// client unchanged.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	TotalTokens      int
+	Cost             float64
+	// Estimated is true when the upstream reported no usage and the gateway
+	// counted the tokens itself (about four bytes a token).
+	Estimated bool
+	Extra     map[string]json.RawMessage
+}
+
+// ParseUsage reads an upstream usage object. Token counts that are missing or
+// not numbers read as 0; cost and the gateway's own fields are dropped, so an
+// upstream can never set the price.
+func ParseUsage(raw json.RawMessage) (Usage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	take := func(name string) int {
+		v, ok := m[name]
+		if !ok {
+			return 0
+		}
+		delete(m, name)
+		var f float64
+		if json.Unmarshal(v, &f) != nil || f < 0 || f > math.MaxInt32 {
+			return 0
+		}
+		return int(f)
+	}
+	u.PromptTokens = take("prompt_tokens")
+	u.CompletionTokens = take("completion_tokens")
+	u.TotalTokens = take("total_tokens")
+	delete(m, "cost")
+	delete(m, "estimated")
+	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	if len(m) > 0 {
+		u.Extra = m
+	}
+	return u, nil
+}
+
+// MarshalJSON writes the OpenAI usage object plus "cost", with the upstream's
+// extra fields after them in sorted order.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"prompt_tokens":`)
+	b.WriteString(itoa(u.PromptTokens))
+	b.WriteString(`,"completion_tokens":`)
+	b.WriteString(itoa(u.CompletionTokens))
+	b.WriteString(`,"total_tokens":`)
+	b.WriteString(itoa(u.TotalTokens))
+	b.WriteString(`,"cost":`)
+	c, err := json.Marshal(u.Cost)
+	if err != nil {
+		return nil, err
+	}
+	b.Write(c)
+	if u.Estimated {
+		b.WriteString(`,"estimated":true`)
+	}
+	if len(u.Extra) > 0 {
+		// encoding/json sorts map keys, which keeps the output deterministic.
+		extra, err := json.Marshal(u.Extra)
+		if err != nil {
+			return nil, err
+		}
+		if len(extra) > 2 {
+			b.WriteByte(',')
+			b.Write(extra[1 : len(extra)-1])
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// Cost is the price of an answer in USD, from prices in USD per million
+// tokens. It is rounded to 1e-10 USD so that sums of many small costs do not
+// show binary noise such as 1.4999999999e-06.
+func Cost(promptTokens, completionTokens int, inputPrice, outputPrice float64) float64 {
+	c := (float64(promptTokens)*inputPrice + float64(completionTokens)*outputPrice) / 1e6
+	return math.Round(c*1e10) / 1e10
+}
+
+// EstimateTokens counts tokens the way the gateway does when an upstream
+// reports none: about four bytes a token, at least one for any text.
+func EstimateTokens(bytes int) int {
+	if bytes <= 0 {
+		return 0
+	}
+	return (bytes + 3) / 4
+}
