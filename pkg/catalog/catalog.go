@@ -14,6 +14,10 @@ type Config struct {
 	Idempotency Idempotency `yaml:"idempotency"`
 	Server      Server      `yaml:"server"`
 	Health      Health      `yaml:"health"`
+
+	// idx is the lookup index Validate builds for Model, Provider, Project
+	// and KeyOwner; nil until the Config has been validated.
+	idx *index
 }
 
 // Provider is one upstream endpoint.

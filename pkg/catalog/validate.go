@@ -1,0 +1,408 @@
+package catalog
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MinKeyLength is the shortest API key a project may declare. Keys are bearer
+// tokens, so a one-letter key would be trivially guessed; the bound is 7
+// rather than 8 because the pinned demo key "sk-demo" (DESIGN.md section 2,
+// shown in the README) has 7 characters.
+const MinKeyLength = 7
+
+// FieldError is the one error a bad config produces: the first problem found,
+// in a fixed order (document order for YAML problems; for the rest,
+// providers, models, projects, idempotency, server, health, each in list
+// order and field order).
+type FieldError struct {
+	// Path names the field the way the config file nests it, for example
+	// "models[0].routes[1].provider". It is empty when the problem is the
+	// document as a whole (a YAML syntax error).
+	Path string
+	// Message says what is wrong. It never quotes an API key.
+	Message string
+	// Line is the 1-based line of the problem in the YAML source, or 0 when
+	// it is not known (problems found after decoding, by Validate).
+	Line int
+}
+
+// Error renders "config: line N: path: message", leaving out the parts that
+// are unknown, e.g. `config: models[0].routes[1].provider: unknown provider "beta"`.
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	if e.Line > 0 {
+		b.WriteString("line ")
+		b.WriteString(strconv.Itoa(e.Line))
+		b.WriteString(": ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+func fieldErr(path, format string, args ...any) *FieldError {
+	return &FieldError{Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks c and returns the first problem as a *FieldError, or nil.
+// It expects defaults to be applied already (Parse does that; see
+// ApplyDefaults), so an unset field with a default is reported as out of
+// range here. On success it (re)builds the index behind Model, Provider,
+// Project and KeyOwner; on failure the index is dropped. Validate writes to
+// c, so do not call it while other goroutines read c.
+func (c *Config) Validate() error {
+	c.idx = nil
+	idx := &index{
+		providers: make(map[string]int, len(c.Providers)),
+		models:    make(map[string]int, len(c.Models)),
+		projects:  make(map[string]int, len(c.Projects)),
+		keys:      make(map[keyHash]keyRef),
+	}
+	if err := c.validateProviders(idx); err != nil {
+		return err
+	}
+	if err := c.validateModels(idx); err != nil {
+		return err
+	}
+	if err := c.validateProjects(idx); err != nil {
+		return err
+	}
+	if err := c.validateSettings(); err != nil {
+		return err
+	}
+	c.idx = idx
+	return nil
+}
+
+func (c *Config) validateProviders(idx *index) error {
+	if len(c.Providers) == 0 {
+		return fieldErr("providers", "at least one provider is required")
+	}
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		at := fmt.Sprintf("providers[%d]", i)
+		switch {
+		case p.Name == "":
+			return fieldErr(at+".name", "must not be empty")
+		case !isProviderName(p.Name):
+			return fieldErr(at+".name", "invalid provider name %q: use only letters, digits, '.', '_' and '-'", p.Name)
+		}
+		if _, dup := idx.providers[p.Name]; dup {
+			return fieldErr(at+".name", "duplicate provider name %q", p.Name)
+		}
+		idx.providers[p.Name] = i
+
+		switch p.API {
+		case "":
+			return fieldErr(at+".api", `is required: "openai" or "simulated"`)
+		case "openai":
+			if err := checkBaseURL(p.BaseURL); err != "" {
+				return fieldErr(at+".base_url", "%s", err)
+			}
+		case "simulated":
+			// In-process: base_url is not used.
+		default:
+			return fieldErr(at+".api", `must be "openai" or "simulated", got %q`, p.API)
+		}
+		if p.APIKeyEnv != "" && !isEnvName(p.APIKeyEnv) {
+			return fieldErr(at+".api_key_env", "invalid environment variable name %q: want letters, digits and '_', not starting with a digit", p.APIKeyEnv)
+		}
+		if p.FirstTokenTimeout <= 0 {
+			return fieldErr(at+".first_token_timeout", "must be > 0, got %s", p.FirstTokenTimeout)
+		}
+		if p.Region != "" && !isRegion(p.Region) {
+			return fieldErr(at+".region", "invalid region %q: use lowercase letters, digits and '-' (e.g. \"eu\", \"us-east\")", p.Region)
+		}
+		if p.DataCollection != "allow" && p.DataCollection != "deny" {
+			return fieldErr(at+".data_collection", `must be "allow" or "deny", got %q`, p.DataCollection)
+		}
+		if p.API == "simulated" {
+			if err := validateSimulated(at+".simulated", &p.Simulated); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func validateSimulated(at string, s *Simulated) error {
+	if s.FirstTokenLatency < 0 {
+		return fieldErr(at+".first_token_latency", "must not be negative, got %s", s.FirstTokenLatency)
+	}
+	if s.ChunkLatency < 0 {
+		return fieldErr(at+".chunk_latency", "must not be negative, got %s", s.ChunkLatency)
+	}
+	switch s.Fail {
+	case "", "error", "throttle", "reject", "hang":
+	default:
+		return fieldErr(at+".fail", `must be empty or one of "error", "throttle", "reject", "hang", got %q`, s.Fail)
+	}
+	if s.Words < 1 || s.Words > MaxSimulatedWords {
+		return fieldErr(at+".words", "must be between 1 and %d, got %d", MaxSimulatedWords, s.Words)
+	}
+	return nil
+}
+
+func (c *Config) validateModels(idx *index) error {
+	if len(c.Models) == 0 {
+		return fieldErr("models", "at least one model is required")
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		at := fmt.Sprintf("models[%d]", i)
+		switch {
+		case m.ID == "":
+			return fieldErr(at+".id", "must not be empty")
+		case strings.Contains(m.ID, ":"):
+			// ":floor" and ":nitro" are request suffixes (DESIGN.md section 4);
+			// an id with a colon would make them ambiguous.
+			return fieldErr(at+".id", "invalid model id %q: must not contain ':' (reserved for suffixes such as \":floor\")", m.ID)
+		case strings.IndexFunc(m.ID, unicode.IsSpace) >= 0:
+			return fieldErr(at+".id", "invalid model id %q: must not contain whitespace", m.ID)
+		}
+		if msg := checkText(m.ID); msg != "" {
+			return fieldErr(at+".id", "invalid model id %q: %s", m.ID, msg)
+		}
+		if _, dup := idx.models[m.ID]; dup {
+			return fieldErr(at+".id", "duplicate model id %q", m.ID)
+		}
+		idx.models[m.ID] = i
+
+		if len(m.Routes) == 0 {
+			return fieldErr(at+".routes", "at least one route is required")
+		}
+		seen := make(map[string]int, len(m.Routes))
+		for j := range m.Routes {
+			r := &m.Routes[j]
+			rat := fmt.Sprintf("%s.routes[%d]", at, j)
+			if r.Provider == "" {
+				return fieldErr(rat+".provider", "must not be empty")
+			}
+			if _, ok := idx.providers[r.Provider]; !ok {
+				return fieldErr(rat+".provider", "unknown provider %q", r.Provider)
+			}
+			// Fallback never calls a failed provider again, so listing one
+			// twice is a mistake rather than a retry policy.
+			if first, dup := seen[r.Provider]; dup {
+				return fieldErr(rat+".provider", "provider %q is already routed at %s.routes[%d]", r.Provider, at, first)
+			}
+			seen[r.Provider] = j
+			if r.Model == "" {
+				return fieldErr(rat+".model", "must not be empty: name the model to send upstream")
+			}
+			if msg := checkText(r.Model); msg != "" {
+				return fieldErr(rat+".model", "invalid upstream model %q: %s", r.Model, msg)
+			}
+			if !isAmount(r.InputPrice) {
+				return fieldErr(rat+".input_price", "must be a finite number >= 0, got %v", r.InputPrice)
+			}
+			if !isAmount(r.OutputPrice) {
+				return fieldErr(rat+".output_price", "must be a finite number >= 0, got %v", r.OutputPrice)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateProjects(idx *index) error {
+	for i := range c.Projects {
+		p := &c.Projects[i]
+		at := fmt.Sprintf("projects[%d]", i)
+		if p.ID == "" {
+			return fieldErr(at+".id", "must not be empty")
+		}
+		if strings.IndexFunc(p.ID, unicode.IsSpace) >= 0 {
+			return fieldErr(at+".id", "invalid project id %q: must not contain whitespace", p.ID)
+		}
+		if msg := checkText(p.ID); msg != "" {
+			return fieldErr(at+".id", "invalid project id %q: %s", p.ID, msg)
+		}
+		if _, dup := idx.projects[p.ID]; dup {
+			return fieldErr(at+".id", "duplicate project id %q", p.ID)
+		}
+		idx.projects[p.ID] = i
+
+		if p.Balance != nil && !isAmount(*p.Balance) {
+			return fieldErr(at+".balance", "must be a finite number >= 0, got %v", *p.Balance)
+		}
+		switch p.DataPolicy {
+		case "none", "zdr", "deny":
+		default:
+			return fieldErr(at+".data_policy", `must be "none", "zdr" or "deny", got %q`, p.DataPolicy)
+		}
+		switch p.Residency {
+		case "anywhere", "eu":
+		default:
+			return fieldErr(at+".residency", `must be "anywhere" or "eu", got %q`, p.Residency)
+		}
+
+		for j := range p.Keys {
+			k := &p.Keys[j]
+			kat := fmt.Sprintf("%s.keys[%d]", at, j)
+			// Messages below name the key by its path only: a config error
+			// ends up in logs, and the key is a secret.
+			if k.Key == "" {
+				return fieldErr(kat+".key", "must not be empty")
+			}
+			if len(k.Key) < MinKeyLength {
+				return fieldErr(kat+".key", "too short: a key needs at least %d characters", MinKeyLength)
+			}
+			if !isTokenText(k.Key) {
+				return fieldErr(kat+".key", "must be printable ASCII without spaces (it is sent as a bearer token)")
+			}
+			h := hashKey(k.Key)
+			if prev, dup := idx.keys[h]; dup {
+				return fieldErr(kat+".key", "duplicate key: the same key is projects[%d].keys[%d].key", prev.project, prev.key)
+			}
+			idx.keys[h] = keyRef{project: i, key: j}
+			if k.Limit != nil && !isAmount(*k.Limit) {
+				return fieldErr(kat+".limit", "must be a finite number >= 0, got %v", *k.Limit)
+			}
+		}
+	}
+	return nil
+}
+
+// validateSettings checks the idempotency, server and health sections.
+func (c *Config) validateSettings() error {
+	idem := &c.Idempotency
+	if idem.Window <= 0 {
+		return fieldErr("idempotency.window", "must be > 0, got %s", idem.Window)
+	}
+	if idem.Lease <= 0 {
+		return fieldErr("idempotency.lease", "must be > 0, got %s", idem.Lease)
+	}
+	// A lease as long as the window would let a dead owner's reservation
+	// outlive the record it protects.
+	if idem.Lease >= idem.Window {
+		return fieldErr("idempotency.lease", "must be shorter than idempotency.window (%s), got %s", idem.Window, idem.Lease)
+	}
+	if idem.MaxResponseBytes <= 0 {
+		return fieldErr("idempotency.max_response_bytes", "must be > 0, got %d", idem.MaxResponseBytes)
+	}
+
+	s := &c.Server
+	if s.MaxInFlight <= 0 {
+		return fieldErr("server.max_in_flight", "must be > 0, got %d", s.MaxInFlight)
+	}
+	if s.MaxBodyBytes <= 0 {
+		return fieldErr("server.max_body_bytes", "must be > 0, got %d", s.MaxBodyBytes)
+	}
+	if s.RequestTimeout <= 0 {
+		return fieldErr("server.request_timeout", "must be > 0, got %s", s.RequestTimeout)
+	}
+	if s.RequestTimeout.D() > MaxRequestTimeout {
+		return fieldErr("server.request_timeout", "must be at most %s, got %s", Duration(MaxRequestTimeout), s.RequestTimeout)
+	}
+
+	h := &c.Health
+	if h.FailureThreshold <= 0 {
+		return fieldErr("health.failure_threshold", "must be > 0, got %d", h.FailureThreshold)
+	}
+	if h.Cooldown <= 0 {
+		return fieldErr("health.cooldown", "must be > 0, got %s", h.Cooldown)
+	}
+	return nil
+}
+
+// checkBaseURL returns what is wrong with an openai base_url, or "".
+func checkBaseURL(s string) string {
+	if s == "" {
+		return "is required for api: openai (e.g. \"https://api.example.com/v1\")"
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "invalid URL " + showURL(s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "invalid URL " + showURL(s) + ": want an absolute http:// or https:// URL"
+	case u.Host == "":
+		return "invalid URL " + showURL(s) + ": no host"
+	case u.User != nil:
+		// The URL is logged and shown in errors; the upstream key belongs
+		// in the environment.
+		return "must not contain credentials: name the variable holding the key in api_key_env"
+	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#"):
+		// Request paths are appended to base_url, which a query or
+		// fragment would swallow.
+		return "invalid URL " + showURL(s) + ": must not have a query or fragment"
+	}
+	return ""
+}
+
+// showURL quotes a base_url for an error message, unless it may hold
+// credentials ("https://user:secret@host").
+func showURL(s string) string {
+	if strings.Contains(s, "@") {
+		return "(not shown: it contains '@', which may be credentials)"
+	}
+	return strconv.Quote(s)
+}
+
+// isAmount reports whether f is a usable price or amount of USD: finite and
+// not negative (NaN fails the comparison).
+func isAmount(f float64) bool { return f >= 0 && !math.IsInf(f, 1) }
+
+func isProviderName(s string) bool {
+	for _, r := range s {
+		if !(isASCIILetter(r) || isDigit(r) || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isEnvName(s string) bool {
+	for i, r := range s {
+		if !(isASCIILetter(r) || r == '_' || (i > 0 && isDigit(r))) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isRegion(s string) bool {
+	for _, r := range s {
+		if !((r >= 'a' && r <= 'z') || isDigit(r) || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isTokenText reports whether s can travel as a bearer token in an
+// Authorization header: visible ASCII, no spaces.
+func isTokenText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// checkText returns what is wrong with a name that ends up in JSON, headers
+// and logs, or "": it must be valid UTF-8 without control characters (YAML's
+// double-quoted escapes can produce both).
+func checkText(s string) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+func isASCIILetter(r rune) bool { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') }
+func isDigit(r rune) bool       { return r >= '0' && r <= '9' }

@@ -1,0 +1,259 @@
+package llm
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// Assembler builds a chat.completion from the chunks of a streamed answer:
+// the gateway calls providers streaming even for a non-streaming client, so
+// that fallback and first_token_timeout work the same for both.
+type Assembler struct {
+	id, model, fingerprint, serviceTier string
+	created                             int64
+	choices                             map[int]*choiceAcc
+}
+
+type choiceAcc struct {
+	role         string
+	content      strings.Builder
+	hasContent   bool
+	refusal      strings.Builder
+	hasRefusal   bool
+	toolCalls    map[int]*toolCallAcc
+	function     *toolFunction
+	finishReason string
+	logprobs     struct {
+		content, refusal []json.RawMessage
+		seen             bool
+	}
+}
+
+type toolCallAcc struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
+}
+
+type toolFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type deltaWire struct {
+	ID                string `json:"id"`
+	Model             string `json:"model"`
+	Created           int64  `json:"created"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	ServiceTier       string `json:"service_tier"`
+	Choices           []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+			FunctionCall *struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function_call"`
+		} `json:"delta"`
+		Logprobs *struct {
+			Content []json.RawMessage `json:"content"`
+			Refusal []json.RawMessage `json:"refusal"`
+		} `json:"logprobs"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// Add takes one chunk's JSON.
+func (a *Assembler) Add(raw []byte) error {
+	var w deltaWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return err
+	}
+	if a.choices == nil {
+		a.choices = map[int]*choiceAcc{}
+	}
+	if a.id == "" {
+		a.id = w.ID
+	}
+	if a.model == "" {
+		a.model = w.Model
+	}
+	if a.created == 0 {
+		a.created = w.Created
+	}
+	if w.SystemFingerprint != "" {
+		a.fingerprint = w.SystemFingerprint
+	}
+	if w.ServiceTier != "" {
+		a.serviceTier = w.ServiceTier
+	}
+	for _, ch := range w.Choices {
+		if ch.Index < 0 || ch.Index > 1024 {
+			continue
+		}
+		c := a.choices[ch.Index]
+		if c == nil {
+			c = &choiceAcc{}
+			a.choices[ch.Index] = c
+		}
+		d := ch.Delta
+		if d.Role != "" {
+			c.role = d.Role
+		}
+		if d.Content != nil {
+			c.content.WriteString(*d.Content)
+			c.hasContent = true
+		}
+		if d.Refusal != nil {
+			c.refusal.WriteString(*d.Refusal)
+			c.hasRefusal = true
+		}
+		for _, tc := range d.ToolCalls {
+			if tc.Index < 0 || tc.Index > 1024 {
+				continue
+			}
+			if c.toolCalls == nil {
+				c.toolCalls = map[int]*toolCallAcc{}
+			}
+			t := c.toolCalls[tc.Index]
+			if t == nil {
+				t = &toolCallAcc{Type: "function"}
+				c.toolCalls[tc.Index] = t
+			}
+			if tc.ID != "" {
+				t.ID = tc.ID
+			}
+			if tc.Type != "" {
+				t.Type = tc.Type
+			}
+			t.Function.Name += tc.Function.Name
+			t.Function.Arguments += tc.Function.Arguments
+		}
+		if d.FunctionCall != nil {
+			if c.function == nil {
+				c.function = &toolFunction{}
+			}
+			c.function.Name += d.FunctionCall.Name
+			c.function.Arguments += d.FunctionCall.Arguments
+		}
+		if ch.Logprobs != nil {
+			c.logprobs.seen = true
+			c.logprobs.content = append(c.logprobs.content, ch.Logprobs.Content...)
+			c.logprobs.refusal = append(c.logprobs.refusal, ch.Logprobs.Refusal...)
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			c.finishReason = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+type completionWire struct {
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	Created           int64           `json:"created"`
+	Model             string          `json:"model"`
+	Choices           []choiceWire    `json:"choices"`
+	Usage             json.RawMessage `json:"usage"`
+	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+	ServiceTier       string          `json:"service_tier,omitempty"`
+}
+
+type choiceWire struct {
+	Index        int             `json:"index"`
+	Message      messageWire     `json:"message"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+type messageWire struct {
+	Role         string        `json:"role"`
+	Content      *string       `json:"content"`
+	Refusal      *string       `json:"refusal"`
+	ToolCalls    []toolCallAcc `json:"tool_calls,omitempty"`
+	FunctionCall *toolFunction `json:"function_call,omitempty"`
+}
+
+// Completion returns the chat.completion JSON with usage. finishOverride,
+// when not empty, replaces every choice's finish_reason (the gateway marks a
+// cut answer "incomplete").
+func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, error) {
+	u, err := json.Marshal(usage)
+	if err != nil {
+		return nil, err
+	}
+	out := completionWire{
+		ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
+		Usage: u, SystemFingerprint: a.fingerprint, ServiceTier: a.serviceTier,
+		Choices: []choiceWire{},
+	}
+	idx := make([]int, 0, len(a.choices))
+	for i := range a.choices {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	if len(idx) == 0 {
+		// An answer with no choice chunk at all still gets one empty choice,
+		// as clients index choices[0].
+		idx = append(idx, 0)
+		a.choices = map[int]*choiceAcc{0: {}}
+	}
+	for _, i := range idx {
+		c := a.choices[i]
+		role := c.role
+		if role == "" {
+			role = "assistant"
+		}
+		m := messageWire{Role: role}
+		if c.hasContent || (!c.hasRefusal && len(c.toolCalls) == 0 && c.function == nil) {
+			s := c.content.String()
+			m.Content = &s
+		}
+		if c.hasRefusal {
+			s := c.refusal.String()
+			m.Refusal = &s
+		}
+		if len(c.toolCalls) > 0 {
+			ti := make([]int, 0, len(c.toolCalls))
+			for k := range c.toolCalls {
+				ti = append(ti, k)
+			}
+			sort.Ints(ti)
+			for _, k := range ti {
+				m.ToolCalls = append(m.ToolCalls, *c.toolCalls[k])
+			}
+		}
+		m.FunctionCall = c.function
+		cw := choiceWire{Index: i, Message: m, Logprobs: json.RawMessage("null")}
+		if c.logprobs.seen {
+			lp := struct {
+				Content []json.RawMessage `json:"content"`
+				Refusal []json.RawMessage `json:"refusal"`
+			}{c.logprobs.content, c.logprobs.refusal}
+			if cw.Logprobs, err = json.Marshal(lp); err != nil {
+				return nil, err
+			}
+		}
+		fr := c.finishReason
+		if finishOverride != "" {
+			fr = finishOverride
+		}
+		if fr != "" {
+			cw.FinishReason = &fr
+		}
+		out.Choices = append(out.Choices, cw)
+	}
+	return json.Marshal(out)
+}

@@ -1,0 +1,523 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of the per-request bounds (DESIGN.md section 4).
+const (
+	MaxCallsPerRequest     = 8
+	MaxAttemptsPerRouteCap = 4
+	MaxBackoff             = 60 * time.Second
+	maxModelLen            = 256
+	maxProviderNames       = 64
+)
+
+// Sort orders a model's routes by a measure instead of the preset order.
+type Sort string
+
+const (
+	SortNone       Sort = ""
+	SortPrice      Sort = "price"
+	SortThroughput Sort = "throughput"
+	SortLatency    Sort = "latency"
+)
+
+// Model suffixes that pick a sort.
+const (
+	SuffixFloor = ":floor"
+	SuffixNitro = ":nitro"
+)
+
+// ChatRequest is a decoded and validated Chat Completions request. The
+// fields the gateway reads are parsed out; everything else stays in the raw
+// top-level fields and passes through to the provider.
+type ChatRequest struct {
+	// Model is the model id without its suffix; Suffix is ":floor", ":nitro"
+	// or "".
+	Model  string
+	Suffix string
+	Stream bool
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool
+	Gateway      GatewayOptions
+	Provider     ProviderPreferences
+
+	fields map[string]json.RawMessage
+	size   int
+}
+
+// GatewayOptions is the request's "gateway" object: bounds for this request.
+type GatewayOptions struct {
+	// MaxAttemptsPerRoute caps the calls to one provider (1 to 4); 0 means
+	// the default.
+	MaxAttemptsPerRoute int
+	// MaxTotalAttempts caps the calls in all (1 to 8); 0 means 8.
+	MaxTotalAttempts int
+	// Backoff is the wait before a throttled provider is called again;
+	// BackoffSet tells an explicit 0 from an absent field.
+	Backoff    time.Duration
+	BackoffSet bool
+	// AllowFallbacks is gateway.routing.allow_fallbacks; nil means true.
+	AllowFallbacks *bool
+}
+
+// ProviderPreferences is the request's "provider" object.
+type ProviderPreferences struct {
+	Order          []string
+	Only           []string
+	Ignore         []string
+	AllowFallbacks *bool
+	ZDR            bool
+	// DataCollection is "", "allow" or "deny".
+	DataCollection string
+	Sort           Sort
+}
+
+// Sort is the sort the request asks for: provider.sort, else the model
+// suffix's.
+func (r *ChatRequest) Sort() Sort {
+	if r.Provider.Sort != SortNone {
+		return r.Provider.Sort
+	}
+	switch r.Suffix {
+	case SuffixFloor:
+		return SortPrice
+	case SuffixNitro:
+		return SortThroughput
+	}
+	return SortNone
+}
+
+// AllowFallbacks is false when either the gateway or the provider object
+// turns fallbacks off.
+func (r *ChatRequest) AllowFallbacks() bool {
+	if r.Gateway.AllowFallbacks != nil && !*r.Gateway.AllowFallbacks {
+		return false
+	}
+	if r.Provider.AllowFallbacks != nil && !*r.Provider.AllowFallbacks {
+		return false
+	}
+	return true
+}
+
+// Size is the request body's length in bytes.
+func (r *ChatRequest) Size() int { return r.size }
+
+func invalid(param, format string, args ...any) *Error {
+	return Errorf(CodeInvalidRequest, param, format, args...)
+}
+
+// DecodeChatRequest parses and validates a Chat Completions request body.
+// Every problem is an *Error with code invalid_request naming the field.
+func DecodeChatRequest(body []byte) (*ChatRequest, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
+			return nil, invalid("", "request body is not valid JSON: %s", jsonProblem(err))
+		}
+		return nil, invalid("", "request body must be a JSON object")
+	}
+	if fields == nil {
+		return nil, invalid("", "request body must be a JSON object")
+	}
+	r := &ChatRequest{fields: fields, size: len(body)}
+
+	model, err := stringField(fields, "model", true)
+	if err != nil {
+		return nil, err
+	}
+	if len(model) > maxModelLen {
+		return nil, invalid("model", "model is longer than %d bytes", maxModelLen)
+	}
+	r.Model = model
+	for _, s := range []string{SuffixFloor, SuffixNitro} {
+		if strings.HasSuffix(model, s) {
+			r.Model, r.Suffix = strings.TrimSuffix(model, s), s
+		}
+	}
+
+	if err := checkMessages(fields["messages"]); err != nil {
+		return nil, err
+	}
+	if r.Stream, err = boolField(fields, "stream", "stream"); err != nil {
+		return nil, err
+	}
+	if raw, ok := present(fields, "stream_options"); ok {
+		opts, err := object(raw, "stream_options")
+		if err != nil {
+			return nil, err
+		}
+		if r.IncludeUsage, err = boolField(opts, "include_usage", "stream_options.include_usage"); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := present(fields, "gateway"); ok {
+		if err := r.decodeGateway(raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := present(fields, "provider"); ok {
+		if err := r.decodeProvider(raw); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "unexpected " + te.Value
+	}
+	return "unexpected end of input"
+}
+
+// present returns a field that is there and not null.
+func present(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	raw, ok := m[name]
+	if !ok || string(raw) == "null" {
+		return nil, false
+	}
+	return raw, true
+}
+
+func object(raw json.RawMessage, param string) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, invalid(param, "%s must be an object", param)
+	}
+	return m, nil
+}
+
+func stringField(m map[string]json.RawMessage, name string, required bool) (string, error) {
+	raw, ok := present(m, name)
+	if !ok {
+		if required {
+			return "", invalid(name, "%s is required", name)
+		}
+		return "", nil
+	}
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", invalid(name, "%s must be a string", name)
+	}
+	if required && s == "" {
+		return "", invalid(name, "%s must not be empty", name)
+	}
+	return s, nil
+}
+
+func boolField(m map[string]json.RawMessage, name, param string) (bool, error) {
+	raw, ok := present(m, name)
+	if !ok {
+		return false, nil
+	}
+	switch string(raw) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, invalid(param, "%s must be a boolean", param)
+}
+
+func optBool(m map[string]json.RawMessage, name, param string) (*bool, error) {
+	if _, ok := present(m, name); !ok {
+		return nil, nil
+	}
+	b, err := boolField(m, name, param)
+	if err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// intField reads an integer in [lo, hi]; absent or null reads as 0.
+func intField(m map[string]json.RawMessage, name, param string, lo, hi int) (int, error) {
+	raw, ok := present(m, name)
+	if !ok {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || raw[0] == '"' {
+		return 0, invalid(param, "%s must be an integer", param)
+	}
+	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+		return 0, invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+	}
+	return int(f), nil
+}
+
+func checkMessages(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return invalid("messages", "messages is required")
+	}
+	var msgs []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &msgs) != nil {
+		return invalid("messages", "messages must be an array")
+	}
+	if len(msgs) == 0 {
+		return invalid("messages", "messages must not be empty")
+	}
+	for i, m := range msgs {
+		param := fmt.Sprintf("messages[%d]", i)
+		var msg map[string]json.RawMessage
+		if len(m) == 0 || m[0] != '{' || json.Unmarshal(m, &msg) != nil {
+			return invalid(param, "%s must be an object", param)
+		}
+		role, err := stringField(msg, "role", true)
+		if err != nil {
+			return invalid(param+".role", "%s.role must be a non-empty string", param)
+		}
+		_ = role
+	}
+	return nil
+}
+
+func unknownKeys(m map[string]json.RawMessage, param string, known ...string) error {
+	for k := range m {
+		ok := false
+		for _, want := range known {
+			if k == want {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			name := k
+			if !utf8.ValidString(name) || len(name) > 64 {
+				name = "(unprintable)"
+			}
+			return invalid(param+"."+name, "unknown field %s.%s", param, name)
+		}
+	}
+	return nil
+}
+
+func (r *ChatRequest) decodeGateway(raw json.RawMessage) error {
+	g, err := object(raw, "gateway")
+	if err != nil {
+		return err
+	}
+	if err := unknownKeys(g, "gateway", "retry", "routing"); err != nil {
+		return err
+	}
+	if raw, ok := present(g, "retry"); ok {
+		retry, err := object(raw, "gateway.retry")
+		if err != nil {
+			return err
+		}
+		if err := unknownKeys(retry, "gateway.retry", "max_attempts_per_route", "max_total_attempts", "backoff"); err != nil {
+			return err
+		}
+		if r.Gateway.MaxAttemptsPerRoute, err = intField(retry, "max_attempts_per_route", "gateway.retry.max_attempts_per_route", 1, MaxAttemptsPerRouteCap); err != nil {
+			return err
+		}
+		if r.Gateway.MaxTotalAttempts, err = intField(retry, "max_total_attempts", "gateway.retry.max_total_attempts", 1, MaxCallsPerRequest); err != nil {
+			return err
+		}
+		if raw, ok := present(retry, "backoff"); ok {
+			d, err := parseBackoff(raw)
+			if err != nil {
+				return err
+			}
+			r.Gateway.Backoff, r.Gateway.BackoffSet = d, true
+		}
+	}
+	if raw, ok := present(g, "routing"); ok {
+		routing, err := object(raw, "gateway.routing")
+		if err != nil {
+			return err
+		}
+		if err := unknownKeys(routing, "gateway.routing", "allow_fallbacks"); err != nil {
+			return err
+		}
+		if r.Gateway.AllowFallbacks, err = optBool(routing, "allow_fallbacks", "gateway.routing.allow_fallbacks"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseBackoff reads gateway.retry.backoff: a number of milliseconds, or a
+// duration string such as "250ms" or "2s"; 0 to 60 seconds.
+func parseBackoff(raw json.RawMessage) (time.Duration, error) {
+	const param = "gateway.retry.backoff"
+	var d time.Duration
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, invalid(param, "%s must be milliseconds or a duration such as \"500ms\"", param)
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, invalid(param, "%s must be milliseconds or a duration such as \"500ms\"", param)
+		}
+		d = v
+	} else {
+		ms, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || math.IsNaN(ms) || ms < 0 || ms > float64(MaxBackoff/time.Millisecond) {
+			return 0, invalid(param, "%s must be from 0 to 60000 milliseconds", param)
+		}
+		d = time.Duration(ms * float64(time.Millisecond))
+	}
+	if d < 0 || d > MaxBackoff {
+		return 0, invalid(param, "%s must be from 0 to 60 seconds", param)
+	}
+	return d, nil
+}
+
+func (r *ChatRequest) decodeProvider(raw json.RawMessage) error {
+	p, err := object(raw, "provider")
+	if err != nil {
+		return err
+	}
+	if err := unknownKeys(p, "provider", "order", "only", "ignore", "allow_fallbacks", "zdr", "data_collection", "sort"); err != nil {
+		return err
+	}
+	lists := []struct {
+		name string
+		dst  *[]string
+	}{{"order", &r.Provider.Order}, {"only", &r.Provider.Only}, {"ignore", &r.Provider.Ignore}}
+	for _, l := range lists {
+		raw, ok := present(p, l.name)
+		if !ok {
+			continue
+		}
+		param := "provider." + l.name
+		var names []json.RawMessage
+		if raw[0] != '[' || json.Unmarshal(raw, &names) != nil {
+			return invalid(param, "%s must be an array of provider names", param)
+		}
+		if len(names) > maxProviderNames {
+			return invalid(param, "%s has more than %d names", param, maxProviderNames)
+		}
+		out := make([]string, 0, len(names))
+		for i, n := range names {
+			var s string
+			if len(n) == 0 || n[0] != '"' || json.Unmarshal(n, &s) != nil || s == "" {
+				return invalid(fmt.Sprintf("%s[%d]", param, i), "%s[%d] must be a provider name", param, i)
+			}
+			out = append(out, s)
+		}
+		*l.dst = out
+	}
+	if r.Provider.AllowFallbacks, err = optBool(p, "allow_fallbacks", "provider.allow_fallbacks"); err != nil {
+		return err
+	}
+	if r.Provider.ZDR, err = boolField(p, "zdr", "provider.zdr"); err != nil {
+		return err
+	}
+	dc, err := stringField(p, "data_collection", false)
+	if err != nil {
+		return invalid("provider.data_collection", "provider.data_collection must be \"allow\" or \"deny\"")
+	}
+	switch dc {
+	case "", "allow", "deny":
+		r.Provider.DataCollection = dc
+	default:
+		return invalid("provider.data_collection", "provider.data_collection must be \"allow\" or \"deny\"")
+	}
+	sort, err := stringField(p, "sort", false)
+	if err != nil {
+		return invalid("provider.sort", "provider.sort must be \"price\", \"throughput\" or \"latency\"")
+	}
+	switch Sort(sort) {
+	case SortNone, SortPrice, SortThroughput, SortLatency:
+		r.Provider.Sort = Sort(sort)
+	default:
+		return invalid("provider.sort", "provider.sort must be \"price\", \"throughput\" or \"latency\"")
+	}
+	return nil
+}
+
+// UpstreamBody is the body sent to a provider: the client's fields without
+// the gateway-owned "gateway" and "provider", with "model" replaced, and
+// always streaming with usage, whatever the client asked (the answer is
+// reassembled for a non-streaming client and usage is dropped again when the
+// client did not ask for it).
+func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
+	out := make(map[string]json.RawMessage, len(r.fields)+2)
+	for k, v := range r.fields {
+		out[k] = v
+	}
+	delete(out, "gateway")
+	delete(out, "provider")
+	m, err := json.Marshal(upstreamModel)
+	if err != nil {
+		return nil, err
+	}
+	out["model"] = m
+	out["stream"] = json.RawMessage("true")
+	opts := map[string]json.RawMessage{}
+	if raw, ok := present(r.fields, "stream_options"); ok {
+		_ = json.Unmarshal(raw, &opts)
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	so, err := json.Marshal(opts)
+	if err != nil {
+		return nil, err
+	}
+	out["stream_options"] = so
+	return json.Marshal(out)
+}
+
+// DataDemand is what a request demands of a provider's data handling, from
+// least to most strict.
+type DataDemand int
+
+const (
+	// DemandNone: any provider.
+	DemandNone DataDemand = iota
+	// DemandZDR: zero data retention.
+	DemandZDR
+	// DemandDeny: no training and no retention.
+	DemandDeny
+)
+
+func (d DataDemand) String() string {
+	switch d {
+	case DemandZDR:
+		return "zdr"
+	case DemandDeny:
+		return "deny"
+	}
+	return "none"
+}
+
+// ParseDataPolicy reads a project's data_policy: none, zdr or deny.
+func ParseDataPolicy(s string) DataDemand {
+	switch s {
+	case "zdr":
+		return DemandZDR
+	case "deny":
+		return DemandDeny
+	}
+	return DemandNone
+}
+
+// Demand is the stricter of the request's own demand (provider.zdr,
+// provider.data_collection) and the project's data policy.
+func (r *ChatRequest) Demand(project DataDemand) DataDemand {
+	d := project
+	if r.Provider.ZDR && d < DemandZDR {
+		d = DemandZDR
+	}
+	if r.Provider.DataCollection == "deny" && d < DemandDeny {
+		d = DemandDeny
+	}
+	return d
+}

@@ -1,0 +1,185 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const minimal = `{"model":"demo/chat","messages":[{"role":"user","content":"hi"}]}`
+
+func TestDecodeChatRequestValid(t *testing.T) {
+	f, tr := false, true
+	tests := []struct {
+		name string
+		body string
+		want ChatRequest
+	}{
+		{"minimal", minimal, ChatRequest{Model: "demo/chat"}},
+		{"floor suffix", `{"model":"demo/chat:floor","messages":[{"role":"user","content":"hi"}]}`,
+			ChatRequest{Model: "demo/chat", Suffix: ":floor"}},
+		{"nitro suffix and stream with usage", `{"model":"m:nitro","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user"}]}`,
+			ChatRequest{Model: "m", Suffix: ":nitro", Stream: true, IncludeUsage: true}},
+		{"nulls are absent", `{"model":"m","stream":null,"stream_options":null,"gateway":null,"provider":null,"messages":[{"role":"user"}]}`,
+			ChatRequest{Model: "m"}},
+		{"gateway object", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"max_attempts_per_route":3,"max_total_attempts":5,"backoff":250},"routing":{"allow_fallbacks":false}}}`,
+			ChatRequest{Model: "m", Gateway: GatewayOptions{MaxAttemptsPerRoute: 3, MaxTotalAttempts: 5, Backoff: 250 * time.Millisecond, BackoffSet: true, AllowFallbacks: &f}}},
+		{"backoff as duration string", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"backoff":"2s"}}}`,
+			ChatRequest{Model: "m", Gateway: GatewayOptions{Backoff: 2 * time.Second, BackoffSet: true}}},
+		{"provider object", `{"model":"m","messages":[{"role":"user"}],"provider":{"order":["b","a"],"only":["a","b"],"ignore":["c"],"allow_fallbacks":true,"zdr":true,"data_collection":"deny","sort":"latency"}}`,
+			ChatRequest{Model: "m", Provider: ProviderPreferences{Order: []string{"b", "a"}, Only: []string{"a", "b"}, Ignore: []string{"c"}, AllowFallbacks: &tr, ZDR: true, DataCollection: "deny", Sort: SortLatency}}},
+		{"unknown fields pass", `{"model":"m","messages":[{"role":"user"}],"temperature":0.2,"tools":[{"type":"function"}],"anything":{"x":1}}`,
+			ChatRequest{Model: "m"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeChatRequest([]byte(tt.body))
+			if err != nil {
+				t.Fatalf("DecodeChatRequest: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(ChatRequest{}), cmp.FilterPath(func(p cmp.Path) bool {
+				n := p.Last().String()
+				return n == ".fields" || n == ".size"
+			}, cmp.Ignore())); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeChatRequestInvalid(t *testing.T) {
+	tests := []struct {
+		name, body, param, msg string
+	}{
+		{"empty body", ``, "", "not valid JSON"},
+		{"not json", `hello`, "", "must be a JSON object"},
+		{"array", `[1,2]`, "", "must be a JSON object"},
+		{"null", `null`, "", "must be a JSON object"},
+		{"truncated", `{"model":"m"`, "", "not valid JSON"},
+		{"trailing garbage", minimal + `x`, "", "not valid JSON"},
+		{"missing model", `{"messages":[{"role":"user"}]}`, "model", "required"},
+		{"model wrong type", `{"model":5,"messages":[{"role":"user"}]}`, "model", "must be a string"},
+		{"empty model", `{"model":"","messages":[{"role":"user"}]}`, "model", "must not be empty"},
+		{"huge model", `{"model":"` + strings.Repeat("m", 300) + `","messages":[{"role":"user"}]}`, "model", "longer"},
+		{"missing messages", `{"model":"m"}`, "messages", "required"},
+		{"messages not array", `{"model":"m","messages":{}}`, "messages", "must be an array"},
+		{"messages empty", `{"model":"m","messages":[]}`, "messages", "must not be empty"},
+		{"message not object", `{"model":"m","messages":["hi"]}`, "messages[0]", "must be an object"},
+		{"message without role", `{"model":"m","messages":[{"role":"user"},{"content":"x"}]}`, "messages[1].role", "role"},
+		{"stream wrong type", `{"model":"m","messages":[{"role":"user"}],"stream":"yes"}`, "stream", "boolean"},
+		{"stream_options wrong type", `{"model":"m","messages":[{"role":"user"}],"stream_options":true}`, "stream_options", "object"},
+		{"include_usage wrong type", `{"model":"m","messages":[{"role":"user"}],"stream_options":{"include_usage":1}}`, "stream_options.include_usage", "boolean"},
+		{"gateway not object", `{"model":"m","messages":[{"role":"user"}],"gateway":[]}`, "gateway", "object"},
+		{"gateway unknown field", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retries":1}}`, "gateway.retries", "unknown field"},
+		{"per route too high", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"max_attempts_per_route":5}}}`, "gateway.retry.max_attempts_per_route", "1 to 4"},
+		{"per route zero", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"max_attempts_per_route":0}}}`, "gateway.retry.max_attempts_per_route", "1 to 4"},
+		{"total too high", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"max_total_attempts":9}}}`, "gateway.retry.max_total_attempts", "1 to 8"},
+		{"total fraction", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"max_total_attempts":2.5}}}`, "gateway.retry.max_total_attempts", "integer"},
+		{"total string", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"max_total_attempts":"2"}}}`, "gateway.retry.max_total_attempts", "integer"},
+		{"backoff negative", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"backoff":-1}}}`, "gateway.retry.backoff", "0 to 60000"},
+		{"backoff too long", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"backoff":"2m"}}}`, "gateway.retry.backoff", "0 to 60"},
+		{"backoff garbage", `{"model":"m","messages":[{"role":"user"}],"gateway":{"retry":{"backoff":"soon"}}}`, "gateway.retry.backoff", "duration"},
+		{"routing unknown", `{"model":"m","messages":[{"role":"user"}],"gateway":{"routing":{"sort":"price"}}}`, "gateway.routing.sort", "unknown field"},
+		{"allow_fallbacks wrong type", `{"model":"m","messages":[{"role":"user"}],"gateway":{"routing":{"allow_fallbacks":"no"}}}`, "gateway.routing.allow_fallbacks", "boolean"},
+		{"provider not object", `{"model":"m","messages":[{"role":"user"}],"provider":"a"}`, "provider", "object"},
+		{"provider unknown field", `{"model":"m","messages":[{"role":"user"}],"provider":{"quantizations":["fp8"]}}`, "provider.quantizations", "unknown field"},
+		{"order not array", `{"model":"m","messages":[{"role":"user"}],"provider":{"order":"a"}}`, "provider.order", "array"},
+		{"order element", `{"model":"m","messages":[{"role":"user"}],"provider":{"order":["a",3]}}`, "provider.order[1]", "provider name"},
+		{"zdr wrong type", `{"model":"m","messages":[{"role":"user"}],"provider":{"zdr":"true"}}`, "provider.zdr", "boolean"},
+		{"data_collection bad", `{"model":"m","messages":[{"role":"user"}],"provider":{"data_collection":"never"}}`, "provider.data_collection", "allow"},
+		{"sort bad", `{"model":"m","messages":[{"role":"user"}],"provider":{"sort":"random"}}`, "provider.sort", "price"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeChatRequest([]byte(tt.body))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if e.Code != CodeInvalidRequest || e.Param != tt.param || !strings.Contains(e.Message, tt.msg) {
+				t.Errorf("got code %q param %q message %q; want invalid_request param %q message containing %q", e.Code, e.Param, e.Message, tt.param, tt.msg)
+			}
+		})
+	}
+}
+
+func TestUpstreamBody(t *testing.T) {
+	req, err := DecodeChatRequest([]byte(`{"model":"demo/chat:floor","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"stream":false,
+		"stream_options":{"include_usage":false,"extra":1},"gateway":{"retry":{"max_total_attempts":2}},"provider":{"zdr":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := req.UpstreamBody("up-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"model":          "up-model",
+		"messages":       []any{map[string]any{"role": "user", "content": "hi"}},
+		"temperature":    0.5,
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true, "extra": 1.0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("upstream body (-want +got):\n%s", diff)
+	}
+}
+
+func TestDemand(t *testing.T) {
+	tests := []struct {
+		body    string
+		project DataDemand
+		want    DataDemand
+	}{
+		{minimal, DemandNone, DemandNone},
+		{minimal, DemandZDR, DemandZDR},
+		{`{"model":"m","messages":[{"role":"user"}],"provider":{"zdr":true}}`, DemandNone, DemandZDR},
+		{`{"model":"m","messages":[{"role":"user"}],"provider":{"data_collection":"deny"}}`, DemandZDR, DemandDeny},
+		{`{"model":"m","messages":[{"role":"user"}],"provider":{"zdr":true}}`, DemandDeny, DemandDeny},
+		{`{"model":"m","messages":[{"role":"user"}],"provider":{"data_collection":"allow"}}`, DemandNone, DemandNone},
+	}
+	for _, tt := range tests {
+		req, err := DecodeChatRequest([]byte(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := req.Demand(tt.project); got != tt.want {
+			t.Errorf("Demand(%s) for %s = %s, want %s", tt.project, tt.body, got, tt.want)
+		}
+	}
+}
+
+// FuzzDecodeChatRequest: any body is either a request or an invalid_request
+// error, never a panic or another kind of error; a request always produces
+// an upstream body that is valid JSON.
+func FuzzDecodeChatRequest(f *testing.F) {
+	for _, s := range []string{minimal, ``, `{}`, `[]`, `{"model":"m:floor","messages":[{"role":"user"}],"gateway":{"retry":{"backoff":"1s"}}}`,
+		`{"model":"m","messages":[{"role":"user"}],"provider":{"order":["a"],"sort":"price"},"stream":true,"stream_options":{"include_usage":true}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeChatRequest(body)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code != CodeInvalidRequest {
+				t.Fatalf("error %v is not an invalid_request *Error", err)
+			}
+			return
+		}
+		out, err := req.UpstreamBody("x")
+		if err != nil {
+			t.Fatalf("UpstreamBody: %v", err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("upstream body is not JSON: %q", out)
+		}
+	})
+}

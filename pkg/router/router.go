@@ -1,0 +1,542 @@
+// Package router is buzzgate's fallback router. For one request it turns a
+// model and the request's preferences into an ordered list of providers (the
+// plan), then calls them in order until one produces output: before the
+// first text, tool call or refusal a failed or slow provider is replaced by
+// the next; after it the provider is fixed and nothing is ever spliced in.
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// Defaults for the gateway object's bounds when the request leaves them out.
+const (
+	DefaultMaxAttemptsPerRoute = 2
+	DefaultBackoff             = time.Second
+)
+
+// ErrIncomplete ends an answer whose provider stream stopped, without an
+// error, before it said it had finished.
+var ErrIncomplete = errors.New("the provider's stream ended before the answer was finished")
+
+// Router plans and runs requests over the configured providers.
+type Router struct {
+	cfg       *catalog.Config
+	providers map[string]llm.Provider
+	health    *Health
+	now       func() time.Time
+}
+
+// New returns a router over cfg's models. providers holds one adapter for
+// every provider cfg declares.
+func New(cfg *catalog.Config, providers map[string]llm.Provider, health *Health, now func() time.Time) (*Router, error) {
+	for _, p := range cfg.Providers {
+		if providers[p.Name] == nil {
+			return nil, fmt.Errorf("router: no adapter for provider %q", p.Name)
+		}
+	}
+	if health == nil {
+		health = NewHealth(cfg.Health.FailureThreshold, cfg.Health.Cooldown.D(), now)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Router{cfg: cfg, providers: providers, health: health, now: now}, nil
+}
+
+// Health returns the router's provider health tracker.
+func (r *Router) Health() *Health { return r.health }
+
+// Policy is what the calling project imposes on routing.
+type Policy struct {
+	// Demand is the request's data-policy demand (already the stricter of
+	// the request's and the project's).
+	Demand llm.DataDemand
+	// Residency is "anywhere" or "eu".
+	Residency string
+}
+
+// Candidate is one provider in a request's plan.
+type Candidate struct {
+	Route    catalog.Route
+	Provider *catalog.Provider
+	adapter  llm.Provider
+}
+
+// Plan is the ordered list of providers one request may call. A candidate's
+// index is its route depth.
+type Plan struct {
+	Model      *catalog.Model
+	Candidates []Candidate
+}
+
+// Plan resolves the request's model and preferences. It refuses, before any
+// provider call, an unknown model (404), an unknown provider name (400), and
+// a model none of whose allowed providers is live (503).
+func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
+	model, ok := r.cfg.Model(req.Model)
+	if !ok {
+		return nil, llm.Errorf(llm.CodeModelNotFound, "model", "model %q does not exist", req.Model+req.Suffix)
+	}
+	for _, list := range []struct {
+		name  string
+		names []string
+	}{{"order", req.Provider.Order}, {"only", req.Provider.Only}, {"ignore", req.Provider.Ignore}} {
+		for i, n := range list.names {
+			if _, ok := r.cfg.Provider(n); !ok {
+				return nil, llm.Errorf(llm.CodeInvalidRequest, fmt.Sprintf("provider.%s[%d]", list.name, i), "unknown provider %q", n)
+			}
+		}
+	}
+
+	cands := make([]Candidate, 0, len(model.Routes))
+	for _, rt := range model.Routes {
+		if len(req.Provider.Only) > 0 && !slices.Contains(req.Provider.Only, rt.Provider) {
+			continue
+		}
+		if slices.Contains(req.Provider.Ignore, rt.Provider) {
+			continue
+		}
+		p, _ := r.cfg.Provider(rt.Provider)
+		cands = append(cands, Candidate{Route: rt, Provider: p, adapter: r.providers[rt.Provider]})
+	}
+	if len(cands) == 0 {
+		return nil, llm.Errorf(llm.CodeInvalidRequest, "provider", "provider.only and provider.ignore leave no provider for model %q", model.ID)
+	}
+	allowed := cands[:0:0]
+	for _, c := range cands {
+		if meetsDemand(c.Provider, pol.Demand) && meetsResidency(c.Provider, pol.Residency) {
+			allowed = append(allowed, c)
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, llm.Errorf(llm.CodeNoLiveProvider, "", "no provider of model %q meets the data policy (%s) and residency (%s) of this request", model.ID, pol.Demand, residencyName(pol.Residency))
+	}
+	cands = allowed
+
+	r.sortCandidates(cands, req.Sort())
+	if len(req.Provider.Order) > 0 {
+		rank := func(c Candidate) int {
+			if i := slices.Index(req.Provider.Order, c.Route.Provider); i >= 0 {
+				return i
+			}
+			return len(req.Provider.Order)
+		}
+		sort.SliceStable(cands, func(i, j int) bool { return rank(cands[i]) < rank(cands[j]) })
+	}
+	if !req.AllowFallbacks() {
+		cands = cands[:1]
+	}
+	live := false
+	for _, c := range cands {
+		if r.health.Live(c.Route.Provider) {
+			live = true
+			break
+		}
+	}
+	if !live {
+		return nil, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", model.ID), RetryAfter: r.cfg.Health.Cooldown.D()}
+	}
+	return &Plan{Model: model, Candidates: cands}, nil
+}
+
+func residencyName(s string) string {
+	if s == "" {
+		return "anywhere"
+	}
+	return s
+}
+
+// meetsDemand: a provider that collects no data (deny) keeps none either, so
+// it also meets a zero-retention demand.
+func meetsDemand(p *catalog.Provider, d llm.DataDemand) bool {
+	switch d {
+	case llm.DemandZDR:
+		return p.ZDR || p.DataCollection == "deny"
+	case llm.DemandDeny:
+		return p.DataCollection == "deny"
+	}
+	return true
+}
+
+func meetsResidency(p *catalog.Provider, residency string) bool {
+	return residency != "eu" || p.Region == "eu"
+}
+
+// sortCandidates orders by the request's sort, stably, so the preset order
+// breaks ties. Unmeasured providers sort first under latency and throughput,
+// so that they get measured.
+func (r *Router) sortCandidates(c []Candidate, s llm.Sort) {
+	switch s {
+	case llm.SortPrice:
+		sort.SliceStable(c, func(i, j int) bool {
+			return c[i].Route.InputPrice+c[i].Route.OutputPrice < c[j].Route.InputPrice+c[j].Route.OutputPrice
+		})
+	case llm.SortLatency:
+		lat := make(map[string]time.Duration, len(c))
+		for _, x := range c {
+			lat[x.Route.Provider], _ = r.health.stats(x.Route.Provider)
+		}
+		sort.SliceStable(c, func(i, j int) bool { return lat[c[i].Route.Provider] < lat[c[j].Route.Provider] })
+	case llm.SortThroughput:
+		tp := make(map[string]float64, len(c))
+		for _, x := range c {
+			l, t := r.health.stats(x.Route.Provider)
+			if l == 0 && t == 0 {
+				t = 1e18
+			}
+			tp[x.Route.Provider] = t
+		}
+		sort.SliceStable(c, func(i, j int) bool { return tp[c[i].Route.Provider] > tp[c[j].Route.Provider] })
+	}
+}
+
+// Attempt is one provider call, for logs and metrics.
+type Attempt struct {
+	Provider string
+	Depth    int
+	Class    llm.FailureClass
+	Status   int
+}
+
+// Start calls the plan's providers in order until one produces its first
+// output, and returns the answer positioned there. A failure before any
+// output moves to the next provider; a provider's 400 stops at once; a 429
+// puts the provider aside, to be called again after the backoff within
+// max_attempts_per_route. The total number of calls is at most
+// max_total_attempts (8). ctx carries the request's ceiling.
+func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*Answer, []Attempt, error) {
+	maxTotal := req.Gateway.MaxTotalAttempts
+	if maxTotal <= 0 || maxTotal > llm.MaxCallsPerRequest {
+		maxTotal = llm.MaxCallsPerRequest
+	}
+	perRoute := req.Gateway.MaxAttemptsPerRoute
+	if perRoute <= 0 {
+		perRoute = DefaultMaxAttemptsPerRoute
+	}
+	backoff := DefaultBackoff
+	if req.Gateway.BackoffSet {
+		backoff = req.Gateway.Backoff
+	}
+
+	var (
+		attempts  []Attempt
+		calls     = make([]int, len(plan.Candidates))
+		throttled []int
+		hint      time.Duration
+		bodies    = map[string][]byte{}
+		nThrottle int
+	)
+	try := func(i int) (*Answer, error) {
+		c := plan.Candidates[i]
+		body, ok := bodies[c.Route.Model]
+		if !ok {
+			var err error
+			if body, err = req.UpstreamBody(c.Route.Model); err != nil {
+				return nil, err
+			}
+			bodies[c.Route.Model] = body
+		}
+		calls[i]++
+		ans, err := r.attempt(ctx, c, i, body, req.Size())
+		if ans != nil {
+			ans.Calls = len(attempts) + 1
+			return ans, nil
+		}
+		var pe *llm.ProviderError
+		if !errors.As(err, &pe) {
+			return nil, r.ctxError(err) // the request's own context ended
+		}
+		attempts = append(attempts, Attempt{Provider: c.Route.Provider, Depth: i, Class: pe.Class, Status: pe.Status})
+		switch pe.Class {
+		case llm.FailRejected:
+			msg := pe.Message
+			if msg == "" {
+				msg = "no reason given"
+			}
+			return nil, &llm.Error{Code: llm.CodeProviderRejected, Message: "provider rejected the request: " + msg, Cause: pe}
+		case llm.FailThrottled:
+			nThrottle++
+			hint = max(hint, pe.RetryAfter)
+			throttled = append(throttled, i)
+		default:
+			r.health.Failure(c.Route.Provider)
+		}
+		return nil, nil
+	}
+
+	for i := range plan.Candidates {
+		if len(attempts) >= maxTotal {
+			break
+		}
+		if !r.health.Live(plan.Candidates[i].Route.Provider) {
+			continue
+		}
+		if ans, err := try(i); ans != nil || err != nil {
+			return ans, attempts, err
+		}
+	}
+	for len(throttled) > 0 && len(attempts) < maxTotal {
+		again := throttled[:0:0]
+		for _, i := range throttled {
+			if calls[i] < perRoute {
+				again = append(again, i)
+			}
+		}
+		throttled = nil
+		if len(again) == 0 {
+			break
+		}
+		if err := sleep(ctx, backoff); err != nil {
+			return nil, attempts, r.ctxError(err)
+		}
+		for _, i := range again {
+			if len(attempts) >= maxTotal {
+				break
+			}
+			if ans, err := try(i); ans != nil || err != nil {
+				return ans, attempts, err
+			}
+		}
+	}
+
+	switch {
+	case ctx.Err() != nil:
+		return nil, attempts, r.ctxError(ctx.Err())
+	case len(attempts) == 0:
+		return nil, attempts, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", plan.Model.ID), RetryAfter: r.cfg.Health.Cooldown.D()}
+	case nThrottle == len(attempts):
+		return nil, attempts, &llm.Error{Code: llm.CodeUnavailableRoute, Message: fmt.Sprintf("every provider of model %q that was tried is throttled", plan.Model.ID), RetryAfter: max(hint, backoff, time.Second)}
+	}
+	return nil, attempts, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: fmt.Sprintf("every provider of model %q that was tried failed (%d calls)", plan.Model.ID, len(attempts))}
+}
+
+// ctxError turns the end of the request's context into its error: the
+// ceiling is a 504; a cancellation (the client went away) stays as it is.
+func (r *Router) ctxError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: err}
+	}
+	return err
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// attempt makes one provider call and reads it up to its first output. It
+// returns either an answer or an error: a *llm.ProviderError for a failure of
+// the provider, or the error of ctx when the request itself ended.
+func (r *Router) attempt(ctx context.Context, c Candidate, depth int, body []byte, promptBytes int) (*Answer, error) {
+	actx, cancel := context.WithCancel(ctx)
+	var timedOut atomic.Bool
+	var timer *time.Timer
+	if t := c.Provider.FirstTokenTimeout.D(); t > 0 {
+		timer = time.AfterFunc(t, func() { timedOut.Store(true); cancel() })
+	}
+	start := r.now()
+	fail := func(err error) (*Answer, error) {
+		if timer != nil {
+			timer.Stop()
+		}
+		cancel()
+		if timedOut.Load() {
+			return nil, &llm.ProviderError{Class: llm.FailTimeout, Message: "no output before the first-token timeout", Err: err}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var pe *llm.ProviderError
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "the provider's stream ended before any output", Err: err}
+	}
+
+	stream, err := c.adapter.ChatStream(actx, &llm.UpstreamRequest{Model: c.Route.Model, Body: body})
+	if err != nil {
+		return fail(err)
+	}
+	a := &Answer{
+		Provider: c.Route.Provider, Depth: depth, Route: c.Route,
+		stream: stream, cancel: cancel, health: r.health, now: r.now, promptBytes: promptBytes,
+	}
+	for {
+		ch, err := a.read()
+		if err != nil {
+			stream.Close()
+			if errors.Is(err, io.EOF) {
+				err = llm.ErrStreamCut
+			}
+			return fail(err)
+		}
+		if ch == nil {
+			continue // usage only
+		}
+		a.pending = append(a.pending, *ch)
+		if ch.Output || ch.FinishReason != "" {
+			if timer != nil && !timer.Stop() {
+				stream.Close()
+				return fail(context.Canceled)
+			}
+			a.FirstOutput = r.now().Sub(start)
+			a.outputAt = r.now()
+			r.health.Success(c.Route.Provider, a.FirstOutput)
+			return a, nil
+		}
+	}
+}
+
+// Answer is the answer of the provider that produced output first. Next
+// gives its chunks in order, starting with those read before the first
+// output; usage-only chunks are kept back and reported by Usage.
+type Answer struct {
+	Provider string
+	Depth    int
+	Route    catalog.Route
+	// Calls is the number of provider calls the request made, this one
+	// included.
+	Calls       int
+	FirstOutput time.Duration
+
+	pending     []llm.Chunk
+	stream      llm.ChunkStream
+	cancel      context.CancelFunc
+	health      *Health
+	now         func() time.Time
+	outputAt    time.Time
+	promptBytes int
+
+	finished bool
+	usage    json.RawMessage
+	textLen  int
+	err      error
+}
+
+// read returns the next chunk to forward, nil for a usage-only chunk, or the
+// stream's error.
+func (a *Answer) read() (*llm.Chunk, error) {
+	ch, err := a.stream.Next()
+	if err != nil {
+		return nil, err
+	}
+	if ch.Usage != nil {
+		a.usage = ch.Usage
+		if !ch.HasChoices {
+			return nil, nil
+		}
+		ch.Raw = withoutUsage(ch.Raw)
+	}
+	if ch.FinishReason != "" {
+		a.finished = true
+	}
+	a.textLen += ch.TextLen
+	return &ch, nil
+}
+
+// withoutUsage drops a usage object that an upstream put in a chunk with
+// choices: the gateway sends usage, with its cost, in a chunk of its own.
+func withoutUsage(raw []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	delete(m, "usage")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// Next returns the answer's next chunk. At the end it returns io.EOF when
+// the provider finished, ErrIncomplete when its stream just stopped, or the
+// failure (a *llm.ProviderError, or the request context's error) when the
+// provider failed after output had started.
+func (a *Answer) Next() (llm.Chunk, error) {
+	if len(a.pending) > 0 {
+		ch := a.pending[0]
+		a.pending = a.pending[1:]
+		return ch, nil
+	}
+	for a.err == nil {
+		ch, err := a.read()
+		if err == nil {
+			if ch == nil {
+				continue
+			}
+			return *ch, nil
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			a.err = io.EOF
+		case errors.Is(err, llm.ErrStreamCut):
+			if a.finished {
+				a.err = io.EOF // a provider that omits [DONE] after finishing
+			} else {
+				a.err = ErrIncomplete
+			}
+		default:
+			var pe *llm.ProviderError
+			if errors.As(err, &pe) {
+				a.health.Failure(a.Provider)
+			}
+			a.err = err
+		}
+		if a.err == io.EOF {
+			if d := a.now().Sub(a.outputAt).Seconds(); d > 0 {
+				a.health.Throughput(a.Provider, float64(a.textLen)/d)
+			}
+		}
+	}
+	return llm.Chunk{}, a.err
+}
+
+// Usage is the answer's usage with its cost at the route's prices: the
+// provider's own counts, or an estimate when it sent none (a stream that
+// broke off is billed for what it produced).
+func (a *Answer) Usage() llm.Usage {
+	var u llm.Usage
+	if a.usage != nil {
+		if parsed, err := llm.ParseUsage(a.usage); err == nil {
+			u = parsed
+		}
+	}
+	if u.PromptTokens == 0 && u.CompletionTokens == 0 {
+		u = llm.Usage{
+			PromptTokens:     llm.EstimateTokens(a.promptBytes),
+			CompletionTokens: llm.EstimateTokens(a.textLen),
+			Estimated:        true,
+		}
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	u.Cost = llm.Cost(u.PromptTokens, u.CompletionTokens, a.Route.InputPrice, a.Route.OutputPrice)
+	return u
+}
+
+// Close ends the provider call. It is safe to call more than once.
+func (a *Answer) Close() {
+	a.stream.Close()
+	a.cancel()
+}
