@@ -42,11 +42,13 @@ type toolFunction struct {
 }
 
 type deltaWire struct {
-	ID                string `json:"id"`
-	Model             string `json:"model"`
-	Created           int64  `json:"created"`
-	SystemFingerprint string `json:"system_fingerprint"`
-	ServiceTier       string `json:"service_tier"`
+	ID                string          `json:"id"`
+	Model             string          `json:"model"`
+	Created           int64           `json:"created"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	ServiceTier       string          `json:"service_tier"`
+	Usage             json.RawMessage `json:"usage"`
+	Error             json.RawMessage `json:"error"`
 	Choices           []struct {
 		Index int `json:"index"`
 		Delta struct {
@@ -81,6 +83,20 @@ func (a *Assembler) Add(raw []byte) error {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return err
 	}
+	a.add(&w)
+	return nil
+}
+
+// AddChunk takes a chunk from ParseChunk without decoding it again.
+func (a *Assembler) AddChunk(c *Chunk) error {
+	if c.parsed == nil {
+		return a.Add(c.Raw)
+	}
+	a.add(c.parsed)
+	return nil
+}
+
+func (a *Assembler) add(w *deltaWire) {
 	if a.choices == nil {
 		a.choices = map[int]*choiceAcc{}
 	}
@@ -157,7 +173,6 @@ func (a *Assembler) Add(raw []byte) error {
 			c.finishReason = *ch.FinishReason
 		}
 	}
-	return nil
 }
 
 type completionWire struct {

@@ -56,26 +56,13 @@ type Chunk struct {
 	Usage json.RawMessage
 	// HasChoices is false for a usage-only chunk ("choices": []).
 	HasChoices bool
-	// Text is the content and refusal text the chunk adds, used to estimate
-	// tokens when an upstream reports no usage.
+	// TextLen is the length of the content, refusal and tool-call text the
+	// chunk adds, used to estimate tokens when an upstream reports no usage.
 	TextLen int
-}
 
-type chunkWire struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Created int64           `json:"created"`
-	Usage   json.RawMessage `json:"usage"`
-	Error   json.RawMessage `json:"error"`
-	Choices []struct {
-		Delta struct {
-			Content      *string           `json:"content"`
-			Refusal      *string           `json:"refusal"`
-			ToolCalls    []json.RawMessage `json:"tool_calls"`
-			FunctionCall json.RawMessage   `json:"function_call"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
+	// parsed keeps the decoded chunk so that the Assembler need not decode
+	// it again.
+	parsed *deltaWire
 }
 
 // ChunkError is an error object an upstream sent inside its stream.
@@ -88,8 +75,8 @@ func (e *ChunkError) Error() string { return "upstream error event: " + e.Messag
 // ParseChunk reads one SSE data payload. An "error" object in the payload is
 // returned as a *ChunkError; anything that is not a JSON object is an error.
 func ParseChunk(raw []byte) (Chunk, error) {
-	var w chunkWire
-	if err := json.Unmarshal(raw, &w); err != nil {
+	w := new(deltaWire)
+	if err := json.Unmarshal(raw, w); err != nil {
 		return Chunk{}, fmt.Errorf("malformed chunk: %w", err)
 	}
 	if len(w.Error) > 0 && string(w.Error) != "null" {
@@ -101,7 +88,7 @@ func ParseChunk(raw []byte) (Chunk, error) {
 		}
 		return Chunk{}, &ChunkError{Message: e.Message}
 	}
-	c := Chunk{Raw: raw, ID: w.ID, Model: w.Model, Created: w.Created, HasChoices: len(w.Choices) > 0}
+	c := Chunk{Raw: raw, ID: w.ID, Model: w.Model, Created: w.Created, HasChoices: len(w.Choices) > 0, parsed: w}
 	if len(w.Usage) > 0 && string(w.Usage) != "null" {
 		c.Usage = w.Usage
 	}
@@ -115,12 +102,14 @@ func ParseChunk(raw []byte) (Chunk, error) {
 			c.Output = true
 			c.TextLen += len(*d.Refusal)
 		}
-		if len(d.ToolCalls) > 0 || (len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null") {
+		if len(d.ToolCalls) > 0 || d.FunctionCall != nil {
 			c.Output = true
 			for _, tc := range d.ToolCalls {
-				c.TextLen += len(tc)
+				c.TextLen += len(tc.Function.Name) + len(tc.Function.Arguments)
 			}
-			c.TextLen += len(d.FunctionCall)
+			if d.FunctionCall != nil {
+				c.TextLen += len(d.FunctionCall.Name) + len(d.FunctionCall.Arguments)
+			}
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" && c.FinishReason == "" {
 			c.FinishReason = *ch.FinishReason

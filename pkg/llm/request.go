@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -265,24 +266,35 @@ func checkMessages(raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return invalid("messages", "messages is required")
 	}
-	var msgs []json.RawMessage
+	// Only the shape is checked here (an array of objects with a role); the
+	// rest of each message is the provider's to judge.
+	var msgs []*struct {
+		Role json.RawMessage `json:"role"`
+	}
 	if raw[0] != '[' || json.Unmarshal(raw, &msgs) != nil {
-		return invalid("messages", "messages must be an array")
+		// Either not an array, or an element that is not an object.
+		var any []json.RawMessage
+		if raw[0] != '[' || json.Unmarshal(raw, &any) != nil {
+			return invalid("messages", "messages must be an array")
+		}
+		for i, m := range any {
+			if len(m) == 0 || m[0] != '{' {
+				return invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] must be an object", i)
+			}
+		}
+		return invalid("messages", "messages must be an array of objects")
 	}
 	if len(msgs) == 0 {
 		return invalid("messages", "messages must not be empty")
 	}
 	for i, m := range msgs {
-		param := fmt.Sprintf("messages[%d]", i)
-		var msg map[string]json.RawMessage
-		if len(m) == 0 || m[0] != '{' || json.Unmarshal(m, &msg) != nil {
-			return invalid(param, "%s must be an object", param)
+		if m == nil {
+			return invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] must be an object", i)
 		}
-		role, err := stringField(msg, "role", true)
-		if err != nil {
-			return invalid(param+".role", "%s.role must be a non-empty string", param)
+		var role string
+		if len(m.Role) == 0 || m.Role[0] != '"' || json.Unmarshal(m.Role, &role) != nil || role == "" {
+			return invalid(fmt.Sprintf("messages[%d].role", i), "messages[%d].role must be a non-empty string", i)
 		}
-		_ = role
 	}
 	return nil
 }
@@ -450,29 +462,50 @@ func (r *ChatRequest) decodeProvider(raw json.RawMessage) error {
 // reassembled for a non-streaming client and usage is dropped again when the
 // client did not ask for it).
 func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(r.fields)+2)
-	for k, v := range r.fields {
-		out[k] = v
-	}
-	delete(out, "gateway")
-	delete(out, "provider")
-	m, err := json.Marshal(upstreamModel)
+	model, err := json.Marshal(upstreamModel)
 	if err != nil {
 		return nil, err
 	}
-	out["model"] = m
-	out["stream"] = json.RawMessage("true")
-	opts := map[string]json.RawMessage{}
+	opts := []byte(`{"include_usage":true}`)
 	if raw, ok := present(r.fields, "stream_options"); ok {
-		_ = json.Unmarshal(raw, &opts)
+		m := map[string]json.RawMessage{}
+		_ = json.Unmarshal(raw, &m)
+		m["include_usage"] = json.RawMessage("true")
+		if opts, err = json.Marshal(m); err != nil {
+			return nil, err
+		}
 	}
-	opts["include_usage"] = json.RawMessage("true")
-	so, err := json.Marshal(opts)
-	if err != nil {
-		return nil, err
+	keys := make([]string, 0, len(r.fields))
+	for k := range r.fields {
+		switch k {
+		case "gateway", "provider", "model", "stream", "stream_options":
+		default:
+			keys = append(keys, k)
+		}
 	}
-	out["stream_options"] = so
-	return json.Marshal(out)
+	sort.Strings(keys)
+	// The values are the client's own, already validated by the decoder, so
+	// they are copied as they are rather than re-encoded.
+	n := len(model) + len(opts) + 64
+	for _, k := range keys {
+		n += len(k) + len(r.fields[k]) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"model":`...)
+	b = append(b, model...)
+	b = append(b, `,"stream":true,"stream_options":`...)
+	b = append(b, opts...)
+	for _, k := range keys {
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+		b = append(b, key...)
+		b = append(b, ':')
+		b = append(b, r.fields[k]...)
+	}
+	return append(b, '}'), nil
 }
 
 // DataDemand is what a request demands of a provider's data handling, from

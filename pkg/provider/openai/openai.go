@@ -1,0 +1,301 @@
+// Package openai is the provider adapter for upstreams that speak the OpenAI
+// Chat Completions API. Each call makes one attempt, with no retries of its
+// own (retrying is the router's job alone), and classifies every failure once
+// as an *llm.ProviderError; a failure caused by the caller's own context is
+// returned as the context's error instead, so the router can tell the two
+// apart. It logs nothing.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/sse"
+)
+
+var _ llm.Provider = (*Client)(nil)
+
+const (
+	// maxErrorBody is how much of a non-200 answer is read.
+	maxErrorBody = 64 << 10
+	// maxRejectedMessage is how much of a 400 body that is not an OpenAI
+	// error envelope becomes the message passed to the client.
+	maxRejectedMessage = 512
+	// maxEventBytes bounds one SSE event, a chunk, of a streamed answer.
+	maxEventBytes = 16 << 20
+	// maxJSONBody bounds a whole non-streamed answer.
+	maxJSONBody = 32 << 20
+	// maxRetryAfter caps an upstream's retry-after hint.
+	maxRetryAfter = 60 * time.Second
+)
+
+// ErrClosed is returned by a stream's Next once Close was called: the end the
+// caller asked for, not a provider failure.
+var ErrClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
+
+// defaultClient is shared by every Client built without one, so that they
+// share one connection pool. There is no client timeout: the caller's context
+// bounds each call, including the whole of a stream.
+var defaultClient = &http.Client{
+	Transport:     newTransport(),
+	CheckRedirect: noRedirects,
+}
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	t.ResponseHeaderTimeout = 0
+	return t
+}
+
+// noRedirects makes a redirect an answer of its own (a failure), not a second
+// request: one call is one attempt.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Client is one OpenAI-compatible upstream. It is safe for concurrent use.
+type Client struct {
+	name     string
+	endpoint string
+	auth     string // the Authorization header, or "" for none
+	hc       *http.Client
+	urlErr   error // a baseURL that cannot be used fails every call
+}
+
+// New returns the upstream called name at baseURL (such as
+// "https://api.openai.com/v1", no trailing slash), authenticated with apiKey
+// when it is not empty. hc nil means a shared client with a connection pool
+// sized for a gateway. Redirects are never followed, whichever client is used.
+func New(name, baseURL, apiKey string, hc *http.Client) *Client {
+	c := &Client{name: name, endpoint: strings.TrimSuffix(baseURL, "/") + "/chat/completions"}
+	if apiKey != "" {
+		c.auth = "Bearer " + apiKey
+	}
+	if hc == nil {
+		c.hc = defaultClient
+	} else {
+		own := *hc
+		own.CheckRedirect = noRedirects
+		c.hc = &own
+	}
+	if u, err := url.Parse(c.endpoint); err != nil {
+		c.urlErr = err
+	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.urlErr = fmt.Errorf("base URL %q is not an absolute http(s) URL", baseURL)
+	}
+	return c
+}
+
+// Name returns the upstream's name.
+func (c *Client) Name() string { return c.name }
+
+// ChatStream sends req.Body as it is and returns the answer as a stream, or
+// the failure classified:
+//
+//   - the caller's context done: its error, wrapped (not a ProviderError);
+//   - no answer (connection refused or reset, EOF before headers):
+//     FailTransient, "connection failed";
+//   - 429: FailThrottled, with the retry-after-ms or retry-after hint,
+//     capped at 60s;
+//   - 400: FailRejected, with the upstream's own error message;
+//   - any other status but 200: FailTransient, "upstream status N".
+//
+// A 200 JSON answer (an upstream that ignored "stream": true) is turned into
+// the chunks it would have streamed.
+func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(ctx)
+	}
+	if c.urlErr != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
+	}
+	// net/http may resend the body (GetBody) only when the request was never
+	// written to a reused connection that turned out dead, so the upstream
+	// still sees at most one request.
+	h := httpReq.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	if c.auth != "" {
+		h.Set("Authorization", c.auth)
+	}
+	resp, err := c.hc.Do(httpReq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx)
+		}
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		return nil, statusError(resp.StatusCode, resp.Header, body, time.Now())
+	}
+	s := &stream{ctx: ctx, body: resp.Body}
+	if !isJSON(resp.Header.Get("Content-Type")) {
+		s.events = sse.NewReader(resp.Body, maxEventBytes)
+	}
+	return s, nil
+}
+
+// ctxError is the error for a call the caller's context ended: it wraps
+// ctx.Err() and, when there is one, the context's cause.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("openai: %w: %w", err, cause)
+	}
+	return fmt.Errorf("openai: %w", err)
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// statusError classifies a non-200 answer.
+func statusError(status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
+	switch status {
+	case http.StatusTooManyRequests:
+		return &llm.ProviderError{
+			Class:      llm.FailThrottled,
+			Status:     status,
+			Message:    "upstream status 429",
+			RetryAfter: retryAfter(h, now),
+		}
+	case http.StatusBadRequest:
+		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: rejectedMessage(body)}
+	}
+	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
+}
+
+// retryAfter reads the hint of a 429: retry-after-ms (milliseconds, as
+// OpenAI sends it) first, else retry-after (seconds or an HTTP date). It is
+// capped at maxRetryAfter; 0 means no usable hint.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return capRetryAfter(ms / 1e3)
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return capRetryAfter(s)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return capRetryAfter(t.Sub(now).Seconds())
+	}
+	return 0
+}
+
+func capRetryAfter(seconds float64) time.Duration {
+	switch {
+	case math.IsNaN(seconds) || seconds <= 0:
+		return 0
+	case seconds >= maxRetryAfter.Seconds():
+		return maxRetryAfter
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// rejectedMessage is what a 400 passes on to the client: the message of an
+// OpenAI error envelope, else the start of the body as plain text.
+func rejectedMessage(body []byte) string {
+	var env struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
+		var e struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(env.Error, &e) == nil && strings.TrimSpace(e.Message) != "" {
+			return e.Message
+		}
+		// Some compatible servers send {"error": "message"}.
+		var s string
+		if json.Unmarshal(env.Error, &s) == nil && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	if msg := plainText(body, maxRejectedMessage); msg != "" {
+		return msg
+	}
+	return "status 400"
+}
+
+// plainText is the first max bytes of b as one line of text: control
+// characters removed (line breaks and tabs become spaces), as is invalid UTF-8
+// or a rune cut in half at the end.
+func plainText(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size == 1:
+			continue
+		case unicode.IsControl(r):
+			if unicode.IsSpace(r) {
+				sb.WriteByte(' ')
+			}
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// classify maps an error reading the answer's body.
+func (s *stream) classify(err error) error {
+	switch {
+	case s.closed.Load():
+		return ErrClosed
+	case s.ctx.Err() != nil:
+		return ctxError(s.ctx)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return llm.ErrStreamCut
+	case errors.Is(err, sse.ErrEventTooLarge):
+		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream chunk too large", Err: err}
+	}
+	return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream connection broken", Err: err}
+}
+
+// chunkFailure classifies an error of llm.ParseChunk.
+func chunkFailure(err error) error {
+	var ce *llm.ChunkError
+	if errors.As(err, &ce) {
+		return &llm.ProviderError{Class: llm.FailTransient, Message: ce.Message, Err: ce}
+	}
+	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed chunk", Err: err}
+}

@@ -1,0 +1,114 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/sse"
+)
+
+// stream is an upstream's 200 answer: an event stream, or, when events is
+// nil, a chat.completion JSON body read whole on the first Next.
+type stream struct {
+	ctx  context.Context
+	body io.ReadCloser
+
+	events *sse.Reader
+
+	jsonRead bool        // the JSON body has been read and converted
+	pending  []llm.Chunk // its chunks not yet returned
+
+	err error // sticky: io.EOF after [DONE], or the first failure
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var done = []byte("[DONE]")
+
+// Next returns the next chunk: io.EOF after [DONE] (and on every later call),
+// llm.ErrStreamCut when the body ended without it, ErrClosed after Close, the
+// context's error (wrapped) once the caller's context is done, and a
+// FailTransient *llm.ProviderError for an error event, a malformed or
+// oversized chunk or a broken connection. After an error every call returns
+// the same error. Next must not be called concurrently with itself; Close may
+// be called at any time, and unblocks a waiting Next.
+func (s *stream) Next() (llm.Chunk, error) {
+	if s.err != nil {
+		return llm.Chunk{}, s.err
+	}
+	if s.closed.Load() {
+		return s.fail(ErrClosed)
+	}
+	if s.ctx.Err() != nil {
+		return s.fail(ctxError(s.ctx))
+	}
+	if s.events == nil {
+		return s.nextJSON()
+	}
+	for {
+		ev, err := s.events.Next()
+		if err != nil {
+			return s.fail(s.classify(err))
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if bytes.Equal(data, done) {
+			s.err = io.EOF
+			return llm.Chunk{}, io.EOF
+		}
+		if len(data) == 0 {
+			continue // an empty event is no chunk: a keep-alive of sorts
+		}
+		c, err := llm.ParseChunk(ev.Data)
+		if err != nil {
+			return s.fail(chunkFailure(err))
+		}
+		return c, nil
+	}
+}
+
+func (s *stream) nextJSON() (llm.Chunk, error) {
+	if !s.jsonRead {
+		s.jsonRead = true
+		body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+		if err != nil {
+			return s.fail(s.classify(err))
+		}
+		if len(body) > maxJSONBody {
+			return s.fail(&llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"})
+		}
+		chunks, err := completionChunks(body)
+		if err != nil {
+			return s.fail(err)
+		}
+		s.pending = chunks
+	}
+	if len(s.pending) == 0 {
+		s.err = io.EOF
+		return llm.Chunk{}, io.EOF
+	}
+	c := s.pending[0]
+	s.pending[0] = llm.Chunk{}
+	s.pending = s.pending[1:]
+	return c, nil
+}
+
+func (s *stream) fail(err error) (llm.Chunk, error) {
+	s.err = err
+	return llm.Chunk{}, err
+}
+
+// Close closes the answer's body, which unblocks a Next waiting on it. It is
+// idempotent and safe to call concurrently with Next.
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = s.body.Close()
+	})
+	return s.closeErr
+}

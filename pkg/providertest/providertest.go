@@ -1,0 +1,807 @@
+// Package providertest is a scripted fake OpenAI-compatible upstream for
+// tests: a real HTTP server on 127.0.0.1 whose every answer is scripted, with
+// call counters.
+//
+// It serves POST /v1/chat/completions only. Each call is answered by, in order
+// of precedence, the handler set with SetHandler, the next Response queued
+// with Script, or the default Response (SetDefault). The zero Response is a
+// 200 answer whose text is "Hello world", streamed as "Hello" and " world"
+// when the request asks for "stream": true.
+//
+// Answers follow the OpenAI Chat Completions wire format and are
+// deterministic: the id of call n is "chatcmpl-<n>", created is always
+// Created, and the model is the request's "model".
+package providertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// Created is the "created" timestamp of every answer, fixed so that outputs
+// are deterministic.
+const Created int64 = 1700000000
+
+// PromptTokens is the prompt_tokens reported when a Response has no Usage.
+const PromptTokens = 10
+
+// Path is the only path served.
+const Path = "/v1/chat/completions"
+
+// midStreamError is the event sent by CutError: the shape OpenAI uses when a
+// stream fails after it started.
+const midStreamError = `{"error":{"message":"scripted mid-stream error","type":"server_error","code":"server_error"}}`
+
+// Request is one call as the server received it.
+type Request struct {
+	Header http.Header
+	Body   []byte
+	// JSON is Body decoded, or nil if Body is not a JSON object.
+	JSON map[string]any
+}
+
+// Response scripts one answer. The zero value is a 200 "Hello world" answer.
+//
+// What is sent, in order of precedence: Hang, Reset, then Body or a non-200
+// Status, then a generated chat completion (streamed when the request has
+// "stream": true). The content of a generated answer is ToolCall if set, else
+// Refusal if set, else Text (plus PadBytes).
+type Response struct {
+	// Status is the HTTP status; 0 means 200.
+	Status int
+	// Body, if non-empty, is sent verbatim (as application/json unless Header
+	// says otherwise) whatever the Status, which also scripts malformed 200
+	// answers. For a non-200 Status, an empty Body means an OpenAI error
+	// envelope: {"error":{"message":"scripted <status>","type":...,"code":null,"param":null}}.
+	Body string
+	// Header holds extra response headers, e.g. "retry-after": "2". They are
+	// set last, so they may override Content-Type.
+	Header map[string]string
+	// HeaderDelay is waited before anything else happens (also before a
+	// Reset), so before the status line is written.
+	HeaderDelay time.Duration
+	// Hang reads the request and never answers; the handler returns only when
+	// the client goes away or the server closes.
+	Hang bool
+	// Reset resets the TCP connection without any answer (RST, not FIN).
+	Reset bool
+
+	// Text holds the content pieces, one chunk each. nil means
+	// []string{"Hello", " world"}; a non-nil empty slice is an empty answer.
+	Text []string
+	// Refusal, if set, is sent as a refusal (one delta.refusal chunk; the
+	// message's refusal field when not streaming) instead of Text.
+	Refusal string
+	// ToolCall, if set, is sent as a tool call instead of text.
+	ToolCall *ToolCall
+	// Model, if set, is reported instead of the request's model (providers
+	// often answer with a dated model name).
+	Model string
+
+	// FirstChunkDelay is waited after the headers (and the role chunk, sent
+	// with them) before the first content chunk.
+	FirstChunkDelay time.Duration
+	// ChunkDelay is waited between content chunks. When not streaming,
+	// FirstChunkDelay and every ChunkDelay add up before the answer.
+	ChunkDelay time.Duration
+	// FinishReason defaults to "stop" ("tool_calls" when ToolCall is set).
+	FinishReason string
+	// Usage nil means computed: PromptTokens, and one completion token per
+	// content chunk.
+	Usage *Usage
+	// NoUsage omits the usage chunk even when the request asked for it with
+	// stream_options.include_usage. A non-streaming answer always has usage.
+	NoUsage bool
+	// NoRoleChunk omits the initial {"role":"assistant","content":""} chunk.
+	NoRoleChunk bool
+	// Cut fails the answer part way; see Cut.
+	Cut *Cut
+	// NoDone ends the stream normally (finish_reason, usage) but without
+	// "data: [DONE]".
+	NoDone bool
+	// PadBytes, if > 0, adds a content chunk of that many 'x' bytes after
+	// Text, for large answers. Text answers only.
+	PadBytes int
+	// NonStreaming answers a "stream": true request with a plain
+	// application/json chat.completion anyway.
+	NonStreaming bool
+}
+
+// ToolCall is a function call the assistant makes. When streamed, it takes
+// three chunks, like OpenAI's: the call's index 0, id, type and name with
+// empty arguments, then the arguments in two halves. An empty ID becomes
+// "call_<call number>".
+type ToolCall struct{ ID, Name, Arguments string }
+
+// Usage overrides the token counts reported; total_tokens is their sum.
+type Usage struct{ PromptTokens, CompletionTokens int }
+
+// Cut fails an answer part way.
+//
+// Streaming, After content chunks are sent (0: right after the role chunk),
+// then the delay that precedes the next content chunk is waited, then the
+// answer fails as How says. After at or beyond the number of content chunks
+// cuts just before the finish_reason chunk.
+//
+// Not streaming, the headers and the first half of the JSON body are sent
+// without a Content-Length (so chunked) and then the body fails as How says;
+// After is ignored and CutError behaves like CutClose.
+type Cut struct {
+	After int
+	How   CutMode
+}
+
+// CutMode is how a Cut fails.
+type CutMode int
+
+const (
+	// CutClose ends the response body cleanly: no finish_reason, no [DONE].
+	// The HTTP framing is complete (the terminating zero-length chunk is
+	// sent and the connection stays usable), so a Go client reads the body
+	// to a clean io.EOF: only the missing [DONE] tells it apart.
+	CutClose CutMode = iota
+	// CutReset resets the connection mid-body (RST): a Go client reading the
+	// body gets a "connection reset by peer" error (syscall.ECONNRESET),
+	// neither io.EOF nor io.ErrUnexpectedEOF, after the chunks sent before.
+	CutReset
+	// CutError sends the event
+	// {"error":{"message":"scripted mid-stream error","type":"server_error","code":"server_error"}}
+	// and ends the body cleanly (no [DONE]).
+	CutError
+	// CutStall stops sending and keeps the connection open until the client
+	// goes away or the server closes: a client read blocks.
+	CutStall
+	// CutAbort closes the connection (FIN, not RST) in the middle of the
+	// chunked body, without its terminating chunk, as a crashing proxy
+	// would: a Go client reading the body gets io.ErrUnexpectedEOF.
+	CutAbort
+)
+
+// Server is a running fake upstream. Its methods are safe for concurrent use.
+type Server struct {
+	url    string
+	srv    *http.Server
+	served chan struct{} // closed when Serve has returned
+	// done is closed by Close, to wake handlers that wait (delays, Hang,
+	// CutStall) so that Close never waits on a hung request.
+	done      chan struct{}
+	closeOnce sync.Once
+	// handlers counts running calls, so that Close returns only after they
+	// did: no goroutine of ours outlives the test.
+	handlers sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	queue   []Response
+	def     Response
+	handler func(call int, req Request) Response
+	calls   int
+	reqs    []recorded
+}
+
+// recorded is what is kept of a request; Request values are built from it on
+// demand so that every caller gets its own copy.
+type recorded struct {
+	header http.Header
+	body   []byte
+}
+
+// New starts a server on 127.0.0.1 with a free port. It is closed when the
+// test ends.
+func New(tb testing.TB) *Server {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("providertest: listen: %v", err)
+	}
+	s := &Server{
+		url:    "http://" + ln.Addr().String() + "/v1",
+		served: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(s.serveHTTP),
+		// The scripted failures make net/http log about broken connections;
+		// that is the point, not news.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln) // returns ErrServerClosed on Close
+	}()
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// URL is the base URL, ending in /v1 as an OpenAI base URL does:
+// http://127.0.0.1:PORT/v1.
+func (s *Server) URL() string { return s.url }
+
+// Script queues answers: the next calls get rs in order. When the queue is
+// empty, the default answer is used. A handler set with SetHandler takes
+// precedence over the queue.
+func (s *Server) Script(rs ...Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, rs...)
+}
+
+// SetDefault sets the answer given when the queue is empty. Initially it is
+// the zero Response.
+func (s *Server) SetDefault(r Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.def = r
+}
+
+// SetHandler makes f decide every answer, overriding the queue; nil removes
+// it. call counts from 1. f may be called concurrently, and must return for
+// Close to return.
+func (s *Server) SetHandler(f func(call int, req Request) Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handler = f
+}
+
+// Calls is the number of POST /v1/chat/completions received so far, counted
+// on arrival (before any delay).
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// Requests returns copies of the calls received, in arrival order: call n is
+// Requests()[n-1].
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.reqs))
+	for i, r := range s.reqs {
+		out[i] = newRequest(r.header, r.body)
+	}
+	return out
+}
+
+// Close stops the server: it wakes every waiting handler, closes the
+// listener and all connections, and waits for the handlers to return. It is
+// safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true // no handler starts after this
+		s.mu.Unlock()
+		// Connections first: a handler woken by done returns, and were its
+		// connection still open, net/http would complete the answer (an
+		// empty 200 for a Hang) instead of failing it.
+		_ = s.srv.Close()
+		close(s.done)
+		<-s.served
+		s.handlers.Wait()
+	})
+}
+
+func newRequest(h http.Header, body []byte) Request {
+	r := Request{Header: h.Clone(), Body: bytes.Clone(body)}
+	if json.Unmarshal(body, &r.JSON) != nil {
+		r.JSON = nil
+	}
+	return r
+}
+
+// arrive counts and records a call and picks its answer. ok is false once
+// the server is closing.
+func (s *Server) arrive(h http.Header, body []byte) (call int, resp Response, handler func(int, Request) Response, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, Response{}, nil, false
+	}
+	// Add under the lock that Close takes before Wait, so that no Add can
+	// race with Wait.
+	s.handlers.Add(1)
+	s.calls++
+	s.reqs = append(s.reqs, recorded{header: h.Clone(), body: body})
+	if s.handler != nil {
+		return s.calls, Response{}, s.handler, true
+	}
+	resp = s.def
+	if len(s.queue) > 0 {
+		resp = s.queue[0]
+		s.queue = s.queue[1:]
+	}
+	return s.calls, resp, nil, true
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != Path {
+		writeJSON(w, http.StatusNotFound, errorEnvelope(
+			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "invalid_request_error"))
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, errorEnvelope(
+			fmt.Sprintf("Method %s not allowed", r.Method), "invalid_request_error"))
+		return
+	}
+	// The whole body is read before answering, as a real upstream does; this
+	// also lets net/http notice a client that goes away (r.Context()).
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // the client went away mid-request: nobody to answer
+	}
+	call, resp, handler, ok := s.arrive(r.Header, body)
+	if !ok {
+		writeJSON(w, http.StatusServiceUnavailable, errorEnvelope("server closing", "server_error"))
+		return
+	}
+	defer s.handlers.Done()
+	req := newRequest(r.Header, body)
+	if handler != nil {
+		resp = handler(call, req)
+	}
+	s.respond(r.Context(), w, call, req, resp)
+}
+
+func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, req Request, resp Response) {
+	if !s.sleep(ctx, resp.HeaderDelay) {
+		return
+	}
+	switch {
+	case resp.Hang:
+		s.block(ctx)
+		return
+	case resp.Reset:
+		reset(w)
+		return
+	}
+	status := resp.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if resp.Body != "" || status != http.StatusOK {
+		body := []byte(resp.Body)
+		if len(body) == 0 {
+			body = errorEnvelope("scripted "+strconv.Itoa(status), errorType(status))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		setHeaders(w, resp.Header)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		return
+	}
+	a := newAnswer(call, req, resp)
+	if stream, _ := req.JSON["stream"].(bool); stream && !resp.NonStreaming {
+		s.stream(ctx, w, a, resp)
+	} else {
+		s.complete(ctx, w, a, resp)
+	}
+}
+
+// sleep waits d, and reports false if the client went away or the server
+// closed first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+// block waits until the client goes away or the server closes.
+func (s *Server) block(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	}
+}
+
+// stream sends a chat.completion.chunk stream.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	setHeaders(w, resp.Header)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+
+	// send writes one event and flushes it, so that the client sees every
+	// event when it is sent (timing is what these tests are about).
+	send := func(data []byte) bool {
+		var b bytes.Buffer
+		b.Grow(len(data) + 8)
+		b.WriteString("data: ")
+		b.Write(data)
+		b.WriteString("\n\n")
+		if _, err := w.Write(b.Bytes()); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	sendChunk := func(choices []chunkChoice, usage json.RawMessage) bool {
+		return send(marshal(chunk{
+			ID: a.id, Object: "chat.completion.chunk", Created: Created, Model: a.model,
+			Choices: choices, Usage: usage,
+		}))
+	}
+	// OpenAI sends "usage": null in every chunk but the usage one when the
+	// request asked for usage.
+	var nullUsage json.RawMessage
+	wantUsage := includeUsage(a.req) && !resp.NoUsage
+	if wantUsage {
+		nullUsage = json.RawMessage("null")
+	}
+	choice := func(d delta, finish *string) []chunkChoice {
+		return []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
+	}
+
+	if resp.NoRoleChunk {
+		if rc.Flush() != nil { // headers now, as a real upstream sends them
+			return
+		}
+	} else if !sendChunk(choice(roleDelta(), nil), nullUsage) {
+		return
+	}
+	cut := resp.Cut
+	for i, d := range a.deltas {
+		wait := resp.ChunkDelay
+		if i == 0 {
+			wait = resp.FirstChunkDelay
+		}
+		if !s.sleep(ctx, wait) {
+			return
+		}
+		if cut != nil && i >= cut.After {
+			s.cutStream(ctx, w, cut.How, send)
+			return
+		}
+		if !sendChunk(choice(d, nil), nullUsage) {
+			return
+		}
+	}
+	if cut != nil {
+		s.cutStream(ctx, w, cut.How, send)
+		return
+	}
+	if !sendChunk(choice(delta{}, &a.finish), nullUsage) {
+		return
+	}
+	if wantUsage && !sendChunk([]chunkChoice{}, marshal(a.usage)) {
+		return
+	}
+	if !resp.NoDone {
+		send([]byte("[DONE]"))
+	}
+}
+
+func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMode, send func([]byte) bool) {
+	switch how {
+	case CutError:
+		send([]byte(midStreamError))
+	case CutReset:
+		reset(w)
+	case CutStall:
+		s.block(ctx)
+	case CutAbort:
+		abort(w)
+	}
+	// CutClose: returning ends the chunked body cleanly.
+}
+
+// complete sends a plain chat.completion.
+func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+	// A non-streaming upstream answers once it has generated everything.
+	wait := resp.FirstChunkDelay
+	if n := len(a.deltas); n > 1 {
+		wait += time.Duration(n-1) * resp.ChunkDelay
+	}
+	if !s.sleep(ctx, wait) {
+		return
+	}
+	msg := message{Role: "assistant"}
+	switch {
+	case a.toolCall != nil:
+		msg.ToolCalls = []toolCall{{ID: a.toolCall.ID, Type: "function",
+			Function: function{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
+	case resp.Refusal != "":
+		msg.Refusal = &resp.Refusal
+	default:
+		var text strings.Builder
+		for _, d := range a.deltas {
+			text.WriteString(*d.Content)
+		}
+		content := text.String()
+		msg.Content = &content
+	}
+	body := marshal(completion{
+		ID: a.id, Object: "chat.completion", Created: Created, Model: a.model,
+		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: a.finish}},
+		Usage:   a.usage,
+	})
+	w.Header().Set("Content-Type", "application/json")
+	setHeaders(w, resp.Header)
+	if resp.Cut == nil {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+		return
+	}
+	// Cut: half the body, flushed, so chunked (no Content-Length).
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body[:len(body)/2]); err != nil {
+		return
+	}
+	if http.NewResponseController(w).Flush() != nil {
+		return
+	}
+	switch resp.Cut.How {
+	case CutReset:
+		reset(w)
+	case CutStall:
+		s.block(ctx)
+	case CutAbort:
+		abort(w)
+	}
+}
+
+// reset takes the connection from net/http and closes it with SO_LINGER 0,
+// which makes the kernel send RST instead of FIN.
+func reset(w http.ResponseWriter) {
+	conn := hijack(w)
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// abort takes the connection from net/http and closes it normally (FIN), so
+// that a chunked body lacks its terminating chunk.
+func abort(w http.ResponseWriter) {
+	_ = hijack(w).Close()
+}
+
+// hijack takes the connection from net/http. Callers must have flushed
+// what they wrote: Hijack drops the response's own buffer. (It must not flush
+// here: before any write, that would send a 200 status line.)
+func hijack(w http.ResponseWriter) net.Conn {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// Cannot happen on HTTP/1.1; aborting the handler still breaks the
+		// connection, if less precisely.
+		panic(http.ErrAbortHandler)
+	}
+	_ = buf.Flush()
+	return conn
+}
+
+func setHeaders(w http.ResponseWriter, h map[string]string) {
+	for k, v := range h {
+		w.Header().Set(k, v)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// errorType is the OpenAI error type for a status.
+func errorType(status int) string {
+	switch {
+	case status >= 500:
+		return "server_error"
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	}
+	return "invalid_request_error"
+}
+
+func errorEnvelope(msg, typ string) []byte {
+	type body struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Code    *string `json:"code"`
+		Param   *string `json:"param"`
+	}
+	return marshal(struct {
+		Error body `json:"error"`
+	}{body{Message: msg, Type: typ}})
+}
+
+func includeUsage(req Request) bool {
+	opts, _ := req.JSON["stream_options"].(map[string]any)
+	v, _ := opts["include_usage"].(bool)
+	return v
+}
+
+// answer is a generated answer, common to streaming and not.
+type answer struct {
+	req      Request
+	id       string
+	model    string
+	deltas   []delta // the content chunks
+	toolCall *ToolCall
+	finish   string
+	usage    usage
+}
+
+func newAnswer(call int, req Request, resp Response) answer {
+	a := answer{req: req, id: "chatcmpl-" + strconv.Itoa(call), finish: resp.FinishReason}
+	a.model, _ = req.JSON["model"].(string)
+	if resp.Model != "" {
+		a.model = resp.Model
+	}
+	switch {
+	case resp.ToolCall != nil:
+		tc := *resp.ToolCall
+		if tc.ID == "" {
+			tc.ID = "call_" + strconv.Itoa(call)
+		}
+		a.toolCall = &tc
+		first, second := splitHalf(tc.Arguments)
+		a.deltas = []delta{
+			{ToolCalls: []toolCallDelta{{Index: 0, ID: tc.ID, Type: "function", Function: functionDelta{Name: tc.Name}}}},
+			{ToolCalls: []toolCallDelta{{Index: 0, Function: functionDelta{Arguments: first}}}},
+			{ToolCalls: []toolCallDelta{{Index: 0, Function: functionDelta{Arguments: second}}}},
+		}
+		if a.finish == "" {
+			a.finish = "tool_calls"
+		}
+	case resp.Refusal != "":
+		a.deltas = []delta{{Refusal: &resp.Refusal}}
+	default:
+		text := resp.Text
+		if text == nil {
+			text = []string{"Hello", " world"}
+		}
+		for _, t := range text {
+			a.deltas = append(a.deltas, delta{Content: &t})
+		}
+		if resp.PadBytes > 0 {
+			pad := strings.Repeat("x", resp.PadBytes)
+			a.deltas = append(a.deltas, delta{Content: &pad})
+		}
+	}
+	if a.finish == "" {
+		a.finish = "stop"
+	}
+	u := Usage{PromptTokens: PromptTokens, CompletionTokens: len(a.deltas)}
+	if resp.Usage != nil {
+		u = *resp.Usage
+	}
+	a.usage = usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		TotalTokens: u.PromptTokens + u.CompletionTokens}
+	return a
+}
+
+// splitHalf splits s in two at a rune boundary near its middle.
+func splitHalf(s string) (string, string) {
+	i := len(s) / 2
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i], s[i:]
+}
+
+func roleDelta() delta {
+	empty := ""
+	return delta{Role: "assistant", Content: &empty}
+}
+
+// marshal encodes compactly, without net/http-style HTML escaping: OpenAI
+// sends <, > and & as they are.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("providertest: " + err.Error()) // our own types always encode
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// The wire types. Field order is OpenAI's.
+
+type chunk struct {
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Created int64           `json:"created"`
+	Model   string          `json:"model"`
+	Choices []chunkChoice   `json:"choices"`
+	Usage   json.RawMessage `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        delta   `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type delta struct {
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	Refusal   *string         `json:"refusal,omitempty"`
+	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+}
+
+type toolCallDelta struct {
+	Index    int           `json:"index"`
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Function functionDelta `json:"function"`
+}
+
+type functionDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type completion struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   usage              `json:"usage"`
+}
+
+type completionChoice struct {
+	Index        int       `json:"index"`
+	Message      message   `json:"message"`
+	Logprobs     *struct{} `json:"logprobs"` // always null, as OpenAI sends it
+	FinishReason string    `json:"finish_reason"`
+}
+
+type message struct {
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	Refusal   *string    `json:"refusal"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+type toolCall struct {
+	ID       string   `json:"id"`
+	Type     string   `json:"type"`
+	Function function `json:"function"`
+}
+
+type function struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
