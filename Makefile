@@ -8,13 +8,17 @@ STATICCHECK := $(TOOLS)/bin/staticcheck-$(STATICCHECK_VERSION)
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: run build test vet lint fmt-check unit bench fuzz tools clean
+.PHONY: run build build-ApiFunction test vet lint fmt-check unit bench fuzz tools clean
 
 run:
 	$(GO) run ./functions/api
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/api ./functions/api
+
+# SAM's BuildMethod: makefile calls build-<LogicalId> with ARTIFACTS_DIR set.
+build-ApiFunction:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 
 test: fmt-check vet lint unit
 

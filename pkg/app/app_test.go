@@ -1,0 +1,73 @@
+package app
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestNewDemoConfig(t *testing.T) {
+	a, err := New(Options{Getenv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Config.Model("demo/chat"); !ok {
+		t.Fatal("the demo config has no demo/chat")
+	}
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/chat/completions", strings.NewReader(`{"model":"demo/chat","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-demo")
+	w := httptest.NewRecorder()
+	a.Handler.ServeHTTP(w, req)
+	if w.Code != 200 || w.Header().Get("X-Gateway-Provider") != "alpha" {
+		t.Errorf("demo request: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+}
+
+func TestNewConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte(`
+providers:
+  - {name: up, api: openai, base_url: "http://127.0.0.1:1/v1", api_key_env: UP_KEY}
+models:
+  - id: x/y
+    routes: [{provider: up, model: y}]
+`), 0o600)
+	a, err := New(Options{Getenv: env(map[string]string{EnvConfig: good})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Config.Model("x/y"); !ok {
+		t.Error("model x/y not loaded from the file")
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(`
+providers:
+  - {name: up, api: openai, base_url: "http://127.0.0.1:1/v1"}
+models:
+  - id: x/y
+    routes: [{provider: nope, model: y}]
+`), 0o600)
+	_, err = New(Options{Getenv: env(map[string]string{EnvConfig: bad})})
+	if err == nil || !strings.Contains(err.Error(), "models[0].routes[0].provider") {
+		t.Errorf("bad config: err = %v, want one naming models[0].routes[0].provider", err)
+	}
+	_, err = New(Options{Getenv: env(map[string]string{EnvConfig: filepath.Join(dir, "missing.yaml")})})
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing config: err = %v", err)
+	}
+}
+
+func TestNewStore(t *testing.T) {
+	if _, err := New(Options{Getenv: env(map[string]string{EnvStore: "redis"})}); err == nil || !strings.Contains(err.Error(), EnvStore) {
+		t.Errorf("unknown store: err = %v", err)
+	}
+}
