@@ -351,7 +351,8 @@ type streamTail struct {
 // sent them; the gateway adds the usage chunk (when include_usage) and ends
 // with "data: [DONE]" only when the provider finished. A provider failure
 // after the start ends with a chunk whose finish_reason is "error" and which
-// carries an "error" object (the OpenAI SDKs raise it as an APIError); a
+// carries an "error" object (the Python and Node OpenAI SDKs raise it as an
+// APIError, openai-go as an ssestream.StreamError); a
 // provider stream that just stopped ends with finish_reason "incomplete" and
 // no error.
 func (s *Server) writeStream(w http.ResponseWriter, req *llm.ChatRequest, ans *router.Answer) (llm.Usage, error) {
