@@ -5,6 +5,8 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/bin/staticcheck-$(STATICCHECK_VERSION)
+DYNALITE_VERSION := 4.0.0
+DYNALITE := $(TOOLS)/dynalite/node_modules/.bin/dynalite
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
@@ -32,7 +34,8 @@ vet:
 lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
 
-unit:
+# The DynamoDB store's tests start dynalite (a local DynamoDB stand-in) themselves.
+unit: $(DYNALITE)
 	$(GO) test -race -count=1 ./...
 
 bench:
@@ -46,12 +49,16 @@ fuzz:
 	  done; \
 	done
 
-tools: $(STATICCHECK)
+tools: $(STATICCHECK) $(DYNALITE)
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)/bin
 	GOBIN=$(TOOLS)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(TOOLS)/bin/staticcheck $@
+
+$(DYNALITE):
+	mkdir -p $(TOOLS)/dynalite
+	npm install --prefix $(TOOLS)/dynalite --no-audit --no-fund dynalite@$(DYNALITE_VERSION)
 
 clean:
 	rm -rf bin .aws-sam

@@ -24,7 +24,9 @@ func main() {
 }
 
 func run(logger *slog.Logger) error {
-	a, err := app.New(app.Options{Getenv: os.Getenv, Logger: logger})
+	initCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := app.New(initCtx, app.Options{Getenv: os.Getenv, Logger: logger})
 	if err != nil {
 		return err
 	}

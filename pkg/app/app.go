@@ -4,13 +4,20 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/httpapi"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/openai"
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
@@ -24,7 +31,8 @@ const (
 	EnvStore  = "BUZZGATE_STORE"
 	EnvTable  = "BUZZGATE_TABLE"
 
-	DefaultAddr = "127.0.0.1:8080"
+	DefaultAddr  = "127.0.0.1:8080"
+	DefaultTable = "buzzgate"
 )
 
 // App is a built gateway.
@@ -42,11 +50,15 @@ type Options struct {
 	Now    func() time.Time
 	// HTTPClient is used by the openai adapters; nil means their default.
 	HTTPClient *http.Client
+	// Store is the idempotency store; nil means the one BUZZGATE_STORE
+	// names (New), or a memory store (FromConfig).
+	Store idempotency.Store
 }
 
 // New builds the gateway from the environment: BUZZGATE_CONFIG names the
-// config file (unset: the embedded demo config).
-func New(opts Options) (*App, error) {
+// config file (unset: the embedded demo config), BUZZGATE_STORE the
+// idempotency store.
+func New(ctx context.Context, opts Options) (*App, error) {
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -54,12 +66,6 @@ func New(opts Options) (*App, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	switch store := getenv(EnvStore); store {
-	case "", "memory":
-	default:
-		return nil, fmt.Errorf("%s=%q: this build supports only the memory store", EnvStore, store)
-	}
-
 	var cfg *catalog.Config
 	if path := getenv(EnvConfig); path != "" {
 		var err error
@@ -69,7 +75,41 @@ func New(opts Options) (*App, error) {
 	} else {
 		cfg = catalog.Demo()
 	}
+	if opts.Store == nil {
+		store, err := newStore(ctx, cfg, getenv)
+		if err != nil {
+			return nil, err
+		}
+		opts.Store = store
+	}
 	return FromConfig(cfg, opts)
+}
+
+// newStore builds the idempotency store BUZZGATE_STORE names. The DynamoDB
+// endpoint, region and credentials come from the AWS SDK's own settings
+// (AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL, AWS_REGION, ...), so the
+// same binary talks to DynamoDB or to a local stand-in unchanged.
+func newStore(ctx context.Context, cfg *catalog.Config, getenv func(string) string) (idempotency.Store, error) {
+	switch store := getenv(EnvStore); store {
+	case "", "memory":
+		return memstore.New(cfg.Idempotency.MemoryBytes), nil
+	case "dynamodb":
+		table := getenv(EnvTable)
+		if table == "" {
+			table = DefaultTable
+		}
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s=dynamodb: AWS config: %w", EnvStore, err)
+		}
+		client := dynamodb.NewFromConfig(awsCfg)
+		if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+			return nil, fmt.Errorf("%s=dynamodb: table %q: %w", EnvStore, table, err)
+		}
+		return dynamostore.New(client, table), nil
+	default:
+		return nil, fmt.Errorf("%s=%q: want memory or dynamodb", EnvStore, store)
+	}
 }
 
 // FromConfig builds the gateway from a validated config.
@@ -97,6 +137,16 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now})
+	store := opts.Store
+	if store == nil {
+		store = memstore.New(cfg.Idempotency.MemoryBytes)
+	}
+	idem := idempotency.New(store, idempotency.Config{
+		Window:           cfg.Idempotency.Window.D(),
+		Lease:            cfg.Idempotency.Lease.D(),
+		MaxResponseBytes: cfg.Idempotency.MaxResponseBytes,
+		MaxWait:          min(cfg.Idempotency.MaxWait.D(), cfg.Server.RequestTimeout.D()),
+	}, opts.Now, opts.Logger)
+	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem})
 	return &App{Config: cfg, Router: rt, Handler: h}, nil
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,7 @@ func env(m map[string]string) func(string) string {
 }
 
 func TestNewDemoConfig(t *testing.T) {
-	a, err := New(Options{Getenv: env(nil)})
+	a, err := New(context.Background(), Options{Getenv: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ models:
   - id: x/y
     routes: [{provider: up, model: y}]
 `), 0o600)
-	a, err := New(Options{Getenv: env(map[string]string{EnvConfig: good})})
+	a, err := New(context.Background(), Options{Getenv: env(map[string]string{EnvConfig: good})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,18 +57,18 @@ models:
   - id: x/y
     routes: [{provider: nope, model: y}]
 `), 0o600)
-	_, err = New(Options{Getenv: env(map[string]string{EnvConfig: bad})})
+	_, err = New(context.Background(), Options{Getenv: env(map[string]string{EnvConfig: bad})})
 	if err == nil || !strings.Contains(err.Error(), "models[0].routes[0].provider") {
 		t.Errorf("bad config: err = %v, want one naming models[0].routes[0].provider", err)
 	}
-	_, err = New(Options{Getenv: env(map[string]string{EnvConfig: filepath.Join(dir, "missing.yaml")})})
+	_, err = New(context.Background(), Options{Getenv: env(map[string]string{EnvConfig: filepath.Join(dir, "missing.yaml")})})
 	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing config: err = %v", err)
 	}
 }
 
 func TestNewStore(t *testing.T) {
-	if _, err := New(Options{Getenv: env(map[string]string{EnvStore: "redis"})}); err == nil || !strings.Contains(err.Error(), EnvStore) {
+	if _, err := New(context.Background(), Options{Getenv: env(map[string]string{EnvStore: "redis"})}); err == nil || !strings.Contains(err.Error(), EnvStore) {
 		t.Errorf("unknown store: err = %v", err)
 	}
 }

@@ -97,6 +97,11 @@ type Idempotency struct {
 	Lease Duration `yaml:"lease"`
 	// MaxResponseBytes: larger answers are not stored. Default 1 MiB.
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// MaxWait is how long a retry waits for the first call of its key
+	// before it answers 409 idempotency_in_progress. Default 600s.
+	MaxWait Duration `yaml:"max_wait"`
+	// MemoryBytes bounds the memory store's stored answers. Default 256 MiB.
+	MemoryBytes int64 `yaml:"memory_bytes"`
 }
 
 // Server configures the HTTP front.

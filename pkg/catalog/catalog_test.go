@@ -65,7 +65,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("demo projects (-want +got):\n%s", diff)
 	}
 
-	wantIdem := Idempotency{Window: Duration(24 * time.Hour), Lease: Duration(30 * time.Second), MaxResponseBytes: 1048576}
+	wantIdem := Idempotency{Window: Duration(24 * time.Hour), Lease: Duration(30 * time.Second), MaxResponseBytes: 1048576, MaxWait: Duration(600 * time.Second), MemoryBytes: 256 << 20}
 	if diff := cmp.Diff(wantIdem, c.Idempotency); diff != "" {
 		t.Errorf("demo idempotency (-want +got):\n%s", diff)
 	}
@@ -123,7 +123,7 @@ projects:
 		},
 		Models:      []Model{{ID: "m", Routes: []Route{{Provider: "sim", Model: "s"}}}},
 		Projects:    []Project{{ID: "p", DataPolicy: "none", Residency: "anywhere"}},
-		Idempotency: Idempotency{Window: Duration(24 * time.Hour), Lease: Duration(30 * time.Second), MaxResponseBytes: 1 << 20},
+		Idempotency: Idempotency{Window: Duration(24 * time.Hour), Lease: Duration(30 * time.Second), MaxResponseBytes: 1 << 20, MaxWait: Duration(600 * time.Second), MemoryBytes: 256 << 20},
 		Server:      Server{MaxInFlight: 512, MaxBodyBytes: 4 << 20, RequestTimeout: Duration(600 * time.Second)},
 		Health:      Health{FailureThreshold: 5, Cooldown: Duration(30 * time.Second)},
 	}
@@ -139,7 +139,7 @@ func TestDefaultsKeepExplicitValues(t *testing.T) {
 	c.Providers[0].Simulated.Words = 3
 	c.Projects[0].DataPolicy = "zdr"
 	c.Projects[0].Residency = "eu"
-	c.Idempotency = Idempotency{Window: Duration(time.Hour), Lease: Duration(time.Minute), MaxResponseBytes: 10}
+	c.Idempotency = Idempotency{Window: Duration(time.Hour), Lease: Duration(time.Minute), MaxResponseBytes: 10, MaxWait: Duration(time.Second), MemoryBytes: 1000}
 	c.Server = Server{MaxInFlight: 1, MaxBodyBytes: 2, RequestTimeout: Duration(time.Second)}
 	c.Health = Health{FailureThreshold: 1, Cooldown: Duration(time.Second)}
 	want := *c
@@ -243,6 +243,8 @@ func TestValidate(t *testing.T) {
 		{"lease zero", func(c *Config) { c.Idempotency.Lease = 0 }, "idempotency.lease", "> 0"},
 		{"lease not under window", func(c *Config) { c.Idempotency.Lease = c.Idempotency.Window }, "idempotency.lease", "shorter than idempotency.window"},
 		{"max_response_bytes negative", func(c *Config) { c.Idempotency.MaxResponseBytes = -1 }, "idempotency.max_response_bytes", "> 0"},
+		{"max_wait negative", func(c *Config) { c.Idempotency.MaxWait = -1 }, "idempotency.max_wait", "> 0"},
+		{"memory_bytes negative", func(c *Config) { c.Idempotency.MemoryBytes = -1 }, "idempotency.memory_bytes", "> 0"},
 		{"max_in_flight zero", func(c *Config) { c.Server.MaxInFlight = 0 }, "server.max_in_flight", "> 0"},
 		{"max_body_bytes negative", func(c *Config) { c.Server.MaxBodyBytes = -1 }, "server.max_body_bytes", "> 0"},
 		{"request_timeout zero", func(c *Config) { c.Server.RequestTimeout = 0 }, "server.request_timeout", "> 0"},

@@ -30,6 +30,10 @@ const (
 	DefaultIdempotencyLease = 30 * time.Second
 	// DefaultMaxResponseBytes is idempotency.max_response_bytes (1 MiB).
 	DefaultMaxResponseBytes = 1 << 20
+	// DefaultIdempotencyMaxWait is idempotency.max_wait.
+	DefaultIdempotencyMaxWait = 600 * time.Second
+	// DefaultMemoryBytes is idempotency.memory_bytes (256 MiB).
+	DefaultMemoryBytes = 256 << 20
 
 	// DefaultMaxInFlight is server.max_in_flight.
 	DefaultMaxInFlight = 512
@@ -98,6 +102,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if idem.MaxResponseBytes == 0 {
 		idem.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if idem.MaxWait == 0 {
+		idem.MaxWait = Duration(DefaultIdempotencyMaxWait)
+	}
+	if idem.MemoryBytes == 0 {
+		idem.MemoryBytes = DefaultMemoryBytes
 	}
 
 	s := &c.Server

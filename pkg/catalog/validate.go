@@ -290,6 +290,12 @@ func (c *Config) validateSettings() error {
 	if idem.MaxResponseBytes <= 0 {
 		return fieldErr("idempotency.max_response_bytes", "must be > 0, got %d", idem.MaxResponseBytes)
 	}
+	if idem.MaxWait <= 0 {
+		return fieldErr("idempotency.max_wait", "must be > 0, got %s", idem.MaxWait)
+	}
+	if idem.MemoryBytes <= 0 {
+		return fieldErr("idempotency.memory_bytes", "must be > 0, got %d", idem.MemoryBytes)
+	}
 
 	s := &c.Server
 	if s.MaxInFlight <= 0 {

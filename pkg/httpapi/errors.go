@@ -76,8 +76,13 @@ func writeError(w http.ResponseWriter, err error) int {
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
-	if e.Code == llm.CodeCapacity {
+	switch e.Code {
+	case llm.CodeCapacity:
 		h.Set("X-Gateway-Admission-Refused", "true")
+	case llm.CodeIdempotencyConflict, llm.CodeReplayUnavailable:
+		// The OpenAI and Anthropic SDKs retry a 409 by default; these can
+		// never succeed with the same key.
+		h.Set("X-Should-Retry", "false")
 	}
 	body, _ := json.Marshal(errorBody{Error: envelope(e)})
 	w.WriteHeader(k.status)

@@ -18,11 +18,16 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
-const testKey = "sk-test-0123456789"
+const (
+	testKey         = "sk-test-0123456789"
+	otherKey        = "sk-test-second-key"
+	otherProjectKey = "sk-test-other-project"
+)
 
 // gateway is a real buzzgate handler on a loopback port, in front of fake
 // upstreams p0, p1, ... that are the routes of model "m" in that order.
@@ -30,6 +35,8 @@ type gateway struct {
 	url  string
 	ups  []*providertest.Server
 	logs *syncBuffer
+	cfg  *catalog.Config
+	env  map[string]string
 }
 
 type setup struct {
@@ -38,6 +45,8 @@ type setup struct {
 	providerYAML string
 	// extraYAML is appended to the config (server:, health:, ...).
 	extraYAML string
+	// store is the idempotency store; nil means a fresh memory store.
+	store idempotency.Store
 }
 
 func newGateway(t testing.TB, s setup) *gateway {
@@ -57,24 +66,34 @@ func newGateway(t testing.TB, s setup) *gateway {
 	for i := 0; i < s.providers; i++ {
 		fmt.Fprintf(&cfg, "      - {provider: p%d, model: up-%d, input_price: %d, output_price: %d}\n", i, i, i+1, 2*(i+1))
 	}
-	cfg.WriteString("projects:\n  - id: proj\n    keys: [{key: " + testKey + "}]\n")
+	cfg.WriteString("projects:\n  - id: proj\n    keys: [{key: " + testKey + "}, {key: " + otherKey + "}]\n")
+	cfg.WriteString("  - id: other\n    keys: [{key: " + otherProjectKey + "}]\n")
 	cfg.WriteString(s.extraYAML)
 	c, err := catalog.Parse([]byte(cfg.String()))
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, cfg.String())
 	}
-	env := map[string]string{"UPSTREAM_KEY_0": "upstream-secret-0"}
-	a, err := app.FromConfig(c, app.Options{
-		Getenv: func(k string) string { return env[k] },
+	g.cfg = c
+	g.env = map[string]string{"UPSTREAM_KEY_0": "upstream-secret-0"}
+	g.url = g.instance(t, s.store)
+	return g
+}
+
+// instance starts one more gateway process-alike (its own router, health
+// and idempotency service) in front of the same upstreams, on store.
+func (g *gateway) instance(t testing.TB, store idempotency.Store) string {
+	t.Helper()
+	a, err := app.FromConfig(g.cfg, app.Options{
+		Getenv: func(k string) string { return g.env[k] },
 		Logger: slog.New(slog.NewJSONHandler(g.logs, nil)),
+		Store:  store,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(srv.Close)
-	g.url = srv.URL
-	return g
+	return srv.URL
 }
 
 type syncBuffer struct {
@@ -104,7 +123,12 @@ func (g *gateway) calls() []int {
 
 func (g *gateway) post(t testing.TB, body string, header ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, g.url+"/api/v1/chat/completions", strings.NewReader(body))
+	return postTo(t, g.url, body, header...)
+}
+
+func postTo(t testing.TB, url, body string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/api/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
@@ -29,6 +29,7 @@ import (
 type Server struct {
 	cfg    *catalog.Config
 	router *router.Router
+	idem   *idempotency.Service
 	log    *slog.Logger
 	now    func() time.Time
 
@@ -51,11 +52,13 @@ type principal struct {
 type Options struct {
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Idempotency serves Idempotency-Key requests; nil answers them 503.
+	Idempotency *idempotency.Service
 }
 
 // New returns the handler for cfg's projects and models.
 func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
-	s := &Server{cfg: cfg, router: rt, log: opts.Logger, now: opts.Now}
+	s := &Server{cfg: cfg, router: rt, idem: opts.Idempotency, log: opts.Logger, now: opts.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -207,234 +210,6 @@ func (s *Server) admit() (release func(), ok bool) {
 	default:
 		return nil, false
 	}
-}
-
-func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	info.add(slog.String("project", p.project.ID), slog.String("key_id", p.keyID))
-	release, ok := s.admit()
-	if !ok {
-		writeError(w, &llm.Error{Code: llm.CodeCapacity, Message: "the gateway is at capacity; retry shortly", RetryAfter: time.Second})
-		return
-	}
-	defer release()
-
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	req, err := llm.DecodeChatRequest(body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	info.add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
-	plan, err := s.router.Plan(req, router.Policy{Demand: req.Demand(p.policy), Residency: p.project.Residency})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Server.RequestTimeout.D())
-	defer cancel()
-	ans, attempts, err := s.router.Start(ctx, plan, req)
-	for _, a := range attempts {
-		info.add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status))
-	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-			info.clientGone = true
-			return
-		}
-		writeError(w, err)
-		return
-	}
-	defer ans.Close()
-	info.add(slog.String("provider", ans.Provider), slog.Int("route_depth", ans.Depth), slog.Int("calls", ans.Calls),
-		slog.Float64("first_output_ms", float64(ans.FirstOutput.Microseconds())/1000))
-
-	h := w.Header()
-	h.Set("X-Gateway-Provider", ans.Provider)
-	h.Set("X-Gateway-Route-Depth", strconv.Itoa(ans.Depth))
-	var usage llm.Usage
-	if req.Stream {
-		usage, err = s.writeStream(w, req, ans)
-	} else {
-		usage, err = s.writeCompletion(w, ans)
-	}
-	info.add(slog.Int("prompt_tokens", usage.PromptTokens), slog.Int("completion_tokens", usage.CompletionTokens), slog.Float64("cost", usage.Cost))
-	if err != nil {
-		if r.Context().Err() != nil && ctx.Err() != context.DeadlineExceeded {
-			info.clientGone = true
-		}
-		info.add(slog.String("end", endReason(err)))
-	}
-}
-
-func endReason(err error) string {
-	switch {
-	case errors.Is(err, router.ErrIncomplete):
-		return "incomplete"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "client_gone"
-	}
-	return "provider_error"
-}
-
-// writeCompletion assembles the provider's stream into one chat.completion.
-func (s *Server) writeCompletion(w http.ResponseWriter, ans *router.Answer) (llm.Usage, error) {
-	var asm llm.Assembler
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		if err := asm.AddChunk(&ch); err != nil {
-			end = err
-			break
-		}
-	}
-	usage := ans.Usage()
-	finish := ""
-	switch {
-	case end == io.EOF:
-	case errors.Is(end, router.ErrIncomplete):
-		// The provider stopped without finishing: the client gets what was
-		// produced, marked incomplete, rather than losing it.
-		finish = "incomplete"
-	case errors.Is(end, context.DeadlineExceeded):
-		writeError(w, &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end})
-		return usage, end
-	case errors.Is(end, context.Canceled):
-		return usage, end
-	default:
-		writeError(w, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end})
-		return usage, end
-	}
-	body, err := asm.Completion(usage, finish)
-	if err != nil {
-		writeError(w, err)
-		return usage, err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(http.StatusOK)
-	w.Write(append(body, '\n'))
-	if end != io.EOF {
-		return usage, end
-	}
-	return usage, nil
-}
-
-// streamTail is what the gateway itself writes into a stream: the usage
-// chunk, and the last chunk of a stream that did not finish.
-type streamTail struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices json.RawMessage `json:"choices"`
-	Usage   *llm.Usage      `json:"usage,omitempty"`
-	Error   *errorObject    `json:"error,omitempty"`
-}
-
-// writeStream relays the answer as SSE. The provider's chunks go out as it
-// sent them; the gateway adds the usage chunk (when include_usage) and ends
-// with "data: [DONE]" only when the provider finished. A provider failure
-// after the start ends with a chunk whose finish_reason is "error" and which
-// carries an "error" object (the Python and Node OpenAI SDKs raise it as an
-// APIError, openai-go as an ssestream.StreamError); a
-// provider stream that just stopped ends with finish_reason "incomplete" and
-// no error.
-func (s *Server) writeStream(w http.ResponseWriter, req *llm.ChatRequest, ans *router.Answer) (llm.Usage, error) {
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-
-	var tail streamTail
-	tail.Object = "chat.completion.chunk"
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		if tail.ID == "" {
-			tail.ID, tail.Model, tail.Created = ch.ID, ch.Model, ch.Created
-		}
-		if err := writeEvent(w, ch.Raw); err != nil {
-			return ans.Usage(), err
-		}
-		if err := rc.Flush(); err != nil {
-			return ans.Usage(), err
-		}
-	}
-	usage := ans.Usage()
-	if errors.Is(end, context.Canceled) {
-		return usage, end // the client is gone: nobody to write to
-	}
-	switch {
-	case end == io.EOF:
-	case errors.Is(end, router.ErrIncomplete):
-		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"incomplete"}]`)
-		writeJSONEvent(w, tail)
-	}
-	if req.IncludeUsage {
-		tail.Choices = json.RawMessage(`[]`)
-		tail.Usage = &usage
-		writeJSONEvent(w, tail)
-		tail.Usage = nil
-	}
-	switch {
-	case end == io.EOF:
-		io.WriteString(w, "data: [DONE]\n\n")
-	case errors.Is(end, router.ErrIncomplete):
-	default:
-		e := &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
-		if errors.Is(end, context.DeadlineExceeded) {
-			e = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
-		}
-		obj := envelope(e)
-		obj.Type = "server_error"
-		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`)
-		tail.Error = &obj
-		writeJSONEvent(w, tail)
-	}
-	rc.Flush()
-	if end == io.EOF {
-		return usage, nil
-	}
-	return usage, end
-}
-
-func writeEvent(w io.Writer, data []byte) error {
-	buf := make([]byte, 0, len(data)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, data...)
-	buf = append(buf, '\n', '\n')
-	_, err := w.Write(buf)
-	return err
-}
-
-func writeJSONEvent(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeEvent(w, b)
 }
 
 // listModels serves the models in OpenAI's list format, each with its

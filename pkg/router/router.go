@@ -79,11 +79,13 @@ type Candidate struct {
 type Plan struct {
 	Model      *catalog.Model
 	Candidates []Candidate
+	// emptyReason says why no candidate is left, when none is.
+	emptyReason string
 }
 
-// Plan resolves the request's model and preferences. It refuses, before any
-// provider call, an unknown model (404), an unknown provider name (400), and
-// a model none of whose allowed providers is live (503).
+// Plan resolves the request's model and preferences. It refuses an unknown
+// model (404) and an unknown provider name (400): request validation, before
+// the idempotency lookup. Whether any provider is live is Start's question.
 func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
 	model, ok := r.cfg.Model(req.Model)
 	if !ok {
@@ -121,7 +123,10 @@ func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
 		}
 	}
 	if len(allowed) == 0 {
-		return nil, llm.Errorf(llm.CodeNoLiveProvider, "", "no provider of model %q meets the data policy (%s) and residency (%s) of this request", model.ID, pol.Demand, residencyName(pol.Residency))
+		// Not refused here: the plan is valid, it just has nobody to call.
+		// Start answers 503 no_live_provider, after the idempotency lookup,
+		// as it does when every provider is in its cool-down.
+		return &Plan{Model: model, emptyReason: fmt.Sprintf("no provider of model %q meets the data policy (%s) and residency (%s) of this request", model.ID, pol.Demand, residencyName(pol.Residency))}, nil
 	}
 	cands = allowed
 
@@ -137,16 +142,6 @@ func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
 	}
 	if !req.AllowFallbacks() {
 		cands = cands[:1]
-	}
-	live := false
-	for _, c := range cands {
-		if r.health.Live(c.Route.Provider) {
-			live = true
-			break
-		}
-	}
-	if !live {
-		return nil, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", model.ID), RetryAfter: r.cfg.Health.Cooldown.D()}
 	}
 	return &Plan{Model: model, Candidates: cands}, nil
 }
@@ -228,6 +223,20 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	backoff := DefaultBackoff
 	if req.Gateway.BackoffSet {
 		backoff = req.Gateway.Backoff
+	}
+
+	if len(plan.Candidates) == 0 {
+		return nil, nil, llm.Errorf(llm.CodeNoLiveProvider, "", "%s", plan.emptyReason)
+	}
+	live := false
+	for _, c := range plan.Candidates {
+		if r.health.Live(c.Route.Provider) {
+			live = true
+			break
+		}
+	}
+	if !live {
+		return nil, nil, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", plan.Model.ID), RetryAfter: r.cfg.Health.Cooldown.D()}
 	}
 
 	var (

@@ -1,0 +1,262 @@
+// Package dynalite runs dynalite, a local DynamoDB stand-in (a Node.js
+// program installed by `make tools` into .tools/dynalite), for the tests of
+// the DynamoDB store. It is imported by tests only.
+//
+// One server per test package is the cheap way: start it from TestMain with
+// Main (or Launch), and build clients with Client. Start is the per-test
+// variant.
+//
+// The server is in memory (no --path) and tables become ACTIVE at once
+// (--createTableMs 0). dynalite ignores ReturnValuesOnConditionCheckFailure;
+// AllOldProxy puts in front of it what real DynamoDB answers there.
+package dynalite
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// EnvBinary names the environment variable that overrides where the dynalite
+// script is (by default .tools/dynalite/node_modules/.bin/dynalite under the
+// module root).
+const EnvBinary = "BUZZGATE_DYNALITE"
+
+// NotInstalled is the message of the error returned when the dynalite script
+// cannot be found.
+const NotInstalled = "dynalite is not installed: run `make tools` (make test installs it)"
+
+// startTimeout bounds the wait for the server to accept connections.
+const startTimeout = 20 * time.Second
+
+// Server is a running dynalite process.
+type Server struct {
+	// Endpoint is the server's base URL, http://127.0.0.1:<port>.
+	Endpoint string
+
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{} // closed when the process has exited
+	once sync.Once
+}
+
+// Start runs a dynalite server for the test and returns its endpoint. The
+// server is stopped when the test ends. A missing dynalite fails the test
+// (it is never skipped).
+func Start(tb testing.TB) (endpoint string) {
+	tb.Helper()
+	s, err := Launch()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s.Endpoint
+}
+
+// Main is a TestMain for a package whose tests share one dynalite server:
+//
+//	var endpoint string
+//	func TestMain(m *testing.M) { dynalite.Main(m, &endpoint) }
+//
+// It starts the server, stores its endpoint in *endpoint, runs the tests,
+// stops the server and exits with the tests' code. A missing dynalite fails
+// the whole package.
+func Main(m *testing.M, endpoint *string) {
+	s, err := Launch()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	*endpoint = s.Endpoint
+	code := m.Run()
+	s.Close()
+	os.Exit(code)
+}
+
+// Launch starts a dynalite server on a free port of 127.0.0.1 and waits until
+// it accepts connections. The caller must Close it.
+func Launch() (*Server, error) {
+	script, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("dynalite needs node on PATH: %w", err)
+	}
+	// The free port is found by binding and closing it, so another process
+	// can take it in between: try a few ports.
+	var errs []error
+	for range 3 {
+		s, err := launch(node, script)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+func launch(node, script string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(node, script,
+		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+	out := &syncBuffer{}
+	cmd.Stdout = out
+	cmd.Stderr = out
+	setPdeathsig(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start dynalite: %w", err)
+	}
+	s := &Server{
+		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		cmd:      cmd,
+		out:      out,
+		done:     make(chan struct{}),
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(s.done)
+	}()
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(startTimeout)
+	for {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("dynalite exited before accepting connections on %s: %s: %s",
+				addr, cmd.ProcessState, out.String())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			s.Close()
+			return nil, fmt.Errorf("dynalite did not accept connections on %s within %s: %v; output: %s",
+				addr, startTimeout, err, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Close kills the server (by its PID) and waits for it to exit.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	})
+}
+
+// Output is what the server wrote to stdout and stderr so far.
+func (s *Server) Output() string { return s.out.String() }
+
+// Binary finds the dynalite script: $BUZZGATE_DYNALITE, or
+// .tools/dynalite/node_modules/.bin/dynalite in the directory holding go.mod
+// (found by walking up from the working directory).
+func Binary() (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s (%s=%s: %v)", NotInstalled, EnvBinary, p, err)
+		}
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("%s (%v)", NotInstalled, err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s (no go.mod above the working directory)", NotInstalled)
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, ".tools", "dynalite", "node_modules", ".bin", "dynalite")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s (%v)", NotInstalled, err)
+	}
+	return p, nil
+}
+
+// Client builds a DynamoDB client for a dynalite endpoint: static dummy
+// credentials, region us-east-1, the SDK's default retryer (override it with
+// an optFn, e.g. o.RetryMaxAttempts = 1).
+func Client(tb testing.TB, endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	tb.Helper()
+	return NewClient(endpoint, optFns...)
+}
+
+// NewClient is Client for callers without a testing.TB (TestMain).
+func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("dynalite", "dynalite", ""),
+		BaseEndpoint: aws.String(endpoint),
+	}, optFns...)
+}
+
+var tableSeq struct {
+	sync.Mutex
+	n int
+}
+
+// TableName returns a table name unique within the process, prefixed.
+func TableName(prefix string) string {
+	tableSeq.Lock()
+	defer tableSeq.Unlock()
+	tableSeq.n++
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.n)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer collects the server's output (the first 64 KiB) for error
+// messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := 64<<10 - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,49 @@
+package dynamostore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+)
+
+// endpoint is the dynalite server all the tests of the package share.
+var endpoint string
+
+func TestMain(m *testing.M) { dynalite.Main(m, &endpoint) }
+
+// shared is one table for the tests that use random keys.
+var shared struct {
+	once  sync.Once
+	table string
+	err   error
+}
+
+func sharedTable(t *testing.T) string {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.table = dynalite.TableName("idem")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		shared.err = dynamostore.EnsureTable(ctx, dynalite.NewClient(endpoint), shared.table)
+	})
+	if shared.err != nil {
+		t.Fatalf("EnsureTable: %v", shared.err)
+	}
+	return shared.table
+}
+
+// newTable creates a table of its own for the test.
+func newTable(t *testing.T, client *dynamodb.Client) string {
+	t.Helper()
+	table := dynalite.TableName("idem")
+	if err := dynamostore.EnsureTable(t.Context(), client, table); err != nil {
+		t.Fatalf("EnsureTable: %v", err)
+	}
+	return table
+}

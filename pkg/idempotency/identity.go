@@ -1,0 +1,46 @@
+package idempotency
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/canonjson"
+)
+
+// MaxKeyLength bounds the Idempotency-Key header. Any non-empty string up to
+// it works; a longer one is a clear 400.
+const MaxKeyLength = 512
+
+// Identity is the record key for one Idempotency-Key: a SHA-256 over the
+// project, the API key's hash, the Idempotency-Key, the data-policy demand
+// and the residency, each length-prefixed so that no two tuples can run
+// together. A request under another demand or residency is another record,
+// and the raw key is never stored.
+func Identity(project string, apiKeyHash [32]byte, idempotencyKey, demand, residency string) string {
+	h := sha256.New()
+	for _, part := range []string{"buzzgate-idem-v1", project, string(apiKeyHash[:]), idempotencyKey, demand, residency} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Fingerprint is the SHA-256 of the request: its method, its path and its
+// body as canonical JSON without stream_options.include_usage (and without
+// stream_options when that leaves it empty). Any other change to the body
+// changes it. The body must be valid JSON (it was decoded already).
+func Fingerprint(method, path string, body []byte) (string, error) {
+	canon, err := canonjson.CanonicalizeWithout(body, "stream_options", "include_usage")
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(method), []byte(path), canon} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
