@@ -14,6 +14,10 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 )
 
 // cannedUpstream answers every chat completion at once with the same short
@@ -155,4 +159,127 @@ func settledGoroutines() int {
 		n = m
 	}
 	return n
+}
+
+// benchGateway is a gateway handler in front of a canned upstream, on store.
+func benchGateway(b *testing.B, store idempotency.Store) http.Handler {
+	up := cannedUpstream(b)
+	cfg, err := catalog.Parse([]byte(fmt.Sprintf(`
+providers:
+  - {name: up, api: openai, base_url: %q}
+models:
+  - id: m
+    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
+projects:
+  - id: p
+    keys: [{key: %s}]
+`, up.URL+"/v1", testKey)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a.Handler
+}
+
+func serveBench(b *testing.B, h http.Handler, body string, header ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+// BenchmarkIdempotency is the idempotency layer's cost on the memory store,
+// through the whole handler: unkeyed, keyed with a new key each time (a
+// reservation, a recorded answer, a completion), and a replay.
+func BenchmarkIdempotency(b *testing.B) {
+	h := benchGateway(b, memstore.New(1<<30))
+	body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
+	b.Run("unkeyed", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if w := serveBench(b, h, body); w.Code != 200 {
+				b.Fatal(w.Code)
+			}
+		}
+	})
+	b.Run("keyed-new", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if w := serveBench(b, h, body, "Idempotency-Key", fmt.Sprintf("new-%d-%d", b.N, i)); w.Code != 200 {
+				b.Fatal(w.Code)
+			}
+		}
+	})
+	b.Run("keyed-replay", func(b *testing.B) {
+		serveBench(b, h, body, "Idempotency-Key", "replayed")
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if w := serveBench(b, h, body, "Idempotency-Key", "replayed"); w.Code != 200 || w.Header().Get("Idempotency-Replayed") != "true" {
+				b.Fatal(w.Code)
+			}
+		}
+	})
+}
+
+// BenchmarkDynamoCalls counts the DynamoDB calls (by operation, with an SDK
+// middleware) that a keyed request costs against dynalite: a new request,
+// a replay, a conflict, and a new streaming request. dynalite ignores
+// ReturnValuesOnConditionCheckFailure=ALL_OLD, so a replay there costs the
+// failed reservation and a consistent read; the "all-old" variant runs
+// through a proxy that answers as DynamoDB does, where the failed
+// reservation alone carries the stored answer.
+func BenchmarkDynamoCalls(b *testing.B) {
+	b.Run("dynalite", func(b *testing.B) { dynamoCalls(b, dynaliteServer.Endpoint(b)) })
+	b.Run("all-old", func(b *testing.B) {
+		p := dynalite.AllOldProxy(b, dynaliteServer.Endpoint(b))
+		dynamoCalls(b, p.Endpoint)
+	})
+}
+
+func dynamoCalls(b *testing.B, endpoint string) {
+	var counter dynamostore.Counter
+	h := benchGateway(b, dynamoStoreAt(b, endpoint, dynamostore.CountCalls(&counter)))
+	body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
+	report := func(b *testing.B) {
+		b.StopTimer()
+		for op, n := range counter.Snapshot() {
+			b.ReportMetric(float64(n)/float64(b.N), op+"/op")
+		}
+		b.ReportMetric(float64(counter.Total())/float64(b.N), "calls/op")
+	}
+	cases := []struct {
+		name   string
+		body   string
+		key    func(i int) string
+		status int
+		setup  func()
+	}{
+		{"new", body, func(i int) string { return fmt.Sprintf("dyn-new-%d", time.Now().UnixNano()) }, 200, nil},
+		{"new-stream", strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), func(i int) string { return fmt.Sprintf("dyn-stream-%d", time.Now().UnixNano()) }, 200, nil},
+		{"replay", body, func(int) string { return "dyn-replay" }, 200, func() { serveBench(b, h, body, "Idempotency-Key", "dyn-replay") }},
+		{"conflict", strings.Replace(body, "hello", "bye", 1), func(int) string { return "dyn-replay" }, 409, nil},
+	}
+	for _, c := range cases {
+		if c.setup != nil {
+			c.setup()
+		}
+		b.Run(c.name, func(b *testing.B) {
+			counter.Reset()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if w := serveBench(b, h, c.body, "Idempotency-Key", c.key(i)); w.Code != c.status {
+					b.Fatalf("status %d, want %d: %s", w.Code, c.status, w.Body)
+				}
+			}
+			report(b)
+		})
+	}
 }

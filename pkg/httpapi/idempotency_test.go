@@ -581,3 +581,27 @@ func (h *history) check() error {
 	}
 	return linearizable(h.ops)
 }
+
+// TestIdempotencyRoom: the memory store drops old answers to make room, but
+// keeps their records: a retry of a dropped answer answers 409
+// idempotency_replay_unavailable and does not run again.
+func TestIdempotencyRoom(t *testing.T) {
+	g := newGateway(t, setup{store: memstore.New(8 << 10)})
+	g.ups[0].SetDefault(providertest.Response{PadBytes: 3000})
+	for i := 0; i < 6; i++ {
+		if a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", fmt.Sprintf("%s-%d", key(t), i)); a.status != 200 {
+			t.Fatalf("call %d: %d", i, a.status)
+		}
+	}
+	old := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t)+"-0")
+	if old.status != 409 || old.code != "idempotency_replay_unavailable" {
+		t.Errorf("retry of a dropped answer: %d %q", old.status, old.code)
+	}
+	recent := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t)+"-5")
+	if recent.status != 200 || recent.replayed != "true" {
+		t.Errorf("retry of a recent answer: %d replayed=%q", recent.status, recent.replayed)
+	}
+	if diff := cmp.Diff([]int{6, 0}, g.calls()); diff != "" {
+		t.Errorf("upstream calls (-want +got):\n%s", diff)
+	}
+}

@@ -12,10 +12,11 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 )
 
-// endpoint is the dynalite server all the tests of the package share.
-var endpoint string
+// server is the dynalite server all the tests of the package share, started
+// by the first test that needs it.
+var server dynalite.Shared
 
-func TestMain(m *testing.M) { dynalite.Main(m, &endpoint) }
+func TestMain(m *testing.M) { dynalite.Main(m, &server) }
 
 // shared is one table for the tests that use random keys.
 var shared struct {
@@ -26,6 +27,7 @@ var shared struct {
 
 func sharedTable(t *testing.T) string {
 	t.Helper()
+	endpoint := server.Endpoint(t)
 	shared.once.Do(func() {
 		shared.table = dynalite.TableName("idem")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

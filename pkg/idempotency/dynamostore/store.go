@@ -43,12 +43,33 @@
 //   - Heartbeat, Tombstone, Complete: one conditional UpdateItem; Complete of
 //     an answer over 350,000 bytes deflated also writes its parts first (one
 //     PutItem each).
-//   - Append: one PutItem (attribute_not_exists(sk), so a retried Append is
-//     not applied twice). The Store remembers the owner and ttl of the records
-//     it reserved; an Append (or a Complete in parts) for a record it did not
-//     reserve first reads the record (one consistent GetItem) to check the
-//     owner and learn the ttl.
+//   - Append: one PutItem of the batch's item, on the condition
+//     attribute_not_exists(sk), so that a retried Append never overwrites;
+//     a retry known to be applied costs nothing.
 //   - Release: one conditional DeleteItem.
+//
+// # Fencing
+//
+// Heartbeat, Complete, Tombstone and Release are conditional on
+// "owner = :owner AND state = :in_progress": a failed condition is
+// idempotency.ErrNotOwner. Append writes an item of its own, which no
+// condition on the record can guard in one call (dynalite has no
+// transactions); instead the Store remembers, for each record it reserved,
+// the owner, the ttl and the next seq. An owner token is used by the one
+// process that reserved it, so that knowledge holds until the owner ends
+// the record (Complete, Tombstone and Release forget it) or the window ends
+// (a later Reserve through the Store replaces it; one through another
+// instance leaves the stale owner appending to items that no reservation
+// reads). With it Append refuses another owner and a seq past the next one,
+// and ignores a seq already applied, with no read. An Append (or a Complete
+// in parts, which needs the ttl) for a record the Store does not know (made
+// by another instance, or forgotten: the memory is bounded) reads the record
+// and its batches first (one Query), checks the owner and the state, and
+// remembers.
+//
+// Every other failure (network, throttling after the SDK's retries, a
+// missing table, the caller's deadline) wraps idempotency.ErrUnavailable and
+// the cause.
 package dynamostore
 
 import (
@@ -173,25 +194,38 @@ func (s *Store) Reserve(ctx context.Context, rec *idempotency.Record, now time.T
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": attrN(formatTime(now))},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
+	created := func() (*idempotency.Record, error) {
+		if rec.State == idempotency.StateInProgress {
+			s.remember(rec.Key, ownerInfo{owner: rec.Owner, ttl: ttlFor(rec.ExpiresAt), expiresAt: rec.ExpiresAt})
+		}
+		return nil, nil
+	}
 	for range reserveAttempts {
 		_, err := s.client.PutItem(ctx, in)
 		if err == nil {
-			s.remember(rec.Key, ownerInfo{owner: rec.Owner, ttl: ttlFor(rec.ExpiresAt), expiresAt: rec.ExpiresAt})
-			return nil, nil
+			return created()
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
 			return nil, unavailable("PutItem", err)
 		}
 		// Real DynamoDB sends the record that failed the condition.
-		if old, ok := recordFromOldItem(ccf.Item, now); ok {
-			return old, nil
+		got, ok := recordFromOldItem(ccf.Item, now)
+		if !ok {
+			got, err = s.Load(ctx, rec.Key, now)
+			if errors.Is(err, idempotency.ErrNotFound) {
+				continue // released or expired since the put: try again
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		got, err := s.Load(ctx, rec.Key, now)
-		if errors.Is(err, idempotency.ErrNotFound) {
-			continue // released or expired since the put: try again
+		if got.Owner == rec.Owner {
+			// Our own record: the SDK retried a put whose answer was
+			// lost. Owner tokens are unique to a reservation.
+			return created()
 		}
-		return got, err
+		return got, nil
 	}
 	return nil, fmt.Errorf("%w: dynamostore: the record of the key kept changing during Reserve", idempotency.ErrUnavailable)
 }

@@ -17,7 +17,7 @@ import (
 // a live record takes the fallback read (Load).
 func TestContract(t *testing.T) {
 	t.Parallel()
-	client := dynalite.Client(t, endpoint)
+	client := dynalite.Client(t, server.Endpoint(t))
 	table := sharedTable(t)
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return dynamostore.New(client, table) })
 }
@@ -27,7 +27,7 @@ func TestContract(t *testing.T) {
 // tombstones from it.
 func TestContractAllOld(t *testing.T) {
 	t.Parallel()
-	proxy := dynalite.AllOldProxy(t, endpoint)
+	proxy := dynalite.AllOldProxy(t, server.Endpoint(t))
 	client := dynalite.Client(t, proxy.Endpoint)
 	table := sharedTable(t)
 	storetest.Run(t, func(t *testing.T) idempotency.Store { return dynamostore.New(client, table) })
@@ -42,7 +42,7 @@ func TestContractAllOld(t *testing.T) {
 // the record to check its owner and find the next seq).
 func TestContractStoreEveryCall(t *testing.T) {
 	t.Parallel()
-	client := dynalite.Client(t, endpoint)
+	client := dynalite.Client(t, server.Endpoint(t))
 	table := sharedTable(t)
 	storetest.Run(t, func(t *testing.T) idempotency.Store {
 		return newEveryCall(func() idempotency.Store { return dynamostore.New(client, table) })

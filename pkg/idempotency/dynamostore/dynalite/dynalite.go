@@ -2,9 +2,9 @@
 // program installed by `make tools` into .tools/dynalite), for the tests of
 // the DynamoDB store. It is imported by tests only.
 //
-// One server per test package is the cheap way: start it from TestMain with
-// Main (or Launch), and build clients with Client. Start is the per-test
-// variant.
+// One server per test package is the cheap way (Shared, with Main as the
+// TestMain); Start is the per-test variant and Launch the bare one. Client
+// builds an SDK client for a server.
 //
 // The server is in memory (no --path) and tables become ACTIVE at once
 // (--createTableMs 0). dynalite ignores ReturnValuesOnConditionCheckFailure;
@@ -65,21 +65,46 @@ func Start(tb testing.TB) (endpoint string) {
 	return s.Endpoint
 }
 
-// Main is a TestMain for a package whose tests share one dynalite server:
+// Shared is one dynalite server for all the tests of a package, started
+// by the first test that asks for its Endpoint (so that a run of tests that
+// need none, a fuzz worker say, starts nothing) and stopped by Main:
 //
-//	var endpoint string
-//	func TestMain(m *testing.M) { dynalite.Main(m, &endpoint) }
-//
-// It starts the server, stores its endpoint in *endpoint, runs the tests,
-// stops the server and exits with the tests' code. A missing dynalite fails
-// the whole package.
-func Main(m *testing.M, endpoint *string) {
-	s, err := Launch()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		os.Exit(1)
+//	var server dynalite.Shared
+//	func TestMain(m *testing.M) { dynalite.Main(m, &server) }
+//	func TestX(t *testing.T) { client := dynalite.Client(t, server.Endpoint(t)) }
+type Shared struct {
+	mu  sync.Mutex
+	srv *Server
+	err error
+}
+
+// Endpoint starts the server if it is not running yet and returns its
+// endpoint. A server that could not start fails every test that asks.
+func (s *Shared) Endpoint(tb testing.TB) string {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil && s.err == nil {
+		s.srv, s.err = Launch()
 	}
-	*endpoint = s.Endpoint
+	if s.err != nil {
+		tb.Fatal(s.err)
+	}
+	return s.srv.Endpoint
+}
+
+// Close stops the server if it was started.
+func (s *Shared) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		s.srv.Close()
+	}
+}
+
+// Main is the TestMain of a package whose tests share s: it runs the
+// tests, stops the server and exits with the tests' code.
+func Main(m *testing.M, s *Shared) {
 	code := m.Run()
 	s.Close()
 	os.Exit(code)
