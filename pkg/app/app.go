@@ -30,6 +30,9 @@ const (
 	EnvAddr   = "BUZZGATE_ADDR"
 	EnvStore  = "BUZZGATE_STORE"
 	EnvTable  = "BUZZGATE_TABLE"
+	// EnvCreateTable: "true" or "false" to create a missing DynamoDB table
+	// at start-up; by default it is created except under Lambda.
+	EnvCreateTable = "BUZZGATE_CREATE_TABLE"
 
 	DefaultAddr  = "127.0.0.1:8080"
 	DefaultTable = "buzzgate"
@@ -103,8 +106,19 @@ func newStore(ctx context.Context, cfg *catalog.Config, getenv func(string) stri
 			return nil, fmt.Errorf("%s=dynamodb: AWS config: %w", EnvStore, err)
 		}
 		client := dynamodb.NewFromConfig(awsCfg)
-		if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
-			return nil, fmt.Errorf("%s=dynamodb: table %q: %w", EnvStore, table, err)
+		// Under Lambda the SAM template creates the table, and a cold start
+		// makes no network call the first request does not need; elsewhere
+		// (a local server, two of them starting at once) the gateway
+		// creates a missing table itself. BUZZGATE_CREATE_TABLE=true or
+		// false overrides.
+		create := getenv("AWS_LAMBDA_RUNTIME_API") == ""
+		if v := getenv(EnvCreateTable); v != "" {
+			create = v == "true"
+		}
+		if create {
+			if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+				return nil, fmt.Errorf("%s=dynamodb: table %q: %w", EnvStore, table, err)
+			}
 		}
 		return dynamostore.New(client, table), nil
 	default:

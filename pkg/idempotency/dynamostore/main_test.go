@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 )
@@ -38,14 +36,4 @@ func sharedTable(t *testing.T) string {
 		t.Fatalf("EnsureTable: %v", shared.err)
 	}
 	return shared.table
-}
-
-// newTable creates a table of its own for the test.
-func newTable(t *testing.T, client *dynamodb.Client) string {
-	t.Helper()
-	table := dynalite.TableName("idem")
-	if err := dynamostore.EnsureTable(t.Context(), client, table); err != nil {
-		t.Fatalf("EnsureTable: %v", err)
-	}
-	return table
 }

@@ -153,7 +153,7 @@ type ownerInfo struct {
 }
 
 // maxOwners bounds the remembered reservations; forgetting one only costs a
-// GetItem on the next Append.
+// Query on the next Append.
 const maxOwners = 1 << 16
 
 var _ idempotency.Store = (*Store)(nil)
