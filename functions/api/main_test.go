@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -109,5 +108,5 @@ func waitReady(t *testing.T, url string, exited chan error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatal(fmt.Sprintf("%s not ready after 15s", url))
+	t.Fatalf("%s not ready after 15s", url)
 }
