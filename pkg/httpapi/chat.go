@@ -92,6 +92,13 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 			// answer even if its client goes away, so that a retry gets it.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.Server.RequestTimeout.D())
 			defer cancel()
+			defer func() {
+				// A panic (a bug) must not leave the record in progress with
+				// a live lease: end it as failed, so retries answer 409.
+				if !exec.Finished() {
+					s.finish(exec.Fail, info)
+				}
+			}()
 			s.run(ctx, w, r, req, plan, exec, info)
 			return
 		}

@@ -167,14 +167,14 @@ type Execution struct {
 
 func (e *Execution) heartbeat() {
 	defer close(e.hbDone)
-	t := time.NewTicker(e.svc.cfg.Lease / 3)
+	t := time.NewTicker(max(e.svc.cfg.Lease/3, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-e.stopHB:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), e.svc.cfg.Lease/3)
+			ctx, cancel := context.WithTimeout(context.Background(), max(e.svc.cfg.Lease/3, time.Second))
 			err := e.svc.store.Heartbeat(ctx, e.key, e.owner, e.svc.now().Add(e.svc.cfg.Lease))
 			cancel()
 			if err != nil {
@@ -189,6 +189,16 @@ func (e *Execution) stop() {
 		close(e.stopHB)
 		<-e.hbDone
 	})
+}
+
+// Finished reports whether Complete, Fail or Release was called.
+func (e *Execution) Finished() bool {
+	select {
+	case <-e.stopHB:
+		return true
+	default:
+		return false
+	}
 }
 
 // Start records the answer's status and headers.

@@ -1,0 +1,73 @@
+package idempotency
+
+import (
+	"crypto/sha256"
+	"testing"
+)
+
+func TestIdentity(t *testing.T) {
+	k1 := sha256.Sum256([]byte("sk-one"))
+	k2 := sha256.Sum256([]byte("sk-two"))
+	base := Identity("proj", k1, "key", "none", "anywhere")
+	if base != Identity("proj", k1, "key", "none", "anywhere") {
+		t.Fatal("Identity is not deterministic")
+	}
+	others := map[string]string{
+		"project":   Identity("proj2", k1, "key", "none", "anywhere"),
+		"api key":   Identity("proj", k2, "key", "none", "anywhere"),
+		"idem key":  Identity("proj", k1, "key2", "none", "anywhere"),
+		"demand":    Identity("proj", k1, "key", "zdr", "anywhere"),
+		"residency": Identity("proj", k1, "key", "none", "eu"),
+		// Length prefixes: moving bytes between two parts is another tuple.
+		"shifted": Identity("pro", k1, "jkey", "none", "anywhere"),
+	}
+	for name, id := range others {
+		if id == base {
+			t.Errorf("another %s gives the same identity", name)
+		}
+	}
+	if len(base) != 64 {
+		t.Errorf("identity %q is not a hex SHA-256", base)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	fp := func(method, path, body string) string {
+		t.Helper()
+		f, err := Fingerprint(method, path, []byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return f
+	}
+	base := fp("POST", "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`)
+	same := []string{
+		`{"stream":true,"messages":[{"content":"hi","role":"user"}],"model":"m"}`,
+		"{ \"model\" : \"m\",\n \"messages\":[{\"role\":\"user\",\"content\":\"hi\"}], \"stream\":true }",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":false}}`,
+		`{"model":"m","messages":[{"role":"user","content":"h\u0069"}],"stream":true}`,
+	}
+	for _, b := range same {
+		if got := fp("POST", "/api/v1/chat/completions", b); got != base {
+			t.Errorf("%s: another fingerprint for the same request", b)
+		}
+	}
+	different := []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false}`,
+		`{"model":"m:floor","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true,"x":1}}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"gateway":{}}`,
+	}
+	for _, b := range different {
+		if got := fp("POST", "/api/v1/chat/completions", b); got == base {
+			t.Errorf("%s: the same fingerprint for another request", b)
+		}
+	}
+	if fp("POST", "/api/v1/responses", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`) == base {
+		t.Error("another path gives the same fingerprint")
+	}
+	if _, err := Fingerprint("POST", "/x", []byte(`{"a":1,"a":2}`)); err == nil {
+		t.Error("a body with duplicate keys is ambiguous and must not get a fingerprint")
+	}
+}
