@@ -6,8 +6,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -19,6 +21,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/provider/openai"
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
 	"github.com/buzzgate/buzzgate/pkg/router"
@@ -33,6 +36,9 @@ const (
 	// EnvCreateTable: "true" or "false" to create a missing DynamoDB table
 	// at start-up; by default it is created except under Lambda.
 	EnvCreateTable = "BUZZGATE_CREATE_TABLE"
+	// EnvMetrics is emf or off; EnvStage names the metrics' Stage.
+	EnvMetrics = "BUZZGATE_METRICS"
+	EnvStage   = "BUZZGATE_STAGE"
 
 	DefaultAddr  = "127.0.0.1:8080"
 	DefaultTable = "buzzgate"
@@ -56,6 +62,11 @@ type Options struct {
 	// Store is the idempotency store; nil means the one BUZZGATE_STORE
 	// names (New), or a memory store (FromConfig).
 	Store idempotency.Store
+	// Metrics records per-request metrics; nil means the one
+	// BUZZGATE_METRICS names (New), or none (FromConfig).
+	Metrics metrics.Recorder
+	// Stdout is where EMF metric lines go; nil means os.Stdout.
+	Stdout io.Writer
 }
 
 // New builds the gateway from the environment: BUZZGATE_CONFIG names the
@@ -78,6 +89,13 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	} else {
 		cfg = catalog.Demo()
 	}
+	if opts.Metrics == nil {
+		m, err := newMetrics(getenv, opts.Stdout)
+		if err != nil {
+			return nil, err
+		}
+		opts.Metrics = m
+	}
 	if opts.Store == nil {
 		store, err := newStore(ctx, cfg, getenv)
 		if err != nil {
@@ -86,6 +104,34 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		opts.Store = store
 	}
 	return FromConfig(cfg, opts)
+}
+
+// newMetrics: BUZZGATE_METRICS=emf writes CloudWatch Embedded Metric Format
+// lines to stdout (the default under Lambda, where CloudWatch Logs turns
+// them into metrics), off records nothing (the default elsewhere).
+// BUZZGATE_STAGE is the Stage dimension.
+func newMetrics(getenv func(string) string, stdout io.Writer) (metrics.Recorder, error) {
+	mode := getenv(EnvMetrics)
+	if mode == "" {
+		mode = "off"
+		if getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+			mode = "emf"
+		}
+	}
+	switch mode {
+	case "off":
+		return metrics.Discard{}, nil
+	case "emf":
+		if stdout == nil {
+			stdout = os.Stdout
+		}
+		stage := getenv(EnvStage)
+		if stage == "" {
+			stage = "local"
+		}
+		return metrics.NewEMF(stdout, stage), nil
+	}
+	return nil, fmt.Errorf("%s=%q: want emf or off", EnvMetrics, mode)
 }
 
 // newStore builds the idempotency store BUZZGATE_STORE names. The DynamoDB
@@ -161,6 +207,6 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 		MaxResponseBytes: cfg.Idempotency.MaxResponseBytes,
 		MaxWait:          min(cfg.Idempotency.MaxWait.D(), cfg.Server.RequestTimeout.D()),
 	}, opts.Now, opts.Logger)
-	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem})
+	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics})
 	return &App{Config: cfg, Router: rt, Handler: h}, nil
 }

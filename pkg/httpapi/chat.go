@@ -106,6 +106,7 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 		switch {
 		case err == nil:
 			info.add(slog.Bool("replayed", true), slog.String("replay_of", rec.RequestID))
+			info.m.Replayed = true
 			return
 		case errors.Is(err, idempotency.ErrRunAgain):
 			continue
@@ -141,6 +142,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, r *http.Request
 	ans, attempts, err := s.router.Start(ctx, plan, req)
 	for _, a := range attempts {
 		info.add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status))
+		info.m.FailedProviders = append(info.m.FailedProviders, a.Provider)
 	}
 	if err != nil {
 		if exec != nil {
@@ -156,6 +158,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, r *http.Request
 	defer ans.Close()
 	info.add(slog.String("provider", ans.Provider), slog.Int("route_depth", ans.Depth), slog.Int("calls", ans.Calls),
 		slog.Float64("first_output_ms", float64(ans.FirstOutput.Microseconds())/1000))
+	info.m.Provider, info.m.RouteDepth, info.m.TimeToFirstToken = ans.Provider, ans.Depth, ans.FirstOutput
 
 	h := w.Header()
 	h.Set("X-Gateway-Provider", ans.Provider)
@@ -171,6 +174,9 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, r *http.Request
 		usage, answered, err = s.writeCompletion(out, ans)
 	}
 	info.add(slog.Int("prompt_tokens", usage.PromptTokens), slog.Int("completion_tokens", usage.CompletionTokens), slog.Float64("cost", usage.Cost))
+	if answered {
+		info.m.Cost = usage.Cost
+	}
 	if err != nil {
 		if r.Context().Err() != nil && !errors.Is(err, context.DeadlineExceeded) {
 			info.clientGone = true
@@ -194,6 +200,7 @@ func (s *Server) finish(end func(context.Context) error, info *logInfo) {
 	if err := end(ctx); err != nil {
 		s.log.Warn("idempotency record not finished", "error", err)
 		info.add(slog.String("idempotency_finish_error", err.Error()))
+		info.m.StoreError = true
 	}
 }
 

@@ -71,6 +71,9 @@ func envelope(e *llm.Error) errorObject {
 func writeError(w http.ResponseWriter, err error) int {
 	e := llm.AsError(err)
 	k := kindOf(e.Code)
+	if rec, ok := w.(*recorder); ok {
+		rec.code = e.Code
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter > 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
@@ -32,11 +33,12 @@ const (
 // gateway is a real buzzgate handler on a loopback port, in front of fake
 // upstreams p0, p1, ... that are the routes of model "m" in that order.
 type gateway struct {
-	url  string
-	ups  []*providertest.Server
-	logs *syncBuffer
-	cfg  *catalog.Config
-	env  map[string]string
+	url     string
+	ups     []*providertest.Server
+	logs    *syncBuffer
+	cfg     *catalog.Config
+	env     map[string]string
+	metrics metrics.Recorder
 }
 
 type setup struct {
@@ -47,6 +49,8 @@ type setup struct {
 	extraYAML string
 	// store is the idempotency store; nil means a fresh memory store.
 	store idempotency.Store
+	// metrics, when set, receives the gateway's EMF metric lines.
+	metrics io.Writer
 }
 
 func newGateway(t testing.TB, s setup) *gateway {
@@ -75,6 +79,9 @@ func newGateway(t testing.TB, s setup) *gateway {
 	}
 	g.cfg = c
 	g.env = map[string]string{"UPSTREAM_KEY_0": "upstream-secret-0"}
+	if s.metrics != nil {
+		g.metrics = metrics.NewEMF(s.metrics, "test")
+	}
 	g.url = g.instance(t, s.store)
 	return g
 }
@@ -84,9 +91,10 @@ func newGateway(t testing.TB, s setup) *gateway {
 func (g *gateway) instance(t testing.TB, store idempotency.Store) string {
 	t.Helper()
 	a, err := app.FromConfig(g.cfg, app.Options{
-		Getenv: func(k string) string { return g.env[k] },
-		Logger: slog.New(slog.NewJSONHandler(g.logs, nil)),
-		Store:  store,
+		Getenv:  func(k string) string { return g.env[k] },
+		Logger:  slog.New(slog.NewJSONHandler(g.logs, nil)),
+		Store:   store,
+		Metrics: g.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -823,5 +831,52 @@ func TestNeverA500(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			t.Errorf("body %q: status %d %s", body, resp.StatusCode, b)
 		}
+	}
+}
+
+// TestMetrics: one EMF line per chat completion (and one per failed
+// provider), with the numbers the dashboard and alarms read.
+func TestMetrics(t *testing.T) {
+	buf := &syncBuffer{}
+	g := newGateway(t, setup{metrics: buf})
+	g.ups[0].Script(providertest.Response{Status: 500})
+	g.post(t, chatBody(""), "Idempotency-Key", "metrics-key")
+	g.post(t, chatBody(""), "Idempotency-Key", "metrics-key")
+	g.post(t, chatBody(`"temperature":1`), "Idempotency-Key", "metrics-key")
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("metric line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("%d metric lines, want 4 (3 requests, 1 failed provider): %s", len(lines), buf.String())
+	}
+	pick := func(m map[string]any, names ...string) map[string]any {
+		out := map[string]any{}
+		for _, n := range names {
+			out[n] = m[n]
+		}
+		return out
+	}
+	want := []map[string]any{
+		{"Requests": 1.0, "Fallbacks": 1.0, "RouteDepth": 1.0, "ProviderErrors": 1.0, "Replays": 0.0, "IdempotencyConflicts": 0.0},
+		{"Provider": "p0", "ProviderErrors": 1.0},
+		{"Requests": 1.0, "Fallbacks": 0.0, "RouteDepth": nil, "ProviderErrors": 0.0, "Replays": 1.0, "IdempotencyConflicts": 0.0},
+		{"Requests": 1.0, "Fallbacks": 0.0, "RouteDepth": nil, "ProviderErrors": 0.0, "Replays": 0.0, "IdempotencyConflicts": 1.0},
+	}
+	for i, w := range want {
+		names := make([]string, 0, len(w))
+		for n := range w {
+			names = append(names, n)
+		}
+		if diff := cmp.Diff(w, pick(lines[i], names...)); diff != "" {
+			t.Errorf("metric line %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if c, _ := lines[0]["Cost"].(float64); c != 2.8e-05 {
+		t.Errorf("Cost %v, want the answer's 2.8e-05", lines[0]["Cost"])
 	}
 }

@@ -22,16 +22,18 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
 // Server is the gateway's http.Handler.
 type Server struct {
-	cfg    *catalog.Config
-	router *router.Router
-	idem   *idempotency.Service
-	log    *slog.Logger
-	now    func() time.Time
+	cfg     *catalog.Config
+	router  *router.Router
+	idem    *idempotency.Service
+	metrics metrics.Recorder
+	log     *slog.Logger
+	now     func() time.Time
 
 	keys   map[[sha256.Size]byte]*principal
 	sem    chan struct{}
@@ -54,6 +56,8 @@ type Options struct {
 	Now    func() time.Time
 	// Idempotency serves Idempotency-Key requests; nil answers them 503.
 	Idempotency *idempotency.Service
+	// Metrics records one entry per chat completion; nil records nothing.
+	Metrics metrics.Recorder
 }
 
 // New returns the handler for cfg's projects and models.
@@ -64,6 +68,10 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.metrics = opts.Metrics
+	if s.metrics == nil {
+		s.metrics = metrics.Discard{}
 	}
 	s.sem = make(chan struct{}, cfg.Server.MaxInFlight)
 	s.keys = make(map[[sha256.Size]byte]*principal)
@@ -103,6 +111,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.methodNotAllowed(rec, http.MethodPost)
 			break
 		}
+		info.chat = true
 		s.chat(rec, r, id, info)
 	case "/api/v1/models":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -123,6 +132,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.clientGone {
 		status = 499 // nginx's "client closed request", for the logs only
 	}
+	if info.chat {
+		m := info.m
+		m.Status, m.Latency = status, s.now().Sub(start)
+		switch rec.code {
+		case llm.CodeIdempotencyConflict:
+			m.Conflict = true
+		case llm.CodeReplayUnavailable:
+			m.ReplayUnavailable = true
+		case llm.CodeInProgress:
+			m.InProgress = true
+		case llm.CodeStoreUnavailable:
+			m.StoreError = true
+		}
+		s.metrics.Record(m)
+	}
 	attrs := []slog.Attr{
 		slog.String("request_id", id),
 		slog.String("method", r.Method),
@@ -137,6 +161,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // logInfo collects what a handler wants in the request's log line. Never a
 // prompt, an answer or a key: only ids, names and numbers.
 type logInfo struct {
+	// chat marks a chat completion, which reports metrics.
+	chat bool
+	m    metrics.Request
+
 	attrs      []slog.Attr
 	clientGone bool
 }
@@ -271,6 +299,8 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	// code is the error code written, if any.
+	code llm.Code
 }
 
 func (r *recorder) WriteHeader(code int) {
