@@ -56,25 +56,8 @@ func cannedUpstream(b *testing.B) *httptest.Server {
 // same client calling it through buzzgate; the difference is the gateway's
 // overhead per request. It also reports goroutines left behind per request.
 func BenchmarkOverhead(b *testing.B) {
-	up := cannedUpstream(b)
-	cfg, err := catalog.Parse([]byte(fmt.Sprintf(`
-providers:
-  - {name: up, api: openai, base_url: %q}
-models:
-  - id: m
-    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
-projects:
-  - id: p
-    keys: [{key: %s}]
-`, up.URL+"/v1", testKey)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	gw := httptest.NewServer(a.Handler)
+	handler, upURL := benchGateway(b, nil)
+	gw := httptest.NewServer(handler)
 	b.Cleanup(gw.Close)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
@@ -83,9 +66,9 @@ projects:
 		name, url, body string
 		auth            bool
 	}{
-		{"direct", up.URL + "/v1/chat/completions", fmt.Sprintf(body, "up-model", ""), false},
+		{"direct", upURL + "/chat/completions", fmt.Sprintf(body, "up-model", ""), false},
 		{"gateway", gw.URL + "/api/v1/chat/completions", fmt.Sprintf(body, "m", ""), true},
-		{"direct-stream", up.URL + "/v1/chat/completions", fmt.Sprintf(body, "up-model", `,"stream":true`), false},
+		{"direct-stream", upURL + "/chat/completions", fmt.Sprintf(body, "up-model", `,"stream":true`), false},
 		{"gateway-stream", gw.URL + "/api/v1/chat/completions", fmt.Sprintf(body, "m", `,"stream":true`), true},
 	}
 	// In process: the client's own hop to the gateway is left out, so what
@@ -99,7 +82,7 @@ projects:
 				req := httptest.NewRequest(http.MethodPost, "/api/v1/chat/completions", strings.NewReader(c.body))
 				req.Header.Set("Authorization", "Bearer "+testKey)
 				w := httptest.NewRecorder()
-				a.Handler.ServeHTTP(w, req)
+				handler.ServeHTTP(w, req)
 				if w.Code != 200 {
 					b.Fatalf("status %d", w.Code)
 				}
@@ -161,8 +144,9 @@ func settledGoroutines() int {
 	return n
 }
 
-// benchGateway is a gateway handler in front of a canned upstream, on store.
-func benchGateway(b *testing.B, store idempotency.Store) http.Handler {
+// benchGateway is a gateway handler in front of a canned upstream, on store
+// (nil: a memory store), and the upstream's base URL.
+func benchGateway(b *testing.B, store idempotency.Store) (http.Handler, string) {
 	up := cannedUpstream(b)
 	cfg, err := catalog.Parse([]byte(fmt.Sprintf(`
 providers:
@@ -181,7 +165,7 @@ projects:
 	if err != nil {
 		b.Fatal(err)
 	}
-	return a.Handler
+	return a.Handler, up.URL + "/v1"
 }
 
 func serveBench(b *testing.B, h http.Handler, body string, header ...string) *httptest.ResponseRecorder {
@@ -199,7 +183,7 @@ func serveBench(b *testing.B, h http.Handler, body string, header ...string) *ht
 // through the whole handler: unkeyed, keyed with a new key each time (a
 // reservation, a recorded answer, a completion), and a replay.
 func BenchmarkIdempotency(b *testing.B) {
-	h := benchGateway(b, memstore.New(1<<30))
+	h, _ := benchGateway(b, memstore.New(1<<30))
 	body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
 	b.Run("unkeyed", func(b *testing.B) {
 		b.ReportAllocs()
@@ -246,7 +230,7 @@ func BenchmarkDynamoCalls(b *testing.B) {
 
 func dynamoCalls(b *testing.B, endpoint string) {
 	var counter dynamostore.Counter
-	h := benchGateway(b, dynamoStoreAt(b, endpoint, dynamostore.CountCalls(&counter)))
+	h, _ := benchGateway(b, dynamoStoreAt(b, endpoint, dynamostore.CountCalls(&counter)))
 	body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
 	report := func(b *testing.B) {
 		b.StopTimer()
