@@ -15,6 +15,9 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
+	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -39,6 +42,8 @@ const (
 	// EnvMetrics is emf or off; EnvStage names the metrics' Stage.
 	EnvMetrics = "BUZZGATE_METRICS"
 	EnvStage   = "BUZZGATE_STAGE"
+	// EnvKeyPepper is the secret mixed into stored API key hashes.
+	EnvKeyPepper = "BUZZGATE_KEY_PEPPER"
 
 	DefaultAddr  = "127.0.0.1:8080"
 	DefaultTable = "buzzgate"
@@ -67,6 +72,9 @@ type Options struct {
 	Metrics metrics.Recorder
 	// Stdout is where EMF metric lines go; nil means os.Stdout.
 	Stdout io.Writer
+	// Accounts is the ledger and the issued keys; a zero value means the
+	// ones BUZZGATE_STORE names (New), or in memory (FromConfig).
+	Accounts httpapi.Accounts
 }
 
 // New builds the gateway from the environment: BUZZGATE_CONFIG names the
@@ -97,11 +105,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		opts.Metrics = m
 	}
 	if opts.Store == nil {
-		store, err := newStore(ctx, cfg, getenv)
+		store, accounts, err := newStores(ctx, cfg, getenv, opts.Logger)
 		if err != nil {
 			return nil, err
 		}
-		opts.Store = store
+		opts.Store, opts.Accounts = store, accounts
 	}
 	return FromConfig(cfg, opts)
 }
@@ -134,22 +142,29 @@ func newMetrics(getenv func(string) string, stdout io.Writer) (metrics.Recorder,
 	return nil, fmt.Errorf("%s=%q: want emf or off", EnvMetrics, mode)
 }
 
-// newStore builds the idempotency store BUZZGATE_STORE names. The DynamoDB
-// endpoint, region and credentials come from the AWS SDK's own settings
-// (AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL, AWS_REGION, ...), so the
-// same binary talks to DynamoDB or to a local stand-in unchanged.
-func newStore(ctx context.Context, cfg *catalog.Config, getenv func(string) string) (idempotency.Store, error) {
+// newStores builds the idempotency store and the accounts (ledger, issued
+// keys) BUZZGATE_STORE names: both in memory, or both in one DynamoDB table.
+// The DynamoDB endpoint, region and credentials come from the AWS SDK's own
+// settings (AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL, AWS_REGION, ...),
+// so the same binary talks to DynamoDB or to a local stand-in unchanged.
+// BUZZGATE_KEY_PEPPER is mixed into every stored key hash.
+func newStores(ctx context.Context, cfg *catalog.Config, getenv func(string) string, log *slog.Logger) (idempotency.Store, httpapi.Accounts, error) {
+	pepper := []byte(getenv(EnvKeyPepper))
 	switch store := getenv(EnvStore); store {
 	case "", "memory":
-		return memstore.New(cfg.Idempotency.MemoryBytes), nil
+		ledger := memledger.New(memledger.Options{Pepper: pepper})
+		return memstore.New(cfg.Idempotency.MemoryBytes), httpapi.Accounts{Ledger: ledger, Keys: ledger, Pepper: pepper}, nil
 	case "dynamodb":
 		table := getenv(EnvTable)
 		if table == "" {
 			table = DefaultTable
 		}
+		if len(pepper) == 0 {
+			log.Warn(EnvKeyPepper + " is not set: issued API keys are hashed without a pepper")
+		}
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("%s=dynamodb: AWS config: %w", EnvStore, err)
+			return nil, httpapi.Accounts{}, fmt.Errorf("%s=dynamodb: AWS config: %w", EnvStore, err)
 		}
 		client := dynamodb.NewFromConfig(awsCfg)
 		// Under Lambda the SAM template creates the table, and a cold start
@@ -163,12 +178,14 @@ func newStore(ctx context.Context, cfg *catalog.Config, getenv func(string) stri
 		}
 		if create {
 			if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
-				return nil, fmt.Errorf("%s=dynamodb: table %q: %w", EnvStore, table, err)
+				return nil, httpapi.Accounts{}, fmt.Errorf("%s=dynamodb: table %q: %w", EnvStore, table, err)
 			}
 		}
-		return dynamostore.New(client, table), nil
+		ledger := dynamoledger.New(client, table, dynamoledger.Options{Pepper: pepper})
+		keys := billing.NewKeyCache(ledger, billing.KeyCacheOptions{})
+		return dynamostore.New(client, table), httpapi.Accounts{Ledger: ledger, Keys: keys, Pepper: pepper}, nil
 	default:
-		return nil, fmt.Errorf("%s=%q: want memory or dynamodb", EnvStore, store)
+		return nil, httpapi.Accounts{}, fmt.Errorf("%s=%q: want memory or dynamodb", EnvStore, store)
 	}
 }
 
@@ -201,12 +218,17 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	if store == nil {
 		store = memstore.New(cfg.Idempotency.MemoryBytes)
 	}
+	accounts := opts.Accounts
+	if accounts.Ledger == nil {
+		ledger := memledger.New(memledger.Options{Pepper: accounts.Pepper})
+		accounts.Ledger, accounts.Keys = ledger, ledger
+	}
 	idem := idempotency.New(store, idempotency.Config{
 		Window:           cfg.Idempotency.Window.D(),
 		Lease:            cfg.Idempotency.Lease.D(),
 		MaxResponseBytes: cfg.Idempotency.MaxResponseBytes,
 		MaxWait:          min(cfg.Idempotency.MaxWait.D(), cfg.Server.RequestTimeout.D()),
 	}, opts.Now, opts.Logger)
-	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics})
+	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics, Accounts: accounts})
 	return &App{Config: cfg, Router: rt, Handler: h}, nil
 }

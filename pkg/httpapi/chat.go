@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
@@ -55,11 +56,16 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 		return
 	}
 
+	call := &chatCall{id: id, p: p, req: req, plan: plan, info: info}
 	keys := r.Header.Values(HeaderIdempotencyKey)
 	if len(keys) == 0 {
+		if err := s.checkBalance(r.Context(), p); err != nil {
+			writeError(w, err)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Server.RequestTimeout.D())
 		defer cancel()
-		s.run(ctx, w, r, req, plan, nil, info)
+		s.run(ctx, w, r, call)
 		return
 	}
 	if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
@@ -99,7 +105,16 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 					s.finish(exec.Fail, info)
 				}
 			}()
-			s.run(ctx, w, r, req, plan, exec, info)
+			// Balance and limits come after the lookup, so that a replay is
+			// served even once they are spent; a refusal here releases the
+			// record, and a retry with the key runs normally.
+			if err := s.checkBalance(ctx, p); err != nil {
+				s.finish(exec.Release, info)
+				writeError(w, err)
+				return
+			}
+			call.exec = exec
+			s.run(ctx, w, r, call)
 			return
 		}
 		err = s.idem.Serve(waitCtx, w, rec, idempotency.Retry{Fingerprint: fp, IncludeUsage: req.IncludeUsage})
@@ -135,10 +150,25 @@ func residencyOf(p *principal) string {
 	return p.project.Residency
 }
 
-// run routes the request and writes its answer. With exec (a keyed
+// chatCall is one accepted chat completion.
+type chatCall struct {
+	id   string
+	p    *principal
+	req  *llm.ChatRequest
+	plan *router.Plan
+	// exec is the keyed request's first call; nil without a key.
+	exec *idempotency.Execution
+	info *logInfo
+}
+
+// run routes the request, writes its answer and bills it. With exec (a keyed
 // request's first call) the answer is also recorded, and the record is
 // completed, or tombstoned when the request fails after it was accepted.
-func (s *Server) run(ctx context.Context, w http.ResponseWriter, r *http.Request, req *llm.ChatRequest, plan *router.Plan, exec *idempotency.Execution, info *logInfo) {
+// The ledger entry is written before the record is completed: a crash in
+// between leaves an answer billed once whose retry answers 409
+// idempotency_replay_unavailable, never one served twice or unbilled.
+func (s *Server) run(ctx context.Context, w http.ResponseWriter, r *http.Request, call *chatCall) {
+	req, plan, exec, info := call.req, call.plan, call.exec, call.info
 	ans, attempts, err := s.router.Start(ctx, plan, req)
 	for _, a := range attempts {
 		info.add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status))
@@ -176,6 +206,14 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, r *http.Request
 	info.add(slog.Int("prompt_tokens", usage.PromptTokens), slog.Int("completion_tokens", usage.CompletionTokens), slog.Float64("cost", usage.Cost))
 	if answered {
 		info.m.Cost = usage.Cost
+		err := s.bill(call.p, billing.Entry{
+			RequestID: call.id, Model: req.Model, Provider: ans.Provider,
+			PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens,
+			CostNanos: billing.USDToNanos(usage.Cost), At: s.now(),
+		})
+		if err != nil {
+			info.add(slog.String("billing_error", err.Error()))
+		}
 	}
 	if err != nil {
 		if r.Context().Err() != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -34,6 +34,7 @@ var errorKinds = map[llm.Code]errorKind{
 	llm.CodeAllProvidersFailed:  {http.StatusBadGateway, "upstream_error"},
 	llm.CodeNoLiveProvider:      {http.StatusServiceUnavailable, "service_unavailable"},
 	llm.CodeStoreUnavailable:    {http.StatusServiceUnavailable, "idempotency_error"},
+	llm.CodeBillingUnavailable:  {http.StatusServiceUnavailable, "service_unavailable"},
 	llm.CodeRequestTimeout:      {http.StatusGatewayTimeout, "timeout_error"},
 	llm.CodeInternal:            {http.StatusInternalServerError, "server_error"},
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -33,12 +35,13 @@ const (
 // gateway is a real buzzgate handler on a loopback port, in front of fake
 // upstreams p0, p1, ... that are the routes of model "m" in that order.
 type gateway struct {
-	url     string
-	ups     []*providertest.Server
-	logs    *syncBuffer
-	cfg     *catalog.Config
-	env     map[string]string
-	metrics metrics.Recorder
+	url      string
+	ups      []*providertest.Server
+	logs     *syncBuffer
+	cfg      *catalog.Config
+	env      map[string]string
+	metrics  metrics.Recorder
+	accounts httpapi.Accounts
 }
 
 type setup struct {
@@ -51,6 +54,11 @@ type setup struct {
 	store idempotency.Store
 	// metrics, when set, receives the gateway's EMF metric lines.
 	metrics io.Writer
+	// accounts is the ledger and key store; zero means a fresh memory one
+	// (shared by every instance of the gateway).
+	accounts httpapi.Accounts
+	// balance and keyLimit (USD) go into project proj and its key testKey.
+	balance, keyLimit string
 }
 
 func newGateway(t testing.TB, s setup) *gateway {
@@ -70,7 +78,14 @@ func newGateway(t testing.TB, s setup) *gateway {
 	for i := 0; i < s.providers; i++ {
 		fmt.Fprintf(&cfg, "      - {provider: p%d, model: up-%d, input_price: %d, output_price: %d}\n", i, i, i+1, 2*(i+1))
 	}
-	cfg.WriteString("projects:\n  - id: proj\n    keys: [{key: " + testKey + "}, {key: " + otherKey + "}]\n")
+	keyLimit := ""
+	if s.keyLimit != "" {
+		keyLimit = ", limit: " + s.keyLimit
+	}
+	cfg.WriteString("projects:\n  - id: proj\n    keys: [{key: " + testKey + keyLimit + "}, {key: " + otherKey + "}]\n")
+	if s.balance != "" {
+		cfg.WriteString("    balance: " + s.balance + "\n")
+	}
 	cfg.WriteString("  - id: other\n    keys: [{key: " + otherProjectKey + "}]\n")
 	cfg.WriteString(s.extraYAML)
 	c, err := catalog.Parse([]byte(cfg.String()))
@@ -82,6 +97,11 @@ func newGateway(t testing.TB, s setup) *gateway {
 	if s.metrics != nil {
 		g.metrics = metrics.NewEMF(s.metrics, "test")
 	}
+	g.accounts = s.accounts
+	if g.accounts.Ledger == nil {
+		l := memledger.New(memledger.Options{})
+		g.accounts = httpapi.Accounts{Ledger: l, Keys: l}
+	}
 	g.url = g.instance(t, s.store)
 	return g
 }
@@ -91,10 +111,11 @@ func newGateway(t testing.TB, s setup) *gateway {
 func (g *gateway) instance(t testing.TB, store idempotency.Store) string {
 	t.Helper()
 	a, err := app.FromConfig(g.cfg, app.Options{
-		Getenv:  func(k string) string { return g.env[k] },
-		Logger:  slog.New(slog.NewJSONHandler(g.logs, nil)),
-		Store:   store,
-		Metrics: g.metrics,
+		Getenv:   func(k string) string { return g.env[k] },
+		Logger:   slog.New(slog.NewJSONHandler(g.logs, nil)),
+		Store:    store,
+		Metrics:  g.metrics,
+		Accounts: g.accounts,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -28,12 +30,14 @@ import (
 
 // Server is the gateway's http.Handler.
 type Server struct {
-	cfg     *catalog.Config
-	router  *router.Router
-	idem    *idempotency.Service
-	metrics metrics.Recorder
-	log     *slog.Logger
-	now     func() time.Time
+	cfg      *catalog.Config
+	router   *router.Router
+	idem     *idempotency.Service
+	metrics  metrics.Recorder
+	accounts Accounts
+	seeded   sync.Map // project id -> struct{}: its config seeded the ledger
+	log      *slog.Logger
+	now      func() time.Time
 
 	keys   map[[sha256.Size]byte]*principal
 	sem    chan struct{}
@@ -47,7 +51,12 @@ type principal struct {
 	// safe to log.
 	keyHash [sha256.Size]byte
 	keyID   string
-	policy  llm.DataDemand
+	// billingKeyID is the key's id in the ledger and the key store.
+	billingKeyID string
+	// fromConfig: the project and key come from the config file, whose
+	// balance and limits seed the ledger's account on first use.
+	fromConfig bool
+	policy     llm.DataDemand
 }
 
 // Options are the Server's optional dependencies.
@@ -58,11 +67,23 @@ type Options struct {
 	Idempotency *idempotency.Service
 	// Metrics records one entry per chat completion; nil records nothing.
 	Metrics metrics.Recorder
+	// Accounts holds balances, limits, the usage ledger and issued keys;
+	// a zero Accounts bills nothing and enforces no balance.
+	Accounts Accounts
+}
+
+// Accounts is the billing side of the gateway.
+type Accounts struct {
+	Ledger billing.Ledger
+	// Keys finds keys issued by the admin tool; nil: config keys only.
+	Keys billing.KeyStore
+	// Pepper is mixed into every stored key hash.
+	Pepper []byte
 }
 
 // New returns the handler for cfg's projects and models.
 func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
-	s := &Server{cfg: cfg, router: rt, idem: opts.Idempotency, log: opts.Logger, now: opts.Now}
+	s := &Server{cfg: cfg, router: rt, idem: opts.Idempotency, log: opts.Logger, now: opts.Now, accounts: opts.Accounts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -79,7 +100,8 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 		p := &cfg.Projects[i]
 		for _, k := range p.Keys {
 			h := sha256.Sum256([]byte(k.Key))
-			s.keys[h] = &principal{project: p, keyHash: h, keyID: hex.EncodeToString(h[:6]), policy: llm.ParseDataPolicy(p.DataPolicy)}
+			s.keys[h] = &principal{project: p, keyHash: h, keyID: hex.EncodeToString(h[:6]), policy: llm.ParseDataPolicy(p.DataPolicy),
+				billingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), fromConfig: true}
 		}
 	}
 	s.models = modelList(cfg)
@@ -113,6 +135,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		info.chat = true
 		s.chat(rec, r, id, info)
+	case "/api/v1/feedback":
+		if r.Method != http.MethodPost {
+			s.methodNotAllowed(rec, http.MethodPost)
+			break
+		}
+		s.feedback(rec, r)
+	case "/api/v1/usage":
+		if r.Method != http.MethodGet {
+			s.methodNotAllowed(rec, http.MethodGet)
+			break
+		}
+		s.usage(rec, r)
 	case "/api/v1/models":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.methodNotAllowed(rec, "GET, HEAD")
@@ -205,12 +239,30 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	if len(auth) <= len(prefix) || !strings.EqualFold(auth[:len(prefix)], prefix) {
 		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send Authorization: Bearer <key>")
 	}
-	h := sha256.Sum256([]byte(strings.TrimSpace(auth[len(prefix):])))
-	p, ok := s.keys[h]
-	if !ok || subtle.ConstantTimeCompare(p.keyHash[:], h[:]) != 1 {
+	token := strings.TrimSpace(auth[len(prefix):])
+	h := sha256.Sum256([]byte(token))
+	if p, ok := s.keys[h]; ok && subtle.ConstantTimeCompare(p.keyHash[:], h[:]) == 1 {
+		return p, nil
+	}
+	if s.accounts.Keys == nil {
 		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "invalid API key")
 	}
-	return p, nil
+	// Keys issued by the admin tool live in the key store, hashed with the
+	// pepper, behind a short in-process cache.
+	rec, err := s.accounts.Keys.Lookup(r.Context(), billing.HashKey(s.accounts.Pepper, token))
+	switch {
+	case err == nil:
+	case errors.Is(err, billing.ErrUnknownKey), errors.Is(err, billing.ErrKeyRevoked):
+		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "invalid API key")
+	default:
+		return nil, &llm.Error{Code: llm.CodeBillingUnavailable, Message: "the account store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
+	}
+	project, ok := s.cfg.Project(rec.Project)
+	if !ok {
+		project = &catalog.Project{ID: rec.Project, DataPolicy: "none", Residency: "anywhere"}
+	}
+	return &principal{project: project, keyHash: h, keyID: hex.EncodeToString(h[:6]), policy: llm.ParseDataPolicy(project.DataPolicy),
+		billingKeyID: rec.KeyID}, nil
 }
 
 // readBody reads at most the configured body size: more is a 413.

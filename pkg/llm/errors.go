@@ -30,6 +30,7 @@ const (
 	CodeAllProvidersFailed    Code = "all_providers_failed"
 	CodeNoLiveProvider        Code = "no_live_provider"
 	CodeStoreUnavailable      Code = "idempotency_store_unavailable"
+	CodeBillingUnavailable    Code = "billing_unavailable"
 	CodeRequestTimeout        Code = "request_timeout"
 	CodeNotFound              Code = "not_found"
 	CodeMethodNotAllowed      Code = "method_not_allowed"

@@ -96,11 +96,12 @@ func itoa(n int) string {
 }
 
 // Cost is the price of an answer in USD, from prices in USD per million
-// tokens. It is rounded to 1e-10 USD so that sums of many small costs do not
-// show binary noise such as 1.4999999999e-06.
+// tokens. It is rounded to whole nano-dollars (1e-9 USD), the unit the
+// ledger counts in, so that the cost on an answer is exactly what the
+// ledger holds, and sums show no binary noise such as 1.4999999999e-06.
 func Cost(promptTokens, completionTokens int, inputPrice, outputPrice float64) float64 {
 	c := (float64(promptTokens)*inputPrice + float64(completionTokens)*outputPrice) / 1e6
-	return math.Round(c*1e10) / 1e10
+	return math.Round(c*1e9) / 1e9
 }
 
 // EstimateTokens counts tokens the way the gateway does when an upstream

@@ -1,0 +1,343 @@
+// Package billing is buzzgate's money: prepaid project balances, per-key
+// spend limits, the usage ledger (one entry per billed answer, keyed by its
+// x-request-id), feedback on answers, and API keys stored hashed with a
+// pepper (keys.go).
+//
+// # Exactly once
+//
+// Spend is never an unguarded increment (LESSONS.md, "Spend counted twice").
+// A Ledger records an Entry once, on a write that is conditional on the
+// entry's RequestID; a second Bill of the same entry (a finalizer that runs
+// twice, a retry after a crash between two steps, twenty goroutines at once)
+// changes nothing, and a second Bill of the same RequestID with a different
+// payload is ErrLedgerCollision, never a silent drop (LESSONS.md, "Dropped
+// ledger rows"). The project's spend and the key's spend grow by the entry's
+// cost exactly once. How each implementation gets there is in its package
+// doc (memledger: a mutex; dynamoledger: single-item conditional writes and
+// an epoch fence, no transactions).
+//
+// Who bills: the request's finalizer, once the answering provider's usage is
+// known, with the request's own x-request-id and accepted time (so that a
+// finalizer run again sends the same Entry). A request refused before any
+// provider call (400, 401, 402, 404, 413, 429 capacity, 503 no live
+// provider) is not billed at all, and neither is an Idempotency-Key replay,
+// a waiter or a joiner: they serve an answer that was billed once already.
+// A failed Bill (ErrUnavailable) is retried with the same Entry.
+//
+// # Money
+//
+// Amounts are int64 nano-dollars (1e-9 USD): costs such as 1.4e-05 USD are
+// exact integers there (14,000), sums never drift, and int64 holds ±9.2e9
+// USD. Floats (USD) exist only at the edges: USDToNanos and NanosToUSD.
+//
+// # Balances, limits and the overshoot bound
+//
+// The 402 decision (Account, then Account.Check) reads the balance without
+// locking it against the Bills running at the same time, so N requests that
+// pass the check together against a nearly spent balance all run and are
+// all billed: the balance can go negative by at most the cost of the
+// requests in flight when it ran out (the overshoot is bounded by the
+// requests in flight). The spend itself is never wrong: it equals the sum of
+// the ledger's entries. Once it is spent, every new request is refused.
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Errors.
+var (
+	// ErrLedgerCollision: a Bill with a RequestID the ledger already holds
+	// with a different payload. The first entry stays; nothing is billed.
+	ErrLedgerCollision = errors.New("billing: ledger collision: the request id is already billed with a different payload")
+	// ErrInsufficientBalance: the project's prepaid balance is spent (402
+	// insufficient_balance).
+	ErrInsufficientBalance = errors.New("billing: insufficient balance")
+	// ErrKeyLimitReached: the key's spend limit is reached (402
+	// key_limit_reached).
+	ErrKeyLimitReached = errors.New("billing: key limit reached")
+	// ErrNotFound: no ledger entry with that request id.
+	ErrNotFound = errors.New("billing: not found")
+	// ErrInvalid: a malformed argument (an empty id, a negative cost, a
+	// field over its bound); the message names it.
+	ErrInvalid = errors.New("billing: invalid argument")
+	// ErrUnavailable wraps every failure to reach the store (network,
+	// throttling after the SDK's retries, a missing table, the caller's
+	// deadline), with the cause.
+	ErrUnavailable = errors.New("billing store unavailable")
+)
+
+// Bounds of the strings a Ledger or KeyStore accepts.
+const (
+	MaxIDBytes      = 256  // RequestID, Project, KeyID, Model, Provider, EndUser
+	MaxLabelBytes   = 128  // Feedback.Label
+	MaxCommentBytes = 4096 // Feedback.Comment
+	MaxScore        = 1e9  // |Feedback.Score|
+)
+
+// Entry is one billed request in the usage ledger.
+type Entry struct {
+	// RequestID is the request's x-request-id: the ledger's key.
+	RequestID string
+	Project   string
+	KeyID     string
+	// Model is the model the client asked for; Provider the one that
+	// answered.
+	Model            string
+	Provider         string
+	PromptTokens     int
+	CompletionTokens int
+	// CostNanos is the answer's cost in nano-dollars (>= 0).
+	CostNanos int64
+	// At is when the request was accepted; it is part of the payload, so
+	// a Bill run again must carry the same At. Ledgers keep it to the
+	// nanosecond, in UTC.
+	At time.Time
+}
+
+// Account is what the 402 decision needs.
+type Account struct {
+	Project string
+	// BalanceNanos is the project's remaining prepaid balance (credit minus
+	// spend; negative after an overshoot); nil means unlimited.
+	BalanceNanos *int64
+	// SpentNanos is everything the project has been billed.
+	SpentNanos int64
+	KeyID      string
+	// KeySpentNanos is everything the key has been billed.
+	KeySpentNanos int64
+	// KeyLimitNanos is the key's spend limit; nil means none.
+	KeyLimitNanos *int64
+}
+
+// Check is the 402 decision: ErrInsufficientBalance when the balance is
+// spent (<= 0), ErrKeyLimitReached when the key's spend has reached its
+// limit, nil otherwise.
+func (a Account) Check() error {
+	if a.BalanceNanos != nil && *a.BalanceNanos <= 0 {
+		return ErrInsufficientBalance
+	}
+	if a.KeyLimitNanos != nil && a.KeySpentNanos >= *a.KeyLimitNanos {
+		return ErrKeyLimitReached
+	}
+	return nil
+}
+
+// Usage sums ledger entries.
+type Usage struct {
+	Requests         int64
+	PromptTokens     int64
+	CompletionTokens int64
+	CostNanos        int64
+}
+
+// Add adds e to u.
+func (u *Usage) Add(e Entry) {
+	u.Requests++
+	u.PromptTokens += int64(e.PromptTokens)
+	u.CompletionTokens += int64(e.CompletionTokens)
+	u.CostNanos += e.CostNanos
+}
+
+// Totals is the usage of a project over a time range.
+type Totals struct {
+	Total   Usage
+	ByModel map[string]Usage
+	ByKey   map[string]Usage
+}
+
+// NewTotals returns empty Totals (non-nil maps).
+func NewTotals() Totals {
+	return Totals{ByModel: map[string]Usage{}, ByKey: map[string]Usage{}}
+}
+
+// Add counts e in t.
+func (t *Totals) Add(e Entry) {
+	t.Total.Add(e)
+	m := t.ByModel[e.Model]
+	m.Add(e)
+	t.ByModel[e.Model] = m
+	k := t.ByKey[e.KeyID]
+	k.Add(e)
+	t.ByKey[e.KeyID] = k
+}
+
+// Feedback is an end user's feedback on an answer. (RequestID, EndUser) is
+// its natural key: a second Feedback with the same pair replaces the first
+// (CreatedAt stays the first one's).
+type Feedback struct {
+	RequestID string
+	EndUser   string // may be empty: the project's own feedback
+	// Score is optional (nil: none), within ±MaxScore.
+	Score   *float64
+	Label   string
+	Comment string
+	// CreatedAt and UpdatedAt are set by the ledger (Feedbacks returns
+	// them); in a Feedback call UpdatedAt, when not zero, is the time of
+	// the update (tests), otherwise the ledger's clock.
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Ledger keeps balances, key spend, the usage ledger and feedback. It is
+// safe for concurrent use. Every implementation passes billingtest.Run.
+type Ledger interface {
+	// Account returns the project's remaining balance and spend, and the
+	// key's spend and limit, for the 402 decision (Account.Check). A
+	// project or key the ledger has never seen is unlimited with nothing
+	// spent.
+	Account(ctx context.Context, project, keyID string) (Account, error)
+	// Bill records e exactly once: the entry is written conditionally on
+	// its RequestID, and the project's spend and the key's spend grow by
+	// e.CostNanos exactly once, however often Bill is called for the same
+	// entry, concurrently or after a failure at any step. An error means
+	// the bill may be incomplete: call Bill again with the same entry. A
+	// RequestID already billed with a different payload is
+	// ErrLedgerCollision.
+	Bill(ctx context.Context, e Entry) error
+	// Entry returns the ledger entry of a request, or ErrNotFound.
+	Entry(ctx context.Context, requestID string) (Entry, error)
+	// Totals sums the ledger entries of a project with At in [from, to),
+	// in total, by model and by key.
+	Totals(ctx context.Context, project string, from, to time.Time) (Totals, error)
+	// Feedback upserts feedback on (RequestID, EndUser).
+	Feedback(ctx context.Context, f Feedback) error
+	// Feedbacks returns the feedback on a request, by EndUser.
+	Feedbacks(ctx context.Context, requestID string) ([]Feedback, error)
+
+	// SetBalance sets the project's remaining prepaid balance (nil:
+	// unlimited), atomically against concurrent Bills: the credit becomes
+	// the spend so far plus remainingNanos.
+	SetBalance(ctx context.Context, project string, remainingNanos *int64) error
+	// SetKeyLimit sets the key's spend limit (nil: none).
+	SetKeyLimit(ctx context.Context, project, keyID string, limitNanos *int64) error
+	// Seed applies a configured account: it marks the project as existing
+	// and sets its balance (nil: unlimited) and each key's limit (nil:
+	// none) only where the ledger has none yet. So the config seeds an
+	// account the first time, and from then on the ledger is the truth
+	// (SetBalance and SetKeyLimit change it; a changed config does not).
+	Seed(ctx context.Context, project string, balanceNanos *int64, keyLimits map[string]*int64) error
+}
+
+// Sweeper is implemented by ledgers whose Bill can be left half done by a
+// process that died and never called it again (dynamoledger): Sweep finishes
+// the project's entries with At in [from, to) that were written but not yet
+// applied to the balance, and returns how many it finished.
+type Sweeper interface {
+	Sweep(ctx context.Context, project string, from, to time.Time) (int, error)
+}
+
+// NanosPerUSD is the number of nano-dollars in a dollar.
+const NanosPerUSD = 1_000_000_000
+
+// USDToNanos converts dollars to nano-dollars, rounding to the nearest; NaN
+// is 0 and values beyond int64 saturate.
+func USDToNanos(usd float64) int64 {
+	n := math.Round(usd * NanosPerUSD)
+	switch {
+	case math.IsNaN(n):
+		return 0
+	case n >= math.MaxInt64:
+		return math.MaxInt64
+	case n <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(n)
+}
+
+// NanosToUSD converts nano-dollars to dollars.
+func NanosToUSD(nanos int64) float64 { return float64(nanos) / NanosPerUSD }
+
+// USDPtrToNanos converts an optional amount (nil stays nil: unlimited).
+func USDPtrToNanos(usd *float64) *int64 {
+	if usd == nil {
+		return nil
+	}
+	n := USDToNanos(*usd)
+	return &n
+}
+
+// CostNanos is the cost of an answer: tokens times prices in USD per million
+// tokens (catalog.Route's InputPrice and OutputPrice), in nano-dollars.
+func CostNanos(promptTokens, completionTokens int, inputPricePerM, outputPricePerM float64) int64 {
+	// A price per million tokens in USD is 1e3 times the price of one
+	// token in nano-dollars.
+	return USDToNanos((float64(promptTokens)*inputPricePerM + float64(completionTokens)*outputPricePerM) / 1e6)
+}
+
+// ValidateEntry checks an entry before it is billed.
+func ValidateEntry(e Entry) error {
+	switch {
+	case e.RequestID == "":
+		return invalid("entry: empty RequestID")
+	case e.Project == "":
+		return invalid("entry: empty Project")
+	case e.KeyID == "":
+		return invalid("entry: empty KeyID")
+	case e.CostNanos < 0:
+		return invalid("entry: negative CostNanos")
+	case e.PromptTokens < 0 || e.CompletionTokens < 0:
+		return invalid("entry: negative token count")
+	case e.At.IsZero():
+		return invalid("entry: zero At")
+	case e.At.UTC().Year() < 1 || e.At.UTC().Year() > 9999:
+		return invalid("entry: At out of range")
+	}
+	for name, s := range map[string]string{"RequestID": e.RequestID, "Project": e.Project, "KeyID": e.KeyID, "Model": e.Model, "Provider": e.Provider} {
+		if len(s) > MaxIDBytes {
+			return invalid(fmt.Sprintf("entry: %s over %d bytes", name, MaxIDBytes))
+		}
+	}
+	return nil
+}
+
+// NormalizeEntry returns e as ledgers store it: At in UTC, without its
+// monotonic reading.
+func NormalizeEntry(e Entry) Entry {
+	e.At = e.At.UTC().Round(0)
+	return e
+}
+
+// SamePayload reports whether two entries of one RequestID are the same
+// bill (the collision check).
+func SamePayload(a, b Entry) bool {
+	a, b = NormalizeEntry(a), NormalizeEntry(b)
+	return a.RequestID == b.RequestID && a.Project == b.Project && a.KeyID == b.KeyID &&
+		a.Model == b.Model && a.Provider == b.Provider &&
+		a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens &&
+		a.CostNanos == b.CostNanos && a.At.Equal(b.At)
+}
+
+// ValidateFeedback checks feedback before it is stored.
+func ValidateFeedback(f Feedback) error {
+	switch {
+	case f.RequestID == "":
+		return invalid("feedback: empty RequestID")
+	case len(f.RequestID) > MaxIDBytes || len(f.EndUser) > MaxIDBytes:
+		return invalid(fmt.Sprintf("feedback: RequestID or EndUser over %d bytes", MaxIDBytes))
+	case len(f.Label) > MaxLabelBytes:
+		return invalid(fmt.Sprintf("feedback: Label over %d bytes", MaxLabelBytes))
+	case len(f.Comment) > MaxCommentBytes:
+		return invalid(fmt.Sprintf("feedback: Comment over %d bytes", MaxCommentBytes))
+	case f.Score != nil && !(math.Abs(*f.Score) <= MaxScore):
+		return invalid("feedback: Score is not a finite number within ±1e9")
+	}
+	return nil
+}
+
+// ValidateID checks a project or key id.
+func ValidateID(what, id string) error {
+	if id == "" {
+		return invalid(what + ": empty")
+	}
+	if len(id) > MaxIDBytes {
+		return invalid(fmt.Sprintf("%s: over %d bytes", what, MaxIDBytes))
+	}
+	return nil
+}
+
+func invalid(msg string) error { return fmt.Errorf("%w: %s", ErrInvalid, msg) }

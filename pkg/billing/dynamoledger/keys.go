@@ -1,0 +1,262 @@
+package dynamoledger
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+)
+
+// maxIssueAttempts bounds the retries of Issue on an id or hash collision
+// (64 random bits of id: never in practice).
+const maxIssueAttempts = 4
+
+// Lookup implements billing.KeyStore: one consistent GetItem.
+func (s *Store) Lookup(ctx context.Context, hash string) (billing.KeyRecord, error) {
+	if hash == "" || len(hash) > billing.MaxIDBytes {
+		return billing.KeyRecord{}, billing.ErrUnknownKey
+	}
+	item, err := s.get(ctx, PKKey+hash, SKKey)
+	if err != nil {
+		return billing.KeyRecord{}, err
+	}
+	if item == nil {
+		return billing.KeyRecord{}, billing.ErrUnknownKey
+	}
+	rec, err := decodeKey(item, hash)
+	if err != nil {
+		return billing.KeyRecord{}, err
+	}
+	if rec.Revoked {
+		return rec, billing.ErrKeyRevoked
+	}
+	return rec, nil
+}
+
+func decodeKey(item map[string]types.AttributeValue, hash string) (billing.KeyRecord, error) {
+	rec := billing.KeyRecord{Hash: hash, Project: str(item, attrProject), KeyID: str(item, attrKeyID)}
+	if v, ok := item[attrRevoked].(*types.AttributeValueMemberBOOL); ok {
+		rec.Revoked = v.Value
+	}
+	created, err := parseTime(str(item, attrCreated))
+	if err != nil {
+		return billing.KeyRecord{}, err
+	}
+	rec.CreatedAt = created
+	return rec, nil
+}
+
+// Issue implements billing.KeyStore: it checks that the project exists (a
+// GetItem), then writes the key id's item and the key's item (two
+// conditional PutItems), in that order, so that a key that exists can
+// always be revoked by its id.
+func (s *Store) Issue(ctx context.Context, project string) (string, billing.KeyRecord, error) {
+	if err := billing.ValidateID("project", project); err != nil {
+		return "", billing.KeyRecord{}, err
+	}
+	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(PKAccount+project, SKAccount),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#c"),
+		ExpressionAttributeNames: map[string]string{"#c": attrCreated},
+	})
+	if err != nil {
+		return "", billing.KeyRecord{}, unavailable("GetItem", err)
+	}
+	if _, ok := got.Item[attrCreated]; !ok {
+		return "", billing.KeyRecord{}, billing.ErrUnknownProject
+	}
+	for range maxIssueAttempts {
+		raw := billing.NewRawKey()
+		rec := billing.KeyRecord{
+			Hash:      billing.HashKey(s.opts.Pepper, raw),
+			Project:   project,
+			KeyID:     billing.NewKeyID(),
+			CreatedAt: s.opts.Now().UTC().Truncate(0),
+		}
+		created, err := s.putNew(ctx, keyIDItem(rec))
+		if err != nil {
+			return "", billing.KeyRecord{}, err
+		}
+		if !created {
+			continue
+		}
+		if created, err = s.putNew(ctx, keyItem(rec)); err != nil {
+			return "", billing.KeyRecord{}, err
+		}
+		if !created {
+			continue
+		}
+		return raw, rec, nil
+	}
+	return "", billing.KeyRecord{}, errors.New("dynamoledger: Issue: no free key id")
+}
+
+func keyItem(rec billing.KeyRecord) map[string]types.AttributeValue {
+	item := key(PKKey+rec.Hash, SKKey)
+	item[attrProject] = attrS(rec.Project)
+	item[attrKeyID] = attrS(rec.KeyID)
+	item[attrRevoked] = &types.AttributeValueMemberBOOL{Value: false}
+	item[attrCreated] = attrS(formatTime(rec.CreatedAt))
+	return item
+}
+
+func keyIDItem(rec billing.KeyRecord) map[string]types.AttributeValue {
+	item := key(PKKeyID+rec.KeyID, SKKeyID)
+	item[attrHash] = attrS(rec.Hash)
+	item[attrProject] = attrS(rec.Project)
+	return item
+}
+
+// putNew writes item on attribute_not_exists(pk); created is false when
+// the item exists.
+func (s *Store) putNew(ctx context.Context, item map[string]types.AttributeValue) (created bool, err error) {
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.table),
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ccf):
+		return false, nil
+	}
+	return false, unavailable("PutItem", err)
+}
+
+// get reads an item (consistent); nil when there is none.
+func (s *Store) get(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
+	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            key(pk, sk),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, unavailable("GetItem", err)
+	}
+	if len(got.Item) == 0 {
+		return nil, nil
+	}
+	return got.Item, nil
+}
+
+// Revoke implements billing.KeyStore: GetItem of the key id, UpdateItem of
+// the key.
+func (s *Store) Revoke(ctx context.Context, keyID string) error {
+	if keyID == "" || len(keyID) > billing.MaxIDBytes {
+		return billing.ErrUnknownKey
+	}
+	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	if err != nil {
+		return err
+	}
+	if item == nil {
+		return billing.ErrUnknownKey
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(PKKey+str(item, attrHash), SKKey),
+		UpdateExpression:          aws.String("SET #rv = :true"),
+		ConditionExpression:       aws.String("#kid = :kid"),
+		ExpressionAttributeNames:  map[string]string{"#rv": attrRevoked, "#kid": attrKeyID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":kid": attrS(keyID)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		// The id's item was written and its key's was not (Issue failed
+		// between the two), or the hash belongs to another id (an
+		// ImportKey that lost a race): there is no key of this id.
+		return billing.ErrUnknownKey
+	case err != nil:
+		return unavailable("UpdateItem", err)
+	}
+	return nil
+}
+
+// CreateProject implements billing.KeyStore: one UpdateItem on
+// attribute_not_exists(created), which also sets the credit.
+func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) error {
+	if err := billing.ValidateID("project", id); err != nil {
+		return err
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(PKAccount+id, SKAccount),
+		UpdateExpression:         aws.String("SET #created = :now, #cr = :b, #project = :project"),
+		ConditionExpression:      aws.String("attribute_not_exists(#created)"),
+		ExpressionAttributeNames: map[string]string{"#created": attrCreated, "#cr": attrCredit, "#project": attrProject},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": attrS(formatTime(s.opts.Now())), ":b": attrOptN(balance), ":project": attrS(id),
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return billing.ErrProjectExists
+	case err != nil:
+		return unavailable("UpdateItem", err)
+	}
+	return nil
+}
+
+// ImportKey implements billing.KeyStore: a GetItem of the key (a known key
+// is compared, and that is all), else the key id's item (conditional on
+// being new or already this hash's), then the key's (conditional on being
+// new).
+func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) error {
+	for what, v := range map[string]string{"project": project, "key hash": hash, "key id": keyID} {
+		if err := billing.ValidateID(what, v); err != nil {
+			return err
+		}
+	}
+	same := func(item map[string]types.AttributeValue) error {
+		if str(item, attrProject) != project || str(item, attrKeyID) != keyID {
+			return billing.ErrKeyConflict
+		}
+		return nil
+	}
+	// Known already (every start-up after the first): one read.
+	item, err := s.get(ctx, PKKey+hash, SKKey)
+	if err != nil || item != nil {
+		if err != nil {
+			return err
+		}
+		return same(item)
+	}
+	rec := billing.KeyRecord{Hash: hash, Project: project, KeyID: keyID, CreatedAt: s.opts.Now()}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      keyIDItem(rec),
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR (#hash = :hash AND #project = :project)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#hash": attrHash, "#project": attrProject},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":hash": attrS(hash), ":project": attrS(project)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return billing.ErrKeyConflict
+	case err != nil:
+		return unavailable("PutItem", err)
+	}
+	created, err := s.putNew(ctx, keyItem(rec))
+	if err != nil || created {
+		return err
+	}
+	// Another instance imported it meanwhile.
+	if item, err = s.get(ctx, PKKey+hash, SKKey); err != nil {
+		return err
+	}
+	if item == nil {
+		return billing.ErrKeyConflict
+	}
+	return same(item)
+}

@@ -1,0 +1,234 @@
+package billing
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Key errors.
+var (
+	// ErrUnknownKey: no key with that hash (401 invalid_api_key).
+	ErrUnknownKey = errors.New("billing: unknown api key")
+	// ErrKeyRevoked: the key was revoked (401 invalid_api_key); Lookup
+	// returns its record with it.
+	ErrKeyRevoked = errors.New("billing: api key revoked")
+	// ErrUnknownProject: Issue for a project that was never created.
+	ErrUnknownProject = errors.New("billing: unknown project")
+	// ErrProjectExists: CreateProject of a project that exists.
+	ErrProjectExists = errors.New("billing: project exists")
+	// ErrKeyConflict: ImportKey of a key hash that belongs to another
+	// project or key id.
+	ErrKeyConflict = errors.New("billing: api key already belongs to another project or key id")
+)
+
+// RawKeyPrefix starts every issued key.
+const RawKeyPrefix = "sk-bg-"
+
+// rawKeyChars is the number of random base62 characters of an issued key
+// (about 190 bits).
+const rawKeyChars = 32
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// HashKey is how a key is stored and looked up: hex(HMAC-SHA256(pepper,
+// key)). The pepper is a server secret kept out of the store, so that the
+// store alone (a backup, a leaked table) does not let anyone test guesses.
+// Changing the pepper orphans every stored key.
+func HashKey(pepper []byte, key string) string {
+	m := hmac.New(sha256.New, pepper)
+	m.Write([]byte(key))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// ConfigKeyID is the key id of a key written in the config file: "cfg_"
+// and 16 hex digits of an HMAC of the key (with a domain separator, so it
+// is not a prefix of HashKey), stable across restarts and instances, and
+// revealing nothing of a weak configured key without the pepper. A new
+// pepper gives config keys new ids (and so fresh key spend).
+func ConfigKeyID(pepper []byte, key string) string {
+	return "cfg_" + HashKey(pepper, "buzzgate key id\x00"+key)[:16]
+}
+
+// NewRawKey returns a fresh key: RawKeyPrefix and 32 random base62
+// characters.
+func NewRawKey() string {
+	var b strings.Builder
+	b.Grow(len(RawKeyPrefix) + rawKeyChars)
+	b.WriteString(RawKeyPrefix)
+	buf := make([]byte, 64)
+	for b.Len() < len(RawKeyPrefix)+rawKeyChars {
+		_, _ = rand.Read(buf) // never fails (crypto/rand panics instead)
+		for _, c := range buf {
+			// 248 = 4*62: rejection keeps the characters uniform.
+			if c < 248 && b.Len() < len(RawKeyPrefix)+rawKeyChars {
+				b.WriteByte(base62[c%62])
+			}
+		}
+	}
+	return b.String()
+}
+
+// NewKeyID returns a fresh key id for an issued key: "key_" and 16 random
+// hex digits.
+func NewKeyID() string {
+	var buf [8]byte
+	_, _ = rand.Read(buf[:])
+	return "key_" + hex.EncodeToString(buf[:])
+}
+
+// KeyRecord is a stored API key (never the raw key).
+type KeyRecord struct {
+	// Hash is HashKey(pepper, raw key).
+	Hash      string
+	Project   string
+	KeyID     string
+	Revoked   bool
+	CreatedAt time.Time
+}
+
+// KeyStore keeps API keys by their hash. The spend limit of a key is not
+// here but in the Ledger's account, next to the key's spend (SetKeyLimit),
+// so that the 402 decision reads one place. It is safe for concurrent use.
+// Every implementation passes billingtest.RunKeyStore.
+type KeyStore interface {
+	// Lookup finds a key by its hash: ErrUnknownKey when there is none, its
+	// record and ErrKeyRevoked when it is revoked.
+	Lookup(ctx context.Context, hash string) (KeyRecord, error)
+	// Issue creates a key for an existing project (ErrUnknownProject
+	// otherwise) and returns the raw key, which is shown once and never
+	// stored.
+	Issue(ctx context.Context, project string) (raw string, rec KeyRecord, err error)
+	// Revoke revokes a key by its id (ErrUnknownKey when there is none).
+	// Revoking twice is fine.
+	Revoke(ctx context.Context, keyID string) error
+	// CreateProject creates a project with a prepaid balance (nil:
+	// unlimited); ErrProjectExists when it exists (created, or seeded by
+	// Ledger.Seed).
+	CreateProject(ctx context.Context, id string, balanceNanos *int64) error
+	// ImportKey stores a key known by its hash (a key of the config file,
+	// with id ConfigKeyID): a no-op when the store holds it already for the
+	// same project and id (revoked or not: a revoked config key stays
+	// revoked), ErrKeyConflict when it holds it for another.
+	ImportKey(ctx context.Context, project, hash, keyID string) error
+}
+
+// KeyCacheOptions configures a KeyCache.
+type KeyCacheOptions struct {
+	// HitTTL is how long a found key (revoked or not) is remembered.
+	// Default 30s: a key revoked through another instance keeps working
+	// there for up to HitTTL.
+	HitTTL time.Duration
+	// MissTTL is how long an unknown key is remembered. Default 5s: a key
+	// issued through another instance may be refused there for up to
+	// MissTTL after an attempt with it.
+	MissTTL time.Duration
+	// MaxEntries bounds the cache; when full it starts over. Default
+	// 100,000.
+	MaxEntries int
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// KeyCache is a KeyStore that remembers Lookups in process for a short
+// while, so that authenticating a request costs no store read most of the
+// time. Issue, Revoke and ImportKey through the cache take effect on it at
+// once; through another instance, within the TTLs (KeyCacheOptions).
+// Store failures are not remembered.
+type KeyCache struct {
+	KeyStore
+	opts KeyCacheOptions
+
+	mu sync.Mutex
+	m  map[string]cached
+}
+
+type cached struct {
+	rec   KeyRecord
+	err   error
+	until time.Time
+}
+
+// NewKeyCache wraps ks.
+func NewKeyCache(ks KeyStore, opts KeyCacheOptions) *KeyCache {
+	if opts.HitTTL <= 0 {
+		opts.HitTTL = 30 * time.Second
+	}
+	if opts.MissTTL <= 0 {
+		opts.MissTTL = 5 * time.Second
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = 100_000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &KeyCache{KeyStore: ks, opts: opts, m: map[string]cached{}}
+}
+
+// Lookup implements KeyStore.
+func (c *KeyCache) Lookup(ctx context.Context, hash string) (KeyRecord, error) {
+	now := c.opts.Now()
+	c.mu.Lock()
+	e, ok := c.m[hash]
+	c.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.rec, e.err
+	}
+	rec, err := c.KeyStore.Lookup(ctx, hash)
+	var ttl time.Duration
+	switch {
+	case err == nil, errors.Is(err, ErrKeyRevoked):
+		ttl = c.opts.HitTTL
+	case errors.Is(err, ErrUnknownKey):
+		ttl = c.opts.MissTTL
+	default:
+		return rec, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= c.opts.MaxEntries {
+		clear(c.m)
+	}
+	c.m[hash] = cached{rec: rec, err: err, until: now.Add(ttl)}
+	c.mu.Unlock()
+	return rec, err
+}
+
+// Issue implements KeyStore.
+func (c *KeyCache) Issue(ctx context.Context, project string) (string, KeyRecord, error) {
+	raw, rec, err := c.KeyStore.Issue(ctx, project)
+	if err == nil {
+		c.forget(func(hash string, _ cached) bool { return hash == rec.Hash })
+	}
+	return raw, rec, err
+}
+
+// Revoke implements KeyStore.
+func (c *KeyCache) Revoke(ctx context.Context, keyID string) error {
+	err := c.KeyStore.Revoke(ctx, keyID)
+	c.forget(func(_ string, e cached) bool { return e.rec.KeyID == keyID })
+	return err
+}
+
+// ImportKey implements KeyStore.
+func (c *KeyCache) ImportKey(ctx context.Context, project, hash, keyID string) error {
+	err := c.KeyStore.ImportKey(ctx, project, hash, keyID)
+	c.forget(func(h string, _ cached) bool { return h == hash })
+	return err
+}
+
+func (c *KeyCache) forget(match func(string, cached) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		if match(k, e) {
+			delete(c.m, k)
+		}
+	}
+}

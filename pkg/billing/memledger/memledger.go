@@ -1,0 +1,426 @@
+// Package memledger is the in-memory billing.Ledger and billing.KeyStore:
+// the embedded default for `make run` and for tests. One mutex guards
+// everything, so Bill is atomic: the entry and both spends change together
+// or not at all, and exactly-once needs nothing more. Nothing is persisted
+// and nothing is shared between processes; the ledger grows with every bill
+// (a local store, not a production one).
+package memledger
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+)
+
+// Options configures a Store.
+type Options struct {
+	// Pepper is the server secret of billing.HashKey, for Issue.
+	Pepper []byte
+	// Now is the clock (feedback and key times); default time.Now.
+	Now func() time.Time
+}
+
+// Store is a billing.Ledger and a billing.KeyStore in memory.
+type Store struct {
+	opts Options
+
+	mu        sync.Mutex
+	accounts  map[string]*account
+	entries   map[string]billing.Entry
+	byProject map[string][]string // project -> request ids, in billing order
+	feedback  map[string]map[string]billing.Feedback
+	keys      map[string]billing.KeyRecord // hash -> record
+	keyIDs    map[string]string            // key id -> hash
+}
+
+type account struct {
+	created   bool
+	creditSet bool   // credit was seeded or set (nil then means unlimited)
+	credit    *int64 // total credit; remaining = credit - spent
+	spent     int64
+	keys      map[string]*keyAccount
+}
+
+type keyAccount struct {
+	spent    int64
+	limitSet bool
+	limit    *int64
+}
+
+var (
+	_ billing.Ledger   = (*Store)(nil)
+	_ billing.KeyStore = (*Store)(nil)
+)
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{
+		opts:      opts,
+		accounts:  map[string]*account{},
+		entries:   map[string]billing.Entry{},
+		byProject: map[string][]string{},
+		feedback:  map[string]map[string]billing.Feedback{},
+		keys:      map[string]billing.KeyRecord{},
+		keyIDs:    map[string]string{},
+	}
+}
+
+// acct returns the project's account, creating it; s.mu is held.
+func (s *Store) acct(project string) *account {
+	a := s.accounts[project]
+	if a == nil {
+		a = &account{keys: map[string]*keyAccount{}}
+		s.accounts[project] = a
+	}
+	return a
+}
+
+func (a *account) key(id string) *keyAccount {
+	k := a.keys[id]
+	if k == nil {
+		k = &keyAccount{}
+		a.keys[id] = k
+	}
+	return k
+}
+
+// Account implements billing.Ledger.
+func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Account, error) {
+	if err := billing.ValidateID("project", project); err != nil {
+		return billing.Account{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return billing.Account{}, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := billing.Account{Project: project, KeyID: keyID}
+	a := s.accounts[project]
+	if a == nil {
+		return out, nil
+	}
+	out.SpentNanos = a.spent
+	if a.credit != nil {
+		out.BalanceNanos = ptr(*a.credit - a.spent)
+	}
+	if k := a.keys[keyID]; k != nil {
+		out.KeySpentNanos = k.spent
+		out.KeyLimitNanos = clone(k.limit)
+	}
+	return out, nil
+}
+
+// Bill implements billing.Ledger.
+func (s *Store) Bill(ctx context.Context, e billing.Entry) error {
+	if err := billing.ValidateEntry(e); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	e = billing.NormalizeEntry(e)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.entries[e.RequestID]; ok {
+		if !billing.SamePayload(old, e) {
+			return billing.ErrLedgerCollision
+		}
+		return nil
+	}
+	s.entries[e.RequestID] = e
+	s.byProject[e.Project] = append(s.byProject[e.Project], e.RequestID)
+	a := s.acct(e.Project)
+	a.spent += e.CostNanos
+	a.key(e.KeyID).spent += e.CostNanos
+	return nil
+}
+
+// Entry implements billing.Ledger.
+func (s *Store) Entry(ctx context.Context, requestID string) (billing.Entry, error) {
+	if err := billing.ValidateID("request id", requestID); err != nil {
+		return billing.Entry{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return billing.Entry{}, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[requestID]
+	if !ok {
+		return billing.Entry{}, billing.ErrNotFound
+	}
+	return e, nil
+}
+
+// Totals implements billing.Ledger.
+func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) (billing.Totals, error) {
+	if err := billing.ValidateID("project", project); err != nil {
+		return billing.Totals{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return billing.Totals{}, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := billing.NewTotals()
+	for _, rid := range s.byProject[project] {
+		e := s.entries[rid]
+		if !e.At.Before(from) && e.At.Before(to) {
+			t.Add(e)
+		}
+	}
+	return t, nil
+}
+
+// Feedback implements billing.Ledger.
+func (s *Store) Feedback(ctx context.Context, f billing.Feedback) error {
+	if err := billing.ValidateFeedback(f); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	now := f.UpdatedAt
+	if now.IsZero() {
+		now = s.opts.Now()
+	}
+	now = now.UTC().Round(0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byUser := s.feedback[f.RequestID]
+	if byUser == nil {
+		byUser = map[string]billing.Feedback{}
+		s.feedback[f.RequestID] = byUser
+	}
+	f.CreatedAt = now
+	if old, ok := byUser[f.EndUser]; ok {
+		f.CreatedAt = old.CreatedAt
+	}
+	f.UpdatedAt = now
+	f.Score = clone(f.Score)
+	byUser[f.EndUser] = f
+	return nil
+}
+
+// Feedbacks implements billing.Ledger.
+func (s *Store) Feedbacks(ctx context.Context, requestID string) ([]billing.Feedback, error) {
+	if err := billing.ValidateID("request id", requestID); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []billing.Feedback
+	for _, f := range s.feedback[requestID] {
+		f.Score = clone(f.Score)
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b billing.Feedback) int { return cmp.Compare(a.EndUser, b.EndUser) })
+	return out, nil
+}
+
+// SetBalance implements billing.Ledger.
+func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64) error {
+	if err := billing.ValidateID("project", project); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.acct(project)
+	a.creditSet = true
+	a.credit = nil
+	if remaining != nil {
+		a.credit = ptr(a.spent + *remaining)
+	}
+	return nil
+}
+
+// SetKeyLimit implements billing.Ledger.
+func (s *Store) SetKeyLimit(ctx context.Context, project, keyID string, limit *int64) error {
+	if err := billing.ValidateID("project", project); err != nil {
+		return err
+	}
+	if err := billing.ValidateID("key id", keyID); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.acct(project).key(keyID)
+	k.limitSet = true
+	k.limit = clone(limit)
+	return nil
+}
+
+// Seed implements billing.Ledger.
+func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLimits map[string]*int64) error {
+	if err := billing.ValidateID("project", project); err != nil {
+		return err
+	}
+	for id := range keyLimits {
+		if err := billing.ValidateID("key id", id); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.acct(project)
+	a.created = true
+	if !a.creditSet {
+		a.creditSet = true
+		a.credit = clone(balance)
+	}
+	for id, limit := range keyLimits {
+		k := a.key(id)
+		if !k.limitSet {
+			k.limitSet = true
+			k.limit = clone(limit)
+		}
+	}
+	return nil
+}
+
+// Lookup implements billing.KeyStore.
+func (s *Store) Lookup(ctx context.Context, hash string) (billing.KeyRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return billing.KeyRecord{}, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.keys[hash]
+	switch {
+	case !ok:
+		return billing.KeyRecord{}, billing.ErrUnknownKey
+	case rec.Revoked:
+		return rec, billing.ErrKeyRevoked
+	}
+	return rec, nil
+}
+
+// Issue implements billing.KeyStore.
+func (s *Store) Issue(ctx context.Context, project string) (string, billing.KeyRecord, error) {
+	if err := billing.ValidateID("project", project); err != nil {
+		return "", billing.KeyRecord{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", billing.KeyRecord{}, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.accounts[project]; a == nil || !a.created {
+		return "", billing.KeyRecord{}, billing.ErrUnknownProject
+	}
+	for {
+		raw, id := billing.NewRawKey(), billing.NewKeyID()
+		hash := billing.HashKey(s.opts.Pepper, raw)
+		if _, taken := s.keys[hash]; taken {
+			continue
+		}
+		if _, taken := s.keyIDs[id]; taken {
+			continue
+		}
+		rec := billing.KeyRecord{Hash: hash, Project: project, KeyID: id, CreatedAt: s.opts.Now().UTC().Round(0)}
+		s.keys[hash] = rec
+		s.keyIDs[id] = hash
+		return raw, rec, nil
+	}
+}
+
+// Revoke implements billing.KeyStore.
+func (s *Store) Revoke(ctx context.Context, keyID string) error {
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hash, ok := s.keyIDs[keyID]
+	if !ok {
+		return billing.ErrUnknownKey
+	}
+	rec := s.keys[hash]
+	rec.Revoked = true
+	s.keys[hash] = rec
+	return nil
+}
+
+// CreateProject implements billing.KeyStore.
+func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) error {
+	if err := billing.ValidateID("project", id); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.acct(id)
+	if a.created {
+		return billing.ErrProjectExists
+	}
+	a.created = true
+	a.creditSet = true
+	a.credit = clone(balance)
+	return nil
+}
+
+// ImportKey implements billing.KeyStore.
+func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) error {
+	if err := billing.ValidateID("project", project); err != nil {
+		return err
+	}
+	if err := billing.ValidateID("key id", keyID); err != nil {
+		return err
+	}
+	if err := billing.ValidateID("key hash", hash); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rec, ok := s.keys[hash]; ok {
+		if rec.Project != project || rec.KeyID != keyID {
+			return billing.ErrKeyConflict
+		}
+		return nil
+	}
+	if other, ok := s.keyIDs[keyID]; ok && other != hash {
+		return billing.ErrKeyConflict
+	}
+	s.keys[hash] = billing.KeyRecord{Hash: hash, Project: project, KeyID: keyID, CreatedAt: s.opts.Now().UTC().Round(0)}
+	s.keyIDs[keyID] = hash
+	return nil
+}
+
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w", billing.ErrUnavailable, err)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

@@ -1,0 +1,250 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+func billingUnavailable(err error) error {
+	return &llm.Error{Code: llm.CodeBillingUnavailable, Message: "the account store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
+}
+
+// seed puts a config project's balance and key limits into the ledger, once
+// per process and, inside the ledger, only the first time ever: after that
+// the ledger (the admin tool, the spend) is the truth.
+func (s *Server) seed(ctx context.Context, p *principal) error {
+	if !p.fromConfig || s.accounts.Ledger == nil {
+		return nil
+	}
+	if _, done := s.seeded.Load(p.project.ID); done {
+		return nil
+	}
+	limits := make(map[string]*int64, len(p.project.Keys))
+	for _, k := range p.project.Keys {
+		limits[billing.ConfigKeyID(s.accounts.Pepper, k.Key)] = billing.USDPtrToNanos(k.Limit)
+	}
+	if err := s.accounts.Ledger.Seed(ctx, p.project.ID, billing.USDPtrToNanos(p.project.Balance), limits); err != nil {
+		return err
+	}
+	s.seeded.Store(p.project.ID, struct{}{})
+	return nil
+}
+
+// checkBalance refuses a new request (402) when the project's prepaid
+// balance or the key's limit is spent. It runs after the idempotency lookup,
+// so that a replay of a completed request is served whatever the balance.
+func (s *Server) checkBalance(ctx context.Context, p *principal) error {
+	if s.accounts.Ledger == nil {
+		return nil
+	}
+	if err := s.seed(ctx, p); err != nil {
+		return billingUnavailable(err)
+	}
+	acct, err := s.accounts.Ledger.Account(ctx, p.project.ID, p.billingKeyID)
+	if err != nil {
+		return billingUnavailable(err)
+	}
+	switch err := acct.Check(); {
+	case errors.Is(err, billing.ErrInsufficientBalance):
+		return llm.Errorf(llm.CodeInsufficientBalance, "", "the project's prepaid balance is spent; add funds to continue")
+	case errors.Is(err, billing.ErrKeyLimitReached):
+		return llm.Errorf(llm.CodeKeyLimitReached, "", "this API key has reached its spend limit")
+	case err != nil:
+		return billingUnavailable(err)
+	}
+	return nil
+}
+
+// bill writes the answer's ledger entry: once, keyed by the request's
+// x-request-id, so that a finalizer that runs again bills nothing more. It
+// gets its own context (the request's may have reached its ceiling) and
+// retries a store that cannot be reached a few times with the same entry.
+func (s *Server) bill(p *principal, e billing.Entry) error {
+	if s.accounts.Ledger == nil {
+		return nil
+	}
+	e.Project, e.KeyID = p.project.ID, p.billingKeyID
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	for attempt := range 3 {
+		if err = s.accounts.Ledger.Bill(ctx, e); err == nil || !errors.Is(err, billing.ErrUnavailable) {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	if err != nil {
+		// Never the prompt or the key: the request id is enough to find it.
+		s.log.Error("billing failed", "request_id", e.RequestID, "project", e.Project, "cost_nanos", e.CostNanos, "error", err)
+	}
+	return err
+}
+
+// feedbackBody is POST /api/v1/feedback.
+type feedbackBody struct {
+	RequestID string   `json:"request_id"`
+	EndUser   string   `json:"end_user"`
+	Score     *float64 `json:"score"`
+	Label     string   `json:"label"`
+	Comment   string   `json:"comment"`
+}
+
+const (
+	maxFeedbackField   = 256
+	maxFeedbackComment = 4096
+)
+
+// feedback records feedback on an answer of the caller's project, by its
+// x-request-id and the end user: a natural-key upsert on (request_id,
+// end_user), so sending it twice is harmless, with or without an
+// Idempotency-Key.
+func (s *Server) feedback(w *recorder, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if s.accounts.Ledger == nil {
+		writeError(w, billingUnavailable(errors.New("no ledger")))
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var fb feedbackBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fb); err != nil {
+		writeError(w, llm.Errorf(llm.CodeInvalidRequest, "", "the body must be a JSON object with request_id, end_user and optional score, label, comment"))
+		return
+	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+		required    bool
+	}{{"request_id", fb.RequestID, maxFeedbackField, true}, {"end_user", fb.EndUser, maxFeedbackField, true},
+		{"label", fb.Label, maxFeedbackField, false}, {"comment", fb.Comment, maxFeedbackComment, false}} {
+		if (f.required && f.value == "") || len(f.value) > f.max || !utf8.ValidString(f.value) {
+			writeError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must be a string of at most %d bytes", f.name, f.max))
+			return
+		}
+	}
+	// Feedback is only taken on the caller's own answers.
+	e, err := s.accounts.Ledger.Entry(r.Context(), fb.RequestID)
+	switch {
+	case errors.Is(err, billing.ErrNotFound) || (err == nil && e.Project != p.project.ID):
+		writeError(w, llm.Errorf(llm.CodeNotFound, "request_id", "no answer with that request_id in this project"))
+		return
+	case err != nil:
+		writeError(w, billingUnavailable(err))
+		return
+	}
+	err = s.accounts.Ledger.Feedback(r.Context(), billing.Feedback{
+		RequestID: fb.RequestID, EndUser: fb.EndUser, Score: fb.Score, Label: fb.Label, Comment: fb.Comment,
+	})
+	if err != nil {
+		if errors.Is(err, billing.ErrInvalid) {
+			writeError(w, llm.Errorf(llm.CodeInvalidRequest, "", "invalid feedback"))
+			return
+		}
+		writeError(w, billingUnavailable(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "feedback", "request_id": fb.RequestID, "end_user": fb.EndUser, "recorded": true})
+}
+
+type usageJSON struct {
+	Requests         int64   `json:"requests"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	Cost             float64 `json:"cost"`
+}
+
+func toUsageJSON(u billing.Usage) usageJSON {
+	return usageJSON{Requests: u.Requests, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: billing.NanosToUSD(u.CostNanos)}
+}
+
+// usage serves the calling project's totals by model and by key over
+// [from, to) (RFC 3339; default the last 24 hours), read from the ledger.
+func (s *Server) usage(w *recorder, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if s.accounts.Ledger == nil {
+		writeError(w, billingUnavailable(errors.New("no ledger")))
+		return
+	}
+	to, from := s.now(), time.Time{}
+	q := r.URL.Query()
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"to", &to}, {"from", &from}} {
+		if v := q.Get(f.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				writeError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must be an RFC 3339 time such as 2026-11-29T00:00:00Z", f.name))
+				return
+			}
+			*f.dst = t
+		}
+	}
+	if from.IsZero() {
+		from = to.Add(-24 * time.Hour)
+	}
+	if !from.Before(to) {
+		writeError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be before to"))
+		return
+	}
+	tot, err := s.accounts.Ledger.Totals(r.Context(), p.project.ID, from, to)
+	if err != nil {
+		writeError(w, billingUnavailable(err))
+		return
+	}
+	out := struct {
+		Object  string               `json:"object"`
+		Project string               `json:"project"`
+		From    time.Time            `json:"from"`
+		To      time.Time            `json:"to"`
+		Total   usageJSON            `json:"total"`
+		ByModel map[string]usageJSON `json:"by_model"`
+		ByKey   map[string]usageJSON `json:"by_key"`
+	}{Object: "usage", Project: p.project.ID, From: from.UTC(), To: to.UTC(), Total: toUsageJSON(tot.Total),
+		ByModel: map[string]usageJSON{}, ByKey: map[string]usageJSON{}}
+	for m, u := range tot.ByModel {
+		out.ByModel[m] = toUsageJSON(u)
+	}
+	for k, u := range tot.ByKey {
+		out.ByKey[k] = toUsageJSON(u)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}

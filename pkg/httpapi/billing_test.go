@@ -1,0 +1,367 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
+	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
+	"github.com/buzzgate/buzzgate/pkg/httpapi"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
+	"github.com/buzzgate/buzzgate/pkg/providertest"
+)
+
+// backend is an idempotency store and the accounts, both in memory or both
+// in one dynalite table, as the gateway runs them.
+type backend struct {
+	name string
+	new  func(t testing.TB) (idempotency.Store, httpapi.Accounts)
+}
+
+var backends = []backend{
+	{"memory", func(testing.TB) (idempotency.Store, httpapi.Accounts) {
+		l := memledger.New(memledger.Options{Pepper: []byte("pepper")})
+		return memstore.New(1 << 30), httpapi.Accounts{Ledger: l, Keys: l, Pepper: []byte("pepper")}
+	}},
+	{"dynamodb", func(t testing.TB) (idempotency.Store, httpapi.Accounts) {
+		client := dynalite.NewClient(dynaliteServer.Endpoint(t))
+		table := dynalite.TableName("bill")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+			t.Fatal(err)
+		}
+		l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
+		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
+	}},
+}
+
+func costOf(t *testing.T, a answer) float64 {
+	t.Helper()
+	if a.status != 200 {
+		return 0
+	}
+	if strings.HasPrefix(a.body, "data:") {
+		for _, ev := range strings.Split(a.body, "\n\n") {
+			var ch struct {
+				Usage *struct {
+					Cost float64 `json:"cost"`
+				} `json:"usage"`
+			}
+			if json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &ch) == nil && ch.Usage != nil {
+				return ch.Usage.Cost
+			}
+		}
+		t.Fatalf("a stream without its usage chunk: %q", a.body)
+	}
+	var c completion
+	if err := json.Unmarshal([]byte(a.body), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.Usage.Cost
+}
+
+func totals(t *testing.T, acc httpapi.Accounts) billing.Totals {
+	t.Helper()
+	tot, err := acc.Ledger.Totals(context.Background(), "proj", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tot
+}
+
+// TestBalanceAndLimit: a new request when the balance or the key's limit is
+// spent is a 402 before any provider call, costing nothing; a replay of a
+// completed request is still served.
+func TestBalanceAndLimit(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				name, balance, limit, code string
+			}{
+				{"balance", "0.00002", "", "insufficient_balance"},
+				{"key limit", "", "0.00002", "key_limit_reached"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					store, acc := b.new(t)
+					// Each answer costs 1.4e-05 USD at p0's prices: two fit.
+					g := newGateway(t, setup{store: store, accounts: acc, balance: tc.balance, keyLimit: tc.limit})
+					first := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
+					second := mustCall(t, g.url, chatBody(`"n":1`))
+					if first.status != 200 || second.status != 200 {
+						t.Fatalf("the first two requests: %d %d", first.status, second.status)
+					}
+					refused := mustCall(t, g.url, chatBody(`"n":2`))
+					if refused.status != 402 || refused.code != tc.code {
+						t.Fatalf("a request after the money is spent: %d %q, want 402 %s", refused.status, refused.code, tc.code)
+					}
+					keyed := mustCall(t, g.url, chatBody(`"n":3`), "Idempotency-Key", key(t)+"-refused")
+					if keyed.status != 402 {
+						t.Fatalf("a keyed request after the money is spent: %d", keyed.status)
+					}
+					replay := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
+					sameAnswer(t, first, replay)
+					if diff := cmp.Diff([]int{2, 0}, g.calls()); diff != "" {
+						t.Errorf("upstream calls (-want +got): a refused request reached a provider\n%s", diff)
+					}
+					tot := totals(t, acc)
+					if tot.Total.Requests != 2 || tot.Total.CostNanos != 28000 {
+						t.Errorf("ledger %+v, want the two answers only (28000 nano-USD)", tot.Total)
+					}
+					// The 402 released the keyed record: with money again, the
+					// same key runs normally.
+					if tc.balance != "" {
+						unlimited := (*int64)(nil)
+						if err := acc.Ledger.SetBalance(context.Background(), "proj", unlimited); err != nil {
+							t.Fatal(err)
+						}
+					} else if err := acc.Ledger.SetKeyLimit(context.Background(), "proj", billing.ConfigKeyID(acc.Pepper, testKey), nil); err != nil {
+						t.Fatal(err)
+					}
+					again := mustCall(t, g.url, chatBody(`"n":3`), "Idempotency-Key", key(t)+"-refused")
+					if again.status != 200 || again.replayed != "" {
+						t.Errorf("the refused key after a top-up: %d replayed=%q", again.status, again.replayed)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestLedgerMatchesAnswers: the ledger's total is the sum of usage.cost over
+// the answers: failed requests cost nothing, a stream that failed after
+// output started is billed for what it produced, replays are not billed.
+func TestLedgerMatchesAnswers(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			store, acc := b.new(t)
+			g := newGateway(t, setup{store: store, accounts: acc})
+			g.ups[0].Script(
+				providertest.Response{},
+				providertest.Response{Status: 500},
+				providertest.Response{Text: []string{"a", "b", "c"}, Cut: &providertest.Cut{After: 2, How: providertest.CutError}},
+				providertest.Response{Text: []string{"a", "b"}, Cut: &providertest.Cut{After: 1, How: providertest.CutError}},
+			)
+			g.ups[1].Script(providertest.Response{Status: 503})
+			bodies := []string{
+				chatBody(""),      // p0 answers
+				chatBody(`"n":1`), // p0 500, p1 503: 502, nothing billed
+				chatBody(`"stream":true,"stream_options":{"include_usage":true}`), // p0 fails after output: billed for it
+				chatBody(`"n":2`), // non-streaming failure after output: 502, nothing
+				chatBody(`"stream":true,"stream_options":{"include_usage":true},"n":3`), // p0 answers a stream
+			}
+			var sum float64
+			var billed int64
+			for i, body := range bodies {
+				a := mustCall(t, g.url, body, "Idempotency-Key", fmt.Sprintf("%s-%d", key(t), i))
+				if c := costOf(t, a); c > 0 {
+					sum += c
+					billed++
+				}
+				// A replay is never billed.
+				mustCall(t, g.url, body, "Idempotency-Key", fmt.Sprintf("%s-%d", key(t), i))
+			}
+			tot := totals(t, acc)
+			if tot.Total.Requests != billed || billing.USDToNanos(sum) != tot.Total.CostNanos || billed != 3 {
+				t.Errorf("ledger %+v; the answers billed %d for %v USD (want 3 billed)", tot.Total, billed, sum)
+			}
+		})
+	}
+}
+
+// TestOvershootBounded: many concurrent requests against a nearly spent
+// balance: the overshoot is bounded by the requests in flight, and nothing
+// is counted twice (spent equals the ledger's sum).
+func TestOvershootBounded(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			store, acc := b.new(t)
+			g := newGateway(t, setup{store: store, accounts: acc, balance: "0.0001"}) // about 7 answers
+			g.ups[0].SetDefault(providertest.Response{FirstChunkDelay: 50 * time.Millisecond})
+			const n = 30
+			var wg sync.WaitGroup
+			statuses := make([]int, n)
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					statuses[i] = call(context.Background(), g.url, chatBody(fmt.Sprintf(`"n":%d`, i))).status
+				}(i)
+			}
+			wg.Wait()
+			ok := 0
+			for _, s := range statuses {
+				if s == 200 {
+					ok++
+				} else if s != 402 {
+					t.Errorf("status %d", s)
+				}
+			}
+			tot := totals(t, acc)
+			acct, err := acc.Ledger.Account(context.Background(), "proj", billing.ConfigKeyID(acc.Pepper, testKey))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tot.Total.Requests != int64(ok) || acct.SpentNanos != tot.Total.CostNanos || tot.Total.CostNanos != int64(ok)*14000 {
+				t.Errorf("%d answers; ledger %+v; account spent %d", ok, tot.Total, acct.SpentNanos)
+			}
+			if over := -*acct.BalanceNanos; over > n*14000 {
+				t.Errorf("overshoot %d nano-USD beyond the requests in flight", over)
+			}
+			if a := mustCall(t, g.url, chatBody(`"n":99`)); a.status != 402 {
+				t.Errorf("after the balance is spent: %d", a.status)
+			}
+			t.Logf("%d of %d answered; balance %d nano-USD", ok, n, *acct.BalanceNanos)
+		})
+	}
+}
+
+// TestCrashBetweenLedgerAndCompletion: the instance bills the answer, then
+// dies before it completes the idempotency record; a retry on another
+// instance is not run and not billed again.
+func TestCrashBetweenLedgerAndCompletion(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			store, acc := b.new(t)
+			dying := &silentOwner{Store: store}
+			g := newGateway(t, setup{store: dying, accounts: acc, extraYAML: "idempotency: {lease: 200ms}\n"})
+			survivor := g.instance(t, store)
+			dying.kill() // its Complete and heartbeats are lost
+			first := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
+			if first.status != 200 {
+				t.Fatalf("first: %d", first.status)
+			}
+			time.Sleep(400 * time.Millisecond)
+			retry := mustCall(t, survivor, chatBody(""), "Idempotency-Key", key(t))
+			if retry.status != 409 || retry.code != "idempotency_replay_unavailable" {
+				t.Errorf("retry: %d %q", retry.status, retry.code)
+			}
+			if tot := totals(t, acc); tot.Total.Requests != 1 || tot.Total.CostNanos != 14000 {
+				t.Errorf("ledger %+v, want the one answer billed once", tot.Total)
+			}
+			if diff := cmp.Diff([]int{1, 0}, g.calls()); diff != "" {
+				t.Errorf("upstream calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func getUsage(t *testing.T, url, query, apiKey string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/usage"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestFeedbackAndUsage(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			store, acc := b.new(t)
+			g := newGateway(t, setup{store: store, accounts: acc})
+			a := mustCall(t, g.url, chatBody(""))
+			mustCall(t, g.url, chatBody(`"n":1`), "Authorization", "Bearer "+otherKey)
+			fb := func(apiKey, body string, extra ...string) answer {
+				req, _ := http.NewRequest(http.MethodPost, g.url+"/api/v1/feedback", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+apiKey)
+				for i := 0; i+1 < len(extra); i += 2 {
+					req.Header.Set(extra[i], extra[i+1])
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var e apiError
+				json.NewDecoder(resp.Body).Decode(&e)
+				return answer{status: resp.StatusCode, code: e.Error.Code}
+			}
+			body := fmt.Sprintf(`{"request_id":%q,"end_user":"u1","score":1,"label":"good"}`, a.reqID)
+			for i, h := range [][]string{nil, {"Idempotency-Key", "fb"}, {"Idempotency-Key", "fb"}} {
+				if r := fb(testKey, body, h...); r.status != 200 {
+					t.Errorf("feedback %d: %d %q", i, r.status, r.code)
+				}
+			}
+			got, err := acc.Ledger.Feedbacks(context.Background(), a.reqID)
+			if err != nil || len(got) != 1 || got[0].Label != "good" {
+				t.Errorf("feedback sent three times: %+v %v, want one record", got, err)
+			}
+			if r := fb(otherProjectKey, body); r.status != 404 {
+				t.Errorf("feedback on another project's answer: %d", r.status)
+			}
+			if r := fb(testKey, `{"request_id":"x"}`); r.status != 400 || r.code != "invalid_request" {
+				t.Errorf("feedback without end_user: %d %q", r.status, r.code)
+			}
+
+			status, u := getUsage(t, g.url, "", testKey)
+			if status != 200 {
+				t.Fatalf("usage: %d %v", status, u)
+			}
+			total := u["total"].(map[string]any)
+			if total["requests"] != 2.0 || math.Abs(total["cost"].(float64)-2.8e-05) > 1e-12 {
+				t.Errorf("usage total %v", total)
+			}
+			byKey := u["by_key"].(map[string]any)
+			byModel := u["by_model"].(map[string]any)
+			if len(byKey) != 2 || byModel["m"].(map[string]any)["requests"] != 2.0 {
+				t.Errorf("usage by key %v by model %v", byKey, byModel)
+			}
+			if status, _ := getUsage(t, g.url, "?from=yesterday", testKey); status != 400 {
+				t.Errorf("bad from: %d", status)
+			}
+			if status, other := getUsage(t, g.url, "", otherProjectKey); status != 200 || other["total"].(map[string]any)["requests"] != 0.0 {
+				t.Errorf("another project's usage: %d %v", status, other)
+			}
+		})
+	}
+}
+
+// TestIssuedKeys: a key issued into the key store (hashed with the pepper)
+// authenticates; once revoked it does not.
+func TestIssuedKeys(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			store, acc := b.new(t)
+			ctx := context.Background()
+			if err := acc.Keys.CreateProject(ctx, "issued", nil); err != nil {
+				t.Fatal(err)
+			}
+			raw, rec, err := acc.Keys.Issue(ctx, "issued")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := newGateway(t, setup{store: store, accounts: acc})
+			if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 200 {
+				t.Fatalf("issued key: %d %s", a.status, a.body)
+			}
+			if tot, _ := acc.Ledger.Totals(ctx, "issued", time.Now().Add(-time.Hour), time.Now().Add(time.Hour)); tot.ByKey[rec.KeyID].Requests != 1 {
+				t.Errorf("the issued key's answer was not billed to it: %+v", tot)
+			}
+			if err := acc.Keys.Revoke(ctx, rec.KeyID); err != nil {
+				t.Fatal(err)
+			}
+			if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 401 {
+				t.Errorf("revoked key: %d", a.status)
+			}
+		})
+	}
+}
