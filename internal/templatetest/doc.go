@@ -1,0 +1,6 @@
+// Package templatetest checks the deployment files against the code they
+// deploy: template.yaml (the SAM template) against the Makefile, the DynamoDB
+// store's key schema and calls, and the metric names the gateway emits;
+// deploy/config.yaml against the gateway's own config validation. It has no
+// code of its own: its tests run in `go test ./...`.
+package templatetest
