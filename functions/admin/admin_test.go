@@ -1,0 +1,567 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+)
+
+var (
+	rawKeyRE = regexp.MustCompile(`^` + billing.RawKeyPrefix + `[0-9A-Za-z]{32}$`)
+	keyIDRE  = regexp.MustCompile(`^key_[0-9a-f]{16}$`)
+)
+
+// issue runs issue-key and returns the raw key and its id.
+func (c *cli) issue(args ...string) (raw, keyID string) {
+	c.t.Helper()
+	r := c.ok(append([]string{"issue-key"}, args...)...)
+	f := fields(r.stdout)
+	raw, keyID = f["api key"], f["key id"]
+	if !rawKeyRE.MatchString(raw) || !keyIDRE.MatchString(keyID) {
+		c.t.Fatalf("issue-key printed no key or key id: %v", r)
+	}
+	if !strings.Contains(r.stderr, "shown this once") {
+		c.t.Errorf("issue-key does not warn that the key is shown once: %v", r)
+	}
+	return raw, keyID
+}
+
+// noLeaks checks that the raw keys appear in no output but the stdout of
+// the issue-key that printed them, once, and that neither their hashes nor
+// the pepper ever appear.
+func (c *cli) noLeaks(raws ...string) {
+	c.t.Helper()
+	for _, raw := range raws {
+		hash := billing.HashKey([]byte(testPepper), raw)
+		seen := 0
+		for _, r := range c.runs {
+			for _, out := range []string{r.stdout, r.stderr} {
+				if strings.Contains(out, hash) {
+					c.t.Errorf("the hash of a key is in the output of %v", r)
+				}
+			}
+			if strings.Contains(r.stderr, raw) {
+				c.t.Errorf("a raw key is on the stderr of %v", r)
+			}
+			if n := strings.Count(r.stdout, raw); n > 0 {
+				seen += n
+				if r.args[0] != "issue-key" || n != 1 {
+					c.t.Errorf("a raw key is in the output of %v", r)
+				}
+			}
+		}
+		if seen != 1 {
+			c.t.Errorf("the raw key was printed %d times, want once", seen)
+		}
+	}
+	for _, r := range c.runs {
+		if strings.Contains(r.stdout+r.stderr, testPepper) {
+			c.t.Errorf("the pepper is in the output of %v", r)
+		}
+		if m := regexp.MustCompile(billing.RawKeyPrefix+`[0-9A-Za-z]+`).FindAllString(r.stdout+r.stderr, -1); len(m) > 0 && r.args[0] != "issue-key" {
+			c.t.Errorf("something like a raw key (%d) in the output of %v", len(m), r)
+		}
+	}
+}
+
+// Every subcommand but usage, through run, against dynalite, one project's
+// life: the store is checked behind the program's back at each step.
+func TestProjectLifecycle(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	store := c.store()
+	ctx := t.Context()
+	p := newID("life")
+
+	r := c.ok("create-project", "--id", p, "--balance", "10")
+	if want := "created project " + p + ", balance $10.00 remaining\n"; r.stdout != want {
+		t.Errorf("create-project stdout %q, want %q", r.stdout, want)
+	}
+
+	raw, kid := c.issue("--project", p, "--limit", "2")
+	// The printed key authenticates: its hash with the pepper finds the
+	// project and the key id.
+	rec, err := store.Lookup(ctx, billing.HashKey([]byte(testPepper), raw))
+	if err != nil {
+		t.Fatalf("Lookup of the issued key: %v", err)
+	}
+	if rec.Project != p || rec.KeyID != kid || rec.Revoked {
+		t.Errorf("Lookup = %+v, want project %s key id %s, not revoked", rec, p, kid)
+	}
+	// A key hashed with another pepper is unknown.
+	if _, err := store.Lookup(ctx, billing.HashKey([]byte("another pepper"), raw)); !errors.Is(err, billing.ErrUnknownKey) {
+		t.Errorf("Lookup with another pepper: %v, want ErrUnknownKey", err)
+	}
+	acct, err := store.Account(ctx, p, kid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acct.BalanceNanos == nil || *acct.BalanceNanos != 10*billing.NanosPerUSD || acct.KeyLimitNanos == nil || *acct.KeyLimitNanos != 2*billing.NanosPerUSD {
+		t.Errorf("account after create-project and issue-key: %+v", acct)
+	}
+
+	r = c.ok("show", "--project", p, "--key-id", kid)
+	wantFields(t, r, map[string]string{
+		"project":    p,
+		"balance":    "$10.00 remaining",
+		"spent":      "$0.00",
+		"key id":     kid,
+		"key status": "active",
+		"key spent":  "$0.00",
+		"key limit":  "$2.00 ($2.00 left)",
+	})
+	r = c.ok("show", "--project", p)
+	if f := fields(r.stdout); f["balance"] != "$10.00 remaining" || f["key id"] != "" {
+		t.Errorf("show without --key-id: %v", r)
+	}
+
+	// Some spend, so that set-balance shows it counts.
+	if err := store.Bill(ctx, billing.Entry{RequestID: newID("req"), Project: p, KeyID: kid, Model: "m", Provider: "p",
+		PromptTokens: 3, CompletionTokens: 4, CostNanos: 250_000_000, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	r = c.ok("set-balance", "--project", p, "--usd", "5.5")
+	if want := "project " + p + ": balance $5.50 remaining, spent $0.25\n"; r.stdout != want {
+		t.Errorf("set-balance stdout %q, want %q", r.stdout, want)
+	}
+	if acct, err = store.Account(ctx, p, kid); err != nil || acct.BalanceNanos == nil || *acct.BalanceNanos != 5_500_000_000 || acct.SpentNanos != 250_000_000 {
+		t.Errorf("account after set-balance --usd 5.5: %+v, %v", acct, err)
+	}
+	c.ok("set-balance", "--project", p, "--unlimited")
+	if acct, err = store.Account(ctx, p, kid); err != nil || acct.BalanceNanos != nil {
+		t.Errorf("account after set-balance --unlimited: %+v, %v", acct, err)
+	}
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{
+		"balance": "unlimited", "spent": "$0.25", "key spent": "$0.25", "key limit": "$2.00 ($1.75 left)",
+	})
+
+	r = c.ok("set-limit", "--project", p, "--key-id", kid, "--none")
+	if want := "key " + kid + " of project " + p + ": limit none, spent $0.25\n"; r.stdout != want {
+		t.Errorf("set-limit --none stdout %q, want %q", r.stdout, want)
+	}
+	if acct, err = store.Account(ctx, p, kid); err != nil || acct.KeyLimitNanos != nil {
+		t.Errorf("account after set-limit --none: %+v, %v", acct, err)
+	}
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key limit": "none"})
+	c.ok("set-limit", "--project", p, "--key-id", kid, "--usd", "0.000014")
+	if acct, err = store.Account(ctx, p, kid); err != nil || acct.KeyLimitNanos == nil || *acct.KeyLimitNanos != 14_000 {
+		t.Errorf("account after set-limit --usd 0.000014: %+v, %v", acct, err)
+	}
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key limit": "$0.000014 ($0.00 left)"})
+
+	r = c.ok("revoke-key", "--key-id", kid)
+	if want := "revoked key " + kid + " of project " + p + "\n"; r.stdout != want {
+		t.Errorf("revoke-key stdout %q, want %q", r.stdout, want)
+	}
+	if rec, err := store.Lookup(ctx, billing.HashKey([]byte(testPepper), raw)); !errors.Is(err, billing.ErrKeyRevoked) || rec.KeyID != kid {
+		t.Errorf("Lookup after revoke-key: %+v, %v; want ErrKeyRevoked", rec, err)
+	}
+	c.ok("revoke-key", "--key-id", kid) // twice is fine
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key status": "revoked"})
+
+	// A second key, without a limit: the first one's revocation is not
+	// its.
+	raw2, kid2 := c.issue("--project", p)
+	if kid2 == kid || raw2 == raw {
+		t.Fatal("issue-key issued the same key twice")
+	}
+	if rec, err := store.Lookup(ctx, billing.HashKey([]byte(testPepper), raw2)); err != nil || rec.KeyID != kid2 {
+		t.Errorf("Lookup of the second key: %+v, %v", rec, err)
+	}
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid2), map[string]string{"key status": "active", "key limit": "none"})
+
+	c.noLeaks(raw, raw2)
+}
+
+// Usage on an empty ledger, then after two entries billed through the
+// Ledger (and one outside the default range).
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	now := time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
+	c.deps.now = func() time.Time { return now }
+	store := c.store()
+	ctx := t.Context()
+	p := newID("usage")
+	c.ok("create-project", "--id", p)
+
+	r := c.ok("usage", "--project", p)
+	want := "usage of project " + p + " from 2025-06-14T12:00:00Z to 2025-06-15T12:00:00Z\nno billed requests\n"
+	if r.stdout != want {
+		t.Errorf("usage on an empty ledger: stdout %q, want %q", r.stdout, want)
+	}
+
+	bills := []billing.Entry{
+		{Model: "model-a", KeyID: "key_a", PromptTokens: 10, CompletionTokens: 5, CostNanos: 14_000, At: now.Add(-time.Hour)},
+		{Model: "model-b", KeyID: "key_b", PromptTokens: 1000, CompletionTokens: 200, CostNanos: 2_500_000_000, At: now.Add(-2 * time.Hour)},
+		// Outside the last 24 hours.
+		{Model: "model-a", KeyID: "key_b", PromptTokens: 7, CompletionTokens: 3, CostNanos: 1_000_000_000, At: now.Add(-25 * time.Hour)},
+	}
+	for _, e := range bills {
+		e.RequestID, e.Project, e.Provider = newID("req"), p, "prov"
+		if err := store.Bill(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r = c.ok("usage", "--project", p)
+	got := usageRows(t, r.stdout)
+	wantRows := map[string]string{
+		"total":            "2 1010 205 $2.500014",
+		"by model/model-a": "1 10 5 $0.000014",
+		"by model/model-b": "1 1000 200 $2.50",
+		"by key/key_a":     "1 10 5 $0.000014",
+		"by key/key_b":     "1 1000 200 $2.50",
+	}
+	checkRows(t, r, got, wantRows)
+
+	r = c.ok("usage", "--project", p, "--from", "2025-06-14T10:00:00+02:00", "--to", now.Format(time.RFC3339))
+	if !strings.HasPrefix(r.stdout, "usage of project "+p+" from 2025-06-14T08:00:00Z to 2025-06-15T12:00:00Z\n") {
+		t.Errorf("the range in UTC: %v", r)
+	}
+	checkRows(t, r, usageRows(t, r.stdout), map[string]string{
+		"total":            "3 1017 208 $3.500014",
+		"by model/model-a": "2 17 8 $1.000014",
+		"by model/model-b": "1 1000 200 $2.50",
+		"by key/key_a":     "1 10 5 $0.000014",
+		"by key/key_b":     "2 1007 203 $3.50",
+	})
+	// --to alone: the 24 hours before it; a date is midnight UTC.
+	r = c.ok("usage", "--project", p, "--to", "2025-06-15")
+	checkRows(t, r, usageRows(t, r.stdout), map[string]string{"total": "1 7 3 $1.00"})
+	// [from, to): the entry at now-1h is excluded by --to now-1h.
+	r = c.ok("usage", "--project", p, "--from", "2025-06-15T09:00:00Z", "--to", "2025-06-15T11:00:00Z")
+	checkRows(t, r, usageRows(t, r.stdout), map[string]string{"total": "1 1000 200 $2.50"})
+
+	wantFields(t, c.ok("show", "--project", p), map[string]string{"balance": "unlimited", "spent": "$3.500014"})
+}
+
+// usageRows reads usage's tables: "section/name" (or "total") -> the
+// numbers, space separated.
+func usageRows(t *testing.T, out string) map[string]string {
+	t.Helper()
+	rows := map[string]string{}
+	section := ""
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0 || f[0] == "usage" || f[0] == "requests":
+		case f[0] == "by":
+			section = f[0] + " " + f[1]
+		case len(f) == 5 && section == "":
+			rows[f[0]] = strings.Join(f[1:], " ")
+		case len(f) == 5:
+			rows[section+"/"+f[0]] = strings.Join(f[1:], " ")
+		default:
+			t.Errorf("usage line %q", line)
+		}
+	}
+	return rows
+}
+
+func checkRows(t *testing.T, r result, got, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q, in %v", k, got[k], v, r)
+		}
+	}
+	if len(want) > 1 && len(got) != len(want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	c := offline(t)
+	delete(c.env, EnvKeyPepper) // help needs no pepper
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"help"}} {
+		r := c.run(args...)
+		if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "usage: admin <command> [flags]\n") {
+			t.Errorf("want the usage on stdout and exit 0: %v", r)
+		}
+		for _, cmd := range commands {
+			if !strings.Contains(r.stdout, "\n  "+cmd.name+" ") {
+				t.Errorf("the usage does not list %s: %v", cmd.name, r)
+			}
+		}
+		for _, s := range []string{EnvKeyPepper, EnvTable, EnvCreateTable, "AWS_ENDPOINT_URL_DYNAMODB", "Examples:", "Exit status"} {
+			if !strings.Contains(r.stdout, s) {
+				t.Errorf("the usage does not mention %s", s)
+			}
+		}
+	}
+	for _, cmd := range commands {
+		for _, args := range [][]string{{cmd.name, "--help"}, {cmd.name, "-h"}, {"help", cmd.name}} {
+			r := c.run(args...)
+			if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "usage: admin "+cmd.name+" ") {
+				t.Errorf("want %s's usage on stdout and exit 0: %v", cmd.name, r)
+			}
+			for _, s := range append([]string{"Flags:", "--create-table", "Examples:", "  admin " + cmd.name + " --"}, cmd.examples...) {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("%s's usage does not have %q: %v", cmd.name, s, r)
+				}
+			}
+		}
+	}
+	r := c.run("set-limit", "--help")
+	for _, s := range []string{"usage: admin set-limit --project ID --key-id ID (--usd N | --none)", "--usd USD", "--none", "--key-id ID"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("set-limit --help has no %q: %v", s, r)
+		}
+	}
+}
+
+// Command lines that are wrong: exit 2, the message and the usage on
+// stderr, nothing on stdout, and no DynamoDB client built.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args  []string
+		env   map[string]string // added to the cli's
+		want  string            // in stderr
+		usage string            // the usage that follows (prefix of its line)
+	}{
+		{args: nil, want: "admin: no command", usage: "usage: admin <command>"},
+		{args: []string{"frobnicate"}, want: `admin: unknown command "frobnicate"`, usage: "usage: admin <command>"},
+		{args: []string{"--create-table"}, want: `unknown command "--create-table"`, usage: "usage: admin <command>"},
+		{args: []string{"help", "frobnicate"}, want: `unknown command "frobnicate"`, usage: "usage: admin <command>"},
+		{args: []string{"create-project"}, want: "admin create-project: --id is required", usage: "usage: admin create-project"},
+		{args: []string{"create-project", "--balance", "5"}, want: "--id is required", usage: "usage: admin create-project"},
+		{args: []string{"issue-key"}, want: "--project is required", usage: "usage: admin issue-key"},
+		{args: []string{"revoke-key"}, want: "--key-id is required", usage: "usage: admin revoke-key"},
+		{args: []string{"set-balance", "--usd", "5"}, want: "--project is required", usage: "usage: admin set-balance"},
+		{args: []string{"set-limit", "--project", "p", "--usd", "5"}, want: "--key-id is required", usage: "usage: admin set-limit"},
+		{args: []string{"show"}, want: "--project is required", usage: "usage: admin show"},
+		{args: []string{"usage"}, want: "--project is required", usage: "usage: admin usage"},
+		// Negative, and otherwise wrong, amounts.
+		{args: []string{"create-project", "--id", "p", "--balance", "-1"}, want: `invalid value "-1" for flag --balance: must not be negative`, usage: "usage: admin create-project"},
+		{args: []string{"issue-key", "--project", "p", "--limit", "-0.01"}, want: "must not be negative", usage: "usage: admin issue-key"},
+		{args: []string{"set-balance", "--project", "p", "--usd", "-5"}, want: "must not be negative", usage: "usage: admin set-balance"},
+		{args: []string{"set-limit", "--project", "p", "--key-id", "k", "--usd", "-1e-9"}, want: "must not be negative", usage: "usage: admin set-limit"},
+		{args: []string{"set-balance", "--project", "p", "--usd", "NaN"}, want: "not an amount of US dollars", usage: "usage: admin set-balance"},
+		{args: []string{"set-balance", "--project", "p", "--usd", "ten"}, want: "not an amount of US dollars", usage: "usage: admin set-balance"},
+		{args: []string{"set-balance", "--project", "p", "--usd", "1e12"}, want: "over $1,000,000,000.00", usage: "usage: admin set-balance"},
+		{args: []string{"set-balance", "--project", "p", "--usd", "5", "--unlimited"}, want: "--usd and --unlimited exclude each other", usage: "usage: admin set-balance"},
+		{args: []string{"set-balance", "--project", "p"}, want: "one of --usd and --unlimited is required", usage: "usage: admin set-balance"},
+		{args: []string{"set-limit", "--project", "p", "--key-id", "k"}, want: "one of --usd and --none is required", usage: "usage: admin set-limit"},
+		{args: []string{"set-limit", "--project", "p", "--key-id", "k", "--usd", "1", "--none"}, want: "exclude each other", usage: "usage: admin set-limit"},
+		// Unknown flags, stray arguments, bad ids and times.
+		{args: []string{"show", "--project", "p", "--bogus"}, want: "flag provided but not defined: --bogus", usage: "usage: admin show"},
+		{args: []string{"show", "--project", "p", "extra"}, want: `unexpected argument "extra"`, usage: "usage: admin show"},
+		{args: []string{"show", "--project", "a b"}, want: "without whitespace", usage: "usage: admin show"},
+		{args: []string{"show", "--project", strings.Repeat("p", billing.MaxIDBytes+1)}, want: "over 256 bytes", usage: "usage: admin show"},
+		{args: []string{"usage", "--project", "p", "--from", "yesterday"}, want: "want an RFC 3339 time", usage: "usage: admin usage"},
+		{args: []string{"usage", "--project", "p", "--from", "2025-06-02", "--to", "2025-06-01"}, want: "is not before --to", usage: "usage: admin usage"},
+		{args: []string{"usage", "--project", "p", "--from", "2999-01-01"}, want: "--from 2999-01-01T00:00:00Z is not before --to", usage: "usage: admin usage"},
+		{args: []string{"usage", "--project", "p", "--from", "2025-06-01", "--to", "2025-06-01"}, want: "is not before --to", usage: "usage: admin usage"},
+		// The environment.
+		{args: []string{"create-project", "--id", "p"}, env: map[string]string{EnvKeyPepper: ""}, want: "admin: BUZZGATE_KEY_PEPPER is not set: set it to the gateway's key pepper (keys are stored hashed with it, and a key hashed with another pepper can never authenticate)"},
+		{args: []string{"show", "--project", "p"}, env: map[string]string{EnvCreateTable: "yes"}, want: `BUZZGATE_CREATE_TABLE="yes": want true or false`},
+	} {
+		c := offline(t)
+		for k, v := range tc.env {
+			c.env[k] = v
+		}
+		r := c.run(tc.args...)
+		if r.code != 2 || r.stdout != "" {
+			t.Errorf("want exit 2 and nothing on stdout: %v", r)
+			continue
+		}
+		first, rest, _ := strings.Cut(r.stderr, "\n")
+		if !strings.Contains(first, tc.want) {
+			t.Errorf("the first line of stderr is %q, want it to have %q (%v)", first, tc.want, r)
+		}
+		if tc.usage == "" {
+			if rest != "" {
+				t.Errorf("want one line on stderr: %v", r)
+			}
+		} else if !strings.HasPrefix(rest, "\n"+tc.usage) {
+			t.Errorf("want the usage (%q...) after the message: %v", tc.usage, r)
+		}
+	}
+}
+
+// Operations that fail: exit 1, one line on stderr, nothing on stdout.
+func TestOperationalErrors(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	p, other, missing := newID("ops"), newID("ops-other"), newID("ops-missing")
+	c.ok("create-project", "--id", p, "--balance", "1")
+	c.ok("create-project", "--id", other)
+	_, otherKey := c.issue("--project", other)
+	unknownKeyID := "key_00000000000000ff"
+
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{args: []string{"create-project", "--id", p}, want: `admin create-project: project "` + p + `" exists (set-balance changes its balance)`},
+		{args: []string{"issue-key", "--project", missing}, want: `admin issue-key: unknown project "` + missing + `" (create-project creates it)`},
+		{args: []string{"issue-key", "--project", missing, "--limit", "3"}, want: `unknown project "` + missing + `"`},
+		{args: []string{"show", "--project", missing}, want: `admin show: unknown project "` + missing + `"`},
+		{args: []string{"set-balance", "--project", missing, "--usd", "1"}, want: `unknown project "` + missing + `"`},
+		{args: []string{"set-limit", "--project", missing, "--key-id", otherKey, "--none"}, want: `unknown project "` + missing + `"`},
+		{args: []string{"usage", "--project", missing}, want: `admin usage: unknown project "` + missing + `"`},
+		{args: []string{"revoke-key", "--key-id", unknownKeyID}, want: `admin revoke-key: unknown key id "` + unknownKeyID + `"`},
+		{args: []string{"show", "--project", p, "--key-id", unknownKeyID}, want: `unknown key id "` + unknownKeyID + `"`},
+		{args: []string{"set-limit", "--project", p, "--key-id", otherKey, "--usd", "1"}, want: "admin set-limit: key " + otherKey + ` does not belong to project "` + p + `"`},
+		{args: []string{"show", "--project", p, "--key-id", otherKey}, want: "does not belong to project"},
+		{args: []string{"show", "--project", p}, env: map[string]string{EnvTable: "no-such-table"}, want: `admin show: DynamoDB table "no-such-table" does not exist (the SAM stack creates it; locally pass --create-table or set BUZZGATE_CREATE_TABLE=true)`},
+	} {
+		saved := c.env
+		c.env = map[string]string{}
+		for k, v := range saved {
+			c.env[k] = v
+		}
+		for k, v := range tc.env {
+			c.env[k] = v
+		}
+		r := c.run(tc.args...)
+		c.env = saved
+		if r.code != 1 || r.stdout != "" {
+			t.Errorf("want exit 1 and nothing on stdout: %v", r)
+			continue
+		}
+		if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+			t.Errorf("want one line on stderr: %v", r)
+		}
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("stderr %q, want it to have %q", r.stderr, tc.want)
+		}
+	}
+	// Nothing changed the other project's key.
+	wantFields(t, c.ok("show", "--project", other, "--key-id", otherKey), map[string]string{"key status": "active", "key limit": "none"})
+	wantFields(t, c.ok("show", "--project", p), map[string]string{"balance": "$1.00 remaining"})
+}
+
+func TestFormatUSD(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{
+		0:                     "$0.00",
+		1:                     "$0.000000001",
+		14_000:                "$0.000014",
+		10_000_000:            "$0.01",
+		1_500_000_000:         "$1.50",
+		-300_000_000:          "-$0.30",
+		1_234_567_000_000_000: "$1,234,567.00",
+		123_000_000_000:       "$123.00",
+		-9223372036854775808:  "-$9,223,372,036.854775808",
+		9223372036854775807:   "$9,223,372,036.854775807",
+	} {
+		if got := formatUSD(n); got != want {
+			t.Errorf("formatUSD(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// The real client: the AWS SDK's default config, pointed at dynalite by
+// AWS_ENDPOINT_URL_DYNAMODB; the table created by --create-table or
+// BUZZGATE_CREATE_TABLE=true, and missing otherwise. (Not parallel:
+// t.Setenv.)
+func TestDefaultAWSConfig(t *testing.T) {
+	endpoint := server.Endpoint(t)
+	none := t.TempDir() + "/none"
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB":   endpoint,
+		"AWS_ENDPOINT_URL":            "",
+		"AWS_REGION":                  "us-east-1",
+		"AWS_DEFAULT_REGION":          "",
+		"AWS_ACCESS_KEY_ID":           "dynalite",
+		"AWS_SECRET_ACCESS_KEY":       "dynalite",
+		"AWS_SESSION_TOKEN":           "",
+		"AWS_PROFILE":                 "",
+		"AWS_DEFAULT_PROFILE":         "",
+		"AWS_CONFIG_FILE":             none,
+		"AWS_SHARED_CREDENTIALS_FILE": none,
+		"AWS_EC2_METADATA_DISABLED":   "true",
+	} {
+		t.Setenv(k, v)
+	}
+	tableA, tableB := dynalite.TableName("admin-flag"), dynalite.TableName("admin-env")
+	c := &cli{t: t, env: map[string]string{EnvKeyPepper: testPepper, EnvTable: tableA}}
+	p := newID("default")
+
+	r := c.run("create-project", "--id", p)
+	if r.code != 1 || !strings.Contains(r.stderr, `DynamoDB table "`+tableA+`" does not exist`) {
+		t.Errorf("want exit 1 for a missing table: %v", r)
+	}
+	c.ok("create-project", "--id", p, "--balance", "3", "--create-table")
+	wantFields(t, c.ok("show", "--project", p), map[string]string{"balance": "$3.00 remaining"})
+	raw, kid := c.issue("--project", p)
+
+	// The store as the gateway would build it sees the key.
+	client := dynalite.Client(t, endpoint)
+	rec, err := dynamoledger.New(client, tableA, dynamoledger.Options{}).Lookup(t.Context(), billing.HashKey([]byte(testPepper), raw))
+	if err != nil || rec.KeyID != kid || rec.Project != p {
+		t.Errorf("Lookup: %+v, %v", rec, err)
+	}
+
+	c.env[EnvTable] = tableB
+	c.env[EnvCreateTable] = "false"
+	if r := c.run("show", "--project", p); r.code != 1 || !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("BUZZGATE_CREATE_TABLE=false creates no table: %v", r)
+	}
+	c.env[EnvCreateTable] = "true"
+	c.ok("create-project", "--id", p)
+	delete(c.env, EnvCreateTable)
+	wantFields(t, c.ok("show", "--project", p), map[string]string{"balance": "unlimited"})
+
+	// The default table name.
+	delete(c.env, EnvTable)
+	if r := c.run("show", "--project", p); r.code != 1 || !strings.Contains(r.stderr, `table "buzzgate" does not exist`) {
+		t.Errorf("want the default table, buzzgate: %v", r)
+	}
+
+	t.Setenv("AWS_REGION", "")
+	if r := c.run("show", "--project", p); r.code != 1 || !strings.Contains(r.stderr, "no AWS region: set AWS_REGION") {
+		t.Errorf("want exit 1 without a region: %v", r)
+	}
+	c.noLeaks(raw)
+}
+
+// issue-key whose limit cannot be set: the key is not shown, and revoked.
+func TestIssueKeyLimitFails(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	var failed atomic.Bool
+	client := dynalite.Client(t, server.Endpoint(t), func(o *dynamodb.Options) {
+		o.RetryMaxAttempts = 1
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("failFirstUpdate",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if awsmiddleware.GetOperationName(ctx) == "UpdateItem" && failed.CompareAndSwap(false, true) {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("injected failure")
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.Before)
+		})
+	})
+	p := newID("limitfail")
+	c.ok("create-project", "--id", p)
+	healthy := c.deps
+	c.deps.dynamo = func(context.Context) (*dynamodb.Client, error) { return client, nil }
+	r := c.run("issue-key", "--project", p, "--limit", "1")
+	c.deps = healthy
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "its limit could not be set") || !strings.Contains(r.stderr, "it is not shown and was revoked") {
+		t.Fatalf("want exit 1, no key, and a revoked key: %v", r)
+	}
+	kid := regexp.MustCompile(`key_[0-9a-f]{16}`).FindString(r.stderr)
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key status": "revoked", "key limit": "none"})
+	if m := regexp.MustCompile(billing.RawKeyPrefix).FindString(r.stdout + r.stderr); m != "" {
+		t.Errorf("a raw key in %v", r)
+	}
+}

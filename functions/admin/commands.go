@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+)
+
+// command is one subcommand.
+type command struct {
+	name     string
+	synopsis string // the flags, after the name
+	summary  string // one line, for the top-level usage
+	about    string // a paragraph, for the command's usage
+	examples []string
+	// define registers the command's flags on fs and returns its action
+	// (now is the clock, for defaults that depend on it).
+	define func(fs *flag.FlagSet, now func() time.Time) action
+}
+
+// action is a command with its flags parsed: check validates them (a
+// usageError), run does the work.
+type action struct {
+	check func() error
+	run   func(ctx context.Context, e *env) error
+}
+
+// commands, in the order of the usage.
+var commands = []*command{
+	{
+		name:     "create-project",
+		synopsis: "--id ID [--balance USD]",
+		summary:  "create a project, with a prepaid balance or unlimited",
+		about: `Creates a project. With --balance it has that prepaid balance, which its
+requests spend (402 insufficient_balance once it is spent); without, its
+balance is unlimited. A project that exists is an error: set-balance changes
+its balance.`,
+		examples: []string{
+			"admin create-project --id acme --balance 100",
+			"admin create-project --id internal-tools",
+		},
+		define: defineCreateProject,
+	},
+	{
+		name:     "issue-key",
+		synopsis: "--project ID [--limit USD]",
+		summary:  "issue an API key for a project (the key is printed once)",
+		about: `Issues an API key for a project and prints it with its key id. The key is
+printed this once and never again: the table keeps only its hash. With
+--limit the key may spend at most that much (402 key_limit_reached then);
+without, it has no limit of its own.`,
+		examples: []string{
+			"admin issue-key --project acme",
+			"admin issue-key --project acme --limit 25",
+		},
+		define: defineIssueKey,
+	},
+	{
+		name:     "revoke-key",
+		synopsis: "--key-id ID",
+		summary:  "revoke an API key by its key id",
+		about: `Revokes an API key by its key id (the key_... that issue-key printed).
+Revoking twice is fine. A gateway instance that looked the key up recently
+may accept it until its key cache forgets it (30s by default).`,
+		examples: []string{
+			"admin revoke-key --key-id key_0123456789abcdef",
+		},
+		define: defineRevokeKey,
+	},
+	{
+		name:     "set-balance",
+		synopsis: "--project ID (--usd N | --unlimited)",
+		summary:  "set a project's remaining balance, or make it unlimited",
+		about: `Sets what a project has left to spend from now on (what it spent so far
+stays counted), or makes its balance unlimited. Requests in flight are
+billed against the new balance.`,
+		examples: []string{
+			"admin set-balance --project acme --usd 250",
+			"admin set-balance --project acme --usd 0        # stop it spending",
+			"admin set-balance --project acme --unlimited",
+		},
+		define: defineSetBalance,
+	},
+	{
+		name:     "set-limit",
+		synopsis: "--project ID --key-id ID (--usd N | --none)",
+		summary:  "set an API key's spend limit, or remove it",
+		about: `Sets the most an API key may spend in total (its spend so far counts
+against it), or removes its limit. The key must belong to the project.`,
+		examples: []string{
+			"admin set-limit --project acme --key-id key_0123456789abcdef --usd 50",
+			"admin set-limit --project acme --key-id key_0123456789abcdef --none",
+		},
+		define: defineSetLimit,
+	},
+	{
+		name:     "show",
+		synopsis: "--project ID [--key-id ID]",
+		summary:  "show a project's balance and spend, and a key's spend and limit",
+		about: `Shows a project's remaining balance and what it spent, and with --key-id
+the key's status, spend and limit. Amounts are in US dollars.`,
+		examples: []string{
+			"admin show --project acme",
+			"admin show --project acme --key-id key_0123456789abcdef",
+		},
+		define: defineShow,
+	},
+	{
+		name:     "usage",
+		synopsis: "--project ID [--from TIME] [--to TIME]",
+		summary:  "a project's usage totals, by model and by key, over a time range",
+		about: `Sums a project's billed requests accepted in [--from, --to): requests,
+tokens and cost, in total, by model and by key. TIME is RFC 3339
+(2025-06-01T00:00:00Z, 2025-06-01T09:00:00+02:00) or a date (2025-06-01,
+midnight UTC). The default is the last 24 hours.`,
+		examples: []string{
+			"admin usage --project acme",
+			"admin usage --project acme --from 2025-06-01 --to 2025-07-01",
+			"admin usage --project acme --from 2025-06-01T08:00:00Z",
+		},
+		define: defineUsage,
+	},
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// flagSet returns the command's flags (with the common ones) and action,
+// and where --create-table goes.
+func (c *command) flagSet(now func() time.Time) (*flag.FlagSet, action, *bool) {
+	fs := flag.NewFlagSet(prog+" "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run prints the errors and the usage
+	fs.Usage = func() {}
+	act := c.define(fs, now)
+	createTable := fs.Bool("create-table", false, "create the table if it does not exist (local use: the SAM template creates it in AWS)")
+	return fs, act, createTable
+}
+
+func defineCreateProject(fs *flag.FlagSet, _ func() time.Time) action {
+	id := fs.String("id", "", "the project `ID` (required)")
+	var balance usdFlag
+	fs.Var(&balance, "balance", "the prepaid balance in `USD` (default: unlimited)")
+	return action{
+		check: func() error { return checkID("id", *id) },
+		run: func(ctx context.Context, e *env) error {
+			err := e.store.CreateProject(ctx, *id, balance.ptr())
+			if errors.Is(err, billing.ErrProjectExists) {
+				return fmt.Errorf("project %q exists (set-balance changes its balance)", *id)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "created project %s, balance %s\n", *id, formatBalance(balance.ptr()))
+			return nil
+		},
+	}
+}
+
+func defineIssueKey(fs *flag.FlagSet, _ func() time.Time) action {
+	project := fs.String("project", "", "the project `ID` (required)")
+	var limit usdFlag
+	fs.Var(&limit, "limit", "the key's spend limit in `USD` (default: none)")
+	return action{
+		check: func() error { return checkID("project", *project) },
+		run: func(ctx context.Context, e *env) error {
+			raw, rec, err := e.store.Issue(ctx, *project)
+			if errors.Is(err, billing.ErrUnknownProject) {
+				return unknownProject(*project)
+			}
+			if err != nil {
+				return err
+			}
+			if limit.set {
+				if err := e.store.SetKeyLimit(ctx, *project, rec.KeyID, limit.ptr()); err != nil {
+					// The raw key was never shown, so the key cannot be
+					// used; revoke it all the same, so no key without its
+					// limit is left behind.
+					rerr := e.store.Revoke(ctx, rec.KeyID)
+					state := "revoked"
+					if rerr != nil {
+						state = "not revoked either (" + rerr.Error() + ")"
+					}
+					return fmt.Errorf("key %s was issued but its limit could not be set (%w); it is not shown and was %s: issue another", rec.KeyID, err, state)
+				}
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "project\t%s\n", rec.Project)
+			fmt.Fprintf(tw, "key id\t%s\n", rec.KeyID)
+			fmt.Fprintf(tw, "limit\t%s\n", formatLimit(limit.ptr()))
+			fmt.Fprintf(tw, "api key\t%s\n", raw)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "%s: the api key above is shown this once (the table keeps only its hash): store it now\n", prog)
+			return nil
+		},
+	}
+}
+
+func defineRevokeKey(fs *flag.FlagSet, _ func() time.Time) action {
+	keyID := fs.String("key-id", "", "the key `ID`, key_... (required)")
+	return action{
+		check: func() error { return checkID("key-id", *keyID) },
+		run: func(ctx context.Context, e *env) error {
+			k, err := e.keyByID(ctx, *keyID)
+			if err != nil {
+				return err
+			}
+			if err := e.store.Revoke(ctx, *keyID); err != nil {
+				if errors.Is(err, billing.ErrUnknownKey) {
+					return unknownKey(*keyID)
+				}
+				return err
+			}
+			fmt.Fprintf(e.stdout, "revoked key %s of project %s\n", *keyID, k.project)
+			return nil
+		},
+	}
+}
+
+func defineSetBalance(fs *flag.FlagSet, _ func() time.Time) action {
+	project := fs.String("project", "", "the project `ID` (required)")
+	var usd usdFlag
+	fs.Var(&usd, "usd", "the remaining balance in `USD`")
+	unlimited := fs.Bool("unlimited", false, "make the balance unlimited")
+	return action{
+		check: func() error {
+			if err := checkID("project", *project); err != nil {
+				return err
+			}
+			return oneOf("--usd", usd.set, "--unlimited", *unlimited)
+		},
+		run: func(ctx context.Context, e *env) error {
+			if err := e.requireProject(ctx, *project); err != nil {
+				return err
+			}
+			if err := e.store.SetBalance(ctx, *project, usd.ptr()); err != nil {
+				return err
+			}
+			a, err := e.store.Account(ctx, *project, "")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "project %s: balance %s, spent %s\n", *project, formatBalance(a.BalanceNanos), formatUSD(a.SpentNanos))
+			return nil
+		},
+	}
+}
+
+func defineSetLimit(fs *flag.FlagSet, _ func() time.Time) action {
+	project := fs.String("project", "", "the project `ID` (required)")
+	keyID := fs.String("key-id", "", "the key `ID`, key_... (required)")
+	var usd usdFlag
+	fs.Var(&usd, "usd", "the key's spend limit in `USD`")
+	none := fs.Bool("none", false, "remove the key's limit")
+	return action{
+		check: func() error {
+			if err := errors.Join(checkID("project", *project), checkID("key-id", *keyID)); err != nil {
+				return err
+			}
+			return oneOf("--usd", usd.set, "--none", *none)
+		},
+		run: func(ctx context.Context, e *env) error {
+			if err := e.requireProject(ctx, *project); err != nil {
+				return err
+			}
+			if _, err := e.requireKey(ctx, *project, *keyID); err != nil {
+				return err
+			}
+			if err := e.store.SetKeyLimit(ctx, *project, *keyID, usd.ptr()); err != nil {
+				return err
+			}
+			a, err := e.store.Account(ctx, *project, *keyID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "key %s of project %s: limit %s, spent %s\n", *keyID, *project, formatLimit(a.KeyLimitNanos), formatUSD(a.KeySpentNanos))
+			return nil
+		},
+	}
+}
+
+func defineShow(fs *flag.FlagSet, _ func() time.Time) action {
+	project := fs.String("project", "", "the project `ID` (required)")
+	keyID := fs.String("key-id", "", "also show this key's status, spend and limit (key `ID`, key_...)")
+	return action{
+		check: func() error {
+			if err := checkID("project", *project); err != nil {
+				return err
+			}
+			if *keyID != "" {
+				return checkID("key-id", *keyID)
+			}
+			return nil
+		},
+		run: func(ctx context.Context, e *env) error {
+			if err := e.requireProject(ctx, *project); err != nil {
+				return err
+			}
+			status := ""
+			if *keyID != "" {
+				var err error
+				if status, err = e.requireKey(ctx, *project, *keyID); err != nil {
+					return err
+				}
+			}
+			a, err := e.store.Account(ctx, *project, *keyID)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "project\t%s\n", *project)
+			fmt.Fprintf(tw, "balance\t%s\n", formatBalance(a.BalanceNanos))
+			fmt.Fprintf(tw, "spent\t%s\n", formatUSD(a.SpentNanos))
+			if *keyID != "" {
+				fmt.Fprintf(tw, "key id\t%s\n", *keyID)
+				fmt.Fprintf(tw, "key status\t%s\n", status)
+				fmt.Fprintf(tw, "key spent\t%s\n", formatUSD(a.KeySpentNanos))
+				limit := formatLimit(a.KeyLimitNanos)
+				if a.KeyLimitNanos != nil {
+					limit += fmt.Sprintf(" (%s left)", formatUSD(max(*a.KeyLimitNanos-a.KeySpentNanos, 0)))
+				}
+				fmt.Fprintf(tw, "key limit\t%s\n", limit)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func defineUsage(fs *flag.FlagSet, now func() time.Time) action {
+	project := fs.String("project", "", "the project `ID` (required)")
+	var from, to timeFlag
+	fs.Var(&from, "from", "the start of the range, included (`TIME`; default: 24 hours before --to)")
+	fs.Var(&to, "to", "the end of the range, excluded (`TIME`; default: now)")
+	return action{
+		check: func() error {
+			if err := checkID("project", *project); err != nil {
+				return err
+			}
+			if !to.set {
+				to.t = now()
+			}
+			if !from.set {
+				from.t = to.t.Add(-24 * time.Hour)
+			}
+			if !from.t.Before(to.t) {
+				return usagef("--from %s is not before --to %s", from.t.UTC().Format(time.RFC3339Nano), to.t.UTC().Format(time.RFC3339Nano))
+			}
+			return nil
+		},
+		run: func(ctx context.Context, e *env) error {
+			if err := e.requireProject(ctx, *project); err != nil {
+				return err
+			}
+			t, err := e.store.Totals(ctx, *project, from.t, to.t)
+			if err != nil {
+				return err
+			}
+			return writeUsage(e.stdout, *project, from.t, to.t, t)
+		},
+	}
+}
+
+// oneOf checks that exactly one of two exclusive flags is set.
+func oneOf(a string, aSet bool, b string, bSet bool) error {
+	switch {
+	case aSet && bSet:
+		return usagef("%s and %s exclude each other", a, b)
+	case !aSet && !bSet:
+		return usagef("one of %s and %s is required", a, b)
+	}
+	return nil
+}
+
+func unknownProject(id string) error {
+	return fmt.Errorf("unknown project %q (create-project creates it)", id)
+}
+
+func unknownKey(id string) error {
+	return fmt.Errorf("unknown key id %q", id)
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+)
+
+// server is the one dynalite of the package, started by the first test
+// that needs it.
+var server dynalite.Shared
+
+func TestMain(m *testing.M) { dynalite.Main(m, &server) }
+
+const testPepper = "admin test pepper"
+
+// shared is one table for the tests (they use fresh project ids).
+var shared struct {
+	once  sync.Once
+	table string
+	err   error
+}
+
+func sharedTable(t *testing.T) string {
+	t.Helper()
+	endpoint := server.Endpoint(t)
+	shared.once.Do(func() {
+		shared.table = dynalite.TableName("admin")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		shared.err = dynamostore.EnsureTable(ctx, dynalite.NewClient(endpoint), shared.table)
+	})
+	if shared.err != nil {
+		t.Fatalf("EnsureTable: %v", shared.err)
+	}
+	return shared.table
+}
+
+var idSeq struct {
+	sync.Mutex
+	n int
+}
+
+// newID returns an id unique within the process (and across runs on one
+// dynalite: the pid).
+func newID(prefix string) string {
+	idSeq.Lock()
+	defer idSeq.Unlock()
+	idSeq.n++
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), idSeq.n)
+}
+
+// result is one run of the program.
+type result struct {
+	args   []string
+	code   int
+	stdout string
+	stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("admin %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+// cli runs the program in process against dynalite, and keeps every run
+// (the leak checks read them).
+type cli struct {
+	t    *testing.T
+	env  map[string]string
+	deps deps
+	runs []result
+}
+
+// newCLI returns a cli on the shared table with the test pepper.
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	table := sharedTable(t)
+	client := dynalite.Client(t, server.Endpoint(t))
+	return &cli{
+		t:   t,
+		env: map[string]string{EnvKeyPepper: testPepper, EnvTable: table},
+		deps: deps{dynamo: func(context.Context) (*dynamodb.Client, error) {
+			return client, nil
+		}},
+	}
+}
+
+// offline returns a cli whose store must not be used: usage errors are
+// found before any call.
+func offline(t *testing.T) *cli {
+	return &cli{
+		t:   t,
+		env: map[string]string{EnvKeyPepper: testPepper, EnvTable: "never-used"},
+		deps: deps{dynamo: func(context.Context) (*dynamodb.Client, error) {
+			t.Error("the DynamoDB client was built for a command line that is wrong")
+			return nil, fmt.Errorf("offline")
+		}},
+	}
+}
+
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(c.t.Context(), 30*time.Second)
+	defer cancel()
+	code := run(ctx, args, func(k string) string { return c.env[k] }, &stdout, &stderr, c.deps)
+	r := result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}
+	c.runs = append(c.runs, r)
+	return r
+}
+
+// ok runs the program and fails the test unless it exits 0.
+func (c *cli) ok(args ...string) result {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.code != 0 {
+		c.t.Fatalf("want exit 0, got %v", r)
+	}
+	return r
+}
+
+// store is a Store on the shared table, for the checks behind the
+// program's back.
+func (c *cli) store() *dynamoledger.Store {
+	c.t.Helper()
+	client, err := c.deps.dynamo(c.t.Context())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return dynamoledger.New(client, c.env[EnvTable], dynamoledger.Options{Pepper: []byte(testPepper)})
+}
+
+// fields returns the value of each "name  value" line of a show-like
+// output.
+func fields(out string) map[string]string {
+	m := map[string]string{}
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		// The names are one or two words; the value starts after the
+		// first run of two spaces.
+		name, value, ok := strings.Cut(line, "  ")
+		if ok {
+			m[name] = strings.TrimSpace(value)
+		}
+	}
+	return m
+}
+
+func wantFields(t *testing.T, r result, want map[string]string) {
+	t.Helper()
+	got := fields(r.stdout)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%q = %q, want %q in\n%v", k, got[k], v, r)
+		}
+	}
+}
