@@ -7,10 +7,29 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/bin/staticcheck-$(STATICCHECK_VERSION)
 DYNALITE_VERSION := 4.0.0
 DYNALITE := $(TOOLS)/dynalite/node_modules/.bin/dynalite
+# The AWS Lambda Runtime Interface Emulator, from the Go module proxy. The
+# tests find it as .tools/bin/aws-lambda-rie (a link to the pinned version)
+# or through BUZZGATE_RIE.
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE := $(TOOLS)/bin/aws-lambda-rie-$(RIE_VERSION)
+RIE_LINK := $(TOOLS)/bin/aws-lambda-rie
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: run build build-ApiFunction test vet lint fmt-check unit bench fuzz tools clean
+# The Lambda bootstrap's build: static, no RPC shim, reproducible, stripped.
+LAMBDA_BUILD := CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+# `make invoke` and `make coldstart` run a bootstrap built for this machine
+# (linux/amd64 here; the deployed one is linux/arm64).
+LOCAL_GOARCH ?= $(shell $(GO) env GOHOSTARCH)
+LOCAL_BOOTSTRAP := bin/local/bootstrap
+# make invoke EVENT='events/chat-completion-keyed.json events/chat-completion-keyed-replay.json'
+EVENT ?= events/chat-completion.json
+# The idempotency store of `make invoke`: dynamodb (on dynalite) or memory.
+STORE ?= dynamodb
+COLDSTART_RUNS ?= 20
+
+.PHONY: run build build-ApiFunction admin test vet lint fmt-check unit bench fuzz tools clean \
+	bootstrap-local invoke coldstart
 
 run:
 	$(GO) run ./functions/api
@@ -20,7 +39,27 @@ build:
 
 # SAM's BuildMethod: makefile calls build-<LogicalId> with ARTIFACTS_DIR set.
 build-ApiFunction:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
+	GOOS=linux GOARCH=arm64 $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
+	cp deploy/config.yaml $(ARTIFACTS_DIR)/config.yaml
+
+# The admin tool for accounts and keys, e.g. make admin ARGS="show --project acme".
+admin:
+	$(GO) run ./functions/admin $(ARGS)
+
+# The bootstrap for this machine, for the emulator and the cold-start runs.
+bootstrap-local:
+	GOOS=linux GOARCH=$(LOCAL_GOARCH) $(LAMBDA_BUILD) -o $(LOCAL_BOOTSTRAP) ./functions/api
+
+# Invokes the bootstrap under the Lambda emulator with sample events (one
+# after another, in one execution environment) against DynamoDB on dynalite,
+# and prints each decoded response. Everything it starts is stopped by PID.
+invoke: bootstrap-local $(RIE_LINK) $(DYNALITE)
+	BUZZGATE_RIE=$(RIE) BUZZGATE_DYNALITE=$(DYNALITE) $(GO) run ./internal/invoke -bootstrap $(LOCAL_BOOTSTRAP) -store $(STORE) $(EVENT)
+
+# The deployed bootstrap's size, and its init time against a fake Runtime API.
+coldstart: bootstrap-local
+	$(MAKE) --no-print-directory build-ApiFunction ARTIFACTS_DIR=$(CURDIR)/bin/arm64
+	$(GO) run ./internal/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
 
 test: fmt-check vet lint unit
 
@@ -34,9 +73,10 @@ vet:
 lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
 
-# The DynamoDB store's tests start dynalite (a local DynamoDB stand-in) themselves.
-unit: $(DYNALITE)
-	$(GO) test -race -count=1 ./...
+# The tests start what they need themselves: dynalite (a local DynamoDB
+# stand-in) and the Lambda emulator.
+unit: $(DYNALITE) $(RIE_LINK)
+	BUZZGATE_RIE=$(RIE) $(GO) test -race -count=1 ./...
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
@@ -49,12 +89,21 @@ fuzz:
 	  done; \
 	done
 
-tools: $(STATICCHECK) $(DYNALITE)
+tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK)
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)/bin
 	GOBIN=$(TOOLS)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(TOOLS)/bin/staticcheck $@
+
+$(RIE):
+	mkdir -p $(TOOLS)/bin
+	rm -f $(RIE_LINK) # go install must not write through an old version's link
+	GOBIN=$(TOOLS)/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	mv $(TOOLS)/bin/aws-lambda-rie $@
+
+$(RIE_LINK): $(RIE)
+	ln -sfn $(notdir $<) $@
 
 $(DYNALITE):
 	mkdir -p $(TOOLS)/dynalite

@@ -1,5 +1,8 @@
-// Command api is buzzgate's gateway: it serves the HTTP API on
-// BUZZGATE_ADDR (default 127.0.0.1:8080).
+// Command api is buzzgate's gateway. Under AWS Lambda, or the Runtime
+// Interface Emulator (AWS_LAMBDA_RUNTIME_API is set), it serves API Gateway
+// REST proxy events and streams its answers (pkg/lambdaedge); elsewhere it
+// serves HTTP on BUZZGATE_ADDR (default 127.0.0.1:8080). Either way it logs
+// JSON lines to stderr.
 package main
 
 import (
@@ -13,17 +16,41 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
 )
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// Also the log package's output (the Lambda runtime's, net/http's), as
+	// warnings: it reports failures.
+	slog.SetDefault(logger)
+	slog.SetLogLoggerLevel(slog.LevelWarn)
+	run := serveHTTP
+	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+		run = serveLambda
+	}
 	if err := run(logger); err != nil {
 		logger.Error("buzzgate stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger) error {
+// serveLambda builds the gateway during Lambda's init phase (at most 10s,
+// and not billed the same way), then serves events; it returns only when
+// the app cannot be built.
+func serveLambda(logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	a, err := app.New(ctx, app.Options{Getenv: os.Getenv, Logger: logger})
+	cancel()
+	if err != nil {
+		return err
+	}
+	logger.Info("buzzgate serving Lambda events", "models", len(a.Config.Models), "providers", len(a.Config.Providers))
+	lambdaedge.Start(a.Handler)
+	return nil
+}
+
+func serveHTTP(logger *slog.Logger) error {
 	initCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(initCtx, app.Options{Getenv: os.Getenv, Logger: logger})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -8,22 +9,59 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/rie"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 )
 
-// TestBinary builds the gateway, starts it as `make run` does (embedded demo
-// config), sends the README's requests and stops it with SIGTERM.
-func TestBinary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "api")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
+// dyn is the dynalite server the Lambda tests share.
+var dyn dynalite.Shared
+
+// built is the gateway's binary, built once, by the first test that needs
+// it, as the Lambda build is (-tags lambda.norpc) and with -race when the
+// tests run with it. It serves HTTP or, under the emulator, Lambda events.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func bootstrap(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "buzzgate-api-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "bootstrap")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		built.err = rie.Build(ctx, ".", built.path, raceFlags...)
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
+	return built.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dyn.Close()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// TestBinary starts the gateway as `make run` does (embedded demo config),
+// sends the README's requests and stops it with SIGTERM.
+func TestBinary(t *testing.T) {
 	addr := freeAddr(t)
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bootstrap(t))
 	cmd.Env = append(os.Environ(), "BUZZGATE_ADDR="+addr, "BUZZGATE_CONFIG=", "BUZZGATE_STORE=", "AWS_LAMBDA_RUNTIME_API=")
 	var logs strings.Builder
 	cmd.Stderr = &logs

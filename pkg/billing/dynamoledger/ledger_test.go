@@ -251,12 +251,11 @@ func TestCrashAtEveryStep(t *testing.T) {
 // gate is an HTTP client that holds the first call of an operation until
 // released.
 type gate struct {
-	op       string
-	reached  chan struct{}
-	release  chan struct{}
-	mu       sync.Mutex
-	tripped  bool
-	delegate aws.HTTPClient
+	op      string
+	reached chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	tripped bool
 }
 
 func (g *gate) Do(req *http.Request) (*http.Response, error) {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
+)
+
+// The emulator buffers a streamed response, so these tests check that the
+// gateway's answers really stream: through lambdaedge.Wrap in process, and
+// through the local server.
+
+// slowWords and slowChunk make a simulated answer last about a second.
+const (
+	slowWords = 6
+	slowChunk = 150 * time.Millisecond
+)
+
+// arrival is one SSE event and when it was read.
+type arrival struct {
+	data string
+	at   time.Duration
+}
+
+// readEvents reads SSE events as they arrive, timed from start.
+func readEvents(t *testing.T, r io.Reader, start time.Time) []arrival {
+	t.Helper()
+	var out []arrival
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, arrival{data: data, at: time.Since(start)})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read the stream: %v", err)
+	}
+	return out
+}
+
+// checkIncremental: the first event came well before the last ([DONE]).
+func checkIncremental(t *testing.T, got []arrival) {
+	t.Helper()
+	if len(got) < slowWords || got[len(got)-1].data != "[DONE]" {
+		t.Fatalf("stream %v", got)
+	}
+	first, last := got[0].at, got[len(got)-1].at
+	if last-first < time.Duration(slowWords-2)*slowChunk {
+		t.Errorf("the events arrived together (first at %v, last at %v): the answer was buffered", first, last)
+	}
+}
+
+// TestStreamsThroughWrap runs the gateway's handler behind lambdaedge.Wrap
+// in process, with a slow simulated provider, and reads the body as the
+// runtime would: the events arrive as they are produced.
+func TestStreamsThroughWrap(t *testing.T) {
+	cfg := catalog.Demo()
+	for i := range cfg.Providers {
+		cfg.Providers[i].Simulated.ChunkLatency = catalog.Duration(slowChunk)
+		cfg.Providers[i].Simulated.Words = slowWords
+	}
+	a, err := app.FromConfig(cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(eventsDir, "chat-completion-stream.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayProxyRequest
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := lambdaedge.Wrap(a.Handler)(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Close()
+	if resp.StatusCode != 200 || resp.Headers["Content-Type"] != "text/event-stream" {
+		t.Fatalf("head %d %v", resp.StatusCode, resp.Headers)
+	}
+	checkIncremental(t, readEvents(t, resp.Body, start))
+}
+
+// TestStreamsLocally: the same through the binary serving HTTP.
+func TestStreamsLocally(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "slow.yaml")
+	yaml := `
+providers:
+  - name: slow
+    api: simulated
+    simulated:
+      first_token_latency: 10ms
+      chunk_latency: ` + slowChunk.String() + `
+      words: ` + strconv.Itoa(slowWords) + `
+models:
+  - id: demo/slow
+    routes:
+      - provider: slow
+        model: sim-slow
+        input_price: 0.1
+        output_price: 0.1
+projects:
+  - id: demo
+    keys:
+      - key: sk-demo
+`
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(bootstrap(t))
+	cmd.Env = append(os.Environ(), "BUZZGATE_ADDR="+addr, "BUZZGATE_CONFIG="+config, "BUZZGATE_STORE=", "AWS_LAMBDA_RUNTIME_API=")
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("gateway logs:\n%s", logs.String())
+		}
+	})
+	base := "http://" + addr
+	waitReady(t, base+"/healthz", exited)
+
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/chat/completions",
+		strings.NewReader(`{"model":"demo/slow","stream":true,"messages":[{"role":"user","content":"Hello"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-demo")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	checkIncremental(t, readEvents(t, resp.Body, start))
+}

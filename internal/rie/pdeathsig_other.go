@@ -1,0 +1,7 @@
+//go:build !linux
+
+package rie
+
+import "os/exec"
+
+func setPdeathsig(*exec.Cmd) {}
