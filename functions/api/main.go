@@ -20,7 +20,14 @@ import (
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// BUZZGATE_LOG_LEVEL: debug, info (default), warn or error.
+	var level slog.Level
+	if v := os.Getenv("BUZZGATE_LOG_LEVEL"); v != "" {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			level = slog.LevelInfo
+		}
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	// Also the log package's output (the Lambda runtime's, net/http's), as
 	// warnings: it reports failures.
 	slog.SetDefault(logger)
