@@ -1,6 +1,7 @@
 // Package dynalite runs dynalite, a local DynamoDB stand-in (a Node.js
 // program installed by `make tools` into .tools/dynalite), for the tests of
-// the DynamoDB store. It is imported by tests only.
+// the DynamoDB code and for `make invoke` (internal/invoke); nothing the
+// gateway ships imports it.
 //
 // One server per test package is the cheap way (Shared, with Main as the
 // TestMain); Start is the per-test variant and Launch the bare one. Client
