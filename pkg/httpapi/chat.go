@@ -88,6 +88,10 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 	defer cancel()
 	for range 3 {
 		exec, rec, err := s.idem.Begin(waitCtx, ident, fp, id)
+		if err != nil && r.Context().Err() != nil {
+			info.clientGone = true // the client left: not the store's fault
+			return
+		}
 		if err != nil {
 			s.log.Warn("idempotency store unavailable", "request_id", id, "error", err)
 			writeError(w, &llm.Error{Code: llm.CodeStoreUnavailable, Message: "the idempotency store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err})
@@ -119,6 +123,11 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 		}
 		err = s.idem.Serve(waitCtx, w, rec, idempotency.Retry{Fingerprint: fp, IncludeUsage: req.IncludeUsage})
 		switch {
+		case err != nil && w.wrote:
+			// Serve's contract is that an error means nothing was written;
+			// should that ever break, never write a second status line.
+			s.log.Error("idempotency serve failed after writing", "request_id", id, "error", err)
+			return
 		case err == nil:
 			info.add(slog.Bool("replayed", true), slog.String("replay_of", rec.RequestID))
 			info.m.Replayed = true

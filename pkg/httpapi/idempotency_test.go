@@ -466,6 +466,8 @@ func (failingStore) Reserve(context.Context, *idempotency.Record, time.Time) (*i
 	return nil, errDown
 }
 
+func (failingStore) Release(context.Context, string, string) error { return errDown }
+
 func TestIdempotencyStoreUnavailable(t *testing.T) {
 	g := newGateway(t, setup{store: failingStore{}})
 	a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))

@@ -68,11 +68,13 @@ func (s *Service) serve(ctx context.Context, w http.ResponseWriter, rec *Record,
 	case StateTombstone:
 		return nil, replayUnavailable("it ended in an error, so there is no answer to replay")
 	}
-	if rec.LeaseUntil.Before(s.now()) {
-		return nil, replayUnavailable("the call that ran it stopped before it answered")
-	}
+	// A running owner on this instance is alive whatever the store says of
+	// its lease (its heartbeats may have failed): follow it.
 	if f := s.flight(rec.Key, rec.Owner); f != nil {
 		return nil, s.followLocal(ctx, w, f, retry)
+	}
+	if rec.LeaseUntil.Before(s.now()) {
+		return nil, replayUnavailable("the call that ran it stopped before it answered")
 	}
 	return s.followRemote(ctx, w, rec, retry)
 }
@@ -152,6 +154,12 @@ func (s *Service) followLocal(ctx context.Context, w http.ResponseWriter, f *fli
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			if j.started {
+				// The answer is under way: end it visibly, never with a
+				// second status line.
+				j.fail("the wait for the first request reached its time limit")
+				return nil
+			}
 			return ctx.Err()
 		case <-deadline.C:
 			if !j.started {
@@ -172,6 +180,10 @@ func (s *Service) followRemote(ctx context.Context, w http.ResponseWriter, rec *
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if j.started {
+				j.fail("the wait for the first request reached its time limit")
+				return nil, nil
+			}
 			return nil, ctx.Err()
 		case <-t.C:
 		}

@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// storeTimeout bounds one store call the service makes on its own behalf.
+const storeTimeout = 10 * time.Second
+
 // Config is the service's timing and size policy.
 type Config struct {
 	// Window is how long a key is remembered.
@@ -106,10 +109,21 @@ func (s *Service) Begin(ctx context.Context, key, fingerprint, requestID string)
 	s.mu.Lock()
 	s.flights[key+"\x00"+owner] = f
 	s.mu.Unlock()
-	existing, err := s.store.Reserve(ctx, rec, now)
+	// The reservation is not cut short by the client going away: a write
+	// that lands after its caller gave up would hold the key with nobody
+	// running it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	existing, err := s.store.Reserve(rctx, rec, now)
+	cancel()
 	if err != nil || existing != nil {
 		s.dropFlight(key, owner)
 		if err != nil {
+			// The write may have landed even so (its answer was lost): undo
+			// it, best effort, or the key would read as a dead owner's for
+			// the whole window. Release is fenced by our owner token.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+			s.store.Release(rctx, key, owner)
+			cancel()
 			return nil, nil, unavailable(err)
 		}
 		return nil, existing, nil
@@ -227,7 +241,11 @@ func (e *Execution) Event(ctx context.Context, ev Event) {
 	if e.size > e.svc.cfg.MaxResponseBytes {
 		e.tooLarge = true
 	}
-	e.events = append(e.events, ev)
+	if !e.tooLarge {
+		// Past the cap the answer will not be stored: only local joiners,
+		// through the flight, still need the events.
+		e.events = append(e.events, ev)
+	}
 	e.flight.update(func(f *flight) { f.events = append(f.events, ev) })
 	if now := e.svc.now(); !e.tooLarge && now.Sub(e.lastAppend) >= e.svc.cfg.AppendInterval {
 		e.append(ctx)
