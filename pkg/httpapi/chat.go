@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
@@ -31,12 +32,13 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 		return
 	}
 	info.add(slog.String("project", p.project.ID), slog.String("key_id", p.keyID))
-	release, ok := s.admit()
+	admitted, ok := s.admit()
 	if !ok {
 		writeError(w, &llm.Error{Code: llm.CodeCapacity, Message: "the gateway is at capacity; retry shortly", RetryAfter: time.Second})
 		return
 	}
-	defer release()
+	release := sync.OnceFunc(admitted)
+	defer func() { release() }()
 
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -121,6 +123,10 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 			s.run(ctx, w, r, call)
 			return
 		}
+		// A retry that waits for, or replays, another request's answer does
+		// no provider work: it gives its admission slot back, so that
+		// retry storms on one slow key cannot fill the gateway.
+		release()
 		err = s.idem.Serve(waitCtx, w, rec, idempotency.Retry{Fingerprint: fp, IncludeUsage: req.IncludeUsage})
 		switch {
 		case err != nil && w.wrote:
@@ -133,6 +139,14 @@ func (s *Server) chat(w *recorder, r *http.Request, id string, info *logInfo) {
 			info.m.Replayed = true
 			return
 		case errors.Is(err, idempotency.ErrRunAgain):
+			// It may run the request itself now: admitted again, like any
+			// new request.
+			admitted, ok := s.admit()
+			if !ok {
+				writeError(w, &llm.Error{Code: llm.CodeCapacity, Message: "the gateway is at capacity; retry shortly", RetryAfter: time.Second})
+				return
+			}
+			release = sync.OnceFunc(admitted)
 			continue
 		case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 			info.clientGone = true
