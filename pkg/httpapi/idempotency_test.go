@@ -607,3 +607,21 @@ func TestIdempotencyRoom(t *testing.T) {
 		t.Errorf("upstream calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestWaiterGivesBackItsSlot: a retry waiting for the first call of its key
+// does not hold an admission slot, so other requests still get in.
+func TestWaiterGivesBackItsSlot(t *testing.T) {
+	g := newGateway(t, setup{extraYAML: "server: {max_in_flight: 2}\n"})
+	g.ups[0].Script(providertest.Response{FirstChunkDelay: 600 * time.Millisecond})
+	firstc := make(chan answer, 1)
+	go func() { firstc <- call(context.Background(), g.url, chatBody(""), "Idempotency-Key", key(t)) }()
+	waitCalls(t, g.ups[0], 1)
+	waiterc := make(chan answer, 1)
+	go func() { waiterc <- call(context.Background(), g.url, chatBody(""), "Idempotency-Key", key(t)) }()
+	time.Sleep(100 * time.Millisecond) // the waiter is waiting
+	if a := mustCall(t, g.url, chatBody(`"n":1`)); a.status != 200 {
+		t.Errorf("a new request while one runs and one waits: %d %q", a.status, a.code)
+	}
+	first, waiter := <-firstc, <-waiterc
+	sameAnswer(t, first, waiter)
+}
