@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 )
 
@@ -25,27 +24,7 @@ func TestMain(m *testing.M) { dynalite.Main(m, &server) }
 
 const testPepper = "admin test pepper"
 
-// shared is one table for the tests (they use fresh project ids).
-var shared struct {
-	once  sync.Once
-	table string
-	err   error
-}
-
-func sharedTable(t *testing.T) string {
-	t.Helper()
-	endpoint := server.Endpoint(t)
-	shared.once.Do(func() {
-		shared.table = dynalite.TableName("admin")
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		shared.err = dynamostore.EnsureTable(ctx, dynalite.NewClient(endpoint), shared.table)
-	})
-	if shared.err != nil {
-		t.Fatalf("EnsureTable: %v", shared.err)
-	}
-	return shared.table
-}
+func sharedTable(t *testing.T) string { return server.SharedTable(t) }
 
 var idSeq struct {
 	sync.Mutex

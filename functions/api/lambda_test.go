@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/rie"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 )
 
@@ -32,13 +31,7 @@ var requestID = regexp.MustCompile(`^req_[0-9a-f]{16,}$`)
 func newTable(t *testing.T) (endpoint, table string) {
 	t.Helper()
 	endpoint = dyn.Endpoint(t)
-	table = dynalite.TableName("lambda")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := dynamostore.EnsureTable(ctx, dynalite.Client(t, endpoint), table); err != nil {
-		t.Fatalf("EnsureTable: %v", err)
-	}
-	return endpoint, table
+	return endpoint, dynalite.Table(t, dynalite.Client(t, endpoint), "lambda")
 }
 
 // startFunction runs the gateway's bootstrap under the emulator with the

@@ -38,12 +38,7 @@ var backends = []backend{
 	}},
 	{"dynamodb", func(t testing.TB) (idempotency.Store, httpapi.Accounts) {
 		client := dynalite.NewClient(dynaliteServer.Endpoint(t))
-		table := dynalite.TableName("bill")
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
-			t.Fatal(err)
-		}
+		table := dynalite.Table(t, client, "bill")
 		l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
 		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
 	}},

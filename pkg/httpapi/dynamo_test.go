@@ -35,13 +35,7 @@ func dynamoStore(t testing.TB, optFns ...func(*dynamodb.Options)) idempotency.St
 func dynamoStoreAt(t testing.TB, endpoint string, optFns ...func(*dynamodb.Options)) idempotency.Store {
 	t.Helper()
 	client := dynalite.NewClient(endpoint, optFns...)
-	table := dynalite.TableName("gw")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	return dynamostore.New(client, table)
+	return dynamostore.New(client, dynalite.Table(t, client, "gw"))
 }
 
 type storeKind struct {

@@ -14,6 +14,7 @@ package dynalite
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +29,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 )
 
 // EnvBinary names the environment variable that overrides where the dynalite
@@ -77,6 +80,42 @@ type Shared struct {
 	mu  sync.Mutex
 	srv *Server
 	err error
+
+	table    string
+	tableErr error
+}
+
+// Table creates a fresh table with the gateway's key schema
+// (dynamostore.EnsureTable) on client and returns its name.
+func Table(tb testing.TB, client *dynamodb.Client, prefix string) string {
+	tb.Helper()
+	table := TableName(prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+		tb.Fatalf("create table %s: %v", table, err)
+	}
+	return table
+}
+
+// SharedTable is one table on the shared server for every test of the
+// package that asks (tests that use fresh keys or ids can share it). It is
+// created by the first test that asks.
+func (s *Shared) SharedTable(tb testing.TB) string {
+	tb.Helper()
+	endpoint := s.Endpoint(tb)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.table == "" && s.tableErr == nil {
+		s.table = TableName("shared")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		s.tableErr = dynamostore.EnsureTable(ctx, NewClient(endpoint), s.table)
+		cancel()
+	}
+	if s.tableErr != nil {
+		tb.Fatalf("create table %s: %v", s.table, s.tableErr)
+	}
+	return s.table
 }
 
 // Endpoint starts the server if it is not running yet and returns its
