@@ -82,9 +82,6 @@ func New(store Store, cfg Config, now func() time.Time, log *slog.Logger) *Servi
 	return &Service{store: store, cfg: cfg, now: now, log: log, flights: map[string]*flight{}}
 }
 
-// Config returns the service's settings after defaults.
-func (s *Service) Config() Config { return s.cfg }
-
 func unavailable(err error) error {
 	if errors.Is(err, ErrUnavailable) {
 		return err
@@ -309,9 +306,6 @@ func (e *Execution) Release(ctx context.Context) error {
 	e.flight.finish(outcomeReleased, nil)
 	return err
 }
-
-// Owner returns the execution's fencing token (for tests and logs).
-func (e *Execution) Owner() string { return e.owner }
 
 type outcome int
 

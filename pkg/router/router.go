@@ -55,9 +55,6 @@ func New(cfg *catalog.Config, providers map[string]llm.Provider, health *Health,
 	return &Router{cfg: cfg, providers: providers, health: health, now: now}, nil
 }
 
-// Health returns the router's provider health tracker.
-func (r *Router) Health() *Health { return r.health }
-
 // Policy is what the calling project imposes on routing.
 type Policy struct {
 	// Demand is the request's data-policy demand (already the stricter of
