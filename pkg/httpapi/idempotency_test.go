@@ -469,10 +469,14 @@ func (failingStore) Reserve(context.Context, *idempotency.Record, time.Time) (*i
 func (failingStore) Release(context.Context, string, string) error { return errDown }
 
 func TestIdempotencyStoreUnavailable(t *testing.T) {
-	g := newGateway(t, setup{store: failingStore{}})
+	emf := &syncBuffer{}
+	g := newGateway(t, setup{store: failingStore{}, metrics: emf})
 	a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
 	if a.status != 503 || a.code != "idempotency_store_unavailable" {
 		t.Errorf("keyed request with the store down: %d %q", a.status, a.code)
+	}
+	if !strings.Contains(emf.String(), `"IdempotencyStoreErrors":1`) {
+		t.Errorf("no IdempotencyStoreErrors metric for the store failure: %s", emf.String())
 	}
 	if b := mustCall(t, g.url, chatBody("")); b.status != 200 {
 		t.Errorf("unkeyed request with the store down: %d", b.status)
