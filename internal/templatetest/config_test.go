@@ -55,7 +55,7 @@ func TestBuildShipsConfig(t *testing.T) {
 		}
 		recipe := targetRecipe(string(makefile), "build-"+id)
 		if !strings.Contains(recipe, "deploy/config.yaml") || !strings.Contains(recipe, "$(ARTIFACTS_DIR)/"+rel) {
-			t.Errorf("%s: BUZZGATE_CONFIG=%s, but the Makefile's build-%s does not copy deploy/config.yaml to $(ARTIFACTS_DIR)/%s yet (pending in the Makefile; see deploy/README.md)", id, path, id, rel)
+			t.Errorf("%s: BUZZGATE_CONFIG=%s, but the Makefile's build-%s does not copy deploy/config.yaml to $(ARTIFACTS_DIR)/%s: the deployed function would have no config", id, path, id, rel)
 		}
 	}
 }
