@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 )
 
 // server is the one dynalite of the package, started by the first test

@@ -17,7 +17,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 )
 
 // prog is the program's name in messages and usage.
@@ -163,7 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fail(err)
 	}
 	if createTable {
-		if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+		if err := ddbtable.EnsureTable(ctx, client, table); err != nil {
 			return fail(fmt.Errorf("create table %q: %w", table, err))
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/rie"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 )
 
 // eventsDir holds the sample events (`make invoke EVENT=...`).

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/rie"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 )
 
 // dyn is the dynalite server the Lambda tests share.

@@ -25,9 +25,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/internal/rie"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 )
 
 func main() {
@@ -77,7 +77,7 @@ func run(ctx context.Context, bootstrap, store string, eventFiles []string, logs
 		defer db.Close()
 		const table = "buzzgate"
 		tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err = dynamostore.EnsureTable(tctx, dynalite.NewClient(db.Endpoint), table)
+		err = ddbtable.EnsureTable(tctx, dynalite.NewClient(db.Endpoint), table)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("create table %s on dynalite: %w", table, err)

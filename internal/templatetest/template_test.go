@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 )
 
 // storeActions are the DynamoDB calls dynamostore.Store makes, and so the
@@ -113,7 +113,7 @@ func TestTableMatchesStore(t *testing.T) {
 	for _, k := range table.KeySchema {
 		keys = append(keys, keyElem{k.AttributeName, k.KeyType})
 	}
-	wantKeys := []keyElem{{dynamostore.AttrPK, "HASH"}, {dynamostore.AttrSK, "RANGE"}}
+	wantKeys := []keyElem{{ddbtable.AttrPK, "HASH"}, {ddbtable.AttrSK, "RANGE"}}
 	if diff := cmp.Diff(wantKeys, keys); diff != "" {
 		t.Errorf("%s: KeySchema (-want +got):\n%s", id, diff)
 	}
@@ -121,15 +121,15 @@ func TestTableMatchesStore(t *testing.T) {
 	for _, a := range table.AttributeDefinitions {
 		attrs[a.AttributeName] = a.AttributeType
 	}
-	wantAttrs := map[string]string{dynamostore.AttrPK: "S", dynamostore.AttrSK: "S"}
+	wantAttrs := map[string]string{ddbtable.AttrPK: "S", ddbtable.AttrSK: "S"}
 	if diff := cmp.Diff(wantAttrs, attrs); diff != "" {
 		t.Errorf("%s: AttributeDefinitions (-want +got):\n%s", id, diff)
 	}
 	if len(table.GlobalSecondaryIndexes) > 0 || len(table.LocalSecondaryIndexes) > 0 {
 		t.Errorf("%s: the store uses no index; an index also needs its ARN in the function's policy", id)
 	}
-	if ttl := table.TimeToLiveSpecification; ttl == nil || deref(ttl.AttributeName) != dynamostore.AttrTTL || !ttl.Enabled {
-		t.Errorf("%s: TimeToLiveSpecification must be enabled on %q (dynamostore.AttrTTL)", id, dynamostore.AttrTTL)
+	if ttl := table.TimeToLiveSpecification; ttl == nil || deref(ttl.AttributeName) != ddbtable.AttrTTL || !ttl.Enabled {
+		t.Errorf("%s: TimeToLiveSpecification must be enabled on %q (ddbtable.AttrTTL)", id, ddbtable.AttrTTL)
 	}
 	if pitr := table.PointInTimeRecoverySpecification; pitr == nil || pitr.PointInTimeRecoveryEnabled == nil || !*pitr.PointInTimeRecoveryEnabled {
 		t.Errorf("%s: PointInTimeRecoverySpecification must be enabled", id)

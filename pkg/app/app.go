@@ -19,6 +19,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
 	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
@@ -177,7 +178,7 @@ func newStores(ctx context.Context, cfg *catalog.Config, getenv func(string) str
 			create = v == "true"
 		}
 		if create {
-			if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+			if err := ddbtable.EnsureTable(ctx, client, table); err != nil {
 				return nil, httpapi.Accounts{}, fmt.Errorf("%s=dynamodb: table %q: %w", EnvStore, table, err)
 			}
 		}

@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 )
 
@@ -229,8 +228,8 @@ func BenchmarkDynamoCalls(b *testing.B) {
 }
 
 func dynamoCalls(b *testing.B, endpoint string) {
-	var counter dynamostore.Counter
-	h, _ := benchGateway(b, dynamoStoreAt(b, endpoint, dynamostore.CountCalls(&counter)))
+	var counter dynalite.Counter
+	h, _ := benchGateway(b, dynamoStoreAt(b, endpoint, dynalite.CountCalls(&counter)))
 	body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
 	report := func(b *testing.B) {
 		b.StopTimer()

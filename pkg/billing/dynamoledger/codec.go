@@ -15,7 +15,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/billing"
 )
 
-// Key attributes (the table's key schema: dynamostore.EnsureTable).
+// Key attributes (the table's key schema: ddbtable.EnsureTable).
 const (
 	AttrPK = "pk"
 	AttrSK = "sk"

@@ -1,6 +1,6 @@
 // Package dynamoledger keeps balances, key spend, the usage ledger, feedback
 // and API keys in DynamoDB, in the gateway's one table (pk S HASH, sk S
-// RANGE: dynamostore.EnsureTable), shared at once by every instance. It is a
+// RANGE: ddbtable.EnsureTable), shared at once by every instance. It is a
 // billing.Ledger, a billing.KeyStore and a billing.Sweeper.
 //
 // # Data model
@@ -187,7 +187,7 @@ var (
 	_ billing.Sweeper  = (*Store)(nil)
 )
 
-// New returns a Store on table (which dynamostore.EnsureTable creates, or
+// New returns a Store on table (which ddbtable.EnsureTable creates, or
 // the SAM template).
 func New(client *dynamodb.Client, table string, opts Options) *Store {
 	if opts.GCThreshold <= 0 {

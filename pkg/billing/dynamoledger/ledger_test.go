@@ -18,11 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/billingtest"
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 )
 
 func TestLedger(t *testing.T) {
@@ -308,9 +308,9 @@ func TestSlowBillAfterCollection(t *testing.T) {
 // step 3 once, sees the new epoch and bills.
 func TestStaleEpoch(t *testing.T) {
 	project, keyID := billingtest.ID("p"), billingtest.ID("k")
-	var counter dynamostore.Counter
-	a := newStore(t, dynamoledger.Options{GCThreshold: 1}, dynamostore.CountCalls(&counter))
-	b := newStore(t, dynamoledger.Options{GCThreshold: 100}, dynamostore.CountCalls(&counter))
+	var counter dynalite.Counter
+	a := newStore(t, dynamoledger.Options{GCThreshold: 1}, dynalite.CountCalls(&counter))
+	b := newStore(t, dynamoledger.Options{GCThreshold: 100}, dynalite.CountCalls(&counter))
 	billingtest.MustAccount(t, b, project, keyID) // b caches epoch 0
 	billingtest.MustBill(t, a, billingtest.NewEntry(project, keyID, 1))
 	if ep := epoch(t, project); ep != "1" {
@@ -410,11 +410,11 @@ func TestUnavailable(t *testing.T) {
 // TestCallCounts measures the DynamoDB calls of each operation, on dynalite
 // and through the ALL_OLD proxy (as on DynamoDB).
 func TestCallCounts(t *testing.T) {
-	var counter dynamostore.Counter
+	var counter dynalite.Counter
 	proxy := dynalite.AllOldProxy(t, server.Endpoint(t))
 	stores := map[string]*dynamoledger.Store{
-		"dynalite": newStore(t, dynamoledger.Options{GCThreshold: 2}, dynamostore.CountCalls(&counter)),
-		"DynamoDB": dynamoledger.New(dynalite.Client(t, proxy.Endpoint, dynamostore.CountCalls(&counter)), sharedTable(t), dynamoledger.Options{GCThreshold: 2, Pepper: pepper}),
+		"dynalite": newStore(t, dynamoledger.Options{GCThreshold: 2}, dynalite.CountCalls(&counter)),
+		"DynamoDB": dynamoledger.New(dynalite.Client(t, proxy.Endpoint, dynalite.CountCalls(&counter)), sharedTable(t), dynamoledger.Options{GCThreshold: 2, Pepper: pepper}),
 	}
 	ctx := t.Context()
 	type calls = map[string]int
@@ -481,7 +481,7 @@ func TestSharesTheIdempotencyTable(t *testing.T) {
 	client := dynalite.Client(t, server.Endpoint(t))
 	// EnsureTable on a table that exists is a no-op (another instance, or
 	// the idempotency store, created it).
-	if err := dynamostore.EnsureTable(ctx, client, sharedTable(t)); err != nil {
+	if err := ddbtable.EnsureTable(ctx, client, sharedTable(t)); err != nil {
 		t.Fatalf("EnsureTable: %v", err)
 	}
 	s := dynamoledger.New(client, sharedTable(t), dynamoledger.Options{})

@@ -17,9 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/storetest"
 )
 
@@ -28,11 +29,11 @@ type calls = map[string]int
 // TestCallCounts measures the DynamoDB calls of each operation, on dynalite
 // (no ALL_OLD) and through the ALL_OLD proxy (as on DynamoDB).
 func TestCallCounts(t *testing.T) {
-	var counter dynamostore.Counter
+	var counter dynalite.Counter
 	table := sharedTable(t)
-	direct := dynamostore.New(dynalite.Client(t, server.Endpoint(t), dynamostore.CountCalls(&counter)), table)
+	direct := dynamostore.New(dynalite.Client(t, server.Endpoint(t), dynalite.CountCalls(&counter)), table)
 	proxy := dynalite.AllOldProxy(t, server.Endpoint(t))
-	allOld := dynamostore.New(dynalite.Client(t, proxy.Endpoint, dynamostore.CountCalls(&counter)), table)
+	allOld := dynamostore.New(dynalite.Client(t, proxy.Endpoint, dynalite.CountCalls(&counter)), table)
 	ctx := t.Context()
 	base := storetest.Base()
 
@@ -119,7 +120,7 @@ func TestCallCounts(t *testing.T) {
 	})
 	measure("retry in flight, ALL_OLD: Reserve (in progress: + Load)", calls{"PutItem": 1, "Query": 1}, reserve(allOld, storetest.NewRecord(str.Key, base), true))
 	measure("Load (in progress, 3 batches)", calls{"Query": 1}, load(direct, str.Key, idempotency.StateInProgress))
-	other := dynamostore.New(dynalite.Client(t, server.Endpoint(t), dynamostore.CountCalls(&counter)), table)
+	other := dynamostore.New(dynalite.Client(t, server.Endpoint(t), dynalite.CountCalls(&counter)), table)
 	measure("Append 3 by a Store that did not reserve (reads first)", calls{"Query": 1, "PutItem": 1}, func() error {
 		return other.Append(ctx, str.Key, str.Owner, 3, nil, storetest.TextEvents("more", 2))
 	})
@@ -321,7 +322,7 @@ func TestUnavailable(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		if err := dynamostore.EnsureTable(ctx, dynalite.Client(t, dead, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), "idem"); !errors.Is(err, idempotency.ErrUnavailable) {
+		if err := ddbtable.EnsureTable(ctx, dynalite.Client(t, dead, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), "idem"); !errors.Is(err, idempotency.ErrUnavailable) {
 			t.Fatalf("EnsureTable: %v, want ErrUnavailable", err)
 		}
 	})
@@ -348,15 +349,15 @@ func TestUnavailable(t *testing.T) {
 // TestEnsureTableConcurrent: two instances starting at once both come up
 // with the table; a third finds it.
 func TestEnsureTableConcurrent(t *testing.T) {
-	var counter dynamostore.Counter
-	client := dynalite.Client(t, server.Endpoint(t), dynamostore.CountCalls(&counter))
+	var counter dynalite.Counter
+	client := dynalite.Client(t, server.Endpoint(t), dynalite.CountCalls(&counter))
 	table := dynalite.TableName("ensure")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		wg.Go(func() { errs[i] = dynamostore.EnsureTable(ctx, client, table) })
+		wg.Go(func() { errs[i] = ddbtable.EnsureTable(ctx, client, table) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -385,7 +386,7 @@ func TestEnsureTableConcurrent(t *testing.T) {
 	}
 
 	counter.Reset()
-	if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+	if err := ddbtable.EnsureTable(ctx, client, table); err != nil {
 		t.Fatalf("EnsureTable on an existing table: %v", err)
 	}
 	if got := counter.Snapshot(); !maps.Equal(got, calls{"DescribeTable": 1}) {

@@ -3,7 +3,7 @@ package dynamostore_test
 import (
 	"testing"
 
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 )
 
 // server is the dynalite server all the tests of the package share, started

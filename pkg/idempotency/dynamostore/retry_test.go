@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/storetest"
 )
 
@@ -42,8 +42,8 @@ func (l *loseAnswer) Do(req *http.Request) (*http.Response, error) {
 // its condition on the record it created: Reserve still reports it created.
 func TestReserveRetriedPut(t *testing.T) {
 	lose := &loseAnswer{op: "PutItem"}
-	var counter dynamostore.Counter
-	client := dynalite.Client(t, server.Endpoint(t), dynamostore.CountCalls(&counter),
+	var counter dynalite.Counter
+	client := dynalite.Client(t, server.Endpoint(t), dynalite.CountCalls(&counter),
 		func(o *dynamodb.Options) { o.HTTPClient = lose })
 	s := dynamostore.New(client, sharedTable(t))
 	base := storetest.Base()

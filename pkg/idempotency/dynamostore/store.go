@@ -85,24 +85,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 )
 
 // Attribute names. The SAM template's key schema and TTL attribute must use
 // AttrPK, AttrSK and AttrTTL.
 const (
-	AttrPK          = "pk"          // S, partition key: the record's key
-	AttrSK          = "sk"          // S, sort key
-	AttrTTL         = "ttl"         // N, unix seconds: DynamoDB's TTL attribute
-	AttrState       = "state"       // S: in_progress, completed, tombstone
-	AttrFingerprint = "fp"          // S
-	AttrOwner       = "owner"       // S: the owner token
-	AttrLeaseUntil  = "lease_until" // N, unix ms
-	AttrExpiresAt   = "expires_at"  // N, unix ms
-	AttrRequestID   = "req_id"      // S
-	AttrAnswer      = "ans"         // B: the deflated answer, inline
-	AttrParts       = "parts"       // N: the number of parts (or chunks)
-	AttrData        = "d"           // B: a part, a chunk or a batch of events
+	AttrPK          = ddbtable.AttrPK  // S, partition key: the record's key
+	AttrSK          = ddbtable.AttrSK  // S, sort key
+	AttrTTL         = ddbtable.AttrTTL // N, unix seconds: DynamoDB's TTL attribute
+	AttrState       = "state"          // S: in_progress, completed, tombstone
+	AttrFingerprint = "fp"             // S
+	AttrOwner       = "owner"          // S: the owner token
+	AttrLeaseUntil  = "lease_until"    // N, unix ms
+	AttrExpiresAt   = "expires_at"     // N, unix ms
+	AttrRequestID   = "req_id"         // S
+	AttrAnswer      = "ans"            // B: the deflated answer, inline
+	AttrParts       = "parts"          // N: the number of parts (or chunks)
+	AttrData        = "d"              // B: a part, a chunk or a batch of events
 )
 
 // Sort keys.

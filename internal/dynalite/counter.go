@@ -1,4 +1,4 @@
-package dynamostore
+package dynalite
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type Counter struct {
 
 // CountCalls is a client option that counts every call in c:
 //
-//	client := dynamodb.NewFromConfig(cfg, dynamostore.CountCalls(&counter))
+//	client := dynamodb.NewFromConfig(cfg, dynalite.CountCalls(&counter))
 func CountCalls(c *Counter) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {

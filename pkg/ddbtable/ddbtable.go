@@ -1,4 +1,9 @@
-package dynamostore
+// Package ddbtable owns buzzgate's one DynamoDB table: its key schema, its
+// TTL attribute and its creation. The idempotency store (dynamostore), the
+// ledger (dynamoledger) and the admin tool share the table; the SAM template
+// declares the same schema (internal/templatetest checks it against these
+// names).
+package ddbtable
 
 import (
 	"context"
@@ -10,6 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
+
+// Key and TTL attributes of the table.
+const (
+	AttrPK  = "pk"  // S, partition key
+	AttrSK  = "sk"  // S, sort key
+	AttrTTL = "ttl" // N, unix seconds: DynamoDB's TTL attribute
+)
+
 
 // EnsureTable makes sure the table exists and is ACTIVE: when DescribeTable
 // does not find it, it creates it (on-demand billing, key pk (S, HASH) and sk
@@ -42,11 +55,11 @@ func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) err
 		})
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
-			return unavailable("CreateTable", err)
+			return fail("CreateTable", err)
 		}
 		created = true
 	} else if err != nil {
-		return unavailable("DescribeTable", err)
+		return fail("DescribeTable", err)
 	}
 
 	delay := 50 * time.Millisecond
@@ -58,11 +71,11 @@ func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) err
 		// Right after a CreateTable, DescribeTable may not see the table
 		// yet (eventual consistency): keep polling.
 		if err != nil && !errors.As(err, &notFound) {
-			return unavailable("DescribeTable", err)
+			return fail("DescribeTable", err)
 		}
 		select {
 		case <-ctx.Done():
-			return unavailable("DescribeTable", fmt.Errorf("table %s is not ACTIVE (status %q): %w", table, status, ctx.Err()))
+			return fail("DescribeTable", fmt.Errorf("table %s is not ACTIVE (status %q): %w", table, status, ctx.Err()))
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, time.Second)
@@ -89,4 +102,8 @@ func describeStatus(ctx context.Context, client *dynamodb.Client, table string) 
 		return "", nil
 	}
 	return out.Table.TableStatus, nil
+}
+
+func fail(op string, err error) error {
+	return fmt.Errorf("ddbtable: dynamodb %s: %w", op, err)
 }

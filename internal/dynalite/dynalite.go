@@ -30,7 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
+	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 )
 
 // EnvBinary names the environment variable that overrides where the dynalite
@@ -86,13 +86,13 @@ type Shared struct {
 }
 
 // Table creates a fresh table with the gateway's key schema
-// (dynamostore.EnsureTable) on client and returns its name.
+// (ddbtable.EnsureTable) on client and returns its name.
 func Table(tb testing.TB, client *dynamodb.Client, prefix string) string {
 	tb.Helper()
 	table := TableName(prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := dynamostore.EnsureTable(ctx, client, table); err != nil {
+	if err := ddbtable.EnsureTable(ctx, client, table); err != nil {
 		tb.Fatalf("create table %s: %v", table, err)
 	}
 	return table
@@ -109,7 +109,7 @@ func (s *Shared) SharedTable(tb testing.TB) string {
 	if s.table == "" && s.tableErr == nil {
 		s.table = TableName("shared")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		s.tableErr = dynamostore.EnsureTable(ctx, NewClient(endpoint), s.table)
+		s.tableErr = ddbtable.EnsureTable(ctx, NewClient(endpoint), s.table)
 		cancel()
 	}
 	if s.tableErr != nil {
