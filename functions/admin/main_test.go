@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
 )
 
 // server is the one dynalite of the package, started by the first test

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzgate/buzzgate/internal/rie"
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/rie"
 )
 
 // eventsDir holds the sample events (`make invoke EVENT=...`).

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzgate/buzzgate/internal/rie"
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/rie"
 )
 
 // dyn is the dynalite server the Lambda tests share.

@@ -23,7 +23,6 @@ const (
 	AttrTTL = "ttl" // N, unix seconds: DynamoDB's TTL attribute
 )
 
-
 // EnsureTable makes sure the table exists and is ACTIVE: when DescribeTable
 // does not find it, it creates it (on-demand billing, key pk (S, HASH) and sk
 // (S, RANGE)); a ResourceInUseException there means another instance created

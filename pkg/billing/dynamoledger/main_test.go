@@ -5,8 +5,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
 )
 
 // server is the dynalite server all the tests of the package share, started

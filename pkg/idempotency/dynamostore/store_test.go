@@ -6,9 +6,9 @@ import (
 
 	"testing"
 
+	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
-	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/storetest"
 )
 
