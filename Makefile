@@ -28,7 +28,7 @@ EVENT ?= events/chat-completion.json
 STORE ?= dynamodb
 COLDSTART_RUNS ?= 20
 
-.PHONY: run build build-ApiFunction admin test vet lint fmt-check unit bench fuzz tools clean \
+.PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check unit bench soak fuzz tools clean \
 	bootstrap-local invoke coldstart
 
 run:
@@ -41,6 +41,10 @@ build:
 build-ApiFunction:
 	GOOS=linux GOARCH=arm64 $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 	cp deploy/config.yaml $(ARTIFACTS_DIR)/config.yaml
+
+# The scheduled billing sweep (no config file: it only reconciles the ledger).
+build-SweepFunction:
+	GOOS=linux GOARCH=arm64 $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweep
 
 # The admin tool for accounts and keys, e.g. make admin ARGS="show --project acme".
 admin:
@@ -80,6 +84,12 @@ unit: $(DYNALITE) $(RIE_LINK)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+# Keyed and unkeyed requests against stores that fail now and then; fails
+# unless spend = ledger = the answers the clients received.
+SOAK_REQUESTS ?= 2000
+soak:
+	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./pkg/httpapi
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

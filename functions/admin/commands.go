@@ -126,6 +126,74 @@ midnight UTC). The default is the last 24 hours.`,
 		},
 		define: defineUsage,
 	},
+	{
+		name:     "reconcile",
+		synopsis: "[--apply] [--now TIME]",
+		summary:  "report (and with --apply settle) the holds past their deadline, in every project",
+		about: `Lists, across all projects, the requests whose hold is past its deadline:
+the priced ones (their cost is known and not yet applied: "settle") and
+the ones that never got a price ("write off": closed at zero cost, nothing
+billed; a late bill of such a request still bills normally). With --apply
+it settles and writes them off; without, it only reports. --now (or
+--as-of; RFC 3339, default now) is the time the deadlines are compared
+with. It is safe to run while the gateway runs, and twice at once: nothing
+is billed twice. The gateway's sweep does the same on a schedule.`,
+		examples: []string{
+			"admin reconcile",
+			"admin reconcile --apply",
+			"admin reconcile --now 2025-06-01T12:00:00Z",
+		},
+		define: defineReconcile,
+	},
+}
+
+func defineReconcile(fs *flag.FlagSet, now func() time.Time) action {
+	apply := fs.Bool("apply", false, "settle and write off what is found (default: only report)")
+	var at timeFlag
+	fs.Var(&at, "now", "compare deadlines with this `TIME` (default: now)")
+	fs.Var(&at, "as-of", "the same as --now (`TIME`)")
+	return action{
+		check: func() error {
+			if !at.set {
+				at.t = now()
+			}
+			return nil
+		},
+		run: func(ctx context.Context, e *env) error {
+			r, err := e.store.Reconcile(ctx, at.t, *apply)
+			if err != nil {
+				return err
+			}
+			return writeReconciliation(e.stdout, at.t, *apply, r)
+		},
+	}
+}
+
+// writeReconciliation prints one line per request and the totals.
+func writeReconciliation(w io.Writer, at time.Time, applied bool, r billing.Reconciliation) error {
+	verb := "to "
+	if applied {
+		verb = ""
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "action\tproject\tkey id\trequest id\tmodel\taccepted\tcost\n")
+	var cost int64
+	for _, en := range r.Settled {
+		cost += en.CostNanos
+		fmt.Fprintf(tw, "%ssettle\t%s\t%s\t%s\t%s\t%s\t%s\n", verb, en.Project, en.KeyID, en.RequestID, en.Model, en.At.UTC().Format(time.RFC3339), formatUSD(en.CostNanos))
+	}
+	for _, h := range r.WrittenOff {
+		fmt.Fprintf(tw, "%swrite off\t%s\t%s\t%s\t%s\t%s\t%s\n", verb, h.Project, h.KeyID, h.RequestID, h.Model, h.At.UTC().Format(time.RFC3339), formatUSD(0))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	what := "pending"
+	if applied {
+		what = "done"
+	}
+	_, err := fmt.Fprintf(w, "as of %s, %s: %d settled (%s), %d written off\n", at.UTC().Format(time.RFC3339), what, len(r.Settled), formatUSD(cost), len(r.WrittenOff))
+	return err
 }
 
 func lookup(name string) *command {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
 )
 
@@ -53,8 +54,33 @@ func serveLambda(logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("buzzgate serving Lambda events", "models", len(a.Config.Models), "providers", len(a.Config.Providers))
-	lambdaedge.Start(a.Handler)
+	lambdaedge.Start(finishWithin(a, logger))
 	return nil
+}
+
+// finishWithin keeps each invocation open after its answer (flushed) while
+// the finisher retries a write that failed (a record's completion, a bill):
+// a Lambda execution environment is frozen between invocations, so a retry
+// left for later might never run. It waits until the invocation's deadline
+// less a margin; what is still undone then, the SweepFunction settles
+// (bills) or the record's lease ends (a 409 for its retries).
+func finishWithin(a *app.App, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.Handler.ServeHTTP(w, r)
+		if a.Finisher.Pending() == 0 {
+			return
+		}
+		_ = http.NewResponseController(w).Flush()
+		ctx := context.WithoutCancel(r.Context())
+		if d, ok := r.Context().Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+			defer cancel()
+		}
+		if err := a.Finisher.Wait(ctx); err != nil {
+			logger.Warn("finishing steps still pending at the invocation's end", "pending", a.Finisher.Pending())
+		}
+	})
 }
 
 func serveHTTP(logger *slog.Logger) error {
@@ -76,6 +102,11 @@ func serveHTTP(logger *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if a.Reconciler != nil {
+		// The local server settles what failed or crashed requests left
+		// (under Lambda the scheduled SweepFunction does).
+		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	logger.Info("buzzgate listening", "addr", addr, "models", len(a.Config.Models), "providers", len(a.Config.Providers))
@@ -89,6 +120,14 @@ func serveHTTP(logger *slog.Logger) error {
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	// Writes still being retried (a record's completion, a bill) get a last
+	// chance of their own; what they leave, the reconciler and the leases
+	// finish.
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelDrain()
+	if err := a.Finisher.Drain(drainCtx); err != nil {
+		logger.Warn("finishing steps left undone at shutdown", "pending", a.Finisher.Pending())
 	}
 	return nil
 }

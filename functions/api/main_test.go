@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -50,6 +51,11 @@ func bootstrap(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if code != 0 {
+		if out := dyn.Output(); out != "" {
+			fmt.Fprintf(os.Stderr, "dynalite's output:\n%s\n", out)
+		}
+	}
 	dyn.Close()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

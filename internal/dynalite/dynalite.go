@@ -133,6 +133,23 @@ func (s *Shared) Endpoint(tb testing.TB) string {
 	return s.srv.Endpoint
 }
 
+// Output is what the server wrote so far, and how it ended if it did ("" if
+// it was never started).
+func (s *Shared) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		return ""
+	}
+	out := s.srv.Output()
+	select {
+	case <-s.srv.done:
+		out += "\n(dynalite exited: " + s.srv.cmd.ProcessState.String() + ")"
+	default:
+	}
+	return out
+}
+
 // Close stops the server if it was started.
 func (s *Shared) Close() {
 	s.mu.Lock()

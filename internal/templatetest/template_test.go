@@ -87,9 +87,17 @@ func TestFunctionsBuildWithMakefile(t *testing.T) {
 		if got := deref(fn.Handler); got != "bootstrap" {
 			t.Errorf("%s: Handler = %q, want bootstrap", id, got)
 		}
-		// The gateway's request ceiling is 600 s; Lambda's maximum is 900 s.
-		if fn.Timeout == nil || *fn.Timeout < 600 || *fn.Timeout > 900 {
-			t.Errorf("%s: Timeout = %v, want between 600 and 900 seconds", id, derefInt(fn.Timeout))
+		switch functionKind(t, id) {
+		case kindAPI:
+			// The gateway's request ceiling is 600 s; Lambda's maximum is 900 s.
+			if fn.Timeout == nil || *fn.Timeout < 600 || *fn.Timeout > 900 {
+				t.Errorf("%s: Timeout = %v, want between 600 and 900 seconds", id, derefInt(fn.Timeout))
+			}
+		case kindSweep:
+			// TestSweepFunction checks it against the schedule.
+			if fn.Timeout == nil || *fn.Timeout < 30 {
+				t.Errorf("%s: Timeout = %v, want at least 30 seconds", id, derefInt(fn.Timeout))
+			}
 		}
 		if fn.MemorySize == nil {
 			t.Errorf("%s: no MemorySize (the 128 MB default is far too little CPU)", id)
@@ -171,17 +179,24 @@ func TestFunctionEnvironment(t *testing.T) {
 			t.Errorf("%s: no Environment.Variables", id)
 			continue
 		}
-		if got := vars["BUZZGATE_STORE"]; got != "dynamodb" {
-			t.Errorf("%s: BUZZGATE_STORE = %v, want dynamodb", id, got)
-		}
+		kind := functionKind(t, id)
 		if got := vars["BUZZGATE_TABLE"]; !isRef(got, table) {
 			t.Errorf("%s: BUZZGATE_TABLE = %v, want !Ref %s", id, got, table)
 		}
 		if got, ok := vars["BUZZGATE_CREATE_TABLE"]; ok && got != "false" {
 			t.Errorf("%s: BUZZGATE_CREATE_TABLE = %v: the role cannot create the table, the template does", id, got)
 		}
-		if got := vars["BUZZGATE_CONFIG"]; got != "/var/task/config.yaml" {
-			t.Errorf("%s: BUZZGATE_CONFIG = %v, want /var/task/config.yaml (deploy/config.yaml in the artifact)", id, got)
+		// The metrics' Stage dimension, which the dashboard and alarms use.
+		if got := vars["BUZZGATE_STAGE"]; !isRef(got, "Stage") {
+			t.Errorf("%s: BUZZGATE_STAGE = %v, want !Ref Stage", id, got)
+		}
+		if kind == kindAPI {
+			if got := vars["BUZZGATE_STORE"]; got != "dynamodb" {
+				t.Errorf("%s: BUZZGATE_STORE = %v, want dynamodb", id, got)
+			}
+			if got := vars["BUZZGATE_CONFIG"]; got != "/var/task/config.yaml" {
+				t.Errorf("%s: BUZZGATE_CONFIG = %v, want /var/task/config.yaml (deploy/config.yaml in the artifact)", id, got)
+			}
 		}
 
 		names := make([]string, 0, len(vars))
@@ -194,7 +209,17 @@ func TestFunctionEnvironment(t *testing.T) {
 			if s, ok := v.(string); ok && literalKey.MatchString(s) {
 				t.Errorf("%s: %s looks like a key in plain text", id, name)
 			}
+			if text, _ := subText(v); kind == kindSweep && strings.Contains(text, "{{resolve:") {
+				// Reconcile calls no provider and hashes no API key.
+				t.Errorf("%s: %s: the sweep needs no secret", id, name)
+				continue
+			}
 			if !secretVarName.MatchString(name) {
+				continue
+			}
+			if kind == kindSweep {
+				// Reconcile calls no provider and hashes no API key.
+				t.Errorf("%s: %s: the sweep needs no secret", id, name)
 				continue
 			}
 			text, ok := subText(v)
@@ -204,8 +229,11 @@ func TestFunctionEnvironment(t *testing.T) {
 			}
 		}
 
-		// Every key the config names must reach the function.
+		// Every key the config names must reach the gateway.
 		for i, p := range cfg.Providers {
+			if kind != kindAPI {
+				break
+			}
 			if p.APIKeyEnv == "" {
 				continue
 			}
@@ -263,10 +291,22 @@ func TestStoreCallsMatchPolicy(t *testing.T) {
 	}
 }
 
+// TestDynamoDBPolicyIsLeastPrivilege wants each function's role to have
+// exactly the DynamoDB calls its code makes on the table: the gateway
+// storeActions, the sweep reconcileActions.
 func TestDynamoDBPolicyIsLeastPrivilege(t *testing.T) {
 	tpl := load(t)
 	table := tableID(t, tpl)
 	for _, id := range tpl.resources("AWS::Serverless::Function") {
+		var allowed []string
+		switch functionKind(t, id) {
+		case kindAPI:
+			allowed = storeActions
+		case kindSweep:
+			allowed = reconcileActions(t)
+		default:
+			continue
+		}
 		if get(tpl.props(id), "Role") != nil {
 			t.Errorf("%s: a Role of its own is not checked here: use Policies", id)
 		}
@@ -277,7 +317,7 @@ func TestDynamoDBPolicyIsLeastPrivilege(t *testing.T) {
 			case string:
 				// A managed policy: none may touch DynamoDB or everything.
 				if strings.Contains(strings.ToLower(policy), "dynamodb") || strings.Contains(policy, "Administrator") || strings.Contains(policy, "PowerUser") {
-					t.Errorf("%s: managed policy %q grants more than the table's four calls", at, policy)
+					t.Errorf("%s: managed policy %q grants more than the table's calls", at, policy)
 				}
 			case map[string]any:
 				stmts, isDoc := policy["Statement"]
@@ -285,13 +325,13 @@ func TestDynamoDBPolicyIsLeastPrivilege(t *testing.T) {
 					// A SAM policy template (DynamoDBCrudPolicy, ...).
 					for name := range policy {
 						if strings.Contains(strings.ToLower(name), "dynamodb") {
-							t.Errorf("%s: policy template %s grants more than the table's four calls", at, name)
+							t.Errorf("%s: policy template %s grants more than the table's calls", at, name)
 						}
 					}
 					continue
 				}
 				for j, stmt := range list(stmts) {
-					checkStatement(t, fmt.Sprintf("%s.Statement[%d]", at, j), stmt, table, granted)
+					checkStatement(t, fmt.Sprintf("%s.Statement[%d]", at, j), stmt, table, allowed, granted)
 				}
 			default:
 				t.Errorf("%s: unexpected policy %v", at, policy)
@@ -302,15 +342,15 @@ func TestDynamoDBPolicyIsLeastPrivilege(t *testing.T) {
 			got = append(got, a)
 		}
 		sort.Strings(got)
-		if diff := cmp.Diff(storeActions, got); diff != "" {
+		if diff := cmp.Diff(allowed, got); diff != "" {
 			t.Errorf("%s: DynamoDB actions granted (-want +got):\n%s", id, diff)
 		}
 	}
 }
 
-// checkStatement fails a statement that grants DynamoDB more than
-// storeActions on the table, and records what it grants.
-func checkStatement(t *testing.T, at string, stmt any, table string, granted map[string]bool) {
+// checkStatement fails a statement that grants DynamoDB more than allowed
+// on the table, and records what it grants.
+func checkStatement(t *testing.T, at string, stmt any, table string, allowed []string, granted map[string]bool) {
 	t.Helper()
 	s, ok := stmt.(map[string]any)
 	if !ok {
@@ -345,8 +385,8 @@ func checkStatement(t *testing.T, at string, stmt any, table string, granted map
 		return // a Deny narrows: fine
 	}
 	for _, a := range dynamo {
-		if !slices.Contains(storeActions, a) {
-			t.Errorf("%s: %s is not a call the store makes (allowed: %v)", at, a, storeActions)
+		if !slices.Contains(allowed, a) {
+			t.Errorf("%s: %s is not a call the function's code makes (allowed: %v)", at, a, allowed)
 			continue
 		}
 		granted[a] = true
@@ -565,7 +605,7 @@ func TestDashboardShowsEveryMetric(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range metricNames {
+	for _, name := range append(slices.Clone(metricNames), sweepMetricNames(t)...) {
 		if !shown[name] {
 			t.Errorf("%s: no widget shows %s.%s", id, metricNamespace, name)
 		}
@@ -679,9 +719,14 @@ func TestOutputs(t *testing.T) {
 	if v := get(outputs, "DashboardName", "Value"); !isRef(v, tpl.one(t, "AWS::CloudWatch::Dashboard")) {
 		t.Errorf("DashboardName = %v, want !Ref of the dashboard", v)
 	}
-	fn := tpl.resources("AWS::Serverless::Function")
-	if v := get(outputs, "FunctionArn", "Value"); len(fn) == 0 || !isGetAtt(v, fn[0], "Arn") {
-		t.Errorf("FunctionArn = %v, want !GetAtt <function>.Arn", v)
+	var gateway []string
+	for _, id := range tpl.resources("AWS::Serverless::Function") {
+		if functionKind(t, id) == kindAPI {
+			gateway = append(gateway, id)
+		}
+	}
+	if v := get(outputs, "FunctionArn", "Value"); len(gateway) != 1 || !isGetAtt(v, gateway[0], "Arn") {
+		t.Errorf("FunctionArn = %v, want !GetAtt <the gateway function>.Arn", v)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/ddbtable"
+	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
@@ -55,6 +56,11 @@ type App struct {
 	Config  *catalog.Config
 	Router  *router.Router
 	Handler http.Handler
+	// Finisher retries the writes after answers; drain it at shutdown.
+	Finisher *gateway.Finisher
+	// Reconciler settles holds left by failed or crashed requests (nil
+	// when the ledger has none).
+	Reconciler billing.Reconciler
 }
 
 // Options are App's dependencies from outside: the environment, a logger
@@ -230,6 +236,11 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 		MaxResponseBytes: cfg.Idempotency.MaxResponseBytes,
 		MaxWait:          min(cfg.Idempotency.MaxWait.D(), cfg.Server.RequestTimeout.D()),
 	}, opts.Now, opts.Logger)
-	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics, Accounts: accounts})
-	return &App{Config: cfg, Router: rt, Handler: h}, nil
+	fin := gateway.NewFinisher(gateway.FinisherOptions{Log: opts.Logger})
+	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics, Accounts: accounts, Finisher: fin})
+	a := &App{Config: cfg, Router: rt, Handler: h, Finisher: fin}
+	if r, ok := accounts.Ledger.(billing.Reconciler); ok {
+		a.Reconciler = r
+	}
+	return a, nil
 }

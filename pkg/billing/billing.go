@@ -16,13 +16,18 @@
 // doc (memledger: a mutex; dynamoledger: single-item conditional writes and
 // an epoch fence, no transactions).
 //
-// Who bills: the request's finalizer, once the answering provider's usage is
-// known, with the request's own x-request-id and accepted time (so that a
-// finalizer run again sends the same Entry). A request refused before any
-// provider call (400, 401, 402, 404, 413, 429 capacity, 503 no live
-// provider) is not billed at all, and neither is an Idempotency-Key replay,
-// a waiter or a joiner: they serve an answer that was billed once already.
-// A failed Bill (ErrUnavailable) is retried with the same Entry.
+// Who bills: before any provider is called the request's Hold is written
+// (no hold, no provider call: 503 billing_unavailable); once the answering
+// provider's usage is known, Price makes its cost durable before the
+// answer's last bytes go out, and Bill applies it, with the request's own
+// x-request-id and accepted time (so that a Bill run again sends the same
+// Entry); Unhold closes a hold that has nothing to bill. Whatever a dead
+// process or an unreachable store leaves, Reconcile (Reconciler) finishes
+// once the hold's deadline passed: a priced entry is billed, an unpriced
+// hold is written off at zero cost. A request refused before any provider
+// call (400, 401, 402, 404, 413, 429 capacity, 503 no live provider) is not
+// billed at all, and neither is an Idempotency-Key replay, a waiter or a
+// joiner: they serve an answer that was billed once already.
 //
 // # Money
 //
@@ -46,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -195,9 +201,10 @@ type Ledger interface {
 	// its RequestID, and the project's spend and the key's spend grow by
 	// e.CostNanos exactly once, however often Bill is called for the same
 	// entry, concurrently or after a failure at any step. An error means
-	// the bill may be incomplete: call Bill again with the same entry. A
-	// RequestID already billed with a different payload is
-	// ErrLedgerCollision.
+	// the bill may be incomplete: call Bill again with the same entry (or
+	// leave it to Reconcile, once it is priced). A RequestID already billed
+	// (or priced, or held) as another request is ErrLedgerCollision. Once
+	// the entry is applied, Bill closes the request's hold.
 	Bill(ctx context.Context, e Entry) error
 	// Entry returns the ledger entry of a request, or ErrNotFound.
 	Entry(ctx context.Context, requestID string) (Entry, error)
@@ -221,14 +228,68 @@ type Ledger interface {
 	// account the first time, and from then on the ledger is the truth
 	// (SetBalance and SetKeyLimit change it; a changed config does not).
 	Seed(ctx context.Context, project string, balanceNanos *int64, keyLimits map[string]*int64) error
+
+	// Hold records the hold of a request before any provider is called,
+	// idempotent on RequestID: the same request again is nil, another one
+	// ErrLedgerCollision. An error means no provider may be called (503
+	// billing_unavailable).
+	Hold(ctx context.Context, h Hold) error
+	// Price makes the answer's cost durable, usually with one write (the
+	// entry, not yet applied), before the answer's last bytes go out.
+	// Idempotent like Bill. Bill finishes it; so does Reconcile after the
+	// hold's deadline. Bill alone (without Price, or without Hold) works
+	// too.
+	Price(ctx context.Context, e Entry) error
+	// Unhold removes the hold of a request that ended with nothing to bill.
+	// A hold already priced or billed is left alone (nil), and so is an
+	// unknown one. Idempotent.
+	Unhold(ctx context.Context, project, requestID string) error
 }
 
-// Sweeper is implemented by ledgers whose Bill can be left half done by a
-// process that died and never called it again (dynamoledger): Sweep finishes
-// the project's entries with At in [from, to) that were written but not yet
-// applied to the balance, and returns how many it finished.
-type Sweeper interface {
-	Sweep(ctx context.Context, project string, from, to time.Time) (int, error)
+// Hold is the promise, written before any provider is called, that the
+// request will be billed or closed: no hold, no provider call. Reconcile
+// finds every hold past its Deadline.
+type Hold struct {
+	RequestID, Project, KeyID, Model string
+	// At is when the request was accepted: the Entry's At.
+	At time.Time
+	// Deadline is when Reconcile may settle the hold (the request's own
+	// Bill gets until then).
+	Deadline time.Time
+}
+
+// SameHold reports whether two holds of one RequestID are the same request
+// (the collision check of Hold; the Deadline is not compared, so a retried
+// Hold with a later deadline is the same hold).
+func SameHold(a, b Hold) bool {
+	return a.RequestID == b.RequestID && a.Project == b.Project && a.KeyID == b.KeyID &&
+		a.Model == b.Model && a.At.Equal(b.At)
+}
+
+// HoldMatches reports whether e is the bill of the request that h holds.
+func HoldMatches(h Hold, e Entry) bool {
+	return h.RequestID == e.RequestID && h.Project == e.Project && h.KeyID == e.KeyID &&
+		h.Model == e.Model && h.At.Equal(e.At)
+}
+
+// Reconciler settles what requests left behind; both ledgers implement it.
+type Reconciler interface {
+	// Reconcile finds, across all projects, every hold whose Deadline is
+	// before now: a priced one (Price, or a Bill that did not finish) is
+	// settled (Bill), an unpriced one is written off at zero cost (the
+	// hold is removed and no entry is written, so a late Bill of that
+	// request still bills normally). Without apply it only reports. It is
+	// safe to run concurrently with Bills and with itself: nothing is
+	// counted twice.
+	Reconcile(ctx context.Context, now time.Time, apply bool) (Reconciliation, error)
+}
+
+// Reconciliation is what a Reconcile found (and, with apply, did).
+type Reconciliation struct {
+	// Settled are the priced entries applied (without apply: to apply).
+	Settled []Entry
+	// WrittenOff are the holds past their deadline that never got a price.
+	WrittenOff []Hold
 }
 
 // NanosPerUSD is the number of nano-dollars in a dollar.
@@ -310,6 +371,25 @@ func SamePayload(a, b Entry) bool {
 		a.Model == b.Model && a.Provider == b.Provider &&
 		a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens &&
 		a.CostNanos == b.CostNanos && a.At.Equal(b.At)
+}
+
+// ValidateHold checks a hold before it is recorded.
+func ValidateHold(h Hold) error {
+	e := Entry{RequestID: h.RequestID, Project: h.Project, KeyID: h.KeyID, Model: h.Model, At: h.At}
+	if err := ValidateEntry(e); err != nil {
+		return invalid("hold" + strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": entry"))
+	}
+	if h.Deadline.IsZero() || h.Deadline.UTC().Year() < 1 || h.Deadline.UTC().Year() > 9999 {
+		return invalid("hold: Deadline zero or out of range")
+	}
+	return nil
+}
+
+// NormalizeHold returns h as ledgers store it: times in UTC, without their
+// monotonic reading.
+func NormalizeHold(h Hold) Hold {
+	h.At, h.Deadline = h.At.UTC().Round(0), h.Deadline.UTC().Round(0)
+	return h
 }
 
 // ValidateFeedback checks feedback before it is stored.

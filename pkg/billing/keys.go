@@ -94,7 +94,7 @@ type KeyRecord struct {
 }
 
 // KeyStore keeps API keys by their hash. The spend limit of a key is not
-// here but in the Ledger's account, next to the key's spend (SetKeyLimit),
+// here but in the Ledger, next to the key's spend (SetKeyLimit),
 // so that the 402 decision reads one place. It is safe for concurrent use.
 // Every implementation passes billingtest.RunKeyStore.
 type KeyStore interface {
@@ -117,6 +117,12 @@ type KeyStore interface {
 	// same project and id (revoked or not: a revoked config key stays
 	// revoked), ErrKeyConflict when it holds it for another.
 	ImportKey(ctx context.Context, project, hash, keyID string) error
+	// ProjectExists reports whether the project was created
+	// (CreateProject) or seeded (Ledger.Seed).
+	ProjectExists(ctx context.Context, project string) (bool, error)
+	// KeyProject returns the project a key id belongs to (revoked or not),
+	// ErrUnknownKey when there is no key of that id.
+	KeyProject(ctx context.Context, keyID string) (project string, err error)
 }
 
 // KeyCacheOptions configures a KeyCache.

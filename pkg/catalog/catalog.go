@@ -100,7 +100,8 @@ type Idempotency struct {
 	// MaxWait is how long a retry waits for the first call of its key
 	// before it answers 409 idempotency_in_progress. Default 600s.
 	MaxWait Duration `yaml:"max_wait"`
-	// MemoryBytes bounds the memory store's stored answers. Default 256 MiB.
+	// MemoryBytes bounds everything the memory store holds (records,
+	// tombstones, running streams' events and stored answers). Default 256 MiB.
 	MemoryBytes int64 `yaml:"memory_bytes"`
 }
 
@@ -113,6 +114,14 @@ type Server struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// RequestTimeout is the ceiling of one request. Default and maximum 600s.
 	RequestTimeout Duration `yaml:"request_timeout"`
+	// BodyTimeout: the whole request body must arrive within it, or the
+	// request is answered 408 body_timeout; a request is admitted only once
+	// its body is read. Default 30s.
+	BodyTimeout Duration `yaml:"body_timeout"`
+	// WriteTimeout: a write to the client that makes no progress for this
+	// long drops the client (a keyed request still finishes and records its
+	// answer). Default 30s.
+	WriteTimeout Duration `yaml:"write_timeout"`
 }
 
 // Health configures the provider cool-down.

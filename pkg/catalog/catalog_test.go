@@ -124,7 +124,7 @@ projects:
 		Models:      []Model{{ID: "m", Routes: []Route{{Provider: "sim", Model: "s"}}}},
 		Projects:    []Project{{ID: "p", DataPolicy: "none", Residency: "anywhere"}},
 		Idempotency: Idempotency{Window: Duration(24 * time.Hour), Lease: Duration(30 * time.Second), MaxResponseBytes: 1 << 20, MaxWait: Duration(600 * time.Second), MemoryBytes: 256 << 20},
-		Server:      Server{MaxInFlight: 512, MaxBodyBytes: 4 << 20, RequestTimeout: Duration(600 * time.Second)},
+		Server:      Server{MaxInFlight: 512, MaxBodyBytes: 4 << 20, RequestTimeout: Duration(600 * time.Second), BodyTimeout: Duration(30 * time.Second), WriteTimeout: Duration(30 * time.Second)},
 		Health:      Health{FailureThreshold: 5, Cooldown: Duration(30 * time.Second)},
 	}
 	if diff := cmp.Diff(want, got, ignoreIndex); diff != "" {
@@ -140,7 +140,7 @@ func TestDefaultsKeepExplicitValues(t *testing.T) {
 	c.Projects[0].DataPolicy = "zdr"
 	c.Projects[0].Residency = "eu"
 	c.Idempotency = Idempotency{Window: Duration(time.Hour), Lease: Duration(time.Minute), MaxResponseBytes: 10, MaxWait: Duration(time.Second), MemoryBytes: 1000}
-	c.Server = Server{MaxInFlight: 1, MaxBodyBytes: 2, RequestTimeout: Duration(time.Second)}
+	c.Server = Server{MaxInFlight: 1, MaxBodyBytes: 2, RequestTimeout: Duration(time.Second), BodyTimeout: Duration(time.Second), WriteTimeout: Duration(time.Second)}
 	c.Health = Health{FailureThreshold: 1, Cooldown: Duration(time.Second)}
 	want := *c
 	want.Providers = slices.Clone(c.Providers)
@@ -241,7 +241,7 @@ func TestValidate(t *testing.T) {
 
 		{"window zero", func(c *Config) { c.Idempotency.Window = 0 }, "idempotency.window", "> 0"},
 		{"lease zero", func(c *Config) { c.Idempotency.Lease = 0 }, "idempotency.lease", "> 0"},
-		{"lease not under window", func(c *Config) { c.Idempotency.Lease = c.Idempotency.Window }, "idempotency.lease", "shorter than idempotency.window"},
+		{"lease not under window", func(c *Config) { c.Idempotency.Lease = c.Idempotency.Window }, "idempotency.window", "longer than server.request_timeout + idempotency.lease"},
 		{"max_response_bytes negative", func(c *Config) { c.Idempotency.MaxResponseBytes = -1 }, "idempotency.max_response_bytes", "> 0"},
 		{"max_wait negative", func(c *Config) { c.Idempotency.MaxWait = -1 }, "idempotency.max_wait", "> 0"},
 		{"memory_bytes negative", func(c *Config) { c.Idempotency.MemoryBytes = -1 }, "idempotency.memory_bytes", "> 0"},
@@ -249,6 +249,12 @@ func TestValidate(t *testing.T) {
 		{"max_body_bytes negative", func(c *Config) { c.Server.MaxBodyBytes = -1 }, "server.max_body_bytes", "> 0"},
 		{"request_timeout zero", func(c *Config) { c.Server.RequestTimeout = 0 }, "server.request_timeout", "> 0"},
 		{"request_timeout over 600s", func(c *Config) { c.Server.RequestTimeout = Duration(601 * time.Second) }, "server.request_timeout", "at most 10m0s"},
+		{"body_timeout negative", func(c *Config) { c.Server.BodyTimeout = -1 }, "server.body_timeout", "> 0"},
+		{"write_timeout negative", func(c *Config) { c.Server.WriteTimeout = -1 }, "server.write_timeout", "> 0"},
+		{"window within request_timeout + lease", func(c *Config) { c.Idempotency.Window = Duration(time.Second) }, "idempotency.window", "longer than server.request_timeout + idempotency.lease"},
+		{"window equal to request_timeout + lease", func(c *Config) {
+			c.Idempotency.Window = Duration(c.Server.RequestTimeout.D() + c.Idempotency.Lease.D())
+		}, "idempotency.window", "longer than server.request_timeout + idempotency.lease (10m30s)"},
 		{"failure_threshold zero", func(c *Config) { c.Health.FailureThreshold = 0 }, "health.failure_threshold", "> 0"},
 		{"cooldown zero", func(c *Config) { c.Health.Cooldown = 0 }, "health.cooldown", "> 0"},
 	}

@@ -43,6 +43,10 @@ const (
 	// server.request_timeout: DESIGN.md section 4 caps one request at 600
 	// seconds whatever the config says.
 	MaxRequestTimeout = 600 * time.Second
+	// DefaultBodyTimeout is server.body_timeout.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultWriteTimeout is server.write_timeout.
+	DefaultWriteTimeout = 30 * time.Second
 
 	// DefaultFailureThreshold is health.failure_threshold.
 	DefaultFailureThreshold = 5
@@ -119,6 +123,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if s.RequestTimeout == 0 {
 		s.RequestTimeout = Duration(MaxRequestTimeout)
+	}
+	if s.BodyTimeout == 0 {
+		s.BodyTimeout = Duration(DefaultBodyTimeout)
+	}
+	if s.WriteTimeout == 0 {
+		s.WriteTimeout = Duration(DefaultWriteTimeout)
 	}
 
 	h := &c.Health

@@ -282,11 +282,6 @@ func (c *Config) validateSettings() error {
 	if idem.Lease <= 0 {
 		return fieldErr("idempotency.lease", "must be > 0, got %s", idem.Lease)
 	}
-	// A lease as long as the window would let a dead owner's reservation
-	// outlive the record it protects.
-	if idem.Lease >= idem.Window {
-		return fieldErr("idempotency.lease", "must be shorter than idempotency.window (%s), got %s", idem.Window, idem.Lease)
-	}
 	if idem.MaxResponseBytes <= 0 {
 		return fieldErr("idempotency.max_response_bytes", "must be > 0, got %d", idem.MaxResponseBytes)
 	}
@@ -309,6 +304,19 @@ func (c *Config) validateSettings() error {
 	}
 	if s.RequestTimeout.D() > MaxRequestTimeout {
 		return fieldErr("server.request_timeout", "must be at most %s, got %s", Duration(MaxRequestTimeout), s.RequestTimeout)
+	}
+	if s.BodyTimeout <= 0 {
+		return fieldErr("server.body_timeout", "must be > 0, got %s", s.BodyTimeout)
+	}
+	if s.WriteTimeout <= 0 {
+		return fieldErr("server.write_timeout", "must be > 0, got %s", s.WriteTimeout)
+	}
+	// A key is remembered for the window from its reservation. A window
+	// that ends while the first call may still be running (its ceiling,
+	// plus a lease for a dead owner's record to lapse) would let a retry
+	// reserve the key again and run the request a second time.
+	if min := s.RequestTimeout.D() + idem.Lease.D(); idem.Window.D() <= min {
+		return fieldErr("idempotency.window", "must be longer than server.request_timeout + idempotency.lease (%s), got %s", Duration(min), idem.Window)
 	}
 
 	h := &c.Health

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,86 +10,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-func billingUnavailable(err error) error {
-	return &llm.Error{Code: llm.CodeBillingUnavailable, Message: "the account store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
-}
-
-// seed puts a config project's balance and key limits into the ledger, once
-// per process and, inside the ledger, only the first time ever: after that
-// the ledger (the admin tool, the spend) is the truth.
-func (s *Server) seed(ctx context.Context, p *principal) error {
-	if !p.fromConfig || s.accounts.Ledger == nil {
-		return nil
-	}
-	if _, done := s.seeded.Load(p.project.ID); done {
-		return nil
-	}
-	limits := make(map[string]*int64, len(p.project.Keys))
-	for _, k := range p.project.Keys {
-		limits[billing.ConfigKeyID(s.accounts.Pepper, k.Key)] = billing.USDPtrToNanos(k.Limit)
-	}
-	if err := s.accounts.Ledger.Seed(ctx, p.project.ID, billing.USDPtrToNanos(p.project.Balance), limits); err != nil {
-		return err
-	}
-	s.seeded.Store(p.project.ID, struct{}{})
-	return nil
-}
-
-// checkBalance refuses a new request (402) when the project's prepaid
-// balance or the key's limit is spent. It runs after the idempotency lookup,
-// so that a replay of a completed request is served whatever the balance.
-func (s *Server) checkBalance(ctx context.Context, p *principal) error {
-	if s.accounts.Ledger == nil {
-		return nil
-	}
-	if err := s.seed(ctx, p); err != nil {
-		return billingUnavailable(err)
-	}
-	acct, err := s.accounts.Ledger.Account(ctx, p.project.ID, p.billingKeyID)
-	if err != nil {
-		return billingUnavailable(err)
-	}
-	switch err := acct.Check(); {
-	case errors.Is(err, billing.ErrInsufficientBalance):
-		return llm.Errorf(llm.CodeInsufficientBalance, "", "the project's prepaid balance is spent; add funds to continue")
-	case errors.Is(err, billing.ErrKeyLimitReached):
-		return llm.Errorf(llm.CodeKeyLimitReached, "", "this API key has reached its spend limit")
-	case err != nil:
-		return billingUnavailable(err)
-	}
-	return nil
-}
-
-// bill writes the answer's ledger entry: once, keyed by the request's
-// x-request-id, so that a finalizer that runs again bills nothing more. It
-// gets its own context (the request's may have reached its ceiling) and
-// retries a store that cannot be reached a few times with the same entry.
-func (s *Server) bill(p *principal, e billing.Entry) error {
-	if s.accounts.Ledger == nil {
-		return nil
-	}
-	e.Project, e.KeyID = p.project.ID, p.billingKeyID
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var err error
-	for attempt := range 3 {
-		if err = s.accounts.Ledger.Bill(ctx, e); err == nil || !errors.Is(err, billing.ErrUnavailable) {
-			break
-		}
-		select {
-		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	if err != nil {
-		// Never the prompt or the key: the request id is enough to find it.
-		s.log.Error("billing failed", "request_id", e.RequestID, "project", e.Project, "cost_nanos", e.CostNanos, "error", err)
-	}
-	return err
-}
+func billingUnavailable(err error) error { return gateway.BillingUnavailable(err) }
 
 // feedbackBody is POST /api/v1/feedback.
 type feedbackBody struct {
@@ -146,7 +70,7 @@ func (s *Server) feedback(w *recorder, r *http.Request) {
 	// Feedback is only taken on the caller's own answers.
 	e, err := s.accounts.Ledger.Entry(r.Context(), fb.RequestID)
 	switch {
-	case errors.Is(err, billing.ErrNotFound) || (err == nil && e.Project != p.project.ID):
+	case errors.Is(err, billing.ErrNotFound) || (err == nil && e.Project != p.Project.ID):
 		writeError(w, llm.Errorf(llm.CodeNotFound, "request_id", "no answer with that request_id in this project"))
 		return
 	case err != nil:
@@ -212,7 +136,7 @@ func (s *Server) usage(w *recorder, r *http.Request) {
 		writeError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be before to"))
 		return
 	}
-	tot, err := s.accounts.Ledger.Totals(r.Context(), p.project.ID, from, to)
+	tot, err := s.accounts.Ledger.Totals(r.Context(), p.Project.ID, from, to)
 	if err != nil {
 		writeError(w, billingUnavailable(err))
 		return
@@ -225,7 +149,7 @@ func (s *Server) usage(w *recorder, r *http.Request) {
 		Total   usageJSON            `json:"total"`
 		ByModel map[string]usageJSON `json:"by_model"`
 		ByKey   map[string]usageJSON `json:"by_key"`
-	}{Object: "usage", Project: p.project.ID, From: from.UTC(), To: to.UTC(), Total: toUsageJSON(tot.Total),
+	}{Object: "usage", Project: p.Project.ID, From: from.UTC(), To: to.UTC(), Total: toUsageJSON(tot.Total),
 		ByModel: map[string]usageJSON{}, ByKey: map[string]usageJSON{}}
 	for m, u := range tot.ByModel {
 		out.ByModel[m] = toUsageJSON(u)

@@ -46,8 +46,17 @@ var backends = []backend{
 
 func costOf(t *testing.T, a answer) float64 {
 	t.Helper()
+	c, err := answerCost(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// answerCost is the usage.cost an answer carries (0 for an error answer).
+func answerCost(a answer) (float64, error) {
 	if a.status != 200 {
-		return 0
+		return 0, nil
 	}
 	if strings.HasPrefix(a.body, "data:") {
 		for _, ev := range strings.Split(a.body, "\n\n") {
@@ -57,16 +66,16 @@ func costOf(t *testing.T, a answer) float64 {
 				} `json:"usage"`
 			}
 			if json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &ch) == nil && ch.Usage != nil {
-				return ch.Usage.Cost
+				return ch.Usage.Cost, nil
 			}
 		}
-		t.Fatalf("a stream without its usage chunk: %q", a.body)
+		return 0, fmt.Errorf("a stream without its usage chunk: %q", a.body)
 	}
 	var c completion
 	if err := json.Unmarshal([]byte(a.body), &c); err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
-	return c.Usage.Cost
+	return c.Usage.Cost, nil
 }
 
 func totals(t *testing.T, acc httpapi.Accounts) billing.Totals {
@@ -112,6 +121,7 @@ func TestBalanceAndLimit(t *testing.T) {
 					if diff := cmp.Diff([]int{2, 0}, g.calls()); diff != "" {
 						t.Errorf("upstream calls (-want +got): a refused request reached a provider\n%s", diff)
 					}
+					g.settle(t)
 					tot := totals(t, acc)
 					if tot.Total.Requests != 2 || tot.Total.CostNanos != 28000 {
 						t.Errorf("ledger %+v, want the two answers only (28000 nano-USD)", tot.Total)
@@ -169,6 +179,7 @@ func TestLedgerMatchesAnswers(t *testing.T) {
 				// A replay is never billed.
 				mustCall(t, g.url, body, "Idempotency-Key", fmt.Sprintf("%s-%d", key(t), i))
 			}
+			g.settle(t)
 			tot := totals(t, acc)
 			if tot.Total.Requests != billed || billing.USDToNanos(sum) != tot.Total.CostNanos || billed != 3 {
 				t.Errorf("ledger %+v; the answers billed %d for %v USD (want 3 billed)", tot.Total, billed, sum)
@@ -205,6 +216,7 @@ func TestOvershootBounded(t *testing.T) {
 					t.Errorf("status %d", s)
 				}
 			}
+			g.settle(t)
 			tot := totals(t, acc)
 			acct, err := acc.Ledger.Account(context.Background(), "proj", billing.ConfigKeyID(acc.Pepper, testKey))
 			if err != nil {
@@ -243,6 +255,12 @@ func TestCrashBetweenLedgerAndCompletion(t *testing.T) {
 			retry := mustCall(t, survivor, chatBody(""), "Idempotency-Key", key(t))
 			if retry.status != 409 || retry.code != "idempotency_replay_unavailable" {
 				t.Errorf("retry: %d %q", retry.status, retry.code)
+			}
+			// The dying instance keeps retrying its completion (in vain):
+			// wait for the survivor only, and for the bill.
+			g.apps[1].Finisher.Wait(context.Background())
+			for deadline := time.Now().Add(10 * time.Second); totals(t, acc).Total.Requests == 0 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
 			}
 			if tot := totals(t, acc); tot.Total.Requests != 1 || tot.Total.CostNanos != 14000 {
 				t.Errorf("ledger %+v, want the one answer billed once", tot.Total)
@@ -307,6 +325,7 @@ func TestFeedbackAndUsage(t *testing.T) {
 				t.Errorf("feedback without end_user: %d %q", r.status, r.code)
 			}
 
+			g.settle(t)
 			status, u := getUsage(t, g.url, "", testKey)
 			if status != 200 {
 				t.Fatalf("usage: %d %v", status, u)
@@ -348,6 +367,7 @@ func TestIssuedKeys(t *testing.T) {
 			if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 200 {
 				t.Fatalf("issued key: %d %s", a.status, a.body)
 			}
+			g.settle(t)
 			if tot, _ := acc.Ledger.Totals(ctx, "issued", time.Now().Add(-time.Hour), time.Now().Add(time.Hour)); tot.ByKey[rec.KeyID].Requests != 1 {
 				t.Errorf("the issued key's answer was not billed to it: %+v", tot)
 			}

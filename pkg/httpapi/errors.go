@@ -29,6 +29,7 @@ var errorKinds = map[llm.Code]errorKind{
 	llm.CodeReplayUnavailable:   {http.StatusConflict, "idempotency_error"},
 	llm.CodeInProgress:          {http.StatusConflict, "idempotency_error"},
 	llm.CodeRequestTooLarge:     {http.StatusRequestEntityTooLarge, "invalid_request_error"},
+	llm.CodeBodyTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
 	llm.CodeCapacity:            {http.StatusTooManyRequests, "rate_limit_error"},
 	llm.CodeUnavailableRoute:    {http.StatusTooManyRequests, "rate_limit_error"},
 	llm.CodeAllProvidersFailed:  {http.StatusBadGateway, "upstream_error"},

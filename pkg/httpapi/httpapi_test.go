@@ -42,6 +42,8 @@ type gateway struct {
 	env      map[string]string
 	metrics  metrics.Recorder
 	accounts httpapi.Accounts
+	// apps are the instances, in the order instance started them.
+	apps []*app.App
 }
 
 type setup struct {
@@ -120,9 +122,23 @@ func (g *gateway) instance(t testing.TB, store idempotency.Store) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.apps = append(g.apps, a)
 	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// settle waits until every instance has finished its requests' writes
+// (records, bills): an answer reaches its client before them.
+func (g *gateway) settle(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, a := range g.apps {
+		if err := a.Finisher.Wait(ctx); err != nil {
+			t.Fatalf("the gateway's finishing writes did not settle: %v", err)
+		}
+	}
 }
 
 type syncBuffer struct {
@@ -732,6 +748,7 @@ func TestAdmission(t *testing.T) {
 	if s := <-done; s != 200 {
 		t.Errorf("the admitted request got %d", s)
 	}
+	g.settle(t) // its handler ends (and frees the slot) after its answer
 	if resp := g.post(t, chatBody("")); resp.StatusCode != 200 {
 		t.Errorf("after the slot freed: %d", resp.StatusCode)
 	}
@@ -820,6 +837,7 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 	g := newGateway(t, setup{})
 	g.post(t, `{"model":"m","messages":[{"role":"user","content":"my secret prompt"}]}`)
 	g.post(t, chatBody(""), "Authorization", "Bearer sk-not-a-real-key-42")
+	g.settle(t)
 	logs := g.logs.String()
 	for _, secret := range []string{testKey, "sk-not-a-real-key-42", "my secret prompt", "Hello world", "upstream-secret-0"} {
 		if strings.Contains(logs, secret) {
@@ -861,9 +879,10 @@ func TestMetrics(t *testing.T) {
 	buf := &syncBuffer{}
 	g := newGateway(t, setup{metrics: buf})
 	g.ups[0].Script(providertest.Response{Status: 500})
-	g.post(t, chatBody(""), "Idempotency-Key", "metrics-key")
-	g.post(t, chatBody(""), "Idempotency-Key", "metrics-key")
-	g.post(t, chatBody(`"temperature":1`), "Idempotency-Key", "metrics-key")
+	for _, body := range []string{chatBody(""), chatBody(""), chatBody(`"temperature":1`)} {
+		g.post(t, body, "Idempotency-Key", "metrics-key")
+		g.settle(t) // each request's metric line is written after its answer
+	}
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any

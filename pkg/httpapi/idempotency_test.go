@@ -309,7 +309,7 @@ func TestIdempotencyTooLargeToStore(t *testing.T) {
 }
 
 func TestIdempotencyWindow(t *testing.T) {
-	g := newGateway(t, setup{extraYAML: "idempotency: {window: 400ms, lease: 100ms}\n"})
+	g := newGateway(t, setup{extraYAML: "idempotency: {window: 400ms, lease: 100ms}\nserver: {request_timeout: 250ms}\n"})
 	first := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
 	if a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t)); a.replayed != "true" || a.reqID != first.reqID {
 		t.Fatalf("within the window: replayed=%q", a.replayed)
@@ -426,9 +426,17 @@ func TestIdempotencyClientGone(t *testing.T) {
 }
 
 // TestIdempotencyLapsedLease: a reservation whose owner died (no heartbeat,
-// lease lapsed) is never run again: a retry answers 409
-// idempotency_replay_unavailable and no provider is called.
+// lease lapsed) after it started (it may have called a provider) is never
+// run again: a retry answers 409 idempotency_replay_unavailable and no
+// provider is called. One that never started is taken over by the retry,
+// which runs it once.
 func TestIdempotencyLapsedLease(t *testing.T) {
+	for _, started := range []bool{true, false} {
+		t.Run(fmt.Sprintf("started=%v", started), func(t *testing.T) { testLapsedLease(t, started) })
+	}
+}
+
+func testLapsedLease(t *testing.T, started bool) {
 	store := memstore.New(1 << 20)
 	g := newGateway(t, setup{store: store})
 	// Find the record key the gateway will use, by letting it reserve one
@@ -441,11 +449,27 @@ func TestIdempotencyLapsedLease(t *testing.T) {
 	}
 	now := time.Now()
 	dead := &idempotency.Record{Key: ident, Fingerprint: fp, State: idempotency.StateInProgress, Owner: "dead-owner",
-		LeaseUntil: now.Add(50 * time.Millisecond), ExpiresAt: now.Add(time.Hour), RequestID: "req_dead"}
+		LeaseUntil: now.Add(50 * time.Millisecond), ExpiresAt: now.Add(time.Hour), RequestID: "req_dead", Tenant: "proj"}
 	if existing, err := store.Reserve(context.Background(), dead, now); err != nil || existing != nil {
 		t.Fatalf("reserve: %v %v", existing, err)
 	}
+	if started {
+		if err := store.MarkStarted(context.Background(), ident, "dead-owner"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	time.Sleep(100 * time.Millisecond)
+	if !started {
+		first := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
+		again := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
+		if first.status != 200 || first.replayed != "" || again.replayed != "true" || again.reqID != first.reqID {
+			t.Errorf("a never-started reservation: first %d replayed=%q, again replayed=%q", first.status, first.replayed, again.replayed)
+		}
+		if diff := cmp.Diff([]int{1, 0}, g.calls()); diff != "" {
+			t.Errorf("upstream calls (-want +got):\n%s", diff)
+		}
+		return
+	}
 	for i := 0; i < 3; i++ {
 		a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
 		if a.status != 409 || a.code != "idempotency_replay_unavailable" {

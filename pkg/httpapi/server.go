@@ -14,14 +14,16 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
@@ -32,31 +34,22 @@ import (
 type Server struct {
 	cfg      *catalog.Config
 	router   *router.Router
-	idem     *idempotency.Service
+	svc      *gateway.Service
+	fin      *gateway.Finisher
 	metrics  metrics.Recorder
 	accounts Accounts
-	seeded   sync.Map // project id -> struct{}: its config seeded the ledger
 	log      *slog.Logger
 	now      func() time.Time
 
 	keys   map[[sha256.Size]byte]*principal
-	sem    chan struct{}
 	models []byte
 }
 
 // principal is an authenticated caller: a project and one of its keys.
 type principal struct {
-	project *catalog.Project
-	// keyHash is the SHA-256 of the key; keyID a short prefix of it that is
-	// safe to log.
-	keyHash [sha256.Size]byte
-	keyID   string
-	// billingKeyID is the key's id in the ledger and the key store.
-	billingKeyID string
-	// fromConfig: the project and key come from the config file, whose
-	// balance and limits seed the ledger's account on first use.
-	fromConfig bool
-	policy     llm.DataDemand
+	gateway.Caller
+	// keyID is a short prefix of the key's SHA-256, safe to log.
+	keyID string
 }
 
 // Options are the Server's optional dependencies.
@@ -65,6 +58,8 @@ type Options struct {
 	Now    func() time.Time
 	// Idempotency serves Idempotency-Key requests; nil answers them 503.
 	Idempotency *idempotency.Service
+	// Finisher retries the writes after an answer; nil: a new one.
+	Finisher *gateway.Finisher
 	// Metrics records one entry per chat completion; nil records nothing.
 	Metrics metrics.Recorder
 	// Accounts holds balances, limits, the usage ledger and issued keys;
@@ -83,7 +78,7 @@ type Accounts struct {
 
 // New returns the handler for cfg's projects and models.
 func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
-	s := &Server{cfg: cfg, router: rt, idem: opts.Idempotency, log: opts.Logger, now: opts.Now, accounts: opts.Accounts}
+	s := &Server{cfg: cfg, router: rt, log: opts.Logger, now: opts.Now, accounts: opts.Accounts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -94,14 +89,19 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 	if s.metrics == nil {
 		s.metrics = metrics.Discard{}
 	}
-	s.sem = make(chan struct{}, cfg.Server.MaxInFlight)
+	s.fin = opts.Finisher
+	if s.fin == nil {
+		s.fin = gateway.NewFinisher(gateway.FinisherOptions{Log: s.log})
+	}
+	s.svc = gateway.New(gateway.Config{MaxInFlight: cfg.Server.MaxInFlight, RequestTimeout: cfg.Server.RequestTimeout.D()},
+		rt, opts.Idempotency, gateway.Accounts{Ledger: opts.Accounts.Ledger, Pepper: opts.Accounts.Pepper}, s.fin, s.log, s.now)
 	s.keys = make(map[[sha256.Size]byte]*principal)
 	for i := range cfg.Projects {
 		p := &cfg.Projects[i]
 		for _, k := range p.Keys {
 			h := sha256.Sum256([]byte(k.Key))
-			s.keys[h] = &principal{project: p, keyHash: h, keyID: hex.EncodeToString(h[:6]), policy: llm.ParseDataPolicy(p.DataPolicy),
-				billingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), fromConfig: true}
+			s.keys[h] = &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: p, KeyHash: h,
+				Policy: llm.ParseDataPolicy(p.DataPolicy), BillingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), FromConfig: true}}
 		}
 	}
 	s.models = modelList(cfg)
@@ -111,6 +111,9 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 // ServeHTTP gives every response an x-request-id, recovers from a panic with
 // a 500 envelope (a bug, logged with the request id), and dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Finisher.Wait covers the request to its log line: its answer may
+	// reach the client before its record, its bill and its metrics.
+	defer s.fin.Track()()
 	id := newRequestID()
 	w.Header().Set("X-Request-Id", id)
 	start := s.now()
@@ -126,7 +129,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	info := &logInfo{attrs: make([]slog.Attr, 0, 16)}
+	info := &logInfo{Log: gateway.Log{Attrs: make([]slog.Attr, 0, 16)}}
 	switch r.URL.Path {
 	case "/api/v1/chat/completions":
 		if r.Method != http.MethodPost {
@@ -134,7 +137,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		info.chat = true
-		s.chat(rec, r, id, info)
+		s.chat(rec, r, id, &info.Log)
 	case "/api/v1/feedback":
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(rec, http.MethodPost)
@@ -163,11 +166,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if info.clientGone {
+	if info.ClientGone {
 		status = 499 // nginx's "client closed request", for the logs only
 	}
 	if info.chat {
-		m := info.m
+		m := info.Metrics
 		m.Status, m.Latency = status, s.now().Sub(start)
 		switch rec.code {
 		case llm.CodeIdempotencyConflict:
@@ -188,22 +191,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(s.now().Sub(start).Microseconds())/1000),
 	}
-	attrs = append(attrs, info.attrs...)
+	attrs = append(attrs, info.Attrs...)
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 }
 
 // logInfo collects what a handler wants in the request's log line. Never a
 // prompt, an answer or a key: only ids, names and numbers.
 type logInfo struct {
+	gateway.Log
 	// chat marks a chat completion, which reports metrics.
 	chat bool
-	m    metrics.Request
-
-	attrs      []slog.Attr
-	clientGone bool
 }
-
-func (li *logInfo) add(a ...slog.Attr) { li.attrs = append(li.attrs, a...) }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
@@ -241,55 +239,71 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	}
 	token := strings.TrimSpace(auth[len(prefix):])
 	h := sha256.Sum256([]byte(token))
-	if p, ok := s.keys[h]; ok && subtle.ConstantTimeCompare(p.keyHash[:], h[:]) == 1 {
-		return p, nil
+	cfgKey, ok := s.keys[h]
+	if ok && subtle.ConstantTimeCompare(cfgKey.KeyHash[:], h[:]) != 1 {
+		cfgKey = nil
 	}
 	if s.accounts.Keys == nil {
+		if cfgKey != nil {
+			return cfgKey, nil
+		}
 		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "invalid API key")
 	}
 	// Keys issued by the admin tool live in the key store, hashed with the
-	// pepper, behind a short in-process cache.
+	// pepper, behind a short in-process cache. A config key is asked about
+	// too: one revoked with the admin tool stays revoked, whatever the
+	// config file says.
 	rec, err := s.accounts.Keys.Lookup(r.Context(), billing.HashKey(s.accounts.Pepper, token))
 	switch {
+	case err == nil && cfgKey != nil:
+		return cfgKey, nil
 	case err == nil:
+	case errors.Is(err, billing.ErrUnknownKey) && cfgKey != nil:
+		return cfgKey, nil
 	case errors.Is(err, billing.ErrUnknownKey), errors.Is(err, billing.ErrKeyRevoked):
 		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "invalid API key")
 	default:
-		return nil, &llm.Error{Code: llm.CodeBillingUnavailable, Message: "the account store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
+		return nil, gateway.BillingUnavailable(err)
 	}
 	project, ok := s.cfg.Project(rec.Project)
 	if !ok {
 		project = &catalog.Project{ID: rec.Project, DataPolicy: "none", Residency: "anywhere"}
 	}
-	return &principal{project: project, keyHash: h, keyID: hex.EncodeToString(h[:6]), policy: llm.ParseDataPolicy(project.DataPolicy),
-		billingKeyID: rec.KeyID}, nil
+	return &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: project, KeyHash: h,
+		Policy: llm.ParseDataPolicy(project.DataPolicy), BillingKeyID: rec.KeyID}}, nil
 }
 
-// readBody reads at most the configured body size: more is a 413.
+// readBody reads at most the configured body size (more is a 413), whole,
+// within server.body_timeout (later is a 408 body_timeout): a client that
+// trickles its body holds a connection, never an admission slot, since a
+// request is admitted only once its body is read.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.Server.MaxBodyBytes
 	tooLarge := llm.Errorf(llm.CodeRequestTooLarge, "", "request body is larger than %d bytes", limit)
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
+	rc := http.NewResponseController(w)
+	timeout := s.cfg.Server.BodyTimeout.D()
+	deadlineSet := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if deadlineSet {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
 			return nil, tooLarge
+		case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+			// The connection cannot be read again: close it after the answer.
+			w.Header().Set("Connection", "close")
+			return nil, llm.Errorf(llm.CodeBodyTimeout, "", "the request body did not arrive within %s", s.cfg.Server.BodyTimeout)
 		}
 		return nil, llm.Errorf(llm.CodeInvalidRequest, "", "could not read the request body")
 	}
 	return body, nil
-}
-
-func (s *Server) admit() (release func(), ok bool) {
-	select {
-	case s.sem <- struct{}{}:
-		return func() { <-s.sem }, true
-	default:
-		return nil, false
-	}
 }
 
 // listModels serves the models in OpenAI's list format, each with its

@@ -3,12 +3,11 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"net/http"
-	"strconv"
+	"io"
+	"maps"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
 // HeaderReplayed marks every answer a request did not produce itself: a
@@ -25,8 +24,42 @@ type Retry struct {
 
 // ErrRunAgain: the record was released while the retry waited for it (the
 // answer was larger than max_response_bytes, or the first call was refused
-// before it ran). The caller begins again, as a new request would.
+// before it ran), or its owner went away before it started. The caller
+// begins again, as a new request would (and takes the record over).
 var ErrRunAgain = errors.New("idempotency: the record was released; begin again")
+
+// ErrJoinBroken: a joined stream cannot go on (the first request failed,
+// the answer outgrew max_response_bytes, the wait reached its limit, the
+// record can no longer be read). Reply.Next wraps it with a reason a client
+// may read; the caller ends the stream with an error event in its API's
+// format (the status line is sent already).
+var ErrJoinBroken = errors.New("idempotency: the joined answer cannot go on")
+
+// JoinError is the error wrapping ErrJoinBroken: Reason is for the client
+// (it never carries an internal error's text), Cause for the logs.
+type JoinError struct {
+	Reason string
+	Cause  error
+}
+
+func (e *JoinError) Error() string {
+	if e.Cause != nil {
+		return ErrJoinBroken.Error() + ": " + e.Reason + ": " + e.Cause.Error()
+	}
+	return ErrJoinBroken.Error() + ": " + e.Reason
+}
+
+// Unwrap lets errors.Is see ErrJoinBroken and the cause.
+func (e *JoinError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{ErrJoinBroken, e.Cause}
+	}
+	return []error{ErrJoinBroken}
+}
+
+func joinBroken(why string, cause error) error {
+	return &JoinError{Reason: why, Cause: cause}
+}
 
 func conflict() error {
 	return &llm.Error{Code: llm.CodeIdempotencyConflict, Message: "this Idempotency-Key was used with a different request; send a new key for a new request"}
@@ -36,234 +69,307 @@ func replayUnavailable(why string) error {
 	return &llm.Error{Code: llm.CodeReplayUnavailable, Message: "this Idempotency-Key's request was accepted, and " + why + "; it is not run again"}
 }
 
-// Serve answers a retry from the record another request holds: a conflict
-// when the requests differ, the stored answer when there is one, the first
-// call's answer when it is still running (waiting for it, or joining its
-// stream), and otherwise 409 idempotency_replay_unavailable. It returns nil
-// once it has written an answer; an error means nothing was written: an
-// *llm.Error to send, ErrRunAgain, ErrUnavailable, or the context's error.
-func (s *Service) Serve(ctx context.Context, w http.ResponseWriter, rec *Record, retry Retry) error {
-	for range 4 { // a record re-reserved under our feet is followed a few times at most
-		if rec.Fingerprint != retry.Fingerprint {
-			return conflict()
-		}
-		next, err := s.serve(ctx, w, rec, retry)
-		if next == nil {
-			return err
-		}
-		rec = next
-	}
-	return ErrRunAgain
-}
-
-// serve returns a newer record to serve instead, or the outcome.
-func (s *Service) serve(ctx context.Context, w http.ResponseWriter, rec *Record, retry Retry) (*Record, error) {
-	switch rec.State {
-	case StateCompleted:
-		if rec.Answer == nil {
-			return nil, replayUnavailable("its stored answer is no longer kept")
-		}
-		writeAnswer(w, rec.Answer, retry)
-		return nil, nil
-	case StateTombstone:
-		return nil, replayUnavailable("it ended in an error, so there is no answer to replay")
-	}
-	// A running owner on this instance is alive whatever the store says of
-	// its lease (its heartbeats may have failed): follow it.
-	if f := s.flight(rec.Key, rec.Owner); f != nil {
-		return nil, s.followLocal(ctx, w, f, retry)
-	}
-	if rec.LeaseUntil.Before(s.now()) {
-		return nil, replayUnavailable("the call that ran it stopped before it answered")
-	}
-	return s.followRemote(ctx, w, rec, retry)
-}
-
 func inProgress(retryAfter time.Duration) error {
 	return &llm.Error{Code: llm.CodeInProgress, Message: "the first request with this Idempotency-Key is still running; retry with the same key", RetryAfter: retryAfter}
 }
 
-// joiner writes a stream the retry joined: the head once, then events as
-// they come, leaving out the usage chunk unless the retry asked for it.
-type joiner struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	retry   Retry
-	started bool
-	written int
+// Reply is an answer to replay: a stored one, a waiter's or a joined
+// stream. Head carries the status and the headers that matter, with
+// Idempotency-Replayed: true. A JSON answer is Body; a stream (Stream) is
+// read with Next.
+type Reply struct {
+	Head   Head
+	Stream bool
+	Body   []byte
+
+	next func(ctx context.Context) (Event, error)
 }
 
-func (j *joiner) start(h *Head) {
-	if j.started {
-		return
+// Next returns the stream's next event: the stored events, then the live
+// ones of a running first call, in order, without the usage chunk unless
+// the retry asked for it. io.EOF is the clean end; an error wrapping
+// ErrJoinBroken means the stream cannot go on. Not for concurrent use.
+func (r *Reply) Next(ctx context.Context) (Event, error) {
+	if r.next == nil {
+		return Event{}, io.EOF
 	}
-	j.started = true
-	setHead(j.w, h)
-	j.w.Header().Set("Cache-Control", "no-cache")
-	j.w.WriteHeader(h.Status)
+	return r.next(ctx)
 }
 
-func (j *joiner) write(events []Event) {
-	for _, ev := range events[j.written:] {
-		if ev.Usage && !j.retry.IncludeUsage {
-			continue
-		}
-		sse.WriteData(j.w, ev.Data)
+func replyHead(h *Head) Head {
+	hdr := maps.Clone(h.Header)
+	if hdr == nil {
+		hdr = map[string]string{}
 	}
-	j.written = len(events)
-	j.rc.Flush()
+	hdr[HeaderReplayed] = "true"
+	return Head{Status: h.Status, Header: hdr}
 }
 
-// fail ends a joined stream that cannot go on.
-func (j *joiner) fail(why string) {
-	sse.WriteData(j.w, []byte(`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"error"}],"error":{"message":"`+
-		why+`","type":"idempotency_error","code":"idempotency_replay_unavailable","param":null}}`))
-	j.rc.Flush()
-}
-
-func (s *Service) followLocal(ctx context.Context, w http.ResponseWriter, f *flight, retry Retry) error {
-	j := &joiner{w: w, rc: http.NewResponseController(w), retry: retry}
-	deadline := time.NewTimer(s.cfg.MaxWait)
-	defer deadline.Stop()
-	for {
-		head, events, o, ans, changed := f.snapshot()
-		if head != nil && len(events) > 0 && !j.started {
-			j.start(head)
-		}
-		if j.started {
-			j.write(events)
-		}
-		switch o {
-		case outcomeCompleted:
-			if !j.started {
-				writeAnswer(w, ans, retry)
+// answerReply replays a stored answer as it was sent: the same status, the
+// headers that matter (the original x-request-id among them), and the same
+// body bytes or the same events in order.
+func answerReply(a *Answer, retry Retry) *Reply {
+	r := &Reply{Head: replyHead(&a.Head), Stream: a.Stream, Body: a.Body}
+	if a.Stream {
+		evs, pos := a.Events, 0
+		r.next = func(context.Context) (Event, error) {
+			for pos < len(evs) {
+				ev := evs[pos]
+				pos++
+				if ev.Usage && !retry.IncludeUsage {
+					continue
+				}
+				return ev, nil
 			}
-			return nil
-		case outcomeFailed:
-			if !j.started {
-				return replayUnavailable("it ended in an error, so there is no answer to replay")
-			}
-			j.fail("the first request failed")
-			return nil
-		case outcomeReleased:
-			if !j.started {
-				return ErrRunAgain
-			}
-			return nil // every event was shared live
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			if j.started {
-				// The answer is under way: end it visibly, never with a
-				// second status line.
-				j.fail("the wait for the first request reached its time limit")
-				return nil
-			}
-			return ctx.Err()
-		case <-deadline.C:
-			if !j.started {
-				return inProgress(s.retryAfter())
-			}
+			return Event{}, io.EOF
 		}
 	}
+	return r
+}
+
+// Serve answers a retry from the record another request holds: a conflict
+// when the requests differ, the stored answer when there is one, the first
+// call's answer when it is still running (waiting for it, or joining its
+// stream once it started), and otherwise 409
+// idempotency_replay_unavailable. An error means there is nothing to
+// replay: an *llm.Error to send, ErrRunAgain, ErrUnavailable, or the
+// context's error.
+func (s *Service) Serve(ctx context.Context, rec *Record, retry Retry) (*Reply, error) {
+	for range 4 { // a record re-reserved under our feet is followed a few times at most
+		if rec.Fingerprint != retry.Fingerprint {
+			return nil, conflict()
+		}
+		next, reply, err := s.serve(ctx, rec, retry)
+		if next == nil {
+			return reply, err
+		}
+		rec = next
+	}
+	return nil, ErrRunAgain
+}
+
+// serve returns a newer record to serve instead, or the outcome.
+func (s *Service) serve(ctx context.Context, rec *Record, retry Retry) (*Record, *Reply, error) {
+	switch rec.State {
+	case StateCompleted:
+		if rec.Answer == nil {
+			return nil, nil, replayUnavailable("its stored answer is no longer kept")
+		}
+		return nil, answerReply(rec.Answer, retry), nil
+	case StateTombstone:
+		return nil, nil, replayUnavailable("it ended in an error, so there is no answer to replay")
+	}
+	// A running owner on this instance is alive whatever the store says of
+	// its lease (its heartbeats may have failed): follow it.
+	if f := s.flight(rec.Key, rec.Owner); f != nil {
+		reply, err := s.followLocal(ctx, f, retry)
+		return nil, reply, err
+	}
+	if now := s.now(); rec.LeaseUntil.Before(now) {
+		// rec may be stale (a local owner ended since it was read): read
+		// it again before concluding.
+		fresh, err := s.store.Load(ctx, rec.Key, now)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil, nil, ErrRunAgain
+		case err != nil:
+			return nil, nil, unavailable(err)
+		case fresh.Owner != rec.Owner || fresh.State != StateInProgress || !fresh.LeaseUntil.Before(now):
+			return fresh, nil, nil
+		}
+		return nil, nil, lapsed(fresh)
+	}
+	return s.followRemote(ctx, rec, retry)
+}
+
+// lapsed is the answer to a record whose owner went away: run again when it
+// never started (Reserve takes it over), else a tombstone.
+func lapsed(rec *Record) error {
+	if !rec.Started {
+		return ErrRunAgain
+	}
+	return replayUnavailable("the call that ran it stopped before it answered")
 }
 
 func (s *Service) retryAfter() time.Duration { return max(time.Second, s.cfg.Lease/10) }
 
-func (s *Service) followRemote(ctx context.Context, w http.ResponseWriter, rec *Record, retry Retry) (*Record, error) {
-	j := &joiner{w: w, rc: http.NewResponseController(w), retry: retry}
-	deadline := s.now().Add(s.cfg.MaxWait)
-	interval := s.cfg.PollInterval
+func (s *Service) followLocal(ctx context.Context, f *flight, retry Retry) (*Reply, error) {
+	deadline := time.NewTimer(s.cfg.MaxWait)
+	defer deadline.Stop()
 	for {
-		t := time.NewTimer(interval)
+		st := f.snapshot()
+		switch st.outcome {
+		case outcomeCompleted:
+			return answerReply(st.answer, retry), nil
+		case outcomeFailed:
+			return nil, replayUnavailable("it ended in an error, so there is no answer to replay")
+		case outcomeReleased:
+			return nil, ErrRunAgain
+		}
+		// A stream past max_response_bytes cannot be joined: wait for its
+		// release (then run again) like for an answer not started.
+		if st.head != nil && len(st.events) > 0 && !st.overflow {
+			return &Reply{Head: replyHead(st.head), Stream: true, next: localStream(f, retry)}, nil
+		}
 		select {
+		case <-st.changed:
 		case <-ctx.Done():
-			t.Stop()
-			if j.started {
-				j.fail("the wait for the first request reached its time limit")
-				return nil, nil
-			}
 			return nil, ctx.Err()
-		case <-t.C:
-		}
-		interval = min(interval*2, 8*s.cfg.PollInterval)
-		now := s.now()
-		r, err := s.store.Load(ctx, rec.Key, now)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			if !j.started {
-				return nil, ErrRunAgain
-			}
-			j.fail("the answer can no longer be joined")
-			return nil, nil
-		case err != nil:
-			if !j.started {
-				return nil, unavailable(err)
-			}
-			j.fail("the answer can no longer be joined")
-			return nil, nil
-		}
-		if r.Owner != rec.Owner {
-			if !j.started {
-				return r, nil // released and reserved again meanwhile
-			}
-			j.fail("the answer can no longer be joined")
-			return nil, nil
-		}
-		switch {
-		case r.State == StateCompleted:
-			if !j.started {
-				if r.Answer == nil {
-					return nil, replayUnavailable("its stored answer is no longer kept")
-				}
-				writeAnswer(w, r.Answer, retry)
-				return nil, nil
-			}
-			if r.Answer != nil {
-				j.write(r.Answer.Events)
-			} else {
-				j.fail("the stored answer is no longer kept")
-			}
-			return nil, nil
-		case r.State == StateTombstone || r.LeaseUntil.Before(now):
-			if !j.started {
-				return nil, replayUnavailable("it ended in an error, so there is no answer to replay")
-			}
-			j.fail("the first request failed")
-			return nil, nil
-		}
-		if r.Head != nil && len(r.Events) > 0 {
-			j.start(r.Head)
-			j.write(r.Events)
-		}
-		if !j.started && now.After(deadline) {
+		case <-deadline.C:
 			return nil, inProgress(s.retryAfter())
 		}
 	}
 }
 
-func setHead(w http.ResponseWriter, h *Head) {
-	hdr := w.Header()
-	for k, v := range h.Header {
-		hdr.Set(k, v)
+// localStream reads a running stream of this instance from its start.
+func localStream(f *flight, retry Retry) func(context.Context) (Event, error) {
+	pos := 0
+	return func(ctx context.Context) (Event, error) {
+		for {
+			st := f.snapshot()
+			evs := st.events
+			if st.outcome == outcomeCompleted {
+				evs = st.answer.Events // the same events, whole
+			}
+			for pos < len(evs) {
+				ev := evs[pos]
+				pos++
+				if ev.Usage && !retry.IncludeUsage {
+					continue
+				}
+				return ev, nil
+			}
+			switch {
+			case st.outcome == outcomeCompleted:
+				return Event{}, io.EOF
+			case st.overflow:
+				return Event{}, joinBroken("the answer is larger than max_response_bytes and cannot be joined further", nil)
+			case st.outcome == outcomeFailed:
+				return Event{}, joinBroken("the first request failed", nil)
+			case st.outcome == outcomeReleased:
+				return Event{}, io.EOF // every event was shared live
+			}
+			select {
+			case <-st.changed:
+			case <-ctx.Done():
+				return Event{}, joinBroken("the wait for the first request reached its time limit", ctx.Err())
+			}
+		}
 	}
-	hdr.Set(HeaderReplayed, "true")
 }
 
-// writeAnswer replays a stored answer as it was sent: the same status, the
-// headers that matter (the original x-request-id among them), and the same
-// body bytes or the same events in order.
-func writeAnswer(w http.ResponseWriter, a *Answer, retry Retry) {
-	setHead(w, &a.Head)
-	if !a.Stream {
-		w.Header().Set("Content-Length", strconv.Itoa(len(a.Body)))
-		w.WriteHeader(a.Status)
-		w.Write(a.Body)
-		return
+// remote follows a record running on another instance with Store.Poll:
+// each poll reads the record's own item and only the events not seen yet.
+type remote struct {
+	s        *Service
+	key      string
+	owner    string
+	retry    Retry
+	from     int     // the next Append seq to read
+	pending  []Event // read, not handed out yet
+	consumed int     // events handed out or skipped
+	interval time.Duration
+	ended    error // the end, once the pending events are out
+}
+
+// wait sleeps the poll interval, doubling it up to 8 times its base.
+func (r *remote) wait(ctx context.Context) error {
+	t := time.NewTimer(r.interval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
 	}
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(a.Status)
-	j := &joiner{w: w, rc: http.NewResponseController(w), retry: retry, started: true}
-	j.write(a.Events)
+	r.interval = min(r.interval*2, 8*r.s.cfg.PollInterval)
+	return nil
+}
+
+func (s *Service) followRemote(ctx context.Context, rec *Record, retry Retry) (*Record, *Reply, error) {
+	r := &remote{s: s, key: rec.Key, owner: rec.Owner, retry: retry, interval: s.cfg.PollInterval}
+	// max_wait is measured on the real clock, like followLocal's timer.
+	deadline := time.Now().Add(s.cfg.MaxWait)
+	var head *Head
+	for {
+		if err := r.wait(ctx); err != nil {
+			return nil, nil, err
+		}
+		now := s.now()
+		got, next, err := s.store.Poll(ctx, r.key, r.owner, r.from, now)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil, nil, ErrRunAgain
+		case err != nil:
+			return nil, nil, unavailable(err)
+		case got.Owner != r.owner:
+			return got, nil, nil // released and reserved again meanwhile
+		case got.State == StateCompleted:
+			if got.Answer == nil {
+				return nil, nil, replayUnavailable("its stored answer is no longer kept")
+			}
+			return nil, answerReply(got.Answer, retry), nil
+		case got.State == StateTombstone:
+			return nil, nil, replayUnavailable("it ended in an error, so there is no answer to replay")
+		case got.LeaseUntil.Before(now):
+			return nil, nil, lapsed(got)
+		}
+		if got.Head != nil {
+			head = got.Head
+		}
+		r.pending = append(r.pending, got.Events...)
+		r.from = next
+		if head != nil && len(r.pending) > 0 {
+			r.interval = s.cfg.PollInterval
+			return nil, &Reply{Head: replyHead(head), Stream: true, next: r.next}, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, inProgress(s.retryAfter())
+		}
+	}
+}
+
+func (r *remote) next(ctx context.Context) (Event, error) {
+	for {
+		for len(r.pending) > 0 {
+			ev := r.pending[0]
+			r.pending = r.pending[1:]
+			r.consumed++
+			if ev.Usage && !r.retry.IncludeUsage {
+				continue
+			}
+			return ev, nil
+		}
+		if r.ended != nil {
+			return Event{}, r.ended
+		}
+		if err := r.wait(ctx); err != nil {
+			return Event{}, joinBroken("the wait for the first request reached its time limit", err)
+		}
+		now := r.s.now()
+		got, next, err := r.s.store.Poll(ctx, r.key, r.owner, r.from, now)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Event{}, joinBroken("the answer can no longer be joined", nil)
+		case err != nil:
+			return Event{}, joinBroken("the answer can no longer be joined", err)
+		case got.Owner != r.owner:
+			return Event{}, joinBroken("the answer can no longer be joined", nil)
+		case got.State == StateCompleted:
+			if got.Answer == nil {
+				return Event{}, joinBroken("the stored answer is no longer kept", nil)
+			}
+			if r.consumed < len(got.Answer.Events) {
+				r.pending = got.Answer.Events[r.consumed:]
+			}
+			r.ended = io.EOF
+			continue
+		case got.State == StateTombstone || got.LeaseUntil.Before(now):
+			return Event{}, joinBroken("the first request failed", nil)
+		}
+		if len(got.Events) > 0 {
+			r.interval = r.s.cfg.PollInterval
+		}
+		r.pending = append(r.pending, got.Events...)
+		r.from = next
+	}
 }

@@ -89,16 +89,30 @@ func unavailable(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// Begin reserves the record for key, or finds the record that holds it. It
-// returns an Execution when this request owns the record and must run, or
-// the existing record when another request got there first (the caller then
-// answers with Serve). An error means the store could not be reached.
-func (s *Service) Begin(ctx context.Context, key, fingerprint, requestID string) (*Execution, *Record, error) {
+// Request is what Begin needs to know of a keyed request.
+type Request struct {
+	// Key is the record key (Identity), Fingerprint the request's
+	// (Fingerprint), RequestID its x-request-id.
+	Key, Fingerprint, RequestID string
+	// Tenant is the project: the memory store shares its room fairly
+	// between tenants.
+	Tenant string
+}
+
+// Begin reserves the record for req.Key, or finds the record that holds it.
+// It returns an Execution when this request owns the record and must run
+// (a new record, or one taken over: see Store.Reserve), or the existing
+// record when another request got there first (the caller then answers with
+// Serve). An error wraps ErrUnavailable (the store could not be reached; or
+// ErrFull too: it has no room).
+func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, error) {
 	now := s.now()
 	owner := newToken()
+	key := req.Key
 	rec := &Record{
-		Key: key, Fingerprint: fingerprint, State: StateInProgress, Owner: owner,
-		LeaseUntil: now.Add(s.cfg.Lease), ExpiresAt: now.Add(s.cfg.Window), RequestID: requestID,
+		Key: key, Fingerprint: req.Fingerprint, State: StateInProgress, Owner: owner,
+		LeaseUntil: now.Add(s.cfg.Lease), ExpiresAt: now.Add(s.cfg.Window), RequestID: req.RequestID,
+		Tenant: req.Tenant,
 	}
 	// The flight is registered before the reservation exists, so that a
 	// retry on this instance that sees the reservation always finds it.
@@ -116,11 +130,13 @@ func (s *Service) Begin(ctx context.Context, key, fingerprint, requestID string)
 		s.dropFlight(key, owner)
 		if err != nil {
 			// The write may have landed even so (its answer was lost): undo
-			// it, best effort, or the key would read as a dead owner's for
-			// the whole window. Release is fenced by our owner token.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-			s.store.Release(rctx, key, owner)
-			cancel()
+			// it, best effort. Should that fail too, the record never
+			// started, so a retry takes it over once its lease lapsed.
+			if !errors.Is(err, ErrFull) {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+				s.store.Release(rctx, key, owner)
+				cancel()
+			}
 			return nil, nil, unavailable(err)
 		}
 		return nil, existing, nil
@@ -152,7 +168,15 @@ func newToken() string {
 // is written, shares it live with retries on this instance, appends stream
 // events to the store for retries on other instances, renews the lease, and
 // finally completes, tombstones or releases the record. Its methods are for
-// one goroutine (the request's); Finish-type methods end it.
+// one goroutine (the request's).
+//
+// Its end (Complete, Fail, Release) is durable: the first end call fixes
+// the outcome and hands it at once to the retries on this instance; its
+// store write may fail (ErrUnavailable), and then any end call does the
+// same write again (a write that landed although its answer was lost reads
+// as success). The lease is renewed until an end write succeeds or Abandon
+// is called: the caller must do one of the two. ErrNotOwner from an end
+// call is final (the record is another owner's now).
 type Execution struct {
 	svc    *Service
 	key    string
@@ -163,6 +187,8 @@ type Execution struct {
 	hbDone   chan struct{}
 	stopOnce sync.Once
 
+	started bool
+
 	head     *Head
 	stream   bool
 	body     []byte
@@ -170,10 +196,21 @@ type Execution struct {
 	size     int64
 	tooLarge bool
 
+	// The appender writes batches of events to the store in a goroutine of
+	// its own, so that a slow store never slows the answer; amu guards what
+	// it shares with Event.
+	amu        sync.Mutex
 	appended   int // events already appended to the store
 	seq        int
 	lastAppend time.Time
 	appendErr  bool
+	appendSig  chan struct{}
+	appendDone chan struct{}
+	appendStop sync.Once
+
+	outcome outcome // fixed by the first end call
+	answer  *Answer
+	done    bool // the end write succeeded
 }
 
 func (e *Execution) heartbeat() {
@@ -188,6 +225,9 @@ func (e *Execution) heartbeat() {
 			ctx, cancel := context.WithTimeout(context.Background(), max(e.svc.cfg.Lease/3, time.Second))
 			err := e.svc.store.Heartbeat(ctx, e.key, e.owner, e.svc.now().Add(e.svc.cfg.Lease))
 			cancel()
+			if errors.Is(err, ErrNotOwner) {
+				return // ended (an end write landed) or taken over: nothing to renew
+			}
 			if err != nil {
 				e.svc.log.Warn("idempotency heartbeat failed", "error", err)
 			}
@@ -202,14 +242,26 @@ func (e *Execution) stop() {
 	})
 }
 
-// Finished reports whether Complete, Fail or Release was called.
-func (e *Execution) Finished() bool {
-	select {
-	case <-e.stopHB:
-		return true
-	default:
-		return false
+// Finished reports whether an end (Complete, Fail or Release) was called.
+func (e *Execution) Finished() bool { return e.outcome != outcomeRunning }
+
+// MarkStarted records, durably, that the request is about to call a
+// provider: the caller calls it right before the first provider call and
+// does not call the provider when it fails. After it the record is never
+// taken over: a retry after the owner died answers 409. Calling it again is
+// free.
+func (e *Execution) MarkStarted(ctx context.Context) error {
+	if e.started {
+		return nil
 	}
+	if err := e.svc.store.MarkStarted(ctx, e.key, e.owner); err != nil {
+		if errors.Is(err, ErrNotOwner) {
+			return err
+		}
+		return unavailable(err)
+	}
+	e.started = true
+	return nil
 }
 
 // Start records the answer's status and headers.
@@ -231,79 +283,179 @@ func (e *Execution) Body(b []byte) {
 }
 
 // Event records one stream event, shares it with local joiners, and now and
-// then appends the events so far to the store for remote joiners.
+// then appends the events so far to the store for remote joiners. Past
+// max_response_bytes nothing more is kept (the answer will not be stored):
+// joiners that have not caught up end with ErrJoinBroken.
 func (e *Execution) Event(ctx context.Context, ev Event) {
-	ev.Data = append([]byte(nil), ev.Data...)
+	if e.tooLarge {
+		return
+	}
 	e.size += int64(len(ev.Data))
 	if e.size > e.svc.cfg.MaxResponseBytes {
+		e.amu.Lock()
 		e.tooLarge = true
+		e.events = nil
+		e.amu.Unlock()
+		e.flight.update(func(f *flight) { f.overflow = true })
+		return
 	}
-	if !e.tooLarge {
-		// Past the cap the answer will not be stored: only local joiners,
-		// through the flight, still need the events.
-		e.events = append(e.events, ev)
-	}
+	ev.Data = append([]byte(nil), ev.Data...)
+	e.amu.Lock()
+	e.events = append(e.events, ev)
+	e.amu.Unlock()
 	e.flight.update(func(f *flight) { f.events = append(f.events, ev) })
-	if now := e.svc.now(); !e.tooLarge && now.Sub(e.lastAppend) >= e.svc.cfg.AppendInterval {
-		e.append(ctx)
+	if now := e.svc.now(); now.Sub(e.lastAppend) >= e.svc.cfg.AppendInterval {
 		e.lastAppend = now
+		if e.appendSig == nil {
+			e.appendSig, e.appendDone = make(chan struct{}, 1), make(chan struct{})
+			go e.appender()
+		}
+		select {
+		case e.appendSig <- struct{}{}:
+		default: // a batch is being written; the next takes these too
+		}
 	}
 }
 
-// append writes the events not yet in the store as one batch. A failure is
-// logged and only costs remote joiners their live view: the answer is still
-// stored whole on completion.
-func (e *Execution) append(ctx context.Context) {
-	if e.appendErr || e.appended == len(e.events) {
-		return
+// appendTimeout bounds one batch's write.
+const appendTimeout = 5 * time.Second
+
+// appender writes the events not yet in the store, a batch per signal. A
+// failure is logged and stops the appends: it only costs remote joiners
+// their live view (the answer is still stored whole at the end).
+func (e *Execution) appender() {
+	defer close(e.appendDone)
+	for range e.appendSig {
+		e.amu.Lock()
+		if e.appendErr || e.tooLarge || e.appended == len(e.events) {
+			e.amu.Unlock()
+			continue
+		}
+		var head *Head
+		if e.seq == 0 {
+			head = e.head
+		}
+		batch := e.events[e.appended:len(e.events):len(e.events)]
+		seq := e.seq
+		e.amu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), appendTimeout)
+		err := e.svc.store.Append(ctx, e.key, e.owner, seq, head, batch)
+		cancel()
+		e.amu.Lock()
+		if err != nil {
+			e.appendErr = true
+			e.svc.log.Warn("idempotency append failed", "error", err)
+		} else {
+			e.seq++
+			e.appended += len(batch)
+		}
+		e.amu.Unlock()
 	}
-	var head *Head
-	if e.seq == 0 {
-		head = e.head
-	}
-	batch := e.events[e.appended:]
-	if err := e.svc.store.Append(ctx, e.key, e.owner, e.seq, head, batch); err != nil {
-		e.appendErr = true
-		e.svc.log.Warn("idempotency append failed", "error", err)
-		return
-	}
-	e.seq++
-	e.appended = len(e.events)
+}
+
+// stopAppender waits for a batch being written, and ends the appender.
+func (e *Execution) stopAppender() {
+	e.appendStop.Do(func() {
+		if e.appendSig != nil {
+			close(e.appendSig)
+			<-e.appendDone
+		}
+	})
 }
 
 // Complete stores the recorded answer, or, when it is larger than
-// max_response_bytes, releases the record so that a retry runs again.
-func (e *Execution) Complete(ctx context.Context) error {
-	e.stop()
-	defer e.svc.dropFlight(e.key, e.owner)
-	if e.tooLarge || e.head == nil {
-		err := e.svc.store.Release(ctx, e.key, e.owner)
-		e.flight.finish(outcomeReleased, nil)
-		return err
-	}
-	ans := &Answer{Head: *e.head, Stream: e.stream, Body: e.body, Events: e.events}
-	err := e.svc.store.Complete(ctx, e.key, e.owner, ans)
-	e.flight.finish(outcomeCompleted, ans)
-	return err
-}
+// max_response_bytes (or there is none), releases the record so that a
+// retry runs again.
+func (e *Execution) Complete(ctx context.Context) error { return e.end(ctx, outcomeCompleted) }
 
 // Fail ends the record without an answer: the request failed after it was
 // accepted, and a retry answers 409 idempotency_replay_unavailable.
-func (e *Execution) Fail(ctx context.Context) error {
-	e.stop()
-	defer e.svc.dropFlight(e.key, e.owner)
-	err := e.svc.store.Tombstone(ctx, e.key, e.owner)
-	e.flight.finish(outcomeFailed, nil)
-	return err
-}
+func (e *Execution) Fail(ctx context.Context) error { return e.end(ctx, outcomeFailed) }
 
 // Release deletes the record: the request was refused before it ran (a
 // spent balance, say), so a retry runs normally.
-func (e *Execution) Release(ctx context.Context) error {
+func (e *Execution) Release(ctx context.Context) error { return e.end(ctx, outcomeReleased) }
+
+// Abandon gives up an end write that keeps failing (or an execution that
+// never ended): the lease is no longer renewed and this instance's retries
+// stop following it. The record then reads, once its lease lapsed, as a
+// tombstone when it started and as free to take over when it did not.
+func (e *Execution) Abandon() {
+	if e.done {
+		return
+	}
+	e.stopAppender()
+	if e.outcome == outcomeRunning {
+		o := outcomeFailed
+		if !e.started {
+			o = outcomeReleased
+		}
+		e.flight.finish(o, nil)
+	}
+	e.done = true
 	e.stop()
-	defer e.svc.dropFlight(e.key, e.owner)
-	err := e.svc.store.Release(ctx, e.key, e.owner)
-	e.flight.finish(outcomeReleased, nil)
+	e.svc.dropFlight(e.key, e.owner)
+}
+
+func (e *Execution) end(ctx context.Context, o outcome) error {
+	if e.done {
+		return nil
+	}
+	e.stopAppender()
+	if e.outcome == outcomeRunning {
+		if o == outcomeCompleted && (e.tooLarge || e.head == nil) {
+			o = outcomeReleased
+		}
+		e.outcome = o
+		if o == outcomeCompleted {
+			e.answer = &Answer{Head: *e.head, Stream: e.stream, Body: e.body, Events: e.events}
+		}
+		e.flight.finish(o, e.answer)
+		if o == outcomeReleased {
+			// Retries here follow the record in the store until the
+			// release lands, then run again.
+			e.svc.dropFlight(e.key, e.owner)
+		}
+	}
+	if err := e.write(ctx); err != nil {
+		return err
+	}
+	e.done = true
+	e.stop()
+	e.svc.dropFlight(e.key, e.owner)
+	return nil
+}
+
+// write does the end write of the fixed outcome. ErrNotOwner is checked
+// with a read: the same write may have landed before (its answer lost, in
+// an earlier call or in the SDK's own retry).
+func (e *Execution) write(ctx context.Context) error {
+	st := e.svc.store
+	var err error
+	switch e.outcome {
+	case outcomeCompleted:
+		err = st.Complete(ctx, e.key, e.owner, e.answer)
+	case outcomeFailed:
+		err = st.Tombstone(ctx, e.key, e.owner)
+	default:
+		err = st.Release(ctx, e.key, e.owner)
+	}
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrNotOwner) {
+		return unavailable(err)
+	}
+	rec, lerr := st.Load(ctx, e.key, e.svc.now())
+	switch {
+	case e.outcome == outcomeReleased && (errors.Is(lerr, ErrNotFound) || lerr == nil && rec.Owner != e.owner):
+		return nil // gone, or another owner's: nothing of ours is left
+	case lerr != nil && !errors.Is(lerr, ErrNotFound):
+		return unavailable(lerr)
+	case lerr == nil && rec.Owner == e.owner && (e.outcome == outcomeCompleted && rec.State == StateCompleted ||
+		e.outcome == outcomeFailed && rec.State == StateTombstone):
+		return nil // landed already
+	}
 	return err
 }
 
@@ -318,12 +470,13 @@ const (
 
 // flight is a running execution as retries on the same instance see it.
 type flight struct {
-	mu      sync.Mutex
-	head    *Head
-	events  []Event
-	outcome outcome
-	answer  *Answer
-	changed chan struct{}
+	mu       sync.Mutex
+	head     *Head
+	events   []Event
+	overflow bool // past max_response_bytes: events are no longer kept
+	outcome  outcome
+	answer   *Answer
+	changed  chan struct{}
 }
 
 func newFlight() *flight { return &flight{changed: make(chan struct{})} }
@@ -340,9 +493,18 @@ func (f *flight) finish(o outcome, ans *Answer) {
 	f.update(func(f *flight) { f.outcome, f.answer = o, ans })
 }
 
-// snapshot returns the flight's state and a channel closed at its next change.
-func (f *flight) snapshot() (head *Head, events []Event, o outcome, ans *Answer, changed <-chan struct{}) {
+// flightState is a snapshot of a flight.
+type flightState struct {
+	head     *Head
+	events   []Event
+	overflow bool
+	outcome  outcome
+	answer   *Answer
+	changed  <-chan struct{} // closed at the flight's next change
+}
+
+func (f *flight) snapshot() flightState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.head, f.events[:len(f.events):len(f.events)], f.outcome, f.answer, f.changed
+	return flightState{f.head, f.events[:len(f.events):len(f.events)], f.overflow, f.outcome, f.answer, f.changed}
 }

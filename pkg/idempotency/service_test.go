@@ -3,66 +3,292 @@ package idempotency_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
-	"strings"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
+	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// A retry that joined a stream and then reaches its own deadline ends the
-// stream with an error event; it never returns an error after it wrote a
-// 200 (the caller would write a second status line).
-func TestJoinerDeadlineAfterStart(t *testing.T) {
+// clock is a settable clock for the service.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now().UTC().Truncate(time.Second)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func req(key, fp, id string) idempotency.Request {
+	return idempotency.Request{Key: key, Fingerprint: fp, RequestID: id, Tenant: "project-1"}
+}
+
+func mustBegin(t *testing.T, svc *idempotency.Service, r idempotency.Request) *idempotency.Execution {
+	t.Helper()
+	exec, rec, err := svc.Begin(t.Context(), r)
+	if err != nil || exec == nil {
+		t.Fatalf("Begin(%s): exec %v, record %v, error %v; want to own it", r.RequestID, exec != nil, rec, err)
+	}
+	return exec
+}
+
+func mustFind(t *testing.T, svc *idempotency.Service, r idempotency.Request) *idempotency.Record {
+	t.Helper()
+	exec, rec, err := svc.Begin(t.Context(), r)
+	if err != nil || rec == nil {
+		t.Fatalf("Begin(%s): exec %v, record %v, error %v; want the existing record", r.RequestID, exec != nil, rec, err)
+	}
+	return rec
+}
+
+func wantCode(t *testing.T, what string, err error, code llm.Code) {
+	t.Helper()
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Code != code {
+		t.Fatalf("%s: %v, want an llm.Error %s", what, err, code)
+	}
+}
+
+// readAll reads a reply's events to its end.
+func readAll(ctx context.Context, r *idempotency.Reply) ([]string, error) {
+	var out []string
+	for {
+		ev, err := r.Next(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, string(ev.Data))
+	}
+}
+
+func jsonAnswer(exec *idempotency.Execution, body string) {
+	exec.Start(200, map[string]string{"Content-Type": "application/json", "X-Request-Id": "req_1"}, false)
+	exec.Body([]byte(body))
+}
+
+// A stored answer replays as a Reply: the same status, headers plus
+// Idempotency-Replayed, the same body; a stream's events in order, the
+// usage event only when the retry asks for it.
+func TestServeReplays(t *testing.T) {
+	ctx := t.Context()
 	svc := idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil)
-	ctx := context.Background()
-	exec, _, err := svc.Begin(ctx, "k", "fp", "req_1")
-	if err != nil {
+	exec := mustBegin(t, svc, req("k1", "fp", "req_1"))
+	jsonAnswer(exec, `{"ok":true}`)
+	if err := exec.Complete(ctx); err != nil {
 		t.Fatal(err)
 	}
+	r, err := svc.Serve(ctx, mustFind(t, svc, req("k1", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
+	if err != nil || r.Stream || r.Head.Status != 200 || string(r.Body) != `{"ok":true}` ||
+		r.Head.Header[idempotency.HeaderReplayed] != "true" || r.Head.Header["X-Request-Id"] != "req_1" {
+		t.Fatalf("replay: %+v %v", r, err)
+	}
+	_, err = svc.Serve(ctx, mustFind(t, svc, req("k1", "other", "req_3")), idempotency.Retry{Fingerprint: "other"})
+	wantCode(t, "another request under the key", err, llm.CodeIdempotencyConflict)
+
+	exec = mustBegin(t, svc, req("k2", "fp", "req_4"))
+	exec.Start(200, map[string]string{"Content-Type": "text/event-stream"}, true)
+	for _, ev := range []idempotency.Event{{Data: []byte("a")}, {Data: []byte("usage"), Usage: true}, {Data: []byte("[DONE]")}} {
+		exec.Event(ctx, ev)
+	}
+	if err := exec.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, usage := range []bool{false, true} {
+		r, err := svc.Serve(ctx, mustFind(t, svc, req("k2", "fp", "req_5")), idempotency.Retry{Fingerprint: "fp", IncludeUsage: usage})
+		if err != nil || !r.Stream {
+			t.Fatalf("stream replay: %+v %v", r, err)
+		}
+		got, err := readAll(ctx, r)
+		want := "[a [DONE]]"
+		if usage {
+			want = "[a usage [DONE]]"
+		}
+		if err != nil || fmt.Sprint(got) != want {
+			t.Fatalf("include_usage %v: events %v %v, want %s", usage, got, err, want)
+		}
+	}
+}
+
+// A retry that joined a stream and then reaches its own deadline gets an
+// error wrapping ErrJoinBroken from Next (the caller ends the stream with an
+// error event), never a second answer.
+func TestJoinerDeadlineAfterStart(t *testing.T) {
+	svc := idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil)
+	ctx := t.Context()
+	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
 	defer exec.Fail(ctx)
 	exec.Start(200, map[string]string{"Content-Type": "text/event-stream"}, true)
 	exec.Event(ctx, idempotency.Event{Data: []byte(`{"a":1}`)})
-	_, rec, err := svc.Begin(ctx, "k", "fp", "req_2")
-	if err != nil || rec == nil {
-		t.Fatalf("second Begin: %v %v", rec, err)
+	rec := mustFind(t, svc, req("k", "fp", "req_2"))
+	wctx, cancel := context.WithCancel(ctx)
+	r, err := svc.Serve(wctx, rec, idempotency.Retry{Fingerprint: "fp"})
+	if err != nil || !r.Stream || r.Head.Status != 200 {
+		t.Fatalf("Serve: %+v %v", r, err)
 	}
-	w := httptest.NewRecorder()
-	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := svc.Serve(wctx, w, rec, idempotency.Retry{Fingerprint: "fp"}); err != nil {
-		t.Fatalf("Serve returned %v after it wrote a 200 stream", err)
+	ev, err := r.Next(wctx)
+	if err != nil || string(ev.Data) != `{"a":1}` {
+		t.Fatalf("first event %q %v", ev.Data, err)
 	}
-	body := w.Body.String()
-	if w.Code != 200 || !strings.HasPrefix(body, "data: {\"a\":1}\n\n") || !strings.Contains(body, `"finish_reason":"error"`) {
-		t.Errorf("joined stream %d %q: want the events so far and an error event", w.Code, body)
+	cancel() // the retry's deadline
+	_, err = r.Next(wctx)
+	if !errors.Is(err, idempotency.ErrJoinBroken) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next after the deadline: %v, want ErrJoinBroken wrapping the context's error", err)
+	}
+}
+
+// A joiner of a local stream that fails after it started gets ErrJoinBroken.
+func TestJoinerOfFailedStream(t *testing.T) {
+	svc := idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil)
+	ctx := t.Context()
+	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
+	exec.Start(200, nil, true)
+	exec.Event(ctx, idempotency.Event{Data: []byte("a")})
+	r, err := svc.Serve(ctx, mustFind(t, svc, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec.Event(ctx, idempotency.Event{Data: []byte("b")})
+	if err := exec.Fail(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(ctx, r)
+	if fmt.Sprint(got) != "[a b]" || !errors.Is(err, idempotency.ErrJoinBroken) {
+		t.Fatalf("events %v, end %v; want a, b, then ErrJoinBroken", got, err)
 	}
 }
 
 // lossyStore applies a reservation and then reports a failure, as a write
-// whose answer was lost does.
-type lossyStore struct{ idempotency.Store }
+// whose answer was lost does; its Release fails (the store is unreachable).
+type lossyStore struct {
+	idempotency.Store
+	releases atomic.Int32
+}
 
-func (s lossyStore) Reserve(ctx context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
+func (s *lossyStore) Reserve(ctx context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
 	if _, err := s.Store.Reserve(ctx, rec, now); err != nil {
 		return nil, err
 	}
 	return nil, errors.New("connection reset after the write")
 }
 
-// A reservation that failed on the way back is undone, so the key does not
-// read as a dead owner's for the whole window.
-func TestReserveErrorReleases(t *testing.T) {
+func (s *lossyStore) Release(context.Context, string, string) error {
+	s.releases.Add(1)
+	return fmt.Errorf("%w: unreachable", idempotency.ErrUnavailable)
+}
+
+// Issue 8, point 3: a reservation whose write landed but whose answer was
+// lost, and whose Release failed too, does not hold the key for the window:
+// a retry after the lease takes it over and runs. While the lease lasts the
+// retry waits (it may still be running somewhere).
+func TestLostReservationIsTakenOver(t *testing.T) {
+	ctx := t.Context()
+	c := newClock()
 	store := memstore.New(1 << 20)
-	svc := idempotency.New(lossyStore{store}, idempotency.Config{}, nil, nil)
-	_, _, err := svc.Begin(context.Background(), "k", "fp", "req_1")
-	if !errors.Is(err, idempotency.ErrUnavailable) {
-		t.Fatalf("Begin: %v, want ErrUnavailable", err)
+	lossy := &lossyStore{Store: store}
+	cfg := idempotency.Config{Lease: 30 * time.Second, MaxWait: time.Nanosecond, PollInterval: time.Millisecond}
+	_, _, err := idempotency.New(lossy, cfg, c.now, nil).Begin(ctx, req("k", "fp", "req_1"))
+	if !errors.Is(err, idempotency.ErrUnavailable) || lossy.releases.Load() != 1 {
+		t.Fatalf("Begin: %v (releases %d), want ErrUnavailable after a failed release", err, lossy.releases.Load())
 	}
-	if _, err := store.Load(context.Background(), "k", time.Now()); !errors.Is(err, idempotency.ErrNotFound) {
-		t.Errorf("after a failed reservation the record is still there: %v", err)
+	if rec, err := store.Load(ctx, "k", c.now()); err != nil || rec.State != idempotency.StateInProgress || rec.Started {
+		t.Fatalf("the lost reservation: %+v %v, want in progress, not started", rec, err)
+	}
+
+	svc := idempotency.New(store, cfg, c.now, nil)
+	// Within the lease: the retry cannot tell, and answers in progress.
+	_, err = svc.Serve(ctx, mustFind(t, svc, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
+	wantCode(t, "a retry within the lease", err, llm.CodeInProgress)
+
+	c.add(time.Minute) // the lease lapsed
+	exec := mustBegin(t, svc, req("k", "fp", "req_3"))
+	if err := exec.MarkStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jsonAnswer(exec, `{"ran":true}`)
+	if err := exec.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := svc.Serve(ctx, mustFind(t, svc, req("k", "fp", "req_4")), idempotency.Retry{Fingerprint: "fp"})
+	if err != nil || string(r.Body) != `{"ran":true}` {
+		t.Fatalf("replay after the takeover: %+v %v", r, err)
+	}
+}
+
+// A retry that waits for a lost reservation on the Serve side also gets to
+// run once the lease lapses (ErrRunAgain, then Begin takes it over).
+func TestWaiterOfLostReservationRunsAgain(t *testing.T) {
+	ctx := t.Context()
+	c := newClock()
+	store := memstore.New(1 << 20)
+	cfg := idempotency.Config{Lease: 30 * time.Second, PollInterval: time.Millisecond}
+	_, _, err := idempotency.New(&lossyStore{Store: store}, cfg, c.now, nil).Begin(ctx, req("k", "fp", "req_1"))
+	if !errors.Is(err, idempotency.ErrUnavailable) {
+		t.Fatal(err)
+	}
+	svc := idempotency.New(store, cfg, c.now, nil)
+	rec := mustFind(t, svc, req("k", "fp", "req_2"))
+	c.add(time.Minute)
+	if _, err := svc.Serve(ctx, rec, idempotency.Retry{Fingerprint: "fp"}); !errors.Is(err, idempotency.ErrRunAgain) {
+		t.Fatalf("Serve of a lapsed, never started record: %v, want ErrRunAgain", err)
+	}
+	mustBegin(t, svc, req("k", "fp", "req_3")).Abandon()
+}
+
+// A reservation that started and whose owner went away is a tombstone: 409,
+// never a second run.
+func TestStartedLapsedIsNotRunAgain(t *testing.T) {
+	ctx := t.Context()
+	c := newClock()
+	store := memstore.New(1 << 20)
+	cfg := idempotency.Config{Lease: 30 * time.Second, PollInterval: time.Millisecond}
+	svc := idempotency.New(store, cfg, c.now, nil)
+	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
+	if err := exec.MarkStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exec.Abandon() // the instance died after the provider call
+	c.add(time.Minute)
+	other := idempotency.New(store, cfg, c.now, nil) // another instance
+	_, err := other.Serve(ctx, mustFind(t, other, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
+	wantCode(t, "a retry of a started, lapsed record", err, llm.CodeReplayUnavailable)
+}
+
+// An owner whose record was taken over cannot start: MarkStarted is fenced,
+// so the provider is never called twice.
+func TestTakenOverOwnerCannotStart(t *testing.T) {
+	ctx := t.Context()
+	c := newClock()
+	store := memstore.New(1 << 20)
+	cfg := idempotency.Config{Lease: 30 * time.Second}
+	slow := mustBegin(t, idempotency.New(store, cfg, c.now, nil), req("k", "fp", "req_1"))
+	defer slow.Abandon()
+	c.add(time.Minute) // its heartbeats did not get through
+	fresh := mustBegin(t, idempotency.New(store, cfg, c.now, nil), req("k", "fp", "req_2"))
+	defer fresh.Abandon()
+	if err := slow.MarkStarted(ctx); !errors.Is(err, idempotency.ErrNotOwner) {
+		t.Fatalf("MarkStarted of the taken-over owner: %v, want ErrNotOwner", err)
+	}
+	if err := fresh.MarkStarted(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -74,29 +300,237 @@ func (deafStore) Heartbeat(context.Context, string, string, time.Time) error {
 }
 
 // A running owner on the same instance is followed even when its lease
-// lapsed in the store (its heartbeats failed): it is alive and will answer.
+// lapsed in the store (its heartbeats failed): it started, it is alive and
+// will answer.
 func TestLocalOwnerOutlivesItsLease(t *testing.T) {
-	svc := idempotency.New(deafStore{memstore.New(1 << 20)}, idempotency.Config{Lease: 30 * time.Millisecond}, nil, nil)
-	ctx := context.Background()
-	exec, _, err := svc.Begin(ctx, "k", "fp", "req_1")
-	if err != nil {
+	ctx := t.Context()
+	c := newClock()
+	svc := idempotency.New(deafStore{memstore.New(1 << 20)}, idempotency.Config{Lease: 30 * time.Second}, c.now, nil)
+	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
+	if err := exec.MarkStarted(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the lease lapses
-	_, rec, err := svc.Begin(ctx, "k", "fp", "req_2")
-	if err != nil || rec == nil {
-		t.Fatal(rec, err)
+	c.add(time.Minute) // the lease lapses
+	rec := mustFind(t, svc, req("k", "fp", "req_2"))
+	type result struct {
+		r   *idempotency.Reply
+		err error
 	}
-	done := make(chan error, 1)
-	w := httptest.NewRecorder()
-	go func() { done <- svc.Serve(ctx, w, rec, idempotency.Retry{Fingerprint: "fp"}) }()
-	time.Sleep(20 * time.Millisecond)
-	exec.Start(200, map[string]string{"Content-Type": "application/json"}, false)
-	exec.Body([]byte(`{"ok":true}`))
+	done := make(chan result, 1)
+	go func() {
+		r, err := svc.Serve(ctx, rec, idempotency.Retry{Fingerprint: "fp"})
+		done <- result{r, err}
+	}()
+	jsonAnswer(exec, `{"ok":true}`)
 	if err := exec.Complete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil || w.Code != 200 || w.Body.String() != `{"ok":true}` {
-		t.Errorf("the retry of a live local owner: %v %d %q", err, w.Code, w.Body.String())
+	if got := <-done; got.err != nil || string(got.r.Body) != `{"ok":true}` {
+		t.Errorf("the retry of a live local owner: %+v %v", got.r, got.err)
 	}
+}
+
+// flakyStore fails the end writes (Complete, Tombstone, Release) while down
+// is set; with landed, a failing write is applied before it fails (its
+// answer lost). It counts heartbeats.
+type flakyStore struct {
+	idempotency.Store
+	down       atomic.Bool
+	landed     bool
+	heartbeats chan struct{}
+}
+
+var errCut = fmt.Errorf("%w: connection refused", idempotency.ErrUnavailable)
+
+func (s *flakyStore) end(write func() error) error {
+	if !s.down.Load() {
+		return write()
+	}
+	if s.landed {
+		_ = write()
+	}
+	return errCut
+}
+
+func (s *flakyStore) Complete(ctx context.Context, key, owner string, ans *idempotency.Answer) error {
+	return s.end(func() error { return s.Store.Complete(ctx, key, owner, ans) })
+}
+
+func (s *flakyStore) Tombstone(ctx context.Context, key, owner string) error {
+	return s.end(func() error { return s.Store.Tombstone(ctx, key, owner) })
+}
+
+func (s *flakyStore) Release(ctx context.Context, key, owner string) error {
+	return s.end(func() error { return s.Store.Release(ctx, key, owner) })
+}
+
+func (s *flakyStore) Heartbeat(ctx context.Context, key, owner string, leaseUntil time.Time) error {
+	err := s.Store.Heartbeat(ctx, key, owner, leaseUntil)
+	select {
+	case s.heartbeats <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+// Issue 8, point 3: the end writes are durable. A Complete that fails is
+// retried with the same write; meanwhile the lease is renewed and a local
+// retry gets the answer at once; a write that landed though its answer was
+// lost reads as success. The same for Fail and Release.
+func TestEndWritesAreRetryable(t *testing.T) {
+	for _, landed := range []bool{false, true} {
+		for _, end := range []string{"Complete", "Fail", "Release"} {
+			t.Run(fmt.Sprintf("%s/landed=%v", end, landed), func(t *testing.T) {
+				ctx := t.Context()
+				mem := memstore.New(1 << 20)
+				store := &flakyStore{Store: mem, landed: landed, heartbeats: make(chan struct{}, 1)}
+				svc := idempotency.New(store, idempotency.Config{Lease: 30 * time.Millisecond}, nil, nil)
+				exec := mustBegin(t, svc, req("k", "fp", "req_1"))
+				if err := exec.MarkStarted(ctx); err != nil {
+					t.Fatal(err)
+				}
+				jsonAnswer(exec, `{"ok":true}`)
+				do := map[string]func(context.Context) error{"Complete": exec.Complete, "Fail": exec.Fail, "Release": exec.Release}[end]
+				store.down.Store(true)
+				for range 3 {
+					if err := do(ctx); !errors.Is(err, idempotency.ErrUnavailable) {
+						t.Fatalf("%s while the store is down: %v, want ErrUnavailable", end, err)
+					}
+				}
+				if !landed {
+					// The lease is still renewed (once a write landed,
+					// there is nothing to renew).
+					<-store.heartbeats
+					<-store.heartbeats
+				}
+				if end != "Release" {
+					// A local retry has the outcome at once.
+					rec := mustFind(t, svc, req("k", "fp", "req_2"))
+					r, err := svc.Serve(ctx, rec, idempotency.Retry{Fingerprint: "fp"})
+					if end == "Complete" && (err != nil || string(r.Body) != `{"ok":true}`) {
+						t.Fatalf("local retry during the outage: %+v %v", r, err)
+					}
+					if end == "Fail" {
+						wantCode(t, "local retry of a failed request", err, llm.CodeReplayUnavailable)
+					}
+				}
+				store.down.Store(false)
+				if err := do(ctx); err != nil {
+					t.Fatalf("%s once the store is back: %v", end, err)
+				}
+				if err := do(ctx); err != nil {
+					t.Fatalf("%s after it succeeded: %v", end, err)
+				}
+				rec, err := mem.Load(ctx, "k", time.Now())
+				switch end {
+				case "Complete":
+					if err != nil || rec.State != idempotency.StateCompleted || rec.Answer == nil || string(rec.Answer.Body) != `{"ok":true}` {
+						t.Fatalf("after Complete: %+v %v", rec, err)
+					}
+				case "Fail":
+					if err != nil || rec.State != idempotency.StateTombstone {
+						t.Fatalf("after Fail: %+v %v", rec, err)
+					}
+				case "Release":
+					if !errors.Is(err, idempotency.ErrNotFound) {
+						t.Fatalf("after Release: %+v %v", rec, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Issue 8, point 5: a keyed stream's in-flight buffer respects
+// max_response_bytes. Past it nothing more is kept; a joiner gets what was
+// buffered and then ErrJoinBroken; the record is released, so a retry runs.
+func TestInFlightBufferIsBounded(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New(1 << 20)
+	svc := idempotency.New(store, idempotency.Config{MaxResponseBytes: 100, AppendInterval: time.Nanosecond}, nil, nil)
+	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
+	exec.Start(200, nil, true)
+	exec.Event(ctx, idempotency.Event{Data: []byte("0123456789")})
+	r, err := svc.Serve(ctx, mustFind(t, svc, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		exec.Event(ctx, idempotency.Event{Data: fmt.Appendf(nil, "event %02d..", i)})
+	}
+	// Appends run in the background, and stop at the overflow: the store
+	// holds at most the few events under the cap (none, when the overflow
+	// came before the appender's first batch).
+	rec, err := store.Load(ctx, "k", time.Now())
+	if err != nil {
+		t.Fatal(rec, err)
+	}
+	if n := len(rec.Events); n > 10 {
+		t.Fatalf("%d events appended to the store, want at most the few under the cap", n)
+	}
+	got, err := readAll(ctx, r)
+	if !errors.Is(err, idempotency.ErrJoinBroken) || len(got) == 0 || len(got) > 10 {
+		t.Fatalf("joiner: %d events, end %v; want the buffered few and ErrJoinBroken", len(got), err)
+	}
+	if err := exec.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Load(ctx, "k", time.Now()); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("the too large answer's record: %v, want released", err)
+	}
+}
+
+// Issue 8, point 6: a retry on another instance joins a running stream by
+// polling; it gets every event once, in order, and the end.
+func TestRemoteJoin(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New(1 << 20)
+	cfg := idempotency.Config{AppendInterval: time.Nanosecond, PollInterval: time.Millisecond}
+	owner := idempotency.New(store, cfg, nil, nil)
+	joiner := idempotency.New(store, cfg, nil, nil)
+	exec := mustBegin(t, owner, req("k", "fp", "req_1"))
+	exec.Start(200, map[string]string{"Content-Type": "text/event-stream"}, true)
+	exec.Event(ctx, idempotency.Event{Data: []byte("e0")})
+	r, err := joiner.Serve(ctx, mustFind(t, joiner, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
+	if err != nil || !r.Stream || r.Head.Header[idempotency.HeaderReplayed] != "true" {
+		t.Fatalf("remote join: %+v %v", r, err)
+	}
+	var want []string
+	want = append(want, "e0")
+	for i := 1; i < 20; i++ {
+		exec.Event(ctx, idempotency.Event{Data: fmt.Appendf(nil, "e%d", i)})
+		want = append(want, fmt.Sprintf("e%d", i))
+	}
+	exec.Event(ctx, idempotency.Event{Data: []byte("usage"), Usage: true})
+	exec.Event(ctx, idempotency.Event{Data: []byte("[DONE]")})
+	want = append(want, "[DONE]")
+	if err := exec.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(ctx, r)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("joined events %v %v, want %v", got, err, want)
+	}
+}
+
+// A memory store without room refuses the reservation: Begin's error is
+// both ErrUnavailable (a 503) and ErrFull, and nothing is left behind.
+func TestBeginWhenStoreFull(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New(2000)
+	svc := idempotency.New(store, idempotency.Config{}, nil, nil)
+	for i := range 100 {
+		exec, _, err := svc.Begin(ctx, req(fmt.Sprint("k", i), "fp", "req"))
+		if err != nil {
+			if !errors.Is(err, idempotency.ErrFull) || !errors.Is(err, idempotency.ErrUnavailable) {
+				t.Fatalf("Begin: %v, want ErrFull and ErrUnavailable", err)
+			}
+			if store.Len() != i {
+				t.Fatalf("%d records after %d reservations and a refusal", store.Len(), i)
+			}
+			return
+		}
+		defer exec.Abandon()
+	}
+	t.Fatalf("a 2000-byte store took 100 reservations")
 }

@@ -19,6 +19,11 @@ const (
 	// renewing its lease. Stores return a lapsed lease as stored; the
 	// service reads it as a tombstone: the owner may have died mid-request,
 	// and the request is never run a second time.
+	//
+	// A reservation whose lease lapsed before it Started (no provider was
+	// called) is the exception: Reserve hands it to a retry of the same
+	// request (same Fingerprint), which then runs it. The old owner is
+	// fenced out by the new owner token.
 	StateInProgress State = "in_progress"
 	// StateCompleted: the answer is stored (or was dropped to make room, in
 	// which case Answer is nil).
@@ -46,6 +51,13 @@ type Record struct {
 	ExpiresAt time.Time
 	// RequestID is the x-request-id of the request that owns the record.
 	RequestID string
+	// Tenant is the project the record belongs to: the memory store's fair
+	// shares are per tenant. Set by the caller through Begin.
+	Tenant string
+	// Started is set by MarkStarted, right before the first provider call:
+	// a reservation that never started can be taken over once its lease
+	// lapsed; one that started is never run again.
+	Started bool
 
 	// Answer is the stored answer of a completed record; nil while in
 	// progress, for a tombstone, and when the answer was dropped.
@@ -96,17 +108,32 @@ type Event struct {
 // dynamostore (DynamoDB). Every method is safe for concurrent use, and
 // every write after Reserve is fenced by the owner token.
 type Store interface {
-	// Reserve creates rec (State in progress, Owner, LeaseUntil, ExpiresAt
-	// set by the caller) unless a record with the same Key exists whose
-	// window has not ended (now <= ExpiresAt): first writer wins. It returns
-	// (nil, nil) when rec was created, and otherwise the existing record as
-	// Load returns it (with its Answer, Head and Events), read consistently.
+	// Reserve creates rec (State in progress, Owner, LeaseUntil, ExpiresAt,
+	// Tenant set by the caller) unless a record with the same Key exists
+	// whose window has not ended (now <= ExpiresAt): first writer wins. One
+	// live record is taken over all the same: an in-progress record that
+	// never Started, whose lease lapsed (LeaseUntil < now) and whose
+	// Fingerprint equals rec's (its owner is gone before it ran: the key
+	// must not be stuck); rec replaces it whole, and the first of several
+	// concurrent takeovers wins. It returns (nil, nil) when rec was created,
+	// and otherwise the existing record as Load returns it (with its
+	// Answer, Head and Events), read consistently.
 	Reserve(ctx context.Context, rec *Record, now time.Time) (*Record, error)
 	// Load reads a record consistently, with its Answer, Head and Events.
 	// A record whose window ended (now > ExpiresAt) reads as ErrNotFound.
 	Load(ctx context.Context, key string, now time.Time) (*Record, error)
+	// Poll is Load for a waiter that already saw part of a running stream:
+	// when the record is in progress and owned by owner, Head is set only
+	// when from is 0 and Events holds only the events of the Append calls
+	// from seq from on; otherwise (another owner, or an ended record) it is
+	// what Load returns. next is the seq to pass as from the next time (the
+	// number of Append calls of the record's owner read so far).
+	Poll(ctx context.Context, key, owner string, from int, now time.Time) (rec *Record, next int, err error)
 	// Heartbeat extends the lease of an in-progress record owned by owner.
 	Heartbeat(ctx context.Context, key, owner string, leaseUntil time.Time) error
+	// MarkStarted sets Started on an in-progress record owned by owner
+	// (again: nil). After it the record can no longer be taken over.
+	MarkStarted(ctx context.Context, key, owner string) error
 	// Append adds stream events (and, with the first call, the head) to an
 	// in-progress record owned by owner. seq numbers the calls from 0: a seq
 	// already applied is ignored (nil), so a retried Append is not applied
@@ -135,3 +162,9 @@ var ErrNotOwner = errors.New("idempotency: not the record's owner")
 // ErrUnavailable wraps every failure to reach the store, so that the HTTP
 // layer can answer 503 idempotency_store_unavailable.
 var ErrUnavailable = errors.New("idempotency store unavailable")
+
+// ErrFull: the store has no room for the write without taking room from
+// another tenant within its fair share (the memory store). Begin returns it
+// wrapped together with ErrUnavailable: a 503 with retry-after; the room
+// comes back as windows end.
+var ErrFull = errors.New("idempotency store full")

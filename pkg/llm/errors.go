@@ -25,6 +25,7 @@ const (
 	CodeReplayUnavailable   Code = "idempotency_replay_unavailable"
 	CodeInProgress          Code = "idempotency_in_progress"
 	CodeRequestTooLarge     Code = "request_too_large"
+	CodeBodyTimeout         Code = "body_timeout"
 	CodeCapacity            Code = "capacity"
 	CodeUnavailableRoute    Code = "unavailable_route"
 	CodeAllProvidersFailed  Code = "all_providers_failed"

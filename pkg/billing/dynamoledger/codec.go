@@ -25,22 +25,30 @@ const (
 const (
 	PKRequest     = "req#"    // + request id; sk SKEntry: the ledger entry
 	SKEntry       = "ledger"  //
-	PKLedger      = "ledger#" // + project; sk at + "#" + request id: the entry by time
-	PKAccount     = "acct#"   // + project; sk SKAccount: balance, spend, limits
+	PKLedger      = "ledger#" // + 2-digit shard + "#" + project; sk at + "#" + request id: the entry by time
+	PKAccount     = "acct#"   // + project; sk SKAccount: created, credit, version
 	SKAccount     = "acct"    //
+	PKSpend       = "spend#"  // + 2-digit shard + "#" + project; sk SKSpend: a project spend counter
+	SKSpend       = "spend"   //
+	PKKeyAccount  = "kacct#"  // + key id; sk project: the key's spend counter and limit
+	PKHold        = "hold#"   // + 2-digit hold shard; sk deadline + "#" + request id: a due pointer
 	PKFeedback    = "fb#"     // + request id; sk SKUserPrefix + end user
 	SKUserPrefix  = "user#"   //
 	PKKey         = "key#"    // + key hash; sk SKKey: the key record
 	SKKey         = "key"     //
 	PKKeyID       = "keyid#"  // + key id; sk SKKeyID: the key's hash
 	SKKeyID       = "keyid"   //
-	attrKeySpent  = "ks#"     // + key id: N, the key's spend (account item)
-	attrKeyLimit  = "kl#"     // + key id: N or NULL, the key's limit (account item)
-	attrMarker    = "m#"      // + 32 hex of sha256(request id): S, the request id (account item)
+	attrLimit     = "limit"   // N or NULL, the key's limit (key item)
+	attrVersion   = "ver"     // N, the account item's version (SetBalance)
+	attrDeadline  = "deadline"
+	attrHoldPK    = "hpk" // the entry's due pointer: pk
+	attrHoldSK    = "hsk" // and sk
+	attrMarker    = "m#"  // + 32 hex of sha256(request id): S, the request id (counter items)
 	markerHexLen  = 32
 	maxBatchGet   = 100
 	stateApplied  = "applied"
 	statePending  = "pending"
+	stateHeld     = "held"
 	timeLayout    = "2006-01-02T15:04:05.000000000Z" // UTC, fixed width: sorts as it reads
 	attrProject   = "project"
 	attrKeyID     = "key_id"
@@ -159,10 +167,11 @@ func entryItem(e billing.Entry, state string) map[string]types.AttributeValue {
 	return item
 }
 
-// indexItem is the entry again, by project and time: pk ledger#<project>,
+// indexItem is the entry again, by project and time: pk
+// ledger#<shard>#<project> (the request's spend shard),
 // sk <at>#<id>.
-func indexItem(e billing.Entry) map[string]types.AttributeValue {
-	item := key(PKLedger+e.Project, formatTime(e.At)+"#"+e.RequestID)
+func indexItem(e billing.Entry, shard int) map[string]types.AttributeValue {
+	item := key(fmt.Sprintf("%s%02d#%s", PKLedger, shard, e.Project), formatTime(e.At)+"#"+e.RequestID)
 	putEntryFields(item, e)
 	item[attrRequestID] = attrS(e.RequestID)
 	return item
@@ -211,4 +220,22 @@ func decodeEntry(item map[string]types.AttributeValue, requestID string) (billin
 		return billing.Entry{}, fmt.Errorf("dynamoledger: decode entry %s: %w", requestID, err)
 	}
 	return e, nil
+}
+
+// decodeHold decodes the hold fields of an entry item.
+func decodeHold(item map[string]types.AttributeValue, requestID string) (billing.Hold, error) {
+	h := billing.Hold{RequestID: requestID, Project: str(item, attrProject), KeyID: str(item, attrKeyID), Model: str(item, attrModel)}
+	at, err1 := parseTime(str(item, attrAt))
+	dl, err2 := parseTime(str(item, attrDeadline))
+	if err := errors.Join(err1, err2); err != nil {
+		return billing.Hold{}, fmt.Errorf("dynamoledger: decode hold %s: %w", requestID, err)
+	}
+	h.At, h.Deadline = at, dl
+	return h, nil
+}
+
+// shardOf spreads request ids over n shards (stable: sha256).
+func shardOf(requestID string, n int) int {
+	sum := sha256.Sum256([]byte(requestID))
+	return int((uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])) % uint32(n))
 }

@@ -260,3 +260,62 @@ func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) erro
 	}
 	return same(item)
 }
+
+// ProjectExists implements billing.KeyStore: one consistent GetItem of the
+// account item.
+func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error) {
+	if project == "" || len(project) > billing.MaxIDBytes {
+		return false, nil
+	}
+	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(PKAccount+project, SKAccount),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#c"),
+		ExpressionAttributeNames: map[string]string{"#c": attrCreated},
+	})
+	if err != nil {
+		return false, unavailable("GetItem", err)
+	}
+	_, ok := got.Item[attrCreated]
+	return ok, nil
+}
+
+// KeyProject implements billing.KeyStore: one consistent GetItem of the
+// key id's item (a key id whose key item was never written, an Issue that
+// failed between its two writes, is no key: see KeyByID).
+func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
+	if keyID == "" || len(keyID) > billing.MaxIDBytes {
+		return "", billing.ErrUnknownKey
+	}
+	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	if err != nil {
+		return "", err
+	}
+	if p := str(item, attrProject); p != "" && str(item, attrHash) != "" {
+		return p, nil
+	}
+	return "", billing.ErrUnknownKey
+}
+
+// KeyByID returns the record of a key by its id, like Lookup by its hash
+// (ErrUnknownKey; the record and ErrKeyRevoked when it is revoked): two
+// consistent GetItems.
+func (s *Store) KeyByID(ctx context.Context, keyID string) (billing.KeyRecord, error) {
+	if keyID == "" || len(keyID) > billing.MaxIDBytes {
+		return billing.KeyRecord{}, billing.ErrUnknownKey
+	}
+	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	if err != nil {
+		return billing.KeyRecord{}, err
+	}
+	hash := str(item, attrHash)
+	if hash == "" {
+		return billing.KeyRecord{}, billing.ErrUnknownKey
+	}
+	rec, err := s.Lookup(ctx, hash)
+	if rec.KeyID != "" && rec.KeyID != keyID {
+		return billing.KeyRecord{}, billing.ErrUnknownKey
+	}
+	return rec, err
+}

@@ -26,7 +26,9 @@ import (
 )
 
 func TestLedger(t *testing.T) {
-	billingtest.Run(t, func(t *testing.T) billing.Ledger { return newStore(t, dynamoledger.Options{}) })
+	billingtest.Run(t, func(t *testing.T) billing.Ledger {
+		return newStore(t, dynamoledger.Options{Shards: dynamoledger.DefaultShards})
+	})
 }
 
 // Collecting the markers on every Bill: the epoch moves all the time, and
@@ -50,12 +52,12 @@ func TestKeyStore(t *testing.T) {
 	billingtest.RunKeyStore(t, pepper, func(t *testing.T) billing.KeyStore { return newStore(t, dynamoledger.Options{}) })
 }
 
-// account reads the raw account item.
+// account reads the raw spend counter of a project (tests run one shard).
 func account(t *testing.T, project string) map[string]types.AttributeValue {
 	t.Helper()
 	got, err := dynalite.Client(t, server.Endpoint(t)).GetItem(t.Context(), &dynamodb.GetItemInput{
 		TableName:      aws.String(sharedTable(t)),
-		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamoledger.PKAccount + project}, "sk": &types.AttributeValueMemberS{Value: dynamoledger.SKAccount}},
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamoledger.PKSpend + "00#" + project}, "sk": &types.AttributeValueMemberS{Value: dynamoledger.SKSpend}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -319,7 +321,12 @@ func TestStaleEpoch(t *testing.T) {
 	counter.Reset()
 	e := billingtest.NewEntry(project, keyID, 10)
 	billingtest.MustBill(t, b, e)
-	want := map[string]int{"PutItem": 2, "UpdateItem": 3, "GetItem": 2}
+	// Without a Hold: a failed Price UpdateItem and its GetItem, the
+	// pointer, the entry, the index; then on each of the two counters (the
+	// shard and the key, both collected by a) a failed UpdateItem, a
+	// GetItem of the counter and one of the entry, the UpdateItem again;
+	// the entry applied, the pointer deleted.
+	want := map[string]int{"PutItem": 3, "UpdateItem": 6, "GetItem": 5, "DeleteItem": 1}
 	if got := counter.Snapshot(); !maps.Equal(got, want) {
 		t.Errorf("Bill with a stale epoch: calls %v, want %v", got, want)
 	}
@@ -329,29 +336,28 @@ func TestStaleEpoch(t *testing.T) {
 	}
 }
 
-// Sweep finishes an entry whose Bill died after writing it and its index
+// Reconcile finishes an entry whose Bill died after writing it and its index
 // item, and that nobody billed again.
-func TestSweep(t *testing.T) {
+func TestReconcileFinishesACrashedBill(t *testing.T) {
 	ctx := t.Context()
 	project, keyID := billingtest.ID("p"), billingtest.ID("k")
 	e := billingtest.NewEntry(project, keyID, 14_000)
-	f := &faulty{failAt: 3} // the account's UpdateItem (step 3)
+	f := &faulty{failAt: 6} // the shard's UpdateItem (step 3)
 	if err := newStore(t, dynamoledger.Options{}, noRetry, withHTTP(f)).Bill(ctx, e); err == nil {
 		t.Fatalf("Bill did not fail")
 	}
+	t.Logf("calls: %v", f.ops)
 	s := newStore(t, dynamoledger.Options{})
 	billingtest.ExpectSpent(t, s, project, keyID, 0, 0)
 	billingtest.MustBill(t, s, billingtest.NewEntry(project, keyID, 1))
-	n, err := s.Sweep(ctx, project, billingtest.Base, billingtest.Base.Add(time.Second))
-	if err != nil || n != 1 {
-		t.Fatalf("Sweep: %d, %v; want 1 finished", n, err)
+	r, err := s.Reconcile(ctx, time.Now().Add(time.Second), true)
+	if err != nil || !slices.ContainsFunc(r.Settled, func(x billing.Entry) bool { return x.RequestID == e.RequestID }) {
+		t.Fatalf("Reconcile: %+v, %v; want %s settled", r, err, e.RequestID)
 	}
 	billingtest.ExpectSpent(t, s, project, keyID, 14_001, 14_001)
-	if n, err := s.Sweep(ctx, project, billingtest.Base, billingtest.Base.Add(time.Second)); err != nil || n != 0 {
-		t.Fatalf("Sweep again: %d, %v; want 0 finished", n, err)
-	}
-	if n := markerCount(t, project); n != 0 {
-		t.Fatalf("%d markers after Sweep, want 0", n)
+	r, err = s.Reconcile(ctx, time.Now().Add(time.Second), true)
+	if err != nil || slices.ContainsFunc(r.Settled, func(x billing.Entry) bool { return x.RequestID == e.RequestID }) {
+		t.Fatalf("Reconcile again: %+v, %v; want nothing of %s", r, err, e.RequestID)
 	}
 	billingtest.ExpectSpent(t, s, project, keyID, 14_001, 14_001)
 }
@@ -414,7 +420,7 @@ func TestCallCounts(t *testing.T) {
 	proxy := dynalite.AllOldProxy(t, server.Endpoint(t))
 	stores := map[string]*dynamoledger.Store{
 		"dynalite": newStore(t, dynamoledger.Options{GCThreshold: 2}, dynalite.CountCalls(&counter)),
-		"DynamoDB": dynamoledger.New(dynalite.Client(t, proxy.Endpoint, dynalite.CountCalls(&counter)), sharedTable(t), dynamoledger.Options{GCThreshold: 2, Pepper: pepper}),
+		"DynamoDB": dynamoledger.New(dynalite.Client(t, proxy.Endpoint, dynalite.CountCalls(&counter)), sharedTable(t), dynamoledger.Options{GCThreshold: 2, Pepper: pepper, Shards: 1}),
 	}
 	ctx := t.Context()
 	type calls = map[string]int
@@ -436,18 +442,42 @@ func TestCallCounts(t *testing.T) {
 		}
 		e1 := billingtest.NewEntry(project, keyID, 1000)
 		e2 := billingtest.NewEntry(project, keyID, 1000)
-		again := calls{"PutItem": 1, "GetItem": 1}
+		again := calls{"UpdateItem": 1, "GetItem": 1}
+		// The second Bill that counts: each counter then holds 2 markers
+		// (GCThreshold 2) and is collected.
+		noHold := calls{"UpdateItem": 6, "GetItem": 1, "PutItem": 3, "DeleteItem": 1, "BatchGetItem": 2}
+		afterPrice := calls{"UpdateItem": 4, "GetItem": 1, "PutItem": 1, "DeleteItem": 1}
 		if name == "DynamoDB" {
-			again = calls{"PutItem": 1}
+			again = calls{"UpdateItem": 1}
+			// No entry: ALL_OLD has nothing, so a GetItem here too.
+			noHold = calls{"UpdateItem": 6, "GetItem": 1, "PutItem": 3, "DeleteItem": 1, "BatchGetItem": 2}
+			afterPrice = calls{"UpdateItem": 4, "PutItem": 1, "DeleteItem": 1}
 		}
-		measure("Seed", calls{"UpdateItem": 1}, func() error { return s.Seed(ctx, project, nil, map[string]*int64{keyID: nil}) })
-		measure("Account", calls{"GetItem": 1}, func() error { _, err := s.Account(ctx, project, keyID); return err })
-		measure("Bill", calls{"PutItem": 2, "UpdateItem": 2}, func() error { return s.Bill(ctx, e1) })
+		hold := func(e billing.Entry) billing.Hold {
+			return billing.Hold{RequestID: e.RequestID, Project: e.Project, KeyID: e.KeyID, Model: e.Model, At: e.At, Deadline: e.At.Add(time.Hour)}
+		}
+		measure("Seed (one key)", calls{"UpdateItem": 2}, func() error { return s.Seed(ctx, project, nil, map[string]*int64{keyID: nil}) })
+		measure("Account", calls{"BatchGetItem": 1}, func() error { _, err := s.Account(ctx, project, keyID); return err })
+		measure("Hold", calls{"PutItem": 2}, func() error { return s.Hold(ctx, hold(e1)) })
+		measure("Price", calls{"UpdateItem": 1}, func() error { return s.Price(ctx, e1) })
+		measure("Bill after Price (its price UpdateItem fails: priced already)", afterPrice, func() error { return s.Bill(ctx, e1) })
 		measure("Bill again", again, func() error { return s.Bill(ctx, e1) })
-		measure("Bill zero cost", calls{"PutItem": 2, "UpdateItem": 1}, func() error {
-			return s.Bill(ctx, billingtest.NewEntry(project, keyID, 0))
+		measure("Bill without Hold, collects 2+2 markers", noHold, func() error {
+			return s.Bill(ctx, billingtest.NewEntry(project, keyID, 10))
 		})
-		measure("Bill that collects 2 markers", calls{"PutItem": 2, "UpdateItem": 3, "BatchGetItem": 1}, func() error { return s.Bill(ctx, e2) })
+		e0 := billingtest.NewEntry(project, keyID, 0)
+		_ = s.Hold(ctx, hold(e0))
+		measure("Bill zero cost after Hold", calls{"UpdateItem": 2, "PutItem": 1, "DeleteItem": 1}, func() error { return s.Bill(ctx, e0) })
+		_ = s.Hold(ctx, hold(e2))
+		measure("Bill after Hold (no Price)", calls{"PutItem": 1, "UpdateItem": 4, "DeleteItem": 1}, func() error { return s.Bill(ctx, e2) })
+		measure("Unhold", calls{"DeleteItem": 2}, func() error {
+			e := billingtest.NewEntry(project, keyID, 1)
+			if err := s.Hold(ctx, hold(e)); err != nil {
+				return err
+			}
+			counter.Reset()
+			return s.Unhold(ctx, project, e.RequestID)
+		})
 		measure("Totals", calls{"Query": 1}, func() error {
 			_, err := s.Totals(ctx, project, billingtest.Base, billingtest.Base.Add(time.Hour))
 			return err
@@ -455,7 +485,7 @@ func TestCallCounts(t *testing.T) {
 		measure("Feedback", calls{"UpdateItem": 1}, func() error {
 			return s.Feedback(ctx, billing.Feedback{RequestID: e1.RequestID, EndUser: "u", Label: "good"})
 		})
-		measure("SetBalance", calls{"UpdateItem": 1}, func() error { return s.SetBalance(ctx, project, new(int64)) })
+		measure("SetBalance", calls{"BatchGetItem": 1, "UpdateItem": 1}, func() error { return s.SetBalance(ctx, project, new(int64)) })
 		measure("SetKeyLimit", calls{"UpdateItem": 1}, func() error { return s.SetKeyLimit(ctx, project, keyID, new(int64)) })
 		measure("CreateProject", calls{"UpdateItem": 1}, func() error { return s.CreateProject(ctx, billingtest.ID("p"), nil) })
 		var rec billing.KeyRecord
@@ -488,4 +518,17 @@ func TestSharesTheIdempotencyTable(t *testing.T) {
 	e := billingtest.NewEntry(billingtest.ID("p"), "k", 5)
 	billingtest.MustBill(t, s, e)
 	billingtest.ExpectBilledOnce(t, s, e)
+}
+
+func TestHolds(t *testing.T) {
+	billingtest.RunHolds(t, func(t *testing.T) billingtest.Ledger {
+		return newStore(t, dynamoledger.Options{Shards: dynamoledger.DefaultShards})
+	})
+}
+
+func TestHoldsAllOld(t *testing.T) {
+	billingtest.RunHolds(t, func(t *testing.T) billingtest.Ledger {
+		proxy := dynalite.AllOldProxy(t, server.Endpoint(t))
+		return dynamoledger.New(dynalite.Client(t, proxy.Endpoint), sharedTable(t), dynamoledger.Options{GCThreshold: 1})
+	})
 }

@@ -1,7 +1,10 @@
-// Package memledger is the in-memory billing.Ledger and billing.KeyStore:
-// the embedded default for `make run` and for tests. One mutex guards
-// everything, so Bill is atomic: the entry and both spends change together
-// or not at all, and exactly-once needs nothing more. Nothing is persisted
+// Package memledger is the in-memory billing.Ledger, billing.Reconciler and
+// billing.KeyStore: the embedded default for `make run` and for tests. One
+// mutex guards everything, so Bill is atomic: the entry, both spends and
+// the hold change together or not at all, and exactly-once needs nothing
+// more. A hold lives in memory too: if the process dies, its holds and
+// priced entries die with the spend they would have changed (a local
+// store, not a production one). Nothing is persisted
 // and nothing is shared between processes; the ledger grows with every bill
 // (a local store, not a production one).
 package memledger
@@ -9,6 +12,7 @@ package memledger
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -36,6 +40,13 @@ type Store struct {
 	feedback  map[string]map[string]billing.Feedback
 	keys      map[string]billing.KeyRecord // hash -> record
 	keyIDs    map[string]string            // key id -> hash
+	holds     map[string]*held             // request id -> hold, until billed or closed
+}
+
+// held is a hold, priced or not.
+type held struct {
+	h      billing.Hold
+	priced *billing.Entry
 }
 
 type account struct {
@@ -53,8 +64,9 @@ type keyAccount struct {
 }
 
 var (
-	_ billing.Ledger   = (*Store)(nil)
-	_ billing.KeyStore = (*Store)(nil)
+	_ billing.Ledger     = (*Store)(nil)
+	_ billing.KeyStore   = (*Store)(nil)
+	_ billing.Reconciler = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -70,6 +82,7 @@ func New(opts Options) *Store {
 		feedback:  map[string]map[string]billing.Feedback{},
 		keys:      map[string]billing.KeyRecord{},
 		keyIDs:    map[string]string{},
+		holds:     map[string]*held{},
 	}
 }
 
@@ -129,11 +142,22 @@ func (s *Store) Bill(ctx context.Context, e billing.Entry) error {
 	e = billing.NormalizeEntry(e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.bill(e)
+}
+
+// bill applies e once; s.mu is held.
+func (s *Store) bill(e billing.Entry) error {
 	if old, ok := s.entries[e.RequestID]; ok {
 		if !billing.SamePayload(old, e) {
 			return billing.ErrLedgerCollision
 		}
 		return nil
+	}
+	if h := s.holds[e.RequestID]; h != nil {
+		if !billing.HoldMatches(h.h, e) || (h.priced != nil && !billing.SamePayload(*h.priced, e)) {
+			return billing.ErrLedgerCollision
+		}
+		delete(s.holds, e.RequestID)
 	}
 	s.entries[e.RequestID] = e
 	s.byProject[e.Project] = append(s.byProject[e.Project], e.RequestID)
@@ -141,6 +165,117 @@ func (s *Store) Bill(ctx context.Context, e billing.Entry) error {
 	a.spent += e.CostNanos
 	a.key(e.KeyID).spent += e.CostNanos
 	return nil
+}
+
+// Hold implements billing.Ledger.
+func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
+	if err := billing.ValidateHold(h); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	h = billing.NormalizeHold(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[h.RequestID]; ok {
+		if !billing.HoldMatches(h, e) {
+			return billing.ErrLedgerCollision
+		}
+		return nil // billed already: a late retry of the Hold
+	}
+	if old := s.holds[h.RequestID]; old != nil {
+		if !billing.SameHold(old.h, h) {
+			return billing.ErrLedgerCollision
+		}
+		return nil
+	}
+	s.holds[h.RequestID] = &held{h: h}
+	return nil
+}
+
+// Price implements billing.Ledger. Without a hold, the priced entry gets
+// one due at once (Reconcile settles it).
+func (s *Store) Price(ctx context.Context, e billing.Entry) error {
+	if err := billing.ValidateEntry(e); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	e = billing.NormalizeEntry(e)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.entries[e.RequestID]; ok {
+		if !billing.SamePayload(old, e) {
+			return billing.ErrLedgerCollision
+		}
+		return nil
+	}
+	h := s.holds[e.RequestID]
+	if h == nil {
+		h = &held{h: billing.Hold{RequestID: e.RequestID, Project: e.Project, KeyID: e.KeyID, Model: e.Model, At: e.At, Deadline: s.opts.Now().UTC().Round(0)}}
+		s.holds[e.RequestID] = h
+	}
+	switch {
+	case !billing.HoldMatches(h.h, e):
+		return billing.ErrLedgerCollision
+	case h.priced != nil && !billing.SamePayload(*h.priced, e):
+		return billing.ErrLedgerCollision
+	}
+	h.priced = &e
+	return nil
+}
+
+// Unhold implements billing.Ledger.
+func (s *Store) Unhold(ctx context.Context, project, requestID string) error {
+	if err := errors.Join(billing.ValidateID("project", project), billing.ValidateID("request id", requestID)); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.holds[requestID]; h != nil && h.priced == nil && h.h.Project == project {
+		delete(s.holds, requestID)
+	}
+	return nil
+}
+
+// Reconcile implements billing.Reconciler.
+func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billing.Reconciliation, error) {
+	if err := ctx.Err(); err != nil {
+		return billing.Reconciliation{}, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due := make([]*held, 0)
+	for _, h := range s.holds {
+		if h.h.Deadline.Before(now) {
+			due = append(due, h)
+		}
+	}
+	slices.SortFunc(due, func(a, b *held) int {
+		return cmp.Or(a.h.Deadline.Compare(b.h.Deadline), cmp.Compare(a.h.RequestID, b.h.RequestID))
+	})
+	var r billing.Reconciliation
+	for _, h := range due {
+		if h.priced != nil {
+			r.Settled = append(r.Settled, *h.priced)
+			if apply {
+				if err := s.bill(*h.priced); err != nil {
+					return r, err
+				}
+			}
+			continue
+		}
+		r.WrittenOff = append(r.WrittenOff, h.h)
+		if apply {
+			delete(s.holds, h.h.RequestID)
+		}
+	}
+	return r, nil
 }
 
 // Entry implements billing.Ledger.
@@ -409,6 +544,31 @@ func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) erro
 	s.keys[hash] = billing.KeyRecord{Hash: hash, Project: project, KeyID: keyID, CreatedAt: s.opts.Now().UTC().Round(0)}
 	s.keyIDs[keyID] = hash
 	return nil
+}
+
+// ProjectExists implements billing.KeyStore.
+func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.accounts[project]
+	return a != nil && a.created, nil
+}
+
+// KeyProject implements billing.KeyStore.
+func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", unavailable(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hash, ok := s.keyIDs[keyID]
+	if !ok {
+		return "", billing.ErrUnknownKey
+	}
+	return s.keys[hash].Project, nil
 }
 
 func unavailable(err error) error {

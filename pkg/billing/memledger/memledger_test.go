@@ -19,3 +19,7 @@ func TestKeyStore(t *testing.T) {
 		return memledger.New(memledger.Options{Pepper: pepper})
 	})
 }
+
+func TestHolds(t *testing.T) {
+	billingtest.RunHolds(t, func(t *testing.T) billingtest.Ledger { return memledger.New(memledger.Options{Pepper: pepper}) })
+}

@@ -9,7 +9,9 @@
 //
 //	sk = "idem#R"                          the record: state, fp, owner,
 //	                                       lease_until, expires_at, req_id,
-//	                                       ttl; when completed, the answer
+//	                                       tenant, started (once
+//	                                       MarkStarted), ttl; when
+//	                                       completed, the answer
 //	                                       inline (ans, deflated) or the
 //	                                       number of its parts (parts)
 //	sk = "idem#P#<owner>#<nnnn>"           part n of an answer too large for
@@ -38,8 +40,19 @@
 //     call. An in-progress record (whose appended events live in other items),
 //     an answer in parts, or no item in the failure (dynalite ignores ALL_OLD)
 //     costs one Load more.
+//     The condition also lets the put take over a live record that is in
+//     progress, has no started attribute, whose lease_until < :now and
+//     whose fp equals the new one (its owner went away before it called a
+//     provider): DynamoDB serializes the conditional writes on the item, so
+//     the first takeover wins, and the old owner's later writes fail their
+//     owner condition (MarkStarted included, so it can never start).
 //   - Load: one consistent Query of the pk (more when the items exceed a
 //     1 MB page).
+//   - Poll (a remote waiter): one consistent GetItem of the record item and,
+//     while it is in progress, one Query of the owner's batches from the
+//     next unseen seq on (sk BETWEEN idem#E#<owner>#<from> AND
+//     idem#E#<owner>#~): what was seen is never read again.
+//   - MarkStarted: one conditional UpdateItem (SET started = true).
 //   - Heartbeat, Tombstone, Complete: one conditional UpdateItem; Complete of
 //     an answer over 350,000 bytes deflated also writes its parts first (one
 //     PutItem each).
@@ -50,7 +63,7 @@
 //
 // # Fencing
 //
-// Heartbeat, Complete, Tombstone and Release are conditional on
+// Heartbeat, MarkStarted, Complete, Tombstone and Release are conditional on
 // "owner = :owner AND state = :in_progress": a failed condition is
 // idempotency.ErrNotOwner. Append writes an item of its own, which no
 // condition on the record can guard in one call (dynalite has no
@@ -101,6 +114,8 @@ const (
 	AttrLeaseUntil  = "lease_until"    // N, unix ms
 	AttrExpiresAt   = "expires_at"     // N, unix ms
 	AttrRequestID   = "req_id"         // S
+	AttrTenant      = "tenant"         // S: the project
+	AttrStarted     = "started"        // BOOL: set by MarkStarted
 	AttrAnswer      = "ans"            // B: the deflated answer, inline
 	AttrParts       = "parts"          // N: the number of parts (or chunks)
 	AttrData        = "d"              // B: a part, a chunk or a batch of events
@@ -186,13 +201,30 @@ func (s *Store) Reserve(ctx context.Context, rec *idempotency.Record, now time.T
 	if rec.RequestID != "" {
 		item[AttrRequestID] = attrS(rec.RequestID)
 	}
+	if rec.Tenant != "" {
+		item[AttrTenant] = attrS(rec.Tenant)
+	}
+	if rec.Started {
+		item[AttrStarted] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	// A record is live while now <= expires_at. A live one is taken over
+	// when it is in progress, never started, its lease lapsed and it holds
+	// the same request.
+	cond := "attribute_not_exists(#pk) OR #exp < :now"
+	names := map[string]string{"#pk": AttrPK, "#exp": AttrExpiresAt}
+	values := map[string]types.AttributeValue{":now": attrN(formatTime(now))}
+	if rec.Fingerprint != "" {
+		cond += " OR (#state = :in_progress AND attribute_not_exists(#started) AND #lease < :now AND #fp = :fp)"
+		names["#state"], names["#started"], names["#lease"], names["#fp"] = AttrState, AttrStarted, AttrLeaseUntil, AttrFingerprint
+		values[":in_progress"] = attrS(string(idempotency.StateInProgress))
+		values[":fp"] = attrS(rec.Fingerprint)
+	}
 	in := &dynamodb.PutItemInput{
-		TableName: aws.String(s.table),
-		Item:      item,
-		// A record is live while now <= expires_at.
-		ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #exp < :now"),
-		ExpressionAttributeNames:            map[string]string{"#pk": AttrPK, "#exp": AttrExpiresAt},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": attrN(formatTime(now))},
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	created := func() (*idempotency.Record, error) {
@@ -225,6 +257,10 @@ func (s *Store) Reserve(ctx context.Context, rec *idempotency.Record, now time.T
 			// Our own record: the SDK retried a put whose answer was
 			// lost. Owner tokens are unique to a reservation.
 			return created()
+		}
+		if rec.Fingerprint != "" && got.State == idempotency.StateInProgress && !got.Started &&
+			got.LeaseUntil.Before(now) && got.Fingerprint == rec.Fingerprint {
+			continue // it changed into one to take over since the put: try again
 		}
 		return got, nil
 	}
@@ -357,20 +393,27 @@ func eventBatches(items []map[string]types.AttributeValue, owner string) map[int
 // addEvents adds the batches the record's owner appended, in order (Append
 // refuses gaps).
 func addEvents(rec *idempotency.Record, items []map[string]types.AttributeValue) error {
+	_, err := addEventsFrom(rec, items, 0)
+	return err
+}
+
+// addEventsFrom adds the batches from seq from on and returns the seq after
+// the last one added.
+func addEventsFrom(rec *idempotency.Record, items []map[string]types.AttributeValue, from int) (int, error) {
 	prefix := SKEventPrefix + rec.Owner + "#"
 	batches := eventBatches(items, rec.Owner)
-	for seq := 0; ; seq++ {
+	for seq := from; ; seq++ {
 		it, ok := batches[seq]
 		if !ok {
-			return nil
+			return seq, nil
 		}
 		data, err := itemData(it, items, fmt.Sprintf("%s%06d#", prefix, seq), rec.Owner)
 		if err != nil {
-			return fmt.Errorf("batch %d: %w", seq, err)
+			return 0, fmt.Errorf("batch %d: %w", seq, err)
 		}
 		b, err := unpackBlob(data)
 		if err != nil {
-			return fmt.Errorf("batch %d: %w", seq, err)
+			return 0, fmt.Errorf("batch %d: %w", seq, err)
 		}
 		if seq == 0 && b.head != nil {
 			rec.Head = b.head
@@ -436,6 +479,10 @@ func decodeRecord(item map[string]types.AttributeValue) (rec *idempotency.Record
 		State:       idempotency.State(str(item, AttrState)),
 		Owner:       str(item, AttrOwner),
 		RequestID:   str(item, AttrRequestID),
+		Tenant:      str(item, AttrTenant),
+	}
+	if b, ok := item[AttrStarted].(*types.AttributeValueMemberBOOL); ok {
+		rec.Started = b.Value
 	}
 	if rec.Key == "" || rec.Owner == "" || str(item, AttrSK) != SKRecord {
 		return nil, 0, fmt.Errorf("%w: not a record item", errCorrupt)
@@ -475,6 +522,78 @@ func decodeRecord(item map[string]types.AttributeValue) (rec *idempotency.Record
 		return rec, int(n), nil
 	}
 	return rec, 0, nil // completed, answer dropped
+}
+
+// Poll implements idempotency.Store: one consistent GetItem of the record
+// item, and while it is in progress one Query of the owner's batches from
+// seq from on (a Load instead when the answer is in parts).
+func (s *Store) Poll(ctx context.Context, key, owner string, from int, now time.Time) (*idempotency.Record, int, error) {
+	if key == "" {
+		return nil, 0, idempotency.ErrNotFound
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            recordKey(key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, 0, unavailable("GetItem", err)
+	}
+	if len(out.Item) == 0 {
+		return nil, 0, idempotency.ErrNotFound
+	}
+	rec, parts, err := decodeRecord(out.Item)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dynamostore: record %q: %w", key, err)
+	}
+	if rec.ExpiresAt.Before(now) {
+		return nil, 0, idempotency.ErrNotFound
+	}
+	switch {
+	case parts > 0:
+		rec, err := s.Load(ctx, key, now)
+		return rec, 0, err
+	case rec.State != idempotency.StateInProgress:
+		return rec, 0, nil
+	}
+	if rec.Owner != owner {
+		from = 0
+	}
+	prefix := SKEventPrefix + rec.Owner + "#"
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		ConsistentRead:           aws.Bool(true),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": attrS(key),
+			":lo": attrS(fmt.Sprintf("%s%06d", prefix, from)),
+			":hi": attrS(prefix + "~"), // after every digit and '#'
+		},
+	}
+	var items []map[string]types.AttributeValue
+	for {
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			return nil, 0, unavailable("Query", err)
+		}
+		items = append(items, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	next, err := addEventsFrom(rec, items, from)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dynamostore: record %q: events: %w", key, err)
+	}
+	return rec, next, nil
+}
+
+// MarkStarted implements idempotency.Store: one conditional UpdateItem.
+func (s *Store) MarkStarted(ctx context.Context, key, owner string) error {
+	return s.updateOwned(ctx, key, owner, "SET #started = :true", map[string]string{"#started": AttrStarted},
+		map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}})
 }
 
 // Heartbeat implements idempotency.Store.

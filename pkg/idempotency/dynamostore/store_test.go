@@ -81,3 +81,11 @@ func (e everyCall) Tombstone(ctx context.Context, key, owner string) error {
 func (e everyCall) Release(ctx context.Context, key, owner string) error {
 	return e.fresh().Release(ctx, key, owner)
 }
+
+func (e everyCall) Poll(ctx context.Context, key, owner string, from int, now time.Time) (*idempotency.Record, int, error) {
+	return e.fresh().Poll(ctx, key, owner, from, now)
+}
+
+func (e everyCall) MarkStarted(ctx context.Context, key, owner string) error {
+	return e.fresh().MarkStarted(ctx, key, owner)
+}

@@ -5,25 +5,38 @@
 // # What is bounded, and how
 //
 // The store counts bytes: for each record a fixed RecordOverhead plus its
-// strings (key, fingerprint, owner, request id), the head and the events
-// appended while it runs, and the stored answer (status line, header names
-// and values, body, event data, plus EventOverhead per event and
-// HeaderOverhead per header). When a write brings the count over maxBytes,
-// the store first removes records whose window ended, then drops stored
-// answers, oldest completion first, until the count fits. A record whose
-// answer was dropped keeps its identity and its state until its window ends
-// (Load and Reserve return it as StateCompleted with a nil Answer), so a
-// retry answers "replay unavailable" instead of running again. An answer
-// that cannot fit even with every other answer dropped is not stored at all
-// (the record is completed without it), and dropping the others would not
-// help, so they stay.
+// strings (key, fingerprint, owner, request id, tenant), the head and the
+// events appended while it runs, and the stored answer (status line, header
+// names and values, body, event data, plus EventOverhead per event and
+// HeaderOverhead per header). Everything counts, tombstones included, and
+// the count never passes maxBytes.
 //
-// Only answers are ever dropped. Records themselves, and the head and events
-// of requests still running (which joiners read), are kept whatever the
-// count says: correctness over memory. So when records and running streams
-// alone exceed maxBytes, Bytes stays above maxBytes until their windows end.
-// What bounds them is the traffic: records per window, and per running
-// stream the service's max_response_bytes.
+// Memory is shared fairly between tenants (Record.Tenant, the project). A
+// tenant's fair share is maxBytes divided by the number of tenants holding
+// bytes now. The rules:
+//
+//   - Only stored answers are ever dropped, never a record's identity
+//     before its window ends: a record whose answer was dropped keeps its
+//     state (Load and Reserve return it as StateCompleted with a nil
+//     Answer), so a retry answers "replay unavailable" instead of running
+//     again.
+//   - When a write needs room, the store first removes records whose
+//     window ended, then drops answers of the tenant furthest over its fair
+//     share (its oldest completion first), then of the next one, and so on.
+//     The answers of a tenant within its fair share are never dropped to
+//     make room for another tenant: one tenant's flood (thousands of
+//     tombstones, say) cannot push out another tenant's answers.
+//   - A tenant's records and running streams (everything but answers) may
+//     hold at most TenantRecordShare of maxBytes, so that another tenant
+//     always finds room to reserve even when one tenant filled the store
+//     with records first.
+//   - A write that cannot get its room by these rules fails with
+//     idempotency.ErrFull and changes nothing: Reserve (the caller answers
+//     503 with retry-after: the room comes back as windows end) and Append
+//     (only joiners' live view is lost: the answer is stored whole on
+//     completion). Complete does not fail: an answer that cannot get its
+//     room is not stored (the record is completed without it, and the
+//     other answers stay).
 //
 // # Expiry
 //
@@ -63,6 +76,11 @@ const (
 	HeaderOverhead = 32
 )
 
+// TenantRecordShare is the part of maxBytes one tenant's records and
+// running streams may hold (answers aside): the rest stays free for other
+// tenants to reserve.
+const TenantRecordShare = 0.5
+
 // SweepBatch is how many ended records a write removes at most, and
 // SweepGrace how long after its ExpiresAt (by the real clock) a record
 // becomes one the sweep may remove.
@@ -81,8 +99,17 @@ type Store struct {
 	ans     int64 // bytes of stored answers
 	recs    map[string]*entry
 	expiry  expiryHeap // every entry, soonest ExpiresAt first
-	answers list.List  // entries with a stored answer, oldest completion first
+	tenants map[string]*tenant
 }
+
+// tenant is what one tenant holds.
+type tenant struct {
+	base    int64     // bytes of its records, heads and appended events
+	ans     int64     // bytes of its stored answers
+	answers list.List // its entries with a stored answer, oldest completion first
+}
+
+func (t *tenant) bytes() int64 { return t.base + t.ans }
 
 var _ idempotency.Store = (*Store)(nil)
 
@@ -92,17 +119,17 @@ var _ idempotency.Store = (*Store)(nil)
 // deep-copied after it is released.
 type entry struct {
 	rec     idempotency.Record
-	next    int   // the next Append seq
+	ends    []int // per applied Append seq, the end of its events in rec.Events
 	size    int64 // counted in Store.base
 	ansSize int64 // counted in Store.ans
 	index   int   // in Store.expiry
 	elem    *list.Element
 }
 
-// New returns a store that keeps at most about maxBytes bytes of answers
-// (see the package doc for what is counted and what is never dropped).
+// New returns a store that keeps at most maxBytes bytes (see the package
+// doc for what is counted and how room is shared).
 func New(maxBytes int64) *Store {
-	return &Store{max: maxBytes, clock: time.Now, recs: make(map[string]*entry)}
+	return &Store{max: maxBytes, clock: time.Now, recs: make(map[string]*entry), tenants: make(map[string]*tenant)}
 }
 
 // Bytes returns the bytes counted now: records, running streams and stored
@@ -111,6 +138,16 @@ func (s *Store) Bytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.base + s.ans
+}
+
+// TenantBytes returns the bytes counted now for one tenant.
+func (s *Store) TenantBytes(tenant string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tenants[tenant]; t != nil {
+		return t.bytes()
+	}
+	return 0
 }
 
 // Len returns the number of records held, those whose window ended and that
@@ -122,7 +159,7 @@ func (s *Store) Len() int {
 }
 
 // Reserve implements idempotency.Store. It stores rec's identity, state,
-// lease and expiry; a reservation carries no answer, head or events.
+// lease, expiry and tenant; a reservation carries no answer, head or events.
 func (s *Store) Reserve(_ context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
 	if rec == nil {
 		return nil, errors.New("memstore: Reserve of a nil record")
@@ -135,25 +172,47 @@ func (s *Store) Reserve(_ context.Context, rec *idempotency.Record, now time.Tim
 		LeaseUntil:  rec.LeaseUntil,
 		ExpiresAt:   rec.ExpiresAt,
 		RequestID:   rec.RequestID,
+		Tenant:      rec.Tenant,
+		Started:     rec.Started,
 	}}
 	e.size = baseSize(&e.rec)
 
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	takeover := false
 	if old := s.recs[rec.Key]; old != nil {
 		if !old.rec.ExpiresAt.Before(now) {
-			snap := old.rec
-			s.mu.Unlock()
-			return clone(&snap), nil
+			if !takesOver(&old.rec, rec, now) {
+				snap := old.rec
+				return clone(&snap), nil
+			}
+			takeover = true
 		}
-		s.remove(old)
+		if !takeover {
+			s.remove(old)
+		}
+	}
+	if !takeover {
+		// A takeover replaces a record of the same tenant that is at least
+		// as large, less a request id: it needs no room.
+		if !s.room(e.rec.Tenant, e.size) {
+			return nil, idempotency.ErrFull
+		}
+	} else {
+		s.remove(s.recs[rec.Key])
 	}
 	s.recs[rec.Key] = e
 	heap.Push(&s.expiry, e)
-	s.base += e.size
+	s.addBase(e, e.size)
 	s.sweep(SweepBatch)
-	s.shrink()
-	s.mu.Unlock()
 	return nil, nil
+}
+
+// takesOver reports whether rec takes over the live record old: in
+// progress, never started, its lease lapsed, the same request.
+func takesOver(old, rec *idempotency.Record, now time.Time) bool {
+	return old.State == idempotency.StateInProgress && !old.Started &&
+		old.LeaseUntil.Before(now) && old.Fingerprint == rec.Fingerprint
 }
 
 // Load implements idempotency.Store.
@@ -167,6 +226,31 @@ func (s *Store) Load(_ context.Context, key string, now time.Time) (*idempotency
 	snap := e.rec
 	s.mu.Unlock()
 	return clone(&snap), nil
+}
+
+// Poll implements idempotency.Store.
+func (s *Store) Poll(_ context.Context, key, owner string, from int, now time.Time) (*idempotency.Record, int, error) {
+	s.mu.Lock()
+	e := s.recs[key]
+	if e == nil || e.rec.ExpiresAt.Before(now) {
+		s.mu.Unlock()
+		return nil, 0, idempotency.ErrNotFound
+	}
+	snap := e.rec
+	next := len(e.ends)
+	if snap.State == idempotency.StateInProgress && snap.Owner == owner && from > 0 {
+		snap.Head = nil
+		if from <= next {
+			snap.Events = snap.Events[e.ends[from-1]:]
+		} else {
+			snap.Events = nil
+		}
+	}
+	if snap.State != idempotency.StateInProgress {
+		next = 0
+	}
+	s.mu.Unlock()
+	return clone(&snap), next, nil
 }
 
 // owned returns the in-progress entry under key owned by owner, or nil.
@@ -192,9 +276,22 @@ func (s *Store) Heartbeat(_ context.Context, key, owner string, leaseUntil time.
 	return nil
 }
 
+// MarkStarted implements idempotency.Store.
+func (s *Store) MarkStarted(_ context.Context, key, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.owned(key, owner)
+	if e == nil {
+		return idempotency.ErrNotOwner
+	}
+	e.rec.Started = true
+	return nil
+}
+
 // Append implements idempotency.Store. A seq already applied is ignored; a
 // seq beyond the next one is refused with an error (a call was lost) and
-// nothing is applied. A head replaces the one stored.
+// nothing is applied. A head replaces the one stored. An Append that cannot
+// get its room is idempotency.ErrFull.
 func (s *Store) Append(_ context.Context, key, owner string, seq int, head *idempotency.Head, events []idempotency.Event) error {
 	h := cloneHead(head)
 	evs := cloneEvents(events)
@@ -204,24 +301,36 @@ func (s *Store) Append(_ context.Context, key, owner string, seq int, head *idem
 	switch {
 	case e == nil:
 		return idempotency.ErrNotOwner
-	case seq < e.next:
+	case seq < len(e.ends):
 		return nil
-	case seq > e.next:
-		return fmt.Errorf("memstore: Append seq %d out of order: the next is %d", seq, e.next)
+	case seq > len(e.ends):
+		return fmt.Errorf("memstore: Append seq %d out of order: the next is %d", seq, len(e.ends))
 	}
-	e.next++
+	grow := eventsSize(evs)
+	if h != nil {
+		grow += headSize(h)
+		if e.rec.Head != nil {
+			grow -= headSize(e.rec.Head)
+		}
+	}
+	s.sweep(SweepBatch)
+	if grow > 0 && !s.room(e.rec.Tenant, grow) {
+		return idempotency.ErrFull
+	}
+	if e.index < 0 {
+		return idempotency.ErrNotOwner // its window ended long ago, and the sweep just took it
+	}
 	if h != nil {
 		e.rec.Head = h
 	}
 	e.rec.Events = append(e.rec.Events, evs...)
+	e.ends = append(e.ends, len(e.rec.Events))
 	s.resize(e)
-	s.sweep(SweepBatch)
-	s.shrink()
 	return nil
 }
 
-// Complete implements idempotency.Store. When the answer cannot fit (see the
-// package doc), the record is completed without it.
+// Complete implements idempotency.Store. When the answer cannot get its
+// room (see the package doc), the record is completed without it.
 func (s *Store) Complete(_ context.Context, key, owner string, ans *idempotency.Answer) error {
 	if ans == nil {
 		return errors.New("memstore: Complete with a nil answer")
@@ -235,7 +344,7 @@ func (s *Store) Complete(_ context.Context, key, owner string, ans *idempotency.
 		return idempotency.ErrNotOwner
 	}
 	e.rec.State = idempotency.StateCompleted
-	e.rec.Head, e.rec.Events = nil, nil
+	e.rec.Head, e.rec.Events, e.ends = nil, nil, nil
 	s.resize(e)
 	s.sweep(SweepBatch)
 	if s.base+size > s.max {
@@ -247,11 +356,13 @@ func (s *Store) Complete(_ context.Context, key, owner string, ans *idempotency.
 	if s.base+size > s.max {
 		return nil // it would not fit even alone: completed, replay unavailable
 	}
+	t := s.tenant(e.rec.Tenant)
 	e.rec.Answer = a
 	e.ansSize = size
 	s.ans += size
-	e.elem = s.answers.PushBack(e)
-	s.shrink()
+	t.ans += size
+	e.elem = t.answers.PushBack(e)
+	s.shrink(e)
 	return nil
 }
 
@@ -264,7 +375,7 @@ func (s *Store) Tombstone(_ context.Context, key, owner string) error {
 		return idempotency.ErrNotOwner
 	}
 	e.rec.State = idempotency.StateTombstone
-	e.rec.Head, e.rec.Events = nil, nil
+	e.rec.Head, e.rec.Events, e.ends = nil, nil, nil
 	s.resize(e)
 	s.sweep(SweepBatch)
 	return nil
@@ -283,6 +394,31 @@ func (s *Store) Release(_ context.Context, key, owner string) error {
 	return nil
 }
 
+// tenant returns the bookkeeping of a tenant, made on first use. s.mu is
+// held.
+func (s *Store) tenant(name string) *tenant {
+	t := s.tenants[name]
+	if t == nil {
+		t = &tenant{}
+		s.tenants[name] = t
+	}
+	return t
+}
+
+// addBase counts n more base bytes for e. s.mu is held.
+func (s *Store) addBase(e *entry, n int64) {
+	s.base += n
+	t := s.tenant(e.rec.Tenant)
+	t.base += n
+	s.forgetIfEmpty(e.rec.Tenant, t)
+}
+
+func (s *Store) forgetIfEmpty(name string, t *tenant) {
+	if t.base == 0 && t.ans == 0 && t.answers.Len() == 0 {
+		delete(s.tenants, name)
+	}
+}
+
 // remove deletes e and its bytes. s.mu is held.
 func (s *Store) remove(e *entry) {
 	if s.recs[e.rec.Key] == e {
@@ -290,7 +426,7 @@ func (s *Store) remove(e *entry) {
 	}
 	heap.Remove(&s.expiry, e.index)
 	s.dropAnswer(e)
-	s.base -= e.size
+	s.addBase(e, -e.size)
 	e.size = 0
 }
 
@@ -299,17 +435,20 @@ func (s *Store) dropAnswer(e *entry) {
 	if e.elem == nil {
 		return
 	}
-	s.answers.Remove(e.elem)
+	t := s.tenant(e.rec.Tenant)
+	t.answers.Remove(e.elem)
 	e.elem = nil
 	e.rec.Answer = nil
 	s.ans -= e.ansSize
+	t.ans -= e.ansSize
 	e.ansSize = 0
+	s.forgetIfEmpty(e.rec.Tenant, t)
 }
 
 // resize recounts e's base bytes. s.mu is held.
 func (s *Store) resize(e *entry) {
 	n := baseSize(&e.rec)
-	s.base += n - e.size
+	s.addBase(e, n-e.size)
 	e.size = n
 }
 
@@ -325,20 +464,110 @@ func (s *Store) sweep(n int) {
 	}
 }
 
-// shrink brings the count under s.max if dropping answers can: ended records
-// first, then the oldest answers. s.mu is held.
-func (s *Store) shrink() {
+// room makes room for need more base bytes of tenant name, by the rules of
+// the package doc, and reports whether it did (nothing is dropped when it
+// cannot). s.mu is held.
+func (s *Store) room(name string, need int64) bool {
+	tenantBase := func() int64 {
+		if t := s.tenants[name]; t != nil {
+			return t.base
+		}
+		return 0
+	}
+	limit := TenantRecordShare * float64(s.max)
+	if float64(tenantBase()+need) > limit {
+		s.sweep(len(s.recs)) // its ended records may make the room
+		if float64(tenantBase()+need) > limit {
+			return false
+		}
+	}
+	if s.base+s.ans+need <= s.max {
+		return true
+	}
+	s.sweep(len(s.recs))
+	// What dropping would free, from tenants over their share: only go
+	// ahead when it is enough.
+	if s.base+need > s.max {
+		return false
+	}
+	// A tenant may also give up its own oldest answers for its own new
+	// records: that costs no other tenant anything.
+	share := s.share(name)
+	own := s.tenants[name]
+	free := int64(0)
+	for _, t := range s.tenants {
+		if t == own {
+			free += t.ans
+		} else if over := t.bytes() - share; over > 0 {
+			free += min(over, t.ans)
+		}
+	}
+	if s.base+s.ans+need-free > s.max {
+		return false
+	}
+	for s.base+s.ans+need > s.max {
+		t := s.furthestOver(share)
+		if t == nil && own != nil && own.answers.Len() > 0 {
+			t = own
+		}
+		if t == nil {
+			return false
+		}
+		s.dropAnswer(t.answers.Front().Value.(*entry))
+	}
+	return true
+}
+
+// shrink brings the count under s.max after e's answer was stored: answers
+// of the tenants furthest over their share first, and e's own answer when
+// that is not enough. s.mu is held.
+func (s *Store) shrink(e *entry) {
 	if s.base+s.ans <= s.max {
 		return
 	}
 	s.sweep(len(s.recs))
-	for s.base+s.ans > s.max && s.answers.Len() > 0 {
-		s.dropAnswer(s.answers.Front().Value.(*entry))
+	share := s.share(e.rec.Tenant)
+	own := s.tenants[e.rec.Tenant]
+	for s.base+s.ans > s.max {
+		t := s.furthestOver(share)
+		if t == nil && own != nil && own.answers.Front() != nil && own.answers.Front().Value.(*entry) != e {
+			t = own // its own older answers, before its newest
+		}
+		if t == nil {
+			break
+		}
+		s.dropAnswer(t.answers.Front().Value.(*entry))
+	}
+	if s.base+s.ans > s.max {
+		s.dropAnswer(e) // it cannot get its room: the others stay
 	}
 }
 
+// share is a tenant's fair share of s.max: divided among the tenants that
+// hold bytes, and newcomer. s.mu is held.
+func (s *Store) share(newcomer string) int64 {
+	n := len(s.tenants)
+	if _, ok := s.tenants[newcomer]; !ok {
+		n++
+	}
+	return s.max / int64(max(n, 1))
+}
+
+// furthestOver is the tenant with stored answers that is furthest over its
+// share, or nil. s.mu is held.
+func (s *Store) furthestOver(share int64) *tenant {
+	var best *tenant
+	var bestOver int64
+	for _, t := range s.tenants {
+		if over := t.bytes() - share; over > 0 && t.answers.Len() > 0 && (best == nil || over > bestOver) {
+			best, bestOver = t, over
+		}
+	}
+	return best
+}
+
 func baseSize(r *idempotency.Record) int64 {
-	n := int64(RecordOverhead + len(r.Key) + len(r.Fingerprint) + len(r.Owner) + len(r.RequestID))
+	n := int64(RecordOverhead + len(r.Key) + len(r.Fingerprint) + len(r.Owner) + len(r.RequestID) + len(r.Tenant))
 	if r.Head != nil {
 		n += headSize(r.Head)
 	}

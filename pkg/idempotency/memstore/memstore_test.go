@@ -37,7 +37,15 @@ func (s *Store) check(t testing.TB) {
 	defer s.mu.Unlock()
 	var base, ans int64
 	withAnswer := 0
+	tb := map[string]*tenant{}
 	for k, e := range s.recs {
+		t1 := tb[e.rec.Tenant]
+		if t1 == nil {
+			t1 = &tenant{}
+			tb[e.rec.Tenant] = t1
+		}
+		t1.base += e.size
+		t1.ans += e.ansSize
 		if k != e.rec.Key {
 			t.Fatalf("entry under %q has key %q", k, e.rec.Key)
 		}
@@ -58,8 +66,18 @@ func (s *Store) check(t testing.TB) {
 			t.Fatalf("%s: not in the expiry heap at its index", k)
 		}
 	}
-	if len(s.expiry) != len(s.recs) || s.answers.Len() != withAnswer {
-		t.Fatalf("heap %d, list %d, records %d with %d answers", len(s.expiry), s.answers.Len(), len(s.recs), withAnswer)
+	listed := 0
+	for name, t1 := range s.tenants {
+		listed += t1.answers.Len()
+		if w := tb[name]; w == nil || w.base != t1.base || w.ans != t1.ans {
+			t.Fatalf("tenant %q: counted %d+%d, recounted %v", name, t1.base, t1.ans, w)
+		}
+	}
+	if len(tb) != len(s.tenants) {
+		t.Fatalf("%d tenants counted, %d hold records", len(s.tenants), len(tb))
+	}
+	if len(s.expiry) != len(s.recs) || listed != withAnswer {
+		t.Fatalf("heap %d, lists %d, records %d with %d answers", len(s.expiry), listed, len(s.recs), withAnswer)
 	}
 	if base != s.base || ans != s.ans {
 		t.Fatalf("counted base %d ans %d, recounted %d %d", s.base, s.ans, base, ans)
@@ -69,8 +87,8 @@ func (s *Store) check(t testing.TB) {
 			t.Fatalf("expiry heap out of order at %d", i)
 		}
 	}
-	if s.base+s.ans > s.max && s.ans > 0 {
-		t.Fatalf("%d bytes over a bound of %d while %d bytes of answers could go", s.base+s.ans, s.max, s.ans)
+	if s.base+s.ans > s.max {
+		t.Fatalf("%d bytes over a bound of %d", s.base+s.ans, s.max)
 	}
 }
 
@@ -87,6 +105,7 @@ func TestBoundDropsOldestCompletedAnswers(t *testing.T) {
 	answers := make([]*idempotency.Answer, n)
 	for i := range recs {
 		recs[i] = storetest.NewRecord(storetest.Key(), base)
+		recs[i].Tenant = "one" // within one tenant, the oldest completion goes first
 		storetest.MustReserve(t, s, recs[i], base)
 		answers[i] = answerOf(10_000, uint64(i))
 	}
@@ -170,39 +189,148 @@ func TestAnswerOverBudgetIsNotStored(t *testing.T) {
 	s.check(t)
 }
 
-func TestRecordsAloneOverBudgetAreKept(t *testing.T) {
+// Records count toward the bound: a reservation that cannot get its room
+// fails with ErrFull and drops nobody's record; so does an Append.
+func TestReservationWithoutRoomIsRefused(t *testing.T) {
 	ctx := context.Background()
-	const max = 2000
+	const max = 4000
 	s := New(max)
 	base := storetest.Base()
-	recs := make([]*idempotency.Record, 10)
-	for i := range recs {
-		recs[i] = storetest.NewRecord(storetest.Key(), base)
-		storetest.MustReserve(t, s, recs[i], base)
-	}
-	if s.Bytes() <= max || s.Len() != len(recs) {
-		t.Fatalf("Bytes %d Len %d; want over %d bytes and every record kept", s.Bytes(), s.Len(), max)
-	}
-	// A running stream keeps its events whatever the bound.
-	evs := storetest.StreamEvents(20, 300, 1)
-	if err := s.Append(ctx, recs[0].Key, recs[0].Owner, 0, storetest.StreamHead(), evs); err != nil {
-		t.Fatal(err)
-	}
-	if got := storetest.MustLoad(t, s, recs[0].Key, base); storetest.DiffEvents(evs, got.Events) != "" {
-		t.Fatalf("a running stream lost events to the bound")
-	}
-	// An answer has no room: the record completes without it.
-	if err := s.Complete(ctx, recs[1].Key, recs[1].Owner, answerOf(100, 2)); err != nil {
-		t.Fatal(err)
-	}
-	for i, rec := range recs {
-		got := storetest.MustLoad(t, s, rec.Key, base)
-		if got.Owner != rec.Owner || got.Answer != nil {
-			t.Fatalf("record %d: owner %q answer %v", i, got.Owner, got.Answer != nil)
+	var recs []*idempotency.Record
+	for {
+		rec := storetest.NewRecord(storetest.Key(), base)
+		got, err := s.Reserve(ctx, storetest.Clone(rec), base)
+		if errors.Is(err, idempotency.ErrFull) {
+			break
+		}
+		if err != nil || got != nil {
+			t.Fatalf("Reserve: %v %v", got, err)
+		}
+		recs = append(recs, rec)
+		if len(recs) > 100 {
+			t.Fatalf("the bound never refused a reservation")
 		}
 	}
-	if got := storetest.MustLoad(t, s, recs[1].Key, base); got.State != idempotency.StateCompleted {
-		t.Fatalf("state %q, want completed", got.State)
+	if b := s.Bytes(); b > max {
+		t.Fatalf("%d bytes over the bound %d", b, max)
+	}
+	for _, rec := range recs {
+		if got := storetest.MustLoad(t, s, rec.Key, base); got.Owner != rec.Owner {
+			t.Fatalf("a record lost its identity to the bound")
+		}
+	}
+	// A running stream's Append past the bound is refused and applies nothing.
+	err := s.Append(ctx, recs[0].Key, recs[0].Owner, 0, storetest.StreamHead(), storetest.StreamEvents(20, 300, 1))
+	if !errors.Is(err, idempotency.ErrFull) {
+		t.Fatalf("Append past the bound: %v, want ErrFull", err)
+	}
+	storetest.ExpectRecord(t, s, recs[0].Key, base, recs[0])
+	// An answer without room: the record completes without it.
+	if err := s.Complete(ctx, recs[1].Key, recs[1].Owner, answerOf(3000, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.MustLoad(t, s, recs[1].Key, base); got.State != idempotency.StateCompleted || got.Answer != nil {
+		t.Fatalf("state %q answer %v, want completed without its answer", got.State, got.Answer != nil)
+	}
+	s.check(t)
+}
+
+// Tenant A floods the store with keyed requests that end in tombstones
+// (free provider 400s); tenant B's stored answers still replay, and B can
+// still reserve. A is refused (ErrFull) once it holds its part.
+func TestTenantFloodKeepsOtherTenantsAnswers(t *testing.T) {
+	ctx := context.Background()
+	const max = 1 << 20
+	s := New(max)
+	base := storetest.Base()
+	var bRecs []*idempotency.Record
+	var bAns []*idempotency.Answer
+	for i := range 20 {
+		rec := storetest.NewRecord(storetest.Key(), base)
+		rec.Tenant = "project-b"
+		storetest.MustReserve(t, s, rec, base)
+		ans := answerOf(10_000, uint64(i))
+		if err := s.Complete(ctx, rec.Key, rec.Owner, ans); err != nil {
+			t.Fatal(err)
+		}
+		bRecs, bAns = append(bRecs, rec), append(bAns, ans)
+	}
+	refused, tombstones := 0, 0
+	for range 5000 {
+		rec := storetest.NewRecord(storetest.Key(), base)
+		rec.Tenant = "project-a"
+		got, err := s.Reserve(ctx, storetest.Clone(rec), base)
+		if errors.Is(err, idempotency.ErrFull) {
+			refused++
+			continue
+		}
+		if err != nil || got != nil {
+			t.Fatalf("Reserve: %v %v", got, err)
+		}
+		if err := s.Tombstone(ctx, rec.Key, rec.Owner); err != nil {
+			t.Fatal(err)
+		}
+		tombstones++
+	}
+	if refused == 0 {
+		t.Fatalf("the flood of %d tombstones was never refused: records do not count", tombstones)
+	}
+	t.Logf("tenant A: %d tombstones kept, %d reservations refused; A holds %d bytes, B %d, of %d",
+		tombstones, refused, s.TenantBytes("project-a"), s.TenantBytes("project-b"), max)
+	for i, rec := range bRecs {
+		got := storetest.MustLoad(t, s, rec.Key, base)
+		if d := storetest.DiffAnswer(bAns[i], got.Answer); d != "" {
+			t.Fatalf("tenant B's answer %d lost to A's flood: %s", i, d)
+		}
+	}
+	// B still finds room for new requests and their answers.
+	for i := range 5 {
+		rec := storetest.NewRecord(storetest.Key(), base)
+		rec.Tenant = "project-b"
+		storetest.MustReserve(t, s, rec, base)
+		ans := answerOf(10_000, uint64(100+i))
+		if err := s.Complete(ctx, rec.Key, rec.Owner, ans); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.MustLoad(t, s, rec.Key, base); got.Answer == nil {
+			t.Fatalf("tenant B's new answer %d was not stored", i)
+		}
+	}
+	s.check(t)
+}
+
+// A tenant over its fair share loses its own answers (oldest first) before
+// a tenant within its share loses any.
+func TestEvictionFromTenantFurthestOverShare(t *testing.T) {
+	ctx := context.Background()
+	const max = 200_000
+	s := New(max)
+	base := storetest.Base()
+	complete := func(tenant string, n int, seed uint64) []*idempotency.Record {
+		var recs []*idempotency.Record
+		for i := range n {
+			rec := storetest.NewRecord(storetest.Key(), base)
+			rec.Tenant = tenant
+			storetest.MustReserve(t, s, rec, base)
+			if err := s.Complete(ctx, rec.Key, rec.Owner, answerOf(10_000, seed+uint64(i))); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, rec)
+		}
+		return recs
+	}
+	small := complete("small", 5, 0) // about 50 KB: within a half share
+	big := complete("big", 40, 1000) // far more than fits: its own answers go
+	for i, rec := range small {
+		if storetest.MustLoad(t, s, rec.Key, base).Answer == nil {
+			t.Fatalf("tenant small lost answer %d while within its share", i)
+		}
+	}
+	if got := storetest.MustLoad(t, s, big[0].Key, base); got.Answer != nil || got.State != idempotency.StateCompleted {
+		t.Fatalf("tenant big's oldest answer was kept (or its identity lost): %q %v", got.State, got.Answer != nil)
+	}
+	if got := storetest.MustLoad(t, s, big[len(big)-1].Key, base); got.Answer == nil {
+		t.Fatalf("tenant big's newest answer was dropped before its oldest")
 	}
 	s.check(t)
 }

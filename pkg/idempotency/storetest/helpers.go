@@ -44,7 +44,7 @@ func randomHex(n int) string {
 }
 
 // NewRecord returns an in-progress record under key as the service reserves
-// it at base: a fresh owner, a fingerprint, a request id, LeaseUntil
+// it at base: a fresh owner, a fingerprint, a request id, a tenant, LeaseUntil
 // base+Lease and ExpiresAt base+Window.
 func NewRecord(key string, base time.Time) *idempotency.Record {
 	return &idempotency.Record{
@@ -55,6 +55,7 @@ func NewRecord(key string, base time.Time) *idempotency.Record {
 		LeaseUntil:  base.Add(Lease),
 		ExpiresAt:   base.Add(Window),
 		RequestID:   "req-" + randomHex(8),
+		Tenant:      "project-" + randomHex(4),
 	}
 }
 
@@ -269,6 +270,10 @@ func DiffRecord(want, got *idempotency.Record) string {
 	str("State", string(want.State), string(got.State))
 	str("Owner", want.Owner, got.Owner)
 	str("RequestID", want.RequestID, got.RequestID)
+	str("Tenant", want.Tenant, got.Tenant)
+	if want.Started != got.Started {
+		d = append(d, fmt.Sprintf("Started: want %v, got %v", want.Started, got.Started))
+	}
 	tm("LeaseUntil", want.LeaseUntil, got.LeaseUntil)
 	tm("ExpiresAt", want.ExpiresAt, got.ExpiresAt)
 	if s := DiffAnswer(want.Answer, got.Answer); s != "" {

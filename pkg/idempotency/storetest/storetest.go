@@ -24,8 +24,14 @@
 //     Answer (or Head and Events while in progress) included.
 //   - A store returns a record as it is: an in-progress record whose lease
 //     lapsed still reads as in progress with its LeaseUntil; the service,
-//     not the store, reads it as a tombstone. Reserve never takes over such a
-//     record while its window lasts.
+//     not the store, reads it as a tombstone. Reserve takes over such a
+//     record while its window lasts only when it never Started and the new
+//     record has the same Fingerprint; the first of concurrent takeovers
+//     wins, and the old owner is fenced out.
+//   - MarkStarted is fenced like the other writes, and again by the owner
+//     is nil.
+//   - Poll with from > 0 returns only the events of the Append calls from
+//     from on (no Head), and the next seq; Tenant and Started round-trip.
 //   - Heartbeat, Append, Complete, Tombstone and Release need the owner
 //     token and the in-progress state; anything else (a missing key, another
 //     owner, a completed or tombstoned record) is ErrNotOwner and changes
@@ -101,6 +107,14 @@ var cases = []testCase{
 	{"ConcurrentHeartbeatsAndComplete", testConcurrentHeartbeatsAndComplete},
 	{"ConcurrentAppendRetries", testConcurrentAppendRetries},
 	{"KeysIsolated", testKeysIsolated},
+	{"MarkStarted", testMarkStarted},
+	{"TakeOverLapsedUnstarted", testTakeOver},
+	{"NoTakeOverWhileLeaseLive", testNoTakeOverLive},
+	{"NoTakeOverOtherFingerprint", testNoTakeOverOtherFingerprint},
+	{"NoTakeOverStarted", testNoTakeOverStarted},
+	{"NoTakeOverEnded", testNoTakeOverEnded},
+	{"ConcurrentTakeOver", testConcurrentTakeOver},
+	{"Poll", testPoll},
 }
 
 // MustReserve reserves rec at now and fails the test unless it was created.
@@ -202,6 +216,9 @@ func ownerWrites(key, owner string, seq int, base time.Time) []struct {
 	}{
 		{"Heartbeat", func(ctx context.Context, s idempotency.Store) error {
 			return s.Heartbeat(ctx, key, owner, base.Add(10*time.Minute))
+		}},
+		{"MarkStarted", func(ctx context.Context, s idempotency.Store) error {
+			return s.MarkStarted(ctx, key, owner)
 		}},
 		{"Append", func(ctx context.Context, s idempotency.Store) error {
 			var head *idempotency.Head
@@ -1023,4 +1040,197 @@ func testKeysIsolated(t *testing.T, s idempotency.Store) {
 	ExpectRecord(t, s, keys[2], base, w2)
 	ExpectNotFound(t, s, keys[3], base)
 	ExpectNotFound(t, s, k+"2", base)
+}
+
+func testMarkStarted(t *testing.T, s idempotency.Store) {
+	ctx := t.Context()
+	base := Base()
+	rec := NewRecord(Key(), base)
+	MustReserve(t, s, rec, base)
+	noErr(t, "MarkStarted", s.MarkStarted(ctx, rec.Key, rec.Owner))
+	want := Clone(rec)
+	want.Started = true
+	ExpectRecord(t, s, rec.Key, base, want)
+	noErr(t, "MarkStarted again", s.MarkStarted(ctx, rec.Key, rec.Owner))
+	// Started survives the owner's other writes.
+	want.LeaseUntil = base.Add(time.Minute)
+	noErr(t, "Heartbeat", s.Heartbeat(ctx, rec.Key, rec.Owner, want.LeaseUntil))
+	head, evs := StreamHead(), TextEvents("a", 2)
+	noErr(t, "Append", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs))
+	want.Head, want.Events = head, evs
+	ExpectRecord(t, s, rec.Key, base, want)
+	expectFenced(t, s, rec.Key, Owner(), 1, base, base, want)
+	ans := JSONAnswer([]byte(`{"ok":true}`))
+	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
+	wantErr(t, "MarkStarted after Complete", s.MarkStarted(ctx, rec.Key, rec.Owner), idempotency.ErrNotOwner)
+	ExpectRecord(t, s, rec.Key, base, completed(want, ans))
+}
+
+// sameRequest is a new reservation of old's key by a retry of the same
+// request: the same fingerprint, a new owner, lease and expiry.
+func sameRequest(old *idempotency.Record, now time.Time) *idempotency.Record {
+	rec := NewRecord(old.Key, now)
+	rec.Fingerprint, rec.Tenant = old.Fingerprint, old.Tenant
+	return rec
+}
+
+// testTakeOver: a reservation whose owner went away before it started (the
+// reserving write landed, its answer and the release were lost) is taken
+// over by a retry once its lease lapsed, and the old owner is fenced out.
+func testTakeOver(t *testing.T, s idempotency.Store) {
+	ctx := t.Context()
+	for _, withEvents := range []bool{false, true} {
+		base := Base()
+		old := NewRecord(Key(), base)
+		MustReserve(t, s, old, base)
+		if withEvents {
+			noErr(t, "Append", s.Append(ctx, old.Key, old.Owner, 0, StreamHead(), TextEvents("old", 2)))
+		}
+		now := old.LeaseUntil.Add(time.Second)
+		rec := sameRequest(old, now)
+		MustReserve(t, s, rec, now)
+		ExpectRecord(t, s, rec.Key, now, rec)
+		expectFenced(t, s, rec.Key, old.Owner, 1, base, now, rec)
+		// The new owner runs it from seq 0.
+		noErr(t, "MarkStarted", s.MarkStarted(ctx, rec.Key, rec.Owner))
+		head, evs := StreamHead(), TextEvents("new", 2)
+		noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs))
+		ans := StreamAnswer(evs)
+		noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
+		want := Clone(rec)
+		want.Started = true
+		ExpectRecord(t, s, rec.Key, now, completed(want, ans))
+	}
+}
+
+func testNoTakeOverLive(t *testing.T, s idempotency.Store) {
+	base := Base()
+	old := NewRecord(Key(), base)
+	MustReserve(t, s, old, base)
+	for _, now := range []time.Time{base, old.LeaseUntil} { // live until LeaseUntil < now
+		ExpectExisting(t, s, sameRequest(old, now), now, old)
+	}
+}
+
+func testNoTakeOverOtherFingerprint(t *testing.T, s idempotency.Store) {
+	base := Base()
+	old := NewRecord(Key(), base)
+	MustReserve(t, s, old, base)
+	now := old.LeaseUntil.Add(time.Minute)
+	ExpectExisting(t, s, NewRecord(old.Key, now), now, old)
+	ExpectRecord(t, s, old.Key, now, old)
+}
+
+func testNoTakeOverStarted(t *testing.T, s idempotency.Store) {
+	ctx := t.Context()
+	base := Base()
+	old := NewRecord(Key(), base)
+	MustReserve(t, s, old, base)
+	noErr(t, "MarkStarted", s.MarkStarted(ctx, old.Key, old.Owner))
+	want := Clone(old)
+	want.Started = true
+	now := old.LeaseUntil.Add(time.Minute)
+	ExpectExisting(t, s, sameRequest(old, now), now, want)
+	ExpectRecord(t, s, old.Key, now, want)
+}
+
+func testNoTakeOverEnded(t *testing.T, s idempotency.Store) {
+	ctx := t.Context()
+	base := Base()
+	done := NewRecord(Key(), base)
+	MustReserve(t, s, done, base)
+	ans := JSONAnswer([]byte(`{"done":true}`))
+	noErr(t, "Complete", s.Complete(ctx, done.Key, done.Owner, ans))
+	tomb := NewRecord(Key(), base)
+	MustReserve(t, s, tomb, base)
+	noErr(t, "Tombstone", s.Tombstone(ctx, tomb.Key, tomb.Owner))
+	wantTomb := Clone(tomb)
+	wantTomb.State = idempotency.StateTombstone
+	now := base.Add(10 * time.Minute) // both leases lapsed
+	ExpectExisting(t, s, sameRequest(done, now), now, completed(done, ans))
+	ExpectExisting(t, s, sameRequest(tomb, now), now, wantTomb)
+}
+
+func testConcurrentTakeOver(t *testing.T, s idempotency.Store) {
+	const n = 16
+	base := Base()
+	old := NewRecord(Key(), base)
+	MustReserve(t, s, old, base)
+	now := old.LeaseUntil.Add(time.Second)
+	recs := make([]*idempotency.Record, n)
+	for i := range recs {
+		recs[i] = sameRequest(old, now)
+	}
+	got, winner := reserveAll(t, s, recs, now)
+	checkOneWinner(t, recs, got, winner)
+	ExpectRecord(t, s, old.Key, now, recs[winner])
+	expectFenced(t, s, old.Key, old.Owner, 0, base, now, recs[winner])
+}
+
+func testPoll(t *testing.T, s idempotency.Store) {
+	ctx := t.Context()
+	base := Base()
+	rec := NewRecord(Key(), base)
+	MustReserve(t, s, rec, base)
+	poll := func(owner string, from int) (*idempotency.Record, int) {
+		t.Helper()
+		got, next, err := s.Poll(ctx, rec.Key, owner, from, base)
+		noErr(t, fmt.Sprintf("Poll from %d", from), err)
+		return got, next
+	}
+	got, next := poll(rec.Owner, 0)
+	if d := DiffRecord(rec, got); d != "" || next != 0 {
+		t.Fatalf("Poll of a new reservation: next %d, differs:\n%s", next, d)
+	}
+	head := StreamHead()
+	batches := [][]idempotency.Event{TextEvents("a", 2), TextEvents("b", 1), TextEvents("c", 3)}
+	for seq, evs := range batches {
+		var h *idempotency.Head
+		if seq == 0 {
+			h = head
+		}
+		noErr(t, "Append", s.Append(ctx, rec.Key, rec.Owner, seq, h, evs))
+	}
+	all := slicesConcat(batches...)
+	want := Clone(rec)
+	want.Head, want.Events = head, all
+	got, next = poll(rec.Owner, 0)
+	if d := DiffRecord(want, got); d != "" || next != 3 {
+		t.Fatalf("Poll from 0: next %d, want 3; differs:\n%s", next, d)
+	}
+	for from := 1; from <= 3; from++ {
+		got, next = poll(rec.Owner, from)
+		w := Clone(rec)
+		if from < 3 {
+			w.Events = slicesConcat(batches[from:]...)
+		}
+		if d := DiffRecord(w, got); d != "" || next != 3 {
+			t.Fatalf("Poll from %d: next %d; differs (want only the events of the calls from %d on, no head):\n%s", from, next, from, d)
+		}
+	}
+	// Another owner's view: the record's own events from the start.
+	got, next = poll(Owner(), 2)
+	if d := DiffRecord(want, got); d != "" || next != 3 {
+		t.Fatalf("Poll by a stale owner: next %d, differs:\n%s", next, d)
+	}
+	ans := StreamAnswer(all)
+	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
+	got, _ = poll(rec.Owner, 3)
+	if d := DiffRecord(completed(rec, ans), got); d != "" {
+		t.Fatalf("Poll of the completed record differs:\n%s", d)
+	}
+	if _, _, err := s.Poll(ctx, rec.Key, rec.Owner, 0, rec.ExpiresAt.Add(time.Second)); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Poll after the window: %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.Poll(ctx, Key(), rec.Owner, 0, base); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Poll of a missing key: %v, want ErrNotFound", err)
+	}
+}
+
+func slicesConcat(parts ...[]idempotency.Event) []idempotency.Event {
+	var out []idempotency.Event
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
 }

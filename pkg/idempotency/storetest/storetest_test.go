@@ -30,6 +30,8 @@ type mutant struct {
 	append   func(m *mutant, ctx context.Context, key, owner string, seq int, head *idempotency.Head, events []idempotency.Event) error
 	complete func(m *mutant, ctx context.Context, key, owner string, ans *idempotency.Answer) error
 	release  func(m *mutant, ctx context.Context, key, owner string) error
+	started  func(m *mutant, ctx context.Context, key, owner string) error
+	poll     func(m *mutant, ctx context.Context, key, owner string, from int, now time.Time) (*idempotency.Record, int, error)
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -68,6 +70,36 @@ func (m *mutant) Release(ctx context.Context, key, owner string) error {
 		return m.release(m, ctx, key, owner)
 	}
 	return m.Store.Release(ctx, key, owner)
+}
+
+func (m *mutant) MarkStarted(ctx context.Context, key, owner string) error {
+	if m.started != nil {
+		return m.started(m, ctx, key, owner)
+	}
+	return m.Store.MarkStarted(ctx, key, owner)
+}
+
+func (m *mutant) Poll(ctx context.Context, key, owner string, from int, now time.Time) (*idempotency.Record, int, error) {
+	if m.poll != nil {
+		return m.poll(m, ctx, key, owner, from, now)
+	}
+	return m.Store.Poll(ctx, key, owner, from, now)
+}
+
+// takeOverIf is a Reserve that takes over a lapsed in-progress record when
+// ok says so, instead of the store's own rule.
+func takeOverIf(ok func(old, rec *idempotency.Record) bool) func(m *mutant, ctx context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
+	return func(m *mutant, ctx context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
+		old, err := m.Store.Load(ctx, rec.Key, now)
+		if err == nil && old.Owner != rec.Owner {
+			if old.State == idempotency.StateInProgress && old.LeaseUntil.Before(now) && ok(old, rec) {
+				_ = m.Store.Release(ctx, rec.Key, old.Owner)
+				return m.Store.Reserve(ctx, rec, now)
+			}
+			return old, nil
+		}
+		return m.Store.Reserve(ctx, rec, now)
+	}
 }
 
 // currentOwner is what an unconditional write would use: whoever owns the
@@ -143,6 +175,44 @@ var mutants = map[string]struct {
 			return m.Store.Append(ctx, key, owner, n, head, events)
 		}
 	}, []string{"AppendRetryIgnored", "ConcurrentAppendRetries"}},
+	// A key stuck for its window: a reservation that never started is not
+	// taken over.
+	"no_takeover": {func(m *mutant) {
+		m.reserve = takeOverIf(func(old, rec *idempotency.Record) bool { return false })
+	}, []string{"TakeOverLapsedUnstarted"}},
+	// A takeover that re-runs a request that started (Powertools py#8049).
+	"takeover_of_started": {func(m *mutant) {
+		m.reserve = takeOverIf(func(old, rec *idempotency.Record) bool { return old.Fingerprint == rec.Fingerprint })
+	}, []string{"NoTakeOverStarted"}},
+	// A takeover by another request under the same key.
+	"takeover_any_fingerprint": {func(m *mutant) {
+		m.reserve = takeOverIf(func(old, rec *idempotency.Record) bool { return !old.Started })
+	}, []string{"NoTakeOverOtherFingerprint"}},
+	// MarkStarted not fenced by the owner.
+	"unfenced_mark_started": {func(m *mutant) {
+		m.started = func(m *mutant, ctx context.Context, key, owner string) error {
+			return m.Store.MarkStarted(ctx, key, m.currentOwner(ctx, key, owner))
+		}
+	}, []string{"WrongOwner", "ReleaseFencesStaleOwner", "TakeOverLapsedUnstarted"}},
+	// MarkStarted that does not stick.
+	"mark_started_lost": {func(m *mutant) {
+		m.started = func(m *mutant, ctx context.Context, key, owner string) error { return nil }
+	}, []string{"MarkStarted", "NoTakeOverStarted"}},
+	// Poll that ignores what the waiter saw (re-reads everything).
+	"poll_reads_all": {func(m *mutant) {
+		m.poll = func(m *mutant, ctx context.Context, key, owner string, from int, now time.Time) (*idempotency.Record, int, error) {
+			rec, next, err := m.Store.Poll(ctx, key, owner, 0, now)
+			return rec, next, err
+		}
+	}, []string{"Poll"}},
+	// The tenant not kept.
+	"tenant_lost": {func(m *mutant) {
+		m.reserve = func(m *mutant, ctx context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
+			c := storetest.Clone(rec)
+			c.Tenant = ""
+			return m.Store.Reserve(ctx, c, now)
+		}
+	}, []string{"ReserveCreates"}},
 	// Items over 400 KB: the answer is cut.
 	"large_body_cut": {func(m *mutant) {
 		m.complete = func(m *mutant, ctx context.Context, key, owner string, ans *idempotency.Answer) error {

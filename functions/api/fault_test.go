@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/faultproxy"
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
+	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/sse"
+)
+
+// faultRig is the gateway binary (as many processes as a test starts) on
+// DynamoDB (dynalite) behind a fault proxy, in front of one fake upstream.
+type faultRig struct {
+	t      *testing.T
+	proxy  *faultproxy.Proxy
+	up     *providertest.Server
+	table  string
+	ledger *dynamoledger.Store // straight to dynalite, past the proxy
+	config string
+}
+
+const faultKey = "sk-fault-test-key"
+
+func newFaultRig(t *testing.T) *faultRig {
+	t.Helper()
+	// A dynalite of its own: these tests cut and reset its connections,
+	// and nothing else should depend on how it takes that.
+	srv, err := dynalite.Launch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		if t.Failed() {
+			t.Logf("dynalite's output:\n%s", srv.Output())
+		}
+	})
+	endpoint := srv.Endpoint
+	client := dynalite.Client(t, endpoint)
+	table := dynalite.Table(t, client, "fault")
+	proxy, err := faultproxy.New(strings.TrimPrefix(endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetGentleUpstream(true) // fault the link, not dynalite
+	t.Cleanup(func() { proxy.Close() })
+	up := providertest.New(t)
+	cfg := fmt.Sprintf(`providers:
+  - {name: up, api: openai, base_url: %q}
+models:
+  - id: m
+    routes:
+      - {provider: up, model: up-m, input_price: 1, output_price: 2}
+projects:
+  - id: proj
+    keys: [{key: %s}]
+idempotency: {lease: 1s}
+`, up.URL(), faultKey)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &faultRig{t: t, proxy: proxy, up: up, table: table, config: path,
+		ledger: dynamoledger.New(client, table, dynamoledger.Options{})}
+}
+
+// gatewayProc is one gateway process.
+type gatewayProc struct {
+	cmd    *exec.Cmd
+	base   string
+	exited chan error
+	logs   *strings.Builder
+}
+
+func (r *faultRig) start() *gatewayProc {
+	t := r.t
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(bootstrap(t))
+	cmd.Env = append(os.Environ(), "BUZZGATE_ADDR="+addr, "BUZZGATE_CONFIG="+r.config, "AWS_LAMBDA_RUNTIME_API=",
+		"BUZZGATE_STORE=dynamodb", "BUZZGATE_TABLE="+r.table, "AWS_ENDPOINT_URL_DYNAMODB="+r.proxy.URL(),
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=x")
+	p := &gatewayProc{cmd: cmd, base: "http://" + addr, exited: make(chan error, 1), logs: &strings.Builder{}}
+	cmd.Stderr = &lockedWriter{w: p.logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("gateway %s logs:\n%s", addr, p.logs.String())
+		}
+	})
+	waitReady(t, p.base+"/healthz", p.exited)
+	return p
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// result is one answer as its client received it.
+type result struct {
+	status   int
+	replayed bool
+	cost     float64
+	body     string
+}
+
+func (p *gatewayProc) call(t *testing.T, body, idemKey string) result {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.base+"/api/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+faultKey)
+	req.Header.Set("Content-Type", "application/json")
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	r := result{status: resp.StatusCode, replayed: resp.Header.Get("Idempotency-Replayed") == "true", body: string(raw)}
+	if r.status != 200 {
+		return r
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		rd := sse.NewReader(strings.NewReader(r.body), 1<<20)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				break
+			}
+			var ch struct {
+				Usage *struct{ Cost float64 } `json:"usage"`
+			}
+			if json.Unmarshal(ev.Data, &ch) == nil && ch.Usage != nil {
+				r.cost = ch.Usage.Cost
+			}
+		}
+		return r
+	}
+	var c struct {
+		Usage struct{ Cost float64 } `json:"usage"`
+	}
+	json.Unmarshal(raw, &c)
+	r.cost = c.Usage.Cost
+	return r
+}
+
+const (
+	plainBody  = `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
+	streamBody = `{"model":"m","messages":[{"role":"user","content":"Say hello"}],"stream":true,"stream_options":{"include_usage":true}}`
+)
+
+// checkBilledOnce checks that spend = ledger = the answers the clients
+// received, each once. With wait, the gateway's own retries are given time
+// to land first (the store is back; its finisher bills within its backoff).
+// Then one reconcile runs as of a day later (every hold is past its
+// deadline), and the sums must hold still.
+func (r *faultRig) checkBilledOnce(answers []result, wait bool) {
+	t := r.t
+	t.Helper()
+	ctx := context.Background()
+	var want int64
+	for _, a := range answers {
+		want += billing.USDToNanos(a.cost)
+	}
+	sums := func() (entries, cost, spent int64) {
+		tot, err := r.ledger.Totals(ctx, "proj", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		acct, err := r.ledger.Account(ctx, "proj", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tot.Total.Requests, tot.Total.CostNanos, acct.SpentNanos
+	}
+	for deadline := time.Now().Add(30 * time.Second); wait && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if n, c, sp := sums(); n == int64(len(answers)) && c == want && sp == want {
+			break
+		}
+	}
+	rep, err := r.ledger.Reconcile(ctx, time.Now().Add(24*time.Hour), true)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if wait && len(rep.Settled)+len(rep.WrittenOff) > 0 {
+		t.Errorf("the reconcile found %d to settle and %d to write off; the gateway should have billed them", len(rep.Settled), len(rep.WrittenOff))
+	}
+	if n, c, sp := sums(); n != int64(len(answers)) || c != want || sp != want {
+		t.Errorf("ledger %d entries, %d nano-USD; spend %d; the clients received %d answers costing %d", n, c, sp, len(answers), want)
+	}
+}
+
+// TestKilledRightAfterTheAnswer: SIGKILL of the gateway right after each
+// answer reached its client, with a slow store (so that its bill is still
+// being written): after one reconcile, every answer is billed exactly once.
+func TestKilledRightAfterTheAnswer(t *testing.T) {
+	r := newFaultRig(t)
+	r.proxy.SetLatency(30*time.Millisecond, 30*time.Millisecond)
+	var answers []result
+	for i, body := range []string{plainBody, streamBody, plainBody, streamBody} {
+		g := r.start()
+		key := ""
+		if i%2 == 1 {
+			key = fmt.Sprintf("kill-%d", i)
+		}
+		a := g.call(t, body, key)
+		g.cmd.Process.Kill() // at once: its bill and its record may be half written
+		if a.status != 200 || a.cost <= 0 {
+			t.Fatalf("request %d: %d %s", i, a.status, a.body)
+		}
+		answers = append(answers, a)
+	}
+	r.proxy.SetLatency(0, 0)
+	r.checkBilledOnce(answers, false)
+	if got := r.up.Calls(); got != len(answers) {
+		t.Errorf("upstream calls %d, want %d", got, len(answers))
+	}
+}
+
+// TestStoreCutMidAnswer: the store is cut while answers are being produced
+// (after their holds) and comes back seconds later. The answers reach their
+// clients; once the store is back the gateway completes the keyed record
+// (a retry replays it) and bills every answer once.
+func TestStoreCutMidAnswer(t *testing.T) {
+	r := newFaultRig(t)
+	r.up.SetDefault(providertest.Response{Text: []string{"a", "b", "c", "d", "e"}, ChunkDelay: 100 * time.Millisecond})
+	g := r.start()
+	var (
+		mu      sync.Mutex
+		answers []result
+		wg      sync.WaitGroup
+	)
+	for i, body := range []string{plainBody, streamBody, streamBody} {
+		key := ""
+		if i > 0 {
+			key = fmt.Sprintf("cut-%d", i)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := g.call(t, body, key)
+			mu.Lock()
+			answers = append(answers, a)
+			mu.Unlock()
+		}()
+	}
+	// Every provider is called (so every hold is written) and output is
+	// flowing: cut the store.
+	for deadline := time.Now().Add(10 * time.Second); r.up.Calls() < 3 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.proxy.Cut()
+	wg.Wait()
+	for _, a := range answers {
+		if a.status != 200 || a.cost <= 0 {
+			t.Fatalf("an answer during the cut: %d %s", a.status, a.body)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	r.proxy.Restore()
+	// The keyed records complete once the store is back: a retry replays.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, k := range []string{"cut-1", "cut-2"} {
+		for {
+			a := g.call(t, streamBody, k)
+			if a.status == 200 && a.replayed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("retry of %s after the store came back: %d %s", k, a.status, a.body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// The finisher bills within its backoff of the store's return.
+	r.checkBilledOnce(answers, true)
+	if got := r.up.Calls(); got != 3 {
+		t.Errorf("upstream calls %d, want 3", got)
+	}
+}
+
+// TestStoppedOwner: the instance running a keyed stream is stopped
+// (SIGSTOP) past its lease; a retry on another instance does not run the
+// request again; after SIGCONT the first instance finishes, stores and
+// bills the answer once, and the retry then replays it.
+func TestStoppedOwner(t *testing.T) {
+	r := newFaultRig(t)
+	r.up.SetDefault(providertest.Response{Text: []string{"a", "b", "c", "d"}, ChunkDelay: 300 * time.Millisecond})
+	a, b := r.start(), r.start()
+	first := make(chan result, 1)
+	go func() { first <- a.call(t, streamBody, "stopped") }()
+	time.Sleep(400 * time.Millisecond) // output has started
+	a.cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(2500 * time.Millisecond) // past the 1s lease
+	if got := b.call(t, streamBody, "stopped"); got.status != 409 {
+		t.Errorf("retry while the owner is stopped: %d %s, want a 409", got.status, got.body)
+	}
+	a.cmd.Process.Signal(syscall.SIGCONT)
+	got := <-first
+	if got.status != 200 || got.cost <= 0 {
+		t.Fatalf("the stopped owner's answer: %d %s", got.status, got.body)
+	}
+	var replay result
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if replay = b.call(t, streamBody, "stopped"); replay.status == 200 {
+			break
+		}
+	}
+	if replay.status != 200 || !replay.replayed || replay.cost != got.cost {
+		t.Errorf("retry after SIGCONT: %d replayed=%v cost %v, want the stored answer", replay.status, replay.replayed, replay.cost)
+	}
+	r.checkBilledOnce([]result{got}, true)
+	if n := r.up.Calls(); n != 1 {
+		t.Errorf("upstream calls %d, want 1", n)
+	}
+}

@@ -1,0 +1,366 @@
+package dynamoledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+)
+
+// maxPriceAttempts bounds the rounds of price when the entry keeps
+// appearing and disappearing (a Reconcile writing it off between two
+// writes); never more than two in practice.
+const maxPriceAttempts = 4
+
+// Hold implements billing.Ledger: a PutItem of the due pointer, then a
+// conditional PutItem of the entry item in state held. The pointer goes
+// first so that no entry exists that Reconcile cannot find.
+func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
+	if err := billing.ValidateHold(h); err != nil {
+		return err
+	}
+	h = billing.NormalizeHold(h)
+	hpk, hsk := s.holdPK(h.RequestID), holdSK(h.Deadline, h.RequestID)
+	if err := s.putPointer(ctx, hpk, hsk, h.RequestID); err != nil {
+		return err
+	}
+	item := key(PKRequest+h.RequestID, SKEntry)
+	item[attrProject], item[attrKeyID], item[attrAt] = attrS(h.Project), attrS(h.KeyID), attrS(formatTime(h.At))
+	if h.Model != "" {
+		item[attrModel] = attrS(h.Model)
+	}
+	item[attrDeadline], item[attrHoldPK], item[attrHoldSK] = attrS(formatTime(h.Deadline)), attrS(hpk), attrS(hsk)
+	item[attrState] = attrS(stateHeld)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames:            map[string]string{"#pk": AttrPK},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ccf):
+		return unavailable("PutItem", err)
+	}
+	old := ccf.Item
+	if len(old) == 0 {
+		if old, err = s.getEntry(ctx, h.RequestID); err != nil {
+			return err
+		}
+		if old == nil {
+			// Written off between the two calls: a hold again is a new hold.
+			return s.Hold(ctx, h)
+		}
+	}
+	at, err := parseTime(str(old, attrAt))
+	if err != nil {
+		return err
+	}
+	got := billing.Hold{RequestID: h.RequestID, Project: str(old, attrProject), KeyID: str(old, attrKeyID), Model: str(old, attrModel), At: at}
+	if !billing.SameHold(got, h) {
+		return billing.ErrLedgerCollision
+	}
+	return nil // the same request: a retry of the Hold, or priced or billed already
+}
+
+// Price implements billing.Ledger: on a held entry one UpdateItem (state
+// pending, the cost), else see price.
+func (s *Store) Price(ctx context.Context, e billing.Entry) error {
+	if err := billing.ValidateEntry(e); err != nil {
+		return err
+	}
+	_, _, err := s.price(ctx, billing.NormalizeEntry(e))
+	return err
+}
+
+// price makes the entry pending (step 1 of Bill) and returns its state and
+// item: on a held entry of the same request, one conditional UpdateItem; on
+// no entry (no Hold, or written off), a due pointer due now and a
+// conditional PutItem; on an entry priced or billed already, the payload
+// is compared (ErrLedgerCollision).
+func (s *Store) price(ctx context.Context, e billing.Entry) (string, map[string]types.AttributeValue, error) {
+	for range maxPriceAttempts {
+		names := map[string]string{"#st": attrState, "#project": attrProject, "#kid": attrKeyID, "#at": attrAt, "#model": attrModel,
+			"#pt": attrPrompt, "#ct": attrComplete, "#cost": attrCost}
+		values := map[string]types.AttributeValue{":held": attrS(stateHeld), ":pending": attrS(statePending),
+			":p": attrS(e.Project), ":k": attrS(e.KeyID), ":at": attrS(formatTime(e.At)),
+			":pt": attrN(int64(e.PromptTokens)), ":ct": attrN(int64(e.CompletionTokens)), ":cost": attrN(e.CostNanos)}
+		cond := "#st = :held AND #project = :p AND #kid = :k AND #at = :at AND "
+		if e.Model == "" {
+			cond += "attribute_not_exists(#model)"
+		} else {
+			cond += "#model = :m"
+			values[":m"] = attrS(e.Model)
+		}
+		set := "SET #st = :pending, #pt = :pt, #ct = :ct, #cost = :cost"
+		if e.Provider != "" {
+			names["#prov"], values[":prov"] = attrProvider, attrS(e.Provider)
+			set += ", #prov = :prov"
+		}
+		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           aws.String(s.table),
+			Key:                                 key(PKRequest+e.RequestID, SKEntry),
+			UpdateExpression:                    aws.String(set),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           values,
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return statePending, out.Attributes, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return "", nil, unavailable("UpdateItem", err)
+		}
+		old := ccf.Item
+		if len(old) == 0 {
+			if old, err = s.getEntry(ctx, e.RequestID); err != nil {
+				return "", nil, err
+			}
+		}
+		if old == nil {
+			item, err := s.putPriced(ctx, e)
+			if err != nil || item != nil {
+				return statePending, item, err
+			}
+			continue // written meanwhile: look again
+		}
+		state := str(old, attrState)
+		if state == stateHeld {
+			return "", nil, billing.ErrLedgerCollision // held for another request
+		}
+		got, err := decodeEntry(old, e.RequestID)
+		if err != nil {
+			return "", nil, err
+		}
+		if !billing.SamePayload(got, e) {
+			return "", nil, billing.ErrLedgerCollision
+		}
+		return state, old, nil
+	}
+	return "", nil, fmt.Errorf("%w: dynamoledger: the entry of %s kept changing", billing.ErrUnavailable, e.RequestID)
+}
+
+// putPriced writes a pending entry where there is none, with a due
+// pointer due now, written first; nil when an entry appeared meanwhile.
+func (s *Store) putPriced(ctx context.Context, e billing.Entry) (map[string]types.AttributeValue, error) {
+	hpk, hsk := s.holdPK(e.RequestID), holdSK(s.opts.Now(), e.RequestID)
+	if err := s.putPointer(ctx, hpk, hsk, e.RequestID); err != nil {
+		return nil, err
+	}
+	item := entryItem(e, statePending)
+	item[attrHoldPK], item[attrHoldSK] = attrS(hpk), attrS(hsk)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.table),
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return item, nil
+	case errors.As(err, &ccf):
+		return nil, nil
+	}
+	return nil, unavailable("PutItem", err)
+}
+
+func (s *Store) putPointer(ctx context.Context, hpk, hsk, requestID string) error {
+	item := key(hpk, hsk)
+	item[attrRequestID] = attrS(requestID)
+	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return unavailable("PutItem", err)
+	}
+	return nil
+}
+
+func (s *Store) deletePointer(ctx context.Context, hpk, hsk string) error {
+	if hpk == "" || hsk == "" {
+		return nil
+	}
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(hpk, hsk)})
+	if err != nil {
+		return unavailable("DeleteItem", err)
+	}
+	return nil
+}
+
+// Unhold implements billing.Ledger: a DeleteItem of the entry on the
+// condition that it is held (by this project), then of its due pointer.
+func (s *Store) Unhold(ctx context.Context, project, requestID string) error {
+	if err := errors.Join(billing.ValidateID("project", project), billing.ValidateID("request id", requestID)); err != nil {
+		return err
+	}
+	_, err := s.writeOff(ctx, project, requestID, "")
+	return err
+}
+
+// writeOff deletes a held entry (of project, and with due pointer hsk when
+// not empty) and then its pointer; done is false when the entry was not
+// held (priced, billed, absent or another's).
+func (s *Store) writeOff(ctx context.Context, project, requestID, hsk string) (done bool, err error) {
+	names := map[string]string{"#st": attrState, "#project": attrProject}
+	values := map[string]types.AttributeValue{":held": attrS(stateHeld), ":p": attrS(project)}
+	cond := "#st = :held AND #project = :p"
+	if hsk != "" {
+		names["#hsk"], values[":hsk"] = attrHoldSK, attrS(hsk)
+		cond += " AND #hsk = :hsk"
+	}
+	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(PKRequest+requestID, SKEntry),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return false, nil
+	case err != nil:
+		return false, unavailable("DeleteItem", err)
+	}
+	return true, s.deletePointer(ctx, str(out.Attributes, attrHoldPK), str(out.Attributes, attrHoldSK))
+}
+
+// pointer is a due pointer found by Reconcile.
+type pointer struct {
+	pk, sk    string
+	requestID string
+	deadline  time.Time
+}
+
+// Reconcile implements billing.Reconciler: one consistent Query per hold
+// partition (HoldShards of them) for the pointers due before now, one
+// consistent BatchGetItem per 100 of their entries, then per entry: priced
+// (pending) is billed; held is written off (a conditional DeleteItem, then
+// the pointer's); applied, or a stray pointer (its entry has another, or
+// none for StrayAfter past its deadline), loses its pointer.
+func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billing.Reconciliation, error) {
+	var r billing.Reconciliation
+	var ptrs []pointer
+	for i := range s.opts.HoldShards {
+		pk := fmt.Sprintf("%s%02d", PKHold, i)
+		in := &dynamodb.QueryInput{
+			TableName:                aws.String(s.table),
+			KeyConditionExpression:   aws.String("#pk = :pk AND #sk < :now"),
+			ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": attrS(pk), ":now": attrS(formatTime(clampTime(now))),
+			},
+			ConsistentRead: aws.Bool(true),
+		}
+		for {
+			out, err := s.client.Query(ctx, in)
+			if err != nil {
+				return r, unavailable("Query", err)
+			}
+			for _, item := range out.Items {
+				sk := str(item, AttrSK)
+				dl, rid, ok := strings.Cut(sk, "#")
+				t, err := parseTime(dl)
+				if !ok || err != nil {
+					continue // not a pointer of this package
+				}
+				ptrs = append(ptrs, pointer{pk: pk, sk: sk, requestID: rid, deadline: t})
+			}
+			if len(out.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	slices.SortFunc(ptrs, func(a, b pointer) int {
+		return cmp.Or(a.deadline.Compare(b.deadline), cmp.Compare(a.requestID, b.requestID))
+	})
+	rids := make([]string, len(ptrs))
+	for i, p := range ptrs {
+		rids[i] = p.requestID
+	}
+	items, err := s.getEntries(ctx, rids)
+	if err != nil {
+		return r, err
+	}
+	for _, p := range ptrs {
+		item, ok := items[p.requestID]
+		mine := ok && str(item, attrHoldPK) == p.pk && str(item, attrHoldSK) == p.sk
+		switch {
+		case !ok && !p.deadline.Add(s.opts.StrayAfter).Before(now):
+			// A Hold, Price or Bill may be between its two writes: wait.
+		case !ok, !mine, str(item, attrState) == stateApplied:
+			if apply {
+				if err := s.deletePointer(ctx, p.pk, p.sk); err != nil {
+					return r, err
+				}
+			}
+		case str(item, attrState) == statePending:
+			e, err := decodeEntry(item, p.requestID)
+			if err != nil {
+				return r, err
+			}
+			if !apply {
+				r.Settled = append(r.Settled, e)
+				continue
+			}
+			applied, err := s.bill(ctx, e, true)
+			if err != nil {
+				return r, err
+			}
+			if applied {
+				r.Settled = append(r.Settled, e)
+			}
+		case str(item, attrState) == stateHeld:
+			h, err := decodeHold(item, p.requestID)
+			if err != nil {
+				return r, err
+			}
+			if !apply {
+				r.WrittenOff = append(r.WrittenOff, h)
+				continue
+			}
+			done, err := s.writeOff(ctx, h.Project, h.RequestID, p.sk)
+			if err != nil {
+				return r, err
+			}
+			if done {
+				r.WrittenOff = append(r.WrittenOff, h)
+				continue
+			}
+			// Priced (or billed) meanwhile: settle it now.
+			again, err := s.getEntry(ctx, p.requestID)
+			if err != nil {
+				return r, err
+			}
+			if str(again, attrState) == statePending {
+				e, err := decodeEntry(again, p.requestID)
+				if err != nil {
+					return r, err
+				}
+				applied, err := s.bill(ctx, e, true)
+				if err != nil {
+					return r, err
+				}
+				if applied {
+					r.Settled = append(r.Settled, e)
+				}
+			}
+		}
+	}
+	return r, nil
+}

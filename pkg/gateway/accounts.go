@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// seed puts a config project's balance and key limits into the ledger, once
+// per process and, inside the ledger, only the first time ever: after that
+// the ledger (the admin tool, the spend) is the truth.
+func (s *Service) seed(ctx context.Context, c *Caller) error {
+	if !c.FromConfig || s.accounts.Ledger == nil {
+		return nil
+	}
+	if _, done := s.seeded.Load(c.Project.ID); done {
+		return nil
+	}
+	limits := make(map[string]*int64, len(c.Project.Keys))
+	for _, k := range c.Project.Keys {
+		limits[billing.ConfigKeyID(s.accounts.Pepper, k.Key)] = billing.USDPtrToNanos(k.Limit)
+	}
+	if err := s.accounts.Ledger.Seed(ctx, c.Project.ID, billing.USDPtrToNanos(c.Project.Balance), limits); err != nil {
+		return err
+	}
+	s.seeded.Store(c.Project.ID, struct{}{})
+	return nil
+}
+
+// checkBalance refuses a new request (402) when the project's prepaid
+// balance or the key's limit is spent. It runs after the idempotency lookup,
+// so that a replay of a completed request is served whatever the balance.
+func (s *Service) checkBalance(ctx context.Context, c *Caller) error {
+	if s.accounts.Ledger == nil {
+		return nil
+	}
+	// A store that does not answer must not hold an admission slot for the
+	// request's whole ceiling: 503 after a bounded wait.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.seed(ctx, c); err != nil {
+		return BillingUnavailable(err)
+	}
+	acct, err := s.accounts.Ledger.Account(ctx, c.Project.ID, c.BillingKeyID)
+	if err != nil {
+		return BillingUnavailable(err)
+	}
+	switch err := acct.Check(); {
+	case errors.Is(err, billing.ErrInsufficientBalance):
+		return llm.Errorf(llm.CodeInsufficientBalance, "", "the project's prepaid balance is spent; add funds to continue")
+	case errors.Is(err, billing.ErrKeyLimitReached):
+		return llm.Errorf(llm.CodeKeyLimitReached, "", "this API key has reached its spend limit")
+	case err != nil:
+		return BillingUnavailable(err)
+	}
+	return nil
+}

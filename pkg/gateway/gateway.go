@@ -1,0 +1,541 @@
+// Package gateway owns one generation request's life, once, for every client
+// API: admission, the Idempotency-Key lookup, the balance check and the
+// hold, routing, recording the answer, pricing it, and finishing (the record
+// completed or tombstoned, the bill settled) durably. It speaks no wire
+// format: an API codec (pkg/httpapi) turns a router.Answer into bodies or
+// events, and a Writer puts them on the wire. So a rule here (fallback,
+// exactly-once, billing) holds on every endpoint.
+//
+// # Money
+//
+// No provider is called before a hold is written to the ledger: a request
+// whose hold cannot be written is refused with 503 billing_unavailable and
+// costs nothing. Once the answer's usage is known, and before its last bytes
+// go out (the body, or the stream's usage chunk and end), the cost is made
+// durable with one write (Ledger.Price). The rest of the bill (applying the
+// cost to the balances) and the idempotency record's completion run through
+// the Finisher, which retries them with backoff for much longer than a store
+// outage is expected to last. What a crash leaves behind is a hold: the
+// reconciler (in-process for the server, the scheduled SweepFunction under
+// Lambda, or `admin reconcile`) finishes a priced one and writes off, at
+// zero, one whose price never became durable (the instance died while the
+// store was unreachable: the one case in which an answer may go unbilled;
+// it is reported, and a late bill still lands).
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+// priceTimeout bounds the write that makes a cost durable before the
+// answer's last bytes: past it the answer goes out anyway and the Finisher
+// bills.
+const priceTimeout = 2 * time.Second
+
+// Caller is an authenticated caller: a project and one of its keys.
+type Caller struct {
+	Project *catalog.Project
+	// KeyHash is the SHA-256 of the API key (the idempotency identity);
+	// BillingKeyID the key's id in the ledger.
+	KeyHash      [32]byte
+	BillingKeyID string
+	// FromConfig: the project and key come from the config file, whose
+	// balance and limits seed the ledger on first use.
+	FromConfig bool
+	Policy     llm.DataDemand
+}
+
+// Residency is the caller's residency as the idempotency identity names it.
+func (c *Caller) Residency() string {
+	if c.Project.Residency == "" {
+		return "anywhere"
+	}
+	return c.Project.Residency
+}
+
+// Request is one accepted generation request, decoded and planned.
+type Request struct {
+	// ID is the request's x-request-id: the ledger's key.
+	ID     string
+	Caller *Caller
+	Model  string // the model the client asked for, for the ledger
+	Plan   *router.Plan
+	Chat   *llm.ChatRequest
+	Demand llm.DataDemand
+	// IdempotencyKey is the raw header value ("" without one); Fingerprint
+	// the request's (Method, path, canonical body) hash.
+	IdempotencyKey string
+	Fingerprint    string
+	// IncludeUsage: the client asked for the stream's usage chunk.
+	IncludeUsage bool
+	// Log collects what the request's log line and metrics need.
+	Log *Log
+}
+
+// Writer is the client's side of one request: one implementation per wire
+// (JSON or SSE over HTTP), used for live answers, joins and replays alike.
+type Writer interface {
+	// Error answers with an error envelope; nothing was written before.
+	Error(err error)
+	// Start writes the status line and headers.
+	Start(status int, header map[string]string, stream bool)
+	// Body writes a whole JSON body.
+	Body(b []byte) error
+	// Event writes one SSE event and flushes it.
+	Event(data []byte) error
+}
+
+// Codec is one client API's encoding of an answer.
+type Codec interface {
+	// Answer reads ans to its end and emits the answer through out: a body
+	// for a non-streaming request, events for a stream. It calls out.Price
+	// once the usage is known and before the answer's last bytes.
+	Answer(ans *router.Answer, out Emitter) Result
+	// JoinBroken is the event that ends a joined or replayed stream that
+	// cannot go on.
+	JoinBroken(reason string) []byte
+}
+
+// Result is how an answer ended.
+type Result struct {
+	Usage llm.Usage
+	// Answered: a 200 answer was written (and is billed).
+	Answered bool
+	// Err is why it ended early (nil: it finished).
+	Err error
+}
+
+// Emitter takes a codec's output: it goes to the client and, for a keyed
+// request, to the idempotency record.
+type Emitter interface {
+	// Start fixes the answer's status and headers.
+	Start(status int, header map[string]string, stream bool)
+	// Body sends (and records) a whole body.
+	Body(b []byte)
+	// Event sends one event to the client unless send is false (a usage
+	// chunk the client did not ask for) and records it; usage marks the
+	// usage chunk. An error means the client is gone and the request has no
+	// key: stop.
+	Event(data []byte, usage, send bool) error
+	// Price makes the answer's cost durable before its last bytes.
+	Price(u llm.Usage)
+}
+
+// Accounts is the billing side.
+type Accounts struct {
+	Ledger billing.Ledger
+	// Pepper is mixed into config keys' ids.
+	Pepper []byte
+}
+
+// Config is the service's policy.
+type Config struct {
+	MaxInFlight    int
+	RequestTimeout time.Duration
+	// HoldGrace is how long after a request's ceiling its hold is left to
+	// the Finisher before a sweep may settle it.
+	HoldGrace time.Duration
+}
+
+// Service runs requests.
+type Service struct {
+	cfg      Config
+	router   *router.Router
+	idem     *idempotency.Service
+	accounts Accounts
+	fin      *Finisher
+	log      *slog.Logger
+	now      func() time.Time
+
+	sem    chan struct{}
+	seeded sync.Map // project id -> struct{}
+}
+
+// New returns a Service. idem may be nil (keyed requests answer 503).
+func New(cfg Config, rt *router.Router, idem *idempotency.Service, accounts Accounts, fin *Finisher, log *slog.Logger, now func() time.Time) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = catalog.DefaultMaxInFlight
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = catalog.MaxRequestTimeout
+	}
+	if cfg.HoldGrace <= 0 {
+		cfg.HoldGrace = DefaultFinishHorizon + 5*time.Minute
+	}
+	if fin == nil {
+		fin = NewFinisher(FinisherOptions{Log: log})
+	}
+	return &Service{cfg: cfg, router: rt, idem: idem, accounts: accounts, fin: fin, log: log, now: now,
+		sem: make(chan struct{}, cfg.MaxInFlight)}
+}
+
+func (s *Service) admit() (release func(), ok bool) {
+	select {
+	case s.sem <- struct{}{}:
+		return sync.OnceFunc(func() { <-s.sem }), true
+	default:
+		return nil, false
+	}
+}
+
+func capacity() error {
+	return &llm.Error{Code: llm.CodeCapacity, Message: "the gateway is at capacity; retry shortly", RetryAfter: time.Second}
+}
+
+func storeUnavailable(err error) error {
+	return &llm.Error{Code: llm.CodeStoreUnavailable, Message: "the idempotency store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
+}
+
+// BillingUnavailable is the 503 of an account store that cannot be reached.
+func BillingUnavailable(err error) error {
+	return &llm.Error{Code: llm.CodeBillingUnavailable, Message: "the account store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
+}
+
+// Run serves one request through w. ctx is the client's: a keyed request
+// outlives it.
+func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) {
+	release, ok := s.admit()
+	if !ok {
+		w.Error(capacity())
+		return
+	}
+	defer func() { release() }()
+	if req.IdempotencyKey == "" {
+		if err := s.checkBalance(ctx, req.Caller); err != nil {
+			w.Error(err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		defer cancel()
+		s.execute(ctx, ctx, req, w, codec, nil)
+		return
+	}
+	if s.idem == nil {
+		w.Error(&llm.Error{Code: llm.CodeStoreUnavailable, Message: "this gateway has no idempotency store"})
+		return
+	}
+	c := req.Caller
+	ident := idempotency.Identity(c.Project.ID, c.KeyHash, req.IdempotencyKey, req.Demand.String(), c.Residency())
+	req.Log.Add(slog.Bool("keyed", true))
+	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	for range 4 {
+		exec, rec, err := s.idem.Begin(waitCtx, idempotency.Request{Key: ident, Fingerprint: req.Fingerprint, RequestID: req.ID, Tenant: c.Project.ID})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			req.Log.ClientGone = true
+			return
+		case errors.Is(err, idempotency.ErrFull):
+			s.log.Warn("idempotency store full for this project", "request_id", req.ID, "project", c.Project.ID)
+			w.Error(&llm.Error{Code: llm.CodeStoreUnavailable, Message: "this project's share of the idempotency store is full; retry shortly", RetryAfter: 5 * time.Second, Cause: err})
+			return
+		case err != nil:
+			s.log.Warn("idempotency store unavailable", "request_id", req.ID, "error", err)
+			w.Error(storeUnavailable(err))
+			return
+		}
+		if exec != nil {
+			s.runOwner(ctx, req, w, codec, exec)
+			return
+		}
+		// A retry that waits for, or replays, another request's answer does
+		// no provider work: it gives its admission slot back, so that retry
+		// storms on one slow key cannot fill the gateway.
+		release()
+		reply, err := s.idem.Serve(waitCtx, rec, idempotency.Retry{Fingerprint: req.Fingerprint, IncludeUsage: req.IncludeUsage})
+		switch {
+		case err == nil:
+			req.Log.Add(slog.Bool("replayed", true), slog.String("replay_of", rec.RequestID))
+			req.Log.Metrics.Replayed = true
+			writeReply(waitCtx, w, codec, reply)
+			return
+		case errors.Is(err, idempotency.ErrRunAgain):
+			// It may run the request itself now: admitted again, like any
+			// new request.
+			again, ok := s.admit()
+			if !ok {
+				w.Error(capacity())
+				return
+			}
+			release = again
+			continue
+		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+			req.Log.ClientGone = true
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			w.Error(&llm.Error{Code: llm.CodeInProgress, Message: "the first request with this Idempotency-Key is still running; retry with the same key", RetryAfter: time.Second})
+			return
+		case errors.Is(err, idempotency.ErrUnavailable):
+			s.log.Warn("idempotency store unavailable", "request_id", req.ID, "error", err)
+			w.Error(storeUnavailable(err))
+			return
+		}
+		req.Log.Add(slog.String("idempotency", string(llm.AsError(err).Code)))
+		w.Error(err)
+		return
+	}
+	w.Error(&llm.Error{Code: llm.CodeInProgress, Message: "this Idempotency-Key's record keeps changing; retry with the same key", RetryAfter: time.Second})
+}
+
+// runOwner runs a keyed request's first call. It outlives its client: it
+// runs to the end, records its answer and is billed even when the client
+// goes away, so that a retry gets the answer.
+func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, codec Codec, exec *idempotency.Execution) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(clientCtx), s.cfg.RequestTimeout)
+	defer cancel()
+	// The client is written to through a pump: recording never waits on
+	// the client reading. Close (last) waits for the client's copy.
+	pw := newPump(w)
+	defer pw.Close()
+	w = pw
+	defer func() {
+		// A panic (a bug) must not leave the record in progress with a
+		// live lease: end it as failed, so that retries answer 409.
+		if !exec.Finished() {
+			s.fin.Do("idempotency tombstone", exec.Fail, exec.Abandon)
+		}
+	}()
+	// Balance and limits come after the lookup, so that a replay is served
+	// even once they are spent; a refusal here releases the record, and a
+	// retry with the key runs normally.
+	if err := s.checkBalance(ctx, req.Caller); err != nil {
+		s.fin.Do("idempotency release", exec.Release, exec.Abandon)
+		w.Error(err)
+		return
+	}
+	s.execute(clientCtx, ctx, req, w, codec, exec)
+}
+
+// execute holds, routes, answers, prices and finishes. clientCtx is the
+// client's; ctx the request's own (the same for an unkeyed request).
+func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer, codec Codec, exec *idempotency.Execution) {
+	log := req.Log
+	at := s.now()
+	hold := billing.Hold{
+		RequestID: req.ID, Project: req.Caller.Project.ID, KeyID: req.Caller.BillingKeyID, Model: req.Model,
+		At: at, Deadline: at.Add(s.cfg.RequestTimeout + s.cfg.HoldGrace),
+	}
+	if err := s.hold(ctx, hold); err != nil {
+		s.log.Warn("billing hold failed", "request_id", req.ID, "error", err)
+		if exec != nil {
+			s.fin.Do("idempotency release", exec.Release, exec.Abandon)
+		}
+		w.Error(BillingUnavailable(err))
+		return
+	}
+	unhold := func(ctx context.Context) error { return s.accounts.Ledger.Unhold(ctx, hold.Project, hold.RequestID) }
+	if exec != nil {
+		// From here on a retry may never take the record over: the
+		// provider is about to be called.
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := exec.MarkStarted(mctx)
+		cancel()
+		if err != nil {
+			s.fin.Do("billing unhold", unhold, nil)
+			s.fin.Do("idempotency release", exec.Release, exec.Abandon)
+			if errors.Is(err, idempotency.ErrNotOwner) {
+				// Another request took the reservation over (this one's
+				// lease lapsed before it started): that one runs it.
+				w.Error(&llm.Error{Code: llm.CodeInProgress, Message: "another request with this Idempotency-Key is running it; retry with the same key", RetryAfter: time.Second})
+				return
+			}
+			s.log.Warn("idempotency start not recorded", "request_id", req.ID, "error", err)
+			w.Error(storeUnavailable(err))
+			return
+		}
+	}
+
+	ans, attempts, err := s.router.Start(ctx, req.Plan, req.Chat)
+	for _, a := range attempts {
+		log.Add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status))
+		log.Metrics.FailedProviders = append(log.Metrics.FailedProviders, a.Provider)
+	}
+	if err != nil {
+		s.fin.Do("billing unhold", unhold, nil)
+		if exec != nil {
+			s.fin.Do("idempotency tombstone", exec.Fail, exec.Abandon)
+		}
+		if errors.Is(err, context.Canceled) && clientCtx.Err() != nil {
+			log.ClientGone = true
+			return
+		}
+		w.Error(err)
+		return
+	}
+	defer ans.Close()
+	log.Add(slog.String("provider", ans.Provider), slog.Int("route_depth", ans.Depth), slog.Int("calls", ans.Calls),
+		slog.Float64("first_output_ms", float64(ans.FirstOutput.Microseconds())/1000))
+	log.Metrics.Provider, log.Metrics.RouteDepth, log.Metrics.TimeToFirstToken = ans.Provider, ans.Depth, ans.FirstOutput
+
+	entry := billing.Entry{
+		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
+	}
+	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, entry: &entry}
+	res := codec.Answer(ans, out)
+	u := res.Usage
+	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Float64("cost", u.Cost))
+	if res.Err != nil {
+		if clientCtx.Err() != nil && !errors.Is(res.Err, context.DeadlineExceeded) {
+			log.ClientGone = true
+		}
+		log.Add(slog.String("end", endReason(res.Err)))
+	}
+	if !res.Answered {
+		s.fin.Do("billing unhold", unhold, nil)
+		if exec != nil {
+			s.fin.Do("idempotency tombstone", exec.Fail, exec.Abandon)
+		}
+		if res.Err != nil && !(errors.Is(res.Err, context.Canceled) && clientCtx.Err() != nil) {
+			w.Error(res.Err)
+		}
+		return
+	}
+	log.Metrics.Cost = u.Cost
+	if !out.priced {
+		out.setCost(u)
+	}
+	e := entry
+	// The record is completed before the bill is applied: the cost is
+	// durable already (or being retried), and a retry should find the
+	// answer as soon as possible.
+	if exec != nil {
+		s.fin.Do("idempotency complete", exec.Complete, exec.Abandon)
+	}
+	if s.accounts.Ledger != nil {
+		s.fin.Do("billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, e) }, nil)
+	}
+}
+
+func (s *Service) hold(ctx context.Context, h billing.Hold) error {
+	if s.accounts.Ledger == nil {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return s.accounts.Ledger.Hold(hctx, h)
+}
+
+func endReason(err error) string {
+	switch {
+	case errors.Is(err, router.ErrIncomplete):
+		return "incomplete"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "client_gone"
+	}
+	return "provider_error"
+}
+
+// tee is the Emitter of a live answer: the client, and for a keyed request
+// also the record. A keyed request outlives its client: once a write to the
+// client fails, the answer is still read to the end and recorded.
+type tee struct {
+	ctx       context.Context
+	w         Writer
+	exec      *idempotency.Execution
+	svc       *Service
+	entry     *billing.Entry
+	clientErr error
+	priced    bool
+}
+
+func (t *tee) Start(status int, header map[string]string, stream bool) {
+	t.w.Start(status, header, stream)
+	if t.exec != nil {
+		t.exec.Start(status, header, stream)
+	}
+}
+
+func (t *tee) Body(b []byte) {
+	if t.exec != nil {
+		t.exec.Body(b)
+	}
+	if t.clientErr == nil {
+		t.clientErr = t.w.Body(b)
+	}
+}
+
+func (t *tee) Event(data []byte, usage, send bool) error {
+	if t.exec != nil {
+		t.exec.Event(t.ctx, idempotency.Event{Data: data, Usage: usage})
+	}
+	if send && t.clientErr == nil {
+		t.clientErr = t.w.Event(data)
+	}
+	if t.exec != nil {
+		return nil
+	}
+	return t.clientErr
+}
+
+func (t *tee) setCost(u llm.Usage) {
+	t.entry.PromptTokens, t.entry.CompletionTokens = u.PromptTokens, u.CompletionTokens
+	t.entry.CostNanos = billing.USDToNanos(u.Cost)
+	t.priced = true
+}
+
+// Price writes the answer's cost before its last bytes go out. A failure
+// (the store unreachable) does not hold the answer back: the Finisher bills.
+func (t *tee) Price(u llm.Usage) {
+	t.setCost(u)
+	if t.svc.accounts.Ledger == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), priceTimeout)
+	defer cancel()
+	if err := t.svc.accounts.Ledger.Price(ctx, *t.entry); err != nil {
+		t.svc.log.Warn("billing price not recorded; the finisher bills", "request_id", t.entry.RequestID, "error", err)
+	}
+}
+
+// writeReply writes a replay, a waiter's answer or a joined stream.
+func writeReply(ctx context.Context, w Writer, codec Codec, r *idempotency.Reply) {
+	w.Start(r.Head.Status, r.Head.Header, r.Stream)
+	if !r.Stream {
+		w.Body(r.Body)
+		return
+	}
+	for {
+		ev, err := r.Next(ctx)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				w.Event(codec.JoinBroken(joinReason(err)))
+			}
+			return
+		}
+		if w.Event(ev.Data) != nil {
+			return
+		}
+	}
+}
+
+// joinReason is what a broken join tells its client: the reason the
+// idempotency layer gives, never the text of an internal cause.
+func joinReason(err error) string {
+	var je *idempotency.JoinError
+	if errors.As(err, &je) {
+		return je.Reason
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return "the wait for the first request reached its time limit"
+	}
+	return "the answer can no longer be joined"
+}

@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"errors"
+	"sync"
+)
+
+// pumpMaxBytes bounds what a pump holds for a client that reads slower than
+// the provider writes; past it the client is dropped.
+const pumpMaxBytes = 8 << 20
+
+var errClientTooSlow = errors.New("gateway: the client reads too slowly; dropped")
+
+// pump is a Writer that never blocks its caller: it queues what is written
+// and a goroutine of its own writes it to the client. A keyed request's
+// answer is recorded through a pump, so that recording never waits on the
+// client reading: a client that stops reading is dropped by the wire's
+// write deadline, or here once pumpMaxBytes are queued, and the request
+// goes on. Close waits until the queue is written (or the client dropped).
+type pump struct {
+	w Writer
+
+	mu      sync.Mutex
+	wake    *sync.Cond
+	queue   []frame
+	bytes   int
+	closed  bool
+	err     error
+	stopped chan struct{}
+}
+
+type frame struct {
+	kind   byte // 's' start, 'b' body, 'e' event, 'x' error
+	status int
+	header map[string]string
+	stream bool
+	data   []byte
+	err    error
+}
+
+func newPump(w Writer) *pump {
+	p := &pump{w: w, stopped: make(chan struct{})}
+	p.wake = sync.NewCond(&p.mu)
+	go p.run()
+	return p
+}
+
+func (p *pump) run() {
+	defer close(p.stopped)
+	for {
+		p.mu.Lock()
+		for len(p.queue) == 0 && !p.closed {
+			p.wake.Wait()
+		}
+		if len(p.queue) == 0 {
+			p.mu.Unlock()
+			return
+		}
+		f := p.queue[0]
+		p.queue[0] = frame{}
+		p.queue = p.queue[1:]
+		p.bytes -= len(f.data)
+		gone := p.err != nil
+		p.mu.Unlock()
+		if gone && f.kind != 's' && f.kind != 'x' {
+			continue
+		}
+		var err error
+		switch f.kind {
+		case 's':
+			p.w.Start(f.status, f.header, f.stream)
+		case 'x':
+			p.w.Error(f.err)
+		case 'b':
+			err = p.w.Body(f.data)
+		case 'e':
+			err = p.w.Event(f.data)
+		}
+		if err != nil {
+			p.mu.Lock()
+			if p.err == nil {
+				p.err = err
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *pump) push(f frame) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil && f.kind != 's' && f.kind != 'x' {
+		return p.err
+	}
+	// A JSON body is one frame, written whole: only a stream's events are
+	// capped (an answer is never replaced by an empty one).
+	if f.kind == 'e' && p.bytes+len(f.data) > pumpMaxBytes {
+		p.err = errClientTooSlow
+		return p.err
+	}
+	// The caller may reuse its buffer.
+	f.data = append([]byte(nil), f.data...)
+	p.queue = append(p.queue, f)
+	p.bytes += len(f.data)
+	p.wake.Signal()
+	return nil
+}
+
+func (p *pump) Error(err error) { p.push(frame{kind: 'x', err: err}) }
+
+func (p *pump) Start(status int, header map[string]string, stream bool) {
+	p.push(frame{kind: 's', status: status, header: header, stream: stream})
+}
+
+func (p *pump) Body(b []byte) error { return p.push(frame{kind: 'b', data: b}) }
+
+func (p *pump) Event(data []byte) error { return p.push(frame{kind: 'e', data: data}) }
+
+// Close waits until everything queued is written or the client is dropped.
+func (p *pump) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.wake.Signal()
+	p.mu.Unlock()
+	<-p.stopped
+}

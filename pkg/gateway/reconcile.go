@@ -1,0 +1,53 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+)
+
+// DefaultReconcileEvery is how often the local server reconciles.
+const DefaultReconcileEvery = 5 * time.Minute
+
+// Reconcile runs the ledger's reconciler every interval until ctx ends: the
+// local server's sweep (under Lambda the scheduled SweepFunction does it).
+// It settles holds past their deadline: a priced one is billed, an unpriced
+// one is written off at zero and logged.
+func Reconcile(ctx context.Context, r billing.Reconciler, every time.Duration, now func() time.Time, log *slog.Logger) {
+	if every <= 0 {
+		every = DefaultReconcileEvery
+	}
+	if now == nil {
+		now = time.Now
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	// A first pass at start, so that a process restarted more often than
+	// every interval still reconciles.
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, every)
+		rep, err := r.Reconcile(rctx, now(), true)
+		cancel()
+		if err != nil {
+			log.Warn("reconcile failed; the next run tries again", "error", err)
+			continue
+		}
+		if len(rep.Settled) > 0 || len(rep.WrittenOff) > 0 {
+			var cost int64
+			for _, e := range rep.Settled {
+				cost += e.CostNanos
+			}
+			log.Warn("reconciled bills left by failed or crashed requests", "settled", len(rep.Settled),
+				"settled_cost_usd", billing.NanosToUSD(cost), "written_off", len(rep.WrittenOff))
+		}
+	}
+}

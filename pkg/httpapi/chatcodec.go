@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+// chatCodec encodes answers as OpenAI Chat Completions: one
+// chat.completion body, or chat.completion.chunk events ending with
+// "data: [DONE]".
+type chatCodec struct {
+	requestID string
+	req       *llm.ChatRequest
+	// keyed: the answer is recorded, so a stream always records its usage
+	// chunk (a retry that asks for usage gets it even when the first call
+	// did not).
+	keyed bool
+}
+
+var _ gateway.Codec = (*chatCodec)(nil)
+
+func (c *chatCodec) head(ans *router.Answer, contentType string) map[string]string {
+	return map[string]string{
+		"Content-Type":          contentType,
+		"X-Request-Id":          c.requestID,
+		"X-Gateway-Provider":    ans.Provider,
+		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
+	}
+}
+
+func (c *chatCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	if c.req.Stream {
+		return c.stream(ans, out)
+	}
+	return c.completion(ans, out)
+}
+
+// completion assembles the provider's stream into one chat.completion.
+func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	var asm llm.Assembler
+	var end error
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		if err := asm.AddChunk(&ch); err != nil {
+			end = err
+			break
+		}
+	}
+	usage := ans.Usage()
+	finish := ""
+	switch {
+	case end == io.EOF:
+	case errors.Is(end, router.ErrIncomplete):
+		// The provider stopped without finishing: the client gets what was
+		// produced, marked incomplete, rather than losing it.
+		finish = "incomplete"
+	case errors.Is(end, context.DeadlineExceeded):
+		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}}
+	case errors.Is(end, context.Canceled):
+		return gateway.Result{Usage: usage, Err: end}
+	default:
+		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}}
+	}
+	body, err := asm.Completion(usage, finish)
+	if err != nil {
+		return gateway.Result{Usage: usage, Err: err}
+	}
+	body = append(body, '\n')
+	out.Start(http.StatusOK, c.head(ans, "application/json"), false)
+	out.Price(usage)
+	out.Body(body)
+	if end != io.EOF {
+		return gateway.Result{Usage: usage, Answered: true, Err: end}
+	}
+	return gateway.Result{Usage: usage, Answered: true}
+}
+
+// streamTail is what the gateway itself writes into a stream: the usage
+// chunk, and the last chunk of a stream that did not finish.
+type streamTail struct {
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Created int64           `json:"created"`
+	Model   string          `json:"model"`
+	Choices json.RawMessage `json:"choices"`
+	Usage   *llm.Usage      `json:"usage,omitempty"`
+	Error   *errorObject    `json:"error,omitempty"`
+}
+
+// stream relays the answer as SSE. The provider's chunks go out as it sent
+// them; the gateway adds the usage chunk (when include_usage) and ends with
+// "data: [DONE]" only when the provider finished. A provider failure after
+// the start ends with a chunk whose finish_reason is "error" and which
+// carries an "error" object (the Python and Node OpenAI SDKs raise it as an
+// APIError, openai-go as an ssestream.StreamError); a provider stream that
+// just stopped ends with finish_reason "incomplete" and no error.
+func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	out.Start(http.StatusOK, c.head(ans, "text/event-stream"), true)
+	var tail streamTail
+	tail.Object = "chat.completion.chunk"
+	var end error
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		if tail.ID == "" {
+			tail.ID, tail.Model, tail.Created = ch.ID, ch.Model, ch.Created
+		}
+		if err := out.Event(ch.Raw, false, true); err != nil {
+			return gateway.Result{Usage: ans.Usage(), Answered: true, Err: err}
+		}
+	}
+	usage := ans.Usage()
+	if errors.Is(end, context.Canceled) {
+		return gateway.Result{Usage: usage, Answered: true, Err: end} // an unkeyed client is gone
+	}
+	out.Price(usage)
+	emit := func(usageChunk, send bool) {
+		b, _ := json.Marshal(tail)
+		out.Event(b, usageChunk, send)
+	}
+	if errors.Is(end, router.ErrIncomplete) {
+		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"incomplete"}]`)
+		emit(false, true)
+	}
+	if c.req.IncludeUsage || c.keyed {
+		tail.Choices = json.RawMessage(`[]`)
+		tail.Usage = &usage
+		emit(true, c.req.IncludeUsage)
+		tail.Usage = nil
+	}
+	switch {
+	case end == io.EOF:
+		out.Event([]byte("[DONE]"), false, true)
+		return gateway.Result{Usage: usage, Answered: true}
+	case errors.Is(end, router.ErrIncomplete):
+	default:
+		e := &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
+		if errors.Is(end, context.DeadlineExceeded) {
+			e = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
+		}
+		obj := envelope(e)
+		obj.Type = "server_error"
+		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`)
+		tail.Error = &obj
+		emit(false, true)
+	}
+	return gateway.Result{Usage: usage, Answered: true, Err: end}
+}
+
+// JoinBroken ends a joined stream that cannot go on with the same kind of
+// chunk as a provider failure after the start.
+func (c *chatCodec) JoinBroken(reason string) []byte {
+	obj := envelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason})
+	b, _ := json.Marshal(streamTail{Object: "chat.completion.chunk",
+		Choices: json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`), Error: &obj})
+	return b
+}

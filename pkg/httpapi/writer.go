@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/sse"
+)
+
+// wire is the one writer of answers on HTTP: live answers, waiters' answers,
+// joined streams and replays all go out through it, so that they are the
+// same bytes (an event whose data spans lines is split into several data:
+// lines, whoever writes it). Every write has a deadline: a client that
+// makes no progress for writeTimeout is dropped (its request, if keyed,
+// still finishes and records its answer).
+type wire struct {
+	w            *recorder
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+	// errorf writes an error envelope (the API's own).
+	errorf func(w http.ResponseWriter, err error) int
+	gone   error
+	// status of a JSON answer, written with its Content-Length by Body.
+	status int
+}
+
+func newWire(w *recorder, writeTimeout time.Duration, errorf func(http.ResponseWriter, error) int) *wire {
+	return &wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, errorf: errorf}
+}
+
+func (o *wire) Error(err error) {
+	if o.w.wrote {
+		return // never a second status line
+	}
+	o.errorf(o.w, err)
+}
+
+func (o *wire) Start(status int, header map[string]string, stream bool) {
+	h := o.w.Header()
+	for k, v := range header {
+		h.Set(k, v)
+	}
+	if stream {
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		h.Del("Content-Length")
+		o.deadline()
+		o.w.WriteHeader(status)
+		o.flush()
+		return
+	}
+	o.status = status
+}
+
+// Body writes a JSON answer whole, with its Content-Length.
+func (o *wire) Body(b []byte) error {
+	if o.gone != nil {
+		return o.gone
+	}
+	o.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	o.w.WriteHeader(o.status)
+	o.deadline()
+	if _, err := o.w.Write(b); err != nil {
+		o.gone = err
+		return err
+	}
+	// Out now: the writes that finish the request (the record, the bill)
+	// come after, and the client must not wait for them.
+	return o.flush()
+}
+
+func (o *wire) Event(data []byte) error {
+	if o.gone != nil {
+		return o.gone
+	}
+	o.deadline()
+	if err := sse.WriteData(o.w, data); err != nil {
+		o.gone = err
+		return err
+	}
+	return o.flush()
+}
+
+// deadline gives the next write writeTimeout to make progress. A writer
+// that cannot take a deadline (the Lambda edge, a test recorder) writes
+// without one.
+func (o *wire) deadline() {
+	if o.writeTimeout > 0 {
+		_ = o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout))
+	}
+}
+
+func (o *wire) flush() error {
+	if err := o.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		o.gone = err
+	}
+	return o.gone
+}
