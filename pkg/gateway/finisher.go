@@ -45,7 +45,6 @@ type Finisher struct {
 	opts    FinisherOptions
 	wg      sync.WaitGroup
 	pending atomic.Int64
-	failed  atomic.Int64
 	active  atomic.Int64 // requests that may still hand steps over
 	stop    chan struct{}
 	once    sync.Once
@@ -125,7 +124,6 @@ func (f *Finisher) Do(what string, step func(context.Context) error, giveUp func
 }
 
 func (f *Finisher) abandon(what string, giveUp func(), err error) {
-	f.failed.Add(1)
 	f.opts.Log.Error("finishing step given up", "step", what, "error", err)
 	if giveUp != nil {
 		giveUp()
@@ -134,9 +132,6 @@ func (f *Finisher) abandon(what string, giveUp func(), err error) {
 
 // Pending is the number of steps being retried.
 func (f *Finisher) Pending() int64 { return f.pending.Load() }
-
-// Failed is the number of steps given up since the start.
-func (f *Finisher) Failed() int64 { return f.failed.Load() }
 
 // Track marks a request whose finishing steps may follow, until the
 // returned func is called: Wait waits for it too.

@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"errors"
+	"sync"
+	"testing"
+)
+
+// blockedWriter is a client that reads nothing until released.
+type blockedWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	events  int
+	started bool
+}
+
+func (b *blockedWriter) Error(error)                        {}
+func (b *blockedWriter) Start(int, map[string]string, bool) { b.started = true }
+func (b *blockedWriter) Body([]byte) error                  { <-b.release; return nil }
+func (b *blockedWriter) Event([]byte) error {
+	<-b.release
+	b.mu.Lock()
+	b.events++
+	b.mu.Unlock()
+	return nil
+}
+
+// The pump never blocks its caller on a client that does not read; past
+// pumpMaxBytes queued it drops the client (errClientTooSlow); Close waits
+// until the client's copy is done.
+func TestPumpNeverBlocks(t *testing.T) {
+	w := &blockedWriter{release: make(chan struct{})}
+	p := newPump(w)
+	p.Start(200, nil, true)
+	big := make([]byte, 1<<20)
+	var err error
+	for i := 0; i < 16 && err == nil; i++ {
+		err = p.Event(big)
+	}
+	if !errors.Is(err, errClientTooSlow) {
+		t.Fatalf("after 16 MiB to a client that reads nothing: %v, want errClientTooSlow", err)
+	}
+	close(w.release)
+	p.Close()
+	if !w.started || w.events == 0 || w.events > 8 {
+		t.Errorf("started %v, %d events written; want the ones queued before the drop", w.started, w.events)
+	}
+	// A JSON body is never capped: an answer is not replaced by nothing.
+	w2 := &blockedWriter{release: make(chan struct{})}
+	close(w2.release)
+	p2 := newPump(w2)
+	p2.Start(200, nil, false)
+	if err := p2.Body(make([]byte, pumpMaxBytes+1)); err != nil {
+		t.Errorf("a body over the cap: %v", err)
+	}
+	p2.Close()
+}
