@@ -92,8 +92,9 @@ type Writer interface {
 	Start(status int, header map[string]string, stream bool)
 	// Body writes a whole JSON body.
 	Body(b []byte) error
-	// Event writes one SSE event and flushes it.
-	Event(data []byte) error
+	// Event writes one SSE event (name "" for a data-only one) and flushes
+	// it.
+	Event(name string, data []byte) error
 }
 
 // Codec is one client API's encoding of an answer.
@@ -104,7 +105,7 @@ type Codec interface {
 	Answer(ans *router.Answer, out Emitter) Result
 	// JoinBroken is the event that ends a joined or replayed stream that
 	// cannot go on.
-	JoinBroken(reason string) []byte
+	JoinBroken(reason string) idempotency.Event
 }
 
 // Result is how an answer ended.
@@ -124,10 +125,10 @@ type Emitter interface {
 	// Body sends (and records) a whole body.
 	Body(b []byte)
 	// Event sends one event to the client unless send is false (a usage
-	// chunk the client did not ask for) and records it; usage marks the
+	// chunk the client did not ask for) and records it; ev.Usage marks the
 	// usage chunk. An error means the client is gone and the request has no
 	// key: stop.
-	Event(data []byte, usage, send bool) error
+	Event(ev idempotency.Event, send bool) error
 	// Price makes the answer's cost durable before its last bytes.
 	Price(u llm.Usage)
 }
@@ -473,12 +474,12 @@ func (t *tee) Body(b []byte) {
 	}
 }
 
-func (t *tee) Event(data []byte, usage, send bool) error {
+func (t *tee) Event(ev idempotency.Event, send bool) error {
 	if t.exec != nil {
-		t.exec.Event(t.ctx, idempotency.Event{Data: data, Usage: usage})
+		t.exec.Event(t.ctx, ev)
 	}
 	if send && t.clientErr == nil {
-		t.clientErr = t.w.Event(data)
+		t.clientErr = t.w.Event(ev.Name, ev.Data)
 	}
 	if t.exec != nil {
 		return nil
@@ -517,11 +518,12 @@ func writeReply(ctx context.Context, w Writer, codec Codec, r *idempotency.Reply
 		ev, err := r.Next(ctx)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				w.Event(codec.JoinBroken(joinReason(err)))
+				jb := codec.JoinBroken(joinReason(err))
+				w.Event(jb.Name, jb.Data)
 			}
 			return
 		}
-		if w.Event(ev.Data) != nil {
+		if w.Event(ev.Name, ev.Data) != nil {
 			return
 		}
 	}

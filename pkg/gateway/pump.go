@@ -31,6 +31,7 @@ type pump struct {
 
 type frame struct {
 	kind   byte // 's' start, 'b' body, 'e' event, 'x' error
+	name   string
 	status int
 	header map[string]string
 	stream bool
@@ -74,7 +75,7 @@ func (p *pump) run() {
 		case 'b':
 			err = p.w.Body(f.data)
 		case 'e':
-			err = p.w.Event(f.data)
+			err = p.w.Event(f.name, f.data)
 		}
 		if err != nil {
 			p.mu.Lock()
@@ -114,7 +115,9 @@ func (p *pump) Start(status int, header map[string]string, stream bool) {
 
 func (p *pump) Body(b []byte) error { return p.push(frame{kind: 'b', data: b}) }
 
-func (p *pump) Event(data []byte) error { return p.push(frame{kind: 'e', data: data}) }
+func (p *pump) Event(name string, data []byte) error {
+	return p.push(frame{kind: 'e', name: name, data: data})
+}
 
 // Close waits until everything queued is written or the client is dropped.
 func (p *pump) Close() {

@@ -17,7 +17,7 @@ type blockedWriter struct {
 func (b *blockedWriter) Error(error)                        {}
 func (b *blockedWriter) Start(int, map[string]string, bool) { b.started = true }
 func (b *blockedWriter) Body([]byte) error                  { <-b.release; return nil }
-func (b *blockedWriter) Event([]byte) error {
+func (b *blockedWriter) Event(string, []byte) error {
 	<-b.release
 	b.mu.Lock()
 	b.events++
@@ -35,7 +35,7 @@ func TestPumpNeverBlocks(t *testing.T) {
 	big := make([]byte, 1<<20)
 	var err error
 	for i := 0; i < 16 && err == nil; i++ {
-		err = p.Event(big)
+		err = p.Event("", big)
 	}
 	if !errors.Is(err, errClientTooSlow) {
 		t.Fatalf("after 16 MiB to a client that reads nothing: %v, want errClientTooSlow", err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
@@ -120,7 +121,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 		if tail.ID == "" {
 			tail.ID, tail.Model, tail.Created = ch.ID, ch.Model, ch.Created
 		}
-		if err := out.Event(ch.Raw, false, true); err != nil {
+		if err := out.Event(idempotency.Event{Data: ch.Raw}, true); err != nil {
 			return gateway.Result{Usage: ans.Usage(), Answered: true, Err: err}
 		}
 	}
@@ -131,7 +132,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 	out.Price(usage)
 	emit := func(usageChunk, send bool) {
 		b, _ := json.Marshal(tail)
-		out.Event(b, usageChunk, send)
+		out.Event(idempotency.Event{Data: b, Usage: usageChunk}, send)
 	}
 	if errors.Is(end, router.ErrIncomplete) {
 		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"incomplete"}]`)
@@ -145,7 +146,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 	}
 	switch {
 	case end == io.EOF:
-		out.Event([]byte("[DONE]"), false, true)
+		out.Event(idempotency.Event{Data: []byte("[DONE]")}, true)
 		return gateway.Result{Usage: usage, Answered: true}
 	case errors.Is(end, router.ErrIncomplete):
 	default:
@@ -164,9 +165,9 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 
 // JoinBroken ends a joined stream that cannot go on with the same kind of
 // chunk as a provider failure after the start.
-func (c *chatCodec) JoinBroken(reason string) []byte {
+func (c *chatCodec) JoinBroken(reason string) idempotency.Event {
 	obj := envelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason})
 	b, _ := json.Marshal(streamTail{Object: "chat.completion.chunk",
 		Choices: json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`), Error: &obj})
-	return b
+	return idempotency.Event{Data: b}
 }

@@ -71,12 +71,12 @@ func (o *wire) Body(b []byte) error {
 	return o.flush()
 }
 
-func (o *wire) Event(data []byte) error {
+func (o *wire) Event(name string, data []byte) error {
 	if o.gone != nil {
 		return o.gone
 	}
 	o.deadline()
-	if err := sse.WriteData(o.w, data); err != nil {
+	if err := sse.WriteEvent(o.w, name, data); err != nil {
 		o.gone = err
 		return err
 	}

@@ -91,7 +91,7 @@ type Answer struct {
 func (a *Answer) Size() int64 {
 	n := int64(len(a.Body))
 	for _, e := range a.Events {
-		n += int64(len(e.Data))
+		n += int64(len(e.Name) + len(e.Data))
 	}
 	return n
 }
@@ -100,6 +100,9 @@ func (a *Answer) Size() int64 {
 // gateway's usage chunk, which a replay sends or leaves out according to the
 // retry's stream_options.include_usage. "[DONE]" is stored as an event like any other.
 type Event struct {
+	// Name is the SSE event name ("event:" line), "" for none (Chat
+	// Completions sends none; Messages and Responses name every event).
+	Name  string `json:",omitempty"`
 	Data  []byte
 	Usage bool `json:",omitempty"`
 }

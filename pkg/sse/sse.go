@@ -280,6 +280,33 @@ func WriteData(w io.Writer, data []byte) error {
 	return write(w, "data: ", data)
 }
 
+// WriteEvent writes one event named name ("event: <name>", then its data
+// as WriteData does), in a single Write; an empty name writes a data-only
+// event. Line breaks cannot be part of a name: they are replaced by
+// spaces, so nothing in name can end the event early or add fields.
+func WriteEvent(w io.Writer, name string, data []byte) error {
+	if name == "" {
+		return WriteData(w, data)
+	}
+	bp := writeBuffers.Get().(*[]byte)
+	b := append((*bp)[:0], "event: "...)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	b = append(b, '\n')
+	b = appendData(b, "data: ", data)
+	_, err := w.Write(b)
+	if cap(b) <= maxPooledBuffer {
+		*bp = b
+		writeBuffers.Put(bp)
+	}
+	return err
+}
+
 // WriteComment writes a comment, which readers ignore: a keep-alive. Line
 // breaks in text become separate comment lines.
 func WriteComment(w io.Writer, text string) error {
@@ -292,7 +319,18 @@ func WriteComment(w io.Writer, text string) error {
 
 func write(w io.Writer, prefix string, payload []byte) error {
 	bp := writeBuffers.Get().(*[]byte)
-	b := (*bp)[:0]
+	b := appendData((*bp)[:0], prefix, payload)
+	_, err := w.Write(b)
+	if cap(b) <= maxPooledBuffer {
+		*bp = b
+		writeBuffers.Put(bp)
+	}
+	return err
+}
+
+// appendData appends payload as prefixed lines (one per line break) and the
+// blank line that ends the event.
+func appendData(b []byte, prefix string, payload []byte) []byte {
 	for {
 		b = append(b, prefix...)
 		i := indexLineEnd(payload)
@@ -308,11 +346,5 @@ func write(w io.Writer, prefix string, payload []byte) error {
 		}
 		payload = payload[i+1:]
 	}
-	b = append(b, '\n')
-	_, err := w.Write(b)
-	if cap(b) <= maxPooledBuffer {
-		*bp = b
-		writeBuffers.Put(bp)
-	}
-	return err
+	return append(b, '\n')
 }

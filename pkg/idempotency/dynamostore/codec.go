@@ -25,7 +25,8 @@ import (
 //	            by name) name and value as uvarint length + bytes
 //	body     uvarint length + bytes
 //	events   uvarint count, then per event: flags byte (eventUsage,
-//	         eventDataNil), uvarint length + bytes
+//	         eventDataNil, eventNamed), if eventNamed the name as uvarint
+//	         length + bytes, then the data as uvarint length + bytes
 //
 // nil and empty are kept apart (a nil Body, Events, Header or Data comes back
 // nil), so that a replay is the answer as it was stored.
@@ -42,6 +43,7 @@ const (
 const (
 	eventUsage = 1 << iota
 	eventDataNil
+	eventNamed
 )
 
 // blob is the decoded form: an Answer is a blob with a head; a batch of
@@ -84,7 +86,7 @@ func encodeBlob(b blob) []byte {
 	}
 	size := 16 + len(b.body) + 8*len(b.events)
 	for _, e := range b.events {
-		size += len(e.Data)
+		size += len(e.Name) + len(e.Data)
 	}
 	out := make([]byte, 0, size)
 	out = append(out, blobVersion)
@@ -112,7 +114,13 @@ func encodeBlob(b blob) []byte {
 		if e.Data == nil {
 			f |= eventDataNil
 		}
+		if e.Name != "" {
+			f |= eventNamed
+		}
 		out = append(out, f)
+		if e.Name != "" {
+			out = appendBytes(out, []byte(e.Name))
+		}
 		out = appendBytes(out, e.Data)
 	}
 	return out
@@ -158,7 +166,11 @@ func decodeBlob(p []byte) (blob, error) {
 	}
 	for range n {
 		f := r.byte()
-		e := idempotency.Event{Usage: f&eventUsage != 0, Data: r.bytes()}
+		e := idempotency.Event{Usage: f&eventUsage != 0}
+		if f&eventNamed != 0 {
+			e.Name = string(r.bytes())
+		}
+		e.Data = r.bytes()
 		if f&eventDataNil == 0 && e.Data == nil {
 			e.Data = []byte{}
 		}

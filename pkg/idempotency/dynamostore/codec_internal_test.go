@@ -21,7 +21,9 @@ func TestBlobRoundTrip(t *testing.T) {
 		"empty everything":   {head: &idempotency.Head{Header: map[string]string{}}, body: []byte{}, events: []idempotency.Event{}},
 		"stream":             {stream: true, head: head, events: []idempotency.Event{{Data: []byte("x")}, {Data: nil}, {Data: []byte{}}, {Data: []byte("u"), Usage: true}}},
 		"batch without head": {events: []idempotency.Event{{Data: []byte("[DONE]")}}},
-		"negative status":    {head: &idempotency.Head{Status: -1}},
+		"named events": {stream: true, head: head, events: []idempotency.Event{{Name: "message_start", Data: []byte(`{"type":"message_start"}`)},
+			{Name: "ping", Data: []byte{}}, {Name: "message_delta", Data: []byte("u"), Usage: true}, {Data: []byte("unnamed")}}},
+		"negative status": {head: &idempotency.Head{Status: -1}},
 		"all bytes": {head: head, body: func() []byte {
 			p := make([]byte, 512)
 			for i := range p {
@@ -60,6 +62,7 @@ func TestBlobCorrupt(t *testing.T) {
 func FuzzDecodeBlob(f *testing.F) {
 	f.Add(encodeBlob(blob{head: &idempotency.Head{Status: 200, Header: map[string]string{"A": "b"}}, body: []byte("x")}))
 	f.Add(encodeBlob(blob{stream: true, events: []idempotency.Event{{Data: []byte("e"), Usage: true}}}))
+	f.Add(encodeBlob(blob{stream: true, events: []idempotency.Event{{Name: "ping", Data: []byte("e")}}}))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		b, err := decodeBlob(p)
 		if err != nil {

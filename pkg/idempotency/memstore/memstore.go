@@ -589,7 +589,7 @@ func headSize(h *idempotency.Head) int64 {
 func eventsSize(evs []idempotency.Event) int64 {
 	n := int64(0)
 	for _, e := range evs {
-		n += int64(EventOverhead + len(e.Data))
+		n += int64(EventOverhead + len(e.Name) + len(e.Data))
 	}
 	return n
 }
@@ -635,7 +635,7 @@ func cloneEvents(evs []idempotency.Event) []idempotency.Event {
 	for i, e := range evs {
 		start := len(buf)
 		buf = append(buf, e.Data...)
-		c[i] = idempotency.Event{Data: buf[start:len(buf):len(buf)], Usage: e.Usage}
+		c[i] = idempotency.Event{Name: e.Name, Data: buf[start:len(buf):len(buf)], Usage: e.Usage}
 	}
 	return c
 }

@@ -181,9 +181,9 @@ func DiffEvents(want, got []idempotency.Event) string {
 	}
 	for i := range min(len(want), len(got)) {
 		w, g := want[i], got[i]
-		if w.Usage != g.Usage || !bytes.Equal(w.Data, g.Data) {
-			d = append(d, fmt.Sprintf("event %d: want {Usage:%v Data:%s}, got {Usage:%v Data:%s}",
-				i, w.Usage, preview(w.Data), g.Usage, preview(g.Data)))
+		if w.Name != g.Name || w.Usage != g.Usage || !bytes.Equal(w.Data, g.Data) {
+			d = append(d, fmt.Sprintf("event %d: want {Name:%q Usage:%v Data:%s}, got {Name:%q Usage:%v Data:%s}",
+				i, w.Name, w.Usage, preview(w.Data), g.Name, g.Usage, preview(g.Data)))
 			break
 		}
 	}
@@ -345,7 +345,7 @@ func cloneEvents(evs []idempotency.Event) []idempotency.Event {
 	}
 	c := make([]idempotency.Event, len(evs))
 	for i, e := range evs {
-		c[i] = idempotency.Event{Data: bytes.Clone(e.Data), Usage: e.Usage}
+		c[i] = idempotency.Event{Name: e.Name, Data: bytes.Clone(e.Data), Usage: e.Usage}
 	}
 	return c
 }

@@ -766,6 +766,8 @@ func testAllByteValues(t *testing.T, s idempotency.Store) {
 			{Data: []byte("\xff\xfe\x00\r\n\r\ndata: x\n\n")},
 			{Data: AllBytes(2), Usage: true},
 			{Data: []byte("[DONE]")},
+			{Name: "message_delta", Data: []byte(`{"type":"message_delta"}`), Usage: true},
+			{Name: "ping\xff", Data: nil},
 		}
 		head := &idempotency.Head{Status: 200, Header: header}
 		noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs[:3]))

@@ -1,0 +1,147 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+// cannedProvider answers every call with one text chunk and the end.
+type cannedProvider struct{ calls atomic.Int64 }
+
+func (p *cannedProvider) Name() string { return "p" }
+
+func (p *cannedProvider) ChatStream(context.Context, *llm.UpstreamRequest) (llm.ChunkStream, error) {
+	p.calls.Add(1)
+	var chunks []llm.Chunk
+	for _, raw := range []string{
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"u","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"u","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+	} {
+		ch, err := llm.ParseChunk([]byte(raw))
+		if err != nil {
+			return nil, err
+		}
+		chunks = append(chunks, ch)
+	}
+	return &sliceStream{chunks: chunks}, nil
+}
+
+type sliceStream struct{ chunks []llm.Chunk }
+
+func (s *sliceStream) Next() (llm.Chunk, error) {
+	if len(s.chunks) == 0 {
+		return llm.Chunk{}, io.EOF
+	}
+	ch := s.chunks[0]
+	s.chunks = s.chunks[1:]
+	return ch, nil
+}
+
+func (s *sliceStream) Close() error { return nil }
+
+// namedCodec writes every chunk as a named event, as Messages and
+// Responses streams do.
+type namedCodec struct{}
+
+func (namedCodec) Answer(ans *router.Answer, out Emitter) Result {
+	out.Start(200, map[string]string{"Content-Type": "text/event-stream"}, true)
+	out.Event(idempotency.Event{Name: "start", Data: []byte(`{"type":"start"}`)}, true)
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			break
+		}
+		out.Event(idempotency.Event{Name: "delta", Data: ch.Raw}, true)
+	}
+	out.Price(ans.Usage())
+	out.Event(idempotency.Event{Name: "stop", Data: []byte(`{"type":"stop"}`)}, true)
+	return Result{Usage: ans.Usage(), Answered: true}
+}
+
+func (namedCodec) JoinBroken(reason string) idempotency.Event {
+	return idempotency.Event{Name: "error", Data: []byte(reason)}
+}
+
+type recordingWriter struct {
+	status int
+	header map[string]string
+	events []idempotency.Event
+	err    error
+}
+
+func (w *recordingWriter) Error(err error) { w.err = err }
+func (w *recordingWriter) Start(status int, header map[string]string, _ bool) {
+	w.status, w.header = status, header
+}
+func (w *recordingWriter) Body([]byte) error { return nil }
+func (w *recordingWriter) Event(name string, data []byte) error {
+	w.events = append(w.events, idempotency.Event{Name: name, Data: append([]byte(nil), data...)})
+	return nil
+}
+
+// TestNamedEventsReplay: a keyed stream's named events are recorded and a
+// retry replays them, names included, without a second provider call; the
+// answer is billed once.
+func TestNamedEventsReplay(t *testing.T) {
+	cfg, err := catalog.Parse([]byte(`providers:
+  - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
+models:
+  - id: m
+    routes: [{provider: p, model: u, input_price: 1, output_price: 2}]
+projects:
+  - id: proj
+    keys: [{key: sk-test}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &cannedProvider{}
+	rt, err := router.New(cfg, map[string]llm.Provider{"p": prov}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := memledger.New(memledger.Options{})
+	fin := NewFinisher(FinisherOptions{})
+	svc := New(Config{}, rt, idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil), Accounts{Ledger: ledger}, fin, nil, nil)
+	chat, err := llm.DecodeChatRequest([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := rt.Plan(chat, router.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"}
+	run := func(id string) *recordingWriter {
+		w := &recordingWriter{}
+		svc.Run(context.Background(), &Request{ID: id, Caller: caller, Model: "m", Plan: plan, Chat: chat,
+			IdempotencyKey: "key", Fingerprint: "fp", Log: &Log{}}, w, namedCodec{})
+		return w
+	}
+	first, retry := run("req_1"), run("req_2")
+	if first.err != nil || first.status != 200 || len(first.events) != 3 {
+		t.Fatalf("first: %v %d, %d events", first.err, first.status, len(first.events))
+	}
+	if diff := cmp.Diff(first.events, retry.events); diff != "" || retry.header[idempotency.HeaderReplayed] != "true" {
+		t.Errorf("replay (-first +retry):\n%s\nheader %v", diff, retry.header)
+	}
+	if n := prov.calls.Load(); n != 1 {
+		t.Errorf("provider calls %d, want 1", n)
+	}
+	fin.Wait(context.Background())
+	acct, err := ledger.Account(context.Background(), "proj", "k")
+	if err != nil || acct.SpentNanos != 5000 {
+		t.Errorf("spend %d (%v), want 3 prompt + 1 completion tokens = 5000 nano-USD", acct.SpentNanos, err)
+	}
+}
