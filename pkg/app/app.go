@@ -27,6 +27,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
+	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 	"github.com/buzzgate/buzzgate/pkg/provider/openai"
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
 	"github.com/buzzgate/buzzgate/pkg/router"
@@ -69,7 +70,8 @@ type Options struct {
 	Getenv func(string) string
 	Logger *slog.Logger
 	Now    func() time.Time
-	// HTTPClient is used by the openai adapters; nil means their default.
+	// HTTPClient is used by the openai and anthropic adapters; nil means their
+	// default.
 	HTTPClient *http.Client
 	// Store is the idempotency store; nil means the one BUZZGATE_STORE
 	// names (New), or a memory store (FromConfig).
@@ -211,6 +213,12 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 				key = getenv(p.APIKeyEnv)
 			}
 			providers[p.Name] = openai.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+		case "anthropic":
+			key := ""
+			if p.APIKeyEnv != "" {
+				key = getenv(p.APIKeyEnv)
+			}
+			providers[p.Name] = anthropic.New(p.Name, p.BaseURL, key, opts.HTTPClient)
 		case "simulated":
 			providers[p.Name] = simulated.New(p.Name, p.Simulated)
 		default:

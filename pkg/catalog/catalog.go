@@ -23,10 +23,15 @@ type Config struct {
 // Provider is one upstream endpoint.
 type Provider struct {
 	Name string `yaml:"name"`
-	// API is "openai" (Chat Completions over HTTP) or "simulated" (in-process).
-	API     string `yaml:"api"`
+	// API is "openai" (Chat Completions over HTTP), "anthropic" (the
+	// Messages API over HTTP) or "simulated" (in-process).
+	API string `yaml:"api"`
+	// BaseURL: for openai the URL that /chat/completions is appended to
+	// (usually ending in /v1); for anthropic the API root that
+	// /v1/messages is appended to (https://api.anthropic.com).
 	BaseURL string `yaml:"base_url"`
-	// APIKeyEnv names the environment variable holding the upstream key.
+	// APIKeyEnv names the environment variable holding the upstream key,
+	// sent as a Bearer token (openai) or as x-api-key (anthropic).
 	APIKeyEnv string `yaml:"api_key_env"`
 	// FirstTokenTimeout: no output by then and the provider has failed.
 	// Default 60s.
@@ -52,6 +57,11 @@ type Simulated struct {
 	Fail string `yaml:"fail"`
 	// Words is the length of the answer in words. Default 12.
 	Words int `yaml:"words"`
+	// Protocol is the wire protocol the simulated upstream speaks: "openai"
+	// (default: Chat Completions chunks) or "anthropic" (a Messages event
+	// stream, read through the anthropic adapter as a real Anthropic
+	// upstream would be).
+	Protocol string `yaml:"protocol"`
 }
 
 // Model is what clients name in "model".

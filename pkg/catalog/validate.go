@@ -104,15 +104,15 @@ func (c *Config) validateProviders(idx *index) error {
 
 		switch p.API {
 		case "":
-			return fieldErr(at+".api", `is required: "openai" or "simulated"`)
-		case "openai":
-			if err := checkBaseURL(p.BaseURL); err != "" {
+			return fieldErr(at+".api", `is required: "openai", "anthropic" or "simulated"`)
+		case "openai", "anthropic":
+			if err := checkBaseURL(p.API, p.BaseURL); err != "" {
 				return fieldErr(at+".base_url", "%s", err)
 			}
 		case "simulated":
 			// In-process: base_url is not used.
 		default:
-			return fieldErr(at+".api", `must be "openai" or "simulated", got %q`, p.API)
+			return fieldErr(at+".api", `must be "openai", "anthropic" or "simulated", got %q`, p.API)
 		}
 		if p.APIKeyEnv != "" && !isEnvName(p.APIKeyEnv) {
 			return fieldErr(at+".api_key_env", "invalid environment variable name %q: want letters, digits and '_', not starting with a digit", p.APIKeyEnv)
@@ -146,6 +146,11 @@ func validateSimulated(at string, s *Simulated) error {
 	case "", "error", "throttle", "reject", "hang":
 	default:
 		return fieldErr(at+".fail", `must be empty or one of "error", "throttle", "reject", "hang", got %q`, s.Fail)
+	}
+	switch s.Protocol {
+	case "", "openai", "anthropic":
+	default:
+		return fieldErr(at+".protocol", `must be "openai" or "anthropic", got %q`, s.Protocol)
 	}
 	if s.Words < 1 || s.Words > MaxSimulatedWords {
 		return fieldErr(at+".words", "must be between 1 and %d, got %d", MaxSimulatedWords, s.Words)
@@ -329,9 +334,14 @@ func (c *Config) validateSettings() error {
 	return nil
 }
 
-// checkBaseURL returns what is wrong with an openai base_url, or "".
-func checkBaseURL(s string) string {
+// checkBaseURL returns what is wrong with the base_url of an api: openai
+// or api: anthropic provider, or "". An anthropic base_url is the API root
+// (the adapter appends /v1/messages), so it needs no /v1.
+func checkBaseURL(api, s string) string {
 	if s == "" {
+		if api == "anthropic" {
+			return "is required for api: anthropic (e.g. \"https://api.anthropic.com\")"
+		}
 		return "is required for api: openai (e.g. \"https://api.example.com/v1\")"
 	}
 	u, err := url.Parse(s)

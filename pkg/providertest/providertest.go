@@ -1,6 +1,8 @@
-// Package providertest is a scripted fake OpenAI-compatible upstream for
-// tests: a real HTTP server on 127.0.0.1 whose every answer is scripted, with
-// call counters.
+// Package providertest is a scripted fake upstream for tests: a real HTTP
+// server on 127.0.0.1 whose every answer is scripted, with call counters. New
+// makes one that speaks OpenAI Chat Completions (described below);
+// NewAnthropic one that speaks the Anthropic Messages API with the same
+// scripting knobs.
 //
 // It serves POST /v1/chat/completions only. Each call is answered by, in order
 // of precedence, the handler set with SetHandler, the next Response queued
@@ -171,9 +173,12 @@ const (
 
 // Server is a running fake upstream. Its methods are safe for concurrent use.
 type Server struct {
-	url    string
-	srv    *http.Server
-	served chan struct{} // closed when Serve has returned
+	// anthropic is true for a server made by NewAnthropic.
+	anthropic bool
+	path      string
+	url       string
+	srv       *http.Server
+	served    chan struct{} // closed when Serve has returned
 	// done is closed by Close, to wake handlers that wait (delays, Hang,
 	// CutStall) so that Close never waits on a hung request.
 	done      chan struct{}
@@ -202,14 +207,24 @@ type recorded struct {
 // test ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
+	return start(tb, false)
+}
+
+func start(tb testing.TB, anthropic bool) *Server {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("providertest: listen: %v", err)
 	}
 	s := &Server{
-		url:    "http://" + ln.Addr().String() + "/v1",
-		served: make(chan struct{}),
-		done:   make(chan struct{}),
+		anthropic: anthropic,
+		path:      Path,
+		url:       "http://" + ln.Addr().String() + "/v1",
+		served:    make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if anthropic {
+		s.path, s.url = AnthropicPath, "http://"+ln.Addr().String()
 	}
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(s.serveHTTP),
@@ -226,7 +241,8 @@ func New(tb testing.TB) *Server {
 }
 
 // URL is the base URL, ending in /v1 as an OpenAI base URL does:
-// http://127.0.0.1:PORT/v1.
+// http://127.0.0.1:PORT/v1. For a server made by NewAnthropic it is the API
+// root, http://127.0.0.1:PORT, as an Anthropic base URL is.
 func (s *Server) URL() string { return s.url }
 
 // Script queues answers: the next calls get rs in order. When the queue is
@@ -255,7 +271,8 @@ func (s *Server) SetHandler(f func(call int, req Request) Response) {
 	s.handler = f
 }
 
-// Calls is the number of POST /v1/chat/completions received so far, counted
+// Calls is the number of POST /v1/chat/completions (or /v1/messages)
+// received so far, counted
 // on arrival (before any delay).
 func (s *Server) Calls() int {
 	s.mu.Lock()
@@ -326,15 +343,15 @@ func (s *Server) arrive(h http.Header, body []byte) (call int, resp Response, ha
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != Path {
-		writeJSON(w, http.StatusNotFound, errorEnvelope(
-			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "invalid_request_error"))
+	if r.URL.Path != s.path {
+		writeJSON(w, http.StatusNotFound, s.requestError(
+			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), http.StatusNotFound))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeJSON(w, http.StatusMethodNotAllowed, errorEnvelope(
-			fmt.Sprintf("Method %s not allowed", r.Method), "invalid_request_error"))
+		writeJSON(w, http.StatusMethodNotAllowed, s.requestError(
+			fmt.Sprintf("Method %s not allowed", r.Method), http.StatusMethodNotAllowed))
 		return
 	}
 	// The whole body is read before answering, as a real upstream does; this
@@ -345,7 +362,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	call, resp, handler, ok := s.arrive(r.Header, body)
 	if !ok {
-		writeJSON(w, http.StatusServiceUnavailable, errorEnvelope("server closing", "server_error"))
+		writeJSON(w, http.StatusServiceUnavailable, s.errorBody("server closing", http.StatusServiceUnavailable))
 		return
 	}
 	defer s.handlers.Done()
@@ -375,7 +392,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, r
 	if resp.Body != "" || status != http.StatusOK {
 		body := []byte(resp.Body)
 		if len(body) == 0 {
-			body = errorEnvelope("scripted "+strconv.Itoa(status), errorType(status))
+			body = s.errorBody("scripted "+strconv.Itoa(status), status)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		setHeaders(w, resp.Header)
@@ -385,6 +402,10 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, r
 		return
 	}
 	a := newAnswer(call, req, resp)
+	if s.anthropic {
+		s.respondAnthropic(ctx, w, a, resp)
+		return
+	}
 	if stream, _ := req.JSON["stream"].(bool); stream && !resp.NonStreaming {
 		s.stream(ctx, w, a, resp)
 	} else {

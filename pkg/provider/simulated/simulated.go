@@ -3,6 +3,8 @@
 // chunk by chunk exactly as an OpenAI upstream would, so that the gateway can
 // be run and demonstrated with no account and no network, and so that its
 // failure handling (fallback, throttling, timeouts) can be shown on demand.
+// With simulated.protocol "anthropic" it speaks the Anthropic Messages API
+// instead, behind the real api: anthropic adapter (see newAnthropic).
 package simulated
 
 import (
@@ -49,6 +51,9 @@ var ErrClosed = errors.New("simulated: stream closed")
 type Provider struct {
 	name string
 	cfg  catalog.Simulated
+	// via, when set, answers every call: the anthropic adapter over an
+	// in-process Messages transport (protocol "anthropic").
+	via llm.Provider
 }
 
 // New returns the simulated provider called name, behaving as cfg says.
@@ -58,7 +63,11 @@ func New(name string, cfg catalog.Simulated) *Provider {
 		cfg.Words = defaultWords
 	}
 	cfg.Words = min(cfg.Words, maxWords)
-	return &Provider{name: name, cfg: cfg}
+	p := &Provider{name: name, cfg: cfg}
+	if cfg.Protocol == "anthropic" {
+		p.via = newAnthropic(name, cfg)
+	}
+	return p
 }
 
 // Name returns the provider's name from the config.
@@ -70,6 +79,12 @@ func (p *Provider) Name() string { return p.name }
 // call, before the body is even read, as an upstream that is down or
 // throttling fails whatever the request.
 func (p *Provider) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
+	if p.via != nil {
+		if req == nil {
+			req = &llm.UpstreamRequest{}
+		}
+		return p.via.ChatStream(ctx, req)
+	}
 	if ctx.Err() != nil {
 		return nil, p.ctxError(ctx.Err())
 	}

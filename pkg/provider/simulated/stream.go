@@ -169,9 +169,12 @@ func (s *stream) malformed(err error) (llm.Chunk, error) {
 // nextWord returns the answer's next word. The FNV hash of the message seeds
 // a splitmix64 sequence, which spreads even similar hashes into unrelated
 // word choices.
-func (s *stream) nextWord() string {
-	s.rng += 0x9e3779b97f4a7c15
-	z := s.rng
+func (s *stream) nextWord() string { return nextWord(&s.rng) }
+
+// nextWord advances the generator state rng and returns its word.
+func nextWord(rng *uint64) string {
+	*rng += 0x9e3779b97f4a7c15
+	z := *rng
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	z ^= z >> 31

@@ -1,0 +1,444 @@
+// Package anthropic is the provider adapter for upstreams that speak the
+// Anthropic Messages API (api: anthropic). It translates the gateway's
+// upstream request, a Chat Completions body, into a streaming Messages
+// request, and the Messages event stream back into chat.completion.chunk
+// values, so that the router and the HTTP layer see an Anthropic upstream as
+// any other. Each call makes one attempt, with no retries of its own, and
+// classifies every failure once as an *llm.ProviderError, with the same
+// classes as the openai adapter; a failure caused by the caller's own context
+// is returned as the context's error instead. It logs nothing.
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/sse"
+)
+
+var _ llm.Provider = (*Client)(nil)
+
+// Version is the anthropic-version header sent with every request.
+const Version = "2023-06-01"
+
+const (
+	maxErrorBody       = 64 << 10
+	maxRejectedMessage = 512
+	maxEventBytes      = 16 << 20
+	maxJSONBody        = 32 << 20
+	maxRetryAfter      = 60 * time.Second
+)
+
+// ErrClosed is returned by a stream's Next once Close was called.
+var ErrClosed = fmt.Errorf("anthropic: stream closed: %w", net.ErrClosed)
+
+var defaultClient = &http.Client{
+	Transport:     newTransport(),
+	CheckRedirect: noRedirects,
+}
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	return t
+}
+
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Client is one Anthropic Messages upstream. It is safe for concurrent use.
+type Client struct {
+	name     string
+	endpoint string
+	apiKey   string
+	hc       *http.Client
+	urlErr   error
+	now      func() time.Time
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithClock sets the clock whose time becomes the chunks' "created" (the
+// Messages API sends none). The default is time.Now.
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
+
+// New returns the upstream called name at baseURL, the API root such as
+// "https://api.anthropic.com" (requests go to baseURL + "/v1/messages"),
+// sending apiKey as x-api-key when it is not empty. hc nil means a shared
+// client with a connection pool sized for a gateway. Redirects are never
+// followed.
+func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client {
+	c := &Client{name: name, endpoint: strings.TrimSuffix(baseURL, "/") + "/v1/messages", apiKey: apiKey, now: time.Now}
+	if hc == nil {
+		c.hc = defaultClient
+	} else {
+		own := *hc
+		own.CheckRedirect = noRedirects
+		c.hc = &own
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if u, err := url.Parse(c.endpoint); err != nil {
+		c.urlErr = err
+	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.urlErr = fmt.Errorf("base URL %q is not an absolute http(s) URL", baseURL)
+	}
+	return c
+}
+
+// Name returns the upstream's name.
+func (c *Client) Name() string { return c.name }
+
+// ChatStream translates req (TranslateRequest), sends it and returns the
+// answer as a stream of chat.completion.chunk values, or the failure
+// classified as the openai adapter classifies its own:
+//
+//   - the caller's context done: its error, wrapped (not a ProviderError);
+//   - a request Messages cannot express: FailRejected, without a call;
+//   - no answer: FailTransient, "connection failed";
+//   - 429: FailThrottled, with the retry-after hint capped at 60s;
+//   - 400: FailRejected, with the message of Anthropic's error envelope;
+//   - 529 (overloaded_error), 5xx, 401, 403 and any other status but 200:
+//     FailTransient, "upstream status N".
+func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
+	if c.urlErr != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
+	}
+	body, err := TranslateRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
+	}
+	h := httpReq.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	h.Set("Anthropic-Version", Version)
+	if c.apiKey != "" {
+		h.Set("X-Api-Key", c.apiKey)
+	}
+	resp, err := c.hc.Do(httpReq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx)
+		}
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		return nil, statusError(resp.StatusCode, resp.Header, b, c.now())
+	}
+	s := &stream{ctx: ctx, body: resp.Body, dec: NewDecoder(c.now().Unix())}
+	if !isJSON(resp.Header.Get("Content-Type")) {
+		s.events = sse.NewReader(resp.Body, maxEventBytes)
+	}
+	return s, nil
+}
+
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("anthropic: %w: %w", err, cause)
+	}
+	return fmt.Errorf("anthropic: %w", err)
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// statusError classifies a non-200 answer.
+func statusError(status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
+	switch status {
+	case http.StatusTooManyRequests:
+		return &llm.ProviderError{Class: llm.FailThrottled, Status: status, Message: "upstream status 429", RetryAfter: retryAfter(h, now)}
+	case http.StatusBadRequest:
+		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: rejectedMessage(body)}
+	}
+	// 529 overloaded_error, the 5xx, 401/403 (a key problem of this
+	// provider, not the client's) and anything else: try the next one.
+	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
+}
+
+// retryAfter reads retry-after (seconds or an HTTP date), capped at 60s.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		return capRetryAfter(s)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return capRetryAfter(t.Sub(now).Seconds())
+	}
+	return 0
+}
+
+func capRetryAfter(seconds float64) time.Duration {
+	switch {
+	case math.IsNaN(seconds) || seconds <= 0:
+		return 0
+	case seconds >= maxRetryAfter.Seconds():
+		return maxRetryAfter
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// rejectedMessage is the message of Anthropic's error envelope
+// {"type":"error","error":{"type":...,"message":...}}, else the start of the
+// body as plain text.
+func rejectedMessage(body []byte) string {
+	var env struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
+		var e struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(env.Error, &e) == nil && strings.TrimSpace(e.Message) != "" {
+			return e.Message
+		}
+		var s string
+		if json.Unmarshal(env.Error, &s) == nil && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	if msg := plainText(body, maxRejectedMessage); msg != "" {
+		return msg
+	}
+	return "status 400"
+}
+
+func plainText(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size == 1:
+			continue
+		case unicode.IsControl(r):
+			if unicode.IsSpace(r) {
+				sb.WriteByte(' ')
+			}
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// stream is a 200 answer: a Messages event stream, or, when events is nil, a
+// Message JSON body (an upstream that ignored "stream": true) read whole.
+type stream struct {
+	ctx    context.Context
+	body   io.ReadCloser
+	events *sse.Reader
+	dec    *Decoder
+
+	pending  []llm.Chunk
+	jsonRead bool
+	err      error
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Next returns the next chunk: io.EOF after message_stop, llm.ErrStreamCut
+// when the body ended before it, ErrClosed after Close, the context's error
+// once the caller's context is done, and a FailTransient *llm.ProviderError
+// for an error event, a malformed event or a broken connection. After an
+// error every call returns the same error.
+func (s *stream) Next() (llm.Chunk, error) {
+	for {
+		if len(s.pending) > 0 {
+			c := s.pending[0]
+			s.pending[0] = llm.Chunk{}
+			s.pending = s.pending[1:]
+			return c, nil
+		}
+		if s.err != nil {
+			return llm.Chunk{}, s.err
+		}
+		if s.dec.Done() {
+			s.err = io.EOF
+			continue
+		}
+		if s.closed.Load() {
+			return s.fail(ErrClosed)
+		}
+		if s.ctx.Err() != nil {
+			return s.fail(ctxError(s.ctx))
+		}
+		if s.events == nil {
+			if s.jsonRead {
+				// A Message without a stop_reason: as cut as a stream
+				// without message_stop.
+				return s.fail(llm.ErrStreamCut)
+			}
+			s.jsonRead = true
+			if err := s.readJSON(); err != nil {
+				return s.fail(err)
+			}
+			continue
+		}
+		ev, err := s.events.Next()
+		if err != nil {
+			return s.fail(s.classify(err))
+		}
+		if len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue
+		}
+		chunks, err := s.dec.Decode(ev.Event, ev.Data)
+		if err != nil {
+			return s.fail(err)
+		}
+		s.pending = chunks
+	}
+}
+
+// readJSON decodes a whole Message answer into pending chunks.
+func (s *stream) readJSON() error {
+	body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+	if err != nil {
+		return s.classify(err)
+	}
+	if len(body) > maxJSONBody {
+		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"}
+	}
+	events, err := MessageEvents(body)
+	if err != nil {
+		return err
+	}
+	for _, ev := range events {
+		chunks, err := s.dec.Decode("", ev)
+		if err != nil {
+			return err
+		}
+		s.pending = append(s.pending, chunks...)
+	}
+	return nil
+}
+
+func (s *stream) fail(err error) (llm.Chunk, error) {
+	s.err = err
+	return llm.Chunk{}, err
+}
+
+func (s *stream) classify(err error) error {
+	switch {
+	case s.closed.Load():
+		return ErrClosed
+	case s.ctx.Err() != nil:
+		return ctxError(s.ctx)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return llm.ErrStreamCut
+	case errors.Is(err, sse.ErrEventTooLarge):
+		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream event too large", Err: err}
+	}
+	return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream connection broken", Err: err}
+}
+
+// Close closes the answer's body, which unblocks a waiting Next. It is
+// idempotent and safe to call concurrently with Next.
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = s.body.Close()
+	})
+	return s.closeErr
+}
+
+// MessageEvents turns a whole Message (a non-streamed answer) into the events
+// it would have streamed, so that one decoder reads both. An error envelope
+// is its error event.
+func MessageEvents(body []byte) ([][]byte, error) {
+	var m struct {
+		Type       string            `json:"type"`
+		ID         string            `json:"id"`
+		Model      string            `json:"model"`
+		Content    []json.RawMessage `json:"content"`
+		StopReason string            `json:"stop_reason"`
+		Usage      json.RawMessage   `json:"usage"`
+		Error      json.RawMessage   `json:"error"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
+	}
+	if m.Type == "error" || !isNull(m.Error) {
+		return [][]byte{body}, nil
+	}
+	usage := nonNull(m.Usage)
+	if usage == nil {
+		usage = json.RawMessage("null")
+	}
+	events := [][]byte{marshal(map[string]any{"type": "message_start", "message": map[string]any{
+		"id": m.ID, "model": m.Model, "usage": usage}})}
+	for i, raw := range m.Content {
+		var b struct {
+			Type  string          `json:"type"`
+			Text  string          `json:"text"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
+		}
+		switch b.Type {
+		case "text":
+			events = append(events,
+				marshal(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}}),
+				marshal(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b.Text}}))
+		case "tool_use":
+			input := string(nonNull(b.Input))
+			events = append(events,
+				marshal(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}}),
+				marshal(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": input}}))
+		default:
+			continue
+		}
+		events = append(events, marshal(map[string]any{"type": "content_block_stop", "index": i}))
+	}
+	if m.StopReason != "" {
+		events = append(events,
+			marshal(map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": m.StopReason}}),
+			[]byte(`{"type":"message_stop"}`))
+	}
+	return events, nil
+}

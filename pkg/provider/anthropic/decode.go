@@ -1,0 +1,331 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// RefusalText is the refusal sent to the client when Anthropic stops with
+// stop_reason "refusal" before any output: Messages gives no refusal text of
+// its own, and an OpenAI client looks for one in delta.refusal.
+const RefusalText = "The provider declined to answer this request."
+
+// errMalformed marks an event the Decoder cannot read.
+var errMalformed = errors.New("malformed event")
+
+// Decoder turns the events of a Messages stream into OpenAI
+// chat.completion.chunk values, so that the rest of the gateway, which speaks
+// Chat Completions, sees an Anthropic upstream as it sees any other:
+//
+//	message_start                 role chunk {"role":"assistant","content":""}
+//	content_block_start text      (nothing unless it carries text)
+//	content_block_start tool_use  delta.tool_calls[{index,id,type,function{name,arguments:""}}]
+//	text_delta                    delta.content
+//	input_json_delta              delta.tool_calls[{index,function{arguments}}]
+//	content_block_stop            for a tool_use that streamed no input: arguments "{}"
+//	message_delta stop_reason     finish_reason: end_turn, stop_sequence, pause_turn → stop;
+//	                              max_tokens, model_context_window_exceeded → length;
+//	                              tool_use → tool_calls; refusal → content_filter
+//	                              (after a delta.refusal of RefusalText when nothing was output)
+//	message_stop                  usage chunk (choices []), then done
+//	ping, thinking, unknown       nothing
+//	error                         a FailTransient *llm.ProviderError
+//
+// Usage: prompt_tokens is input_tokens plus the cache creation and cache read
+// tokens (OpenAI counts cached tokens in prompt_tokens), with
+// prompt_tokens_details.cached_tokens the cache reads; completion_tokens is
+// output_tokens. A stream that reported no usage gets no usage chunk, so the
+// gateway estimates it. The zero Decoder is not usable; use NewDecoder.
+type Decoder struct {
+	created int64
+	id      string
+	model   string
+
+	// blocks maps a content block's index to its tool call's index, for
+	// tool_use blocks only.
+	blocks map[int]*toolBlock
+	tools  int
+
+	output   bool
+	usage    usageCounts
+	sawUsage bool
+	finish   string
+	done     bool
+}
+
+type toolBlock struct {
+	index   int
+	argsOut bool
+}
+
+type usageCounts struct {
+	input, output, cacheCreate, cacheRead int64
+}
+
+// NewDecoder returns a Decoder whose chunks carry created as their
+// "created" time.
+func NewDecoder(created int64) *Decoder {
+	return &Decoder{created: created, blocks: map[int]*toolBlock{}}
+}
+
+// Done reports whether message_stop has been decoded.
+func (d *Decoder) Done() bool { return d.done }
+
+// event is what is read of any stream event.
+type event struct {
+	Type    string `json:"type"`
+	Message *struct {
+		ID    string      `json:"id"`
+		Model string      `json:"model"`
+		Usage *eventUsage `json:"usage"`
+	} `json:"message"`
+	Index        int `json:"index"`
+	ContentBlock *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *eventUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type eventUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+// Decode reads one event's data (its JSON; name is the SSE event name, used
+// only when the data has no "type") and returns the chunks it becomes, none
+// for most events. An error event is a FailTransient *llm.ProviderError with
+// the upstream's message; data that is not an event object is a
+// FailTransient *llm.ProviderError too. After message_stop, Done is true and
+// later events are ignored.
+func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
+	if d.done {
+		return nil, nil
+	}
+	var ev event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.Join(errMalformed, err)}
+	}
+	if ev.Type == "" {
+		ev.Type = name
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message == nil {
+			return nil, malformedEvent("message_start without message")
+		}
+		d.id, d.model = ev.Message.ID, ev.Message.Model
+		d.addUsage(ev.Message.Usage)
+		empty := ""
+		return d.emit(nil, chunkDelta{Role: "assistant", Content: &empty}, nil)
+	case "content_block_start":
+		cb := ev.ContentBlock
+		if cb == nil {
+			return nil, malformedEvent("content_block_start without content_block")
+		}
+		switch cb.Type {
+		case "text":
+			if cb.Text == "" {
+				return nil, nil
+			}
+			return d.emit(nil, chunkDelta{Content: &cb.Text}, nil)
+		case "tool_use":
+			tb := &toolBlock{index: d.tools}
+			d.tools++
+			d.blocks[ev.Index] = tb
+			empty := ""
+			return d.emit(nil, chunkDelta{ToolCalls: []chunkToolCall{{
+				Index: tb.index, ID: cb.ID, Type: "function",
+				Function: &chunkFunction{Name: &cb.Name, Arguments: &empty},
+			}}}, nil)
+		}
+		return nil, nil // thinking, server tools: nothing a Chat Completions client reads
+	case "content_block_delta":
+		if ev.Delta == nil {
+			return nil, malformedEvent("content_block_delta without delta")
+		}
+		switch ev.Delta.Type {
+		case "text_delta":
+			if ev.Delta.Text == "" {
+				return nil, nil
+			}
+			return d.emit(nil, chunkDelta{Content: &ev.Delta.Text}, nil)
+		case "input_json_delta":
+			tb := d.blocks[ev.Index]
+			if tb == nil || ev.Delta.PartialJSON == "" {
+				return nil, nil
+			}
+			tb.argsOut = true
+			return d.emit(nil, chunkDelta{ToolCalls: []chunkToolCall{{
+				Index: tb.index, Function: &chunkFunction{Arguments: &ev.Delta.PartialJSON},
+			}}}, nil)
+		}
+		return nil, nil
+	case "content_block_stop":
+		tb := d.blocks[ev.Index]
+		if tb == nil || tb.argsOut {
+			return nil, nil
+		}
+		tb.argsOut = true
+		args := "{}"
+		return d.emit(nil, chunkDelta{ToolCalls: []chunkToolCall{{
+			Index: tb.index, Function: &chunkFunction{Arguments: &args},
+		}}}, nil)
+	case "message_delta":
+		d.addUsage(ev.Usage)
+		if ev.Delta == nil || ev.Delta.StopReason == "" {
+			return nil, nil
+		}
+		finish := FinishReason(ev.Delta.StopReason)
+		d.finish = finish
+		var out []llm.Chunk
+		if ev.Delta.StopReason == "refusal" && !d.output {
+			refusal := RefusalText
+			c, err := d.emit(nil, chunkDelta{Refusal: &refusal}, nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c...)
+		}
+		c, err := d.emit(nil, chunkDelta{}, &finish)
+		return append(out, c...), err
+	case "message_stop":
+		d.done = true
+		if !d.sawUsage {
+			return nil, nil
+		}
+		return d.emit(d.usageJSON(), chunkDelta{}, nil)
+	case "error":
+		msg := "unspecified upstream error"
+		if ev.Error != nil && ev.Error.Message != "" {
+			msg = ev.Error.Message
+		}
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: msg, Err: &llm.ChunkError{Message: msg}}
+	}
+	return nil, nil // ping, and event types added after this was written
+}
+
+// FinishReason maps an Anthropic stop_reason to an OpenAI finish_reason.
+func FinishReason(stopReason string) string {
+	switch stopReason {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	}
+	return "stop" // end_turn, stop_sequence, pause_turn and anything new
+}
+
+func malformedEvent(what string) *llm.ProviderError {
+	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.New(what)}
+}
+
+func (d *Decoder) addUsage(u *eventUsage) {
+	if u == nil {
+		return
+	}
+	set := func(dst *int64, v *int64) {
+		if v != nil && *v >= 0 {
+			*dst = *v
+			d.sawUsage = true
+		}
+	}
+	// message_delta's counts are cumulative, so the last one wins.
+	set(&d.usage.input, u.InputTokens)
+	set(&d.usage.output, u.OutputTokens)
+	set(&d.usage.cacheCreate, u.CacheCreationInputTokens)
+	set(&d.usage.cacheRead, u.CacheReadInputTokens)
+}
+
+func (d *Decoder) usageJSON() json.RawMessage {
+	u := d.usage
+	prompt := u.input + u.cacheCreate + u.cacheRead
+	w := chunkUsage{PromptTokens: prompt, CompletionTokens: u.output, TotalTokens: prompt + u.output}
+	if u.cacheRead > 0 {
+		w.PromptTokensDetails = &promptDetails{CachedTokens: u.cacheRead}
+	}
+	return marshal(w)
+}
+
+// emit builds one chunk: a usage-only chunk when usage is set, else one
+// choice with delta and finish.
+func (d *Decoder) emit(usage json.RawMessage, delta chunkDelta, finish *string) ([]llm.Chunk, error) {
+	w := chunkWire{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model, Usage: usage}
+	if usage != nil {
+		w.Choices = []chunkChoice{}
+	} else {
+		w.Choices = []chunkChoice{{Delta: delta, FinishReason: finish}}
+	}
+	c, err := llm.ParseChunk(marshal(w))
+	if err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
+	}
+	if c.Output {
+		d.output = true
+	}
+	return []llm.Chunk{c}, nil
+}
+
+// The synthesized chunk, in OpenAI's field order.
+type chunkWire struct {
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Created int64           `json:"created"`
+	Model   string          `json:"model"`
+	Choices []chunkChoice   `json:"choices"`
+	Usage   json.RawMessage `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	Refusal   *string         `json:"refusal,omitempty"`
+	ToolCalls []chunkToolCall `json:"tool_calls,omitempty"`
+}
+
+type chunkToolCall struct {
+	Index    int            `json:"index"`
+	ID       string         `json:"id,omitempty"`
+	Type     string         `json:"type,omitempty"`
+	Function *chunkFunction `json:"function,omitempty"`
+}
+
+type chunkFunction struct {
+	Name      *string `json:"name,omitempty"`
+	Arguments *string `json:"arguments,omitempty"`
+}
+
+type chunkUsage struct {
+	PromptTokens        int64          `json:"prompt_tokens"`
+	CompletionTokens    int64          `json:"completion_tokens"`
+	TotalTokens         int64          `json:"total_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}

@@ -1,0 +1,448 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// DefaultMaxTokens is the max_tokens sent when the request sets neither
+// max_completion_tokens nor max_tokens: Anthropic requires the field, OpenAI
+// does not.
+const DefaultMaxTokens = 4096
+
+// DroppedFields are the Chat Completions fields that have no Messages
+// counterpart and are left out of the upstream request. Fields not listed
+// here and not translated are dropped too; this list documents the common
+// ones.
+var DroppedFields = []string{
+	"n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
+	"top_logprobs", "seed", "response_format", "stream_options", "service_tier",
+	"store", "metadata", "modalities", "audio", "prediction", "reasoning_effort",
+	"web_search_options", "functions", "function_call", "verbosity",
+}
+
+// chatRequest is what is read of a Chat Completions request.
+type chatRequest struct {
+	Model               string            `json:"model"`
+	Messages            []json.RawMessage `json:"messages"`
+	MaxTokens           *float64          `json:"max_tokens"`
+	MaxCompletionTokens *float64          `json:"max_completion_tokens"`
+	Temperature         json.RawMessage   `json:"temperature"`
+	TopP                json.RawMessage   `json:"top_p"`
+	TopK                json.RawMessage   `json:"top_k"`
+	Stop                json.RawMessage   `json:"stop"`
+	Tools               []json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
+	User                string            `json:"user"`
+}
+
+// messagesRequest is the Messages API request, in Anthropic's field order.
+type messagesRequest struct {
+	Model         string           `json:"model"`
+	MaxTokens     int64            `json:"max_tokens"`
+	System        string           `json:"system,omitempty"`
+	Messages      []message        `json:"messages"`
+	Stream        bool             `json:"stream"`
+	Temperature   json.RawMessage  `json:"temperature,omitempty"`
+	TopP          json.RawMessage  `json:"top_p,omitempty"`
+	TopK          json.RawMessage  `json:"top_k,omitempty"`
+	StopSequences []string         `json:"stop_sequences,omitempty"`
+	Tools         []tool           `json:"tools,omitempty"`
+	ToolChoice    map[string]any   `json:"tool_choice,omitempty"`
+	Metadata      *requestMetadata `json:"metadata,omitempty"`
+}
+
+type requestMetadata struct {
+	UserID string `json:"user_id"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is one content block of a request message.
+type block struct {
+	Type string `json:"type"`
+	// text
+	Text string `json:"text,omitempty"`
+	// image
+	Source *imageSource `json:"source,omitempty"`
+	// tool_use
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// tool_result
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	// Content of a tool_result: its text. Always sent for a tool_result,
+	// so a pointer.
+	Content *string `json:"content,omitempty"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+type tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// TranslateRequest turns the gateway's upstream request, a Chat Completions
+// body, into a streaming Messages API body. A request it cannot express
+// (a content part or tool of a kind Messages has no counterpart for,
+// malformed messages) is an *llm.ProviderError of class FailRejected, as the
+// upstream's own 400 would be.
+//
+// The translation:
+//
+//   - system and developer messages, wherever they are, become the top-level
+//     system prompt, joined by a blank line;
+//   - user and assistant messages become turns of text and image blocks; an
+//     image_url part with a data: URL becomes a base64 image source, an
+//     http(s) URL a url source;
+//   - an assistant's tool_calls become tool_use blocks (arguments parsed as
+//     the input object); tool messages become tool_result blocks of a user
+//     turn; consecutive turns of one role are merged into one, as Messages
+//     requires alternating roles;
+//   - tools (type function) become tools with input_schema; tool_choice
+//     auto/none/required/{function} becomes auto/none/any/{tool};
+//     parallel_tool_calls false sets disable_parallel_tool_use;
+//   - max_completion_tokens, else max_tokens, else DefaultMaxTokens becomes
+//     max_tokens; temperature, top_p and top_k pass as they are; stop
+//     (a string or a list) becomes stop_sequences; user becomes
+//     metadata.user_id;
+//   - "stream" is always true; DroppedFields are left out.
+func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
+	var in chatRequest
+	if err := json.Unmarshal(req.Body, &in); err != nil {
+		return nil, rejected("request body is not a valid chat completions request", err)
+	}
+	out := messagesRequest{Model: req.Model, Stream: true, MaxTokens: DefaultMaxTokens}
+	if out.Model == "" {
+		out.Model = in.Model
+	}
+	switch {
+	case in.MaxCompletionTokens != nil:
+		out.MaxTokens = int64(*in.MaxCompletionTokens)
+	case in.MaxTokens != nil:
+		out.MaxTokens = int64(*in.MaxTokens)
+	}
+	out.Temperature = nonNull(in.Temperature)
+	out.TopP = nonNull(in.TopP)
+	out.TopK = nonNull(in.TopK)
+	if stop := nonNull(in.Stop); stop != nil {
+		if stop[0] == '"' {
+			var s string
+			if err := json.Unmarshal(stop, &s); err != nil {
+				return nil, rejected("stop must be a string or an array of strings", err)
+			}
+			out.StopSequences = []string{s}
+		} else if err := json.Unmarshal(stop, &out.StopSequences); err != nil {
+			return nil, rejected("stop must be a string or an array of strings", err)
+		}
+	}
+	if in.User != "" {
+		out.Metadata = &requestMetadata{UserID: in.User}
+	}
+
+	var system []string
+	for i, raw := range in.Messages {
+		var m struct {
+			Role       string            `json:"role"`
+			Content    json.RawMessage   `json:"content"`
+			ToolCalls  []json.RawMessage `json:"tool_calls"`
+			ToolCallID string            `json:"tool_call_id"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil || isNull(raw) {
+			return nil, rejected(fmt.Sprintf("messages[%d] must be an object", i), err)
+		}
+		at := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "developer":
+			text, err := plainContent(m.Content, at)
+			if err != nil {
+				return nil, err
+			}
+			if text != "" {
+				system = append(system, text)
+			}
+		case "user":
+			blocks, err := contentBlocks(m.Content, at)
+			if err != nil {
+				return nil, err
+			}
+			out.Messages = appendTurn(out.Messages, "user", blocks)
+		case "assistant":
+			blocks, err := contentBlocks(m.Content, at)
+			if err != nil {
+				return nil, err
+			}
+			for j, rawCall := range m.ToolCalls {
+				b, err := toolUse(rawCall, fmt.Sprintf("%s.tool_calls[%d]", at, j))
+				if err != nil {
+					return nil, err
+				}
+				blocks = append(blocks, b)
+			}
+			out.Messages = appendTurn(out.Messages, "assistant", blocks)
+		case "tool":
+			text, err := plainContent(m.Content, at)
+			if err != nil {
+				return nil, err
+			}
+			if m.ToolCallID == "" {
+				return nil, rejected(at+".tool_call_id is required", nil)
+			}
+			out.Messages = appendTurn(out.Messages, "user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: &text}})
+		default:
+			return nil, rejected(fmt.Sprintf("%s.role %q is not supported by this provider", at, m.Role), nil)
+		}
+	}
+	if len(out.Messages) == 0 {
+		return nil, rejected("messages must contain at least one user or assistant message", nil)
+	}
+	out.System = strings.Join(system, "\n\n")
+
+	for i, raw := range in.Tools {
+		t, err := translateTool(raw, fmt.Sprintf("tools[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	choice, err := toolChoice(nonNull(in.ToolChoice))
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Tools) > 0 {
+		if choice == nil && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
+			choice = map[string]any{"type": "auto"}
+		}
+		if choice != nil && choice["type"] != "none" && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
+			choice["disable_parallel_tool_use"] = true
+		}
+		out.ToolChoice = choice
+	}
+	return marshal(out), nil
+}
+
+// appendTurn adds blocks as a turn of role, merged into the last turn when
+// it has the same role. A turn with no blocks is left out.
+func appendTurn(msgs []message, role string, blocks []block) []message {
+	if len(blocks) == 0 {
+		return msgs
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].Role == role {
+		msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
+		return msgs
+	}
+	return append(msgs, message{Role: role, Content: blocks})
+}
+
+// plainContent is the text of a content that may only hold text: a string,
+// or an array of text parts, concatenated.
+func plainContent(raw json.RawMessage, at string) (string, error) {
+	blocks, err := contentBlocks(raw, at)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, bl := range blocks {
+		if bl.Type != "text" {
+			return "", rejected(at+".content may only hold text for this provider", nil)
+		}
+		b.WriteString(bl.Text)
+	}
+	return b.String(), nil
+}
+
+// contentBlocks translates a message content: a string, or an array of text,
+// refusal and image_url parts. Empty text is left out, as Messages rejects
+// empty text blocks.
+func contentBlocks(raw json.RawMessage, at string) ([]block, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, rejected(at+".content must be a string or an array of content parts", err)
+		}
+		if s == "" {
+			return nil, nil
+		}
+		return []block{{Type: "text", Text: s}}, nil
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Refusal  string `json:"refusal"`
+		ImageURL *struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if raw[0] != '[' {
+		return nil, rejected(at+".content must be a string or an array of content parts", nil)
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, rejected(at+".content must be a string or an array of content parts", err)
+	}
+	var blocks []block
+	for j, p := range parts {
+		switch p.Type {
+		case "text":
+			if p.Text != "" {
+				blocks = append(blocks, block{Type: "text", Text: p.Text})
+			}
+		case "refusal":
+			if p.Refusal != "" {
+				blocks = append(blocks, block{Type: "text", Text: p.Refusal})
+			}
+		case "image_url":
+			if p.ImageURL == nil {
+				return nil, rejected(fmt.Sprintf("%s.content[%d].image_url is required", at, j), nil)
+			}
+			src, err := imageFrom(p.ImageURL.URL)
+			if err != nil {
+				return nil, rejected(fmt.Sprintf("%s.content[%d].image_url.url: %s", at, j, err.Error()), nil)
+			}
+			blocks = append(blocks, block{Type: "image", Source: src})
+		default:
+			return nil, rejected(fmt.Sprintf("%s.content[%d]: content part type %q is not supported by this provider", at, j, p.Type), nil)
+		}
+	}
+	return blocks, nil
+}
+
+// imageFrom reads an image_url: a base64 data: URL or an http(s) URL.
+func imageFrom(u string) (*imageSource, error) {
+	if rest, ok := strings.CutPrefix(u, "data:"); ok {
+		meta, data, ok := strings.Cut(rest, ",")
+		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+		if !ok || !isBase64 || mediaType == "" {
+			return nil, fmt.Errorf("a data: URL must be base64 with a media type (data:image/png;base64,...)")
+		}
+		return &imageSource{Type: "base64", MediaType: mediaType, Data: data}, nil
+	}
+	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+		return &imageSource{Type: "url", URL: u}, nil
+	}
+	return nil, fmt.Errorf("must be a data: URL or an http(s) URL")
+}
+
+// toolUse translates an assistant's tool call.
+func toolUse(raw json.RawMessage, at string) (block, error) {
+	var c struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return block{}, rejected(at+" must be a tool call object", err)
+	}
+	if c.Type != "" && c.Type != "function" {
+		return block{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, c.Type), nil)
+	}
+	input := json.RawMessage(strings.TrimSpace(c.Function.Arguments))
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	if input[0] != '{' || !json.Valid(input) {
+		return block{}, rejected(at+".function.arguments must be a JSON object", nil)
+	}
+	return block{Type: "tool_use", ID: c.ID, Name: c.Function.Name, Input: input}, nil
+}
+
+func translateTool(raw json.RawMessage, at string) (tool, error) {
+	var t struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return tool{}, rejected(at+" must be a tool object", err)
+	}
+	if t.Type != "function" {
+		return tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
+	}
+	schema := nonNull(t.Function.Parameters)
+	if schema == nil {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema}, nil
+}
+
+// toolChoice translates tool_choice; nil means none was given.
+func toolChoice(raw json.RawMessage) (map[string]any, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		switch s {
+		case "auto":
+			return map[string]any{"type": "auto"}, nil
+		case "none":
+			return map[string]any{"type": "none"}, nil
+		case "required":
+			return map[string]any{"type": "any"}, nil
+		}
+		return nil, rejected(fmt.Sprintf("tool_choice %q is not supported by this provider", s), nil)
+	}
+	var c struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil || c.Type != "function" || c.Function.Name == "" {
+		return nil, rejected("tool_choice must be auto, none, required or a function", err)
+	}
+	return map[string]any{"type": "tool", "name": c.Function.Name}, nil
+}
+
+func rejected(msg string, err error) *llm.ProviderError {
+	// Status 0: no upstream was called.
+	return &llm.ProviderError{Class: llm.FailRejected, Message: msg, Err: err}
+}
+
+func isNull(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
+}
+
+func nonNull(v json.RawMessage) json.RawMessage {
+	if isNull(v) {
+		return nil
+	}
+	return v
+}
+
+// marshal encodes compactly, without HTML escaping.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("anthropic: " + err.Error()) // our own types always encode
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}

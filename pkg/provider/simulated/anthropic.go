@@ -1,0 +1,257 @@
+package simulated
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
+)
+
+// simulatedURL is the base URL of an Anthropic-protocol simulated provider:
+// requests never leave the process (the transport below answers them), so
+// no host is ever resolved.
+const simulatedURL = "http://simulated.invalid"
+
+// newAnthropic returns the api: anthropic adapter wired to an in-process
+// transport that answers as Anthropic's Messages API would: the request is
+// translated to a Messages body by the adapter, answered with a Messages
+// event stream, and that stream is decoded back into chunks by the adapter,
+// so `make run` exercises the whole translation with no network. This is the
+// one place an adapter package uses another: the simulated provider stands
+// in for a real Anthropic upstream, and the point is to run the real
+// adapter against it.
+func newAnthropic(name string, cfg catalog.Simulated) llm.Provider {
+	hc := &http.Client{Transport: &messagesTransport{name: name, cfg: cfg}}
+	return anthropic.New(name, simulatedURL, "", hc,
+		anthropic.WithClock(func() time.Time { return time.Unix(created, 0) }))
+}
+
+// messagesTransport serves POST /v1/messages in process.
+type messagesTransport struct {
+	name string
+	cfg  catalog.Simulated
+}
+
+func (t *messagesTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	switch t.cfg.Fail {
+	case "":
+	case "error":
+		if err := sleep(ctx, nil, t.cfg.FirstTokenLatency.D()); err != nil {
+			return nil, err
+		}
+		return errorResponse(req, 529, "overloaded_error", "simulated upstream overloaded"), nil
+	case "throttle":
+		r := errorResponse(req, http.StatusTooManyRequests, "rate_limit_error", "simulated rate limit")
+		r.Header.Set("Retry-After", "1")
+		return r, nil
+	case "reject":
+		return errorResponse(req, http.StatusBadRequest, "invalid_request_error", "simulated rejection"), nil
+	case "hang":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	default:
+		return errorResponse(req, http.StatusInternalServerError, "api_error",
+			fmt.Sprintf("simulated provider %s: unknown fail mode %q", t.name, t.cfg.Fail)), nil
+	}
+	if req.URL.Path != "/v1/messages" || req.Method != http.MethodPost {
+		return errorResponse(req, http.StatusNotFound, "not_found_error", "not found"), nil
+	}
+	m, err := parseMessages(body)
+	if err != nil {
+		return errorResponse(req, http.StatusBadRequest, "invalid_request_error", "request body is not a valid messages request"), nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte(m.lastUser))
+	seed := h.Sum64()
+	eb := &eventBody{
+		ctx:          ctx,
+		cfg:          t.cfg,
+		words:        t.cfg.Words, // New has applied the default and the cap
+		id:           fmt.Sprintf("msg_sim_%016x", seed),
+		model:        m.model,
+		prefix:       "Simulated answer from " + t.name + ":",
+		promptTokens: max(1, llm.EstimateTokens(m.contentBytes)),
+		rng:          seed,
+		done:         make(chan struct{}),
+	}
+	return &http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"text/event-stream"}},
+		Body:          eb,
+		ContentLength: -1,
+		Request:       req,
+	}, nil
+}
+
+func errorResponse(req *http.Request, status int, typ, msg string) *http.Response {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+	return &http.Response{
+		Status: strconv.Itoa(status) + " " + http.StatusText(status), StatusCode: status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(b)),
+		ContentLength: int64(len(b)),
+		Request:       req,
+	}
+}
+
+// messagesRequest is what is read of a Messages request.
+type messagesRequest struct {
+	model        string
+	lastUser     string
+	contentBytes int
+}
+
+// parseMessages reads the text of a Messages request: the system prompt and
+// the text blocks of each turn. The last user turn's text blocks seed the
+// answer, as the last user message does for the OpenAI protocol, so a
+// conversation gets the same words on either protocol.
+func parseMessages(body []byte) (messagesRequest, error) {
+	var w struct {
+		Model    string `json:"model"`
+		System   string `json:"system"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return messagesRequest{}, err
+	}
+	r := messagesRequest{model: w.Model, contentBytes: len(w.System)}
+	for _, m := range w.Messages {
+		var text []byte
+		hasText := false
+		for _, b := range m.Content {
+			if b.Type == "text" {
+				text = append(text, b.Text...)
+				hasText = true
+			}
+		}
+		r.contentBytes += len(text)
+		if m.Role == "user" && hasText {
+			r.lastUser = string(text)
+		}
+	}
+	return r, nil
+}
+
+// eventBody is the Messages event stream of one answer, made event by event
+// as it is read: each wait happens in the Read that needs the next event, so
+// no goroutine runs, and Close or the request's context ends a waiting Read.
+type eventBody struct {
+	ctx   context.Context
+	cfg   catalog.Simulated
+	words int
+
+	id, model, prefix string
+	promptTokens      int
+	rng               uint64
+
+	// step is the next event: 0 message_start, 1 content_block_start,
+	// 2..words+1 the deltas, then content_block_stop, message_delta,
+	// message_stop.
+	step int
+	buf  []byte
+
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (b *eventBody) Read(p []byte) (int, error) {
+	for len(b.buf) == 0 {
+		select {
+		case <-b.done:
+			return 0, ErrClosed
+		default:
+		}
+		if err := b.ctx.Err(); err != nil {
+			return 0, err
+		}
+		ev, err := b.next()
+		if err != nil {
+			return 0, err
+		}
+		b.buf = ev
+	}
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}
+
+// next makes the next event, after its wait.
+func (b *eventBody) next() ([]byte, error) {
+	words := b.words
+	var name string
+	var data any
+	switch s := b.step; {
+	case s == 0:
+		name = "message_start"
+		data = map[string]any{"type": name, "message": map[string]any{
+			"id": b.id, "type": "message", "role": "assistant", "model": b.model, "content": []any{},
+			"stop_reason": nil, "usage": map[string]int{"input_tokens": b.promptTokens, "output_tokens": 1}}}
+	case s == 1:
+		name = "content_block_start"
+		data = map[string]any{"type": name, "index": 0, "content_block": map[string]string{"type": "text", "text": ""}}
+	case s <= words+1:
+		wait := b.cfg.ChunkLatency.D()
+		if s == 2 {
+			wait = b.cfg.FirstTokenLatency.D()
+		}
+		if err := sleep(b.ctx, b.done, wait); err != nil {
+			return nil, err
+		}
+		text := " " + nextWord(&b.rng)
+		if s == 2 {
+			text = b.prefix + text
+		}
+		name = "content_block_delta"
+		data = map[string]any{"type": name, "index": 0, "delta": map[string]string{"type": "text_delta", "text": text}}
+	case s == words+2:
+		name = "content_block_stop"
+		data = map[string]any{"type": name, "index": 0}
+	case s == words+3:
+		name = "message_delta"
+		data = map[string]any{"type": name, "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
+			"usage": map[string]int{"output_tokens": words}}
+	case s == words+4:
+		name = "message_stop"
+		data = map[string]string{"type": name}
+	default:
+		return nil, io.EOF
+	}
+	b.step++
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", name, raw), nil
+}
+
+func (b *eventBody) Close() error {
+	b.closeOnce.Do(func() { close(b.done) })
+	return nil
+}
