@@ -74,9 +74,12 @@ type Request struct {
 	Chat   *llm.ChatRequest
 	Demand llm.DataDemand
 	// IdempotencyKey is the raw header value ("" without one); Fingerprint
-	// the request's (Method, path, canonical body) hash.
+	// the request's (Method, path, canonical body) hash. Scope keeps the
+	// records of one endpoint apart from another's ("" for Chat
+	// Completions, whose records predate the others).
 	IdempotencyKey string
 	Fingerprint    string
+	Scope          string
 	// IncludeUsage: the client asked for the stream's usage chunk.
 	IncludeUsage bool
 	// Log collects what the request's log line and metrics need.
@@ -233,7 +236,7 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		return
 	}
 	c := req.Caller
-	ident := idempotency.Identity(c.Project.ID, c.KeyHash, req.IdempotencyKey, req.Demand.String(), c.Residency())
+	ident := idempotency.Identity(c.Project.ID, c.KeyHash, req.Scope+req.IdempotencyKey, req.Demand.String(), c.Residency())
 	req.Log.Add(slog.Bool("keyed", true))
 	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()

@@ -13,50 +13,84 @@ import (
 // HeaderIdempotencyKey is the header that makes a request exactly-once.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// chat serves POST /api/v1/chat/completions. The order of checks is the
+// clientAPI is one client API the gateway speaks: how its requests become
+// the gateway's own (a Chat Completions request, llm.ChatRequest), and how
+// answers and errors go back in its shapes. Everything between is the same
+// pipeline (gateway.Service) for every API.
+type clientAPI struct {
+	// decode turns the client's body into a Chat Completions body; nil
+	// for Chat Completions itself.
+	decode func(body []byte) ([]byte, error)
+	// codec encodes the answer of req (model is what the client asked for).
+	codec func(requestID string, req *llm.ChatRequest, keyed bool) gateway.Codec
+	// errorf writes an error in the API's envelope.
+	errorf func(w http.ResponseWriter, err error) int
+	// scope keeps this endpoint's idempotency records apart from the
+	// others' ("" for Chat Completions).
+	scope string
+	// apiKeyHeader: the key may come in x-api-key (Anthropic's SDKs).
+	apiKeyHeader bool
+}
+
+var chatAPI = clientAPI{
+	codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+		return &chatCodec{requestID: id, req: req, keyed: keyed}
+	},
+	errorf: writeError,
+}
+
+// generate serves a generation endpoint. The order of checks is the
 // contract: authentication, the body (read whole within
 // server.body_timeout, then admission, in gateway.Service.Run), request
 // validation (body, model, provider names), then the idempotency lookup,
 // then balance and limits, then routing. Whatever is refused before the
 // lookup stores nothing, so a retry with the same key runs normally.
-func (s *Server) chat(w *recorder, r *http.Request, id string, log *gateway.Log) {
-	p, err := s.authenticate(r)
+func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.Log, api clientAPI) {
+	fail := func(err error) { api.errorf(w, err) }
+	p, err := s.authenticateWith(r, api.apiKeyHeader)
 	if err != nil {
-		writeError(w, err)
+		fail(err)
 		return
 	}
 	log.Add(slog.String("project", p.Project.ID), slog.String("key_id", p.keyID))
 	body, err := s.readBody(w, r)
 	if err != nil {
-		writeError(w, err)
+		fail(err)
 		return
 	}
-	req, err := llm.DecodeChatRequest(body)
+	chatBody := body
+	if api.decode != nil {
+		if chatBody, err = api.decode(body); err != nil {
+			fail(err)
+			return
+		}
+	}
+	req, err := llm.DecodeChatRequest(chatBody)
 	if err != nil {
-		writeError(w, err)
+		fail(err)
 		return
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	demand := req.Demand(p.Policy)
 	plan, err := s.router.Plan(req, router.Policy{Demand: demand, Residency: p.Project.Residency})
 	if err != nil {
-		writeError(w, err)
+		fail(err)
 		return
 	}
 	g := &gateway.Request{ID: id, Caller: &p.Caller, Model: req.Model, Plan: plan, Chat: req, Demand: demand,
-		IncludeUsage: req.IncludeUsage, Log: log}
+		IncludeUsage: req.IncludeUsage, Log: log, Scope: api.scope}
 	if keys := r.Header.Values(HeaderIdempotencyKey); len(keys) > 0 {
 		if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
-			writeError(w, llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength))
+			fail(llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength))
 			return
 		}
+		// The fingerprint covers the client's own body, as it sent it.
 		fp, err := idempotency.Fingerprint(r.Method, r.URL.Path, body)
 		if err != nil {
-			writeError(w, llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err))
+			fail(llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err))
 			return
 		}
 		g.IdempotencyKey, g.Fingerprint = keys[0], fp
 	}
-	codec := &chatCodec{requestID: id, req: req, keyed: g.IdempotencyKey != ""}
-	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), writeError), codec)
+	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), api.codec(id, req, g.IdempotencyKey != ""))
 }

@@ -137,7 +137,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		info.chat = true
-		s.chat(rec, r, id, &info.Log)
+		s.generate(rec, r, id, &info.Log, chatAPI)
 	case "/api/v1/feedback":
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(rec, http.MethodPost)
@@ -232,12 +232,27 @@ func newRequestID() string {
 // hashes are kept and compared: the map lookup never touches the raw key,
 // and the final comparison is constant-time.
 func (s *Server) authenticate(r *http.Request) (*principal, error) {
+	return s.authenticateWith(r, false)
+}
+
+// authenticateWith also takes the key from x-api-key when apiKeyHeader is
+// set (the Anthropic SDKs send it there); Authorization: Bearer wins when
+// both are sent.
+func (s *Server) authenticateWith(r *http.Request, apiKeyHeader bool) (*principal, error) {
 	auth := r.Header.Get("Authorization")
 	const prefix = "bearer "
-	if len(auth) <= len(prefix) || !strings.EqualFold(auth[:len(prefix)], prefix) {
+	var token string
+	switch {
+	case len(auth) > len(prefix) && strings.EqualFold(auth[:len(prefix)], prefix):
+		token = strings.TrimSpace(auth[len(prefix):])
+	case apiKeyHeader && r.Header.Get("X-Api-Key") != "":
+		token = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	default:
+		if apiKeyHeader {
+			return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send x-api-key: <key> or Authorization: Bearer <key>")
+		}
 		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send Authorization: Bearer <key>")
 	}
-	token := strings.TrimSpace(auth[len(prefix):])
 	h := sha256.Sum256([]byte(token))
 	cfgKey, ok := s.keys[h]
 	if ok && subtle.ConstantTimeCompare(cfgKey.KeyHash[:], h[:]) != 1 {
