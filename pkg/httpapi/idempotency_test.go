@@ -33,7 +33,21 @@ type answer struct {
 
 // call sends one chat completion; it is safe in any goroutine.
 func call(ctx context.Context, url, body string, header ...string) answer {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/v1/chat/completions", strings.NewReader(body))
+	return callURL(ctx, url+"/api/v1/chat/completions", body, header...)
+}
+
+// callPath posts body to a full URL (another endpoint than chat completions).
+func callPath(t *testing.T, url, body string, header ...string) answer {
+	t.Helper()
+	a := callURL(context.Background(), url, body, header...)
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	return a
+}
+
+func callURL(ctx context.Context, url, body string, header ...string) answer {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return answer{err: err}
 	}

@@ -138,6 +138,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		info.chat = true
 		s.generate(rec, r, id, &info.Log, chatAPI)
+	case "/api/v1/messages":
+		if r.Method != http.MethodPost {
+			rec.Header().Set("Allow", http.MethodPost)
+			writeAnthropicError(rec, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use POST"))
+			break
+		}
+		info.chat = true
+		s.generate(rec, r, id, &info.Log, messagesAPI)
 	case "/api/v1/feedback":
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(rec, http.MethodPost)

@@ -1,0 +1,552 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+// messagesCodec encodes answers as the Anthropic Messages API: one Message
+// body, or Anthropic's named event sequence.
+//
+// Stop reasons, from the chat finish_reason of the answer's first choice:
+//
+//	stop, "" (none given)  -> end_turn (tool_use when the answer has a tool call)
+//	tool_calls             -> tool_use
+//	length                 -> max_tokens
+//	content_filter         -> refusal (also any answer carrying refusal text)
+//	(stream just stopped)  -> null: the message did not reach a stop
+//
+// stop_sequence is always null: a Chat Completions upstream does not say
+// which stop sequence matched, so a stop on one reads as end_turn.
+//
+// A stream is message_start, one ping, then for each run of text (or
+// refusal text) a text block and for each tool call a tool_use block
+// (content_block_start, content_block_delta with text_delta or
+// input_json_delta, content_block_stop), and at the end message_delta (stop
+// reason and usage with cost) and message_stop. A provider failure after
+// output closes the open block and ends with an "error" event and no
+// message_delta nor message_stop, as Anthropic's own API does on a failure
+// mid-stream: the Python, TypeScript and Go SDKs raise it. A provider stream
+// that just stopped closes the open block and ends with message_delta whose
+// stop_reason is null (usage included) and no message_stop, as the Chat
+// Completions stream ends without [DONE]: the SDKs end the stream quietly and
+// their accumulated message has stop_reason null, which no finished message
+// has.
+type messagesCodec struct {
+	requestID string
+	req       *llm.ChatRequest
+	// model is the model id the client sent, echoed in the message.
+	model string
+	// keyed: the answer is recorded. A Messages stream always carries its
+	// usage (in message_delta), so unlike Chat Completions nothing depends
+	// on it yet.
+	keyed bool
+}
+
+var _ gateway.Codec = (*messagesCodec)(nil)
+
+func (c *messagesCodec) head(ans *router.Answer, contentType string) map[string]string {
+	return map[string]string{
+		"Content-Type":          contentType,
+		"X-Request-Id":          c.requestID,
+		"X-Gateway-Provider":    ans.Provider,
+		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
+	}
+}
+
+// messageID is the message's id, msg_ and the request id's hex part.
+func (c *messagesCodec) messageID() string {
+	return "msg_" + strings.TrimPrefix(c.requestID, "req_")
+}
+
+// toolUseID is the id of a tool call the upstream sent none for.
+func (c *messagesCodec) toolUseID(block int) string {
+	return "toolu_" + strings.TrimPrefix(c.requestID, "req_") + "_" + strconv.Itoa(block)
+}
+
+func (c *messagesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	if c.req.Stream {
+		return c.stream(ans, out)
+	}
+	return c.message(ans, out)
+}
+
+// anthropicUsage is the usage object of a Message and of message_delta,
+// plus the gateway's cost.
+type anthropicUsage struct {
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Cost         float64 `json:"cost"`
+	Estimated    bool    `json:"estimated,omitempty"`
+}
+
+func toAnthropicUsage(u llm.Usage) anthropicUsage {
+	return anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, Cost: u.Cost, Estimated: u.Estimated}
+}
+
+// anthropicBlock is a content block: text (Text set) or tool_use.
+type anthropicBlock struct {
+	Type  string          `json:"type"`
+	Text  *string         `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+func textBlock(s string) anthropicBlock { return anthropicBlock{Type: "text", Text: &s} }
+
+type anthropicMessage struct {
+	ID           string           `json:"id"`
+	Type         string           `json:"type"`
+	Role         string           `json:"role"`
+	Model        string           `json:"model"`
+	Content      []anthropicBlock `json:"content"`
+	StopReason   *string          `json:"stop_reason"`
+	StopSequence *string          `json:"stop_sequence"`
+	Usage        any              `json:"usage"`
+}
+
+// stopReason maps a chat finish_reason to Anthropic's stop_reason.
+func stopReason(finish string, toolUse, refused bool) string {
+	switch {
+	case finish == "content_filter" || refused:
+		return "refusal"
+	case finish == "length":
+		return "max_tokens"
+	case finish == "tool_calls" || finish == "function_call" || toolUse:
+		return "tool_use"
+	}
+	return "end_turn"
+}
+
+// toolInput is a tool call's arguments as the tool_use block's input, which
+// must be a JSON object: arguments that are empty, cut short or not an object
+// read as {}.
+func toolInput(args string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) != nil || obj == nil {
+		return json.RawMessage(`{}`)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(args)) != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b.Bytes()
+}
+
+// assembled is the part of the Assembler's chat.completion a Message needs.
+type assembled struct {
+	Choices []struct {
+		Message struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// message assembles the provider's stream into one Message. The ending rules
+// are chatCodec.completion's; an answer whose stream just stopped has
+// stop_reason null.
+func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	var asm llm.Assembler
+	var end error
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		if err := asm.AddChunk(&ch); err != nil {
+			end = err
+			break
+		}
+	}
+	usage := ans.Usage()
+	switch {
+	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
+	case errors.Is(end, context.DeadlineExceeded):
+		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}}
+	case errors.Is(end, context.Canceled):
+		return gateway.Result{Usage: usage, Err: end}
+	default:
+		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}}
+	}
+	chat, err := asm.Completion(usage, "")
+	if err != nil {
+		return gateway.Result{Usage: usage, Err: err}
+	}
+	var a assembled
+	if err := json.Unmarshal(chat, &a); err != nil || len(a.Choices) == 0 {
+		return gateway.Result{Usage: usage, Err: llm.AsError(errors.New("assembled answer unreadable"))}
+	}
+	ch := a.Choices[0]
+	msg := anthropicMessage{ID: c.messageID(), Type: "message", Role: "assistant", Model: c.model,
+		Content: []anthropicBlock{}, Usage: toAnthropicUsage(usage)}
+	if m := ch.Message; m.Content != nil && *m.Content != "" {
+		msg.Content = append(msg.Content, textBlock(*m.Content))
+	}
+	refused := false
+	if m := ch.Message; m.Refusal != nil && *m.Refusal != "" {
+		refused = true
+		msg.Content = append(msg.Content, textBlock(*m.Refusal))
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = c.toolUseID(len(msg.Content))
+		}
+		msg.Content = append(msg.Content, anthropicBlock{Type: "tool_use", ID: id, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
+	}
+	if end == io.EOF {
+		finish := ""
+		if ch.FinishReason != nil {
+			finish = *ch.FinishReason
+		}
+		sr := stopReason(finish, len(ch.Message.ToolCalls) > 0, refused)
+		msg.StopReason = &sr
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return gateway.Result{Usage: usage, Err: err}
+	}
+	body = append(body, '\n')
+	out.Start(http.StatusOK, c.head(ans, "application/json"), false)
+	out.Price(usage)
+	out.Body(body)
+	if end != io.EOF {
+		return gateway.Result{Usage: usage, Answered: true, Err: end}
+	}
+	return gateway.Result{Usage: usage, Answered: true}
+}
+
+// chatDelta is the part of a chat.completion.chunk a Messages stream needs.
+type chatDelta struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// blockWriter turns chat deltas into content block events.
+type blockWriter struct {
+	c     *messagesCodec
+	out   gateway.Emitter
+	next  int    // the next block's index
+	open  string // the open block's type, "" for none
+	tool  int    // the chat tool-call index of the open tool_use block
+	tools bool   // a tool_use block was sent
+	err   error  // the Emitter's error: the client is gone
+}
+
+func (w *blockWriter) send(name string, v any) {
+	if w.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.err = w.out.Event(idempotency.Event{Name: name, Data: b}, true)
+}
+
+type blockStart struct {
+	Type         string         `json:"type"`
+	Index        int            `json:"index"`
+	ContentBlock anthropicBlock `json:"content_block"`
+}
+
+type blockDelta struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+	Delta struct {
+		Type        string  `json:"type"`
+		Text        *string `json:"text,omitempty"`
+		PartialJSON *string `json:"partial_json,omitempty"`
+	} `json:"delta"`
+}
+
+type blockStop struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+}
+
+func (w *blockWriter) close() {
+	if w.open == "" {
+		return
+	}
+	w.send("content_block_stop", blockStop{Type: "content_block_stop", Index: w.next - 1})
+	w.open = ""
+}
+
+func (w *blockWriter) start(b anthropicBlock) {
+	w.close()
+	w.send("content_block_start", blockStart{Type: "content_block_start", Index: w.next, ContentBlock: b})
+	w.open = b.Type
+	w.next++
+}
+
+func (w *blockWriter) text(s string) {
+	if s == "" {
+		return
+	}
+	if w.open != "text" {
+		w.start(textBlock(""))
+	}
+	d := blockDelta{Type: "content_block_delta", Index: w.next - 1}
+	d.Delta.Type, d.Delta.Text = "text_delta", &s
+	w.send("content_block_delta", d)
+}
+
+// toolCall takes one tool-call delta: a new index opens a tool_use block
+// (with the id and name of that delta), arguments go out as input_json_delta.
+// Upstreams send a call's id and name whole in its first delta, and one call
+// after another; a name fragment after the first delta is dropped, and a
+// call resumed after another began opens a new block.
+func (w *blockWriter) toolCall(index int, id, name, args string) {
+	if w.open != "tool_use" || w.tool != index {
+		if id == "" {
+			id = w.c.toolUseID(w.next)
+		}
+		w.start(anthropicBlock{Type: "tool_use", ID: id, Name: name, Input: json.RawMessage(`{}`)})
+		w.tool, w.tools = index, true
+	}
+	if args == "" {
+		return
+	}
+	d := blockDelta{Type: "content_block_delta", Index: w.next - 1}
+	d.Delta.Type, d.Delta.PartialJSON = "input_json_delta", &args
+	w.send("content_block_delta", d)
+}
+
+type messageStart struct {
+	Type    string `json:"type"`
+	Message struct {
+		ID           string           `json:"id"`
+		Type         string           `json:"type"`
+		Role         string           `json:"role"`
+		Model        string           `json:"model"`
+		Content      []anthropicBlock `json:"content"`
+		StopReason   *string          `json:"stop_reason"`
+		StopSequence *string          `json:"stop_sequence"`
+		Usage        struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"usage"`
+	} `json:"message"`
+}
+
+type messageDelta struct {
+	Type  string `json:"type"`
+	Delta struct {
+		StopReason   *string `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	} `json:"delta"`
+	Usage anthropicUsage `json:"usage"`
+}
+
+// anthropicErrorBody is Anthropic's error envelope; the error event of a
+// stream is the same object without request_id.
+type anthropicErrorBody struct {
+	Type      string               `json:"type"`
+	Error     anthropicErrorObject `json:"error"`
+	RequestID *string              `json:"request_id,omitempty"`
+}
+
+type anthropicErrorObject struct {
+	Type    string  `json:"type"`
+	Message string  `json:"message"`
+	Code    string  `json:"code"`
+	Param   *string `json:"param,omitempty"`
+}
+
+func anthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
+	o := anthropicErrorObject{Type: typ, Message: e.Message, Code: string(e.Code)}
+	if e.Param != "" {
+		p := e.Param
+		o.Param = &p
+	}
+	return anthropicErrorBody{Type: "error", Error: o}
+}
+
+// stream relays the answer as Anthropic's event sequence (see messagesCodec).
+func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	out.Start(http.StatusOK, c.head(ans, "text/event-stream"), true)
+	w := &blockWriter{c: c, out: out}
+	var start messageStart
+	start.Type = "message_start"
+	m := &start.Message
+	m.ID, m.Type, m.Role, m.Model, m.Content = c.messageID(), "message", "assistant", c.model, []anthropicBlock{}
+	w.send("message_start", start)
+	w.send("ping", struct {
+		Type string `json:"type"`
+	}{"ping"})
+	finish, refused := "", false
+	var end error
+	for w.err == nil {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		var d chatDelta
+		if json.Unmarshal(ch.Raw, &d) != nil {
+			continue // the router forwards only chunks that parsed
+		}
+		for _, choice := range d.Choices {
+			if choice.Index != 0 {
+				continue // a Message has one answer
+			}
+			if s := choice.Delta.Content; s != nil {
+				w.text(*s)
+			}
+			if s := choice.Delta.Refusal; s != nil && *s != "" {
+				refused = true
+				w.text(*s)
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+			}
+			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
+				finish = *f
+			}
+		}
+	}
+	usage := ans.Usage()
+	if w.err != nil {
+		return gateway.Result{Usage: usage, Answered: true, Err: w.err}
+	}
+	if errors.Is(end, context.Canceled) {
+		return gateway.Result{Usage: usage, Answered: true, Err: end} // an unkeyed client is gone
+	}
+	w.close()
+	out.Price(usage)
+	switch {
+	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
+		var md messageDelta
+		md.Type, md.Usage = "message_delta", toAnthropicUsage(usage)
+		if end == io.EOF {
+			sr := stopReason(finish, w.tools, refused)
+			md.Delta.StopReason = &sr
+		}
+		w.send("message_delta", md)
+		if end == io.EOF {
+			w.send("message_stop", struct {
+				Type string `json:"type"`
+			}{"message_stop"})
+			return gateway.Result{Usage: usage, Answered: true}
+		}
+	default:
+		e := &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
+		typ := "api_error"
+		var pe *llm.ProviderError
+		switch {
+		case errors.Is(end, context.DeadlineExceeded):
+			e = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
+			typ = "timeout_error"
+		case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
+			typ = "overloaded_error"
+		}
+		w.send("error", anthropicEnvelope(e, typ))
+	}
+	return gateway.Result{Usage: usage, Answered: true, Err: end}
+}
+
+// JoinBroken ends a joined stream that cannot go on with the same error
+// event as a provider failure after the start.
+func (c *messagesCodec) JoinBroken(reason string) idempotency.Event {
+	b, _ := json.Marshal(anthropicEnvelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason}, "api_error"))
+	return idempotency.Event{Name: "error", Data: b}
+}
+
+// anthropicErrorType is Anthropic's error type for an HTTP status
+// (docs.claude.com/en/api/errors: other 4xx are invalid_request_error; 503,
+// which Anthropic does not use, is its 529 overloaded_error).
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// writeAnthropicError sends err as Anthropic's error envelope, with
+// writeError's status and headers and the gateway's code in error.code;
+// request_id is the response's X-Request-Id.
+func writeAnthropicError(w http.ResponseWriter, err error) int {
+	e := llm.AsError(err)
+	status := errorHead(w, err)
+	body := anthropicEnvelope(e, anthropicErrorType(status))
+	if id := w.Header().Get("X-Request-Id"); id != "" {
+		body.RequestID = &id
+	}
+	b, _ := json.Marshal(body)
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+	return status
+}
+
+// errorHead sets writeError's headers on w (and the recorder's code) and
+// returns its status, writing nothing: writeError runs against a writer that
+// shares w's headers and drops its status line and body. (Once errors.go
+// splits writeError into a head and a body, this is that head.)
+func errorHead(w http.ResponseWriter, err error) int {
+	if rec, ok := w.(*recorder); ok {
+		rec.code = llm.AsError(err).Code
+	}
+	return writeError(headOnly{w.Header()}, err)
+}
+
+type headOnly struct{ h http.Header }
+
+func (h headOnly) Header() http.Header       { return h.h }
+func (headOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (headOnly) WriteHeader(int)             {}
