@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -21,8 +22,12 @@ type clientAPI struct {
 	// decode turns the client's body into a Chat Completions body; nil
 	// for Chat Completions itself.
 	decode func(body []byte) ([]byte, error)
-	// codec encodes the answer of req (model is what the client asked for).
-	codec func(requestID string, req *llm.ChatRequest, keyed bool) gateway.Codec
+	// codec encodes the answer of req.
+	codec codecFunc
+	// prepare, when set, replaces decode and codec: for an API whose
+	// request needs more than its body (Responses: the kept turn of its
+	// previous_response_id) and whose codec depends on the request.
+	prepare func(ctx context.Context, p *principal, requestID string, body []byte) ([]byte, codecFunc, error)
 	// errorf writes an error in the API's envelope.
 	errorf func(w http.ResponseWriter, err error) int
 	// scope keeps this endpoint's idempotency records apart from the
@@ -31,6 +36,9 @@ type clientAPI struct {
 	// apiKeyHeader: the key may come in x-api-key (Anthropic's SDKs).
 	apiKeyHeader bool
 }
+
+// codecFunc makes the codec of one request.
+type codecFunc func(requestID string, req *llm.ChatRequest, keyed bool) gateway.Codec
 
 var chatAPI = clientAPI{
 	codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
@@ -58,12 +66,16 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		fail(err)
 		return
 	}
-	chatBody := body
-	if api.decode != nil {
-		if chatBody, err = api.decode(body); err != nil {
-			fail(err)
-			return
-		}
+	chatBody, mkCodec := body, api.codec
+	switch {
+	case api.prepare != nil:
+		chatBody, mkCodec, err = api.prepare(r.Context(), p, id, body)
+	case api.decode != nil:
+		chatBody, err = api.decode(body)
+	}
+	if err != nil {
+		fail(err)
+		return
 	}
 	req, err := llm.DecodeChatRequest(chatBody)
 	if err != nil {
@@ -92,5 +104,5 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		}
 		g.IdempotencyKey, g.Fingerprint = keys[0], fp
 	}
-	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), api.codec(id, req, g.IdempotencyKey != ""))
+	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), mkCodec(id, req, g.IdempotencyKey != ""))
 }

@@ -36,6 +36,7 @@ type Server struct {
 	router   *router.Router
 	svc      *gateway.Service
 	fin      *gateway.Finisher
+	idem     *idempotency.Service
 	metrics  metrics.Recorder
 	accounts Accounts
 	log      *slog.Logger
@@ -89,6 +90,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 	if s.metrics == nil {
 		s.metrics = metrics.Discard{}
 	}
+	s.idem = opts.Idempotency
 	s.fin = opts.Finisher
 	if s.fin == nil {
 		s.fin = gateway.NewFinisher(gateway.FinisherOptions{Log: s.log})
@@ -146,6 +148,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		info.chat = true
 		s.generate(rec, r, id, &info.Log, messagesAPI)
+	case "/api/v1/responses":
+		if r.Method != http.MethodPost {
+			s.methodNotAllowed(rec, http.MethodPost)
+			break
+		}
+		info.chat = true
+		s.generate(rec, r, id, &info.Log, s.responsesAPI())
 	case "/api/v1/feedback":
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(rec, http.MethodPost)
@@ -168,6 +177,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Header().Set("Content-Type", "text/plain")
 		rec.Write([]byte("ok\n"))
 	default:
+		if strings.HasPrefix(r.URL.Path, "/api/v1/responses/") {
+			if r.Method != http.MethodGet {
+				s.methodNotAllowed(rec, http.MethodGet)
+				break
+			}
+			s.getResponse(rec, r)
+			break
+		}
 		writeError(rec, llm.Errorf(llm.CodeNotFound, "", "no such endpoint: %s %s", r.Method, sanitize(r.URL.Path)))
 	}
 	status := rec.status

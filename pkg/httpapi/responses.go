@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// turn is what the gateway keeps of a Responses answer (store: true), in
+// the idempotency store for its window: the response object, for GET
+// /api/v1/responses/{id}, and the conversation so far (Chat Completions
+// messages: the previous turns', this turn's input and its output, without
+// the instructions, which do not carry over), for previous_response_id.
+type turn struct {
+	Response json.RawMessage   `json:"response"`
+	Messages []json.RawMessage `json:"messages"`
+}
+
+// turnKey is where a project's response id is kept: scoped to the project,
+// so that another project never reads it.
+func turnKey(project, responseID string) string {
+	h := sha256.Sum256([]byte("responses turn\x00" + project + "\x00" + responseID))
+	return hex.EncodeToString(h[:])
+}
+
+// responsesAPI is OpenAI's Responses API (POST /api/v1/responses).
+func (s *Server) responsesAPI() clientAPI {
+	return clientAPI{
+		prepare: s.prepareResponses,
+		errorf:  writeError,
+		scope:   "/api/v1/responses\x00",
+	}
+}
+
+// prepareResponses decodes a Responses request, continuing from its
+// previous_response_id's kept turn, and returns its codec, which keeps the
+// new turn (unless store is false) right after the answer is priced.
+func (s *Server) prepareResponses(ctx context.Context, p *principal, id string, body []byte) ([]byte, codecFunc, error) {
+	rr, err := decodeResponses(body, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var prior []json.RawMessage
+	if rr.PreviousResponseID != "" {
+		if s.idem == nil {
+			return nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
+		}
+		raw, err := s.idem.Kept(ctx, turnKey(p.Project.ID, rr.PreviousResponseID))
+		switch {
+		case errors.Is(err, idempotency.ErrNotFound):
+			return nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "previous response %q not found (responses are kept for the idempotency window)", sanitize(rr.PreviousResponseID))
+		case err != nil:
+			return nil, nil, storeUnavailable(err)
+		}
+		var t turn
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, nil, storeUnavailable(err)
+		}
+		prior = t.Messages
+		if prior == nil {
+			prior = []json.RawMessage{}
+		}
+		if rr, err = decodeResponses(body, prior); err != nil {
+			return nil, nil, err
+		}
+	}
+	mk := func(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+		c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
+			metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: s.now().Unix()}
+		if rr.Store && s.idem != nil {
+			c.turn = func(response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
+				msgs := append(append(append([]json.RawMessage(nil), prior...), rr.Input...), output...)
+				b, err := json.Marshal(turn{Response: response, Messages: msgs})
+				if err != nil {
+					return
+				}
+				key := turnKey(p.Project.ID, c.responseID())
+				s.fin.Do("responses turn", func(ctx context.Context) error { return s.idem.Keep(ctx, key, p.Project.ID, b) }, nil)
+			}
+		}
+		return c
+	}
+	return rr.Chat, mk, nil
+}
+
+func storeUnavailable(err error) error {
+	return &llm.Error{Code: llm.CodeStoreUnavailable, Message: "the idempotency store cannot be reached; retry shortly", Cause: err}
+}
+
+// getResponse serves GET /api/v1/responses/{id}: a kept response of the
+// caller's own project.
+func (s *Server) getResponse(w *recorder, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := strings.TrimPrefix(r.URL.Path, "/api/v1/responses/")
+	notFound := llm.Errorf(llm.CodeNotFound, "", "no response %q in this project (responses are kept for the idempotency window when store is true)", sanitize(id))
+	if id == "" || strings.Contains(id, "/") || s.idem == nil {
+		writeError(w, notFound)
+		return
+	}
+	raw, err := s.idem.Kept(r.Context(), turnKey(p.Project.ID, id))
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+		writeError(w, notFound)
+		return
+	case err != nil:
+		writeError(w, storeUnavailable(err))
+		return
+	}
+	var t turn
+	if err := json.Unmarshal(raw, &t); err != nil || len(t.Response) == 0 {
+		writeError(w, notFound)
+		return
+	}
+	b := append([]byte(t.Response), '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}

@@ -1,0 +1,1074 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// The OpenAI Responses request, as POST /api/v1/responses reads it.
+//
+// Decoding is two steps, because a request continuing an earlier response
+// needs that response's stored turn, and only the request says which:
+//
+//	r, err := parseResponses(body)   // validate; r.PreviousResponseID, r.Input, ...
+//	prior := load(r.PreviousResponseID) // when set: the stored conversation
+//	err = r.build(prior)              // r.Chat
+//
+// decodeResponses(body, prior) does both; with a previous_response_id and a
+// nil prior it stops after the first and leaves Chat nil.
+//
+// The Chat Completions body is then decoded with llm.DecodeChatRequest like
+// any chat request, so the router, the idempotency layer and billing run
+// unchanged. Its messages are: a system message of instructions (if any),
+// then prior, then this turn's input (r.Input). Instructions are not part of
+// r.Input: as OpenAI documents, a previous response's instructions are not
+// carried over to the next one. The caller keeps prior + r.Input + the
+// turn's output as the conversation a later request continues from.
+//
+// The translation (Responses → Chat Completions):
+//
+//	model                         → model (a non-empty string, required)
+//	input: string                 → one {"role":"user"} message of that string
+//	input: items (non-empty)      → messages, in order:
+//	  message (type "message", or no type and a role)
+//	    role                      → user | assistant | system; developer → system (every
+//	                                upstream knows system, and OpenAI treats the two alike)
+//	    content: string           → the same string
+//	    input_text (not assistant)→ {"type":"text","text"} part
+//	    input_image (user)        → {"type":"image_url","image_url":{"url","detail"}}: image_url an
+//	                                http(s) URL or a data:image/…;base64 URL; file_id is rejected
+//	    output_text (assistant)   → {"type":"text","text"} part (annotations, logprobs dropped)
+//	    refusal (assistant)       → {"type":"refusal","refusal"} part
+//	    id, status                → dropped
+//	  function_call               → an assistant message's tool_calls[] {id: call_id, type: function,
+//	                                function:{name, arguments}}; consecutive calls, and calls right
+//	                                after an assistant message, join that one assistant message
+//	  function_call_output        → {"role":"tool","tool_call_id": call_id, content}: output a string,
+//	                                or input_text parts as text parts; its call_id must be a
+//	                                function_call's of this input or of prior (OpenAI's "No tool call
+//	                                found for function call output")
+//	  reasoning                   → dropped (the gateway offers no reasoning to send back)
+//	instructions                  → a leading {"role":"system"} message (left out when empty)
+//	max_output_tokens             → max_tokens (an integer from 1)
+//	temperature (0–2), top_p (0–1)→ the same, the client's number text unchanged
+//	tools[] {type:function, name, description, parameters, strict}
+//	                              → [{"type":"function","function":{name, description, parameters, strict}}]
+//	                                (strict only when sent: Chat's default, false, is what every
+//	                                non-OpenAI upstream does anyway)
+//	tool_choice                   → "auto" | "none" | "required" the same; {type:function, name} →
+//	                                {"type":"function","function":{"name"}}; auto and none are left out
+//	                                without tools, as Chat rejects tool_choice without tools
+//	parallel_tool_calls           → the same (only with tools, for the same reason)
+//	text.format                   → text: nothing; json_object: response_format {"type":"json_object"};
+//	                                json_schema {name, schema, description, strict}:
+//	                                response_format {"type":"json_schema","json_schema":{…}}
+//	safety_identifier, else user  → user
+//	stream true                   → stream true and stream_options.include_usage true
+//	gateway, provider             → copied as they are (llm.DecodeChatRequest validates them)
+//
+// Read for the gateway, not forwarded: store (a boolean, default true),
+// previous_response_id (a non-empty string), metadata (at most 16 string
+// values, keys up to 64 and values up to 512 characters, as OpenAI limits
+// them; echoed in the response object).
+//
+// Accepted, checked for shape, and ignored, as they cannot change what the
+// gateway does (rsIgnoredFields): reasoning (no reasoning is offered, as
+// Messages' thinking is not), truncation (the gateway never truncates; a
+// conversation too long for the model fails as the provider rejects it,
+// which is "disabled", OpenAI's default), include (what it can add —
+// encrypted reasoning, tool-call sources, logprobs — the gateway never
+// produces), service_tier, prompt_cache_key and prompt_cache_retention
+// (OpenAI account features, not routing ones), max_tool_calls (it bounds
+// built-in tools only, which are not offered), stream_options (only
+// include_obfuscation, which the gateway's stream never needs) and
+// text.verbosity. background false is accepted; top_logprobs 0 is too.
+//
+// Rejected as not supported by the gateway, with a 400 naming the field:
+// background true, top_logprobs above 0, conversation, prompt (templates),
+// tools other than function tools (web_search, file_search, mcp, …) and
+// tool_choice naming one, input items other than the above (item_reference,
+// built-in tool calls, …), content parts input_file and input_audio, and
+// images given by file_id. Any other field, at any level, is rejected as
+// OpenAI rejects an unknown parameter. A null field is an absent one.
+//
+// Left to llm.DecodeChatRequest, which names the same params: the model's
+// length and the gateway and provider objects.
+
+// responsesRequest is a decoded Responses request: the Chat Completions body
+// to run, and what the gateway needs besides.
+type responsesRequest struct {
+	Chat               []byte            // Chat Completions body (messages = prior + this turn's input)
+	PreviousResponseID string            // "" when none
+	Store              bool              // default true, as OpenAI's
+	Input              []json.RawMessage // this turn's input as Chat Completions messages (to keep with the turn)
+	Metadata           json.RawMessage   // echoed back in the response object (nil when absent)
+	Instructions       string
+
+	// What build needs besides: the model, the Chat Completions fields
+	// after messages (in order), and the function_call_output items whose
+	// call_id must be one of prior's tool calls.
+	model   json.RawMessage
+	fields  []rsField
+	pending []rsPending
+}
+
+type rsField struct {
+	key   string
+	value json.RawMessage
+}
+
+// rsPending is a function_call_output of this input answering no
+// function_call of this input: prior must have its call.
+type rsPending struct {
+	param  string
+	callID string
+}
+
+// rsIgnoredFields are the top-level fields accepted and ignored (see above).
+var rsIgnoredFields = []string{
+	"reasoning", "truncation", "include", "service_tier", "prompt_cache_key", "prompt_cache_retention",
+	"max_tool_calls", "stream_options",
+}
+
+// Limits OpenAI sets on metadata.
+const (
+	rsMaxMetadata        = 16
+	rsMaxMetadataKey     = 64
+	rsMaxMetadataValue   = 512
+	rsMaxFunctionNameLen = 64
+)
+
+// decodeResponses validates a Responses request and builds its Chat
+// Completions body (parseResponses, then build). prior is the conversation
+// of the previous response's turn (Chat Completions messages, oldest first),
+// which the caller loads when PreviousResponseID is set: with a
+// previous_response_id and a nil prior, decodeResponses only parses and
+// leaves Chat nil; call build with the loaded prior then. Without a
+// previous_response_id, prior should be nil.
+func decodeResponses(body []byte, prior []json.RawMessage) (*responsesRequest, error) {
+	r, err := parseResponses(body)
+	if err != nil {
+		return nil, err
+	}
+	if r.PreviousResponseID != "" && prior == nil {
+		return r, nil
+	}
+	if err := r.build(prior); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// parseResponses validates a Responses request body and translates all of
+// it but the messages before this turn's; Chat is left nil until build.
+func parseResponses(body []byte) (*responsesRequest, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		trimmed := bytes.TrimSpace(body)
+		if err != nil && (len(trimmed) == 0 || trimmed[0] == '{') {
+			return nil, mdInvalid("", "request body is not valid JSON: %s", mdJSONProblem(err))
+		}
+		return nil, mdInvalid("", "request body must be a JSON object")
+	}
+	known := []string{
+		"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
+		"parallel_tool_calls", "text", "metadata", "user", "safety_identifier", "stream", "store",
+		"previous_response_id", "background", "top_logprobs", "conversation", "prompt", "gateway", "provider",
+	}
+	if err := mdKeys(fields, "", append(known, rsIgnoredFields...)...); err != nil {
+		return nil, err
+	}
+	r := &responsesRequest{Store: true}
+	add := func(key string, value json.RawMessage) {
+		r.fields = append(r.fields, rsField{key, value})
+	}
+
+	// Features the gateway does not offer: a clear 400 rather than a
+	// silently different answer.
+	if _, ok := mdPresent(fields, "conversation"); ok {
+		return nil, mdInvalid("conversation", "conversation is not supported by this gateway; continue a conversation with previous_response_id")
+	}
+	if _, ok := mdPresent(fields, "prompt"); ok {
+		return nil, mdInvalid("prompt", "prompt templates are not supported by this gateway; send the prompt as instructions and input")
+	}
+	background, err := rsBool(fields, "background", "background")
+	if err != nil {
+		return nil, err
+	}
+	if background != nil && *background {
+		return nil, mdInvalid("background", "background mode is not supported by this gateway; send the request with background false (or without it), streaming if it is long")
+	}
+	if logprobs, err := mdInt(fields, "top_logprobs", "top_logprobs", 0, 20, false); err != nil {
+		return nil, err
+	} else if logprobs > 0 {
+		return nil, mdInvalid("top_logprobs", "top_logprobs is not supported by this gateway")
+	}
+	if err := rsCheckIgnored(fields); err != nil {
+		return nil, err
+	}
+
+	model, err := mdString(fields, "model", "model", true)
+	if err != nil {
+		return nil, err
+	}
+	r.model = mdJSON(model)
+
+	if r.PreviousResponseID, err = mdString(fields, "previous_response_id", "previous_response_id", false); err != nil {
+		return nil, err
+	}
+	if _, ok := mdPresent(fields, "previous_response_id"); ok && r.PreviousResponseID == "" {
+		return nil, mdInvalid("previous_response_id", "previous_response_id must not be empty")
+	}
+	if store, err := rsBool(fields, "store", "store"); err != nil {
+		return nil, err
+	} else if store != nil {
+		r.Store = *store
+	}
+	if r.Instructions, err = mdString(fields, "instructions", "instructions", false); err != nil {
+		return nil, err
+	}
+	if err := r.input(fields); err != nil {
+		return nil, err
+	}
+
+	if _, ok := mdPresent(fields, "max_output_tokens"); ok {
+		n, err := mdInt(fields, "max_output_tokens", "max_output_tokens", 1, mdMaxTokens, false)
+		if err != nil {
+			return nil, err
+		}
+		add("max_tokens", json.RawMessage(strconv.FormatInt(n, 10)))
+	}
+	for _, p := range []struct {
+		name string
+		max  float64
+	}{{"temperature", 2}, {"top_p", 1}} {
+		raw, ok := mdPresent(fields, p.name)
+		if !ok {
+			continue
+		}
+		f, ok := mdNumber(raw)
+		if !ok {
+			return nil, mdInvalid(p.name, "%s must be a number", p.name)
+		}
+		if f < 0 || f > p.max {
+			return nil, mdInvalid(p.name, "%s must be from 0 to %g", p.name, p.max)
+		}
+		add(p.name, raw)
+	}
+
+	tools, names, err := rsTools(fields)
+	if err != nil {
+		return nil, err
+	}
+	if len(tools) > 0 {
+		add("tools", mdJSON(tools))
+	}
+	if raw, ok := mdPresent(fields, "tool_choice"); ok {
+		choice, err := rsToolChoice(raw, names)
+		if err != nil {
+			return nil, err
+		}
+		if len(tools) > 0 {
+			add("tool_choice", choice)
+		}
+	}
+	if parallel, err := rsBool(fields, "parallel_tool_calls", "parallel_tool_calls"); err != nil {
+		return nil, err
+	} else if parallel != nil && len(tools) > 0 {
+		add("parallel_tool_calls", json.RawMessage(strconv.FormatBool(*parallel)))
+	}
+
+	if raw, ok := mdPresent(fields, "text"); ok {
+		format, err := rsText(raw)
+		if err != nil {
+			return nil, err
+		}
+		if format != nil {
+			add("response_format", format)
+		}
+	}
+
+	if raw, ok := mdPresent(fields, "metadata"); ok {
+		if r.Metadata, err = rsMetadata(raw); err != nil {
+			return nil, err
+		}
+	}
+	user, err := mdString(fields, "user", "user", false)
+	if err != nil {
+		return nil, err
+	}
+	safety, err := mdString(fields, "safety_identifier", "safety_identifier", false)
+	if err != nil {
+		return nil, err
+	}
+	if safety != "" {
+		user = safety
+	}
+	if user != "" {
+		add("user", mdJSON(user))
+	}
+
+	if stream, err := rsBool(fields, "stream", "stream"); err != nil {
+		return nil, err
+	} else if stream != nil && *stream {
+		add("stream", json.RawMessage("true"))
+		add("stream_options", json.RawMessage(`{"include_usage":true}`))
+	}
+	for _, name := range []string{"gateway", "provider"} {
+		if raw, ok := mdPresent(fields, name); ok {
+			add(name, raw)
+		}
+	}
+
+	// Without a previous response, everything build checks is known now.
+	if r.PreviousResponseID == "" {
+		if len(r.pending) > 0 {
+			p := r.pending[0]
+			return nil, mdInvalid(p.param, "no tool call found for function call output with call_id %s", mdQuote(p.callID))
+		}
+		if len(r.Input) == 0 && r.Instructions == "" {
+			return nil, mdInvalid("input", "input has no message for the model")
+		}
+	}
+	return r, nil
+}
+
+// build sets Chat: the instructions' system message, prior (the loaded
+// conversation of PreviousResponseID, oldest first), this turn's input. An
+// unusable prior is an internal error, not the client's.
+func (r *responsesRequest) build(prior []json.RawMessage) error {
+	msgs := make([]json.RawMessage, 0, 1+len(prior)+len(r.Input))
+	if r.Instructions != "" {
+		msgs = append(msgs, mdJSON(mdChatMessage{Role: "system", Content: mdJSON(r.Instructions)}))
+	}
+	calls := make(map[string]bool)
+	for i, m := range prior {
+		m = bytes.TrimSpace(m)
+		var pm struct {
+			Role      string `json:"role"`
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		}
+		if len(m) == 0 || m[0] != '{' || json.Unmarshal(m, &pm) != nil || pm.Role == "" {
+			return &llm.Error{Code: llm.CodeInternal, Message: "internal error",
+				Cause: fmt.Errorf("responses: message %d of the stored turn of %s is not a chat message", i, r.PreviousResponseID)}
+		}
+		for _, c := range pm.ToolCalls {
+			calls[c.ID] = true
+		}
+		msgs = append(msgs, m)
+	}
+	for _, p := range r.pending {
+		if !calls[p.callID] {
+			return mdInvalid(p.param, "no tool call found for function call output with call_id %s", mdQuote(p.callID))
+		}
+	}
+	msgs = append(msgs, r.Input...)
+	if len(msgs) == 0 {
+		return mdInvalid("input", "input has no message for the model")
+	}
+
+	n := len(r.model) + 32
+	for _, m := range msgs {
+		n += len(m) + 1
+	}
+	for _, f := range r.fields {
+		n += len(f.key) + len(f.value) + 4
+	}
+	out := mdObject{b: make([]byte, 0, n)}
+	out.add("model", r.model)
+	list := make([]byte, 0, n)
+	list = append(list, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = append(list, m...)
+	}
+	out.add("messages", append(list, ']'))
+	for _, f := range r.fields {
+		out.add(f.key, f.value)
+	}
+	r.Chat = out.bytes()
+	return nil
+}
+
+// input translates input into r.Input.
+func (r *responsesRequest) input(fields map[string]json.RawMessage) error {
+	raw, ok := mdPresent(fields, "input")
+	if !ok {
+		return mdInvalid("input", "input is required")
+	}
+	if raw[0] == '"' {
+		if _, err := mdStringValue(raw, "input"); err != nil {
+			return err
+		}
+		r.Input = []json.RawMessage{mdJSON(mdChatMessage{Role: "user", Content: raw})}
+		return nil
+	}
+	items, err := mdArray(raw, "input", "input must be a string or an array of input items")
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return mdInvalid("input", "input must not be empty")
+	}
+	var out []mdChatMessage
+	open := -1 // the assistant message in out a function_call joins, or -1
+	declared := make(map[string]bool)
+	for i, item := range items {
+		at := fmt.Sprintf("input[%d]", i)
+		m, err := mdObjectOf(item, at)
+		if err != nil {
+			return err
+		}
+		typ, err := mdString(m, "type", at+".type", false)
+		if err != nil {
+			return err
+		}
+		if typ == "" {
+			if _, ok := mdPresent(m, "role"); !ok {
+				return mdInvalid(at+".type", "%s.type is required (or a role, for a message)", at)
+			}
+			typ = "message"
+		}
+		switch typ {
+		case "message":
+			msg, err := rsMessage(m, at)
+			if err != nil {
+				return err
+			}
+			out = append(out, msg)
+			open = -1
+			if msg.Role == "assistant" {
+				open = len(out) - 1
+			}
+		case "function_call":
+			c, err := rsFunctionCall(m, at)
+			if err != nil {
+				return err
+			}
+			declared[c.ID] = true
+			if open < 0 {
+				out = append(out, mdChatMessage{Role: "assistant", Content: json.RawMessage("null")})
+				open = len(out) - 1
+			} else if string(out[open].Content) == `""` {
+				out[open].Content = json.RawMessage("null")
+			}
+			out[open].ToolCalls = append(out[open].ToolCalls, c)
+		case "function_call_output":
+			msg, err := rsFunctionOutput(m, at)
+			if err != nil {
+				return err
+			}
+			if !declared[msg.ToolCallID] {
+				r.pending = append(r.pending, rsPending{param: at + ".call_id", callID: msg.ToolCallID})
+			}
+			out = append(out, msg)
+			open = -1
+		case "reasoning":
+			// An earlier output's reasoning, sent back: the gateway offers no
+			// reasoning, and no upstream could read another's.
+			if err := mdKeys(m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
+				return err
+			}
+		case "item_reference":
+			return mdInvalid(at+".type", "%s: item_reference is not supported by this gateway; continue from a stored response with previous_response_id, or send the item itself", at)
+		default:
+			return mdInvalid(at+".type", "%s.type %s is not supported by this gateway (only message, function_call, function_call_output and reasoning items are)", at, mdQuote(typ))
+		}
+	}
+	r.Input = make([]json.RawMessage, len(out))
+	for i, msg := range out {
+		r.Input[i] = mdJSON(msg)
+	}
+	return nil
+}
+
+// rsImagePart is an image_url part with Chat's detail.
+type rsImagePart struct {
+	Type     string `json:"type"`
+	ImageURL struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail,omitempty"`
+	} `json:"image_url"`
+}
+
+type rsRefusalPart struct {
+	Type    string `json:"type"`
+	Refusal string `json:"refusal"`
+}
+
+// rsMessage translates a message item.
+func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
+	var msg mdChatMessage
+	if err := mdKeys(m, at, "type", "role", "content", "id", "status"); err != nil {
+		return msg, err
+	}
+	role, err := mdString(m, "role", at+".role", true)
+	if err != nil {
+		return msg, err
+	}
+	switch role {
+	case "user", "assistant", "system":
+	case "developer":
+		role = "system"
+	default:
+		return msg, mdInvalid(at+".role", "%s.role must be \"user\", \"assistant\", \"system\" or \"developer\"", at)
+	}
+	if _, err := mdString(m, "status", at+".status", false); err != nil {
+		return msg, err
+	}
+	msg.Role = role
+	content, ok := mdPresent(m, "content")
+	if !ok {
+		return msg, mdInvalid(at+".content", "%s.content is required", at)
+	}
+	if content[0] == '"' {
+		if _, err := mdStringValue(content, at+".content"); err != nil {
+			return msg, err
+		}
+		msg.Content = content
+		return msg, nil
+	}
+	parts, err := mdArray(content, at+".content", at+".content must be a string or an array of content parts")
+	if err != nil {
+		return msg, err
+	}
+	if len(parts) == 0 {
+		return msg, mdInvalid(at+".content", "%s.content must not be empty", at)
+	}
+	out := make([]any, 0, len(parts))
+	for j, p := range parts {
+		pat := fmt.Sprintf("%s.content[%d]", at, j)
+		pm, typ, err := mdBlock(p, pat)
+		if err != nil {
+			return msg, err
+		}
+		assistant := role == "assistant"
+		switch {
+		case typ == "input_text" && !assistant:
+			text, err := rsPartText(pm, pat, "text")
+			if err != nil {
+				return msg, err
+			}
+			out = append(out, mdTextPart{Type: "text", Text: text})
+		case typ == "input_image" && role == "user":
+			img, err := rsImage(pm, pat)
+			if err != nil {
+				return msg, err
+			}
+			out = append(out, img)
+		case typ == "output_text" && assistant:
+			if err := mdKeys(pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
+				return msg, err
+			}
+			text, err := mdString(pm, "text", pat+".text", false)
+			if err != nil {
+				return msg, err
+			}
+			if _, ok := mdPresent(pm, "text"); !ok {
+				return msg, mdInvalid(pat+".text", "%s.text is required", pat)
+			}
+			out = append(out, mdTextPart{Type: "text", Text: text})
+		case typ == "refusal" && assistant:
+			text, err := rsPartText(pm, pat, "refusal")
+			if err != nil {
+				return msg, err
+			}
+			out = append(out, rsRefusalPart{Type: "refusal", Refusal: text})
+		case typ == "input_text" || typ == "input_image" || typ == "output_text" || typ == "refusal":
+			return msg, mdInvalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
+		case typ == "input_file" || typ == "input_audio":
+			return msg, mdInvalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
+		default:
+			return msg, mdInvalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, mdQuote(typ), rsAllowedParts(role))
+		}
+	}
+	msg.Content = mdJSON(out)
+	return msg, nil
+}
+
+// rsClientRole is the role as the client wrote it, for messages.
+func rsClientRole(m map[string]json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(m["role"], &s)
+	return s
+}
+
+func rsAllowedParts(role string) string {
+	switch role {
+	case "assistant":
+		return "an assistant message holds output_text and refusal parts"
+	case "user":
+		return "a user message holds input_text and input_image parts"
+	}
+	return "a system or developer message holds input_text parts"
+}
+
+// rsPartText reads a part of {type, <name>: string}; the string may be
+// empty but must be there.
+func rsPartText(m map[string]json.RawMessage, at, name string) (string, error) {
+	if err := mdKeys(m, at, "type", name); err != nil {
+		return "", err
+	}
+	if _, ok := mdPresent(m, name); !ok {
+		return "", mdInvalid(at+"."+name, "%s.%s is required", at, name)
+	}
+	return mdString(m, name, at+"."+name, false)
+}
+
+// rsImage translates an input_image part.
+func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
+	var p rsImagePart
+	p.Type = "image_url"
+	if err := mdKeys(m, at, "type", "image_url", "file_id", "detail"); err != nil {
+		return p, err
+	}
+	if _, ok := mdPresent(m, "file_id"); ok {
+		return p, mdInvalid(at+".file_id", "%s.file_id is not supported by this gateway (it keeps no files); send the image as image_url, an https or data: URL", at)
+	}
+	u, err := mdString(m, "image_url", at+".image_url", true)
+	if err != nil {
+		return p, err
+	}
+	lower := strings.ToLower(u)
+	switch {
+	case strings.HasPrefix(lower, "https://"), strings.HasPrefix(lower, "http://"):
+	case strings.HasPrefix(lower, "data:image/"):
+		meta, _, ok := strings.Cut(u, ",")
+		if !ok || !strings.HasSuffix(strings.ToLower(meta), ";base64") {
+			return p, mdInvalid(at+".image_url", "%s.image_url: a data URL must be base64 (data:image/png;base64,...)", at)
+		}
+	default:
+		return p, mdInvalid(at+".image_url", "%s.image_url must be an http or https URL or a data:image/...;base64 URL", at)
+	}
+	p.ImageURL.URL = u
+	detail, err := mdString(m, "detail", at+".detail", false)
+	if err != nil {
+		return p, err
+	}
+	switch detail {
+	case "", "auto", "low", "high":
+		p.ImageURL.Detail = detail
+	default:
+		return p, mdInvalid(at+".detail", "%s.detail must be \"auto\", \"low\" or \"high\"", at)
+	}
+	return p, nil
+}
+
+// rsFunctionCall translates a function_call item into a tool call.
+func rsFunctionCall(m map[string]json.RawMessage, at string) (mdToolCall, error) {
+	var c mdToolCall
+	c.Type = "function"
+	if err := mdKeys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
+		return c, err
+	}
+	var err error
+	if _, err = mdString(m, "id", at+".id", false); err != nil {
+		return c, err
+	}
+	if _, err = mdString(m, "status", at+".status", false); err != nil {
+		return c, err
+	}
+	if c.ID, err = mdString(m, "call_id", at+".call_id", true); err != nil {
+		return c, err
+	}
+	if c.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
+		return c, err
+	}
+	if _, ok := mdPresent(m, "arguments"); !ok {
+		return c, mdInvalid(at+".arguments", "%s.arguments is required", at)
+	}
+	if c.Function.Arguments, err = mdString(m, "arguments", at+".arguments", false); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// rsFunctionOutput translates a function_call_output item into a tool
+// message.
+func rsFunctionOutput(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
+	msg := mdChatMessage{Role: "tool"}
+	if err := mdKeys(m, at, "type", "id", "call_id", "output", "status"); err != nil {
+		return msg, err
+	}
+	var err error
+	if _, err = mdString(m, "id", at+".id", false); err != nil {
+		return msg, err
+	}
+	if _, err = mdString(m, "status", at+".status", false); err != nil {
+		return msg, err
+	}
+	if msg.ToolCallID, err = mdString(m, "call_id", at+".call_id", true); err != nil {
+		return msg, err
+	}
+	raw, ok := mdPresent(m, "output")
+	if !ok {
+		return msg, mdInvalid(at+".output", "%s.output is required", at)
+	}
+	if raw[0] == '"' {
+		if _, err := mdStringValue(raw, at+".output"); err != nil {
+			return msg, err
+		}
+		msg.Content = raw
+		return msg, nil
+	}
+	parts, err := mdArray(raw, at+".output", at+".output must be a string or an array of input_text parts")
+	if err != nil {
+		return msg, err
+	}
+	out := make([]mdTextPart, 0, len(parts))
+	for j, p := range parts {
+		pat := fmt.Sprintf("%s.output[%d]", at, j)
+		pm, typ, err := mdBlock(p, pat)
+		if err != nil {
+			return msg, err
+		}
+		if typ != "input_text" {
+			return msg, mdInvalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, mdQuote(typ))
+		}
+		text, err := rsPartText(pm, pat, "text")
+		if err != nil {
+			return msg, err
+		}
+		out = append(out, mdTextPart{Type: "text", Text: text})
+	}
+	if len(out) == 0 {
+		msg.Content = json.RawMessage(`""`)
+	} else {
+		msg.Content = mdJSON(out)
+	}
+	return msg, nil
+}
+
+// rsTool is a Chat Completions function tool.
+type rsTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+		Strict      json.RawMessage `json:"strict,omitempty"`
+	} `json:"function"`
+}
+
+// rsTools translates the function tools; names are their names.
+func rsTools(fields map[string]json.RawMessage) ([]rsTool, map[string]bool, error) {
+	raw, ok := mdPresent(fields, "tools")
+	if !ok {
+		return nil, nil, nil
+	}
+	list, err := mdArray(raw, "tools", "tools must be an array of tools")
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make(map[string]bool, len(list))
+	tools := make([]rsTool, 0, len(list))
+	for i, t := range list {
+		at := fmt.Sprintf("tools[%d]", i)
+		m, typ, err := mdBlock(t, at)
+		if err != nil {
+			return nil, nil, err
+		}
+		if typ != "function" {
+			return nil, nil, mdInvalid(at+".type", "%s.type %s is not supported by this gateway (only function tools are)", at, mdQuote(typ))
+		}
+		if err := mdKeys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
+			return nil, nil, err
+		}
+		var out rsTool
+		out.Type = "function"
+		if out.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
+			return nil, nil, err
+		}
+		if !rsValidName(out.Function.Name) {
+			return nil, nil, mdInvalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
+		}
+		if names[out.Function.Name] {
+			return nil, nil, mdInvalid(at+".name", "%s.name: tool names must be unique", at)
+		}
+		names[out.Function.Name] = true
+		if out.Function.Description, err = mdString(m, "description", at+".description", false); err != nil {
+			return nil, nil, err
+		}
+		if schema, ok := mdPresent(m, "parameters"); ok {
+			if schema[0] != '{' {
+				return nil, nil, mdInvalid(at+".parameters", "%s.parameters must be a JSON schema object", at)
+			}
+			out.Function.Parameters = schema
+		}
+		if strict, err := rsBool(m, "strict", at+".strict"); err != nil {
+			return nil, nil, err
+		} else if strict != nil {
+			out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
+		}
+		tools = append(tools, out)
+	}
+	return tools, names, nil
+}
+
+// rsValidName is OpenAI's rule for function names: ^[a-zA-Z0-9_-]{1,64}$.
+func rsValidName(s string) bool {
+	if len(s) == 0 || len(s) > rsMaxFunctionNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// rsToolChoice translates tool_choice.
+func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, error) {
+	const param = "tool_choice"
+	if raw[0] == '"' {
+		s, err := mdStringValue(raw, param)
+		if err != nil {
+			return nil, err
+		}
+		switch s {
+		case "auto", "none":
+		case "required":
+			if len(tools) == 0 {
+				return nil, mdInvalid(param, "tool_choice \"required\" requires tools")
+			}
+		default:
+			return nil, mdInvalid(param, "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"name\":...}")
+		}
+		return mdJSON(s), nil
+	}
+	m, err := mdObjectOf(raw, param)
+	if err != nil {
+		return nil, mdInvalid(param, "tool_choice must be a string or an object")
+	}
+	typ, err := mdString(m, "type", "tool_choice.type", true)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "function" {
+		return nil, mdInvalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", mdQuote(typ))
+	}
+	if err := mdKeys(m, param, "type", "name"); err != nil {
+		return nil, err
+	}
+	name, err := mdString(m, "name", "tool_choice.name", true)
+	if err != nil {
+		return nil, err
+	}
+	if !tools[name] {
+		return nil, mdInvalid("tool_choice.name", "tool_choice.name %s is not one of the tools", mdQuote(name))
+	}
+	var c struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	c.Type, c.Function.Name = "function", name
+	return mdJSON(c), nil
+}
+
+// rsText translates text: its format, as a response_format (nil for plain
+// text). verbosity is checked and ignored.
+func rsText(raw json.RawMessage) (json.RawMessage, error) {
+	m, err := mdObjectOf(raw, "text")
+	if err != nil {
+		return nil, err
+	}
+	if err := mdKeys(m, "text", "format", "verbosity"); err != nil {
+		return nil, err
+	}
+	verbosity, err := mdString(m, "verbosity", "text.verbosity", false)
+	if err != nil {
+		return nil, err
+	}
+	switch verbosity {
+	case "", "low", "medium", "high":
+	default:
+		return nil, mdInvalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
+	}
+	fraw, ok := mdPresent(m, "format")
+	if !ok {
+		return nil, nil
+	}
+	const at = "text.format"
+	f, typ, err := mdBlock(fraw, at)
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case "text":
+		return nil, mdKeys(f, at, "type")
+	case "json_object":
+		if err := mdKeys(f, at, "type"); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"type":"json_object"}`), nil
+	case "json_schema":
+	default:
+		return nil, mdInvalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
+	}
+	if err := mdKeys(f, at, "type", "name", "schema", "description", "strict"); err != nil {
+		return nil, err
+	}
+	var js struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      json.RawMessage `json:"strict,omitempty"`
+	}
+	if js.Name, err = mdString(f, "name", at+".name", true); err != nil {
+		return nil, err
+	}
+	if !rsValidName(js.Name) {
+		return nil, mdInvalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
+	}
+	if js.Description, err = mdString(f, "description", at+".description", false); err != nil {
+		return nil, err
+	}
+	schema, ok := mdPresent(f, "schema")
+	if !ok {
+		return nil, mdInvalid(at+".schema", "%s.schema is required", at)
+	}
+	if schema[0] != '{' {
+		return nil, mdInvalid(at+".schema", "%s.schema must be a JSON schema object", at)
+	}
+	js.Schema = schema
+	if strict, err := rsBool(f, "strict", at+".strict"); err != nil {
+		return nil, err
+	} else if strict != nil {
+		js.Strict = json.RawMessage(strconv.FormatBool(*strict))
+	}
+	return mdJSON(struct {
+		Type       string `json:"type"`
+		JSONSchema any    `json:"json_schema"`
+	}{"json_schema", js}), nil
+}
+
+// rsMetadata checks metadata, OpenAI's map of at most 16 strings, and
+// returns it compacted.
+func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
+	m, err := mdObjectOf(raw, "metadata")
+	if err != nil {
+		return nil, err
+	}
+	if len(m) > rsMaxMetadata {
+		return nil, mdInvalid("metadata", "metadata must have at most %d keys", rsMaxMetadata)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Sorted, so the error does not depend on map order.
+	sort.Strings(keys)
+	for _, k := range keys {
+		name := k
+		if len(name) > 64 || !utf8.ValidString(name) {
+			name = "(unprintable)"
+		}
+		at := "metadata." + name
+		if len(k) > rsMaxMetadataKey {
+			return nil, mdInvalid(at, "metadata keys must be at most %d characters", rsMaxMetadataKey)
+		}
+		v, err := mdStringValue(m[k], at)
+		if err != nil {
+			return nil, err
+		}
+		if len(v) > rsMaxMetadataValue {
+			return nil, mdInvalid(at, "%s must be at most %d characters", at, rsMaxMetadataValue)
+		}
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, mdInvalid("metadata", "metadata must be an object")
+	}
+	return b.Bytes(), nil
+}
+
+// rsCheckIgnored checks the shape of the ignored fields: a wrong type is
+// still the client's mistake.
+func rsCheckIgnored(fields map[string]json.RawMessage) error {
+	for _, name := range []string{"service_tier", "prompt_cache_key", "prompt_cache_retention"} {
+		if _, err := mdString(fields, name, name, false); err != nil {
+			return err
+		}
+	}
+	truncation, err := mdString(fields, "truncation", "truncation", false)
+	if err != nil {
+		return err
+	}
+	if truncation != "" && truncation != "auto" && truncation != "disabled" {
+		return mdInvalid("truncation", "truncation must be \"auto\" or \"disabled\"")
+	}
+	if _, err := mdInt(fields, "max_tool_calls", "max_tool_calls", 0, math.MaxInt32, false); err != nil {
+		return err
+	}
+	if raw, ok := mdPresent(fields, "include"); ok {
+		list, err := mdArray(raw, "include", "include must be an array of strings")
+		if err != nil {
+			return err
+		}
+		for i, v := range list {
+			if _, err := mdStringValue(v, fmt.Sprintf("include[%d]", i)); err != nil {
+				return err
+			}
+		}
+	}
+	if raw, ok := mdPresent(fields, "reasoning"); ok {
+		m, err := mdObjectOf(raw, "reasoning")
+		if err != nil {
+			return err
+		}
+		if err := mdKeys(m, "reasoning", "effort", "summary", "generate_summary"); err != nil {
+			return err
+		}
+		for _, name := range []string{"effort", "summary", "generate_summary"} {
+			if _, err := mdString(m, name, "reasoning."+name, false); err != nil {
+				return err
+			}
+		}
+	}
+	if raw, ok := mdPresent(fields, "stream_options"); ok {
+		m, err := mdObjectOf(raw, "stream_options")
+		if err != nil {
+			return err
+		}
+		if err := mdKeys(m, "stream_options", "include_obfuscation"); err != nil {
+			return err
+		}
+		if _, err := rsBool(m, "include_obfuscation", "stream_options.include_obfuscation"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rsBool reads a boolean field; nil when absent or null.
+func rsBool(m map[string]json.RawMessage, name, param string) (*bool, error) {
+	raw, ok := mdPresent(m, name)
+	if !ok {
+		return nil, nil
+	}
+	var b bool
+	switch string(raw) {
+	case "true":
+		b = true
+	case "false":
+	default:
+		return nil, mdInvalid(param, "%s must be a boolean", param)
+	}
+	return &b, nil
+}
