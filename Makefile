@@ -7,6 +7,14 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/bin/staticcheck-$(STATICCHECK_VERSION)
 DYNALITE_VERSION := 4.0.0
 DYNALITE := $(TOOLS)/dynalite/node_modules/.bin/dynalite
+# The official Node SDKs, for pkg/httpapi's TestNodeSDK* tests, which find their
+# node_modules through BUZZGATE_NODE_SDKS (or .tools/sdks/node_modules). The
+# stamp names both versions, so changing a pin reinstalls. openai 7 needs
+# Node 22; these run on Node 20.
+OPENAI_NODE_VERSION := 6.30.1
+ANTHROPIC_NODE_VERSION := 1.15.0
+NODE_SDKS_DIR := $(TOOLS)/sdks/node_modules
+NODE_SDKS := $(NODE_SDKS_DIR)/.buzzgate-openai-$(OPENAI_NODE_VERSION)-anthropic-$(ANTHROPIC_NODE_VERSION)
 # The AWS Lambda Runtime Interface Emulator, from the Go module proxy. The
 # tests find it as .tools/bin/aws-lambda-rie (a link to the pinned version)
 # or through BUZZGATE_RIE.
@@ -78,9 +86,9 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
 
 # The tests start what they need themselves: dynalite (a local DynamoDB
-# stand-in) and the Lambda emulator.
-unit: $(DYNALITE) $(RIE_LINK)
-	BUZZGATE_RIE=$(RIE) $(GO) test -race -count=1 ./...
+# stand-in), the Lambda emulator and node with the official SDKs.
+unit: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
+	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) $(GO) test -race -count=1 ./...
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
@@ -99,7 +107,7 @@ fuzz:
 	  done; \
 	done
 
-tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK)
+tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)/bin
@@ -118,6 +126,13 @@ $(RIE_LINK): $(RIE)
 $(DYNALITE):
 	mkdir -p $(TOOLS)/dynalite
 	npm install --prefix $(TOOLS)/dynalite --no-audit --no-fund dynalite@$(DYNALITE_VERSION)
+
+$(NODE_SDKS):
+	mkdir -p $(TOOLS)/sdks
+	rm -f $(NODE_SDKS_DIR)/.buzzgate-openai-*
+	npm install --prefix $(TOOLS)/sdks --no-audit --no-fund --save-exact \
+		openai@$(OPENAI_NODE_VERSION) @anthropic-ai/sdk@$(ANTHROPIC_NODE_VERSION)
+	touch $@
 
 clean:
 	rm -rf bin .aws-sam

@@ -1,0 +1,241 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// envNodeSDKs names the environment variable holding the node_modules
+// directory with the official Node SDKs (openai, @anthropic-ai/sdk) that
+// `make tools` installs; by default .tools/sdks/node_modules under the module
+// root.
+const envNodeSDKs = "BUZZGATE_NODE_SDKS"
+
+const nodeSDKsMissing = "the official Node SDKs are not installed: run `make tools` (make test installs them)"
+
+// nodeSDKs finds the SDKs' node_modules directory and node, failing the test
+// (never skipping it) when either is missing.
+func nodeSDKs(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir = os.Getenv(envNodeSDKs)
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatalf("%s (%v)", nodeSDKsMissing, err)
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(wd, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(wd)
+			if parent == wd {
+				t.Fatalf("%s (no go.mod above the working directory)", nodeSDKsMissing)
+			}
+			wd = parent
+		}
+		dir = filepath.Join(wd, ".tools", "sdks", "node_modules")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatalf("%s (%v)", nodeSDKsMissing, err)
+	}
+	for _, pkg := range []string{"openai", "@anthropic-ai/sdk"} {
+		if _, err := os.Stat(filepath.Join(dir, pkg, "package.json")); err != nil {
+			t.Fatalf("%s (%s=%s: %v)", nodeSDKsMissing, envNodeSDKs, dir, err)
+		}
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH (%v); the Node SDK tests need it", err)
+	}
+	return node, dir
+}
+
+// runNodeSDK runs testdata/nodesdk/<script> against the gateway at url and
+// decodes the one JSON line it prints into out.
+func runNodeSDK(t *testing.T, script, url string, out any) {
+	t.Helper()
+	node, dir := nodeSDKs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "nodesdk", script), url, testKey)
+	cmd.Env = append(os.Environ(), envNodeSDKs+"="+dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s: %v\nstdout: %s\nstderr: %s", script, err, stdout.String(), stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("node %s printed %q: %v\nstderr: %s", script, stdout.String(), err, stderr.String())
+	}
+	t.Logf("node %s: %s", script, strings.TrimSpace(stdout.String()))
+}
+
+// TestNodeSDKChat drives Chat Completions with the official openai Node SDK
+// (v6): a completion with usage.cost, a stream and a keyed replay.
+func TestNodeSDKChat(t *testing.T) {
+	g := newGateway(t, setup{})
+	var got struct {
+		Create struct {
+			ID, Text, Finish string
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+			Cost             *float64
+		}
+		Stream struct {
+			Text, Finish string
+			Cost         *float64
+		}
+		Replay struct {
+			First, Again  string
+			FirstReplayed *string `json:"first_replayed"`
+			AgainReplayed *string `json:"again_replayed"`
+		}
+	}
+	runNodeSDK(t, "openai_chat.mjs", g.url, &got)
+	c := got.Create
+	// providertest: 10 prompt tokens, 2 completion tokens; p0 costs 1/M in, 2/M out.
+	if c.ID == "" || c.Text != "Hello world" || c.Finish != "stop" || c.PromptTokens != 10 || c.CompletionTokens != 2 || c.Cost == nil || *c.Cost != 1.4e-05 {
+		t.Errorf("completion: %+v (cost %v)", c, c.Cost)
+	}
+	if s := got.Stream; s.Text != "Hello world" || s.Finish != "stop" || s.Cost == nil || *s.Cost != 1.4e-05 {
+		t.Errorf("stream: %+v", s)
+	}
+	if r := got.Replay; r.First == "" || r.Again != r.First || r.FirstReplayed != nil || r.AgainReplayed == nil || *r.AgainReplayed != "true" {
+		t.Errorf("replay: %+v", r)
+	}
+	if calls := g.ups[0].Calls(); calls != 3 || g.ups[1].Calls() != 0 {
+		t.Errorf("upstream calls p0=%d p1=%d, want 3 and 0 (the replay calls none)", calls, g.ups[1].Calls())
+	}
+}
+
+// TestNodeSDKResponses drives the Responses API with the official openai Node
+// SDK: a response with usage.cost, a stream up to response.completed, a
+// previous_response_id continuation and an unknown previous_response_id.
+func TestNodeSDKResponses(t *testing.T) {
+	g := newGateway(t, setup{})
+	type unknown struct {
+		Class    string
+		Instance bool
+		Status   int
+		Body     struct{ Type, Code, Param string }
+	}
+	var got struct {
+		Create struct {
+			ID, Status, Text string
+			OutputTokens     int `json:"output_tokens"`
+			Cost             *float64
+		}
+		Stream struct {
+			Types     []string
+			Seq       []int
+			Text      string
+			Completed *struct {
+				Status, Text string
+				OutputTokens int `json:"output_tokens"`
+			}
+		}
+		Next    struct{ ID, Previous, Text string }
+		Unknown unknown
+	}
+	runNodeSDK(t, "openai_responses.mjs", g.url, &got)
+	c := got.Create
+	if !strings.HasPrefix(c.ID, "resp_") || c.Status != "completed" || c.Text != "Hello world" || c.OutputTokens != 2 || c.Cost == nil || *c.Cost != 1.4e-05 {
+		t.Errorf("response: %+v (cost %v)", c, c.Cost)
+	}
+	s := got.Stream
+	if len(s.Types) < 3 || s.Types[0] != "response.created" || s.Types[len(s.Types)-1] != "response.completed" || s.Text != "Hello world" ||
+		s.Completed == nil || s.Completed.Status != "completed" || s.Completed.Text != "Hello world" || s.Completed.OutputTokens != 2 {
+		t.Errorf("stream: %+v", s)
+	}
+	for i, n := range s.Seq {
+		if n != i {
+			t.Errorf("stream sequence_numbers %v, want 0, 1, 2, ...", s.Seq)
+			break
+		}
+	}
+	if n := got.Next; !strings.HasPrefix(n.ID, "resp_") || n.ID == c.ID || n.Previous != c.ID || n.Text != "Hello world" {
+		t.Errorf("continuation: %+v", n)
+	}
+	if u := got.Unknown; !u.Instance || u.Status != 400 || u.Body.Param != "previous_response_id" {
+		t.Errorf("an unknown previous_response_id: %+v", u)
+	}
+	// The continuation's upstream request holds the whole conversation; the
+	// unknown previous_response_id reached no upstream.
+	reqs := g.ups[0].Requests()
+	if len(reqs) != 3 || g.ups[1].Calls() != 0 {
+		t.Fatalf("upstream calls p0=%d p1=%d, want 3 and 0", len(reqs), g.ups[1].Calls())
+	}
+	var roles []string
+	for _, m := range reqs[2].JSON["messages"].([]any) {
+		roles = append(roles, fmt.Sprint(m.(map[string]any)["role"]))
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,user" {
+		t.Errorf("the continuation's upstream roles: %v", roles)
+	}
+}
+
+// TestNodeSDKMessages drives the Messages API with the official
+// @anthropic-ai/sdk: a message, a stream's finalMessage(), a keyed request
+// and its replay with the SDK's retries on, and a 409 ConflictError for a
+// changed body with the same key, which the SDK does not retry.
+func TestNodeSDKMessages(t *testing.T) {
+	g := newGateway(t, setup{})
+	var got struct {
+		Create struct {
+			ID, Type, Role, Text string
+			StopReason           string `json:"stop_reason"`
+			InputTokens          int    `json:"input_tokens"`
+			OutputTokens         int    `json:"output_tokens"`
+			Cost                 *float64
+		}
+		Stream struct {
+			Deltas, Text string
+			StopReason   string `json:"stop_reason"`
+			OutputTokens int    `json:"output_tokens"`
+		}
+		Replay struct {
+			First, Again  string
+			AgainReplayed *string `json:"again_replayed"`
+			Requests      int
+		}
+		Conflict struct {
+			Class    string
+			Instance bool
+			Status   int
+			Requests int
+			Body     struct {
+				Type  string
+				Error struct{ Type, Code string }
+			}
+		}
+	}
+	runNodeSDK(t, "anthropic_messages.mjs", g.url, &got)
+	c := got.Create
+	if !strings.HasPrefix(c.ID, "msg_") || c.Type != "message" || c.Role != "assistant" || c.Text != "Hello world" || c.StopReason != "end_turn" ||
+		c.InputTokens != 10 || c.OutputTokens != 2 || c.Cost == nil || *c.Cost != 1.4e-05 {
+		t.Errorf("message: %+v (cost %v)", c, c.Cost)
+	}
+	if s := got.Stream; s.Deltas != "Hello world" || s.Text != "Hello world" || s.StopReason != "end_turn" || s.OutputTokens != 2 {
+		t.Errorf("stream: %+v", s)
+	}
+	if r := got.Replay; !strings.HasPrefix(r.First, "msg_") || r.Again != r.First || r.AgainReplayed == nil || *r.AgainReplayed != "true" || r.Requests != 2 {
+		t.Errorf("replay: %+v", r)
+	}
+	if k := got.Conflict; !k.Instance || k.Status != 409 || k.Body.Type != "error" || k.Body.Error.Code != "idempotency_conflict" || k.Requests != 1 {
+		t.Errorf("a changed body with the same key: %+v", k)
+	}
+	// The message, the stream and the keyed request; the replay and the
+	// conflict call no upstream.
+	if p0, p1 := g.ups[0].Calls(), g.ups[1].Calls(); p0 != 3 || p1 != 0 {
+		t.Errorf("upstream calls p0=%d p1=%d, want 3 and 0", p0, p1)
+	}
+}
