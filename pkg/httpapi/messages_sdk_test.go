@@ -159,3 +159,21 @@ func TestMessagesHTTP(t *testing.T) {
 		t.Errorf("a failure after output: %d events, err %v; want events, then an error", n, err)
 	}
 }
+
+// TestMessagesSDKRefusal: a provider's refusal reaches the Anthropic SDK as
+// Anthropic's own: the refusal text and stop_reason "refusal".
+func TestMessagesSDKRefusal(t *testing.T) {
+	g := newGateway(t, setup{})
+	g.ups[0].Script(providertest.Response{Refusal: "I can't help with that."})
+	client := anthropicClient(g.url)
+	msg, err := client.Messages.New(context.Background(), messageParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.StopReason != "refusal" || len(msg.Content) != 1 || msg.Content[0].Text != "I can't help with that." {
+		t.Errorf("refusal: %s", msg.RawJSON())
+	}
+	if calls := g.calls(); calls[1] != 0 {
+		t.Errorf("a refusal was tried elsewhere: upstream calls %v", calls)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 func responsesParams(input string) responses.ResponseNewParams {
@@ -109,5 +111,54 @@ func TestResponsesSDK(t *testing.T) {
 				t.Errorf("replay: same %v, upstream calls %d, want %d (%v)", a.RawJSON() == b.RawJSON(), g.ups[0].Calls(), calls+1, err)
 			}
 		})
+	}
+}
+
+// TestResponsesSDKCases: through openai-go, a tool call comes back as a
+// function_call item, a refusal as a refusal part, a failure after output as
+// a response.failed event, and a changed body with the same key as a 409.
+func TestResponsesSDKCases(t *testing.T) {
+	g := newGateway(t, setup{})
+	client := sdkClient(g)
+	ctx := context.Background()
+
+	g.ups[0].Script(providertest.Response{ToolCall: &providertest.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}})
+	p := responsesParams("Weather?")
+	p.Tools = []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_weather", Parameters: map[string]any{"type": "object"}}}}
+	r, err := client.Responses.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Output) != 1 || r.Output[0].Type != "function_call" || r.Output[0].Name != "get_weather" || r.Output[0].Arguments.OfString != `{"city":"Paris"}` || r.Output[0].CallID != "call_1" {
+		t.Errorf("tool call: %s", r.RawJSON())
+	}
+
+	g.ups[0].Script(providertest.Response{Refusal: "I can't help with that."})
+	r, err = client.Responses.New(ctx, responsesParams("Something bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Output) != 1 || len(r.Output[0].Content) != 1 || r.Output[0].Content[0].Type != "refusal" || r.Output[0].Content[0].Refusal != "I can't help with that." {
+		t.Errorf("refusal: %s", r.RawJSON())
+	}
+
+	g.ups[0].Script(providertest.Response{Text: []string{"a", "b", "c"}, Cut: &providertest.Cut{After: 2, How: providertest.CutError}})
+	stream := client.Responses.NewStreaming(ctx, responsesParams("Stream it"))
+	var last string
+	for stream.Next() {
+		last = stream.Current().Type
+	}
+	if err := stream.Err(); err != nil || last != "response.failed" {
+		t.Errorf("a failure after output: last event %q, err %v; want response.failed", last, err)
+	}
+
+	idem := option.WithHeader("Idempotency-Key", key(t))
+	if _, err := client.Responses.New(ctx, responsesParams("Once"), idem); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Responses.New(ctx, responsesParams("Twice"), idem)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 409 || apiErr.Code != "idempotency_conflict" {
+		t.Errorf("a changed body with the same key: %v", err)
 	}
 }
