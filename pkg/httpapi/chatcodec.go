@@ -46,33 +46,15 @@ func (c *chatCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Resu
 
 // completion assembles the provider's stream into one chat.completion.
 func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	var asm llm.Assembler
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		if err := asm.AddChunk(&ch); err != nil {
-			end = err
-			break
-		}
+	asm, usage, res, ok, end := assemble(ans)
+	if !ok {
+		return res
 	}
-	usage := ans.Usage()
 	finish := ""
-	switch {
-	case end == io.EOF:
-	case errors.Is(end, router.ErrIncomplete):
+	if end != io.EOF {
 		// The provider stopped without finishing: the client gets what was
 		// produced, marked incomplete, rather than losing it.
 		finish = "incomplete"
-	case errors.Is(end, context.DeadlineExceeded):
-		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}}
-	case errors.Is(end, context.Canceled):
-		return gateway.Result{Usage: usage, Err: end}
-	default:
-		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}}
 	}
 	body, err := asm.Completion(usage, finish)
 	if err != nil {
@@ -86,6 +68,40 @@ func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.
 		return gateway.Result{Usage: usage, Answered: true, Err: end}
 	}
 	return gateway.Result{Usage: usage, Answered: true}
+}
+
+// assemble reads a non-streaming answer to its end, with the ending rules
+// every client API shares. When ok is false, res is the request's result (a
+// failure after output started, the time limit, an unkeyed client gone)
+// and nothing is to be written; otherwise end is io.EOF, or
+// router.ErrIncomplete when the provider just stopped, and asm holds what
+// it produced.
+func assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
+	asm = &llm.Assembler{}
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		if err := asm.AddChunk(&ch); err != nil {
+			end = err
+			break
+		}
+	}
+	usage = ans.Usage()
+	switch {
+	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
+		return asm, usage, gateway.Result{}, true, end
+	case errors.Is(end, context.DeadlineExceeded):
+		res.Err = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}
+	case errors.Is(end, context.Canceled):
+		res.Err = end
+	default:
+		res.Err = &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}
+	}
+	res.Usage = usage
+	return asm, usage, res, false, end
 }
 
 // streamTail is what the gateway itself writes into a stream: the usage

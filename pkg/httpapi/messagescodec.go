@@ -146,6 +146,20 @@ func toolInput(args string) json.RawMessage {
 }
 
 // assembled is the part of the Assembler's chat.completion a Message needs.
+// readAssembled reads the assembled chat.completion back, for the APIs that
+// reshape it.
+func readAssembled(asm *llm.Assembler, usage llm.Usage) (*assembled, error) {
+	chat, err := asm.Completion(usage, "")
+	if err != nil {
+		return nil, err
+	}
+	var a assembled
+	if err := json.Unmarshal(chat, &a); err != nil || len(a.Choices) == 0 {
+		return nil, llm.AsError(errors.New("assembled answer unreadable"))
+	}
+	return &a, nil
+}
+
 type assembled struct {
 	Choices []struct {
 		Message struct {
@@ -167,36 +181,13 @@ type assembled struct {
 // are chatCodec.completion's; an answer whose stream just stopped has
 // stop_reason null.
 func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	var asm llm.Assembler
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		if err := asm.AddChunk(&ch); err != nil {
-			end = err
-			break
-		}
+	asm, usage, res, ok, end := assemble(ans)
+	if !ok {
+		return res
 	}
-	usage := ans.Usage()
-	switch {
-	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
-	case errors.Is(end, context.DeadlineExceeded):
-		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}}
-	case errors.Is(end, context.Canceled):
-		return gateway.Result{Usage: usage, Err: end}
-	default:
-		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}}
-	}
-	chat, err := asm.Completion(usage, "")
+	a, err := readAssembled(asm, usage)
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
-	}
-	var a assembled
-	if err := json.Unmarshal(chat, &a); err != nil || len(a.Choices) == 0 {
-		return gateway.Result{Usage: usage, Err: llm.AsError(errors.New("assembled answer unreadable"))}
 	}
 	ch := a.Choices[0]
 	msg := anthropicMessage{ID: c.messageID(), Type: "message", Role: "assistant", Model: c.model,

@@ -386,36 +386,13 @@ func (c *responsesCodec) keepTurn(response any, text, refusal string, calls []tu
 // rules are chatCodec.completion's: a failure after output is an error and
 // nothing is written; a stream that just stopped is an incomplete Response.
 func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	var asm llm.Assembler
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		if err := asm.AddChunk(&ch); err != nil {
-			end = err
-			break
-		}
+	asm, usage, res, ok, end := assemble(ans)
+	if !ok {
+		return res
 	}
-	usage := ans.Usage()
-	switch {
-	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
-	case errors.Is(end, context.DeadlineExceeded):
-		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}}
-	case errors.Is(end, context.Canceled):
-		return gateway.Result{Usage: usage, Err: end}
-	default:
-		return gateway.Result{Usage: usage, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}}
-	}
-	chat, err := asm.Completion(usage, "")
+	a, err := readAssembled(asm, usage)
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
-	}
-	var a assembled
-	if err := json.Unmarshal(chat, &a); err != nil || len(a.Choices) == 0 {
-		return gateway.Result{Usage: usage, Err: llm.AsError(errors.New("assembled answer unreadable"))}
 	}
 	ch := a.Choices[0]
 	finish := ""
