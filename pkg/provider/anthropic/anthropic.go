@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -26,10 +25,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
@@ -39,11 +37,9 @@ var _ llm.Provider = (*Client)(nil)
 const Version = "2023-06-01"
 
 const (
-	maxErrorBody       = 64 << 10
-	maxRejectedMessage = 512
-	maxEventBytes      = 16 << 20
-	maxJSONBody        = 32 << 20
-	maxRetryAfter      = 60 * time.Second
+	maxErrorBody  = 64 << 10
+	maxEventBytes = 16 << 20
+	maxJSONBody   = 32 << 20
 )
 
 // ErrClosed is returned by a stream's Next once Close was called.
@@ -181,85 +177,13 @@ func isJSON(contentType string) bool {
 func statusError(status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
 	switch status {
 	case http.StatusTooManyRequests:
-		return &llm.ProviderError{Class: llm.FailThrottled, Status: status, Message: "upstream status 429", RetryAfter: retryAfter(h, now)}
+		return &llm.ProviderError{Class: llm.FailThrottled, Status: status, Message: "upstream status 429", RetryAfter: upstream.RetryAfter(h, now)}
 	case http.StatusBadRequest:
-		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: rejectedMessage(body)}
+		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: upstream.RejectedMessage(body)}
 	}
 	// 529 overloaded_error, the 5xx, 401/403 (a key problem of this
 	// provider, not the client's) and anything else: try the next one.
 	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
-}
-
-// retryAfter reads retry-after (seconds or an HTTP date), capped at 60s.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		return capRetryAfter(s)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return capRetryAfter(t.Sub(now).Seconds())
-	}
-	return 0
-}
-
-func capRetryAfter(seconds float64) time.Duration {
-	switch {
-	case math.IsNaN(seconds) || seconds <= 0:
-		return 0
-	case seconds >= maxRetryAfter.Seconds():
-		return maxRetryAfter
-	}
-	return time.Duration(seconds * float64(time.Second))
-}
-
-// rejectedMessage is the message of Anthropic's error envelope
-// {"type":"error","error":{"type":...,"message":...}}, else the start of the
-// body as plain text.
-func rejectedMessage(body []byte) string {
-	var env struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(env.Error, &e) == nil && strings.TrimSpace(e.Message) != "" {
-			return e.Message
-		}
-		var s string
-		if json.Unmarshal(env.Error, &s) == nil && strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	if msg := plainText(body, maxRejectedMessage); msg != "" {
-		return msg
-	}
-	return "status 400"
-}
-
-func plainText(b []byte, max int) string {
-	if len(b) > max {
-		b = b[:max]
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		b = b[size:]
-		switch {
-		case r == utf8.RuneError && size == 1:
-			continue
-		case unicode.IsControl(r):
-			if unicode.IsSpace(r) {
-				sb.WriteByte(' ')
-			}
-			continue
-		}
-		sb.WriteRune(r)
-	}
-	return strings.TrimSpace(sb.String())
 }
 
 // stream is a 200 answer: a Messages event stream, or, when events is nil, a

@@ -9,11 +9,9 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -21,10 +19,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	upstreamhttp "github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
@@ -33,15 +30,10 @@ var _ llm.Provider = (*Client)(nil)
 const (
 	// maxErrorBody is how much of a non-200 answer is read.
 	maxErrorBody = 64 << 10
-	// maxRejectedMessage is how much of a 400 body that is not an OpenAI
-	// error envelope becomes the message passed to the client.
-	maxRejectedMessage = 512
 	// maxEventBytes bounds one SSE event, a chunk, of a streamed answer.
 	maxEventBytes = 16 << 20
 	// maxJSONBody bounds a whole non-streamed answer.
 	maxJSONBody = 32 << 20
-	// maxRetryAfter caps an upstream's retry-after hint.
-	maxRetryAfter = 60 * time.Second
 )
 
 // ErrClosed is returned by a stream's Next once Close was called: the end the
@@ -183,97 +175,12 @@ func statusError(status int, h http.Header, body []byte, now time.Time) *llm.Pro
 			Class:      llm.FailThrottled,
 			Status:     status,
 			Message:    "upstream status 429",
-			RetryAfter: retryAfter(h, now),
+			RetryAfter: upstreamhttp.RetryAfter(h, now),
 		}
 	case http.StatusBadRequest:
-		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: rejectedMessage(body)}
+		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: upstreamhttp.RejectedMessage(body)}
 	}
 	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
-}
-
-// retryAfter reads the hint of a 429: retry-after-ms (milliseconds, as
-// OpenAI sends it) first, else retry-after (seconds or an HTTP date). It is
-// capped at maxRetryAfter; 0 means no usable hint.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return capRetryAfter(ms / 1e3)
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return capRetryAfter(s)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return capRetryAfter(t.Sub(now).Seconds())
-	}
-	return 0
-}
-
-func capRetryAfter(seconds float64) time.Duration {
-	switch {
-	case math.IsNaN(seconds) || seconds <= 0:
-		return 0
-	case seconds >= maxRetryAfter.Seconds():
-		return maxRetryAfter
-	}
-	return time.Duration(seconds * float64(time.Second))
-}
-
-// rejectedMessage is what a 400 passes on to the client: the message of an
-// OpenAI error envelope, else the start of the body as plain text.
-func rejectedMessage(body []byte) string {
-	var env struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(env.Error, &e) == nil && strings.TrimSpace(e.Message) != "" {
-			return e.Message
-		}
-		// Some compatible servers send {"error": "message"}.
-		var s string
-		if json.Unmarshal(env.Error, &s) == nil && strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	if msg := plainText(body, maxRejectedMessage); msg != "" {
-		return msg
-	}
-	return "status 400"
-}
-
-// plainText is the first max bytes of b as one line of text: control
-// characters removed (line breaks and tabs become spaces), as is invalid UTF-8
-// or a rune cut in half at the end.
-func plainText(b []byte, max int) string {
-	if len(b) > max {
-		b = b[:max]
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		b = b[size:]
-		switch {
-		case r == utf8.RuneError && size == 1:
-			continue
-		case unicode.IsControl(r):
-			if unicode.IsSpace(r) {
-				sb.WriteByte(' ')
-			}
-			continue
-		}
-		sb.WriteRune(r)
-	}
-	return strings.TrimSpace(sb.String())
 }
 
 // classify maps an error reading the answer's body.

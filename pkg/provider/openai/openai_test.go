@@ -436,42 +436,6 @@ func TestStatusErrors(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		ms, s string
-		want  time.Duration
-	}{
-		{"", "", 0},
-		{"250", "", 250 * time.Millisecond},
-		{"12.5", "", 12500 * time.Microsecond},
-		{"90000", "", 60 * time.Second},
-		{"1e300", "", 60 * time.Second},
-		{"NaN", "", 0},
-		{"-5", "3", 3 * time.Second},
-		{"junk", "3", 3 * time.Second},
-		{"", "0", 0},
-		{"", "-1", 0},
-		{"", "1.5", 1500 * time.Millisecond},
-		{"", now.Add(10 * time.Second).Format(http.TimeFormat), 10 * time.Second},
-		{"", now.Add(-10 * time.Second).Format(http.TimeFormat), 0},
-		{"", now.Add(time.Hour).Format(http.TimeFormat), 60 * time.Second},
-		{"", "soon", 0},
-	}
-	for _, tt := range tests {
-		h := http.Header{}
-		if tt.ms != "" {
-			h.Set("retry-after-ms", tt.ms)
-		}
-		if tt.s != "" {
-			h.Set("retry-after", tt.s)
-		}
-		if got := retryAfter(h, now); got != tt.want {
-			t.Errorf("retryAfter(ms=%q, s=%q) = %v, want %v", tt.ms, tt.s, got, tt.want)
-		}
-	}
-}
-
 // TestOneAttempt checks that a failure is never retried: not a 5xx, not a
 // connection closed before the answer, and not through a client of the
 // caller's own.
@@ -866,27 +830,6 @@ func TestJSONFallbackFailures(t *testing.T) {
 			t.Errorf("got %q, %v; want nothing and io.EOF", got, err)
 		}
 	})
-}
-
-func TestPlainText(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", ""},
-		{"  hi  ", "hi"},
-		{"a\nb", "a b"},
-		{"\x00\x01\x7f", ""},
-		{"ok\xff\xfe", "ok"},
-		{"\u0085x", "x"}, // C1 control (NEL) as space, trimmed
-		{"\u009bx", "x"}, // C1 control removed
-		{"日本語", "日本語"},   // multi-byte text kept
-	}
-	for _, tt := range tests {
-		if got := plainText([]byte(tt.in), 512); got != tt.want {
-			t.Errorf("plainText(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-	if got := plainText([]byte("ab日"), 4); got != "ab" {
-		t.Errorf("rune cut at the limit: got %q, want %q", got, "ab")
-	}
 }
 
 func BenchmarkChatStream(b *testing.B) {

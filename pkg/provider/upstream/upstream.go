@@ -1,0 +1,111 @@
+// Package upstream holds what the provider adapters share about an
+// upstream's HTTP answers: its retry-after hint and the message of a 400,
+// made safe to pass to a client. Adapters never import each other; they
+// import this.
+package upstream
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+const (
+	// maxRejectedMessage is how much of a 400 body that is not an error
+	// envelope becomes the message passed to the client.
+	maxRejectedMessage = 512
+	// maxRetryAfter caps an upstream's retry-after hint.
+	maxRetryAfter = 60 * time.Second
+)
+
+// RetryAfter reads the hint of a 429: retry-after-ms (milliseconds, as
+// OpenAI sends it; Anthropic sends none) first, else retry-after (seconds or an HTTP date). It is
+// capped at maxRetryAfter; 0 means no usable hint.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return capSeconds(ms / 1e3)
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return capSeconds(s)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return capSeconds(t.Sub(now).Seconds())
+	}
+	return 0
+}
+
+func capSeconds(seconds float64) time.Duration {
+	switch {
+	case math.IsNaN(seconds) || seconds <= 0:
+		return 0
+	case seconds >= maxRetryAfter.Seconds():
+		return maxRetryAfter
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// RejectedMessage is what a 400 passes on to the client: the message of the
+// error envelope (OpenAI's {"error":{"message"}}, Anthropic's
+// {"type":"error","error":{"message"}}), else the start of the body as
+// plain text.
+func RejectedMessage(body []byte) string {
+	var env struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
+		var e struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(env.Error, &e) == nil && strings.TrimSpace(e.Message) != "" {
+			return e.Message
+		}
+		// Some compatible servers send {"error": "message"}.
+		var s string
+		if json.Unmarshal(env.Error, &s) == nil && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	if msg := PlainText(body, maxRejectedMessage); msg != "" {
+		return msg
+	}
+	return "status 400"
+}
+
+// PlainText is the first max bytes of b as one line of text: control
+// characters removed (line breaks and tabs become spaces), as is invalid UTF-8
+// or a rune cut in half at the end.
+func PlainText(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size == 1:
+			continue
+		case unicode.IsControl(r):
+			if unicode.IsSpace(r) {
+				sb.WriteByte(' ')
+			}
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return strings.TrimSpace(sb.String())
+}
