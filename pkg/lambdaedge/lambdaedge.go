@@ -266,20 +266,28 @@ func (w *responseWriter) FlushError() error {
 
 func (w *responseWriter) sendHead() {
 	w.sent = true
-	hd := head{status: w.status, single: make(map[string]string, len(w.header))}
-	for k, v := range w.header {
+	single, multi := splitHeader(w.header)
+	w.heads <- head{status: w.status, single: single, multi: multi}
+}
+
+// splitHeader puts a header with one value in single and one with several
+// in multi (nil when there is none), so that none is folded, lost or sent
+// twice.
+func splitHeader(h http.Header) (single map[string]string, multi map[string][]string) {
+	single = make(map[string]string, len(h))
+	for k, v := range h {
 		switch len(v) {
 		case 0:
 		case 1:
-			hd.single[k] = v[0]
+			single[k] = v[0]
 		default:
-			if hd.multi == nil {
-				hd.multi = make(map[string][]string)
+			if multi == nil {
+				multi = make(map[string][]string)
 			}
-			hd.multi[k] = append([]string(nil), v...)
+			multi[k] = append([]string(nil), v...)
 		}
 	}
-	w.heads <- hd
+	return single, multi
 }
 
 // finish runs when the handler returns: the head goes out if it has not
