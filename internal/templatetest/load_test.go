@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/buzzgate/buzzgate/internal/samtemplate"
 )
 
 // Files under test, relative to this package.
@@ -40,14 +41,20 @@ type template struct {
 	cf  *cloudformation.Template
 }
 
-// goformationUnknown lists the properties, by resource type, that are newer
-// than goformation v7.14.9's schema. Its decoder rejects an unknown property
-// and with it the whole template, so loadTemplate removes these before
-// goformation parses; the raw tree keeps them and the tests check them
-// there.
+// goformationUnknown lists the properties, by resource type, that
+// goformation v7.14.9 (the latest release) does not know or types wrongly.
+// Its decoder rejects such a property and with it the whole template, so
+// loadTemplate removes these before goformation parses; the raw tree keeps
+// them and the tests check them there. A "*" in a path stands for every key
+// of a mapping (every event of a function).
 var goformationUnknown = map[string][][]string{
-	// Response streaming for REST APIs (November 2025).
-	"AWS::ApiGateway::Method": {{"Integration", "ResponseTransferMode"}},
+	// Response streaming for REST APIs (November 2025), and an Api event's
+	// integration timeout, which goformation's ApiEvent lacks.
+	"AWS::ApiGateway::Method":   {{"Integration", "ResponseTransferMode"}},
+	"AWS::Serverless::Function": {{"Events", "*", "Properties", "ResponseTransferMode"}, {"Events", "*", "Properties", "TimeoutInMillis"}},
+	// goformation types GatewayResponses as a map of strings; SAM's is a
+	// map of objects (StatusCode, ResponseParameters, ResponseTemplates).
+	"AWS::Serverless::Api": {{"GatewayResponses"}},
 }
 
 var loadTemplate = sync.OnceValues(func() (*template, error) {
@@ -62,7 +69,7 @@ var loadTemplate = sync.OnceValues(func() (*template, error) {
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s: want one YAML mapping", templatePath)
 	}
-	raw, err := toValue(&root)
+	raw, err := samtemplate.Value(&root)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", templatePath, err)
 	}
@@ -106,12 +113,26 @@ func removeUnknown(doc *yaml.Node) {
 			continue
 		}
 		for _, path := range goformationUnknown[typ.Value] {
-			n := mappingValue(res, "Properties")
-			for _, key := range path[:len(path)-1] {
-				n = mappingValue(n, key)
-			}
-			deleteKey(n, path[len(path)-1])
+			removePath(mappingValue(res, "Properties"), path)
 		}
+	}
+}
+
+// removePath deletes the key at path below n; "*" matches every key.
+func removePath(n *yaml.Node, path []string) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	if len(path) == 1 {
+		deleteKey(n, path[0])
+		return
+	}
+	if path[0] != "*" {
+		removePath(mappingValue(n, path[0]), path[1:])
+		return
+	}
+	for i := 1; i < len(n.Content); i += 2 {
+		removePath(n.Content[i], path[1:])
 	}
 }
 
@@ -136,76 +157,6 @@ func deleteKey(n *yaml.Node, key string) {
 			n.Content = append(n.Content[:i], n.Content[i+2:]...)
 			return
 		}
-	}
-}
-
-// shortForms maps CloudFormation's YAML short-form tags to their long form.
-var shortForms = map[string]string{
-	"!Ref": "Ref", "!Condition": "Condition",
-	"!Base64": "Fn::Base64", "!Cidr": "Fn::Cidr", "!FindInMap": "Fn::FindInMap",
-	"!GetAtt": "Fn::GetAtt", "!GetAZs": "Fn::GetAZs", "!ImportValue": "Fn::ImportValue",
-	"!Join": "Fn::Join", "!Select": "Fn::Select", "!Split": "Fn::Split", "!Sub": "Fn::Sub",
-	"!Transform": "Fn::Transform", "!And": "Fn::And", "!Equals": "Fn::Equals",
-	"!If": "Fn::If", "!Not": "Fn::Not", "!Or": "Fn::Or",
-}
-
-// toValue converts a YAML node into maps, lists and scalars, with
-// short-form intrinsics in their long form.
-func toValue(n *yaml.Node) (any, error) {
-	if long, ok := shortForms[n.Tag]; ok {
-		inner := *n
-		inner.Tag = ""
-		if inner.Kind == yaml.ScalarNode {
-			inner.Tag = "!!str"
-		}
-		v, err := toValue(&inner)
-		if err != nil {
-			return nil, err
-		}
-		if s, ok := v.(string); ok && long == "Fn::GetAtt" {
-			res, attr, _ := strings.Cut(s, ".")
-			v = []any{res, attr}
-		}
-		return map[string]any{long: v}, nil
-	}
-	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
-		return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		return toValue(n.Content[0])
-	case yaml.AliasNode:
-		return toValue(n.Alias)
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := toValue(c)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	case yaml.MappingNode:
-		out := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key := n.Content[i].Value
-			if _, dup := out[key]; dup {
-				return nil, fmt.Errorf("line %d: key %q given twice", n.Content[i].Line, key)
-			}
-			v, err := toValue(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			out[key] = v
-		}
-		return out, nil
-	default:
-		var v any
-		if err := n.Decode(&v); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n.Line, err)
-		}
-		return v, nil
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/samtemplate"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 )
@@ -405,121 +406,185 @@ func checkStatement(t *testing.T, at string, stmt any, table string, allowed []s
 	}
 }
 
-// The URI of a Lambda proxy integration through InvokeWithResponseStream.
-var streamingURI = regexp.MustCompile(`^arn:(aws|\$\{AWS::Partition\}):apigateway:\$\{AWS::Region\}:lambda:path/2021-11-15/functions/\$\{(\w+)\.Arn\}/response-streaming-invocations$`)
-
+// TestAPIStreamsFromLambda: one REST API, declared as SAM resources, whose
+// one route (every method under /api/v1) streams the gateway function's
+// answer. What SAM's translator (1.109 or later) makes of it, in
+// samtranslator/model/eventsources/push.py and swagger/swagger.py: an
+// Api event with ResponseTransferMode RESPONSE_STREAM gets an AWS_PROXY
+// integration (POST) on
+// arn:${Partition}:apigateway:${Region}:lambda:path/2021-11-15/functions/<arn>/response-streaming-invocations
+// with responseTransferMode STREAM and the event's timeoutInMillis, plus
+// an AWS::Lambda::Permission for API Gateway on this API; the
+// AWS::Serverless::Api gets a Deployment whose logical id hashes the
+// definition (a new one whenever the API changes) and the stage.
 func TestAPIStreamsFromLambda(t *testing.T) {
 	tpl := load(t)
-	api := tpl.one(t, "AWS::ApiGateway::RestApi")
-	for _, typ := range []string{"AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api", "AWS::Serverless::Api"} {
+	api := tpl.one(t, "AWS::Serverless::Api")
+	for _, typ := range []string{"AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api"} {
 		if ids := tpl.resources(typ); len(ids) > 0 {
 			t.Errorf("%s %v: the API is one REST API with streaming integrations (HTTP APIs buffer and stop at 30 s)", typ, ids)
 		}
 	}
-	rest := tpl.cf.GetAllApiGatewayRestApiResources()[api]
-	if rest.EndpointConfiguration == nil || !slices.Equal(rest.EndpointConfiguration.Types, []string{"REGIONAL"}) {
-		t.Errorf("%s: EndpointConfiguration.Types must be [REGIONAL] (a stream's idle timeout is 5 min there, 30 s on an edge-optimized endpoint)", api)
-	}
-
-	methods := tpl.resources("AWS::ApiGateway::Method")
-	if len(methods) == 0 {
-		t.Fatal("no AWS::ApiGateway::Method")
-	}
-	invoked := map[string]bool{}
-	typed := tpl.cf.GetAllApiGatewayMethodResources()
-	for _, id := range methods {
-		p := tpl.props(id)
-		integ, _ := p["Integration"].(map[string]any)
-		if integ == nil {
-			t.Errorf("%s: no Integration", id)
-			continue
-		}
-		if got := integ["Type"]; got != "AWS_PROXY" {
-			t.Errorf("%s: Integration.Type = %v, want AWS_PROXY", id, got)
-		}
-		if got := integ["IntegrationHttpMethod"]; got != "POST" {
-			t.Errorf("%s: Integration.IntegrationHttpMethod = %v, want POST (Lambda is invoked with POST)", id, got)
-		}
-		if got := integ["ResponseTransferMode"]; got != "STREAM" {
-			t.Errorf("%s: Integration.ResponseTransferMode = %v, want STREAM", id, got)
-		}
-		uri, _ := subText(integ["Uri"])
-		m := streamingURI.FindStringSubmatch(uri)
-		switch {
-		case m == nil:
-			t.Errorf("%s: Integration.Uri = %v, want !Sub arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2021-11-15/functions/${<Function>.Arn}/response-streaming-invocations", id, integ["Uri"])
-		case get(tpl.raw, "Resources", m[2], "Type") != "AWS::Serverless::Function":
-			t.Errorf("%s: Integration.Uri invokes %s, which is not a function of this template", id, m[2])
-		default:
-			invoked[m[2]] = true
-		}
-		timeout := typed[id].Integration.TimeoutInMillis
-		if timeout == nil || *timeout < 600_000 || *timeout > 900_000 {
-			t.Errorf("%s: Integration.TimeoutInMillis = %v, want 600000 to 900000 (the request ceiling is 600 s; STREAM allows 15 min)", id, derefInt(timeout))
-		}
-		if !isRef(p["RestApiId"], api) {
-			t.Errorf("%s: RestApiId = %v, want !Ref %s", id, p["RestApiId"], api)
-		}
-		if got := resourcePath(t, tpl, api, p["ResourceId"]); got != "/api/v1/{proxy+}" {
-			t.Errorf("%s: path %q, want /api/v1/{proxy+}", id, got)
+	// SAM generates these from the Api and the event. Written by hand they
+	// are invisible to `sam local start-api`, and a hand-made Deployment is
+	// not redeployed when the API changes.
+	for _, typ := range []string{"AWS::ApiGateway::RestApi", "AWS::ApiGateway::Resource", "AWS::ApiGateway::Method", "AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage", "AWS::ApiGateway::GatewayResponse", "AWS::Lambda::Permission"} {
+		if ids := tpl.resources(typ); len(ids) > 0 {
+			t.Errorf("%s %v: declare the API with %s and the function's Api event (SAM generates this)", typ, ids, api)
 		}
 	}
 
-	// A deployment snapshots what exists when it is made: it must come after
-	// every method and gateway response.
-	deployment := tpl.one(t, "AWS::ApiGateway::Deployment")
-	deps, _ := stringList(get(tpl.raw, "Resources", deployment, "DependsOn"))
-	for _, id := range append(methods, tpl.resources("AWS::ApiGateway::GatewayResponse")...) {
-		if !slices.Contains(deps, id) {
-			t.Errorf("%s: DependsOn lacks %s, so the stage's snapshot may miss it", deployment, id)
-		}
+	p := tpl.props(api)
+	if typ := get(p, "EndpointConfiguration", "Type"); typ != "REGIONAL" && get(p, "EndpointConfiguration") != "REGIONAL" {
+		t.Errorf("%s: EndpointConfiguration.Type = %v, want REGIONAL (a stream's idle timeout is 5 min there, 30 s on an edge-optimized endpoint)", api, typ)
 	}
-	if stage := tpl.one(t, "AWS::ApiGateway::Stage"); !isRef(tpl.props(stage)["DeploymentId"], deployment) {
-		t.Errorf("%s: DeploymentId = %v, want !Ref %s", stage, tpl.props(stage)["DeploymentId"], deployment)
+	if !isRef(p["StageName"], "Stage") {
+		t.Errorf("%s: StageName = %v, want !Ref Stage", api, p["StageName"])
 	}
+	if v, _ := p["OpenApiVersion"].(string); !regexp.MustCompile(`^2\.0$`).MatchString(v) {
+		t.Errorf("%s: OpenApiVersion = %v, want \"2.0\" (without it SAM adds a second stage named Stage)", api, p["OpenApiVersion"])
+	}
+	if p["DefinitionBody"] != nil || p["DefinitionUri"] != nil {
+		t.Errorf("%s: a definition of its own: the route comes from the function's event, which SAM CLI reads", api)
+	}
+	settings := list(p["MethodSettings"])
+	if len(settings) != 1 || get(settings[0], "ResourcePath") != "/*" || get(settings[0], "HttpMethod") != "*" ||
+		!isRef(get(settings[0], "ThrottlingRateLimit"), "ThrottlingRateLimit") || !isRef(get(settings[0], "ThrottlingBurstLimit"), "ThrottlingBurstLimit") {
+		t.Errorf("%s: MethodSettings = %v, want one for /* and * with the throttling parameters", api, p["MethodSettings"])
+	}
+	checkGatewayResponses(t, api, p["GatewayResponses"])
 
-	// API Gateway may invoke each function it integrates, from this API.
-	for fn := range invoked {
-		found := false
-		for _, id := range tpl.resources("AWS::Lambda::Permission") {
-			p := tpl.props(id)
-			if !isGetAtt(p["FunctionName"], fn, "Arn") && !isRef(p["FunctionName"], fn) {
+	// The gateway function's event: every path under /api/v1, every method,
+	// streamed, with the longest timeout a stream allows.
+	var streamed []string
+	for _, fn := range tpl.resources("AWS::Serverless::Function") {
+		events, _ := get(tpl.props(fn), "Events").(map[string]any)
+		for name, ev := range events {
+			if typ := get(ev, "Type"); typ != "Api" {
+				if typ == "HttpApi" {
+					t.Errorf("%s: event %s is an HttpApi", fn, name)
+				}
 				continue
 			}
-			found = true
-			if p["Action"] != "lambda:InvokeFunction" || p["Principal"] != "apigateway.amazonaws.com" {
-				t.Errorf("%s: want Action lambda:InvokeFunction (which InvokeWithResponseStream needs) for principal apigateway.amazonaws.com, got %v for %v", id, p["Action"], p["Principal"])
+			at := fn + ".Events." + name
+			if functionKind(t, fn) != kindAPI {
+				t.Errorf("%s: only the gateway function serves the API", at)
+				continue
 			}
-			if src, _ := subText(p["SourceArn"]); !strings.Contains(src, ":execute-api:") || !strings.Contains(src, "${"+api+"}") {
-				t.Errorf("%s: SourceArn = %v, want this API's execute-api ARN", id, p["SourceArn"])
+			streamed = append(streamed, fn)
+			ep, _ := get(ev, "Properties").(map[string]any)
+			if !isRef(ep["RestApiId"], api) {
+				t.Errorf("%s: RestApiId = %v, want !Ref %s", at, ep["RestApiId"], api)
+			}
+			if ep["Path"] != "/api/v1/{proxy+}" || !strings.EqualFold(fmt.Sprint(ep["Method"]), "ANY") {
+				t.Errorf("%s: %v %v, want ANY /api/v1/{proxy+}", at, ep["Method"], ep["Path"])
+			}
+			if ep["ResponseTransferMode"] != "RESPONSE_STREAM" {
+				t.Errorf("%s: ResponseTransferMode = %v, want RESPONSE_STREAM", at, ep["ResponseTransferMode"])
+			}
+			if ms, ok := ep["TimeoutInMillis"].(int); !ok || ms < 600_000 || ms > 900_000 {
+				t.Errorf("%s: TimeoutInMillis = %v, want 600000 to 900000 (the request ceiling is 600 s; STREAM allows 15 min)", at, ep["TimeoutInMillis"])
+			}
+			if ep["Auth"] != nil {
+				t.Errorf("%s: Auth = %v: the gateway authenticates the bearer key itself", at, ep["Auth"])
 			}
 		}
-		if !found {
-			t.Errorf("no AWS::Lambda::Permission lets API Gateway invoke %s", fn)
-		}
+	}
+	if len(streamed) != 1 {
+		t.Errorf("the gateway function has %d Api events, want 1", len(streamed))
 	}
 }
 
-// resourcePath follows an AWS::ApiGateway::Resource up to the API's root.
-func resourcePath(t *testing.T, tpl *template, api string, ref any) string {
+// errorEnvelope: an API Gateway response template that renders as the
+// gateway's OpenAI error envelope ($context.error.messageString is a JSON
+// string in quotes).
+func errorEnvelope(t *testing.T, at string, tmpl any, code, typ string) {
 	t.Helper()
-	var parts []string
-	for range 16 {
-		if isGetAtt(ref, api, "RootResourceId") {
-			return "/" + strings.Join(parts, "/")
-		}
-		id, _ := get(ref, "Ref").(string)
-		if get(tpl.raw, "Resources", id, "Type") != "AWS::ApiGateway::Resource" {
-			t.Errorf("resource %v is not an AWS::ApiGateway::Resource of the template", ref)
-			return ""
-		}
-		p := tpl.props(id)
-		part, _ := p["PathPart"].(string)
-		parts = append([]string{part}, parts...)
-		ref = p["ParentId"]
+	s, _ := tmpl.(string)
+	s = strings.ReplaceAll(s, "$context.error.messageString", `"Missing Authentication Token"`)
+	var env struct {
+		Error map[string]any `json:"error"`
 	}
-	t.Errorf("resource path too deep")
-	return ""
+	if err := json.Unmarshal([]byte(s), &env); err != nil || env.Error == nil {
+		t.Errorf("%s: template %q is not a JSON error envelope: %v", at, tmpl, err)
+		return
+	}
+	if _, ok := env.Error["param"]; !ok || env.Error["message"] == nil || env.Error["code"] != code || env.Error["type"] != typ {
+		t.Errorf("%s: %v, want code %q and type %q with message and param", at, env.Error, code, typ)
+	}
+}
+
+// checkGatewayResponses: the errors API Gateway answers itself come in the
+// gateway's error envelope with an x-request-id, so clients parse them
+// like the gateway's own.
+func checkGatewayResponses(t *testing.T, api string, v any) {
+	t.Helper()
+	responses, _ := v.(map[string]any)
+	want := []struct {
+		typ, status, code, errType string
+		headers                    map[string]string
+	}{
+		{"MISSING_AUTHENTICATION_TOKEN", "404", "not_found", "not_found_error", nil},
+		{"THROTTLED", "429", "capacity", "rate_limit_error", map[string]string{"x-gateway-admission-refused": "'true'", "retry-after": "'1'"}},
+		{"DEFAULT_4XX", "", "invalid_request", "invalid_request_error", nil},
+		{"DEFAULT_5XX", "", "internal_error", "server_error", nil},
+	}
+	for _, w := range want {
+		at := api + ".GatewayResponses." + w.typ
+		r, ok := responses[w.typ].(map[string]any)
+		if !ok {
+			t.Errorf("%s: missing", at)
+			continue
+		}
+		for k := range r {
+			if k != "StatusCode" && k != "ResponseParameters" && k != "ResponseTemplates" {
+				t.Errorf("%s: %s is not a property SAM knows", at, k)
+			}
+		}
+		if got := fmt.Sprint(r["StatusCode"]); w.status != "" && got != w.status {
+			t.Errorf("%s: StatusCode = %v, want %q", at, r["StatusCode"], w.status)
+		}
+		for k := range get(r, "ResponseParameters").(map[string]any) {
+			if k != "Headers" {
+				t.Errorf("%s: ResponseParameters.%s: only Headers here", at, k)
+			}
+		}
+		headers, _ := get(r, "ResponseParameters", "Headers").(map[string]any)
+		if headers["x-request-id"] != "context.requestId" {
+			t.Errorf("%s: x-request-id = %v, want context.requestId", at, headers["x-request-id"])
+		}
+		for k, v := range w.headers {
+			if headers[k] != v {
+				t.Errorf("%s: %s = %v, want %s", at, k, headers[k], v)
+			}
+		}
+		errorEnvelope(t, at, get(r, "ResponseTemplates", "application/json"), w.code, w.errType)
+	}
+}
+
+// TestSAMLocalFindsRoutes applies SAM CLI's route discovery
+// (internal/samtemplate): `sam local start-api` serves the gateway's route
+// from the function's event. The template before this layout had none
+// (internal/samtemplate's TestRoutesOfPlainMethods).
+func TestSAMLocalFindsRoutes(t *testing.T) {
+	data, err := os.ReadFile(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := samtemplate.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := load(t)
+	api := raw.one(t, "AWS::Serverless::Api")
+	routes, provider := samtemplate.LocalRoutes(tpl)
+	if provider != "sam" || len(routes) != 1 {
+		t.Fatalf("SAM CLI would pick its %s provider and find %d routes (%+v), want the SAM provider and 1 route", provider, len(routes), routes)
+	}
+	r := routes[0]
+	if r.Path != "/api/v1/{proxy+}" || r.Method != "ANY" || r.API != api || r.Event != "Api" || functionKind(t, r.Function) != kindAPI {
+		t.Errorf("route %+v, want ANY /api/v1/{proxy+} of %s (a REST API) to the gateway function", r, api)
+	}
 }
 
 // subVar matches ${Name}, ${Name.Attr} and the literal ${!Text} of Fn::Sub.
@@ -708,10 +773,10 @@ func checkAlarmActions(t *testing.T, tpl *template, id string, p map[string]any)
 func TestOutputs(t *testing.T) {
 	tpl := load(t)
 	outputs, _ := tpl.raw["Outputs"].(map[string]any)
-	api := tpl.one(t, "AWS::ApiGateway::RestApi")
+	api := tpl.one(t, "AWS::Serverless::Api")
 	url, _ := subText(get(outputs, "ApiUrl", "Value"))
-	if !strings.HasPrefix(url, "https://${"+api+"}.execute-api.${AWS::Region}.") || !strings.HasSuffix(url, "/api/v1") {
-		t.Errorf("ApiUrl = %q, want https://${%s}.execute-api.${AWS::Region}.amazonaws.com/<stage>/api/v1", url, api)
+	if want := "https://${" + api + "}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${" + api + ".Stage}/api/v1"; url != want {
+		t.Errorf("ApiUrl = %q, want %q", url, want)
 	}
 	if v := get(outputs, "TableName", "Value"); !isRef(v, tableID(t, tpl)) {
 		t.Errorf("TableName = %v, want !Ref of the table", v)
