@@ -141,6 +141,20 @@ type eventTest struct {
 func TestEvents(t *testing.T) {
 	endpoint, table := newTable(t)
 	emu := startFunction(t, endpoint, table)
+	for _, tt := range eventTests(t) {
+		t.Run(tt.event, func(t *testing.T) {
+			r := invokeEvent(t, emu, tt.event)
+			tt.check(t, r)
+		})
+	}
+}
+
+// eventTests are the answers events/README.md promises, one check per
+// sample event, in the order to send them; the replay compares with the
+// keyed event's answer, so they share state. It fails t when an event in
+// events/ has no check.
+func eventTests(t *testing.T) []eventTest {
+	t.Helper()
 	var first *rie.Response // chat-completion-keyed.json's answer
 	tests := []eventTest{
 		{"models.json", func(t *testing.T, r *rie.Response) {
@@ -205,17 +219,14 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("no events in %s: %v", eventsDir, err)
 	}
 	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "env.") {
+			continue // --env-vars files (samlocal_test.go), not events
+		}
 		if !slices.ContainsFunc(tests, func(tt eventTest) bool { return tt.event == filepath.Base(f) }) {
 			t.Errorf("events/%s has no test here", filepath.Base(f))
 		}
 	}
-
-	for _, tt := range tests {
-		t.Run(tt.event, func(t *testing.T) {
-			r := invokeEvent(t, emu, tt.event)
-			tt.check(t, r)
-		})
-	}
+	return tests
 }
 
 // checkReplay: r is a replay of first, byte for byte, with its request id.

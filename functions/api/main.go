@@ -1,6 +1,7 @@
 // Command api is buzzgate's gateway. Under AWS Lambda, or the Runtime
 // Interface Emulator (AWS_LAMBDA_RUNTIME_API is set), it serves API Gateway
-// REST proxy events and streams its answers (pkg/lambdaedge); elsewhere it
+// REST proxy events and streams its answers (pkg/lambdaedge), or buffers
+// them when SAM CLI runs it locally (AWS_SAM_LOCAL=true); elsewhere it
 // serves HTTP on BUZZGATE_ADDR (default 127.0.0.1:8080). Either way it logs
 // JSON lines to stderr.
 package main
@@ -53,9 +54,25 @@ func serveLambda(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	h := finishWithin(a, logger)
+	if samLocal(os.Getenv) {
+		logger.Info("buzzgate serving Lambda events, buffered for SAM CLI (AWS_SAM_LOCAL)", "models", len(a.Config.Models), "providers", len(a.Config.Providers))
+		lambdaedge.StartBuffered(h)
+		return nil
+	}
 	logger.Info("buzzgate serving Lambda events", "models", len(a.Config.Models), "providers", len(a.Config.Providers))
-	lambdaedge.Start(finishWithin(a, logger))
+	lambdaedge.Start(h)
 	return nil
+}
+
+// samLocal reports whether SAM CLI runs the function (`sam local invoke`,
+// `sam local start-api`): it sets AWS_SAM_LOCAL=true in every local
+// container and reads the answer as a buffered API Gateway proxy response
+// (JSON), which it cannot do with the streamed integration format. There
+// the function answers buffered: an event stream arrives whole. Deployed,
+// the variable is unset and the answer streams.
+func samLocal(getenv func(string) string) bool {
+	return getenv("AWS_SAM_LOCAL") == "true"
 }
 
 // finishWithin keeps each invocation open after its answer (flushed) while
@@ -63,7 +80,8 @@ func serveLambda(logger *slog.Logger) error {
 // a Lambda execution environment is frozen between invocations, so a retry
 // left for later might never run. It waits until the invocation's deadline
 // less a margin; what is still undone then, the SweepFunction settles
-// (bills) or the record's lease ends (a 409 for its retries).
+// (bills) or the record's lease ends (a 409 for its retries). Buffered
+// (under SAM CLI) the flush sends nothing, so there the answer waits too.
 func finishWithin(a *app.App, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.Handler.ServeHTTP(w, r)

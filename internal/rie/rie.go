@@ -28,6 +28,7 @@ package rie
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,13 +258,15 @@ func (e *Emulator) Close() {
 	})
 }
 
-// Response is a decoded streamed HTTP integration response.
+// Response is a decoded streamed HTTP integration response (Decode), or a
+// buffered API Gateway proxy response (DecodeBuffered).
 type Response struct {
 	StatusCode int
 	// Header merges the prelude's headers and multiValueHeaders.
 	Header http.Header
 	Body   []byte
-	// Prelude is the prelude's JSON as sent.
+	// Prelude is the prelude's JSON as sent (the whole JSON answer when
+	// buffered).
 	Prelude json.RawMessage
 }
 
@@ -325,4 +329,66 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// DecodeBuffered reads a buffered API Gateway proxy response (the function's
+// answer under SAM CLI, AWS_SAM_LOCAL=true) as `sam local start-api` does
+// for a REST API (samcli/local/apigw/local_apigw_service.py,
+// _parse_v1_payload_format_lambda_output): a JSON object with only the
+// keys statusCode, headers, multiValueHeaders, body, isBase64Encoded (and
+// base64Encoded, cookies); a positive statusCode (200 when missing); headers and
+// multiValueHeaders merged; the body a string. A base64 body is decoded
+// (SAM CLI decodes it only when the API lists a binary media type the
+// client accepts; this API lists none, so the function sends text).
+func DecodeBuffered(raw []byte) (*Response, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil, fmt.Errorf("the Lambda response must be a JSON object (SAM CLI answers 502): %.200q: %w", raw, err)
+	}
+	for k := range keys {
+		switch k {
+		case "statusCode", "headers", "multiValueHeaders", "body", "isBase64Encoded", "base64Encoded", "cookies":
+		default:
+			return nil, fmt.Errorf("invalid API Gateway response key %q (SAM CLI answers 502)", k)
+		}
+	}
+	var p struct {
+		StatusCode        *int                `json:"statusCode"`
+		Headers           map[string]string   `json:"headers"`
+		MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+		Body              *string             `json:"body"`
+		IsBase64Encoded   bool                `json:"isBase64Encoded"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("API Gateway response %.200q: %w", raw, err)
+	}
+	status := http.StatusOK // SAM CLI's default for a REST API
+	if p.StatusCode != nil {
+		status = *p.StatusCode
+	}
+	if status <= 0 {
+		return nil, fmt.Errorf("statusCode must be a positive int: %.200q", raw)
+	}
+	r := &Response{StatusCode: status, Header: http.Header{}, Prelude: raw}
+	for k, vs := range p.MultiValueHeaders {
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	for k, v := range p.Headers {
+		if !slices.Contains(p.MultiValueHeaders[k], v) {
+			r.Header.Add(k, v)
+		}
+	}
+	if p.Body != nil {
+		r.Body = []byte(*p.Body)
+		if p.IsBase64Encoded {
+			b, err := base64.StdEncoding.DecodeString(*p.Body)
+			if err != nil {
+				return nil, fmt.Errorf("isBase64Encoded body: %w", err)
+			}
+			r.Body = b
+		}
+	}
+	return r, nil
 }

@@ -65,3 +65,53 @@ func TestStartWithoutBootstrap(t *testing.T) {
 		t.Fatal("Start with a missing bootstrap succeeded")
 	}
 }
+
+func TestDecodeBuffered(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		status  int
+		header  http.Header
+		body    string
+		wantErr string
+	}{
+		{
+			name:   "headers merge, a pair in both once",
+			raw:    `{"statusCode":200,"headers":{"X-A":"1","Set-Cookie":"a=1"},"multiValueHeaders":{"Set-Cookie":["a=1","b=2"]},"body":"{\"ok\":true}"}`,
+			status: 200,
+			header: http.Header{"X-A": {"1"}, "Set-Cookie": {"a=1", "b=2"}},
+			body:   `{"ok":true}`,
+		},
+		{
+			name:   "null headers, base64 body",
+			raw:    `{"statusCode":404,"headers":null,"multiValueHeaders":null,"body":"aGk=","isBase64Encoded":true}`,
+			status: 404,
+			header: http.Header{},
+			body:   "hi",
+		},
+		{name: "the streaming format", raw: `{"statusCode":200}` + strings.Repeat("\x00", 8) + "body", wantErr: "JSON object"},
+		{name: "an unknown key", raw: `{"statusCode":200,"body":"","trailer":1}`, wantErr: `key "trailer"`},
+		{name: "no status is 200", raw: `{"body":"x"}`, status: 200, header: http.Header{}, body: "x"},
+		{name: "a status of 0", raw: `{"statusCode":0,"body":""}`, wantErr: "positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := rie.DecodeBuffered([]byte(tt.raw))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.StatusCode != tt.status || string(r.Body) != tt.body {
+				t.Errorf("%d %q, want %d %q", r.StatusCode, r.Body, tt.status, tt.body)
+			}
+			if diff := cmp.Diff(tt.header, r.Header); diff != "" {
+				t.Errorf("header (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
