@@ -54,8 +54,11 @@ func serveLambda(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := finishWithin(a, logger)
+	h := finishWithin(a, logger, 0)
 	if samLocal(os.Getenv) {
+		// Buffered, the answer itself waits for the finishing writes:
+		// not for most of the 900 s a deployed invocation may wait.
+		h = finishWithin(a, logger, samLocalFinishWait)
 		logger.Info("buzzgate serving Lambda events, buffered for SAM CLI (AWS_SAM_LOCAL)", "models", len(a.Config.Models), "providers", len(a.Config.Providers))
 		lambdaedge.StartBuffered(h)
 		return nil
@@ -64,6 +67,11 @@ func serveLambda(logger *slog.Logger) error {
 	lambdaedge.Start(h)
 	return nil
 }
+
+// samLocalFinishWait bounds how long a buffered answer under SAM CLI waits
+// for finishing writes that failed (a local DynamoDB gone); what is left,
+// the leases and the reconciler settle, as when an environment dies.
+const samLocalFinishWait = 10 * time.Second
 
 // samLocal reports whether SAM CLI runs the function (`sam local invoke`,
 // `sam local start-api`): it sets AWS_SAM_LOCAL=true in every local
@@ -82,7 +90,9 @@ func samLocal(getenv func(string) string) bool {
 // less a margin; what is still undone then, the SweepFunction settles
 // (bills) or the record's lease ends (a 409 for its retries). Buffered
 // (under SAM CLI) the flush sends nothing, so there the answer waits too.
-func finishWithin(a *app.App, logger *slog.Logger) http.Handler {
+//
+// limit, when positive, bounds the wait further.
+func finishWithin(a *app.App, logger *slog.Logger, limit time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.Handler.ServeHTTP(w, r)
 		if a.Finisher.Pending() == 0 {
@@ -93,6 +103,11 @@ func finishWithin(a *app.App, logger *slog.Logger) http.Handler {
 		if d, ok := r.Context().Deadline(); ok {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+			defer cancel()
+		}
+		if limit > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, limit)
 			defer cancel()
 		}
 		if err := a.Finisher.Wait(ctx); err != nil {

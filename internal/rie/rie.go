@@ -336,7 +336,7 @@ func (b *syncBuffer) String() string {
 // for a REST API (samcli/local/apigw/local_apigw_service.py,
 // _parse_v1_payload_format_lambda_output): a JSON object with only the
 // keys statusCode, headers, multiValueHeaders, body, isBase64Encoded (and
-// base64Encoded, cookies); a positive statusCode (200 when missing); headers and
+// base64Encoded, cookies); a positive statusCode (200 when missing or 0); headers and
 // multiValueHeaders merged; the body a string. A base64 body is decoded
 // (SAM CLI decodes it only when the API lists a binary media type the
 // client accepts; this API lists none, so the function sends text).
@@ -362,8 +362,8 @@ func DecodeBuffered(raw []byte) (*Response, error) {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("API Gateway response %.200q: %w", raw, err)
 	}
-	status := http.StatusOK // SAM CLI's default for a REST API
-	if p.StatusCode != nil {
+	status := http.StatusOK // SAM CLI's `statusCode or 200` for a REST API
+	if p.StatusCode != nil && *p.StatusCode != 0 {
 		status = *p.StatusCode
 	}
 	if status <= 0 {

@@ -92,7 +92,8 @@ func TestDecodeBuffered(t *testing.T) {
 		{name: "the streaming format", raw: `{"statusCode":200}` + strings.Repeat("\x00", 8) + "body", wantErr: "JSON object"},
 		{name: "an unknown key", raw: `{"statusCode":200,"body":"","trailer":1}`, wantErr: `key "trailer"`},
 		{name: "no status is 200", raw: `{"body":"x"}`, status: 200, header: http.Header{}, body: "x"},
-		{name: "a status of 0", raw: `{"statusCode":0,"body":""}`, wantErr: "positive"},
+		{name: "a status of 0 is 200", raw: `{"statusCode":0,"body":""}`, status: 200, header: http.Header{}},
+		{name: "a negative status", raw: `{"statusCode":-1,"body":""}`, wantErr: "positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

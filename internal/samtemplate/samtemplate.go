@@ -179,6 +179,7 @@ const (
 var cfnAPITypes = map[string]bool{
 	"AWS::ApiGateway::RestApi": true, "AWS::ApiGateway::Stage": true,
 	"AWS::ApiGateway::Resource": true, "AWS::ApiGateway::Method": true,
+	"AWS::ApiGateway::Authorizer": true, "AWS::ApiGatewayV2::Authorizer": true,
 	"AWS::ApiGatewayV2::Api": true, "AWS::ApiGatewayV2::Stage": true,
 	"AWS::ApiGatewayV2::Integration": true, "AWS::ApiGatewayV2::Route": true,
 }
@@ -260,22 +261,50 @@ func eventRoutes(fn string, props map[string]any) []Route {
 	return out
 }
 
-// lambdaURI finds the function of a Lambda integration URI the way SAM
-// CLI's LambdaUri does: a Sub naming ${Function.Arn} (or .Alias) in front
-// of "/invocations". A streaming integration's .../response-streaming-
-// invocations does not match, in SAM CLI either.
-var lambdaURI = regexp.MustCompile(`/functions/\$\{([A-Za-z0-9]+)\.(?:Arn|Alias)\}/invocations$`)
+// The function of a Lambda integration URI, as SAM CLI's LambdaUri finds it
+// (samcli/commands/local/lib/swagger/integration_uri.py) in a template its
+// intrinsic resolver has already resolved: ${Function.Arn} (or .Alias) and
+// the pseudo parameters are substituted, then the first Lambda function
+// ARN anywhere in the URI names the function (so a streaming integration's
+// .../response-streaming-invocations is found too), else the generic
+// /functions/NAME/invocations form.
+var (
+	subArn          = regexp.MustCompile(`\$\{([A-Za-z0-9]+)\.(?:Arn|Alias)\}`)
+	functionArn     = regexp.MustCompile(`arn:aws:lambda:[^:]+:[^:]+:function:[^:/]+(?::[^/]+)?`)
+	functionGeneric = regexp.MustCompile(`/functions/([^/]+)/invocations`)
+	functionName    = regexp.MustCompile(`^.*:function:([^:]*)`)
+	validName       = regexp.MustCompile(`^[a-zA-Z0-9-_]+`)
+)
 
 func uriFunction(uri any) (string, bool) {
 	text, ok := uri.(string)
 	if !ok {
-		text, ok = Get(uri, "Fn::Sub").(string)
+		switch v := Get(uri, "Fn::Sub").(type) {
+		case string:
+			text, ok = v, true
+		case []any:
+			if len(v) > 0 {
+				text, ok = v[0].(string)
+			}
+		}
+		text = subArn.ReplaceAllString(text, "arn:aws:lambda:us-east-1:123456789012:function:$1")
+		for name, value := range pseudo {
+			text = strings.ReplaceAll(text, "${"+name+"}", value)
+		}
 	}
 	if !ok {
 		return "", false
 	}
-	m := lambdaURI.FindStringSubmatch(text)
-	if m == nil {
+	arn := functionArn.FindString(text)
+	if arn == "" {
+		m := functionGeneric.FindStringSubmatch(text)
+		if m == nil {
+			return "", false
+		}
+		arn = m[1]
+	}
+	m := functionName.FindStringSubmatch(arn)
+	if m == nil || strings.Contains(m[1], "${stageVariables.") || !validName.MatchString(m[1]) {
 		return "", false
 	}
 	return m[1], true
@@ -289,6 +318,10 @@ func bodyRoutes(api string, body any) []Route {
 	for path, item := range paths {
 		methods, _ := item.(map[string]any)
 		for method, op := range methods {
+			// Only Lambda proxy integrations (SwaggerParser._get_integration).
+			if typ, _ := Get(op, "x-amazon-apigateway-integration", "type").(string); !strings.EqualFold(typ, "aws_proxy") {
+				continue
+			}
 			fn, ok := uriFunction(Get(op, "x-amazon-apigateway-integration", "uri"))
 			if !ok {
 				continue
@@ -302,13 +335,11 @@ func bodyRoutes(api string, body any) []Route {
 	return out
 }
 
-// methodRoute: an AWS::ApiGateway::Method whose integration invokes a
-// function, at the path of its resource chain.
+// methodRoute: an AWS::ApiGateway::Method, at the path of its resource
+// chain; SAM CLI keeps it even when its integration names no function (its
+// requests then fail), so Function may be "".
 func methodRoute(tpl *Template, props map[string]any) (Route, bool) {
-	fn, ok := uriFunction(Get(props, "Integration", "Uri"))
-	if !ok {
-		return Route{}, false
-	}
+	fn, _ := uriFunction(Get(props, "Integration", "Uri"))
 	var parts []string
 	ref := props["ResourceId"]
 	for range 32 {
@@ -329,7 +360,7 @@ func methodRoute(tpl *Template, props map[string]any) (Route, bool) {
 var pseudo = map[string]string{
 	"AWS::AccountId": "123456789012", "AWS::Partition": "aws", "AWS::Region": "us-east-1",
 	"AWS::StackName": "local", "AWS::StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/local/51af3dc0-da77-11e4-872e-1234567db123",
-	"AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": "", "AWS::NotificationARNs": "",
+	"AWS::URLSuffix": "localhost", "AWS::NoValue": "", "AWS::NotificationARNs": "",
 }
 
 // LocalEnv returns the environment SAM CLI gives function fn in its local

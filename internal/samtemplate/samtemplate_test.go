@@ -62,11 +62,23 @@ Resources:
           /body:
             post:
               x-amazon-apigateway-integration:
+                type: aws_proxy
                 uri: !Sub arn:aws:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${Fn.Arn}/invocations
           /streamed:
             post:
               x-amazon-apigateway-integration:
+                type: AWS_PROXY
                 uri: !Sub arn:aws:apigateway:${AWS::Region}:lambda:path/2021-11-15/functions/${Fn.Arn}/response-streaming-invocations
+          /plain:
+            get:
+              x-amazon-apigateway-integration:
+                type: aws
+                uri: !Sub arn:aws:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${Fn.Arn}/invocations
+          /literal:
+            get:
+              x-amazon-apigateway-integration:
+                type: aws_proxy
+                uri: arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:123456789012:function:Other/invocations
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +91,9 @@ Resources:
 		{Path: "/api/v1/{proxy+}", Method: "ANY", Function: "Fn", API: "Rest", Event: "Api"},
 		{Path: "/body", Method: "POST", Function: "Fn", API: "Rest", Event: "Api"},
 		{Path: "/h", Method: "POST", Function: "Fn", API: "ServerlessHttpApi", Event: "HttpApi"},
+		{Path: "/literal", Method: "GET", Function: "Other", API: "Rest", Event: "Api"},
 		{Path: "/ping", Method: "get", Function: "Fn", API: "ServerlessRestApi", Event: "Api"},
+		{Path: "/streamed", Method: "POST", Function: "Fn", API: "Rest", Event: "Api"},
 	}
 	if diff := cmp.Diff(want, routes); provider != "sam" || diff != "" {
 		t.Errorf("provider %q, routes (-want +got):\n%s", provider, diff)
@@ -88,7 +102,7 @@ Resources:
 
 // TestRoutesCloudFormationProvider: a template whose first API-ish resource
 // is AWS::ApiGateway::* is read by SAM CLI's CloudFormation provider, which
-// does read methods (with a non-streaming Lambda URI).
+// does read methods.
 func TestRoutesCloudFormationProvider(t *testing.T) {
 	tpl, err := Decode([]byte(`
 Resources:
