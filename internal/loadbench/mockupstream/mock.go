@@ -1,0 +1,234 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// CompletionSize is the size in bytes of the non-streaming answer.
+const CompletionSize = 448
+
+const (
+	completionID = "chatcmpl-loadbench0000000000000000001"
+	created      = 1767225600
+	model        = "gpt-4o-mini-2024-07-18"
+	fingerprint  = "fp_loadbench"
+	promptTokens = 12
+)
+
+// words is the answer's text, cut to fit CompletionSize by answerText.
+const words = "Load benchmarks measure what a gateway adds to every request: parsing, " +
+	"routing, metering and copying the answer back. This reply is fixed so that " +
+	"every run compares like with like, across rates, keys, replays and streams, " +
+	"and across builds of the gateway, before and after each optimization lands. " +
+	"It carries no meaning beyond its length and shape, and repeats: load load load " +
+	"load load load load load load load load load load load load load load load load"
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type completion struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason string  `json:"finish_reason"`
+	} `json:"choices"`
+	Usage             usage  `json:"usage"`
+	SystemFingerprint string `json:"system_fingerprint"`
+}
+
+func usageOf(text string) usage {
+	n := len(strings.Fields(text))
+	return usage{PromptTokens: promptTokens, CompletionTokens: n, TotalTokens: promptTokens + n}
+}
+
+func marshalCompletion(text string) []byte {
+	var c completion
+	c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = completionID, "chat.completion", created, model, fingerprint
+	c.Choices = make([]struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason string  `json:"finish_reason"`
+	}, 1)
+	c.Choices[0].Message = message{Role: "assistant", Content: text}
+	c.Choices[0].FinishReason = "stop"
+	c.Usage = usageOf(text)
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// answerText is the longest prefix of words (then padded with dots) whose
+// completion is exactly CompletionSize bytes.
+func answerText() string {
+	for n := len(words); n > 0; n-- {
+		text := strings.TrimRight(words[:n], " ")
+		b := marshalCompletion(text)
+		if len(b) > CompletionSize {
+			continue
+		}
+		for len(b) < CompletionSize {
+			text += "."
+			b = marshalCompletion(text)
+		}
+		if len(b) == CompletionSize {
+			return text
+		}
+	}
+	panic("no answer text fits")
+}
+
+// sseEvents returns the answer as Chat Completions chunks, each a complete
+// "data: ...\n\n" event: a role chunk, one chunk per word (with the space
+// before it), a finish chunk, the usage chunk when withUsage, and [DONE].
+func sseEvents(text string, withUsage bool) [][]byte {
+	type delta struct {
+		Role    string `json:"role,omitempty"`
+		Content string `json:"content"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Delta        delta   `json:"delta"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason *string `json:"finish_reason"`
+	}
+	type chunk struct {
+		ID                string   `json:"id"`
+		Object            string   `json:"object"`
+		Created           int64    `json:"created"`
+		Model             string   `json:"model"`
+		SystemFingerprint string   `json:"system_fingerprint"`
+		Choices           []choice `json:"choices"`
+		Usage             *usage   `json:"usage,omitempty"`
+	}
+	event := func(c chunk) []byte {
+		c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = completionID, "chat.completion.chunk", created, model, fingerprint
+		if c.Choices == nil {
+			c.Choices = []choice{}
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			panic(err)
+		}
+		return []byte("data: " + string(b) + "\n\n")
+	}
+	var events [][]byte
+	events = append(events, event(chunk{Choices: []choice{{Delta: delta{Role: "assistant"}}}}))
+	for i, w := range strings.Fields(text) {
+		if i > 0 {
+			w = " " + w
+		}
+		events = append(events, event(chunk{Choices: []choice{{Delta: delta{Content: w}}}}))
+	}
+	stop := "stop"
+	events = append(events, event(chunk{Choices: []choice{{FinishReason: &stop}}}))
+	if withUsage {
+		u := usageOf(text)
+		events = append(events, event(chunk{Usage: &u}))
+	}
+	return append(events, []byte("data: [DONE]\n\n"))
+}
+
+// request is what the mock reads of a request body.
+type request struct {
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type handler struct {
+	completion         []byte
+	stream, streamNoUs [][]byte
+	joined, joinedNoUs []byte
+	flushEach          bool
+}
+
+func newHandler(flushEach bool) *handler {
+	text := answerText()
+	h := &handler{completion: marshalCompletion(text), flushEach: flushEach}
+	h.stream, h.streamNoUs = sseEvents(text, true), sseEvents(text, false)
+	for _, e := range h.stream {
+		h.joined = append(h.joined, e...)
+	}
+	for _, e := range h.streamNoUs {
+		h.joinedNoUs = append(h.joinedNoUs, e...)
+	}
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		writeError(w, http.StatusNotFound, "unknown path "+r.URL.Path)
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", fmt.Sprint(len(h.completion)))
+		w.Write(h.completion)
+		return
+	}
+	withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	if !h.flushEach {
+		if withUsage {
+			w.Write(h.joined)
+		} else {
+			w.Write(h.joinedNoUs)
+		}
+		return
+	}
+	events := h.streamNoUs
+	if withUsage {
+		events = h.stream
+	}
+	rc := http.NewResponseController(w)
+	for _, e := range events {
+		if _, err := w.Write(e); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+	w.Write(b)
+}

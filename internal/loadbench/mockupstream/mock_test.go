@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func post(t *testing.T, h http.Handler, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	return rec
+}
+
+func TestCompletionIs448Bytes(t *testing.T) {
+	rec := post(t, newHandler(false), `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if n := rec.Body.Len(); n != CompletionSize {
+		t.Fatalf("completion is %d bytes, want %d", n, CompletionSize)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("content type %q", ct)
+	}
+	var c completion
+	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" || c.Usage.TotalTokens == 0 {
+		t.Fatalf("unexpected completion %+v", c)
+	}
+}
+
+// streamText parses an SSE body into the concatenated content, whether it
+// had a usage chunk, and whether it ended with [DONE].
+func streamText(t *testing.T, body string) (text string, usageChunks int, done bool) {
+	t.Helper()
+	if !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream does not end with [DONE]: %q", body[max(0, len(body)-40):])
+	}
+	for _, ev := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok {
+			t.Fatalf("event without data: %q", ev)
+		}
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
+		var c struct {
+			Object  string `json:"object"`
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage *usage `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		if c.Object != "chat.completion.chunk" {
+			t.Fatalf("chunk object %q", c.Object)
+		}
+		for _, ch := range c.Choices {
+			text += ch.Delta.Content
+		}
+		if c.Usage != nil {
+			usageChunks++
+		}
+	}
+	return text, usageChunks, done
+}
+
+func TestStreamIsTheSameText(t *testing.T) {
+	for _, flushEach := range []bool{false, true} {
+		h := newHandler(flushEach)
+		var c completion
+		json.Unmarshal(post(t, h, `{}`).Body.Bytes(), &c)
+		want := c.Choices[0].Message.Content
+
+		rec := post(t, h, `{"stream":true,"stream_options":{"include_usage":true}}`)
+		if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream" {
+			t.Errorf("content type %q", ct)
+		}
+		text, usages, done := streamText(t, rec.Body.String())
+		if text != want || usages != 1 || !done {
+			t.Errorf("flushEach=%v with usage: text %q (want %q), %d usage chunks, done %v", flushEach, text, want, usages, done)
+		}
+		text, usages, _ = streamText(t, post(t, h, `{"stream":true}`).Body.String())
+		if text != want || usages != 0 {
+			t.Errorf("flushEach=%v without usage: text %q, %d usage chunks", flushEach, text, usages)
+		}
+	}
+}
+
+func TestUnknownPathAndBadBody(t *testing.T) {
+	h := newHandler(false)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/embeddings", strings.NewReader(`{}`)))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("unknown path: %d", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{`)))
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("bad body: %d", rec.Code)
+	}
+}
