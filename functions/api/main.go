@@ -8,8 +8,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -106,6 +109,19 @@ func serveHTTP(logger *slog.Logger) error {
 		// The local server settles what failed or crashed requests left
 		// (under Lambda the scheduled SweepFunction does).
 		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger)
+	}
+	// BUZZGATE_PPROF_ADDR (off by default): net/http/pprof on its own
+	// loopback listener, for profiling under load (internal/loadbench).
+	if pa := os.Getenv("BUZZGATE_PPROF_ADDR"); pa != "" {
+		if host, _, err := net.SplitHostPort(pa); err != nil || !net.ParseIP(host).IsLoopback() {
+			return fmt.Errorf("BUZZGATE_PPROF_ADDR=%q: want a loopback IP:port", pa)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index) // and the named profiles: allocs, heap, ...
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		go func() { logger.Warn("pprof listener stopped", "error", http.ListenAndServe(pa, mux)) }()
+		logger.Warn("pprof listening", "addr", pa)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
