@@ -111,7 +111,9 @@ func (r *requester) do(client *http.Client, i int, from time.Time) sample {
 	}
 	defer resp.Body.Close()
 	var s sample
-	buf := make([]byte, 32<<10)
+	bp := bufs.Get().(*[]byte)
+	defer bufs.Put(bp)
+	buf := *bp
 	first := true
 	for {
 		n, err := resp.Body.Read(buf)
@@ -143,6 +145,10 @@ func (r *requester) do(client *http.Client, i int, from time.Time) sample {
 	}
 	return s
 }
+
+// bufs are the response read buffers, reused so that the generator makes
+// little garbage of its own.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // summary is one run of one target.
 type summary struct {
