@@ -42,45 +42,52 @@ type toolFunction struct {
 }
 
 type deltaWire struct {
-	ID                string          `json:"id"`
-	Model             string          `json:"model"`
-	Created           int64           `json:"created"`
-	SystemFingerprint string          `json:"system_fingerprint"`
-	ServiceTier       string          `json:"service_tier"`
-	Usage             json.RawMessage `json:"usage"`
-	Error             json.RawMessage `json:"error"`
-	Choices           []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Role      string  `json:"role"`
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-			FunctionCall *struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function_call"`
-		} `json:"delta"`
-		Logprobs *struct {
-			Content []json.RawMessage `json:"content"`
-			Refusal []json.RawMessage `json:"refusal"`
-		} `json:"logprobs"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
+	ID                string            `json:"id"`
+	Model             string            `json:"model"`
+	Created           int64             `json:"created"`
+	SystemFingerprint string            `json:"system_fingerprint"`
+	ServiceTier       string            `json:"service_tier"`
+	Usage             json.RawMessage   `json:"usage"`
+	Error             json.RawMessage   `json:"error"`
+	Choices           []deltaChoiceWire `json:"choices"`
+}
+
+type deltaChoiceWire struct {
+	Index        int                `json:"index"`
+	Delta        deltaDeltaWire     `json:"delta"`
+	Logprobs     *deltaLogprobsWire `json:"logprobs"`
+	FinishReason *string            `json:"finish_reason"`
+}
+
+type deltaDeltaWire struct {
+	Role         string              `json:"role"`
+	Content      *string             `json:"content"`
+	Refusal      *string             `json:"refusal"`
+	ToolCalls    []deltaToolCallWire `json:"tool_calls"`
+	FunctionCall *deltaFunctionWire  `json:"function_call"`
+}
+
+type deltaToolCallWire struct {
+	Index    int               `json:"index"`
+	ID       string            `json:"id"`
+	Type     string            `json:"type"`
+	Function deltaFunctionWire `json:"function"`
+}
+
+type deltaFunctionWire struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type deltaLogprobsWire struct {
+	Content []json.RawMessage `json:"content"`
+	Refusal []json.RawMessage `json:"refusal"`
 }
 
 // Add takes one chunk's JSON.
 func (a *Assembler) Add(raw []byte) error {
 	var w deltaWire
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := decodeDelta(raw, &w); err != nil {
 		return err
 	}
 	a.add(&w)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"unicode/utf8"
 )
 
 // Usage is an answer's token counts and its cost in USD. Extra keeps the
@@ -25,6 +26,9 @@ type Usage struct {
 // not numbers read as 0; cost and the gateway's own fields are dropped, so an
 // upstream can never set the price.
 func ParseUsage(raw json.RawMessage) (Usage, error) {
+	if u, ok := scanUsage(raw); ok {
+		return u, nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return Usage{}, err
@@ -54,6 +58,66 @@ func ParseUsage(raw json.RawMessage) (Usage, error) {
 		u.Extra = m
 	}
 	return u, nil
+}
+
+// scanUsage is ParseUsage without encoding/json for a usage object whose
+// keys have no escapes and appear once, and whose token counts are plain
+// integers; ok is false for anything else (ParseUsage then decodes it).
+func scanUsage(raw []byte) (u Usage, ok bool) {
+	s := scanner{b: raw}
+	var seen fields
+	tokens := [3]*int{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens}
+	ok = s.object(func(key []byte, esc bool) bool {
+		if esc || !utf8.Valid(key) {
+			return false
+		}
+		switch k := string(key); k {
+		case "prompt_tokens", "completion_tokens", "total_tokens":
+			i := 0
+			if k == "completion_tokens" {
+				i = 1
+			} else if k == "total_tokens" {
+				i = 2
+			}
+			if !seen.first(uint(i)) {
+				return false
+			}
+			var n int64
+			if s.peek() == '-' || !s.integer(&n) || n > math.MaxInt32 {
+				return false
+			}
+			*tokens[i] = int(n)
+			return true
+		case "cost", "estimated":
+			if !seen.first(uint(3 + len(k)%2)) { // cost 3, estimated 4
+				return false
+			}
+			return s.skip(1)
+		default:
+			var v json.RawMessage
+			if !s.raw(&v) {
+				return false
+			}
+			if u.Extra == nil {
+				u.Extra = make(map[string]json.RawMessage, 2)
+			}
+			if _, dup := u.Extra[k]; dup {
+				return false
+			}
+			u.Extra[k] = v
+			return true
+		}
+	})
+	if !ok {
+		return Usage{}, false
+	}
+	if s.ws(); s.i != len(s.b) {
+		return Usage{}, false
+	}
+	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u, true
 }
 
 // MarshalJSON writes the OpenAI usage object plus "cost", with the upstream's
