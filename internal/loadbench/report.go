@@ -328,7 +328,7 @@ func (res *results) generatorNotes() []string {
 			return
 		}
 		if frac := float64(s.late) / float64(s.n); frac > 0.01 {
-			notes = append(notes, fmt.Sprintf("%s %s %d/s: %.1f %% of requests sent over 1 ms late (lag p99 %s ms, max %s ms)",
+			notes = append(notes, fmt.Sprintf("  - %s %s %d/s: %.1f %% of requests sent over 1 ms late (lag p99 %s ms, max %s ms)",
 				target, k.kind, k.rate, 100*frac, ms(s.lagP99), ms(s.lagMax)))
 		}
 	}
