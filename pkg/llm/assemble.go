@@ -212,7 +212,29 @@ type messageWire struct {
 // when not empty, replaces every choice's finish_reason (the gateway marks a
 // cut answer "incomplete").
 func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, error) {
-	u, err := json.Marshal(usage)
+	out, err := a.completion(usage, finishOverride)
+	if err != nil {
+		return nil, err
+	}
+	return appendCompletion(make([]byte, 0, 256+len(out.Usage)+a.textLen()), out), nil
+}
+
+// textLen is about how many bytes of text the answer holds, to size its
+// buffer.
+func (a *Assembler) textLen() int {
+	n := 0
+	for _, c := range a.choices {
+		n += c.content.Len() + c.refusal.Len() + 128
+		for _, t := range c.toolCalls {
+			n += len(t.Function.Name) + len(t.Function.Arguments) + 64
+		}
+	}
+	return n + n/8
+}
+
+// completion is the answer as the structure encoding/json would encode.
+func (a *Assembler) completion(usage Usage, finishOverride string) (*completionWire, error) {
+	u, err := usage.appendJSON(make([]byte, 0, 96))
 	if err != nil {
 		return nil, err
 	}
@@ -277,5 +299,5 @@ func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, erro
 		}
 		out.Choices = append(out.Choices, cw)
 	}
-	return json.Marshal(out)
+	return &out, nil
 }

@@ -1,9 +1,9 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -121,23 +121,28 @@ func scanUsage(raw []byte) (u Usage, ok bool) {
 }
 
 // MarshalJSON writes the OpenAI usage object plus "cost", with the upstream's
-// extra fields after them in sorted order.
+// extra fields after them in sorted order. The result is what json.Marshal
+// makes of a Usage (compact, HTML-escaped), so callers may use it as is.
 func (u Usage) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"prompt_tokens":`)
-	b.WriteString(itoa(u.PromptTokens))
-	b.WriteString(`,"completion_tokens":`)
-	b.WriteString(itoa(u.CompletionTokens))
-	b.WriteString(`,"total_tokens":`)
-	b.WriteString(itoa(u.TotalTokens))
-	b.WriteString(`,"cost":`)
-	c, err := json.Marshal(u.Cost)
-	if err != nil {
-		return nil, err
+	return u.appendJSON(make([]byte, 0, 96))
+}
+
+func (u Usage) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	b = append(b, `,"cost":`...)
+	if math.IsNaN(u.Cost) || math.IsInf(u.Cost, 0) {
+		if _, err := json.Marshal(u.Cost); err != nil {
+			return nil, err
+		}
 	}
-	b.Write(c)
+	b = appendFloat(b, u.Cost)
 	if u.Estimated {
-		b.WriteString(`,"estimated":true`)
+		b = append(b, `,"estimated":true`...)
 	}
 	if len(u.Extra) > 0 {
 		// encoding/json sorts map keys, which keeps the output deterministic.
@@ -146,17 +151,28 @@ func (u Usage) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 		if len(extra) > 2 {
-			b.WriteByte(',')
-			b.Write(extra[1 : len(extra)-1])
+			b = append(b, ',')
+			b = append(b, extra[1:len(extra)-1]...)
 		}
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
+// appendFloat appends f as encoding/json writes a float64 (finite f).
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 becomes e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // Cost is the price of an answer in USD, from prices in USD per million
