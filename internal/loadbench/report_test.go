@@ -195,3 +195,17 @@ func TestPlotDrawsEverySeries(t *testing.T) {
 		t.Error("an empty plot did not fail")
 	}
 }
+
+func TestVerdictsWithFailedRequestsAreNotMet(t *testing.T) {
+	res := sampleResults()
+	res.gateway[runKey{replay, 2000}].errs = 3 // replay was met
+	for _, v := range res.withErrors(res.verdicts()) {
+		if strings.HasPrefix(v.target, "replay") {
+			if v.met || !strings.Contains(v.measured, "failed requests") {
+				t.Errorf("replay verdict with failed requests: %+v", v)
+			}
+		} else if strings.HasPrefix(v.target, "overhead p50 <= 0.25 ms at 500/s") && !v.met {
+			t.Errorf("a verdict without failures changed: %+v", v)
+		}
+	}
+}
