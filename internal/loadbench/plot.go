@@ -3,18 +3,17 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"math"
 	"slices"
 	"strconv"
 	"time"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // series is one line of the plot: latency (ms) at each rate.
@@ -25,17 +24,14 @@ type series struct {
 	x, y  []float64
 }
 
-var (
-	white    = color.RGBA{255, 255, 255, 255}
-	black    = color.RGBA{0, 0, 0, 255}
-	gridGray = color.RGBA{225, 225, 225, 255}
-	palette  = []color.RGBA{
-		{0, 114, 178, 255},   // direct: blue
-		{213, 94, 0, 255},    // gateway: vermilion
-		{0, 158, 115, 255},   // keyed: green
-		{204, 121, 167, 255}, // replay: purple
-	}
-)
+// palette is the series' colors, from the Okabe-Ito set that readers with
+// a color vision deficiency can tell apart.
+var palette = []color.RGBA{
+	{0, 114, 178, 255},   // direct: blue
+	{213, 94, 0, 255},    // gateway: vermilion
+	{0, 158, 115, 255},   // keyed: green
+	{204, 121, 167, 255}, // replay: purple
+}
 
 // plotSeries is the plot's lines for one percentile: direct and gateway
 // unkeyed, gateway keyed and replay, against the open-loop rates.
@@ -67,6 +63,10 @@ func (res *results) plotSeries(p float64) []series {
 	return out
 }
 
+// minMS is the least latency the log axis shows; a smaller one (0 ms from
+// a coarse histogram) is drawn at it.
+const minMS = 0.001
+
 // logTicks returns the 1-2-5 ticks of a log scale spanning [lo, hi]: from
 // the largest 1, 2 or 5 times a power of ten at or below lo to the smallest
 // at or above hi (at least two).
@@ -75,9 +75,14 @@ func logTicks(lo, hi float64) []float64 {
 		return []float64{0.1, 1}
 	}
 	var ticks []float64
-	for e := math.Floor(math.Log10(lo)); ; e++ {
+	for e := int(math.Floor(math.Log10(lo))); ; e++ {
 		for _, m := range []float64{1, 2, 5} {
-			v := round6(m * math.Pow(10, e))
+			// Dividing by an exact power of ten rounds once: 0.2, not
+			// 0.20000000000000004.
+			v := m * math.Pow10(e)
+			if e < 0 {
+				v = m / math.Pow10(-e)
+			}
 			if v <= lo {
 				ticks = ticks[:0] // start from the last tick at or below lo
 			}
@@ -89,134 +94,87 @@ func logTicks(lo, hi float64) []float64 {
 	}
 }
 
-// round6 rounds away floating-point noise (0.30000000000000004).
-func round6(v float64) float64 {
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
-	return r
-}
+// oneTwoFive labels a log axis at 1, 2 and 5 times each power of ten
+// (plot.LogTicks labels only the powers of ten).
+type oneTwoFive struct{}
 
-// niceTicks returns tick values from 0 to at least hi, about n of them, at
-// a step of 1, 2 or 5 times a power of ten.
-func niceTicks(hi float64, n int) []float64 {
-	if hi <= 0 || n < 1 {
-		return []float64{0, 1}
-	}
-	raw := hi / float64(n)
-	pow := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := pow * 10
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*pow >= raw {
-			step = m * pow
-			break
+func (oneTwoFive) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, v := range logTicks(lo, hi) {
+		if v >= lo && v <= hi {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
 		}
 	}
-	var ticks []float64
-	for i := 0; ; i++ {
-		v := round6(float64(i) * step)
-		ticks = append(ticks, v)
-		if v >= hi-step*1e-9 {
-			return ticks
-		}
-	}
+	return ts
 }
 
-func tickLabel(v float64) string {
-	s := fmt.Sprintf("%.3f", v)
-	for s[len(s)-1] == '0' {
-		s = s[:len(s)-1]
-	}
-	return trimDot(s)
-}
-
-func trimDot(s string) string {
-	if s[len(s)-1] == '.' {
-		return s[:len(s)-1]
-	}
-	return s
-}
-
-type canvas struct{ img *image.RGBA }
-
-func (c canvas) text(x, y int, s string, col color.Color) {
-	d := font.Drawer{Dst: c.img, Src: image.NewUniform(col), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
-}
-
-func textWidth(s string) int { return 7 * len(s) }
-
-func (c canvas) rect(x0, y0, x1, y1 int, col color.Color) {
-	draw.Draw(c.img, image.Rect(x0, y0, x1, y1), image.NewUniform(col), image.Point{}, draw.Src)
-}
-
-// line draws from (x0,y0) to (x1,y1), w pixels wide; dashed lines skip
-// every other 8 pixels.
-func (c canvas) line(x0, y0, x1, y1 float64, w int, col color.Color, dash bool) {
-	n := int(math.Max(math.Abs(x1-x0), math.Abs(y1-y0))) + 1
-	for i := 0; i <= n; i++ {
-		if dash && (i/8)%2 == 1 {
-			continue
-		}
-		t := float64(i) / float64(n)
-		x, y := int(math.Round(x0+t*(x1-x0))), int(math.Round(y0+t*(y1-y0)))
-		c.rect(x-w/2, y-w/2, x-w/2+w, y-w/2+w, col)
-	}
-}
-
-// panel draws one chart of ss into r.
-func (c canvas) panel(r image.Rectangle, title string, ss []series, xmax float64) {
-	left, right, top, bottom := r.Min.X+60, r.Max.X-15, r.Min.Y+30, r.Max.Y-45
+// panel is one chart of ss: latency on a log scale against rate, from 0 to
+// a little past xmax, and its legend.
+func panel(title string, ss []series, xmax float64) (*plot.Plot, plot.Legend, error) {
+	p, legend := plot.New(), plot.NewLegend()
+	p.Title.Text = title
+	p.X.Label.Text = "rate (requests/s)"
+	p.Add(plotter.NewGrid())
 	ymin, ymax := math.Inf(1), 0.0
 	for _, s := range ss {
-		ymin, ymax = math.Min(ymin, slices.Min(s.y)), math.Max(ymax, slices.Max(s.y))
-	}
-	yt := logTicks(math.Max(ymin, 0.001), math.Max(ymax, 0.001))
-	xt := niceTicks(xmax*1.05, 5)
-	ybot, ytop, xtop := math.Log10(yt[0]), math.Log10(yt[len(yt)-1]), xt[len(xt)-1]
-	px := func(x float64) float64 { return float64(left) + x/xtop*float64(right-left) }
-	py := func(y float64) float64 {
-		return float64(bottom) - (math.Log10(math.Max(y, 1e-6))-ybot)/(ytop-ybot)*float64(bottom-top)
-	}
-	for _, v := range yt {
-		y := int(py(v))
-		c.rect(left, y, right, y+1, gridGray)
-		l := tickLabel(v)
-		c.text(left-6-textWidth(l), y+4, l, black)
-	}
-	for _, v := range xt {
-		x := int(px(v))
-		c.rect(x, top, x+1, bottom, gridGray)
-		l := tickLabel(v)
-		c.text(x-textWidth(l)/2, bottom+16, l, black)
-	}
-	c.rect(left, top, left+1, bottom+1, black)
-	c.rect(left, bottom, right, bottom+1, black)
-	c.text(left+(right-left-textWidth(title))/2, r.Min.Y+18, title, black)
-	xl := "rate (requests/s)"
-	c.text(left+(right-left-textWidth(xl))/2, bottom+34, xl, black)
-	c.text(r.Min.X+4, top-8, "ms (log)", black)
-	for _, s := range ss {
+		xy := make(plotter.XYs, len(s.x))
 		for i := range s.x {
-			x, y := px(s.x[i]), py(s.y[i])
-			if i > 0 {
-				c.line(px(s.x[i-1]), py(s.y[i-1]), x, y, 2, s.color, s.dash)
-			}
-			c.rect(int(x)-3, int(y)-3, int(x)+4, int(y)+4, s.color)
+			xy[i] = plotter.XY{X: s.x[i], Y: math.Max(s.y[i], minMS)}
 		}
+		ymin, ymax = math.Min(ymin, slices.Min(s.y)), math.Max(ymax, slices.Max(s.y))
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, legend, fmt.Errorf("%s: %w", s.name, err)
+		}
+		l.Color, l.Width = s.color, vg.Points(2)
+		if s.dash {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+		}
+		pts.Color, pts.Shape, pts.Radius = s.color, draw.BoxGlyph{}, vg.Points(3)
+		p.Add(l, pts)
+		legend.Add(s.name, l, pts)
 	}
-	// The legend, top left inside the axes.
-	for i, s := range ss {
-		y := top + 12 + 16*i
-		c.rect(left+10, y-5, left+30, y-3, s.color)
-		c.text(left+36, y, s.name, black)
-	}
+	// After Add, which widens the axes to the data: the axes start at 0
+	// and at the 1-2-5 tick below the least latency.
+	yt := logTicks(math.Max(ymin, minMS), math.Max(ymax, minMS))
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, oneTwoFive{}
+	p.Y.Min, p.Y.Max = yt[0], yt[len(yt)-1]
+	p.X.Min, p.X.Max = 0, xmax*1.05
+	legend.Left = true
+	return p, legend, nil
 }
 
-// plotPNG draws p50 and p99 latency against rate, side by side.
+// drawLegend draws l in the top left corner of the data area dc, on a
+// white box so that the lines under it do not cross its text. (The plot
+// draws its own legend across the axes' margins, onto the tick labels.)
+func drawLegend(l plot.Legend, dc draw.Canvas) {
+	const inset = 10 * pixel
+	size := l.Rectangle(dc).Size()
+	box := vg.Rectangle{
+		Min: vg.Point{X: dc.Min.X + inset, Y: dc.Max.Y - inset - size.Y},
+		Max: vg.Point{X: dc.Min.X + inset + size.X, Y: dc.Max.Y - inset},
+	}
+	frame := vg.Rectangle{Min: box.Min.Sub(vg.Point{X: 4 * pixel, Y: 4 * pixel}), Max: box.Max.Add(vg.Point{X: 6 * pixel, Y: 4 * pixel})}
+	dc.SetColor(color.White)
+	dc.Fill(frame.Path())
+	dc.SetColor(color.Gray{Y: 180})
+	dc.SetLineWidth(pixel)
+	dc.SetLineDash(nil, 0)
+	dc.Stroke(frame.Path())
+	l.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: box})
+}
+
+// The plot's size: 1200 x 520 pixels at 96 dots per inch.
+const (
+	plotDPI                = 96
+	plotW, plotH           = 1200, 520
+	pixel        vg.Length = vg.Inch / plotDPI
+	yLabelW                = 24 * pixel
+)
+
+// plotPNG draws p50 and p99 latency against rate, side by side, under
+// title.
 func plotPNG(res *results, title string) ([]byte, error) {
-	const w, h = 1200, 520
-	c := canvas{image.NewRGBA(image.Rect(0, 0, w, h))}
-	c.rect(0, 0, w, h, white)
-	c.text((w-textWidth(title))/2, 20, title, black)
 	xmax := 0.0
 	for _, r := range res.rates {
 		xmax = math.Max(xmax, float64(r))
@@ -225,10 +183,43 @@ func plotPNG(res *results, title string) ([]byte, error) {
 	if len(p50) == 0 {
 		return nil, fmt.Errorf("nothing to plot")
 	}
-	c.panel(image.Rect(0, 30, w/2, h), "p50 latency (open loop)", p50, xmax)
-	c.panel(image.Rect(w/2, 30, w, h), "p99 latency (open loop)", p99, xmax)
+	// Liberation Sans, not the library's default Liberation Serif: set
+	// before plot.New and plot.NewLegend, which copy it.
+	plot.DefaultFont.Variant = "Sans"
+	var (
+		plots   []*plot.Plot
+		legends []plot.Legend
+	)
+	for _, c := range []struct {
+		title string
+		ss    []series
+	}{{"p50 latency (open loop)", p50}, {"p99 latency (open loop)", p99}} {
+		p, l, err := panel(c.title, c.ss, xmax)
+		if err != nil {
+			return nil, err
+		}
+		plots, legends = append(plots, p), append(legends, l)
+	}
+
+	img := vgimg.NewWith(vgimg.UseWH(plotW*pixel, plotH*pixel), vgimg.UseDPI(plotDPI))
+	dc := draw.New(img)
+	// The panels' title style: the library's default font, centred.
+	dc.FillText(plots[0].Title.TextStyle, vg.Point{X: dc.Center().X, Y: dc.Max.Y - 8*pixel}, title)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: 36 * pixel, PadBottom: 8 * pixel, PadLeft: 8 * pixel, PadRight: 16 * pixel, PadX: 32 * pixel}
+	for i, c := range plot.Align([][]*plot.Plot{plots}, tiles, dc)[0] {
+		// The y axis's label, drawn here: the plot centres it at the
+		// arithmetic mean of the axis's range, near the top of a log axis,
+		// and moves the whole chart down to fit it.
+		pc := draw.Crop(c, yLabelW, 0, 0, 0)
+		plots[i].Draw(pc)
+		data := plots[i].DataCanvas(pc)
+		ls := plots[i].Y.Label.TextStyle
+		ls.Rotation, ls.XAlign, ls.YAlign = math.Pi/2, draw.XCenter, draw.YTop
+		c.FillText(ls, vg.Point{X: c.Min.X, Y: data.Center().Y}, "latency (ms, log scale)")
+		drawLegend(legends[i], data)
+	}
 	var buf bytes.Buffer
-	if err := png.Encode(&buf, c.img); err != nil {
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/color"
 	"image/png"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -150,24 +151,62 @@ func TestLogTicks(t *testing.T) {
 		{1, 1, []float64{1, 2}},
 		{0.05, 0.05, []float64{0.05, 0.1}},
 		{0.6, 130, []float64{0.5, 1, 2, 5, 10, 20, 50, 100, 200}},
+		{0.0013, 0.004, []float64{0.001, 0.002, 0.005}},
 	} {
 		if got := logTicks(c.lo, c.hi); !slices.Equal(got, c.want) {
 			t.Errorf("logTicks(%v, %v) = %v, want %v", c.lo, c.hi, got, c.want)
 		}
 	}
-	if got := niceTicks(2100, 5); !slices.Equal(got, []float64{0, 500, 1000, 1500, 2000, 2500}) {
-		t.Errorf("niceTicks(2100, 5) = %v", got)
+	var labels []string
+	for _, tk := range (oneTwoFive{}).Ticks(0.2, 5) {
+		labels = append(labels, tk.Label)
 	}
-	if got := tickLabel(0.5); got != "0.5" {
-		t.Errorf("tickLabel(0.5) = %q", got)
+	if want := []string{"0.2", "0.5", "1", "2", "5"}; !slices.Equal(labels, want) {
+		t.Errorf("tick labels %q, want %q", labels, want)
 	}
-	if got := tickLabel(200); got != "200" {
-		t.Errorf("tickLabel(200) = %q", got)
+}
+
+func TestPlotSeries(t *testing.T) {
+	res := sampleResults()
+	delete(res.gateway, runKey{replay, 500}) // a line with a missing rate
+	got := res.plotSeries(50)
+	want := []series{
+		{name: "direct", color: palette[0], x: []float64{500, 2000}, y: []float64{1, 1}},
+		{name: "gateway", color: palette[1], x: []float64{500, 2000}, y: []float64{1.2, 1.2}},
+		{name: "gateway keyed", color: palette[2], x: []float64{500, 2000}, y: []float64{2, 2}},
+		{name: "gateway replay", color: palette[3], dash: true, x: []float64{2000}, y: []float64{1}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d series, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.name != w.name || g.color != w.color || g.dash != w.dash || !slices.Equal(g.x, w.x) {
+			t.Errorf("series %d = %+v, want %+v", i, g, w)
+		}
+		for j := range w.y {
+			if j >= len(g.y) || math.Abs(g.y[j]-w.y[j]) > 0.01*w.y[j] {
+				t.Errorf("series %s latencies %v, want %v", w.name, g.y, w.y)
+				break
+			}
+		}
+	}
+	// The closed loop (rate 0) and the stream runs are not open-loop rates.
+	res = newResults()
+	res.rates = []int{500}
+	res.gateway[runKey{unkeyed, 0}] = constant(time.Millisecond, 10)
+	res.gateway[runKey{stream, 500}] = constant(time.Millisecond, 10)
+	if got := res.plotSeries(50); len(got) != 0 {
+		t.Errorf("series from runs that are not open-loop unkeyed, keyed or replay: %+v", got)
 	}
 }
 
 func TestPlotDrawsEverySeries(t *testing.T) {
-	b, err := plotPNG(sampleResults(), "test")
+	res := sampleResults()
+	for _, r := range res.rates { // apart from direct's line, which it would hide
+		res.gateway[runKey{replay, r}] = constant(1500*time.Microsecond, 100)
+	}
+	b, err := plotPNG(res, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +214,8 @@ func TestPlotDrawsEverySeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sz := img.Bounds().Size(); sz.X != 1200 || sz.Y != 520 {
-		t.Fatalf("size %v", sz)
+	if sz := img.Bounds().Size(); sz.X != plotW || sz.Y != plotH {
+		t.Fatalf("size %v, want %dx%d", sz, plotW, plotH)
 	}
 	seen := map[color.RGBA]int{}
 	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
@@ -185,9 +224,23 @@ func TestPlotDrawsEverySeries(t *testing.T) {
 			seen[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), uint8(a >> 8)}]++
 		}
 	}
+	white, dark := color.RGBA{255, 255, 255, 255}, 0
+	if all := plotW * plotH; seen[white] > all*97/100 || seen[white] < all/2 {
+		t.Errorf("%d of %d pixels white: blank or not on a white ground", seen[white], all)
+	}
+	for c, n := range seen {
+		if max(c.R, c.G, c.B) < 96 {
+			dark += n
+		}
+	}
+	// Axes, ticks and text, antialiased: few pure black pixels.
+	if dark < 2000 {
+		t.Errorf("%d dark pixels: no axes or text", dark)
+	}
 	for i, c := range palette {
-		// A line, its markers and its legend: well over 100 pixels each.
-		if seen[c] < 100 {
+		// Two lines and their markers: well over 400 pixels each. (The
+		// two legend entries alone are about 150.)
+		if seen[c] < 400 {
 			t.Errorf("series %d's color %v: %d pixels", i, c, seen[c])
 		}
 	}
