@@ -107,7 +107,7 @@ soak:
 #   make bench-load ARGS='-gateway /work/baseline/buzzgate-api -out bench/load-before -label baseline'
 # CPU and allocation profiles of the gateway's closed loop: ARGS='-profile DIR'.
 bench-load:
-	$(GO) run ./internal/loadbench $(ARGS)
+	$(GO) run -tags minimal ./internal/loadbench $(ARGS)
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

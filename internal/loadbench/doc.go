@@ -32,6 +32,10 @@
 //	-label TEXT     what was measured, in the title
 //	-log-level L    the gateway's BUZZGATE_LOG_LEVEL (warn); its log is a file
 //	-flush-each     the mock flushes after every SSE event
+//	-chunk-words N  words of text per chunk of the mock's streams (0, the
+//	                default: the whole text in one chunk; 1: one per word,
+//	                as providers stream tokens; the gateway's cost per
+//	                request grows with the chunks it reads)
 //	-profile DIR    set BUZZGATE_PPROF_ADDR and collect DIR/cpu.pprof and
 //	                DIR/allocs.pprof (allocations during the run) from the
 //	                gateway during its unkeyed closed loop; look at them with

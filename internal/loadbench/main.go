@@ -25,6 +25,7 @@ type options struct {
 	out, profile, label string
 	logLevel            string
 	flushEach           bool
+	chunkWords          int
 	args                []string
 }
 
@@ -49,6 +50,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "the gateway's BUZZGATE_LOG_LEVEL (its log goes to a file in the temp dir)")
 	flag.BoolVar(&o.flushEach, "flush-each", false, "the mock flushes after every SSE event (default: once, after the last)")
+	flag.IntVar(&o.chunkWords, "chunk-words", 0, "words of text per chunk in the mock's streams (0: the whole text in one chunk; 1: a chunk per word, as a provider streams tokens)")
 	flag.Parse()
 	if len(o.rates) == 0 {
 		o.rates = []int{500, 1000, 2000}
@@ -105,7 +107,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	mock, mockAddr, err := startMock(mockBin, o.flushEach)
+	mock, mockAddr, err := startMock(mockBin, o.flushEach, o.chunkWords)
 	if err != nil {
 		return err
 	}

@@ -81,8 +81,8 @@ func (p *proc) stop() {
 }
 
 // startMock starts the mock upstream and returns it with its address.
-func startMock(bin string, flushEach bool) (*proc, string, error) {
-	args := []string{"-addr", "127.0.0.1:0"}
+func startMock(bin string, flushEach bool, chunkWords int) (*proc, string, error) {
+	args := []string{"-addr", "127.0.0.1:0", "-chunk-words", strconv.Itoa(chunkWords)}
 	if flushEach {
 		args = append(args, "-flush-each")
 	}

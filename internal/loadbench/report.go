@@ -469,15 +469,15 @@ func report(h header, res *results) string {
 		{"gateway", fmt.Sprintf("%s: commit %s", bin, h.gatewayID)},
 		{"harness", "commit " + h.harness},
 		{"flags", flags},
-		{"settings", fmt.Sprintf("open loop %s per run after %s warm-up at rates %s/s (streams %s/s); closed loop %s after %s warm-up, %d conns; gateway BUZZGATE_LOG_LEVEL=%s, memory store; mock flush-each=%v; %d keys primed for replays",
-			o.duration, o.warmup, intsString(o.rates), intsString(o.streamRates), o.closed, o.warmup, o.conns, o.logLevel, o.flushEach, h.replayKeys)},
+		{"settings", fmt.Sprintf("open loop %s per run after %s warm-up at rates %s/s (streams %s/s); closed loop %s after %s warm-up, %d conns; gateway BUZZGATE_LOG_LEVEL=%s, memory store; mock flush-each=%v, chunk-words=%d (%s); %d keys primed for replays",
+			o.duration, o.warmup, intsString(o.rates), intsString(o.streamRates), o.closed, o.warmup, o.conns, o.logLevel, o.flushEach, o.chunkWords, chunkText(o.chunkWords), h.replayKeys)},
 	} {
 		fmt.Fprintf(&b, "- %s: %s\n", kv[0], kv[1])
 	}
 	b.WriteString(`
 Three processes on 127.0.0.1: this generator, the mock upstream
 (internal/loadbench/mockupstream: a 448-byte chat.completion, or the same text
-as SSE chunks, one per word, with a usage chunk) and the gateway binary (one
+as SSE chunks, -chunk-words words each, with a usage chunk) and the gateway binary (one
 openai provider pointing at the mock). "direct" sends the same request to the
 mock; the gateway asks the mock for a stream even for a non-streaming client.
 Open-loop latencies run from each request's intended send time (start + i/rate),
@@ -519,4 +519,15 @@ func plotTitle(h header) string {
 		t += ": " + h.label
 	}
 	return t + " (" + h.date.UTC().Format("2006-01-02") + ", gateway " + strings.SplitN(h.gatewayID, " (", 2)[0] + ")"
+}
+
+// chunkText says how the mock splits its streamed text.
+func chunkText(words int) string {
+	switch {
+	case words <= 0:
+		return "the text in one chunk"
+	case words == 1:
+		return "a chunk per word"
+	}
+	return fmt.Sprintf("%d words a chunk", words)
 }

@@ -20,6 +20,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
 	flushEach := flag.Bool("flush-each", false, "flush after every SSE event instead of once after the last")
+	chunkWords := flag.Int("chunk-words", 0, "words of text per streamed chunk (0: the whole text in one chunk)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -27,7 +28,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("listening %s\n", ln.Addr())
-	srv := &http.Server{Handler: newHandler(*flushEach)}
+	srv := &http.Server{Handler: newHandler(*flushEach, *chunkWords)}
 	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, "mockupstream:", err)
 		os.Exit(1)

@@ -98,9 +98,10 @@ func answerText() string {
 }
 
 // sseEvents returns the answer as Chat Completions chunks, each a complete
-// "data: ...\n\n" event: a role chunk, one chunk per word (with the space
-// before it), a finish chunk, the usage chunk when withUsage, and [DONE].
-func sseEvents(text string, withUsage bool) [][]byte {
+// "data: ...\n\n" event: a role chunk, the text in chunks of chunkWords
+// words each (with the space before a word; 0: the whole text in one
+// chunk), a finish chunk, the usage chunk when withUsage, and [DONE].
+func sseEvents(text string, withUsage bool, chunkWords int) [][]byte {
 	type delta struct {
 		Role    string `json:"role,omitempty"`
 		Content string `json:"content"`
@@ -133,11 +134,16 @@ func sseEvents(text string, withUsage bool) [][]byte {
 	}
 	var events [][]byte
 	events = append(events, event(chunk{Choices: []choice{{Delta: delta{Role: "assistant"}}}}))
-	for i, w := range strings.Fields(text) {
+	fields := strings.Fields(text)
+	if chunkWords <= 0 {
+		chunkWords = len(fields)
+	}
+	for i := 0; i < len(fields); i += chunkWords {
+		part := strings.Join(fields[i:min(i+chunkWords, len(fields))], " ")
 		if i > 0 {
-			w = " " + w
+			part = " " + part
 		}
-		events = append(events, event(chunk{Choices: []choice{{Delta: delta{Content: w}}}}))
+		events = append(events, event(chunk{Choices: []choice{{Delta: delta{Content: part}}}}))
 	}
 	stop := "stop"
 	events = append(events, event(chunk{Choices: []choice{{FinishReason: &stop}}}))
@@ -163,10 +169,10 @@ type handler struct {
 	flushEach          bool
 }
 
-func newHandler(flushEach bool) *handler {
+func newHandler(flushEach bool, chunkWords int) *handler {
 	text := answerText()
 	h := &handler{completion: marshalCompletion(text), flushEach: flushEach}
-	h.stream, h.streamNoUs = sseEvents(text, true), sseEvents(text, false)
+	h.stream, h.streamNoUs = sseEvents(text, true, chunkWords), sseEvents(text, false, chunkWords)
 	for _, e := range h.stream {
 		h.joined = append(h.joined, e...)
 	}

@@ -19,7 +19,7 @@ func post(t *testing.T, h http.Handler, body string) *httptest.ResponseRecorder 
 }
 
 func TestCompletionIs448Bytes(t *testing.T) {
-	rec := post(t, newHandler(false), `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	rec := post(t, newHandler(false, 0), `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	if n := rec.Body.Len(); n != CompletionSize {
 		t.Fatalf("completion is %d bytes, want %d", n, CompletionSize)
 	}
@@ -77,8 +77,12 @@ func streamText(t *testing.T, body string) (text string, usageChunks int, done b
 }
 
 func TestStreamIsTheSameText(t *testing.T) {
-	for _, flushEach := range []bool{false, true} {
-		h := newHandler(flushEach)
+	for _, tc := range []struct {
+		flushEach  bool
+		chunkWords int
+	}{{false, 0}, {true, 0}, {false, 1}, {true, 3}} {
+		flushEach := tc.flushEach
+		h := newHandler(flushEach, tc.chunkWords)
 		var c completion
 		json.Unmarshal(post(t, h, `{}`).Body.Bytes(), &c)
 		want := c.Choices[0].Message.Content
@@ -99,7 +103,7 @@ func TestStreamIsTheSameText(t *testing.T) {
 }
 
 func TestUnknownPathAndBadBody(t *testing.T) {
-	h := newHandler(false)
+	h := newHandler(false, 0)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/embeddings", strings.NewReader(`{}`)))
 	if rec.Code != http.StatusNotFound {
@@ -109,5 +113,21 @@ func TestUnknownPathAndBadBody(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{`)))
 	if rec.Code != http.StatusBadRequest {
 		t.Errorf("bad body: %d", rec.Code)
+	}
+}
+
+func TestChunkWords(t *testing.T) {
+	text := answerText()
+	n := len(strings.Fields(text))
+	for _, tc := range []struct{ chunkWords, events int }{
+		{0, 4},           // role, the whole text, finish, [DONE]
+		{1, n + 3},       // a chunk per word
+		{n, 4},           // all words in one chunk
+		{2, (n+1)/2 + 3}, // pairs
+		{1 << 20, 4},     // more words than the text has
+	} {
+		if got := len(sseEvents(text, false, tc.chunkWords)); got != tc.events {
+			t.Errorf("chunkWords %d: %d events, want %d", tc.chunkWords, got, tc.events)
+		}
 	}
 }
