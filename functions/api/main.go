@@ -9,10 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,17 +31,26 @@ func main() {
 			level = slog.LevelInfo
 		}
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	run := serveHTTP
+	var out io.Writer = os.Stderr
+	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+		run = serveLambda
+	} else {
+		// The local server writes its log lines in batches (lineBuffer).
+		lb := newLineBuffer(os.Stderr, 64<<10, 100*time.Millisecond)
+		defer lb.Close()
+		out = lb
+	}
+	logger := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))
 	// Also the log package's output (the Lambda runtime's, net/http's), as
 	// warnings: it reports failures.
 	slog.SetDefault(logger)
 	slog.SetLogLoggerLevel(slog.LevelWarn)
-	run := serveHTTP
-	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
-		run = serveLambda
-	}
 	if err := run(logger); err != nil {
 		logger.Error("buzzgate stopped", "error", err)
+		if lb, ok := out.(*lineBuffer); ok {
+			lb.Close()
+		}
 		os.Exit(1)
 	}
 }
@@ -86,6 +95,10 @@ func finishWithin(a *app.App, logger *slog.Logger) http.Handler {
 	})
 }
 
+// startPprof serves net/http/pprof on addr; nil unless built with -tags
+// pprof.
+var startPprof func(addr string, logger *slog.Logger)
+
 func serveHTTP(logger *slog.Logger) error {
 	initCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -111,17 +124,17 @@ func serveHTTP(logger *slog.Logger) error {
 		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger)
 	}
 	// BUZZGATE_PPROF_ADDR (off by default): net/http/pprof on its own
-	// loopback listener, for profiling under load (internal/loadbench).
+	// loopback listener, for profiling under load (internal/loadbench), in
+	// a build with -tags pprof only (pprof.go), which keeps it and its
+	// dependencies out of the Lambda bootstrap.
 	if pa := os.Getenv("BUZZGATE_PPROF_ADDR"); pa != "" {
 		if host, _, err := net.SplitHostPort(pa); err != nil || !net.ParseIP(host).IsLoopback() {
 			return fmt.Errorf("BUZZGATE_PPROF_ADDR=%q: want a loopback IP:port", pa)
 		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index) // and the named profiles: allocs, heap, ...
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		go func() { logger.Warn("pprof listener stopped", "error", http.ListenAndServe(pa, mux)) }()
-		logger.Warn("pprof listening", "addr", pa)
+		if startPprof == nil {
+			return fmt.Errorf("BUZZGATE_PPROF_ADDR is set but this binary was built without -tags pprof")
+		}
+		startPprof(pa, logger)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
