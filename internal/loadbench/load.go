@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,39 +25,34 @@ func (k kind) String() string {
 	return [...]string{"unkeyed", "keyed", "replay", "stream"}[k]
 }
 
-// newTransport is the client transport of both targets, tuned so that the
-// client never waits for a connection: keep-alives, a large idle pool, no
-// compression, no proxy.
-func newTransport(maxConns int) *http.Transport {
-	return &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        0,
-		MaxIdleConnsPerHost: 1024,
-		MaxConnsPerHost:     maxConns,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
-	}
-}
+// maxOpenConns caps an open-loop target's connections: enough for 2,000
+// requests a second each taking a second. A request that finds all of them
+// busy waits for one, and the report says so.
+const maxOpenConns = 2048
 
 // target is where requests go: the mock directly or the gateway.
 type target struct {
-	name       string // "direct" or "gateway"
-	url        string
-	body       []byte // a non-streaming chat completion request
-	streamBody []byte
-	client     *http.Client // the open-loop runs' client
+	name string // "direct" or "gateway"
+	addr string // host:port
+	// plain and plainStream are the whole unkeyed requests; head and tail
+	// the parts of a keyed one before and after its Idempotency-Key line
+	// (tail: the blank line and the body).
+	plain, plainStream []byte
+	head, tail         []byte
+	pool               *pool // the open-loop runs' connections
 }
 
-func newTarget(name, baseURL, model string) *target {
-	return &target{
-		name:       name,
-		url:        baseURL + "/chat/completions",
-		body:       fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Write one paragraph about load benchmarks."}],"max_tokens":128}`, model),
-		streamBody: fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Write one paragraph about load benchmarks."}],"max_tokens":128,"stream":true,"stream_options":{"include_usage":true}}`, model),
-		client:     &http.Client{Transport: newTransport(0), Timeout: 30 * time.Second},
-	}
+// newTarget is the target at addr whose API is under path (such as /v1).
+func newTarget(name, addr, path, model string) *target {
+	body := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Write one paragraph about load benchmarks."}],"max_tokens":128}`, model)
+	streamBody := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Write one paragraph about load benchmarks."}],"max_tokens":128,"stream":true,"stream_options":{"include_usage":true}}`, model)
+	head := fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n",
+		path, addr, gatewayKey, len(body))
+	t := &target{name: name, addr: addr, head: head, tail: append([]byte("\r\n"), body...), pool: newPool(addr, maxOpenConns)}
+	t.plain = append(slices.Clone(t.head), t.tail...)
+	t.plainStream = fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+		path, addr, gatewayKey, len(streamBody), streamBody)
+	return t
 }
 
 // requester sends one kind of request to one target.
@@ -84,71 +76,49 @@ type sample struct {
 	err        error
 }
 
-func (r *requester) do(client *http.Client, i int, from time.Time) sample {
-	body := r.t.body
-	if r.kind == stream {
-		body = r.t.streamBody
-	}
-	req, err := http.NewRequest(http.MethodPost, r.t.url, bytes.NewReader(body))
-	if err != nil {
-		return sample{err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+gatewayKey)
-	var key string
+// do sends request i on c and reads the answer to its end.
+func (r *requester) do(c *conn, i int, from time.Time) sample {
+	req := r.t.plain
+	var key []byte
 	switch r.kind {
-	case keyed:
-		key = r.prefix + strconv.FormatInt(r.counter.Add(1), 10)
-	case replay:
-		key = r.keys[i%len(r.keys)]
+	case stream:
+		req = r.t.plainStream
+	case keyed, replay:
+		b := append(c.wbuf[:0], r.t.head...)
+		b = append(b, "Idempotency-Key: "...)
+		n := len(b)
+		if r.kind == keyed {
+			b = append(b, r.prefix...)
+			b = strconv.AppendInt(b, r.counter.Add(1), 10)
+		} else {
+			b = append(b, r.keys[i%len(r.keys)]...)
+		}
+		key = b[n:]
+		b = append(b, "\r\n"...)
+		b = append(b, r.t.tail...)
+		c.wbuf, req = b, b
 	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	resp, err := client.Do(req)
+	resp, err := c.roundTrip(req)
 	if err != nil {
 		return sample{err: err}
 	}
-	defer resp.Body.Close()
-	var s sample
-	bp := bufs.Get().(*[]byte)
-	defer bufs.Put(bp)
-	buf := *bp
-	first := true
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 && first {
-			s.ttfb = time.Since(from)
-			first = false
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return sample{err: err}
-		}
-	}
-	s.ttlb = time.Since(from)
-	switch replayed := resp.Header.Get("Idempotency-Replayed") == "true"; {
-	case resp.StatusCode != http.StatusOK:
-		s.err = fmt.Errorf("status %d", resp.StatusCode)
-	case first:
+	s := sample{ttfb: resp.first.Sub(from), ttlb: resp.last.Sub(from)}
+	switch {
+	case resp.status != 200:
+		s.err = fmt.Errorf("status %d", resp.status)
+	case resp.first.IsZero():
 		s.err = errors.New("empty body")
-	case r.kind == replay && !replayed:
+	case r.kind == replay && !resp.replayed:
 		s.err = errors.New("a replay not marked Idempotency-Replayed")
-	case r.kind != replay && replayed:
+	case r.kind != replay && resp.replayed:
 		s.err = errors.New("a new request marked Idempotency-Replayed")
 	case r.kind == keyed:
 		r.mu.Lock()
-		r.done = append(r.done, key)
+		r.done = append(r.done, string(key))
 		r.mu.Unlock()
 	}
 	return s
 }
-
-// bufs are the response read buffers, reused so that the generator makes
-// little garbage of its own.
-var bufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // summary is one run of one target.
 type summary struct {
@@ -160,6 +130,8 @@ type summary struct {
 	// in the latencies).
 	lagP99, lagMax time.Duration
 	late           int // sent more than 1 ms late
+	conns          int // the target's open-loop connections after the run
+	connWaits      int // requests that waited for one (all maxOpenConns busy)
 	rssKB          int64
 }
 
@@ -182,6 +154,7 @@ func (s *summary) add(x sample) {
 func openLoop(ctx context.Context, r *requester, rate int, warmup, dur time.Duration) *summary {
 	sched := Schedule{Start: time.Now().Add(5 * time.Millisecond), Rate: rate}
 	nWarm, n := sched.Count(warmup), sched.Count(warmup+dur)
+	_, waits0 := r.t.pool.stats()
 	samples := make([]sample, n)
 	lags := make([]time.Duration, n)
 	var wg sync.WaitGroup
@@ -199,7 +172,9 @@ func openLoop(ctx context.Context, r *requester, rate int, warmup, dur time.Dura
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				samples[i] = r.do(r.t.client, i, at)
+				c := r.t.pool.get()
+				samples[i] = r.do(c, i, at)
+				r.t.pool.put(c)
 			}()
 		}
 	}()
@@ -214,6 +189,9 @@ func openLoop(ctx context.Context, r *requester, rate int, warmup, dur time.Dura
 		}
 	}
 	s.lagP99, s.lagMax = lag.Percentile(99), lag.Max()
+	var waits int
+	s.conns, waits = r.t.pool.stats()
+	s.connWaits = waits - waits0
 	if n > nWarm {
 		s.rps = float64(s.ttlb.Count()) / dur.Seconds()
 	}
@@ -224,9 +202,6 @@ func openLoop(ctx context.Context, r *requester, rate int, warmup, dur time.Dura
 // for warmup+dur, and summarizes the requests sent after the warm-up and
 // answered before the end; latencies are from the send time.
 func closedLoop(ctx context.Context, r *requester, conns int, warmup, dur time.Duration) *summary {
-	tr := newTransport(conns)
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	t0 := time.Now()
 	measureFrom, end := t0.Add(warmup), t0.Add(warmup+dur)
 	var i atomic.Int64
@@ -236,12 +211,14 @@ func closedLoop(ctx context.Context, r *requester, conns int, warmup, dur time.D
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			cn := newConn(r.t.addr)
+			defer cn.close()
 			for ctx.Err() == nil {
 				sent := time.Now()
 				if !sent.Before(end) {
 					return
 				}
-				x := r.do(client, int(i.Add(1)), sent)
+				x := r.do(cn, int(i.Add(1)), sent)
 				if sent.Before(measureFrom) || time.Now().After(end) {
 					continue
 				}

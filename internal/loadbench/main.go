@@ -128,8 +128,10 @@ func run(ctx context.Context, o options) error {
 	defer gw.stop()
 	logf("mock upstream pid %d on %s, gateway pid %d on %s", mock.pid(), mockAddr, gw.pid(), gwAddr)
 
-	direct := newTarget("direct", "http://"+mockAddr+"/v1", upstreamModel)
-	gateway := newTarget("gateway", "http://"+gwAddr+"/api/v1", gatewayModel)
+	direct := newTarget("direct", mockAddr, "/v1", upstreamModel)
+	gateway := newTarget("gateway", gwAddr, "/api/v1", gatewayModel)
+	defer direct.pool.close()
+	defer gateway.pool.close()
 	rss := newRSSMeter(gw.pid())
 	res := newResults()
 	res.rates, res.streamRates, res.conns, res.rssResets = o.rates, o.streamRates, o.conns, rss.resets

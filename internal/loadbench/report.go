@@ -358,8 +358,9 @@ func verdictRows(vs []verdict) [][]string {
 	return rows
 }
 
-// generatorNotes reports the open-loop runs whose pacer fell behind: more
-// than 1 % of the requests sent over 1 ms late.
+// generatorNotes reports the open-loop runs whose pacer fell behind (more
+// than 1 % of the requests sent over 1 ms late) or whose requests had to
+// wait for a connection (maxOpenConns busy).
 func (res *results) generatorNotes() []string {
 	var notes []string
 	var worst time.Duration
@@ -371,6 +372,10 @@ func (res *results) generatorNotes() []string {
 		if frac := float64(s.late) / float64(s.n); frac > 0.01 {
 			notes = append(notes, fmt.Sprintf("  - %s %s %d/s: %.1f %% of requests sent over 1 ms late (lag p99 %s ms, max %s ms)",
 				target, k.kind, k.rate, 100*frac, ms(s.lagP99), ms(s.lagMax)))
+		}
+		if s.connWaits > 0 {
+			notes = append(notes, fmt.Sprintf("  - %s %s %d/s: %d requests (warm-up included) waited for a connection, all %d busy: the loop was not open for them",
+				target, k.kind, k.rate, s.connWaits, s.conns))
 		}
 	}
 	for _, m := range []struct {
@@ -393,7 +398,7 @@ func (res *results) generatorNotes() []string {
 	}
 	head := fmt.Sprintf("Pacer: the worst open-loop run's send lag p99 was %s ms (included in its latencies).", ms(worst))
 	if len(notes) == 0 {
-		return []string{head + " No run fell behind (over 1 % of requests sent more than 1 ms late)."}
+		return []string{head + " No run fell behind (over 1 % of requests sent more than 1 ms late, or any waiting for a connection)."}
 	}
 	return append([]string{head + " Runs that fell behind:"}, notes...)
 }
@@ -480,6 +485,11 @@ Three processes on 127.0.0.1: this generator, the mock upstream
 as SSE chunks, -chunk-words words each, with a usage chunk) and the gateway binary (one
 openai provider pointing at the mock). "direct" sends the same request to the
 mock; the gateway asks the mock for a stream even for a non-streaming client.
+The generator's client is a minimal HTTP/1.1 keep-alive one over TCP (one write
+a request, the answer's body discarded; open loop: a connection per request in
+flight, from a pool that grows on demand; closed loop: one goroutine per
+connection), to take little of the CPUs the three share. First byte: the first
+byte of the body; last byte: its end.
 Open-loop latencies run from each request's intended send time (start + i/rate),
 so stalls are not hidden (no coordinated omission); closed-loop latencies from
 the send time. Times in ms; overhead = gateway - direct per percentile. Keyed
