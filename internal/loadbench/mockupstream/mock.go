@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 )
 
 // CompletionSize is the size in bytes of the non-streaming answer.
@@ -154,16 +156,44 @@ func sseEvents(text string, withUsage bool, chunkWords int) [][]byte {
 	return append(events, []byte("data: [DONE]\n\n"))
 }
 
-// request is what the mock reads of a request body.
-type request struct {
-	Stream        bool `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
+// jsonTrue says whether body has the member "name": true (spaces allowed
+// around the colon), a byte search instead of decoding the body: the mock
+// only needs "stream" and "include_usage" of the bodies the generator and the
+// gateway send (the gateway's: {"model":...,"stream":true,"stream_options":
+// {"include_usage":true},...}). A quoted name preceded by a backslash is
+// inside a string, not a member.
+func jsonTrue(body []byte, name string) bool {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(name))
+		if j < 0 {
+			return false
+		}
+		j += i
+		i = j + len(name)
+		if j == 0 || body[j-1] != '"' || (j >= 2 && body[j-2] == '\\') || i >= len(body) || body[i] != '"' {
+			continue
+		}
+		k := skipSpace(body, i+1)
+		if k >= len(body) || body[k] != ':' {
+			continue
+		}
+		k = skipSpace(body, k+1)
+		if bytes.HasPrefix(body[k:], []byte("true")) {
+			return true
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 type handler struct {
 	completion         []byte
+	completionLen      []string // its Content-Length header value
 	stream, streamNoUs [][]byte
 	joined, joinedNoUs []byte
 	flushEach          bool
@@ -172,6 +202,7 @@ type handler struct {
 func newHandler(flushEach bool, chunkWords int) *handler {
 	text := answerText()
 	h := &handler{completion: marshalCompletion(text), flushEach: flushEach}
+	h.completionLen = []string{strconv.Itoa(len(h.completion))}
 	h.stream, h.streamNoUs = sseEvents(text, true, chunkWords), sseEvents(text, false, chunkWords)
 	for _, e := range h.stream {
 		h.joined = append(h.joined, e...)
@@ -191,24 +222,29 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "use POST")
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	bp := bodies.Get().(*[]byte)
+	defer bodies.Put(bp)
+	body, err := readAll(r.Body, (*bp)[:0])
+	*bp = body[:0]
 	if err != nil {
 		return
 	}
-	var req request
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+	stream := jsonTrue(body, "stream")
+	if !stream && !json.Valid(body) {
+		writeError(w, http.StatusBadRequest, "invalid JSON body")
 		return
 	}
-	if !req.Stream {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", fmt.Sprint(len(h.completion)))
+	// The header values are shared slices, set without canonicalizing.
+	hdr := w.Header()
+	if !stream {
+		hdr["Content-Type"] = contentJSON
+		hdr["Content-Length"] = h.completionLen
 		w.Write(h.completion)
 		return
 	}
-	withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
+	withUsage := jsonTrue(body, "include_usage")
+	hdr["Content-Type"] = contentSSE
+	hdr["Cache-Control"] = noCache
 	if !h.flushEach {
 		if withUsage {
 			w.Write(h.joined)
@@ -228,6 +264,32 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := rc.Flush(); err != nil {
 			return
+		}
+	}
+}
+
+var (
+	contentJSON = []string{"application/json"}
+	contentSSE  = []string{"text/event-stream"}
+	noCache     = []string{"no-cache"}
+)
+
+// bodies are the request body buffers, reused.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// readAll is io.ReadAll into b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
 		}
 	}
 }

@@ -131,3 +131,29 @@ func TestChunkWords(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONTrue(t *testing.T) {
+	for _, tc := range []struct {
+		body          string
+		stream, usage bool
+	}{
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":128}`, false, false},
+		// the generator's and the gateway's (UpstreamBody) streaming bodies
+		{`{"model":"m","messages":[],"max_tokens":128,"stream":true,"stream_options":{"include_usage":true}}`, true, true},
+		{`{"model":"mock-model","stream":true,"stream_options":{"include_usage":true},"max_tokens":128,"messages":[]}`, true, true},
+		{`{"stream" : true, "stream_options": { "include_usage":	true }}`, true, true},
+		{`{"stream":true}`, true, false},
+		{`{"stream":false,"stream_options":{"include_usage":false}}`, false, false},
+		{`{"stream_options":{"include_usage":true}}`, false, true},
+		{`{"messages":[{"content":"say \"stream\":true"}]}`, false, false},
+		{`{"streamed":true}`, false, false},
+		{`{"stream":`, false, false},
+	} {
+		if got := jsonTrue([]byte(tc.body), "stream"); got != tc.stream {
+			t.Errorf("%s: stream %v, want %v", tc.body, got, tc.stream)
+		}
+		if got := jsonTrue([]byte(tc.body), "include_usage"); got != tc.usage {
+			t.Errorf("%s: include_usage %v, want %v", tc.body, got, tc.usage)
+		}
+	}
+}
