@@ -36,7 +36,8 @@
 //	                default: the whole text in one chunk; 1: one per word,
 //	                as providers stream tokens; the gateway's cost per
 //	                request grows with the chunks it reads)
-//	-profile DIR    set BUZZGATE_PPROF_ADDR and collect DIR/cpu.pprof and
+//	-profile DIR    build the gateway with -tags pprof, set BUZZGATE_PPROF_ADDR
+//	                and collect DIR/cpu.pprof and
 //	                DIR/allocs.pprof (allocations during the run) from the
 //	                gateway during its unkeyed closed loop; look at them with
 //	                `go tool pprof -top DIR/cpu.pprof`

@@ -98,7 +98,7 @@ func run(ctx context.Context, o options) error {
 	built := gatewayBin == ""
 	if gatewayBin == "" {
 		logf("building ./functions/api")
-		if gatewayBin, err = buildBinary(tmp, "./functions/api", "buzzgate-api"); err != nil {
+		if gatewayBin, err = buildBinary(tmp, "./functions/api", "buzzgate-api", pprofTags(o.profile)...); err != nil {
 			return err
 		}
 	}
@@ -289,4 +289,14 @@ func cpuModel() string {
 		}
 	}
 	return "?"
+}
+
+// pprofTags: a gateway built to be profiled serves net/http/pprof
+// (functions/api/pprof.go); the default build leaves it out, as `make
+// build` and the Lambda bootstrap do.
+func pprofTags(profileDir string) []string {
+	if profileDir == "" {
+		return nil
+	}
+	return []string{"pprof"}
 }

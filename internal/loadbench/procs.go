@@ -31,10 +31,15 @@ const (
 	upstreamModel = "mock-model"
 )
 
-// buildBinary builds a main package into dir with `make build`'s flags.
-func buildBinary(dir, pkg, name string) (string, error) {
+// buildBinary builds a main package into dir with `make build`'s flags
+// and the build tags given (pprof: the gateway's BUZZGATE_PPROF_ADDR).
+func buildBinary(dir, pkg, name string, tags ...string) (string, error) {
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	args := []string{"build", "-trimpath", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
