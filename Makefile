@@ -37,7 +37,7 @@ STORE ?= dynamodb
 COLDSTART_RUNS ?= 20
 
 .PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check unit bench soak fuzz tools clean \
-	bootstrap-local invoke coldstart
+	bootstrap-local invoke coldstart bench-load
 
 run:
 	$(GO) run ./functions/api
@@ -98,6 +98,16 @@ bench:
 SOAK_REQUESTS ?= 2000
 soak:
 	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./pkg/httpapi
+
+# The load benchmark (internal/loadbench/doc.go): builds the gateway and a
+# loopback mock upstream, runs them as separate processes and measures
+# latency at fixed rates (direct and through the gateway), closed-loop
+# throughput, peak RSS, keyed requests, replays and streams, in under 3
+# minutes. Writes bench/load.md and bench/load.png. Another binary:
+#   make bench-load ARGS='-gateway /work/baseline/buzzgate-api -out bench/load-before -label baseline'
+# CPU and allocation profiles of the gateway's closed loop: ARGS='-profile DIR'.
+bench-load:
+	$(GO) run -tags minimal ./internal/loadbench $(ARGS)
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

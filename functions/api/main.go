@@ -9,7 +9,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -29,17 +32,26 @@ func main() {
 			level = slog.LevelInfo
 		}
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	run := serveHTTP
+	var out io.Writer = os.Stderr
+	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+		run = serveLambda
+	} else {
+		// The local server writes its log lines in batches (lineBuffer).
+		lb := newLineBuffer(os.Stderr, 64<<10, 100*time.Millisecond)
+		defer lb.Close()
+		out = lb
+	}
+	logger := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))
 	// Also the log package's output (the Lambda runtime's, net/http's), as
 	// warnings: it reports failures.
 	slog.SetDefault(logger)
 	slog.SetLogLoggerLevel(slog.LevelWarn)
-	run := serveHTTP
-	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
-		run = serveLambda
-	}
 	if err := run(logger); err != nil {
 		logger.Error("buzzgate stopped", "error", err)
+		if lb, ok := out.(*lineBuffer); ok {
+			lb.Close()
+		}
 		os.Exit(1)
 	}
 }
@@ -116,6 +128,10 @@ func finishWithin(a *app.App, logger *slog.Logger, limit time.Duration) http.Han
 	})
 }
 
+// startPprof serves net/http/pprof on addr; nil unless built with -tags
+// pprof.
+var startPprof func(addr string, logger *slog.Logger)
+
 func serveHTTP(logger *slog.Logger) error {
 	initCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -139,6 +155,19 @@ func serveHTTP(logger *slog.Logger) error {
 		// The local server settles what failed or crashed requests left
 		// (under Lambda the scheduled SweepFunction does).
 		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger)
+	}
+	// BUZZGATE_PPROF_ADDR (off by default): net/http/pprof on its own
+	// loopback listener, for profiling under load (internal/loadbench), in
+	// a build with -tags pprof only (pprof.go), which keeps it and its
+	// dependencies out of the Lambda bootstrap.
+	if pa := os.Getenv("BUZZGATE_PPROF_ADDR"); pa != "" {
+		if host, _, err := net.SplitHostPort(pa); err != nil || !net.ParseIP(host).IsLoopback() {
+			return fmt.Errorf("BUZZGATE_PPROF_ADDR=%q: want a loopback IP:port", pa)
+		}
+		if startPprof == nil {
+			return fmt.Errorf("BUZZGATE_PPROF_ADDR is set but this binary was built without -tags pprof")
+		}
+		startPprof(pa, logger)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()

@@ -124,6 +124,11 @@ func TestBinary(t *testing.T) {
 	if strings.Contains(logs.String(), "sk-demo") || strings.Contains(logs.String(), "Hello") {
 		t.Errorf("the logs carry a key or a prompt:\n%s", logs.String())
 	}
+	// The log is written in batches: the requests' lines are all out by the
+	// time the process has exited.
+	if n := strings.Count(logs.String(), `"msg":"request"`); n < 2 {
+		t.Errorf("%d request log lines after exit, want at least 2:\n%s", n, logs.String())
+	}
 }
 
 func freeAddr(t *testing.T) string {

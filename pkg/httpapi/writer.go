@@ -39,12 +39,23 @@ func (o *wire) Error(err error) {
 
 func (o *wire) Start(status int, header map[string]string, stream bool) {
 	h := o.w.Header()
+	// As h.Set for each, with one backing array for all the values instead
+	// of one slice per header (an answer's headers are set once).
+	n := len(header)
+	if stream {
+		n += 2
+	}
+	vals := make([]string, 0, n)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[http.CanonicalHeaderKey(k)] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	for k, v := range header {
-		h.Set(k, v)
+		set(k, v)
 	}
 	if stream {
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
+		set("Cache-Control", "no-cache")
+		set("X-Accel-Buffering", "no")
 		h.Del("Content-Length")
 		o.deadline()
 		o.w.WriteHeader(status)

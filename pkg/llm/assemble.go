@@ -42,45 +42,52 @@ type toolFunction struct {
 }
 
 type deltaWire struct {
-	ID                string          `json:"id"`
-	Model             string          `json:"model"`
-	Created           int64           `json:"created"`
-	SystemFingerprint string          `json:"system_fingerprint"`
-	ServiceTier       string          `json:"service_tier"`
-	Usage             json.RawMessage `json:"usage"`
-	Error             json.RawMessage `json:"error"`
-	Choices           []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Role      string  `json:"role"`
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-			FunctionCall *struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function_call"`
-		} `json:"delta"`
-		Logprobs *struct {
-			Content []json.RawMessage `json:"content"`
-			Refusal []json.RawMessage `json:"refusal"`
-		} `json:"logprobs"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
+	ID                string            `json:"id"`
+	Model             string            `json:"model"`
+	Created           int64             `json:"created"`
+	SystemFingerprint string            `json:"system_fingerprint"`
+	ServiceTier       string            `json:"service_tier"`
+	Usage             json.RawMessage   `json:"usage"`
+	Error             json.RawMessage   `json:"error"`
+	Choices           []deltaChoiceWire `json:"choices"`
+}
+
+type deltaChoiceWire struct {
+	Index        int                `json:"index"`
+	Delta        deltaDeltaWire     `json:"delta"`
+	Logprobs     *deltaLogprobsWire `json:"logprobs"`
+	FinishReason *string            `json:"finish_reason"`
+}
+
+type deltaDeltaWire struct {
+	Role         string              `json:"role"`
+	Content      *string             `json:"content"`
+	Refusal      *string             `json:"refusal"`
+	ToolCalls    []deltaToolCallWire `json:"tool_calls"`
+	FunctionCall *deltaFunctionWire  `json:"function_call"`
+}
+
+type deltaToolCallWire struct {
+	Index    int               `json:"index"`
+	ID       string            `json:"id"`
+	Type     string            `json:"type"`
+	Function deltaFunctionWire `json:"function"`
+}
+
+type deltaFunctionWire struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type deltaLogprobsWire struct {
+	Content []json.RawMessage `json:"content"`
+	Refusal []json.RawMessage `json:"refusal"`
 }
 
 // Add takes one chunk's JSON.
 func (a *Assembler) Add(raw []byte) error {
 	var w deltaWire
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := decodeDelta(raw, &w); err != nil {
 		return err
 	}
 	a.add(&w)
@@ -205,7 +212,29 @@ type messageWire struct {
 // when not empty, replaces every choice's finish_reason (the gateway marks a
 // cut answer "incomplete").
 func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, error) {
-	u, err := json.Marshal(usage)
+	out, err := a.completion(usage, finishOverride)
+	if err != nil {
+		return nil, err
+	}
+	return appendCompletion(make([]byte, 0, 256+len(out.Usage)+a.textLen()), out), nil
+}
+
+// textLen is about how many bytes of text the answer holds, to size its
+// buffer.
+func (a *Assembler) textLen() int {
+	n := 0
+	for _, c := range a.choices {
+		n += c.content.Len() + c.refusal.Len() + 128
+		for _, t := range c.toolCalls {
+			n += len(t.Function.Name) + len(t.Function.Arguments) + 64
+		}
+	}
+	return n + n/8
+}
+
+// completion is the answer as the structure encoding/json would encode.
+func (a *Assembler) completion(usage Usage, finishOverride string) (*completionWire, error) {
+	u, err := usage.appendJSON(make([]byte, 0, 96))
 	if err != nil {
 		return nil, err
 	}
@@ -270,5 +299,5 @@ func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, erro
 		}
 		out.Choices = append(out.Choices, cw)
 	}
-	return json.Marshal(out)
+	return &out, nil
 }

@@ -76,7 +76,7 @@ func (e *ChunkError) Error() string { return "upstream error event: " + e.Messag
 // returned as a *ChunkError; anything that is not a JSON object is an error.
 func ParseChunk(raw []byte) (Chunk, error) {
 	w := new(deltaWire)
-	if err := json.Unmarshal(raw, w); err != nil {
+	if err := decodeDelta(raw, w); err != nil {
 		return Chunk{}, fmt.Errorf("malformed chunk: %w", err)
 	}
 	if len(w.Error) > 0 && string(w.Error) != "null" {

@@ -1,9 +1,10 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Usage is an answer's token counts and its cost in USD. Extra keeps the
@@ -25,6 +26,9 @@ type Usage struct {
 // not numbers read as 0; cost and the gateway's own fields are dropped, so an
 // upstream can never set the price.
 func ParseUsage(raw json.RawMessage) (Usage, error) {
+	if u, ok := scanUsage(raw); ok {
+		return u, nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return Usage{}, err
@@ -56,24 +60,89 @@ func ParseUsage(raw json.RawMessage) (Usage, error) {
 	return u, nil
 }
 
-// MarshalJSON writes the OpenAI usage object plus "cost", with the upstream's
-// extra fields after them in sorted order.
-func (u Usage) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"prompt_tokens":`)
-	b.WriteString(itoa(u.PromptTokens))
-	b.WriteString(`,"completion_tokens":`)
-	b.WriteString(itoa(u.CompletionTokens))
-	b.WriteString(`,"total_tokens":`)
-	b.WriteString(itoa(u.TotalTokens))
-	b.WriteString(`,"cost":`)
-	c, err := json.Marshal(u.Cost)
-	if err != nil {
-		return nil, err
+// scanUsage is ParseUsage without encoding/json for a usage object whose
+// keys have no escapes and appear once, and whose token counts are plain
+// integers; ok is false for anything else (ParseUsage then decodes it).
+func scanUsage(raw []byte) (u Usage, ok bool) {
+	s := scanner{b: raw}
+	var seen fields
+	tokens := [3]*int{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens}
+	ok = s.object(func(key []byte, esc bool) bool {
+		if esc || !utf8.Valid(key) {
+			return false
+		}
+		switch k := string(key); k {
+		case "prompt_tokens", "completion_tokens", "total_tokens":
+			i := 0
+			if k == "completion_tokens" {
+				i = 1
+			} else if k == "total_tokens" {
+				i = 2
+			}
+			if !seen.first(uint(i)) {
+				return false
+			}
+			var n int64
+			if s.peek() == '-' || !s.integer(&n) || n > math.MaxInt32 {
+				return false
+			}
+			*tokens[i] = int(n)
+			return true
+		case "cost", "estimated":
+			if !seen.first(uint(3 + len(k)%2)) { // cost 3, estimated 4
+				return false
+			}
+			return s.skip(1)
+		default:
+			var v json.RawMessage
+			if !s.raw(&v) {
+				return false
+			}
+			if u.Extra == nil {
+				u.Extra = make(map[string]json.RawMessage, 2)
+			}
+			if _, dup := u.Extra[k]; dup {
+				return false
+			}
+			u.Extra[k] = v
+			return true
+		}
+	})
+	if !ok {
+		return Usage{}, false
 	}
-	b.Write(c)
+	if s.ws(); s.i != len(s.b) {
+		return Usage{}, false
+	}
+	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u, true
+}
+
+// MarshalJSON writes the OpenAI usage object plus "cost", with the upstream's
+// extra fields after them in sorted order. The result is what json.Marshal
+// makes of a Usage (compact, HTML-escaped), so callers may use it as is.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	return u.appendJSON(make([]byte, 0, 96))
+}
+
+func (u Usage) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	b = append(b, `,"cost":`...)
+	if math.IsNaN(u.Cost) || math.IsInf(u.Cost, 0) {
+		if _, err := json.Marshal(u.Cost); err != nil {
+			return nil, err
+		}
+	}
+	b = appendFloat(b, u.Cost)
 	if u.Estimated {
-		b.WriteString(`,"estimated":true`)
+		b = append(b, `,"estimated":true`...)
 	}
 	if len(u.Extra) > 0 {
 		// encoding/json sorts map keys, which keeps the output deterministic.
@@ -82,17 +151,28 @@ func (u Usage) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 		if len(extra) > 2 {
-			b.WriteByte(',')
-			b.Write(extra[1 : len(extra)-1])
+			b = append(b, ',')
+			b = append(b, extra[1:len(extra)-1]...)
 		}
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
+// appendFloat appends f as encoding/json writes a float64 (finite f).
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 becomes e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // Cost is the price of an answer in USD, from prices in USD per million

@@ -69,7 +69,32 @@ func NewReader(r io.Reader, maxEventBytes int) *Reader {
 	if maxEventBytes <= 0 {
 		maxEventBytes = defaultMaxEventBytes
 	}
-	return &Reader{br: bufio.NewReaderSize(r, bufferSize), max: maxEventBytes}
+	br := readBuffers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Reader{br: br, max: maxEventBytes}
+}
+
+// readBuffers keeps the read buffers of finished Readers: one per upstream
+// call was a tenth of the gateway's allocated bytes.
+var readBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufferSize) }}
+
+// Release gives the Reader's buffer back for another Reader to use; every
+// later Next returns io.EOF (or the error the Reader had already met). Call
+// it when the stream is done with (its end marker read), never concurrently
+// with Next. A Reader that ends with an error releases its buffer itself.
+func (r *Reader) Release() {
+	if r.err == nil {
+		r.err = io.EOF
+	}
+	r.release()
+}
+
+func (r *Reader) release() {
+	if r.br != nil {
+		r.br.Reset(nil)
+		readBuffers.Put(r.br)
+		r.br = nil
+	}
 }
 
 // Next returns the next event that has data. Comments, events without a data
@@ -91,6 +116,7 @@ func (r *Reader) Next() (Event, error) {
 		if err != nil {
 			r.err = err
 			r.data, r.hasData, r.event = nil, false, ""
+			r.release()
 			return Event{}, err
 		}
 		if len(line) == 0 {
@@ -147,6 +173,7 @@ func (r *Reader) Next() (Event, error) {
 func (r *Reader) fail(err error) error {
 	r.err = err
 	r.data, r.hasData, r.event = nil, false, ""
+	r.release()
 	return err
 }
 

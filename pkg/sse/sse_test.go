@@ -553,3 +553,21 @@ func FuzzNamedRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestRelease: a released Reader gives its buffer back and reads no more.
+func TestRelease(t *testing.T) {
+	r := NewReader(strings.NewReader("data: a\n\ndata: b\n\n"), 0)
+	if ev, err := r.Next(); err != nil || string(ev.Data) != "a" {
+		t.Fatalf("Next = %q, %v", ev.Data, err)
+	}
+	r.Release()
+	r.Release()
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next after Release = %v, want io.EOF", err)
+	}
+	// Another Reader reuses the buffer from the start.
+	r2 := NewReader(strings.NewReader("data: c\n\n"), 0)
+	if ev, err := r2.Next(); err != nil || string(ev.Data) != "c" {
+		t.Fatalf("Next = %q, %v", ev.Data, err)
+	}
+}

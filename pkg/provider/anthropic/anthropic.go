@@ -220,6 +220,9 @@ func (s *stream) Next() (llm.Chunk, error) {
 			return llm.Chunk{}, s.err
 		}
 		if s.dec.Done() {
+			if s.events != nil {
+				s.events.Release()
+			}
 			s.err = io.EOF
 			continue
 		}

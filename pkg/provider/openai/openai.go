@@ -66,8 +66,10 @@ type Client struct {
 	name     string
 	endpoint string
 	auth     string // the Authorization header, or "" for none
-	hc       *http.Client
-	urlErr   error // a baseURL that cannot be used fails every call
+	// authValue is auth as a header value, made once.
+	authValue []string
+	hc        *http.Client
+	urlErr    error // a baseURL that cannot be used fails every call
 }
 
 // New returns the upstream called name at baseURL (such as
@@ -78,6 +80,7 @@ func New(name, baseURL, apiKey string, hc *http.Client) *Client {
 	c := &Client{name: name, endpoint: strings.TrimSuffix(baseURL, "/") + "/chat/completions"}
 	if apiKey != "" {
 		c.auth = "Bearer " + apiKey
+		c.authValue = []string{c.auth}
 	}
 	if hc == nil {
 		c.hc = defaultClient
@@ -124,11 +127,12 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	// net/http may resend the body (GetBody) only when the request was never
 	// written to a reused connection that turned out dead, so the upstream
 	// still sees at most one request.
-	h := httpReq.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "text/event-stream")
+	// The same header values for every request: one map, no per-request
+	// value slices (the transport only reads them).
 	if c.auth != "" {
-		h.Set("Authorization", c.auth)
+		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept, "Authorization": c.authValue}
+	} else {
+		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept}
 	}
 	resp, err := c.hc.Do(httpReq)
 	if err != nil {
@@ -148,6 +152,12 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	}
 	return s, nil
 }
+
+// Header values shared by every upstream request; never written to.
+var (
+	jsonType  = []string{"application/json"}
+	sseAccept = []string{"text/event-stream"}
+)
 
 // ctxError is the error for a call the caller's context ended: it wraps
 // ctx.Err() and, when there is one, the context's cause.

@@ -58,6 +58,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if bytes.Equal(data, done) {
+			s.events.Release()
 			s.err = io.EOF
 			return llm.Chunk{}, io.EOF
 		}

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// CompletionSize is the size in bytes of the non-streaming answer.
+const CompletionSize = 448
+
+const (
+	completionID = "chatcmpl-loadbench0000000000000000001"
+	created      = 1767225600
+	model        = "gpt-4o-mini-2024-07-18"
+	fingerprint  = "fp_loadbench"
+	promptTokens = 12
+)
+
+// words is the answer's text, cut to fit CompletionSize by answerText.
+const words = "Load benchmarks measure what a gateway adds to every request: parsing, " +
+	"routing, metering and copying the answer back. This reply is fixed so that " +
+	"every run compares like with like, across rates, keys, replays and streams, " +
+	"and across builds of the gateway, before and after each optimization lands. " +
+	"It carries no meaning beyond its length and shape, and repeats: load load load " +
+	"load load load load load load load load load load load load load load load load"
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type completion struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason string  `json:"finish_reason"`
+	} `json:"choices"`
+	Usage             usage  `json:"usage"`
+	SystemFingerprint string `json:"system_fingerprint"`
+}
+
+func usageOf(text string) usage {
+	n := len(strings.Fields(text))
+	return usage{PromptTokens: promptTokens, CompletionTokens: n, TotalTokens: promptTokens + n}
+}
+
+func marshalCompletion(text string) []byte {
+	var c completion
+	c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = completionID, "chat.completion", created, model, fingerprint
+	c.Choices = make([]struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason string  `json:"finish_reason"`
+	}, 1)
+	c.Choices[0].Message = message{Role: "assistant", Content: text}
+	c.Choices[0].FinishReason = "stop"
+	c.Usage = usageOf(text)
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// answerText is the longest prefix of words (then padded with dots) whose
+// completion is exactly CompletionSize bytes.
+func answerText() string {
+	for n := len(words); n > 0; n-- {
+		text := strings.TrimRight(words[:n], " ")
+		b := marshalCompletion(text)
+		if len(b) > CompletionSize {
+			continue
+		}
+		for len(b) < CompletionSize {
+			text += "."
+			b = marshalCompletion(text)
+		}
+		if len(b) == CompletionSize {
+			return text
+		}
+	}
+	panic("no answer text fits")
+}
+
+// sseEvents returns the answer as Chat Completions chunks, each a complete
+// "data: ...\n\n" event: a role chunk, the text in chunks of chunkWords
+// words each (with the space before a word; 0: the whole text in one
+// chunk), a finish chunk, the usage chunk when withUsage, and [DONE].
+func sseEvents(text string, withUsage bool, chunkWords int) [][]byte {
+	type delta struct {
+		Role    string `json:"role,omitempty"`
+		Content string `json:"content"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Delta        delta   `json:"delta"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason *string `json:"finish_reason"`
+	}
+	type chunk struct {
+		ID                string   `json:"id"`
+		Object            string   `json:"object"`
+		Created           int64    `json:"created"`
+		Model             string   `json:"model"`
+		SystemFingerprint string   `json:"system_fingerprint"`
+		Choices           []choice `json:"choices"`
+		Usage             *usage   `json:"usage,omitempty"`
+	}
+	event := func(c chunk) []byte {
+		c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = completionID, "chat.completion.chunk", created, model, fingerprint
+		if c.Choices == nil {
+			c.Choices = []choice{}
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			panic(err)
+		}
+		return []byte("data: " + string(b) + "\n\n")
+	}
+	var events [][]byte
+	events = append(events, event(chunk{Choices: []choice{{Delta: delta{Role: "assistant"}}}}))
+	fields := strings.Fields(text)
+	if chunkWords <= 0 {
+		chunkWords = len(fields)
+	}
+	for i := 0; i < len(fields); i += chunkWords {
+		part := strings.Join(fields[i:min(i+chunkWords, len(fields))], " ")
+		if i > 0 {
+			part = " " + part
+		}
+		events = append(events, event(chunk{Choices: []choice{{Delta: delta{Content: part}}}}))
+	}
+	stop := "stop"
+	events = append(events, event(chunk{Choices: []choice{{FinishReason: &stop}}}))
+	if withUsage {
+		u := usageOf(text)
+		events = append(events, event(chunk{Usage: &u}))
+	}
+	return append(events, []byte("data: [DONE]\n\n"))
+}
+
+// jsonTrue says whether body has the member "name": true (spaces allowed
+// around the colon), a byte search instead of decoding the body: the mock
+// only needs "stream" and "include_usage" of the bodies the generator and the
+// gateway send (the gateway's: {"model":...,"stream":true,"stream_options":
+// {"include_usage":true},...}). A quoted name preceded by a backslash is
+// inside a string, not a member.
+func jsonTrue(body []byte, name string) bool {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(name))
+		if j < 0 {
+			return false
+		}
+		j += i
+		i = j + len(name)
+		if j == 0 || body[j-1] != '"' || (j >= 2 && body[j-2] == '\\') || i >= len(body) || body[i] != '"' {
+			continue
+		}
+		k := skipSpace(body, i+1)
+		if k >= len(body) || body[k] != ':' {
+			continue
+		}
+		k = skipSpace(body, k+1)
+		if bytes.HasPrefix(body[k:], []byte("true")) {
+			return true
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+type handler struct {
+	completion         []byte
+	completionLen      []string // its Content-Length header value
+	stream, streamNoUs [][]byte
+	joined, joinedNoUs []byte
+	flushEach          bool
+}
+
+func newHandler(flushEach bool, chunkWords int) *handler {
+	text := answerText()
+	h := &handler{completion: marshalCompletion(text), flushEach: flushEach}
+	h.completionLen = []string{strconv.Itoa(len(h.completion))}
+	h.stream, h.streamNoUs = sseEvents(text, true, chunkWords), sseEvents(text, false, chunkWords)
+	for _, e := range h.stream {
+		h.joined = append(h.joined, e...)
+	}
+	for _, e := range h.streamNoUs {
+		h.joinedNoUs = append(h.joinedNoUs, e...)
+	}
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		writeError(w, http.StatusNotFound, "unknown path "+r.URL.Path)
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		return
+	}
+	bp := bodies.Get().(*[]byte)
+	defer bodies.Put(bp)
+	body, err := readAll(r.Body, (*bp)[:0])
+	*bp = body[:0]
+	if err != nil {
+		return
+	}
+	stream := jsonTrue(body, "stream")
+	if !stream && !json.Valid(body) {
+		writeError(w, http.StatusBadRequest, "invalid JSON body")
+		return
+	}
+	// The header values are shared slices, set without canonicalizing.
+	hdr := w.Header()
+	if !stream {
+		hdr["Content-Type"] = contentJSON
+		hdr["Content-Length"] = h.completionLen
+		w.Write(h.completion)
+		return
+	}
+	withUsage := jsonTrue(body, "include_usage")
+	hdr["Content-Type"] = contentSSE
+	hdr["Cache-Control"] = noCache
+	if !h.flushEach {
+		if withUsage {
+			w.Write(h.joined)
+		} else {
+			w.Write(h.joinedNoUs)
+		}
+		return
+	}
+	events := h.streamNoUs
+	if withUsage {
+		events = h.stream
+	}
+	rc := http.NewResponseController(w)
+	for _, e := range events {
+		if _, err := w.Write(e); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+var (
+	contentJSON = []string{"application/json"}
+	contentSSE  = []string{"text/event-stream"}
+	noCache     = []string{"no-cache"}
+)
+
+// bodies are the request body buffers, reused.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// readAll is io.ReadAll into b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+	w.Write(b)
+}

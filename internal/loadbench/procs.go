@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/buildinfo"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// gatewayKey is the bearer key of the benchmark's project.
+const gatewayKey = "sk-loadbench"
+
+// gatewayModel is the model clients name through the gateway; upstreamModel
+// is the name the gateway (and a direct client) sends the mock.
+const (
+	gatewayModel  = "bench/chat"
+	upstreamModel = "mock-model"
+)
+
+// buildBinary builds a main package into dir with `make build`'s flags
+// and the build tags given (pprof: the gateway's BUZZGATE_PPROF_ADDR).
+func buildBinary(dir, pkg, name string, tags ...string) (string, error) {
+	out := filepath.Join(dir, name)
+	args := []string{"build", "-trimpath", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return out, nil
+}
+
+// proc is a child process, stopped by its PID.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // set when exited is closed
+}
+
+func start(name string, cmd *exec.Cmd) (*proc, error) {
+	setPdeathsig(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, exited: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// stop sends SIGTERM to the process (by its PID) and SIGKILL after a grace
+// period.
+func (p *proc) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(p.pid(), syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(3 * time.Second):
+		_ = syscall.Kill(p.pid(), syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// startMock starts the mock upstream and returns it with its address.
+func startMock(bin string, flushEach bool, chunkWords int) (*proc, string, error) {
+	args := []string{"-addr", "127.0.0.1:0", "-chunk-words", strconv.Itoa(chunkWords)}
+	if flushEach {
+		args = append(args, "-flush-each")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := start("mock upstream", cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				addr <- a
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case a := <-addr:
+		return p, a, nil
+	case <-p.exited:
+		return nil, "", fmt.Errorf("mock upstream exited: %v", p.err)
+	case <-time.After(10 * time.Second):
+		p.stop()
+		return nil, "", errors.New("mock upstream did not start within 10s")
+	}
+}
+
+// gatewayConfig is the gateway's config: one openai provider (the mock),
+// one model, one project with one key.
+func gatewayConfig(mockAddr string) string {
+	return fmt.Sprintf(`# written by internal/loadbench
+providers:
+  - name: mock
+    api: openai
+    base_url: http://%s/v1
+models:
+  - id: %s
+    routes:
+      - provider: mock
+        model: %s
+        input_price: 0.15
+        output_price: 0.60
+projects:
+  - id: loadbench
+    keys:
+      - key: %s
+`, mockAddr, gatewayModel, upstreamModel, gatewayKey)
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+type gatewayOpts struct {
+	bin, dir, mockAddr, logLevel, pprofAddr string
+}
+
+// startGateway writes the config and starts the gateway as the local HTTP
+// server with the memory store, its log in dir/gateway.log, and waits until
+// /healthz answers.
+func startGateway(o gatewayOpts) (*proc, string, error) {
+	cfg := filepath.Join(o.dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(gatewayConfig(o.mockAddr)), 0o600); err != nil {
+		return nil, "", err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	logf, err := os.Create(filepath.Join(o.dir, "gateway.log"))
+	if err != nil {
+		return nil, "", err
+	}
+	defer logf.Close() // the child has its own descriptor
+	cmd := exec.Command(o.bin)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"BUZZGATE_ADDR=" + addr,
+		"BUZZGATE_STORE=memory",
+		"BUZZGATE_CONFIG=" + cfg,
+		"BUZZGATE_METRICS=off",
+		"BUZZGATE_LOG_LEVEL=" + o.logLevel,
+	}
+	if o.pprofAddr != "" {
+		cmd.Env = append(cmd.Env, "BUZZGATE_PPROF_ADDR="+o.pprofAddr)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	p, err := start("gateway", cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, addr, nil
+			}
+		}
+		select {
+		case <-p.exited:
+			log, _ := os.ReadFile(filepath.Join(o.dir, "gateway.log"))
+			return nil, "", fmt.Errorf("gateway exited (%v): %s", p.err, bytes.TrimSpace(log))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, "", errors.New("gateway did not answer /healthz within 15s")
+		}
+	}
+}
+
+// statusKB reads one "Vm...:   N kB" line of /proc/<pid>/status.
+func statusKB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+}
+
+// rssMeter reports a process's peak RSS per phase: reset clears the peak
+// (VmHWM) by writing 5 to /proc/<pid>/clear_refs, peak reads it. When the
+// reset is not allowed here, peak is the peak since the process started,
+// and resets says so.
+type rssMeter struct {
+	pid     int
+	resets  bool
+	overall int64 // KiB, the largest peak read
+}
+
+func newRSSMeter(pid int) *rssMeter {
+	m := &rssMeter{pid: pid}
+	m.resets = m.reset() == nil
+	return m
+}
+
+func (m *rssMeter) reset() error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", m.pid), []byte("5"), 0)
+}
+
+// peak returns the peak RSS in KiB since the last reset, 0 if unknown.
+func (m *rssMeter) peak() int64 {
+	kb, err := statusKB(m.pid, "VmHWM")
+	if err != nil {
+		return 0
+	}
+	m.overall = max(m.overall, kb)
+	return kb
+}
+
+// binaryID describes a binary: the commit it was built from when it says
+// (vcs.revision, vcs.modified), else "no vcs stamp", with a SHA-256 prefix.
+func binaryID(path string) string {
+	sum := "?"
+	if b, err := os.ReadFile(path); err == nil {
+		h := sha256.Sum256(b)
+		sum = hex.EncodeToString(h[:6])
+	}
+	rev, dirty, goVer := "", false, ""
+	if bi, err := buildinfo.ReadFile(path); err == nil {
+		goVer = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	id := "no vcs stamp"
+	if rev != "" {
+		id = rev[:min(len(rev), 7)]
+		if dirty {
+			id += "-dirty"
+		}
+	}
+	return fmt.Sprintf("%s (%s, sha256 %s)", id, goVer, sum)
+}
+
+// gitCommit is the worktree's short HEAD, with -dirty when it has changes.
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += "-dirty"
+	}
+	return c
+}
+
+// fetchProfiles fetches a CPU profile and an allocation (delta) profile of
+// d from the gateway's pprof listener into dir, while the caller runs load.
+func fetchProfiles(ctx context.Context, pprofAddr, dir string, d time.Duration) <-chan error {
+	secs := strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
+	errc := make(chan error, 2)
+	for _, p := range []struct{ path, file string }{
+		{"/debug/pprof/profile?seconds=" + secs, "cpu.pprof"},
+		{"/debug/pprof/allocs?seconds=" + secs, "allocs.pprof"},
+	} {
+		go func() {
+			errc <- func() error {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pprofAddr+p.path, nil)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("%s: status %d", p.path, resp.StatusCode)
+				}
+				f, err := os.Create(filepath.Join(dir, p.file))
+				if err != nil {
+					return err
+				}
+				if _, err := io.Copy(f, resp.Body); err != nil {
+					f.Close()
+					return err
+				}
+				return f.Close()
+			}()
+		}()
+	}
+	return errc
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "time"
+
+func precisePacer() (done func()) { return func() {} }
+
+func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }

@@ -1,0 +1,165 @@
+package llm
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendCompletion appends out as json.Marshal(out) encodes it, byte for
+// byte (FuzzAppendCompletion compares them), without reflection: the
+// chat.completion body is built once per non-streaming answer. Usage and
+// Logprobs are already compact JSON from json.Marshal, so they are copied.
+func appendCompletion(b []byte, out *completionWire) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, out.ID)
+	b = append(b, `,"object":`...)
+	b = appendJSONString(b, out.Object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, out.Created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, out.Model)
+	b = append(b, `,"choices":`...)
+	if out.Choices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range out.Choices {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendChoice(b, &out.Choices[i])
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"usage":`...)
+	b = appendRaw(b, out.Usage)
+	if out.SystemFingerprint != "" {
+		b = append(b, `,"system_fingerprint":`...)
+		b = appendJSONString(b, out.SystemFingerprint)
+	}
+	if out.ServiceTier != "" {
+		b = append(b, `,"service_tier":`...)
+		b = appendJSONString(b, out.ServiceTier)
+	}
+	return append(b, '}')
+}
+
+func appendChoice(b []byte, c *choiceWire) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(c.Index), 10)
+	m := &c.Message
+	b = append(b, `,"message":{"role":`...)
+	b = appendJSONString(b, m.Role)
+	b = append(b, `,"content":`...)
+	b = appendStringPtr(b, m.Content)
+	b = append(b, `,"refusal":`...)
+	b = appendStringPtr(b, m.Refusal)
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i := range m.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			t := &m.ToolCalls[i]
+			b = append(b, '{')
+			if t.ID != "" {
+				b = append(b, `"id":`...)
+				b = appendJSONString(b, t.ID)
+				b = append(b, ',')
+			}
+			b = append(b, `"type":`...)
+			b = appendJSONString(b, t.Type)
+			b = append(b, `,"function":`...)
+			b = appendFunction(b, &t.Function)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if m.FunctionCall != nil {
+		b = append(b, `,"function_call":`...)
+		b = appendFunction(b, m.FunctionCall)
+	}
+	b = append(b, `},"logprobs":`...)
+	b = appendRaw(b, c.Logprobs)
+	b = append(b, `,"finish_reason":`...)
+	b = appendStringPtr(b, c.FinishReason)
+	return append(b, '}')
+}
+
+func appendFunction(b []byte, f *toolFunction) []byte {
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, f.Name)
+	b = append(b, `,"arguments":`...)
+	b = appendJSONString(b, f.Arguments)
+	return append(b, '}')
+}
+
+func appendRaw(b, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
+}
+
+func appendStringPtr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, *s)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s quoted as encoding/json does by default: with
+// <, > and & escaped for HTML, invalid UTF-8 replaced by U+FFFD, and U+2028
+// and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,564 @@
+package llm
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// decodeDelta is json.Unmarshal(raw, w) for a fresh w, without reflection
+// for the chunks upstreams actually send. Every chunk of a stream is decoded
+// (the router must see each one's output, finish reason and usage), and
+// encoding/json was the largest part of the gateway's CPU per request.
+//
+// scanDelta is the fast path: it returns false whenever it cannot be sure
+// that encoding/json would give exactly the same result (a key that matches
+// a field only case-insensitively or through an escape, a key given twice,
+// a value of an unexpected type, a number that is not a plain integer, very
+// deep nesting, anything malformed), and then encoding/json decodes the
+// chunk, errors included. FuzzDecodeDelta checks the two against each other.
+func decodeDelta(raw []byte, w *deltaWire) error {
+	var s scanner
+	s.b = raw
+	if s.delta(w) {
+		return nil
+	}
+	*w = deltaWire{}
+	return json.Unmarshal(raw, w)
+}
+
+// maxScanDepth bounds the nesting the fast path follows; deeper goes to
+// encoding/json (whose own limit is 10000).
+const maxScanDepth = 512
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte (0 at the end).
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// lit consumes a literal such as "null".
+func (s *scanner) lit(l string) bool {
+	if len(s.b)-s.i >= len(l) && string(s.b[s.i:s.i+len(l)]) == l {
+		s.i += len(l)
+		return true
+	}
+	return false
+}
+
+// null consumes a null if one comes next.
+func (s *scanner) null() bool {
+	return s.peek() == 'n' && s.lit("null")
+}
+
+// object walks an object's members: for each it calls member with the key
+// (raw: escapes are not decoded; esc reports whether it has any), positioned
+// at the value, which member must consume. It returns false on a malformed
+// object or when member does.
+func (s *scanner) object(member func(key []byte, esc bool) bool) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		if s.peek() != '"' {
+			return false
+		}
+		start := s.i + 1
+		esc, ok := s.skipString()
+		if !ok {
+			return false
+		}
+		key := s.b[start : s.i-1]
+		if s.peek() != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		if !member(key, esc) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array walks an array's elements, calling elem positioned at each.
+func (s *scanner) array(elem func() bool) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		if !elem() {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// skipString consumes a string at s.i (which is '"'), checking it as JSON
+// does; esc reports a backslash in it.
+func (s *scanner) skipString() (esc, ok bool) {
+	i := s.i + 1
+	for i < len(s.b) {
+		c := s.b[i]
+		switch {
+		case c == '"':
+			s.i = i + 1
+			return esc, true
+		case c < 0x20:
+			return false, false
+		case c == '\\':
+			esc = true
+			if i+1 >= len(s.b) {
+				return false, false
+			}
+			switch s.b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(s.b) {
+					return false, false
+				}
+				for _, h := range s.b[i+2 : i+6] {
+					if !isHex(h) {
+						return false, false
+					}
+				}
+				i += 6
+			default:
+				return false, false
+			}
+		default:
+			i++
+		}
+	}
+	return false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// str decodes a string value; null leaves *dst as it is. Anything else is
+// false.
+func (s *scanner) str(dst *string) bool {
+	switch s.peek() {
+	case 'n':
+		return s.lit("null")
+	case '"':
+	default:
+		return false
+	}
+	start := s.i
+	esc, ok := s.skipString()
+	if !ok {
+		return false
+	}
+	body := s.b[start+1 : s.i-1]
+	if !esc && utf8.Valid(body) {
+		*dst = string(body)
+		return true
+	}
+	// Escapes or invalid UTF-8 (which encoding/json replaces): let it decode
+	// this one string.
+	return json.Unmarshal(s.b[start:s.i], dst) == nil
+}
+
+// strPtr decodes a *string: null sets nil.
+func (s *scanner) strPtr(dst **string) bool {
+	if s.null() {
+		*dst = nil
+		return true
+	}
+	v := new(string)
+	if !s.str(v) {
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// integer decodes a plain JSON integer (no fraction, no exponent) that fits
+// in an int64; null leaves *dst as it is.
+func (s *scanner) integer(dst *int64) bool {
+	if s.null() {
+		return true
+	}
+	start := s.i
+	if !s.skipNumber() {
+		return false
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	if err != nil {
+		return false // a fraction, an exponent or too large: encoding/json decides
+	}
+	*dst = n
+	return true
+}
+
+func (s *scanner) int(dst *int) bool {
+	v := int64(*dst)
+	if !s.integer(&v) || int64(int(v)) != v {
+		return false
+	}
+	*dst = int(v)
+	return true
+}
+
+// skipNumber consumes a number by JSON's grammar.
+func (s *scanner) skipNumber() bool {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	s.i = i
+	return true
+}
+
+// skip consumes any value, checking it as JSON does.
+func (s *scanner) skip(depth int) bool {
+	if depth > maxScanDepth {
+		return false
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		_, ok := s.skipString()
+		return ok
+	case c == '{':
+		return s.object(func([]byte, bool) bool { return s.skip(depth + 1) })
+	case c == '[':
+		return s.array(func() bool { return s.skip(depth + 1) })
+	case c == 't':
+		return s.lit("true")
+	case c == 'f':
+		return s.lit("false")
+	case c == 'n':
+		return s.lit("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return s.skipNumber()
+	}
+	return false
+}
+
+// raw consumes any value and returns its bytes, as a json.RawMessage field
+// gets them.
+func (s *scanner) raw(dst *json.RawMessage) bool {
+	s.ws()
+	start := s.i
+	if !s.skip(1) {
+		return false
+	}
+	*dst = s.b[start:s.i:s.i]
+	return true
+}
+
+// fields tracks which known keys of one object were seen: a key given twice
+// goes to encoding/json, whose rules for merging the two are subtle.
+type fields uint32
+
+func (f *fields) first(bit uint) bool {
+	if *f&(1<<bit) != 0 {
+		return false
+	}
+	*f |= 1 << bit
+	return true
+}
+
+// known matches key against names exactly. A key with escapes, or one that
+// equals a name only case-insensitively (encoding/json would take it for
+// that field), is reported as unsure.
+func known(key []byte, esc bool, names []string) (idx int, unsure bool) {
+	if esc {
+		return -1, true
+	}
+	for i, n := range names {
+		if string(key) == n {
+			return i, false
+		}
+	}
+	for _, n := range names {
+		if strings.EqualFold(string(key), n) {
+			return -1, true
+		}
+	}
+	return -1, false
+}
+
+var (
+	deltaTop      = []string{"id", "model", "created", "system_fingerprint", "service_tier", "usage", "error", "choices"}
+	deltaChoice   = []string{"index", "delta", "logprobs", "finish_reason"}
+	deltaDelta    = []string{"role", "content", "refusal", "tool_calls", "function_call"}
+	deltaToolCall = []string{"index", "id", "type", "function"}
+	deltaFunction = []string{"name", "arguments"}
+	deltaLogprobs = []string{"content", "refusal"}
+)
+
+// delta decodes a whole chunk into the zero w.
+func (s *scanner) delta(w *deltaWire) bool {
+	var seen fields
+	ok := s.object(func(key []byte, esc bool) bool {
+		i, unsure := known(key, esc, deltaTop)
+		if unsure || (i >= 0 && !seen.first(uint(i))) {
+			return false
+		}
+		switch i {
+		case 0:
+			return s.str(&w.ID)
+		case 1:
+			return s.str(&w.Model)
+		case 2:
+			return s.integer(&w.Created)
+		case 3:
+			return s.str(&w.SystemFingerprint)
+		case 4:
+			return s.str(&w.ServiceTier)
+		case 5:
+			return s.raw(&w.Usage)
+		case 6:
+			return s.raw(&w.Error)
+		case 7:
+			return s.choices(w)
+		}
+		return s.skip(1)
+	})
+	if !ok {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+func (s *scanner) choices(w *deltaWire) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '[' {
+		return false
+	}
+	w.Choices = make([]deltaChoiceWire, 0, 1)
+	return s.array(func() bool {
+		w.Choices = append(w.Choices, deltaChoiceWire{})
+		return s.choice(&w.Choices[len(w.Choices)-1])
+	})
+}
+
+func (s *scanner) choice(c *deltaChoiceWire) bool {
+	var seen fields
+	return s.object(func(key []byte, esc bool) bool {
+		i, unsure := known(key, esc, deltaChoice)
+		if unsure || (i >= 0 && !seen.first(uint(i))) {
+			return false
+		}
+		switch i {
+		case 0:
+			return s.int(&c.Index)
+		case 1:
+			if s.null() {
+				return true
+			}
+			return s.deltaObject(&c.Delta)
+		case 2:
+			if s.null() {
+				c.Logprobs = nil
+				return true
+			}
+			c.Logprobs = new(deltaLogprobsWire)
+			return s.logprobs(c.Logprobs)
+		case 3:
+			return s.strPtr(&c.FinishReason)
+		}
+		return s.skip(2)
+	})
+}
+
+func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
+	var seen fields
+	return s.object(func(key []byte, esc bool) bool {
+		i, unsure := known(key, esc, deltaDelta)
+		if unsure || (i >= 0 && !seen.first(uint(i))) {
+			return false
+		}
+		switch i {
+		case 0:
+			return s.str(&d.Role)
+		case 1:
+			return s.strPtr(&d.Content)
+		case 2:
+			return s.strPtr(&d.Refusal)
+		case 3:
+			if s.null() {
+				return true
+			}
+			if s.peek() != '[' {
+				return false
+			}
+			d.ToolCalls = make([]deltaToolCallWire, 0, 1)
+			return s.array(func() bool {
+				d.ToolCalls = append(d.ToolCalls, deltaToolCallWire{})
+				return s.toolCall(&d.ToolCalls[len(d.ToolCalls)-1])
+			})
+		case 4:
+			if s.null() {
+				d.FunctionCall = nil
+				return true
+			}
+			d.FunctionCall = new(deltaFunctionWire)
+			return s.function(d.FunctionCall)
+		}
+		return s.skip(3)
+	})
+}
+
+func (s *scanner) toolCall(t *deltaToolCallWire) bool {
+	var seen fields
+	return s.object(func(key []byte, esc bool) bool {
+		i, unsure := known(key, esc, deltaToolCall)
+		if unsure || (i >= 0 && !seen.first(uint(i))) {
+			return false
+		}
+		switch i {
+		case 0:
+			return s.int(&t.Index)
+		case 1:
+			return s.str(&t.ID)
+		case 2:
+			return s.str(&t.Type)
+		case 3:
+			if s.null() {
+				return true
+			}
+			return s.function(&t.Function)
+		}
+		return s.skip(4)
+	})
+}
+
+func (s *scanner) function(f *deltaFunctionWire) bool {
+	var seen fields
+	return s.object(func(key []byte, esc bool) bool {
+		i, unsure := known(key, esc, deltaFunction)
+		if unsure || (i >= 0 && !seen.first(uint(i))) {
+			return false
+		}
+		switch i {
+		case 0:
+			return s.str(&f.Name)
+		case 1:
+			return s.str(&f.Arguments)
+		}
+		return s.skip(5)
+	})
+}
+
+func (s *scanner) logprobs(l *deltaLogprobsWire) bool {
+	var seen fields
+	return s.object(func(key []byte, esc bool) bool {
+		i, unsure := known(key, esc, deltaLogprobs)
+		if unsure || (i >= 0 && !seen.first(uint(i))) {
+			return false
+		}
+		dst := &l.Content
+		if i == 1 {
+			dst = &l.Refusal
+		}
+		switch i {
+		case 0, 1:
+			if s.null() {
+				*dst = nil
+				return true
+			}
+			if s.peek() != '[' {
+				return false
+			}
+			*dst = make([]json.RawMessage, 0, 4)
+			return s.array(func() bool {
+				var r json.RawMessage
+				if !s.raw(&r) {
+					return false
+				}
+				*dst = append(*dst, r)
+				return true
+			})
+		}
+		return s.skip(3)
+	})
+}

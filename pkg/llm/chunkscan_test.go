@@ -1,0 +1,195 @@
+package llm
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+)
+
+var deltaSeeds = []string{
+	`{"id":"c","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+	`{"id":"c","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{"content":"Hello \"w\"\n\u00e9\ud83d\ude00 \ud800"},"logprobs":null,"finish_reason":null}]}`,
+	`{"id":"c","created":1735689600,"model":"up","system_fingerprint":"fp","service_tier":"default","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	`{"id":"c","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0}}}`,
+	`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":null}]}`,
+	`{"choices":[{"index":1,"delta":{"function_call":{"name":"f","arguments":""},"refusal":"no"},"logprobs":{"content":[{"token":"a","logprob":-0.1}],"refusal":null}}]}`,
+	`{"error":{"message":"boom"}}`,
+	`{"error":null,"usage":null,"choices":null}`,
+	` {"ID":"x"} `,
+	`{"id":"a","id":"b"}`,
+	`{"choices":[{"index":0},{"index":0}],"choices":[{"index":1}]}`,
+	`{"created":1.5}`,
+	`{"created":1e3}`,
+	`{"created":-0}`,
+	`{"created":01}`,
+	`{"created":99999999999999999999}`,
+	`{"choices":[{"index":3000000000}]}`,
+	`{"id":"\u0069d"}`,
+	`{"\u0069d":"x"}`,
+	`{"id":"a\xffb"}`,
+	`{"x":"a\xffb","id":"ok"}`,
+	`{"x":[1,2,{"y":[true,false,null,-1.5e+3]}],"id":"ok"}`,
+	`{"x":tru}`,
+	`{"x":"\q"}`,
+	`{"x":"a` + "\x01" + `"}`,
+	`{"id":"x"}x`,
+	`{"id":"x",}`,
+	`[1]`,
+	`null`,
+	`{}`,
+	`{"choices":[null]}`,
+	`{"choices":[{"delta":null,"logprobs":null,"finish_reason":null}]}`,
+	`{"choices":[{"delta":{"content":null,"tool_calls":[]}}]}`,
+	`{"choices":[{"delta":{"tool_calls":[{"function":null,"index":null}]}}]}`,
+	`{"ſervice_tier":"x"}`,
+	`{"model":5}`,
+	`{"choices":{}}`,
+}
+
+// FuzzDecodeDelta checks the fast chunk decoder against encoding/json: the
+// same result and the same success or failure.
+func FuzzDecodeDelta(f *testing.F) {
+	for _, s := range deltaSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want deltaWire
+		wantErr := json.Unmarshal(raw, &want)
+		var s scanner
+		s.b = raw
+		var got deltaWire
+		fast := s.delta(&got)
+		if fast && wantErr != nil {
+			t.Fatalf("fast path accepted %q, encoding/json says %v", raw, wantErr)
+		}
+		if fast && !reflect.DeepEqual(got, want) {
+			t.Fatalf("fast path differs on %q:\n got %+v\nwant %+v", raw, got, want)
+		}
+		var again deltaWire
+		err := decodeDelta(raw, &again)
+		if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(again, want)) {
+			t.Fatalf("decodeDelta(%q) = %+v, %v; want %+v, %v", raw, again, err, want, wantErr)
+		}
+	})
+}
+
+// TestDecodeDeltaFastPath: the chunks upstreams send take the fast path.
+func TestDecodeDeltaFastPath(t *testing.T) {
+	for _, s := range deltaSeeds[:8] {
+		var sc scanner
+		sc.b = []byte(s)
+		var w deltaWire
+		if !sc.delta(&w) {
+			t.Errorf("fast path refused %s", s)
+		}
+	}
+}
+
+func BenchmarkParseChunk(b *testing.B) {
+	raw := []byte(`{"id":"chatcmpl-mock0000000000000001","object":"chat.completion.chunk","created":1735689600,"model":"mock-model","choices":[{"index":0,"delta":{"content":"Buzzgate is a gateway that sends each request "},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseChunk(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var w deltaWire
+			if err := json.Unmarshal(raw, &w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// parseUsageJSON is ParseUsage by encoding/json alone.
+func parseUsageJSON(raw []byte) (Usage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Usage{}, err
+	}
+	u, ok := scanUsage([]byte(`{}`))
+	if !ok {
+		panic("scanUsage refused {}")
+	}
+	take := func(name string) int {
+		v, ok := m[name]
+		if !ok {
+			return 0
+		}
+		delete(m, name)
+		var f float64
+		if json.Unmarshal(v, &f) != nil || f < 0 || f > math.MaxInt32 {
+			return 0
+		}
+		return int(f)
+	}
+	u.PromptTokens = take("prompt_tokens")
+	u.CompletionTokens = take("completion_tokens")
+	u.TotalTokens = take("total_tokens")
+	delete(m, "cost")
+	delete(m, "estimated")
+	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	if len(m) > 0 {
+		u.Extra = m
+	}
+	return u, nil
+}
+
+// FuzzScanUsage checks ParseUsage's fast path against encoding/json.
+func FuzzScanUsage(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}`,
+		`{"prompt_tokens":10,"completion_tokens":2,"total_tokens":1,"cost":5,"estimated":true,"prompt_tokens_details":{"cached_tokens":3},"x":[1, 2]}`,
+		`{"prompt_tokens":1.5,"completion_tokens":-2,"total_tokens":"3"}`,
+		`{"prompt_tokens":null,"prompt_tokens":4}`,
+		`{"a":1,"a":2}`,
+		`{"\u0061":1}`,
+		`{"` + "\xff" + `":1}`,
+		`{"prompt_tokens":99999999999}`,
+		`null`, `[]`, `{}`, `{"cost":1,"estimated":false}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want, wantErr := parseUsageJSON(raw)
+		got, ok := scanUsage(raw)
+		if ok && wantErr != nil {
+			t.Fatalf("fast path accepted %q, encoding/json says %v", raw, wantErr)
+		}
+		if ok && !reflect.DeepEqual(normalUsage(got), normalUsage(want)) {
+			t.Fatalf("fast path differs on %q:\n got %+v\nwant %+v", raw, got, want)
+		}
+		all, err := ParseUsage(raw)
+		if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(normalUsage(all), normalUsage(want))) {
+			t.Fatalf("ParseUsage(%q) = %+v, %v; want %+v, %v", raw, all, err, want, wantErr)
+		}
+	})
+}
+
+// normalUsage makes Extra's raw values comparable as strings.
+func normalUsage(u Usage) any {
+	extra := map[string]string{}
+	for k, v := range u.Extra {
+		extra[k] = string(v)
+	}
+	u.Extra = nil
+	return []any{u, extra}
+}
+
+func BenchmarkParseUsage(b *testing.B) {
+	raw := []byte(`{"prompt_tokens":12,"completion_tokens":40,"total_tokens":52,"prompt_tokens_details":{"cached_tokens":0}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseUsage(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
