@@ -391,6 +391,13 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	entry := billing.Entry{
 		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
 	}
+	if exec == nil {
+		// The client's writer may send a burst of events in one write
+		// (httpapi's wire); a keyed request writes through the pump.
+		if c, ok := w.(interface{ SetMore(func() bool) }); ok {
+			c.SetMore(ans.More)
+		}
+	}
 	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, entry: &entry}
 	res := codec.Answer(ans, out)
 	u := res.Usage
@@ -499,6 +506,11 @@ func (t *tee) setCost(u llm.Usage) {
 // Price writes the answer's cost before its last bytes go out. A failure
 // (the store unreachable) does not hold the answer back: the Finisher bills.
 func (t *tee) Price(u llm.Usage) {
+	// What the writer held back goes out before the ledger write: only the
+	// answer's last bytes wait for the price.
+	if f, ok := t.w.(interface{ Flush() error }); ok {
+		_ = f.Flush()
+	}
 	t.setCost(u)
 	if t.svc.accounts.Ledger == nil {
 		return

@@ -24,6 +24,10 @@ type wire struct {
 	gone   error
 	// status of a JSON answer, written with its Content-Length by Body.
 	status int
+	// more, when set, tells Event that another event is at hand (SetMore).
+	more func() bool
+	// streaming: Start wrote a stream's status and headers.
+	streaming bool
 }
 
 func newWire(w *recorder, writeTimeout time.Duration, errorf func(http.ResponseWriter, error) int) *wire {
@@ -57,6 +61,7 @@ func (o *wire) Start(status int, header map[string]string, stream bool) {
 		set("Cache-Control", "no-cache")
 		set("X-Accel-Buffering", "no")
 		h.Del("Content-Length")
+		o.streaming = true
 		o.deadline()
 		o.w.WriteHeader(status)
 		o.flush()
@@ -90,6 +95,24 @@ func (o *wire) Event(name string, data []byte) error {
 	if err := sse.WriteEvent(o.w, name, data); err != nil {
 		o.gone = err
 		return err
+	}
+	if o.more != nil && o.more() {
+		// The next event is already at hand: it goes out with this one.
+		return nil
+	}
+	return o.flush()
+}
+
+// SetMore makes Event flush only when more reports that no other event is
+// at hand (router.Answer.More): a burst from the provider leaves in one
+// write, and an event followed by a pause leaves at once.
+func (o *wire) SetMore(more func() bool) { o.more = more }
+
+// Flush sends what Event held back; it does nothing before a stream
+// started (a JSON answer's headers wait for its Body).
+func (o *wire) Flush() error {
+	if o.gone != nil || !o.streaming {
+		return o.gone
 	}
 	return o.flush()
 }

@@ -38,6 +38,14 @@ type ChunkStream interface {
 	Close() error
 }
 
+// ReadyStream is a ChunkStream that can tell whether its next chunk is
+// already buffered: Ready reports that Next will return without waiting
+// for the network (conservatively: false when unsure). It is called from
+// the goroutine that calls Next.
+type ReadyStream interface {
+	Ready() bool
+}
+
 // Chunk is one chat.completion.chunk. Raw is the JSON object exactly as the
 // upstream sent it (the SSE data payload), so that fields the gateway does
 // not know pass through untouched; the other fields are what the gateway

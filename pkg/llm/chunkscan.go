@@ -320,7 +320,10 @@ func (s *scanner) skip(depth int) bool {
 }
 
 // raw consumes any value and returns its bytes, as a json.RawMessage field
-// gets them.
+// gets them, except that they are not copied: dst shares the input's
+// memory (encoding/json copied). Every caller decodes a slice of its own
+// (an SSE event's data is a new slice per event), which must then not be
+// overwritten while what was decoded from it is in use.
 func (s *scanner) raw(dst *json.RawMessage) bool {
 	s.ws()
 	start := s.i

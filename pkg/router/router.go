@@ -440,6 +440,23 @@ type Answer struct {
 	err      error
 }
 
+// More reports whether Next will return without waiting on the provider:
+// a chunk read before the first output is still pending, or the stream has
+// its next chunk (or its end) buffered (llm.ReadyStream). A writer flushes
+// to the client only when there is no more: a burst the provider sent at
+// once goes out in one write, and nothing is held back while the provider
+// is quiet. Call it from the goroutine that calls Next.
+func (a *Answer) More() bool {
+	if len(a.pending) > 0 {
+		return true
+	}
+	if a.err != nil {
+		return false
+	}
+	rs, ok := a.stream.(llm.ReadyStream)
+	return ok && rs.Ready()
+}
+
 // read returns the next chunk to forward, nil for a usage-only chunk, or the
 // stream's error.
 func (a *Answer) read() (*llm.Chunk, error) {

@@ -170,6 +170,46 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
+// Ready reports whether the next Next can return an event without reading
+// from the underlying reader: a whole event with a data line is already
+// buffered. A writer relaying events uses it to flush only when no other
+// event is at hand, so that a burst of events goes out in one write while
+// an event followed by a pause is never held back. It is conservative: it
+// may say false when Next would not wait, never true when it would. It
+// must not be called concurrently with Next.
+func (r *Reader) Ready() bool {
+	if r.err != nil || r.br == nil || len(r.line) > 0 || r.skipLF {
+		return false
+	}
+	buf, _ := r.br.Peek(r.br.Buffered())
+	hasData := r.hasData
+	for len(buf) > 0 {
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			return false // a line not yet terminated
+		}
+		line := buf[:i]
+		if buf[i] == '\r' {
+			if i+1 == len(buf) {
+				return false // a '\r' that a '\n' may still follow
+			}
+			if buf[i+1] == '\n' {
+				i++
+			}
+		}
+		buf = buf[i+1:]
+		switch {
+		case len(line) == 0:
+			if hasData {
+				return true
+			}
+		case bytes.HasPrefix(line, []byte("data")) && (len(line) == 4 || line[4] == ':'):
+			hasData = true
+		}
+	}
+	return false
+}
+
 func (r *Reader) fail(err error) error {
 	r.err = err
 	r.data, r.hasData, r.event = nil, false, ""

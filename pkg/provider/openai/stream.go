@@ -73,6 +73,18 @@ func (s *stream) Next() (llm.Chunk, error) {
 	}
 }
 
+// Ready reports whether Next can return at once without reading from the
+// network (llm.ReadyStream): a whole chunk, or the end marker, is buffered.
+func (s *stream) Ready() bool {
+	if s.err != nil || s.closed.Load() {
+		return false
+	}
+	if s.events == nil {
+		return s.jsonRead && len(s.pending) > 0
+	}
+	return s.events.Ready()
+}
+
 func (s *stream) nextJSON() (llm.Chunk, error) {
 	if !s.jsonRead {
 		s.jsonRead = true
