@@ -393,7 +393,8 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	}
 	if exec == nil {
 		// The client's writer may send a burst of events in one write
-		// (httpapi's wire); a keyed request writes through the pump.
+		// (httpapi's wire). A keyed request writes through the pump, which
+		// holds a flush back while it has more events queued.
 		if c, ok := w.(interface{ SetMore(func() bool) }); ok {
 			c.SetMore(ans.More)
 		}

@@ -42,8 +42,22 @@ type frame struct {
 func newPump(w Writer) *pump {
 	p := &pump{w: w, stopped: make(chan struct{})}
 	p.wake = sync.NewCond(&p.mu)
+	// A writer that can hold a flush back (httpapi's wire) flushes an
+	// event only when no other event is queued behind it: a burst goes out
+	// in one write, and nothing queued ever waits.
+	if c, ok := w.(interface{ SetMore(func() bool) }); ok {
+		c.SetMore(p.eventQueued)
+	}
 	go p.run()
 	return p
+}
+
+// eventQueued reports whether the next frame to write is an event; the
+// writer calls it from run, between frames.
+func (p *pump) eventQueued() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue) > 0 && p.queue[0].kind == 'e'
 }
 
 func (p *pump) run() {

@@ -55,3 +55,45 @@ func TestPumpNeverBlocks(t *testing.T) {
 	}
 	p2.Close()
 }
+
+// hintWriter records, after each event, what the pump's SetMore hint said.
+type hintWriter struct {
+	release chan struct{}
+	more    func() bool
+	events  []string
+	hints   []bool
+}
+
+func (h *hintWriter) SetMore(f func() bool)              { h.more = f }
+func (h *hintWriter) Error(error)                        {}
+func (h *hintWriter) Start(int, map[string]string, bool) { <-h.release }
+func (h *hintWriter) Body([]byte) error                  { return nil }
+func (h *hintWriter) Event(name string, data []byte) error {
+	h.events = append(h.events, string(data))
+	h.hints = append(h.hints, h.more())
+	return nil
+}
+
+// TestPumpHintsQueuedEvents: a writer that can hold a flush back is told
+// that more events are queued for every event but the last one queued.
+func TestPumpHintsQueuedEvents(t *testing.T) {
+	w := &hintWriter{release: make(chan struct{})}
+	p := newPump(w)
+	if w.more == nil {
+		t.Fatal("the pump did not give the writer its hint")
+	}
+	p.Start(200, nil, true) // the writer holds Start until every event is queued
+	for i := range 10 {
+		p.Event("", []byte{byte('0' + i)})
+	}
+	close(w.release)
+	p.Close()
+	if len(w.events) != 10 || w.events[0] != "0" || w.events[9] != "9" {
+		t.Fatalf("events %q", w.events)
+	}
+	for i, more := range w.hints {
+		if want := i < 9; more != want {
+			t.Errorf("after event %d the hint said %v, want %v", i, more, want)
+		}
+	}
+}
