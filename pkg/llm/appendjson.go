@@ -2,7 +2,8 @@ package llm
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/internal/jsonstr"
 )
 
 // appendCompletion appends out as json.Marshal(out) encodes it, byte for
@@ -108,58 +109,6 @@ func appendStringPtr(b []byte, s *string) []byte {
 	return appendJSONString(b, *s)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as encoding/json does by default: with
-// <, > and & escaped for HTML, invalid UTF-8 replaced by U+FFFD, and U+2028
-// and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendJSONString appends s quoted as encoding/json does by default (with
+// <, > and & escaped for HTML).
+func appendJSONString(b []byte, s string) []byte { return jsonstr.Append(b, s, true) }

@@ -29,7 +29,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/internal/jsonstr"
 )
 
 // The names the SAM template and the dashboard refer to.
@@ -303,63 +304,9 @@ func appendNumber(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. '"', '\\' and the control
-// characters are escaped (as \n, \r, \t, \b, \f or \u00xx), as are U+2028
-// and U+2029; each byte of invalid UTF-8 becomes U+FFFD; everything else is
-// written as is. The result is therefore valid JSON for any s, and never
-// holds a raw newline.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0 // s[start:i] is pending, needing no escape
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, `\u202`...)
-			b = append(b, hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a JSON string (internal/jsonstr, without the
+// HTML escapes): valid JSON for any s, never a raw newline.
+func appendString(b []byte, s string) []byte { return jsonstr.Append(b, s, false) }
 
 // Dimension value rules (CloudWatch's Dimension type, which EMF dimensions
 // become): ASCII only, no control characters, at least one non-whitespace
