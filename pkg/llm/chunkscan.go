@@ -338,6 +338,21 @@ func (s *scanner) raw(dst *json.RawMessage) bool {
 // goes to encoding/json, whose rules for merging the two are subtle.
 type fields uint32
 
+// fields scans an object, handing field the index in names of each key
+// (-1 for a key not in names): it gives up (so that encoding/json decides)
+// on a key that matches a name only loosely (by case, or through an escape)
+// and on a name given twice.
+func (s *scanner) fields(names []string, field func(i int) bool) bool {
+	var seen fields
+	return s.object(func(key []byte, esc bool) bool {
+		i, unsure := known(key, esc, names)
+		if unsure || (i >= 0 && !seen.first(uint(i))) {
+			return false
+		}
+		return field(i)
+	})
+}
+
 func (f *fields) first(bit uint) bool {
 	if *f&(1<<bit) != 0 {
 		return false
@@ -377,12 +392,7 @@ var (
 
 // delta decodes a whole chunk into the zero w.
 func (s *scanner) delta(w *deltaWire) bool {
-	var seen fields
-	ok := s.object(func(key []byte, esc bool) bool {
-		i, unsure := known(key, esc, deltaTop)
-		if unsure || (i >= 0 && !seen.first(uint(i))) {
-			return false
-		}
+	ok := s.fields(deltaTop, func(i int) bool {
 		switch i {
 		case 0:
 			return s.str(&w.ID)
@@ -425,12 +435,7 @@ func (s *scanner) choices(w *deltaWire) bool {
 }
 
 func (s *scanner) choice(c *deltaChoiceWire) bool {
-	var seen fields
-	return s.object(func(key []byte, esc bool) bool {
-		i, unsure := known(key, esc, deltaChoice)
-		if unsure || (i >= 0 && !seen.first(uint(i))) {
-			return false
-		}
+	return s.fields(deltaChoice, func(i int) bool {
 		switch i {
 		case 0:
 			return s.int(&c.Index)
@@ -454,12 +459,7 @@ func (s *scanner) choice(c *deltaChoiceWire) bool {
 }
 
 func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
-	var seen fields
-	return s.object(func(key []byte, esc bool) bool {
-		i, unsure := known(key, esc, deltaDelta)
-		if unsure || (i >= 0 && !seen.first(uint(i))) {
-			return false
-		}
+	return s.fields(deltaDelta, func(i int) bool {
 		switch i {
 		case 0:
 			return s.str(&d.Role)
@@ -492,12 +492,7 @@ func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
 }
 
 func (s *scanner) toolCall(t *deltaToolCallWire) bool {
-	var seen fields
-	return s.object(func(key []byte, esc bool) bool {
-		i, unsure := known(key, esc, deltaToolCall)
-		if unsure || (i >= 0 && !seen.first(uint(i))) {
-			return false
-		}
+	return s.fields(deltaToolCall, func(i int) bool {
 		switch i {
 		case 0:
 			return s.int(&t.Index)
@@ -516,12 +511,7 @@ func (s *scanner) toolCall(t *deltaToolCallWire) bool {
 }
 
 func (s *scanner) function(f *deltaFunctionWire) bool {
-	var seen fields
-	return s.object(func(key []byte, esc bool) bool {
-		i, unsure := known(key, esc, deltaFunction)
-		if unsure || (i >= 0 && !seen.first(uint(i))) {
-			return false
-		}
+	return s.fields(deltaFunction, func(i int) bool {
 		switch i {
 		case 0:
 			return s.str(&f.Name)
@@ -533,12 +523,7 @@ func (s *scanner) function(f *deltaFunctionWire) bool {
 }
 
 func (s *scanner) logprobs(l *deltaLogprobsWire) bool {
-	var seen fields
-	return s.object(func(key []byte, esc bool) bool {
-		i, unsure := known(key, esc, deltaLogprobs)
-		if unsure || (i >= 0 && !seen.first(uint(i))) {
-			return false
-		}
+	return s.fields(deltaLogprobs, func(i int) bool {
 		dst := &l.Content
 		if i == 1 {
 			dst = &l.Refusal
