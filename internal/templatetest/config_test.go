@@ -69,3 +69,22 @@ func targetRecipe(makefile, target string) string {
 	}
 	return m[1]
 }
+
+// TestSamconfigBuildsWithoutCache: SAM's build cache keys on a hash of the
+// whole directory (.tools/ and .git/ included) when it builds in source, so
+// samconfig.toml turns it off in every environment.
+func TestSamconfigBuildsWithoutCache(t *testing.T) {
+	data, err := os.ReadFile("../../samconfig.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && strings.TrimSpace(key) == "cached" && strings.TrimSpace(value) != "false" {
+			t.Errorf("samconfig.toml:%d: %s (the cache hashes .tools/ and .git/ too)", i+1, strings.TrimSpace(line))
+		}
+	}
+	if !strings.Contains(string(data), "build_in_source = true") {
+		t.Error("samconfig.toml does not build in source (the Makefile writes only to ARTIFACTS_DIR)")
+	}
+}

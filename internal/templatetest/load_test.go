@@ -161,16 +161,7 @@ func deleteKey(n *yaml.Node, key string) {
 }
 
 // get walks the raw tree by map keys; nil when a key is missing.
-func get(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
-}
+var get = samtemplate.Get
 
 // resources returns the logical ids of the raw template's resources of type
 // typ, sorted.

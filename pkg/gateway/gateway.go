@@ -395,7 +395,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		// The client's writer may send a burst of events in one write
 		// (httpapi's wire). A keyed request writes through the pump, which
 		// holds a flush back while it has more events queued.
-		if c, ok := w.(interface{ SetMore(func() bool) }); ok {
+		if c, ok := w.(moreSetter); ok {
 			c.SetMore(ans.More)
 		}
 	}

@@ -39,13 +39,17 @@ type frame struct {
 	err    error
 }
 
+// moreSetter is a Writer that can hold an event's flush back while more
+// reports that another event is at hand (httpapi's wire).
+type moreSetter interface{ SetMore(more func() bool) }
+
 func newPump(w Writer) *pump {
 	p := &pump{w: w, stopped: make(chan struct{})}
 	p.wake = sync.NewCond(&p.mu)
 	// A writer that can hold a flush back (httpapi's wire) flushes an
 	// event only when no other event is queued behind it: a burst goes out
 	// in one write, and nothing queued ever waits.
-	if c, ok := w.(interface{ SetMore(func() bool) }); ok {
+	if c, ok := w.(moreSetter); ok {
 		c.SetMore(p.eventQueued)
 	}
 	go p.run()
