@@ -164,9 +164,6 @@ type Route struct {
 	API string
 	// Event is "Api" (a REST API, payload format 1.0) or "HttpApi".
 	Event string
-	// Properties are the event's properties, as written (nil for a route
-	// from a definition body or a CloudFormation method).
-	Properties map[string]any
 }
 
 // Resource types SAM CLI's providers look for.
@@ -256,7 +253,7 @@ func eventRoutes(fn string, props map[string]any) []Route {
 		}
 		path, _ := p["Path"].(string)
 		method, _ := p["Method"].(string)
-		out = append(out, Route{Path: path, Method: method, Function: fn, API: api, Event: typ, Properties: p})
+		out = append(out, Route{Path: path, Method: method, Function: fn, API: api, Event: typ})
 	}
 	return out
 }

@@ -84,9 +84,6 @@ Resources:
 		t.Fatal(err)
 	}
 	routes, provider := LocalRoutes(tpl)
-	for i := range routes {
-		routes[i].Properties = nil
-	}
 	want := []Route{
 		{Path: "/api/v1/{proxy+}", Method: "ANY", Function: "Fn", API: "Rest", Event: "Api"},
 		{Path: "/body", Method: "POST", Function: "Fn", API: "Rest", Event: "Api"},
