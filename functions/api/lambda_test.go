@@ -38,7 +38,7 @@ func newTable(t *testing.T) (endpoint, table string) {
 // DynamoDB store on dynalite and the embedded demo config.
 func startFunction(t *testing.T, endpoint, table string) *rie.Emulator {
 	t.Helper()
-	emu, err := rie.Start(rie.Options{Bootstrap: bootstrap(t), Env: []string{
+	return startEmulator(t, []string{
 		"BUZZGATE_STORE=dynamodb",
 		"BUZZGATE_TABLE=" + table,
 		"AWS_ENDPOINT_URL_DYNAMODB=" + endpoint,
@@ -46,7 +46,14 @@ func startFunction(t *testing.T, endpoint, table string) *rie.Emulator {
 		"AWS_ACCESS_KEY_ID=x",
 		"AWS_SECRET_ACCESS_KEY=x",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=60",
-	}})
+	})
+}
+
+// startEmulator runs the bootstrap under the emulator with env, and stops
+// it when the test ends, failing the test if the function raced.
+func startEmulator(t *testing.T, env []string) *rie.Emulator {
+	t.Helper()
+	emu, err := rie.Start(rie.Options{Bootstrap: bootstrap(t), Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}

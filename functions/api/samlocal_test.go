@@ -28,10 +28,8 @@ const (
 	gatewayFunction = "ApiFunction"
 )
 
-// samEnv is the environment `sam local invoke ApiFunction --env-vars
-// events/<file>` gives the function, with replace applied after (a
-// test's own endpoint or table), as NAME=value lines.
-func samEnv(t *testing.T, file string, replace map[string]string) []string {
+// loadTemplate reads template.yaml.
+func loadTemplate(t *testing.T) *samtemplate.Template {
 	t.Helper()
 	data, err := os.ReadFile(templateFile)
 	if err != nil {
@@ -41,6 +39,15 @@ func samEnv(t *testing.T, file string, replace map[string]string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tpl
+}
+
+// samEnv is the environment `sam local invoke ApiFunction --env-vars
+// events/<file>` gives the function, with replace applied after (a
+// test's own endpoint or table), as NAME=value lines.
+func samEnv(t *testing.T, file string, replace map[string]string) []string {
+	t.Helper()
+	tpl := loadTemplate(t)
 	vars, err := os.ReadFile(filepath.Join(eventsDir, file))
 	if err != nil {
 		t.Fatal(err)
@@ -63,24 +70,6 @@ func samEnv(t *testing.T, file string, replace map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// startSAMLocal runs the bootstrap as SAM CLI's container would.
-func startSAMLocal(t *testing.T, env []string) *rie.Emulator {
-	t.Helper()
-	emu, err := rie.Start(rie.Options{Bootstrap: bootstrap(t), Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		emu.Close()
-		if out := emu.Output(); strings.Contains(out, "DATA RACE") {
-			t.Errorf("the function raced:\n%s", out)
-		} else if t.Failed() {
-			t.Logf("emulator and function output:\n%s", out)
-		}
-	})
-	return emu
 }
 
 // invokeBuffered sends events/<name> and reads the answer as SAM CLI does.
@@ -121,7 +110,7 @@ func TestSAMLocalEvents(t *testing.T) {
 	if !slices.Contains(env, "AWS_SAM_LOCAL=true") || !slices.Contains(env, "BUZZGATE_STORE=memory") || !slices.Contains(env, "BUZZGATE_CONFIG=") {
 		t.Fatalf("events/env.json does not give the local setup: %v", env)
 	}
-	emu := startSAMLocal(t, env)
+	emu := startEmulator(t, env)
 	for _, tt := range eventTests(t) {
 		t.Run(tt.event, func(t *testing.T) {
 			tt.check(t, invokeBuffered(t, emu, tt.event))
@@ -145,7 +134,7 @@ func TestSAMLocalDynamoDB(t *testing.T) {
 	}
 	for _, tt := range eventTests(t) {
 		t.Run(tt.event, func(t *testing.T) {
-			emu := startSAMLocal(t, env)
+			emu := startEmulator(t, env)
 			tt.check(t, invokeBuffered(t, emu, tt.event))
 			emu.Close()
 		})
@@ -158,14 +147,7 @@ func TestSAMLocalDynamoDB(t *testing.T) {
 // everything that cannot work locally (the deploy config's placeholder
 // key, the {{resolve:...}} secrets, which SAM CLI leaves as literal text).
 func TestEnvFilesMatchTemplate(t *testing.T) {
-	data, err := os.ReadFile(templateFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := samtemplate.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl := loadTemplate(t)
 	declared, _ := samtemplate.Get(tpl.Raw, "Resources", gatewayFunction, "Properties", "Environment", "Variables").(map[string]any)
 	if len(declared) == 0 {
 		t.Fatalf("%s declares no environment variables", gatewayFunction)

@@ -153,6 +153,13 @@ func settledGoroutines() int {
 // (nil: a memory store), and the upstream's base URL.
 func benchGateway(b *testing.B, store idempotency.Store) (http.Handler, string) {
 	up := cannedUpstream(b)
+	return oneRouteApp(b, up.URL+"/v1", store).Handler, up.URL + "/v1"
+}
+
+// oneRouteApp is a gateway with one model, m, on one OpenAI-protocol
+// upstream at upstreamURL, and one project with testKey.
+func oneRouteApp(tb testing.TB, upstreamURL string, store idempotency.Store) *app.App {
+	tb.Helper()
 	cfg, err := catalog.Parse([]byte(fmt.Sprintf(`
 providers:
   - {name: up, api: openai, base_url: %q}
@@ -162,15 +169,15 @@ models:
 projects:
   - id: p
     keys: [{key: %s}]
-`, up.URL+"/v1", testKey)))
+`, upstreamURL, testKey)))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: store})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return a.Handler, up.URL + "/v1"
+	return a
 }
 
 func serveBench(b *testing.B, h http.Handler, body string, header ...string) *httptest.ResponseRecorder {

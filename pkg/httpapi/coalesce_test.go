@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,9 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/buzzgate/buzzgate/pkg/app"
-	"github.com/buzzgate/buzzgate/pkg/catalog"
 )
 
 // countingListener counts the writes made on the connections it accepts.
@@ -49,23 +45,7 @@ func streamGateway(t *testing.T, upstream http.Handler) (url string, writes *ato
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
-	cfg, err := catalog.Parse([]byte(fmt.Sprintf(`
-providers:
-  - {name: up, api: openai, base_url: %q}
-models:
-  - id: m
-    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
-projects:
-  - id: p
-    keys: [{key: %s}]
-`, up.URL+"/v1", testKey)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := oneRouteApp(t, up.URL+"/v1", nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
