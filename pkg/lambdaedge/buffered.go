@@ -51,7 +51,7 @@ func WrapBuffered(h http.Handler) func(context.Context, events.APIGatewayProxyRe
 				Body:       "400 Bad Request",
 			}, nil
 		}
-		w := &bufferedWriter{method: req.Method, header: make(http.Header)}
+		w := &bufferedWriter{headState: headState{method: req.Method, header: make(http.Header)}}
 		serveBuffered(h, w, req)
 		return w.response(), nil
 	}
@@ -64,12 +64,7 @@ func serveBuffered(h http.Handler, w *bufferedWriter, req *http.Request) {
 			if v != http.ErrAbortHandler {
 				slog.Default().Error("lambdaedge: panic serving request", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			}
-			hd := w.header
-			hd.Del("Content-Length")
-			hd.Del("Content-Encoding")
-			hd.Set("Content-Type", "text/plain; charset=utf-8")
-			hd.Set("X-Content-Type-Options", "nosniff")
-			w.status = http.StatusInternalServerError
+			w.internalError()
 			w.body.Reset()
 			w.body.WriteString("Internal Server Error\n")
 		}
@@ -81,40 +76,14 @@ func serveBuffered(h http.Handler, w *bufferedWriter, req *http.Request) {
 // behaves as responseWriter does, except that nothing leaves before the
 // handler returns.
 type bufferedWriter struct {
-	method string
-	header http.Header
-	status int  // 0 until WriteHeader or the first Write
-	fixed  bool // the status and headers are fixed (first Write or Flush)
-	body   bytes.Buffer
-}
-
-func (w *bufferedWriter) Header() http.Header { return w.header }
-
-func (w *bufferedWriter) WriteHeader(code int) {
-	if code < 100 || code > 999 {
-		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
-	}
-	if w.fixed || w.status != 0 || code <= 199 {
-		return
-	}
-	w.status = code
+	headState
+	body bytes.Buffer
 }
 
 func (w *bufferedWriter) Write(p []byte) (int, error) {
-	if !w.fixed {
-		if w.status == 0 {
-			w.status = http.StatusOK
-		}
-		if _, typed := w.header["Content-Type"]; !typed && len(p) > 0 && bodyAllowed(w.status) {
-			w.header.Set("Content-Type", http.DetectContentType(p))
-		}
-		w.fixed = true
-	}
-	if !bodyAllowed(w.status) {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.method == http.MethodHead {
-		return len(p), nil
+	w.fix(p)
+	if n, ok, err := w.writeBody(p); !ok {
+		return n, err
 	}
 	return w.body.Write(p)
 }
@@ -124,19 +93,12 @@ func (w *bufferedWriter) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush for http.ResponseController; it never fails.
 func (w *bufferedWriter) FlushError() error {
-	if !w.fixed {
-		if w.status == 0 {
-			w.status = http.StatusOK
-		}
-		w.fixed = true
-	}
+	w.fix(nil)
 	return nil
 }
 
 func (w *bufferedWriter) response() events.APIGatewayProxyResponse {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.fix(nil)
 	single, multi := splitHeader(w.header)
 	r := events.APIGatewayProxyResponse{StatusCode: w.status, Headers: single, MultiValueHeaders: multi}
 	if b := w.body.Bytes(); utf8.Valid(b) {

@@ -120,10 +120,9 @@ func Wrap(h http.Handler) func(context.Context, events.APIGatewayProxyRequest) (
 		heads := make(chan head, 1)
 		done := make(chan struct{})
 		w := &responseWriter{
-			method: req.Method,
-			header: make(http.Header),
-			heads:  heads,
-			pipe:   pw,
+			headState: headState{method: req.Method, header: make(http.Header)},
+			heads:     heads,
+			pipe:      pw,
 		}
 		w.buf = bufio.NewWriterSize(w.pipe, bufferSize)
 		go func() {
@@ -202,48 +201,86 @@ type head struct {
 	multi  map[string][]string
 }
 
-// responseWriter is the handler's http.ResponseWriter. Only the handler's
-// goroutine touches it.
-type responseWriter struct {
+// headState is the status and headers of a response being written, with
+// net/http's rules, for both writers (streamed and buffered): WriteHeader
+// takes the first status (informational ones dropped: the integration has
+// no way to send one), and the first Write or Flush, or the handler's end,
+// fixes them: 200 when none was set, and a Content-Type sniffed from the
+// first bytes when the handler set none.
+type headState struct {
 	method string
 	header http.Header
 	status int  // from WriteHeader; 0 until then
-	sent   bool // the head went to heads
-	heads  chan<- head
-	buf    *bufio.Writer // onto pipe
-	pipe   *io.PipeWriter
+	fixed  bool // the status and headers are fixed
 }
 
-func (w *responseWriter) Header() http.Header { return w.header }
+func (h *headState) Header() http.Header { return h.header }
 
-func (w *responseWriter) WriteHeader(code int) {
+func (h *headState) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
-	if w.sent || w.status != 0 {
+	if h.fixed || h.status != 0 || code <= 199 {
 		return
 	}
-	if code <= 199 {
-		return // an informational answer: the integration has no way to send one
+	h.status = code
+}
+
+// fix fixes the status and headers, p being the first bytes of the body
+// (nil for a Flush or the end); it reports whether they were not fixed
+// before.
+func (h *headState) fix(p []byte) bool {
+	if h.fixed {
+		return false
 	}
-	w.status = code
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	if _, typed := h.header["Content-Type"]; !typed && len(p) > 0 && bodyAllowed(h.status) {
+		h.header.Set("Content-Type", http.DetectContentType(p))
+	}
+	h.fixed = true
+	return true
+}
+
+// writeBody reports what a Write does with its bytes: an error for a
+// status without a body, nothing for a HEAD request (ok false).
+func (h *headState) writeBody(p []byte) (n int, ok bool, err error) {
+	if !bodyAllowed(h.status) {
+		return 0, false, http.ErrBodyNotAllowed
+	}
+	if h.method == http.MethodHead {
+		return len(p), false, nil
+	}
+	return 0, true, nil
+}
+
+// internalError makes the head of the 500 a panicking handler gets,
+// keeping the headers it set but those about its body.
+func (h *headState) internalError() {
+	h.header.Del("Content-Length")
+	h.header.Del("Content-Encoding")
+	h.header.Set("Content-Type", "text/plain; charset=utf-8")
+	h.header.Set("X-Content-Type-Options", "nosniff")
+	h.status = http.StatusInternalServerError
+	h.fixed = true
+}
+
+// responseWriter is the handler's http.ResponseWriter. Only the handler's
+// goroutine touches it.
+type responseWriter struct {
+	headState
+	heads chan<- head
+	buf   *bufio.Writer // onto pipe
+	pipe  *io.PipeWriter
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {
-	if !w.sent {
-		if w.status == 0 {
-			w.status = http.StatusOK
-		}
-		if _, typed := w.header["Content-Type"]; !typed && len(p) > 0 && bodyAllowed(w.status) {
-			w.header.Set("Content-Type", http.DetectContentType(p))
-		}
+	if w.fix(p) {
 		w.sendHead()
 	}
-	if !bodyAllowed(w.status) {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.method == http.MethodHead {
-		return len(p), nil
+	if n, ok, err := w.writeBody(p); !ok {
+		return n, err
 	}
 	return w.buf.Write(p)
 }
@@ -255,17 +292,13 @@ func (w *responseWriter) Flush() { _ = w.FlushError() }
 // written so far. It returns once the runtime has read it, or with an error
 // when the response was closed. http.ResponseController prefers it to Flush.
 func (w *responseWriter) FlushError() error {
-	if !w.sent {
-		if w.status == 0 {
-			w.status = http.StatusOK
-		}
+	if w.fix(nil) {
 		w.sendHead()
 	}
 	return w.buf.Flush()
 }
 
 func (w *responseWriter) sendHead() {
-	w.sent = true
 	single, multi := splitHeader(w.header)
 	w.heads <- head{status: w.status, single: single, multi: multi}
 }
@@ -294,10 +327,7 @@ func splitHeader(h http.Header) (single map[string]string, multi map[string][]st
 // yet (an empty 200 when the handler wrote nothing), then the rest of the
 // body, then the end of the body.
 func (w *responseWriter) finish() {
-	if !w.sent {
-		if w.status == 0 {
-			w.status = http.StatusOK
-		}
+	if w.fix(nil) {
 		w.sendHead()
 	}
 	_ = w.buf.Flush()
@@ -309,19 +339,14 @@ func (w *responseWriter) abort(v any) {
 	if v != http.ErrAbortHandler {
 		slog.Default().Error("lambdaedge: panic serving request", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 	}
-	if w.sent {
+	if w.fixed {
 		// Too late for a status: keep what the client has and end the
 		// stream with an error, which the runtime reports to Lambda.
 		_ = w.buf.Flush()
 		_ = w.pipe.CloseWithError(fmt.Errorf("lambdaedge: the handler panicked after its response started"))
 		return
 	}
-	h := w.header
-	h.Del("Content-Length")
-	h.Del("Content-Encoding")
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.status = http.StatusInternalServerError
+	w.internalError()
 	w.sendHead()
 	_, _ = io.WriteString(w.pipe, "Internal Server Error\n")
 	_ = w.pipe.Close()
