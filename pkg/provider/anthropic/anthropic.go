@@ -19,7 +19,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,21 +44,6 @@ const (
 // ErrClosed is returned by a stream's Next once Close was called.
 var ErrClosed = fmt.Errorf("anthropic: stream closed: %w", net.ErrClosed)
 
-var defaultClient = &http.Client{
-	Transport:     newTransport(),
-	CheckRedirect: noRedirects,
-}
-
-func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64
-	t.IdleConnTimeout = 90 * time.Second
-	return t
-}
-
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
 // Client is one Anthropic Messages upstream. It is safe for concurrent use.
 type Client struct {
 	name     string
@@ -83,21 +67,10 @@ func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = n
 // client with a connection pool sized for a gateway. Redirects are never
 // followed.
 func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client {
-	c := &Client{name: name, endpoint: strings.TrimSuffix(baseURL, "/") + "/v1/messages", apiKey: apiKey, now: time.Now}
-	if hc == nil {
-		c.hc = defaultClient
-	} else {
-		own := *hc
-		own.CheckRedirect = noRedirects
-		c.hc = &own
-	}
+	c := &Client{name: name, apiKey: apiKey, hc: upstream.HTTPClient(hc), now: time.Now}
+	c.endpoint, c.urlErr = upstream.Endpoint(baseURL, "/v1/messages")
 	for _, o := range opts {
 		o(c)
-	}
-	if u, err := url.Parse(c.endpoint); err != nil {
-		c.urlErr = err
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		c.urlErr = fmt.Errorf("base URL %q is not an absolute http(s) URL", baseURL)
 	}
 	return c
 }

@@ -18,13 +18,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		defaultClient.CloseIdleConnections()
+		upstream.HTTPClient(nil).CloseIdleConnections()
 		if err := checkNoLeaks(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1

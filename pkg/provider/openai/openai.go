@@ -15,7 +15,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,27 +39,6 @@ const (
 // caller asked for, not a provider failure.
 var ErrClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 
-// defaultClient is shared by every Client built without one, so that they
-// share one connection pool. There is no client timeout: the caller's context
-// bounds each call, including the whole of a stream.
-var defaultClient = &http.Client{
-	Transport:     newTransport(),
-	CheckRedirect: noRedirects,
-}
-
-func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64
-	t.IdleConnTimeout = 90 * time.Second
-	t.ResponseHeaderTimeout = 0
-	return t
-}
-
-// noRedirects makes a redirect an answer of its own (a failure), not a second
-// request: one call is one attempt.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
 // Client is one OpenAI-compatible upstream. It is safe for concurrent use.
 type Client struct {
 	name     string
@@ -77,22 +55,11 @@ type Client struct {
 // when it is not empty. hc nil means a shared client with a connection pool
 // sized for a gateway. Redirects are never followed, whichever client is used.
 func New(name, baseURL, apiKey string, hc *http.Client) *Client {
-	c := &Client{name: name, endpoint: strings.TrimSuffix(baseURL, "/") + "/chat/completions"}
+	c := &Client{name: name, hc: upstreamhttp.HTTPClient(hc)}
+	c.endpoint, c.urlErr = upstreamhttp.Endpoint(baseURL, "/chat/completions")
 	if apiKey != "" {
 		c.auth = "Bearer " + apiKey
 		c.authValue = []string{c.auth}
-	}
-	if hc == nil {
-		c.hc = defaultClient
-	} else {
-		own := *hc
-		own.CheckRedirect = noRedirects
-		c.hc = &own
-	}
-	if u, err := url.Parse(c.endpoint); err != nil {
-		c.urlErr = err
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		c.urlErr = fmt.Errorf("base URL %q is not an absolute http(s) URL", baseURL)
 	}
 	return c
 }

@@ -22,12 +22,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	upstreamhttp "github.com/buzzgate/buzzgate/pkg/provider/upstream"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		defaultClient.CloseIdleConnections()
+		upstreamhttp.HTTPClient(nil).CloseIdleConnections()
 		if err := checkNoLeaks(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1

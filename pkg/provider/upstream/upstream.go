@@ -6,8 +6,10 @@ package upstream
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -108,4 +110,48 @@ func PlainText(b []byte, max int) string {
 		sb.WriteRune(r)
 	}
 	return strings.TrimSpace(sb.String())
+}
+
+// defaultClient is the adapters' shared client: one connection pool sized
+// for a gateway (many concurrent calls to few hosts), no client timeout (the
+// request's context bounds each call, a whole stream included).
+var defaultClient = &http.Client{Transport: newTransport(), CheckRedirect: noRedirects}
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	t.ResponseHeaderTimeout = 0
+	return t
+}
+
+// noRedirects makes a redirect an answer of its own (a failure), not a
+// second request: one call is one attempt.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// HTTPClient is the client an adapter calls with: the shared one for nil,
+// else a copy of hc that never follows redirects.
+func HTTPClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		return defaultClient
+	}
+	own := *hc
+	own.CheckRedirect = noRedirects
+	return &own
+}
+
+// Endpoint is baseURL (a trailing slash dropped) joined with path, and an
+// error when that is not an absolute http(s) URL: an adapter keeps the
+// error and fails every call with it.
+func Endpoint(baseURL, path string) (string, error) {
+	endpoint := strings.TrimSuffix(baseURL, "/") + path
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return endpoint, err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return endpoint, fmt.Errorf("base URL %q is not an absolute http(s) URL", baseURL)
+	}
+	return endpoint, nil
 }

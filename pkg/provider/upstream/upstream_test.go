@@ -62,3 +62,33 @@ func TestPlainText(t *testing.T) {
 		t.Errorf("rune cut at the limit: got %q, want %q", got, "ab")
 	}
 }
+
+func TestEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		base, want string
+		bad        bool
+	}{
+		{"https://api.example.com/v1/", "https://api.example.com/v1/chat", false},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/chat", false},
+		{"ftp://example.com", "", true},
+		{"/v1", "", true},
+		{"http://[::1", "", true},
+	} {
+		got, err := Endpoint(tc.base, "/chat")
+		if (err != nil) != tc.bad || (!tc.bad && got != tc.want) {
+			t.Errorf("Endpoint(%q) = %q, %v", tc.base, got, err)
+		}
+	}
+}
+
+func TestHTTPClientNeverFollowsRedirects(t *testing.T) {
+	mine := &http.Client{Timeout: time.Second}
+	for _, c := range []*http.Client{HTTPClient(nil), HTTPClient(mine)} {
+		if c.CheckRedirect == nil || c.CheckRedirect(nil, nil) != http.ErrUseLastResponse {
+			t.Errorf("a client that follows redirects: %+v", c)
+		}
+	}
+	if mine.CheckRedirect != nil || HTTPClient(mine).Timeout != time.Second {
+		t.Error("HTTPClient changed the caller's client, or dropped its settings")
+	}
+}
