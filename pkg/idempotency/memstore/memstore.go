@@ -55,7 +55,6 @@
 package memstore
 
 import (
-	"bytes"
 	"container/heap"
 	"container/list"
 	"context"
@@ -113,16 +112,17 @@ func (t *tenant) bytes() int64 { return t.base + t.ans }
 
 var _ idempotency.Store = (*Store)(nil)
 
-// entry is one record. rec.Answer, rec.Head and the events in rec.Events are
+// entry is one record. ans, rec.Head and the events in rec.Events are
 // never changed once stored (they are replaced or dropped), and rec.Events
 // only grows by append, so a copy of rec taken under the mutex can be
 // deep-copied after it is released.
 type entry struct {
-	rec     idempotency.Record
-	ends    []int // per applied Append seq, the end of its events in rec.Events
-	size    int64 // counted in Store.base
-	ansSize int64 // counted in Store.ans
-	index   int   // in Store.expiry
+	rec     idempotency.Record // its Answer is always nil: see ans
+	ans     []byte             // the stored answer, packed (pack.go); nil for none
+	ends    []int              // per applied Append seq, the end of its events in rec.Events
+	size    int64              // counted in Store.base
+	ansSize int64              // counted in Store.ans
+	index   int                // in Store.expiry
 	elem    *list.Element
 }
 
@@ -183,8 +183,8 @@ func (s *Store) Reserve(_ context.Context, rec *idempotency.Record, now time.Tim
 	if old := s.recs[rec.Key]; old != nil {
 		if !old.rec.ExpiresAt.Before(now) {
 			if !takesOver(&old.rec, rec, now) {
-				snap := old.rec
-				return clone(&snap), nil
+				snap, ans := old.rec, old.ans
+				return clone(&snap, ans)
 			}
 			takeover = true
 		}
@@ -223,9 +223,9 @@ func (s *Store) Load(_ context.Context, key string, now time.Time) (*idempotency
 		s.mu.Unlock()
 		return nil, idempotency.ErrNotFound
 	}
-	snap := e.rec
+	snap, ans := e.rec, e.ans
 	s.mu.Unlock()
-	return clone(&snap), nil
+	return clone(&snap, ans)
 }
 
 // Poll implements idempotency.Store.
@@ -236,7 +236,7 @@ func (s *Store) Poll(_ context.Context, key, owner string, from int, now time.Ti
 		s.mu.Unlock()
 		return nil, 0, idempotency.ErrNotFound
 	}
-	snap := e.rec
+	snap, ans := e.rec, e.ans
 	next := len(e.ends)
 	if snap.State == idempotency.StateInProgress && snap.Owner == owner && from > 0 {
 		snap.Head = nil
@@ -250,7 +250,8 @@ func (s *Store) Poll(_ context.Context, key, owner string, from int, now time.Ti
 		next = 0
 	}
 	s.mu.Unlock()
-	return clone(&snap), next, nil
+	c, err := clone(&snap, ans)
+	return c, next, err
 }
 
 // owned returns the in-progress entry under key owned by owner, or nil.
@@ -335,8 +336,8 @@ func (s *Store) Complete(_ context.Context, key, owner string, ans *idempotency.
 	if ans == nil {
 		return errors.New("memstore: Complete with a nil answer")
 	}
-	a := cloneAnswer(ans)
-	size := answerSize(a)
+	size := answerSize(ans)
+	packed := packAnswer(ans)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.owned(key, owner)
@@ -357,7 +358,7 @@ func (s *Store) Complete(_ context.Context, key, owner string, ans *idempotency.
 		return nil // it would not fit even alone: completed, replay unavailable
 	}
 	t := s.tenant(e.rec.Tenant)
-	e.rec.Answer = a
+	e.ans = packed
 	e.ansSize = size
 	s.ans += size
 	t.ans += size
@@ -438,7 +439,7 @@ func (s *Store) dropAnswer(e *entry) {
 	t := s.tenant(e.rec.Tenant)
 	t.answers.Remove(e.elem)
 	e.elem = nil
-	e.rec.Answer = nil
+	e.ans = nil
 	s.ans -= e.ansSize
 	t.ans -= e.ansSize
 	e.ansSize = 0
@@ -594,24 +595,22 @@ func eventsSize(evs []idempotency.Event) int64 {
 	return n
 }
 
-// clone deep-copies a record snapshot taken under the mutex.
-func clone(r *idempotency.Record) *idempotency.Record {
+// clone deep-copies a record snapshot taken under the mutex, with its
+// packed answer (never changed once stored) unpacked.
+// The error (a packed answer that does not unpack) can only come from a
+// bug in pack.go, which is fuzzed.
+func clone(r *idempotency.Record, packed []byte) (*idempotency.Record, error) {
 	c := *r
-	c.Answer = cloneAnswer(r.Answer)
+	if packed != nil {
+		a, err := unpackAnswer(packed)
+		if err != nil {
+			return nil, err
+		}
+		c.Answer = a
+	}
 	c.Head = cloneHead(r.Head)
 	c.Events = cloneEvents(r.Events)
-	return &c
-}
-
-func cloneAnswer(a *idempotency.Answer) *idempotency.Answer {
-	if a == nil {
-		return nil
-	}
-	c := *a
-	c.Header = maps.Clone(a.Header)
-	c.Body = bytes.Clone(a.Body)
-	c.Events = cloneEvents(a.Events)
-	return &c
+	return &c, nil
 }
 
 func cloneHead(h *idempotency.Head) *idempotency.Head {

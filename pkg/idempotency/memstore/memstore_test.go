@@ -54,8 +54,15 @@ func (s *Store) check(t testing.TB) {
 		}
 		base += e.size
 		if e.rec.Answer != nil {
+			t.Fatalf("%s: an answer kept unpacked", k)
+		}
+		if e.ans != nil {
 			withAnswer++
-			if e.elem == nil || e.elem.Value.(*entry) != e || e.ansSize != answerSize(e.rec.Answer) {
+			a, err := unpackAnswer(e.ans)
+			if err != nil {
+				t.Fatalf("%s: %v", k, err)
+			}
+			if e.elem == nil || e.elem.Value.(*entry) != e || e.ansSize != answerSize(a) {
 				t.Fatalf("%s: answer bookkeeping is off", k)
 			}
 		} else if e.elem != nil || e.ansSize != 0 {
