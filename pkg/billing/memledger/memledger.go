@@ -6,7 +6,8 @@
 // priced entries die with the spend they would have changed (a local
 // store, not a production one). Nothing is persisted
 // and nothing is shared between processes; the ledger grows with every bill
-// (a local store, not a production one).
+// (a local store, not a production one), by about 100 bytes, kept without
+// pointers (see rec) so that the collector's work does not grow with it.
 package memledger
 
 import (
@@ -35,8 +36,11 @@ type Store struct {
 
 	mu        sync.Mutex
 	accounts  map[string]*account
-	entries   map[string]billing.Entry
-	byProject map[string][]string // project -> request ids, in billing order
+	entries   map[string]int32   // request id -> its index in recs
+	recs      []rec              // the billed entries, in billing order
+	byProject map[string][]int32 // project -> indices in recs, in billing order
+	names     []string           // the strings recs point at (projects, keys, models, providers)
+	nameIDs   map[string]uint32  // name -> its index in names
 	feedback  map[string]map[string]billing.Feedback
 	keys      map[string]billing.KeyRecord // hash -> record
 	keyIDs    map[string]string            // key id -> hash
@@ -77,8 +81,9 @@ func New(opts Options) *Store {
 	return &Store{
 		opts:      opts,
 		accounts:  map[string]*account{},
-		entries:   map[string]billing.Entry{},
-		byProject: map[string][]string{},
+		entries:   map[string]int32{},
+		byProject: map[string][]int32{},
+		nameIDs:   map[string]uint32{},
 		feedback:  map[string]map[string]billing.Feedback{},
 		keys:      map[string]billing.KeyRecord{},
 		keyIDs:    map[string]string{},
@@ -147,7 +152,7 @@ func (s *Store) Bill(ctx context.Context, e billing.Entry) error {
 
 // bill applies e once; s.mu is held.
 func (s *Store) bill(e billing.Entry) error {
-	if old, ok := s.entries[e.RequestID]; ok {
+	if old, ok := s.entry(e.RequestID); ok {
 		if !billing.SamePayload(old, e) {
 			return billing.ErrLedgerCollision
 		}
@@ -159,8 +164,10 @@ func (s *Store) bill(e billing.Entry) error {
 		}
 		delete(s.holds, e.RequestID)
 	}
-	s.entries[e.RequestID] = e
-	s.byProject[e.Project] = append(s.byProject[e.Project], e.RequestID)
+	i := int32(len(s.recs))
+	s.recs = append(s.recs, s.pack(e))
+	s.entries[e.RequestID] = i
+	s.byProject[e.Project] = append(s.byProject[e.Project], i)
 	a := s.acct(e.Project)
 	a.spent += e.CostNanos
 	a.key(e.KeyID).spent += e.CostNanos
@@ -178,7 +185,7 @@ func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
 	h = billing.NormalizeHold(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.entries[h.RequestID]; ok {
+	if e, ok := s.entry(h.RequestID); ok {
 		if !billing.HoldMatches(h, e) {
 			return billing.ErrLedgerCollision
 		}
@@ -206,7 +213,7 @@ func (s *Store) Price(ctx context.Context, e billing.Entry) error {
 	e = billing.NormalizeEntry(e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.entries[e.RequestID]; ok {
+	if old, ok := s.entry(e.RequestID); ok {
 		if !billing.SamePayload(old, e) {
 			return billing.ErrLedgerCollision
 		}
@@ -288,7 +295,7 @@ func (s *Store) Entry(ctx context.Context, requestID string) (billing.Entry, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[requestID]
+	e, ok := s.entry(requestID)
 	if !ok {
 		return billing.Entry{}, billing.ErrNotFound
 	}
@@ -306,8 +313,8 @@ func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := billing.NewTotals()
-	for _, rid := range s.byProject[project] {
-		e := s.entries[rid]
+	for _, i := range s.byProject[project] {
+		e := s.unpack("", s.recs[i])
 		if !e.At.Before(from) && e.At.Before(to) {
 			t.Add(e)
 		}
@@ -583,4 +590,57 @@ func clone[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// rec is a billed entry as the store keeps it: no pointers, so that the
+// collector does not scan the ledger however long it grows (one
+// billing.Entry holds five strings and a time). The request id is the
+// key of Store.entries; the other strings are indices in Store.names, which
+// holds each distinct one once.
+type rec struct {
+	project, key, model, provider uint32
+	nsec                          int32
+	sec                           int64 // At, in seconds since 1970 (UTC)
+	promptTokens                  int64
+	completionTokens              int64
+	costNanos                     int64
+}
+
+// entry returns the billed entry of requestID; s.mu is held.
+func (s *Store) entry(requestID string) (billing.Entry, bool) {
+	i, ok := s.entries[requestID]
+	if !ok {
+		return billing.Entry{}, false
+	}
+	return s.unpack(requestID, s.recs[i]), true
+}
+
+// pack returns e as a rec (e normalized); s.mu is held.
+func (s *Store) pack(e billing.Entry) rec {
+	return rec{
+		project: s.name(e.Project), key: s.name(e.KeyID), model: s.name(e.Model), provider: s.name(e.Provider),
+		sec: e.At.Unix(), nsec: int32(e.At.Nanosecond()),
+		promptTokens: int64(e.PromptTokens), completionTokens: int64(e.CompletionTokens), costNanos: e.CostNanos,
+	}
+}
+
+// unpack returns r as the Entry of requestID; s.mu is held.
+func (s *Store) unpack(requestID string, r rec) billing.Entry {
+	return billing.Entry{
+		RequestID: requestID, Project: s.names[r.project], KeyID: s.names[r.key],
+		Model: s.names[r.model], Provider: s.names[r.provider],
+		PromptTokens: int(r.promptTokens), CompletionTokens: int(r.completionTokens), CostNanos: r.costNanos,
+		At: time.Unix(r.sec, int64(r.nsec)).UTC(),
+	}
+}
+
+// name returns the index of v in s.names, adding it; s.mu is held.
+func (s *Store) name(v string) uint32 {
+	if i, ok := s.nameIDs[v]; ok {
+		return i
+	}
+	i := uint32(len(s.names))
+	s.names = append(s.names, v)
+	s.nameIDs[v] = i
+	return i
 }

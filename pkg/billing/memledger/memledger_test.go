@@ -1,6 +1,11 @@
 package memledger_test
 
 import (
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
@@ -22,4 +27,48 @@ func TestKeyStore(t *testing.T) {
 
 func TestHolds(t *testing.T) {
 	billingtest.RunHolds(t, func(t *testing.T) billingtest.Ledger { return memledger.New(memledger.Options{Pepper: pepper}) })
+}
+
+// The store keeps entries packed (no pointers); what Entry and Totals give
+// back is what was billed, to the nanosecond, for any time a bill can carry.
+func TestEntriesComeBackWhole(t *testing.T) {
+	ctx := t.Context()
+	s := memledger.New(memledger.Options{Pepper: pepper})
+	ats := []time.Time{
+		time.Date(2026, 12, 1, 19, 45, 1, 123456789, time.FixedZone("x", 3600)),
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(2400, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Now(), // with a monotonic reading
+	}
+	for i, at := range ats {
+		e := billing.Entry{
+			RequestID: fmt.Sprintf("req-%d", i), Project: "proj", KeyID: fmt.Sprintf("key-%d", i%2),
+			Model: "gpt-4o-mini", Provider: fmt.Sprintf("prov-%d", i), PromptTokens: 1 << 40, CompletionTokens: i,
+			CostNanos: int64(i) * 1e12, At: at,
+		}
+		if err := s.Bill(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Entry(ctx, e.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := billing.NormalizeEntry(e); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Entry gave %+v, want %+v", got, want)
+		}
+		if err := s.Bill(ctx, e); err != nil {
+			t.Fatalf("the same bill again: %v", err)
+		}
+		e.Provider = "other"
+		if err := s.Bill(ctx, e); !errors.Is(err, billing.ErrLedgerCollision) {
+			t.Fatalf("another payload under the same request id: %v", err)
+		}
+	}
+	tot, err := s.Totals(ctx, "proj", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Total.CostNanos != 0+3e12 || tot.ByKey["key-1"].CostNanos != 3e12 || tot.ByKey["key-0"].CostNanos != 0 {
+		t.Fatalf("totals %+v", tot)
+	}
 }
