@@ -131,7 +131,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	info := &logInfo{Log: gateway.Log{Attrs: make([]slog.Attr, 0, 16)}}
+	// The request's log line is at info: below that level nothing is
+	// collected for it (half a kilobyte of attributes a request).
+	info := &logInfo{Log: gateway.Log{Off: !s.log.Enabled(r.Context(), slog.LevelInfo)}}
+	if !info.Off {
+		info.Attrs = make([]slog.Attr, 0, 16)
+	}
 	switch r.URL.Path {
 	case "/api/v1/chat/completions":
 		if r.Method != http.MethodPost {
@@ -208,6 +213,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.StoreError = true
 		}
 		s.metrics.Record(m)
+	}
+	if info.Off {
+		return
 	}
 	attrs := []slog.Attr{
 		slog.String("request_id", id),
