@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -696,4 +697,41 @@ func BenchmarkReplay(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCollect is the collector's work with 50,000 answers stored (a
+// 448-byte chat completion each, the replay headers, a record as the
+// service writes it): one runtime.GC a loop, which marks the whole heap.
+// ns/op is that collection's time; heap-MiB the live heap after it.
+func BenchmarkCollect(b *testing.B) {
+	ctx := context.Background()
+	s := New(1 << 30)
+	base := time.Now()
+	body := storetest.RandomBytes(448, 7)
+	for i := range 50_000 {
+		rec := idempotency.Record{
+			Key:         fmt.Sprintf("%064x", i),
+			Fingerprint: fmt.Sprintf("%064x", i+1),
+			State:       idempotency.StateInProgress,
+			Owner:       fmt.Sprintf("%032x", i),
+			LeaseUntil:  base.Add(30 * time.Second),
+			ExpiresAt:   base.Add(24 * time.Hour),
+			RequestID:   fmt.Sprintf("req_%026d", i),
+			Tenant:      "proj",
+		}
+		if got, err := s.Reserve(ctx, &rec, base); err != nil || got != nil {
+			b.Fatalf("Reserve: %v, %v", got, err)
+		}
+		if err := s.Complete(ctx, rec.Key, rec.Owner, storetest.JSONAnswer(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	for b.Loop() {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	runtime.KeepAlive(s)
 }

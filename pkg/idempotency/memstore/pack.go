@@ -32,12 +32,13 @@ const (
 
 // packAnswer returns a packed as one byte slice.
 func packAnswer(a *idempotency.Answer) []byte {
-	n := 1 + binary.MaxVarintLen64*(3+2*len(a.Header)+3*len(a.Events)) + len(a.Body)
+	// The exact size: the slice is kept as long as the answer is.
+	n := 1 + uvarintLen(a.Status) + uvarintLen(len(a.Header)) + strLen(len(a.Body)) + uvarintLen(len(a.Events))
 	for k, v := range a.Header {
-		n += len(k) + len(v)
+		n += strLen(len(k)) + strLen(len(v))
 	}
 	for _, e := range a.Events {
-		n += 1 + len(e.Name) + len(e.Data)
+		n += strLen(len(e.Name)) + 1 + strLen(len(e.Data))
 	}
 	b := make([]byte, 1, n)
 	if a.Stream {
@@ -68,6 +69,18 @@ func packAnswer(a *idempotency.Answer) []byte {
 	}
 	return b
 }
+
+// uvarintLen is the length of v as an unsigned varint; strLen that of a
+// string of n bytes with its length before it.
+func uvarintLen(v int) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+func strLen(n int) int { return uvarintLen(n) + n }
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))

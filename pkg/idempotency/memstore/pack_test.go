@@ -124,3 +124,13 @@ func FuzzPack(f *testing.F) {
 		}
 	})
 }
+
+// A packed answer is kept as long as its record: its capacity is its length.
+func TestPackedAnswerHasNoSlack(t *testing.T) {
+	big := &idempotency.Answer{Head: idempotency.Head{Status: 200}, Body: make([]byte, 300), Events: []idempotency.Event{{Data: make([]byte, 200)}}}
+	for i, a := range append(packCases(), big) {
+		if p := packAnswer(a); cap(p) != len(p) {
+			t.Fatalf("case %d: %d bytes packed in a slice of %d", i, len(p), cap(p))
+		}
+	}
+}
