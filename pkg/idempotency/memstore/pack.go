@@ -90,13 +90,14 @@ func appendString(b []byte, s string) []byte {
 var errPacked = errors.New("memstore: a packed answer is corrupt")
 
 // unpackAnswer returns the Answer packed in p. The body and the events'
-// data are slices of one new copy of p: the caller shares nothing with the
-// store.
+// data are slices of one new copy of p, the header names and values and the
+// event names substrings of one new string of it: the caller shares nothing
+// with the store, in four allocations and the header map.
 func unpackAnswer(p []byte) (*idempotency.Answer, error) {
 	if len(p) == 0 {
 		return nil, errPacked
 	}
-	u := unpacker{b: append([]byte(nil), p...)}
+	u := unpacker{b: append([]byte(nil), p...), s: string(p)}
 	flags := u.b[0]
 	u.off = 1
 	a := &idempotency.Answer{Stream: flags&packStream != 0}
@@ -104,8 +105,8 @@ func unpackAnswer(p []byte) (*idempotency.Answer, error) {
 	if nh := u.count(2); nh > 0 || flags&packHeader != 0 {
 		a.Header = make(map[string]string, nh)
 		for range nh {
-			k := string(u.bytes())
-			a.Header[k] = string(u.bytes())
+			k := u.string()
+			a.Header[k] = u.string()
 		}
 	}
 	if body := u.bytes(); flags&packBody != 0 {
@@ -114,9 +115,9 @@ func unpackAnswer(p []byte) (*idempotency.Answer, error) {
 	if ne := u.count(3); ne > 0 {
 		a.Events = make([]idempotency.Event, ne)
 		for i := range a.Events {
-			name := u.bytes()
+			name := u.string()
 			usage := u.byte()
-			a.Events[i] = idempotency.Event{Name: string(name), Usage: usage == 1, Data: u.bytes()}
+			a.Events[i] = idempotency.Event{Name: name, Usage: usage == 1, Data: u.bytes()}
 		}
 	}
 	if u.err != nil || u.off != len(u.b) {
@@ -128,6 +129,7 @@ func unpackAnswer(p []byte) (*idempotency.Answer, error) {
 // unpacker reads a packed answer; the first fault sticks in err.
 type unpacker struct {
 	b   []byte
+	s   string // the same bytes as b
 	off int
 	err error
 }
@@ -176,4 +178,10 @@ func (u *unpacker) bytes() []byte {
 	s := u.b[u.off : u.off+int(v) : u.off+int(v)]
 	u.off += int(v)
 	return s
+}
+
+// string reads a length and that many bytes, as a substring of u.s.
+func (u *unpacker) string() string {
+	b := u.bytes() // ends at u.off
+	return u.s[u.off-len(b) : u.off]
 }
