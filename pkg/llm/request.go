@@ -119,13 +119,16 @@ func invalid(param, format string, args ...any) *Error {
 
 // DecodeChatRequest parses and validates a Chat Completions request body.
 // Every problem is an *Error with code invalid_request naming the field.
+// The request keeps slices of body: body must not be changed afterwards.
 func DecodeChatRequest(body []byte) (*ChatRequest, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
-			return nil, invalid("", "request body is not valid JSON: %s", jsonProblem(err))
+	fields, ok := splitObject(body) // the fast path: no copies, no reflection
+	if !ok {
+		if err := json.Unmarshal(body, &fields); err != nil {
+			if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
+				return nil, invalid("", "request body is not valid JSON: %s", jsonProblem(err))
+			}
+			return nil, invalid("", "request body must be a JSON object")
 		}
-		return nil, invalid("", "request body must be a JSON object")
 	}
 	if fields == nil {
 		return nil, invalid("", "request body must be a JSON object")
@@ -212,7 +215,7 @@ func stringField(m map[string]json.RawMessage, name string, required bool) (stri
 		return "", nil
 	}
 	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	if sc := (scanner{b: raw}); raw[0] != '"' || !sc.str(&s) || sc.i != len(raw) {
 		return "", invalid(name, "%s must be a string", name)
 	}
 	if required && s == "" {
@@ -266,6 +269,15 @@ func checkMessages(raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return invalid("messages", "messages is required")
 	}
+	if messagesOK(raw) {
+		return nil
+	}
+	return checkMessagesJSON(raw)
+}
+
+// checkMessagesJSON is checkMessages through encoding/json, which names
+// the problem.
+func checkMessagesJSON(raw json.RawMessage) error {
 	// Only the shape is checked here (an array of objects with a role); the
 	// rest of each message is the provider's to judge.
 	var msgs []*struct {
@@ -553,4 +565,66 @@ func (r *ChatRequest) Demand(project DataDemand) DataDemand {
 		d = DemandDeny
 	}
 	return d
+}
+
+// splitObject is json.Unmarshal(body, &fields) for a map of
+// json.RawMessage, without reflection and without copying the values: they
+// are slices of body. It returns false, and encoding/json decides (errors
+// included), whenever it cannot be sure of the same result: a body that is
+// not one object, a key with an escape or invalid UTF-8 (encoding/json
+// decodes or replaces them), nesting deeper than maxScanDepth, anything
+// malformed. A key given twice keeps its last value, as encoding/json's
+// map decoding does. FuzzSplitObject checks the two against each other.
+func splitObject(body []byte) (map[string]json.RawMessage, bool) {
+	s := scanner{b: body}
+	if s.peek() != '{' {
+		return nil, false
+	}
+	fields := make(map[string]json.RawMessage, 8)
+	ok := s.object(func(key []byte, esc bool) bool {
+		if esc || !utf8.Valid(key) {
+			return false
+		}
+		var v json.RawMessage
+		if !s.raw(&v) {
+			return false
+		}
+		fields[string(key)] = v
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	s.ws()
+	return fields, s.i == len(body)
+}
+
+// messagesOK reports true only when checkMessages's checks pass for sure: an
+// array of at least one object, each with one "role" key (matched exactly)
+// whose value is a non-empty string. Anything else (an error, or a shape
+// only encoding/json's rules settle: a key like "Role", a role given twice)
+// is false, and the checks run through encoding/json, which names the
+// problem. FuzzMessagesOK checks that true is never wrong.
+func messagesOK(raw json.RawMessage) bool {
+	s := scanner{b: raw}
+	if s.peek() != '[' {
+		return false
+	}
+	n := 0
+	roleNames := []string{"role"}
+	ok := s.array(func() bool {
+		n++
+		if s.peek() != '{' {
+			return false
+		}
+		var role string
+		return s.fields(roleNames, func(i int) bool {
+			if i < 0 {
+				return s.skip(2)
+			}
+			return s.peek() == '"' && s.str(&role)
+		}) && role != ""
+	})
+	s.ws()
+	return ok && n > 0 && s.i == len(raw)
 }

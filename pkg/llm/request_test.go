@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -182,4 +183,94 @@ func FuzzDecodeChatRequest(f *testing.F) {
 			t.Fatalf("upstream body is not JSON: %q", out)
 		}
 	})
+}
+
+var splitSeeds = []string{
+	minimal, ``, `{}`, ` { } `, `[]`, `null`, `{"a":1,"a":2}`, `{"a":1}x`, `{"a":1,}`, `{"\u0061":1}`, "{\"\xff\":1}",
+	`{"model":"m","messages":[{"role":"user","content":"hi \ud83d\ude00"}],"n":1e3,"x":[null,true,false,{"y":-0.5}]}`,
+	`{"model":"m","messages":[{"Role":"user"}]}`, `{"model":"m","messages":[{"role":"user","role":""}]}`,
+	`{"model":"m","messages":[{"role":""}]}`, `{"model":"m","messages":[null]}`, `{"model":"m","messages":[]}`,
+	`{"model":"m","messages":[{"role":"a"},{"role":null}]}`, `{"model":"m","messages":[{"role":"\u0000"}]}`,
+	`{"model":"m\u00e9","messages":[{"role":"user"}]}`, `{"model":"m","messages":[{"role":"user"}] , "s": "\t"}`,
+}
+
+// FuzzSplitObject: whenever the fast path splits a body, encoding/json
+// decodes it to the same fields, and every value is capped (an append to
+// one cannot overwrite the body).
+func FuzzSplitObject(f *testing.F) {
+	for _, s := range splitSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := splitObject(body)
+		if !ok {
+			return
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("split %q, which encoding/json refuses: %v", body, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d fields, encoding/json %d", body, len(got), len(want))
+		}
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("%q: field %q is %q, encoding/json %q", body, k, got[k], v)
+			}
+			if cap(got[k]) != len(got[k]) {
+				t.Fatalf("%q: field %q is not capped", body, k)
+			}
+		}
+	})
+}
+
+// FuzzMessagesOK: the fast path never passes messages that the checks
+// through encoding/json refuse.
+func FuzzMessagesOK(f *testing.F) {
+	for _, s := range splitSeeds {
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(s), &m) == nil && m["messages"] != nil {
+			f.Add([]byte(m["messages"]))
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) == 0 || !messagesOK(raw) {
+			return
+		}
+		if err := checkMessagesJSON(raw); err != nil {
+			t.Fatalf("fast path passed %q; encoding/json: %v", raw, err)
+		}
+	})
+}
+
+// The fast paths are taken for the requests clients send, and refuse what
+// they must leave to encoding/json.
+func TestFastPathsTaken(t *testing.T) {
+	for _, c := range []struct {
+		body      string
+		split, ok bool
+	}{
+		{minimal, true, true},
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":5}`, true, true},
+		{`{"model":"m","messages":[{"Role":"user"}]}`, true, false},
+		{`{"model":"m","messages":[{"role":"user","role":"x"}]}`, true, false},
+		{`{"model":"m","messages":[]}`, true, false},
+		{`{"\u006dodel":"m","messages":[{"role":"user"}]}`, false, true},
+		{`{"model":"m","model":"n","messages":[{"role":"user"}]}`, true, true},
+		{`{"model":"m"} x`, false, false},
+	} {
+		fields, split := splitObject([]byte(c.body))
+		if split != c.split {
+			t.Errorf("%s: split %v, want %v", c.body, split, c.split)
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(c.body), &m) == nil {
+			if ok := messagesOK(m["messages"]); ok != c.ok {
+				t.Errorf("%s: messagesOK %v, want %v", c.body, ok, c.ok)
+			}
+		}
+		if split && string(fields["model"]) != string(m["model"]) {
+			t.Errorf("%s: model %s, want %s", c.body, fields["model"], m["model"])
+		}
+	}
 }
