@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/gcbench"
 
 	"testing"
 
@@ -77,8 +78,7 @@ func TestEntriesComeBackWhole(t *testing.T) {
 
 // BenchmarkCollect is the collector's work with 200,000 bills in the
 // ledger (the memory ledger keeps every one): one runtime.GC a loop, which
-// marks the whole heap. ns/op is that collection's time; heap-MiB the live
-// heap after it.
+// marks the whole heap (gcbench.Collect).
 func BenchmarkCollect(b *testing.B) {
 	ctx := context.Background()
 	s := memledger.New(memledger.Options{Pepper: pepper})
@@ -93,12 +93,5 @@ func BenchmarkCollect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	runtime.GC()
-	for b.Loop() {
-		runtime.GC()
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
-	runtime.KeepAlive(s)
+	gcbench.Collect(b, s)
 }

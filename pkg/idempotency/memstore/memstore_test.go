@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/gcbench"
 
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/storetest"
@@ -701,8 +702,8 @@ func BenchmarkReplay(b *testing.B) {
 
 // BenchmarkCollect is the collector's work with 50,000 answers stored (a
 // 448-byte chat completion each, the replay headers, a record as the
-// service writes it): one runtime.GC a loop, which marks the whole heap.
-// ns/op is that collection's time; heap-MiB the live heap after it.
+// service writes it): one runtime.GC a loop, which marks the whole heap
+// (gcbench.Collect).
 func BenchmarkCollect(b *testing.B) {
 	ctx := context.Background()
 	s := New(1 << 30)
@@ -726,12 +727,5 @@ func BenchmarkCollect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	runtime.GC()
-	for b.Loop() {
-		runtime.GC()
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
-	runtime.KeepAlive(s)
+	gcbench.Collect(b, s)
 }
