@@ -141,8 +141,10 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 		}
 		return nil, existing, nil
 	}
-	e := &Execution{svc: s, key: key, owner: owner, flight: f, stopHB: make(chan struct{}), hbDone: make(chan struct{})}
-	go e.heartbeat()
+	e := &Execution{svc: s, key: key, owner: owner, flight: f}
+	e.hbMu.Lock() // heartbeat reads e.hb under it
+	e.hb = time.AfterFunc(e.hbInterval(), e.heartbeat)
+	e.hbMu.Unlock()
 	return e, nil, nil
 }
 
@@ -183,9 +185,14 @@ type Execution struct {
 	owner  string
 	flight *flight
 
-	stopHB   chan struct{}
-	hbDone   chan struct{}
-	stopOnce sync.Once
+	// The lease is renewed by a timer: most requests end long before
+	// the first renewal, and then no goroutine was ever started for it.
+	// hbMu guards hbStopped and hb's Reset; hbRunning counts a renewal in
+	// progress, which stop waits for.
+	hb        *time.Timer
+	hbMu      sync.Mutex
+	hbStopped bool
+	hbRunning sync.WaitGroup
 
 	started bool
 
@@ -213,33 +220,45 @@ type Execution struct {
 	done    bool // the end write succeeded
 }
 
-func (e *Execution) heartbeat() {
-	defer close(e.hbDone)
-	t := time.NewTicker(max(e.svc.cfg.Lease/3, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stopHB:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), max(e.svc.cfg.Lease/3, time.Second))
-			err := e.svc.store.Heartbeat(ctx, e.key, e.owner, e.svc.now().Add(e.svc.cfg.Lease))
-			cancel()
-			if errors.Is(err, ErrNotOwner) {
-				return // ended (an end write landed) or taken over: nothing to renew
-			}
-			if err != nil {
-				e.svc.log.Warn("idempotency heartbeat failed", "error", err)
-			}
-		}
-	}
+func (e *Execution) hbInterval() time.Duration {
+	return max(e.svc.cfg.Lease/3, time.Millisecond)
 }
 
+// heartbeat renews the lease (it runs on the timer's goroutine) and sets
+// the timer again, until stop.
+func (e *Execution) heartbeat() {
+	e.hbMu.Lock()
+	if e.hbStopped {
+		e.hbMu.Unlock()
+		return
+	}
+	e.hbRunning.Add(1)
+	e.hbMu.Unlock()
+	defer e.hbRunning.Done()
+
+	ctx, cancel := context.WithTimeout(context.Background(), max(e.svc.cfg.Lease/3, time.Second))
+	err := e.svc.store.Heartbeat(ctx, e.key, e.owner, e.svc.now().Add(e.svc.cfg.Lease))
+	cancel()
+	if errors.Is(err, ErrNotOwner) {
+		return // ended (an end write landed) or taken over: nothing to renew
+	}
+	if err != nil {
+		e.svc.log.Warn("idempotency heartbeat failed", "error", err)
+	}
+	e.hbMu.Lock()
+	if !e.hbStopped {
+		e.hb.Reset(e.hbInterval())
+	}
+	e.hbMu.Unlock()
+}
+
+// stop ends the renewals, waiting for one in progress.
 func (e *Execution) stop() {
-	e.stopOnce.Do(func() {
-		close(e.stopHB)
-		<-e.hbDone
-	})
+	e.hbMu.Lock()
+	e.hbStopped = true
+	e.hb.Stop()
+	e.hbMu.Unlock()
+	e.hbRunning.Wait()
 }
 
 // Finished reports whether an end (Complete, Fail or Release) was called.
