@@ -6,7 +6,7 @@
 // priced entries die with the spend they would have changed (a local
 // store, not a production one). Nothing is persisted
 // and nothing is shared between processes; the ledger grows with every bill
-// (a local store, not a production one), by about 100 bytes, kept without
+// (a local store, not a production one), by about 140 bytes, kept without
 // pointers (see rec) so that the collector's work does not grow with it.
 package memledger
 
