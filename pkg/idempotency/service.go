@@ -225,8 +225,11 @@ func (e *Execution) hbInterval() time.Duration {
 }
 
 // heartbeat renews the lease (it runs on the timer's goroutine) and sets
-// the timer again, until stop.
+// the timer again, until stop. The next renewal is due an interval after
+// this one began, as with a ticker: a slow store call does not push the
+// renewals apart (one that took the whole interval is followed at once).
 func (e *Execution) heartbeat() {
+	began := time.Now()
 	e.hbMu.Lock()
 	if e.hbStopped {
 		e.hbMu.Unlock()
@@ -247,9 +250,15 @@ func (e *Execution) heartbeat() {
 	}
 	e.hbMu.Lock()
 	if !e.hbStopped {
-		e.hb.Reset(e.hbInterval())
+		e.hb.Reset(untilNextRenewal(began, time.Now(), e.hbInterval()))
 	}
 	e.hbMu.Unlock()
+}
+
+// untilNextRenewal is the wait before the renewal after one that began at
+// began: an interval after that, none if it is already past.
+func untilNextRenewal(began, now time.Time, interval time.Duration) time.Duration {
+	return max(began.Add(interval).Sub(now), 0)
 }
 
 // stop ends the renewals, waiting for one in progress.
