@@ -36,11 +36,11 @@ type Store struct {
 
 	mu        sync.Mutex
 	accounts  map[string]*account
-	entries   map[string]int32   // request id -> its index in recs
-	recs      []rec              // the billed entries, in billing order
-	byProject map[string][]int32 // project -> indices in recs, in billing order
-	names     []string           // the strings recs point at (projects, keys, models, providers)
-	nameIDs   map[string]uint32  // name -> its index in names
+	entries   map[string]int    // request id -> its index in recs
+	recs      []rec             // the billed entries, in billing order
+	byProject map[string][]int  // project -> indices in recs, in billing order
+	names     []string          // the strings recs point at (projects, keys, models, providers)
+	nameIDs   map[string]uint32 // name -> its index in names
 	feedback  map[string]map[string]billing.Feedback
 	keys      map[string]billing.KeyRecord // hash -> record
 	keyIDs    map[string]string            // key id -> hash
@@ -81,8 +81,8 @@ func New(opts Options) *Store {
 	return &Store{
 		opts:      opts,
 		accounts:  map[string]*account{},
-		entries:   map[string]int32{},
-		byProject: map[string][]int32{},
+		entries:   map[string]int{},
+		byProject: map[string][]int{},
 		nameIDs:   map[string]uint32{},
 		feedback:  map[string]map[string]billing.Feedback{},
 		keys:      map[string]billing.KeyRecord{},
@@ -164,7 +164,7 @@ func (s *Store) bill(e billing.Entry) error {
 		}
 		delete(s.holds, e.RequestID)
 	}
-	i := int32(len(s.recs))
+	i := len(s.recs)
 	s.recs = append(s.recs, s.pack(e))
 	s.entries[e.RequestID] = i
 	s.byProject[e.Project] = append(s.byProject[e.Project], i)
