@@ -121,6 +121,14 @@ func (p *pump) push(f frame) error {
 	f.data = append([]byte(nil), f.data...)
 	p.queue = append(p.queue, f)
 	p.bytes += len(f.data)
+	if f.kind == 's' && f.stream {
+		// A stream's start waits for its first event, which the caller
+		// pushes next (it starts a stream once it has output): the
+		// headers then leave with that event, in one write (the writer's
+		// SetMore hint sees it queued). Close and any other frame wake
+		// the goroutine as usual.
+		return nil
+	}
 	p.wake.Signal()
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 type countingListener struct {
 	net.Listener
 	writes atomic.Int64
+	mu     sync.Mutex
+	conns  []*countingConn
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
@@ -26,15 +28,25 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countingConn{Conn: c, n: &l.writes}, nil
+	cc := &countingConn{Conn: c, n: &l.writes}
+	l.mu.Lock()
+	l.conns = append(l.conns, cc)
+	l.mu.Unlock()
+	return cc, nil
 }
 
 type countingConn struct {
 	net.Conn
 	n *atomic.Int64
+	// first is what the first write on the connection carried.
+	first atomic.Pointer[[]byte]
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
+	if c.first.Load() == nil {
+		b := append([]byte(nil), p...)
+		c.first.CompareAndSwap(nil, &b)
+	}
 	c.n.Add(1)
 	return c.Conn.Write(p)
 }
@@ -42,6 +54,13 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // streamGateway is the gateway in front of upstream, on a listener that
 // counts its writes to clients.
 func streamGateway(t *testing.T, upstream http.Handler) (url string, writes *atomic.Int64) {
+	t.Helper()
+	url, cl := streamGatewayListener(t, upstream)
+	return url, &cl.writes
+}
+
+// streamGatewayListener is streamGateway with its listener.
+func streamGatewayListener(t *testing.T, upstream http.Handler) (string, *countingListener) {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
@@ -55,7 +74,7 @@ func streamGateway(t *testing.T, upstream http.Handler) (url string, writes *ato
 	gw.Listener = cl
 	gw.Start()
 	t.Cleanup(gw.Close)
-	return gw.URL, &cl.writes
+	return gw.URL, cl
 }
 
 func chunkEvent(text string) string {
@@ -143,5 +162,39 @@ func TestStreamQuietProviderNothingHeld(t *testing.T) {
 		if !strings.Contains(got.String(), w) {
 			t.Errorf("%s missing:\n%s", w, got.String())
 		}
+	}
+}
+
+// TestStreamHeadersLeaveWithFirstEvent: a stream's status line and headers
+// reach the client in the same write as its first event (the router answers
+// once the provider's output began, so that event is at hand), keyed or not.
+func TestStreamHeadersLeaveWithFirstEvent(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			url, cl := streamGatewayListener(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, chunkEvent("one ")+streamEnd)
+			}))
+			var header []string
+			if keyed {
+				header = []string{"Idempotency-Key", "first-event-" + fmt.Sprint(time.Now().UnixNano())}
+			}
+			resp := postTo(t, url, chatBody(`"stream":true`), header...)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != 200 || !strings.Contains(string(body), `"one "`) {
+				t.Fatalf("%d %v\n%s", resp.StatusCode, err, body)
+			}
+			cl.mu.Lock()
+			conns := cl.conns
+			cl.mu.Unlock()
+			if len(conns) != 1 || conns[0].first.Load() == nil {
+				t.Fatalf("%d connections to the gateway", len(conns))
+			}
+			first := string(*conns[0].first.Load())
+			if !strings.HasPrefix(first, "HTTP/1.1 200") || !strings.Contains(first, `"one "`) {
+				t.Errorf("the first write does not carry both the headers and the first event:\n%s", first)
+			}
+		})
 	}
 }

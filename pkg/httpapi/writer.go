@@ -64,6 +64,12 @@ func (o *wire) Start(status int, header map[string]string, stream bool) {
 		o.streaming = true
 		o.deadline()
 		o.w.WriteHeader(status)
+		if o.more != nil && o.more() {
+			// The first event is at hand (the router answers once the
+			// provider's output began): the headers leave with it, in
+			// one write instead of two.
+			return
+		}
 		o.flush()
 		return
 	}
