@@ -64,19 +64,14 @@ type deltaDeltaWire struct {
 	Content      *string             `json:"content"`
 	Refusal      *string             `json:"refusal"`
 	ToolCalls    []deltaToolCallWire `json:"tool_calls"`
-	FunctionCall *deltaFunctionWire  `json:"function_call"`
+	FunctionCall *toolFunction       `json:"function_call"`
 }
 
 type deltaToolCallWire struct {
-	Index    int               `json:"index"`
-	ID       string            `json:"id"`
-	Type     string            `json:"type"`
-	Function deltaFunctionWire `json:"function"`
-}
-
-type deltaFunctionWire struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	Index    int          `json:"index"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
 }
 
 type deltaLogprobsWire struct {

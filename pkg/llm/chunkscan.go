@@ -409,7 +409,7 @@ func (s *scanner) delta(w *deltaWire) bool {
 		case 6:
 			return s.raw(&w.Error)
 		case 7:
-			return s.choices(w)
+			return list(s, &w.Choices, s.choice)
 		}
 		return s.skip(1)
 	})
@@ -420,17 +420,20 @@ func (s *scanner) delta(w *deltaWire) bool {
 	return s.i == len(s.b)
 }
 
-func (s *scanner) choices(w *deltaWire) bool {
+// list decodes an array into *dst, each element with elem; null leaves
+// *dst as it is, as encoding/json does.
+func list[T any](s *scanner, dst *[]T, elem func(*T) bool) bool {
 	if s.null() {
 		return true
 	}
 	if s.peek() != '[' {
 		return false
 	}
-	w.Choices = make([]deltaChoiceWire, 0, 1)
+	*dst = make([]T, 0, 1)
 	return s.array(func() bool {
-		w.Choices = append(w.Choices, deltaChoiceWire{})
-		return s.choice(&w.Choices[len(w.Choices)-1])
+		var zero T
+		*dst = append(*dst, zero)
+		return elem(&(*dst)[len(*dst)-1])
 	})
 }
 
@@ -468,23 +471,13 @@ func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
 		case 2:
 			return s.strPtr(&d.Refusal)
 		case 3:
-			if s.null() {
-				return true
-			}
-			if s.peek() != '[' {
-				return false
-			}
-			d.ToolCalls = make([]deltaToolCallWire, 0, 1)
-			return s.array(func() bool {
-				d.ToolCalls = append(d.ToolCalls, deltaToolCallWire{})
-				return s.toolCall(&d.ToolCalls[len(d.ToolCalls)-1])
-			})
+			return list(s, &d.ToolCalls, s.toolCall)
 		case 4:
 			if s.null() {
 				d.FunctionCall = nil
 				return true
 			}
-			d.FunctionCall = new(deltaFunctionWire)
+			d.FunctionCall = new(toolFunction)
 			return s.function(d.FunctionCall)
 		}
 		return s.skip(3)
@@ -510,7 +503,7 @@ func (s *scanner) toolCall(t *deltaToolCallWire) bool {
 	})
 }
 
-func (s *scanner) function(f *deltaFunctionWire) bool {
+func (s *scanner) function(f *toolFunction) bool {
 	return s.fields(deltaFunction, func(i int) bool {
 		switch i {
 		case 0:
