@@ -191,14 +191,10 @@ func parseStatus(line []byte) (respHead, error) {
 // the benchmark needs.
 func (h *respHead) readHeaders(br *bufio.Reader) error {
 	for {
-		line, err := br.ReadSlice('\n')
+		line, err := readLine(br, "header line")
 		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return errors.New("header line too long")
-			}
-			return noEOF(err)
+			return err
 		}
-		line = trimCRLF(line)
 		if len(line) == 0 {
 			break
 		}
@@ -288,14 +284,10 @@ func discard(br *bufio.Reader, n int64, first *time.Time) error {
 // trailers, setting *first when the first byte of data arrives.
 func readChunked(br *bufio.Reader, first *time.Time) error {
 	for {
-		line, err := br.ReadSlice('\n')
+		line, err := readLine(br, "chunk size line")
 		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return errors.New("chunk size line too long")
-			}
-			return noEOF(err)
+			return err
 		}
-		line = trimCRLF(line)
 		if i := bytes.IndexByte(line, ';'); i >= 0 {
 			line = line[:i] // chunk extensions
 		}
@@ -306,26 +298,36 @@ func readChunked(br *bufio.Reader, first *time.Time) error {
 		if size == 0 {
 			// Trailers, up to the empty line.
 			for {
-				line, err := br.ReadSlice('\n')
-				if err != nil {
-					return noEOF(err)
-				}
-				if len(trimCRLF(line)) == 0 {
-					return nil
+				line, err := readLine(br, "trailer line")
+				if err != nil || len(line) == 0 {
+					return err
 				}
 			}
 		}
 		if err := discard(br, size, first); err != nil {
 			return err
 		}
-		crlf, err := br.ReadSlice('\n')
+		crlf, err := readLine(br, "line after chunk data")
 		if err != nil {
-			return noEOF(err)
+			return err
 		}
-		if len(trimCRLF(crlf)) != 0 {
+		if len(crlf) != 0 {
 			return errors.New("chunk data not followed by CRLF")
 		}
 	}
+}
+
+// readLine reads a line of an answer's head or chunked body, without its
+// CRLF; what names it in the error for a line longer than br's buffer.
+func readLine(br *bufio.Reader, what string) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, errors.New(what + " too long")
+		}
+		return nil, noEOF(err)
+	}
+	return trimCRLF(line), nil
 }
 
 // noEOF turns an EOF in the middle of an answer into io.ErrUnexpectedEOF.

@@ -263,42 +263,14 @@ func (res *results) verdicts() []verdict {
 		}
 		vs = append(vs, v50, v99)
 	}
-	{
-		v := verdict{target: "replay p50 < unkeyed p50 (gateway), every rate", known: len(res.rates) > 0, met: true}
-		var parts []string
-		for _, rate := range res.rates {
-			u, r := lat(res.gateway, unkeyed, rate, total), lat(res.gateway, replay, rate, total)
-			if !u.ok || !r.ok {
-				v.known = false
-				continue
-			}
-			parts = append(parts, fmt.Sprintf("%d/s %s vs %s", rate, ms(r.p50), ms(u.p50)))
-			v.met = v.met && r.p50 < u.p50
-		}
-		v.measured = strings.Join(parts, "; ")
-		if v.measured != "" {
-			v.measured += " ms"
-		}
-		vs = append(vs, v)
-	}
-	{
-		v := verdict{target: "stream first byte p50 <= direct + 0.3 ms, every rate", known: len(res.streamRates) > 0, met: true}
-		var parts []string
-		for _, rate := range res.streamRates {
-			d, g := lat(res.direct, stream, rate, first), lat(res.gateway, stream, rate, first)
-			if !d.ok || !g.ok {
-				v.known = false
-				continue
-			}
-			parts = append(parts, fmt.Sprintf("%d/s %s", rate, signedMS(g.p50-d.p50)))
-			v.met = v.met && g.p50-d.p50 <= 300*time.Microsecond
-		}
-		v.measured = strings.Join(parts, "; ")
-		if v.measured != "" {
-			v.measured += " ms"
-		}
-		vs = append(vs, v)
-	}
+	vs = append(vs, everyRate("replay p50 < unkeyed p50 (gateway), every rate", res.rates, func(rate int) (string, bool, bool) {
+		u, r := lat(res.gateway, unkeyed, rate, total), lat(res.gateway, replay, rate, total)
+		return fmt.Sprintf("%d/s %s vs %s", rate, ms(r.p50), ms(u.p50)), r.p50 < u.p50, u.ok && r.ok
+	}))
+	vs = append(vs, everyRate("stream first byte p50 <= direct + 0.3 ms, every rate", res.streamRates, func(rate int) (string, bool, bool) {
+		d, g := lat(res.direct, stream, rate, first), lat(res.gateway, stream, rate, first)
+		return fmt.Sprintf("%d/s %s", rate, signedMS(g.p50-d.p50)), g.p50-d.p50 <= 300*time.Microsecond, d.ok && g.ok
+	}))
 	return vs
 }
 
@@ -540,4 +512,26 @@ func chunkText(words int) string {
 		return "a chunk per word"
 	}
 	return fmt.Sprintf("%d words a chunk", words)
+}
+
+// everyRate is a target met when it is met at each rate: check gives a
+// rate's figures, whether it is met there, and whether both runs exist (a
+// rate without them leaves the target unknown).
+func everyRate(target string, rates []int, check func(rate int) (part string, met, ok bool)) verdict {
+	v := verdict{target: target, known: len(rates) > 0, met: true}
+	var parts []string
+	for _, rate := range rates {
+		part, met, ok := check(rate)
+		if !ok {
+			v.known = false
+			continue
+		}
+		parts = append(parts, part)
+		v.met = v.met && met
+	}
+	v.measured = strings.Join(parts, "; ")
+	if v.measured != "" {
+		v.measured += " ms"
+	}
+	return v
 }
