@@ -605,20 +605,21 @@ func splitObject(body []byte) (map[string]json.RawMessage, bool) {
 // only encoding/json's rules settle: a key like "Role", a role given twice)
 // is false, and the checks run through encoding/json, which names the
 // problem. FuzzMessagesOK checks that true is never wrong.
+var messageFields = []string{"role"}
+
 func messagesOK(raw json.RawMessage) bool {
 	s := scanner{b: raw}
 	if s.peek() != '[' {
 		return false
 	}
 	n := 0
-	roleNames := []string{"role"}
 	ok := s.array(func() bool {
 		n++
 		if s.peek() != '{' {
 			return false
 		}
 		var role string
-		return s.fields(roleNames, func(i int) bool {
+		return s.fields(messageFields, func(i int) bool {
 			if i < 0 {
 				return s.skip(2)
 			}
