@@ -534,3 +534,39 @@ func TestBeginWhenStoreFull(t *testing.T) {
 	}
 	t.Fatalf("a 2000-byte store took 100 reservations")
 }
+
+// countingStore counts the heartbeats that reach the store.
+type countingStore struct {
+	idempotency.Store
+	heartbeats atomic.Int64
+}
+
+func (s *countingStore) Heartbeat(ctx context.Context, key, owner string, leaseUntil time.Time) error {
+	s.heartbeats.Add(1)
+	return s.Store.Heartbeat(ctx, key, owner, leaseUntil)
+}
+
+// The lease is renewed while the request runs, and never once its end
+// write landed: the renewal timer is stopped, and a renewal in flight is
+// waited for, before Complete returns.
+func TestLeaseRenewedUntilTheEnd(t *testing.T) {
+	ctx := t.Context()
+	store := &countingStore{Store: memstore.New(1 << 20)}
+	svc := idempotency.New(store, idempotency.Config{Lease: 6 * time.Millisecond}, nil, nil) // a renewal every 2 ms
+	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
+	if err := exec.MarkStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for store.heartbeats.Load() < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	jsonAnswer(exec, `{"ok":true}`)
+	if err := exec.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := store.heartbeats.Load()
+	time.Sleep(30 * time.Millisecond) // fifteen renewal intervals
+	if n := store.heartbeats.Load(); n != after {
+		t.Fatalf("%d heartbeats after Complete returned", n-after)
+	}
+}
