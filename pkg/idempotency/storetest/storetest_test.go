@@ -150,7 +150,11 @@ var mutants = map[string]struct {
 			if got, err := m.Store.Load(ctx, rec.Key, now); err == nil {
 				return got, nil
 			}
-			time.Sleep(time.Millisecond)
+			// Long enough that every concurrent caller has checked before
+			// the first acts, even on a loaded machine: with 1 ms, a CI run
+			// where the goroutines started over more than a millisecond let
+			// the first one win alone and the mutant pass.
+			time.Sleep(50 * time.Millisecond)
 			return m.Store.Reserve(ctx, rec, rec.ExpiresAt.Add(24*time.Hour)) // overwrites
 		}
 	}, []string{"ConcurrentReserve", "ConcurrentReserveAfterWindow"}},
