@@ -21,8 +21,15 @@ func fastFinisher(horizon time.Duration) *Finisher {
 func TestFinisherRetriesUntilItLands(t *testing.T) {
 	f := fastFinisher(time.Minute)
 	var calls atomic.Int64
-	var gaveUp atomic.Bool
+	var gaveUp, started atomic.Bool
+	release := make(chan struct{})
 	f.Do("step", func(context.Context) error {
+		// Retries wait until the test has looked at the count Do left, so
+		// a retry that comes within the backoff's millisecond on a loaded
+		// machine cannot be taken for a second attempt inside Do.
+		if !started.CompareAndSwap(false, true) {
+			<-release
+		}
 		if calls.Add(1) < 5 {
 			return fmt.Errorf("%w: down", billing.ErrUnavailable)
 		}
@@ -31,6 +38,7 @@ func TestFinisherRetriesUntilItLands(t *testing.T) {
 	if calls.Load() != 1 {
 		t.Fatalf("%d calls before Do returned, want the first attempt only", calls.Load())
 	}
+	close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := f.Wait(ctx); err != nil {
