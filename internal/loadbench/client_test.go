@@ -197,7 +197,9 @@ func TestIdleConnectionClosedByTheServerIsRetried(t *testing.T) {
 }
 
 func TestTTFBOfAFlushedStream(t *testing.T) {
-	const pause = 60 * time.Millisecond
+	// The second pause is long, so that a client thread woken late by a
+	// loaded machine cannot read both events at once.
+	const pause, second = 60 * time.Millisecond, 500 * time.Millisecond
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		// The head alone, then the first event, then the last.
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -206,7 +208,7 @@ func TestTTFBOfAFlushedStream(t *testing.T) {
 		time.Sleep(pause)
 		io.WriteString(w, "data: {\"first\":true}\n\n")
 		w.(http.Flusher).Flush()
-		time.Sleep(pause)
+		time.Sleep(second)
 		io.WriteString(w, "data: [DONE]\n\n")
 	})
 	c := newConn(s.addr())
@@ -218,8 +220,8 @@ func TestTTFBOfAFlushedStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		ttfb, ttlb := resp.first.Sub(sent), resp.last.Sub(sent)
-		if resp.first.IsZero() || ttfb < pause || ttlb < 2*pause || ttlb-ttfb < pause*3/4 {
-			t.Errorf("ttfb %v, ttlb %v: want the first byte after %v and the last %v later", ttfb, ttlb, pause, pause)
+		if resp.first.IsZero() || ttfb < pause || ttlb < pause+second || ttlb-ttfb < second/2 {
+			t.Errorf("ttfb %v, ttlb %v: want the first byte after %v and the last about %v later", ttfb, ttlb, pause, second)
 		}
 	}
 }
@@ -388,6 +390,16 @@ func TestPoolGrowsToItsCapThenWaits(t *testing.T) {
 	case <-got:
 		t.Fatal("a third connection past the cap of 2")
 	case <-time.After(20 * time.Millisecond):
+	}
+	// The third get may not have reached the pool yet on a loaded machine:
+	// put b back only once it waits, or it would take b without waiting.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, waits := p.stats(); waits == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the third get never waited")
+		}
 	}
 	p.put(b)
 	if c := <-got; c != b {
