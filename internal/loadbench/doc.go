@@ -15,6 +15,8 @@
 //   - closed-loop throughput with -conns (64) connections sending back to
 //     back;
 //   - the gateway's peak RSS per run (VmHWM, reset through clear_refs);
+//   - CPU time per request sent, the mock's (direct) and the gateway's
+//     (utime + stime from /proc/PID/stat), steadier than latencies here;
 //
 // for unkeyed requests, keyed ones (a new Idempotency-Key each), replays
 // (the keys and body of completed keyed requests) and streams (time to the

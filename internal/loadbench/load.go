@@ -133,6 +133,17 @@ type summary struct {
 	conns          int // the target's open-loop connections after the run
 	connWaits      int // requests that waited for one (all maxOpenConns busy)
 	rssKB          int64
+	sent           int           // requests sent, the warm-up's and those past the end too
+	cpu            time.Duration // the target's CPU time over the whole run, when known
+	cpuKnown       bool
+}
+
+// cpuPerRequest is the target's CPU time per request sent, 0 when unknown.
+func (s *summary) cpuPerRequest() time.Duration {
+	if s == nil || !s.cpuKnown || s.sent == 0 {
+		return 0
+	}
+	return s.cpu / time.Duration(s.sent)
 }
 
 func (s *summary) add(x sample) {
@@ -179,7 +190,7 @@ func openLoop(ctx context.Context, r *requester, rate int, warmup, dur time.Dura
 		}
 	}()
 	wg.Wait()
-	s := &summary{}
+	s := &summary{sent: n}
 	var lag Latencies
 	for i := nWarm; i < n; i++ {
 		s.add(samples[i])
@@ -227,7 +238,7 @@ func closedLoop(ctx context.Context, r *requester, conns int, warmup, dur time.D
 		}()
 	}
 	wg.Wait()
-	s := &summary{}
+	s := &summary{sent: int(i.Load())}
 	for c := range parts {
 		p := &parts[c]
 		s.n += p.n

@@ -133,6 +133,7 @@ func run(ctx context.Context, o options) error {
 	defer direct.pool.close()
 	defer gateway.pool.close()
 	rss := newRSSMeter(gw.pid())
+	gwPID, mockPID := gw.pid(), mock.pid()
 	res := newResults()
 	res.rates, res.streamRates, res.conns, res.rssResets = o.rates, o.streamRates, o.conns, rss.resets
 
@@ -155,6 +156,11 @@ func run(ctx context.Context, o options) error {
 		if gw {
 			_ = rss.reset()
 		}
+		pid := mockPID
+		if gw {
+			pid = gwPID
+		}
+		cpu0, cpuErr := cpuTime(pid)
 		var s *summary
 		if rate > 0 {
 			s = openLoop(ctx, r, rate, o.warmup, o.duration)
@@ -163,6 +169,9 @@ func run(ctx context.Context, o options) error {
 		}
 		if gw {
 			s.rssKB = rss.peak()
+		}
+		if cpu1, err := cpuTime(pid); err == nil && cpuErr == nil {
+			s.cpu, s.cpuKnown = cpu1-cpu0, true
 		}
 		load := fmt.Sprintf("%d/s", rate)
 		if rate == 0 {

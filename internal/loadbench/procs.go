@@ -230,6 +230,41 @@ func statusKB(pid int, field string) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
 }
 
+// cpuTime reads a process's CPU time so far (user + system, all its
+// threads) from /proc/<pid>/stat, in the kernel's USER_HZ ticks (100 a
+// second on Linux).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU takes utime and stime (fields 14 and 15) from a
+// /proc/<pid>/stat line; the command name (field 2) may hold spaces and
+// parentheses, so the fields are counted from its last ')'.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat line without a command name")
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3
+	if len(f) < 13 {
+		return 0, errors.New("/proc stat line too short")
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat: %w", err)
+		}
+		ticks += n
+	}
+	const userHZ = 100
+	return time.Duration(ticks) * (time.Second / userHZ), nil
+}
+
 // rssMeter reports a process's peak RSS per phase: reset clears the peak
 // (VmHWM) by writing 5 to /proc/<pid>/clear_refs, peak reads it. When the
 // reset is not allowed here, peak is the peak since the process started,

@@ -128,7 +128,17 @@ var mainHeader = []string{
 	"direct p50", "p99", "p99.9",
 	"gateway p50", "p99", "p99.9",
 	"overhead p50", "p99", "p99.9",
-	"direct req/s", "gateway req/s", "gateway peak RSS MiB", "errors d/g",
+	"direct req/s", "gateway req/s", "gateway peak RSS MiB",
+	"mock CPU µs/req", "gateway CPU µs/req", "errors d/g",
+}
+
+// cpuCell is a run's CPU time per request sent, in µs; empty when unknown.
+func cpuCell(s *summary) string {
+	c := s.cpuPerRequest()
+	if c == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f", float64(c)/float64(time.Microsecond))
 }
 
 // mainRows are the rows of the main table: per kind, the open-loop rates
@@ -162,18 +172,15 @@ func (res *results) mainRows() [][]string {
 		if dl.ok && gl.ok {
 			oCells = []string{signedMS(gl.p50 - dl.p50), signedMS(gl.p99 - dl.p99), signedMS(gl.p999 - dl.p999)}
 		}
-		drps, derrs := "", "-"
-		if d != nil {
-			drps, derrs = fmt.Sprintf("%.0f", d.rps), fmt.Sprint(d.errs)
-			if directFrom != k {
-				drps, derrs = "", "-"
-			}
+		drps, derrs, dcpu := "", "-", ""
+		if d != nil && directFrom == k {
+			drps, derrs, dcpu = fmt.Sprintf("%.0f", d.rps), fmt.Sprint(d.errs), cpuCell(d)
 		}
 		row := []string{label, load}
 		row = append(row, dCells...)
 		row = append(row, gCells...)
 		row = append(row, oCells...)
-		row = append(row, drps, fmt.Sprintf("%.0f", g.rps), mib(g.rssKB), derrs+"/"+fmt.Sprint(g.errs))
+		row = append(row, drps, fmt.Sprintf("%.0f", g.rps), mib(g.rssKB), dcpu, cpuCell(g), derrs+"/"+fmt.Sprint(g.errs))
 		rows = append(rows, row)
 	}
 	for _, k := range []kind{unkeyed, keyed, replay} {
@@ -472,7 +479,14 @@ Idempotency-Key). Peak RSS is the gateway's VmHWM during the run`)
 	} else {
 		b.WriteString(" (clear_refs not allowed here: the peak since the gateway started)")
 	}
-	fmt.Fprintf(&b, "; over the whole benchmark it was %s MiB.\n\n", mib(res.overallRSSKB))
+	fmt.Fprintf(&b, "; over the whole benchmark it was %s MiB.\n", mib(res.overallRSSKB))
+	b.WriteString(`CPU µs/req is the process's user and system CPU time over the run (its
+warm-up included, from /proc/PID/stat in 10 ms ticks) divided by the requests
+sent to it: the mock's in the direct runs, the gateway's through it. It moves
+far less with the machine's noise than the latencies do, and it is what caps
+the closed loop, where the three processes share the CPUs.
+
+`)
 	right := make([]bool, len(mainHeader))
 	for i := 2; i < len(right); i++ {
 		right[i] = true

@@ -129,6 +129,33 @@ func TestMainRows(t *testing.T) {
 	if r := rows[2]; r[13] != "60.0" {
 		t.Errorf("closed loop RSS cell %q", r[13])
 	}
+	// CPU per request sent (the warm-up's included); keyed rows have no
+	// direct run of their own, and an unknown CPU time is an empty cell.
+	res := sampleResults()
+	res.direct[runKey{unkeyed, 500}].cpu, res.direct[runKey{unkeyed, 500}].cpuKnown, res.direct[runKey{unkeyed, 500}].sent = 30*time.Millisecond, true, 1000
+	res.gateway[runKey{unkeyed, 500}].cpu, res.gateway[runKey{unkeyed, 500}].cpuKnown, res.gateway[runKey{unkeyed, 500}].sent = 250*time.Millisecond, true, 2000
+	res.gateway[runKey{keyed, 500}].cpu, res.gateway[runKey{keyed, 500}].cpuKnown, res.gateway[runKey{keyed, 500}].sent = 300*time.Millisecond, true, 2000
+	res.gateway[runKey{unkeyed, 2000}].cpu, res.gateway[runKey{unkeyed, 2000}].sent = 300*time.Millisecond, 2000
+	rows = res.mainRows()
+	for i, want := range map[int][2]string{0: {"30", "125"}, 1: {"", ""}, 3: {"", "150"}} {
+		if got := [2]string{rows[i][14], rows[i][15]}; got != want {
+			t.Errorf("row %q: CPU cells %q, want %q", rows[i][0]+" "+rows[i][1], got, want)
+		}
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// utime 250 and stime 30 ticks; the command name holds ") (" and spaces.
+	line := "4242 (a) (b c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 9 0 1000 2000000 500\n"
+	got, err := parseStatCPU(line)
+	if err != nil || got != 2800*time.Millisecond {
+		t.Errorf("parseStatCPU = %v, %v; want 2.8s", got, err)
+	}
+	for _, bad := range []string{"", "4242 (a) S 1 2", "4242 (a) S 1 2 3 4 5 6 7 8 9 10 x 0"} {
+		if _, err := parseStatCPU(bad); err == nil {
+			t.Errorf("parseStatCPU(%q): no error", bad)
+		}
+	}
 }
 
 func TestReportMentionsEverything(t *testing.T) {
