@@ -318,11 +318,19 @@ func TestStoreCutMidAnswer(t *testing.T) {
 // bills the answer once, and the retry then replays it.
 func TestStoppedOwner(t *testing.T) {
 	r := newFaultRig(t)
-	r.up.SetDefault(providertest.Response{Text: []string{"a", "b", "c", "d"}, ChunkDelay: 300 * time.Millisecond})
+	// The stream lasts 3 s after its first chunk, so that a is stopped
+	// mid-answer however late the signal lands on a loaded machine.
+	r.up.SetDefault(providertest.Response{Text: []string{"a", "b", "c", "d"}, ChunkDelay: time.Second})
 	a, b := r.start(), r.start()
 	first := make(chan result, 1)
 	go func() { first <- a.call(t, streamBody, "stopped") }()
-	time.Sleep(400 * time.Millisecond) // output has started
+	// a calls the provider only once its record is marked started (and
+	// the provider sends its first chunk at once): output has started.
+	for deadline := time.Now().Add(20 * time.Second); r.up.Calls() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the provider was not called within 20s")
+		}
+	}
 	a.cmd.Process.Signal(syscall.SIGSTOP)
 	time.Sleep(2500 * time.Millisecond) // past the 1s lease
 	if got := b.call(t, streamBody, "stopped"); got.status != 409 {
