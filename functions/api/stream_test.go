@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,24 +99,52 @@ func TestStreamsThroughWrap(t *testing.T) {
 	checkIncremental(t, readEvents(t, resp.Body, start))
 }
 
-// TestStreamsLocally: the same through the binary serving HTTP.
+// TestStreamsLocally: the same through the binary serving HTTP. Its
+// upstream sends a first chunk and then holds the rest of the answer back
+// until the client has read a first event: were the answer buffered, the
+// upstream would end only at its 20 s cap, and the test fails.
 func TestStreamsLocally(t *testing.T) {
-	config := filepath.Join(t.TempDir(), "slow.yaml")
+	gate := make(chan struct{})
+	var buffered atomic.Bool // the upstream ended before the client read anything
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		send := func(data string) {
+			io.WriteString(w, "data: "+data+"\n\n")
+			rc.Flush()
+		}
+		chunk := func(delta, finish string) string {
+			return `{"id":"chatcmpl-gate","object":"chat.completion.chunk","created":1700000000,"model":"up-m",` +
+				`"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
+		}
+		send(chunk(`{"role":"assistant","content":""}`, "null"))
+		send(chunk(`{"content":"Hello"}`, "null"))
+		select {
+		case <-gate:
+		case <-time.After(20 * time.Second):
+			buffered.Store(true)
+		case <-r.Context().Done():
+			return
+		}
+		send(chunk(`{"content":" world"}`, "null"))
+		send(chunk(`{}`, `"stop"`))
+		send("[DONE]")
+	}))
+	t.Cleanup(up.Close) // after the gateway is stopped (cleanups run last first)
+
+	config := filepath.Join(t.TempDir(), "gated.yaml")
 	yaml := `
 providers:
-  - name: slow
-    api: simulated
-    simulated:
-      first_token_latency: 10ms
-      chunk_latency: ` + slowChunk.String() + `
-      words: ` + strconv.Itoa(slowWords) + `
+  - {name: up, api: openai, base_url: "` + up.URL + `/v1"}
 models:
-  - id: demo/slow
+  - id: demo/gated
     routes:
-      - provider: slow
-        model: sim-slow
-        input_price: 0.1
-        output_price: 0.1
+      - {provider: up, model: up-m, input_price: 0.1, output_price: 0.1}
 projects:
   - id: demo
     keys:
@@ -145,9 +174,8 @@ projects:
 	waitReady(t, base+"/healthz", exited)
 
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/chat/completions",
-		strings.NewReader(`{"model":"demo/slow","stream":true,"messages":[{"role":"user","content":"Hello"}]}`))
+		strings.NewReader(`{"model":"demo/gated","stream":true,"messages":[{"role":"user","content":"Hello"}]}`))
 	req.Header.Set("Authorization", "Bearer sk-demo")
-	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -156,5 +184,23 @@ projects:
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 	}
-	checkIncremental(t, readEvents(t, resp.Body, start))
+	var got []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if len(got) == 0 {
+				close(gate) // a first event is here: let the upstream finish
+			}
+			got = append(got, data)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read the stream: %v", err)
+	}
+	if len(got) < 3 || got[len(got)-1] != "[DONE]" || !strings.Contains(strings.Join(got, ""), " world") {
+		t.Fatalf("stream %q", got)
+	}
+	if buffered.Load() {
+		t.Errorf("no event reached the client before the upstream ended: the answer was buffered")
+	}
 }
