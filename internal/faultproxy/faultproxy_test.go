@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -145,45 +146,57 @@ func TestLatency(t *testing.T) {
 	c := dial(t, p)
 	mustEcho(t, c, "warm")
 	const d = 150 * time.Millisecond
+	// The upper bounds are checked on the best of a few tries (a loaded
+	// machine may stall any one of them); every try counts for the lower
+	// bounds, as the best is the shortest.
 	for _, tc := range []struct {
 		name       string
 		up, down   time.Duration
 		min, under time.Duration
+		tries      int
 	}{
-		{"to upstream", d, 0, d, 10 * d},
-		{"to client", 0, d, d, 10 * d},
-		{"both", d, d, 2 * d, 10 * d},
-		{"none", 0, 0, 0, d},
+		{"to upstream", d, 0, d, 10 * d, 1},
+		{"to client", 0, d, d, 10 * d, 1},
+		{"both", d, d, 2 * d, 10 * d, 1},
+		{"none", 0, 0, 0, d, 5},
 	} {
 		p.SetLatency(tc.up, tc.down)
-		start := time.Now()
-		mustEcho(t, c, "ping "+tc.name)
-		if took := time.Since(start); took < tc.min || took >= tc.under {
-			t.Errorf("%s: round trip took %v, want in [%v, %v)", tc.name, took, tc.min, tc.under)
+		best := time.Duration(math.MaxInt64)
+		for range tc.tries {
+			start := time.Now()
+			mustEcho(t, c, "ping "+tc.name)
+			best = min(best, time.Since(start))
+		}
+		if best < tc.min || best >= tc.under {
+			t.Errorf("%s: round trip took %v (best of %d), want in [%v, %v)", tc.name, best, tc.tries, tc.min, tc.under)
 		}
 	}
 	// A delay line, not a per-write sleep: 20 writes in a row take one
 	// latency, not twenty.
 	p.SetLatency(d, 0)
-	start := time.Now()
-	for i := range 20 {
-		if _, err := fmt.Fprintf(c, "%02d", i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	buf := make([]byte, 40)
-	if _, err := io.ReadFull(c, buf); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took < d || took > 5*d {
-		t.Errorf("20 writes took %v, want about %v", took, d)
-	}
 	var want strings.Builder
 	for i := range 20 {
 		fmt.Fprintf(&want, "%02d", i)
 	}
-	if string(buf) != want.String() {
-		t.Errorf("order: %q", buf)
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		start := time.Now()
+		for i := range 20 {
+			if _, err := fmt.Fprintf(c, "%02d", i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		buf := make([]byte, 40)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+		best = min(best, time.Since(start))
+		if string(buf) != want.String() {
+			t.Errorf("order: %q", buf)
+		}
+	}
+	if best < d || best > 5*d {
+		t.Errorf("20 writes took %v (best of 3), want about %v", best, d)
 	}
 }
 
@@ -536,7 +549,13 @@ func TestConcurrentControls(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+	// Half a second of chaos at least, and until a request got through
+	// (the resets and cuts may beat every client for a while on a loaded
+	// machine), for at most 10 s.
 	time.Sleep(500 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ok.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
 	p.Restore()
