@@ -315,6 +315,9 @@ func TestConnectionAndURLFailures(t *testing.T) {
 }
 
 func TestContext(t *testing.T) {
+	// A fresh upstream for each part: a script that a request did not
+	// reach in time (the deadline may beat it) stays with its upstream,
+	// and does not answer the next part's request.
 	up := providertest.NewAnthropic(t)
 	c := New("claude", up.URL(), "", nil)
 
@@ -326,6 +329,8 @@ func TestContext(t *testing.T) {
 		t.Errorf("hang: %v, want the context's error", err)
 	}
 
+	up = providertest.NewAnthropic(t)
+	c = New("claude", up.URL(), "", nil)
 	up.Script(providertest.Response{Cut: &providertest.Cut{After: 1, How: providertest.CutStall}})
 	ctx, cancel = context.WithCancel(context.Background())
 	s, err := c.ChatStream(ctx, testRequest())
@@ -344,6 +349,8 @@ func TestContext(t *testing.T) {
 	s.Close()
 
 	// Close unblocks a waiting Next.
+	up = providertest.NewAnthropic(t)
+	c = New("claude", up.URL(), "", nil)
 	up.Script(providertest.Response{Cut: &providertest.Cut{After: 0, How: providertest.CutStall}})
 	s, err = c.ChatStream(context.Background(), testRequest())
 	if err != nil {
