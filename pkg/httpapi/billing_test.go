@@ -108,6 +108,7 @@ func TestBalanceAndLimit(t *testing.T) {
 					if first.status != 200 || second.status != 200 {
 						t.Fatalf("the first two requests: %d %d", first.status, second.status)
 					}
+					g.settle(t) // their bills are written after their answers
 					refused := mustCall(t, g.url, chatBody(`"n":2`))
 					if refused.status != 402 || refused.code != tc.code {
 						t.Fatalf("a request after the money is spent: %d %q, want 402 %s", refused.status, refused.code, tc.code)
@@ -293,6 +294,7 @@ func TestFeedbackAndUsage(t *testing.T) {
 			g := newGateway(t, setup{store: store, accounts: acc})
 			a := mustCall(t, g.url, chatBody(""))
 			mustCall(t, g.url, chatBody(`"n":1`), "Authorization", "Bearer "+otherKey)
+			g.settle(t) // feedback needs a's bill, written after its answer
 			fb := func(apiKey, body string, extra ...string) answer {
 				req, _ := http.NewRequest(http.MethodPost, g.url+"/api/v1/feedback", strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+apiKey)

@@ -40,6 +40,7 @@ type gateway struct {
 	logs     *syncBuffer
 	cfg      *catalog.Config
 	env      map[string]string
+	now      func() time.Time
 	metrics  metrics.Recorder
 	accounts httpapi.Accounts
 	// apps are the instances, in the order instance started them.
@@ -50,6 +51,8 @@ type setup struct {
 	providers int
 	// providerYAML is added to every provider's entry (e.g. first_token_timeout).
 	providerYAML string
+	// firstProviderYAML is added to p0's entry only (after providerYAML).
+	firstProviderYAML string
 	// extraYAML is appended to the config (server:, health:, ...).
 	extraYAML string
 	// store is the idempotency store; nil means a fresh memory store.
@@ -61,6 +64,8 @@ type setup struct {
 	accounts httpapi.Accounts
 	// balance and keyLimit (USD) go into project proj and its key testKey.
 	balance, keyLimit string
+	// now is every instance's clock (app.Options.Now); nil means time.Now.
+	now func() time.Time
 }
 
 func newGateway(t testing.TB, s setup) *gateway {
@@ -68,13 +73,17 @@ func newGateway(t testing.TB, s setup) *gateway {
 	if s.providers == 0 {
 		s.providers = 2
 	}
-	g := &gateway{logs: &syncBuffer{}}
+	g := &gateway{logs: &syncBuffer{}, now: s.now}
 	var cfg strings.Builder
 	cfg.WriteString("providers:\n")
 	for i := 0; i < s.providers; i++ {
 		up := providertest.New(t)
 		g.ups = append(g.ups, up)
-		fmt.Fprintf(&cfg, "  - {name: p%d, api: openai, base_url: %q, api_key_env: UPSTREAM_KEY_%d%s}\n", i, up.URL(), i, s.providerYAML)
+		extra := s.providerYAML
+		if i == 0 {
+			extra += s.firstProviderYAML
+		}
+		fmt.Fprintf(&cfg, "  - {name: p%d, api: openai, base_url: %q, api_key_env: UPSTREAM_KEY_%d%s}\n", i, up.URL(), i, extra)
 	}
 	cfg.WriteString("models:\n  - id: m\n    routes:\n")
 	for i := 0; i < s.providers; i++ {
@@ -115,6 +124,7 @@ func (g *gateway) instance(t testing.TB, store idempotency.Store) string {
 	a, err := app.FromConfig(g.cfg, app.Options{
 		Getenv:   func(k string) string { return g.env[k] },
 		Logger:   slog.New(slog.NewJSONHandler(g.logs, nil)),
+		Now:      g.now,
 		Store:    store,
 		Metrics:  g.metrics,
 		Accounts: g.accounts,
@@ -139,6 +149,44 @@ func (g *gateway) settle(t testing.TB) {
 			t.Fatalf("the gateway's finishing writes did not settle: %v", err)
 		}
 	}
+}
+
+// holdFirstCall makes up's first call wait, before it answers anything,
+// until release is called (at the latest when the test ends, before the
+// servers close); every call answers the zero Response. It replaces up's
+// script and default.
+func holdFirstCall(t testing.TB, up *providertest.Server) (release func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	release = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	up.SetHandler(func(call int, _ providertest.Request) providertest.Response {
+		if call == 1 {
+			<-gate
+		}
+		return providertest.Response{}
+	})
+	return release
+}
+
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Now()} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 type syncBuffer struct {
@@ -173,7 +221,13 @@ func (g *gateway) post(t testing.TB, body string, header ...string) *http.Respon
 
 func postTo(t testing.TB, url, body string, header ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/api/v1/chat/completions", strings.NewReader(body))
+	return postCtx(t, context.Background(), url, body, header...)
+}
+
+// postCtx is postTo under ctx.
+func postCtx(t testing.TB, ctx context.Context, url, body string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,10 +463,12 @@ func TestStreamingAnswer(t *testing.T) {
 }
 
 func TestFallback(t *testing.T) {
+	// p0YAML goes into p0's entry only: the fallback p1 keeps the default
+	// first_token_timeout, so that a slow machine cannot fail it too.
 	tests := []struct {
-		name     string
-		first    providertest.Response
-		provYAML string
+		name   string
+		first  providertest.Response
+		p0YAML string
 	}{
 		{"500", providertest.Response{Status: 500}, ""},
 		{"503", providertest.Response{Status: 503}, ""},
@@ -430,7 +486,7 @@ func TestFallback(t *testing.T) {
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
-				g := newGateway(t, setup{providerYAML: tt.provYAML})
+				g := newGateway(t, setup{firstProviderYAML: tt.p0YAML})
 				g.ups[0].Script(tt.first)
 				resp := g.post(t, chatBody(fmt.Sprintf(`"stream":%v`, stream)))
 				if resp.StatusCode != 200 || resp.Header.Get("X-Gateway-Provider") != "p1" || resp.Header.Get("X-Gateway-Route-Depth") != "1" {
@@ -661,9 +717,19 @@ func TestMidStreamFailure(t *testing.T) {
 		}
 	})
 	t.Run("ceiling after output ends the stream with request_timeout", func(t *testing.T) {
-		g := newGateway(t, setup{extraYAML: "server: {request_timeout: 300ms}\n"})
+		// The ceiling leaves room for the provider call and the first output
+		// on a loaded machine; the stall then lasts until the ceiling.
+		g := newGateway(t, setup{extraYAML: "server: {request_timeout: 1s}\n"})
 		g.ups[0].Script(providertest.Response{Text: []string{"one", " two"}, Cut: &providertest.Cut{After: 1, How: providertest.CutStall}})
-		evs := events(t, g.post(t, chatBody(`"stream":true`)))
+		resp := g.post(t, chatBody(`"stream":true`))
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("status %d %q %s: the ceiling came before any output", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+		evs := events(t, resp)
+		if len(evs) == 0 {
+			t.Fatal("an empty stream")
+		}
 		last := evs[len(evs)-1]
 		if !strings.Contains(last, `"code":"request_timeout"`) || !strings.Contains(last, `"finish_reason":"error"`) {
 			t.Errorf("last event %q", last)
@@ -723,8 +789,9 @@ func TestBadInput(t *testing.T) {
 
 func TestAdmission(t *testing.T) {
 	g := newGateway(t, setup{extraYAML: "server: {max_in_flight: 1}\n"})
-	g.ups[0].Script(providertest.Response{FirstChunkDelay: 400 * time.Millisecond})
-	done := make(chan int)
+	// The first request holds the only slot until it is released.
+	release := holdFirstCall(t, g.ups[0])
+	done := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, g.url+"/api/v1/chat/completions", strings.NewReader(chatBody("")))
 		req.Header.Set("Authorization", "Bearer "+testKey)
@@ -737,14 +804,16 @@ func TestAdmission(t *testing.T) {
 		done <- resp.StatusCode
 	}()
 	// Wait until the first request holds the only slot.
-	for g.ups[0].Calls() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
-	resp := g.post(t, chatBody(""))
+	waitCalls(t, g.ups[0], 1)
+	// Bounded: a request queued for the held slot would never be answered.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp := postCtx(t, ctx, g.url, chatBody(""))
 	expectError(t, resp, 429, "capacity", "")
 	if resp.Header.Get("X-Gateway-Admission-Refused") != "true" || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("admission headers: %v", resp.Header)
 	}
+	release()
 	if s := <-done; s != 200 {
 		t.Errorf("the admitted request got %d", s)
 	}

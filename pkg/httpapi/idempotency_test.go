@@ -323,12 +323,18 @@ func TestIdempotencyTooLargeToStore(t *testing.T) {
 }
 
 func TestIdempotencyWindow(t *testing.T) {
-	g := newGateway(t, setup{extraYAML: "idempotency: {window: 400ms, lease: 100ms}\nserver: {request_timeout: 250ms}\n"})
+	// The gateway's clock moves only when the test says so.
+	clock := newFakeClock()
+	g := newGateway(t, setup{now: clock.Now, extraYAML: "idempotency: {window: 1h}\n"})
 	first := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
 	if a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t)); a.replayed != "true" || a.reqID != first.reqID {
 		t.Fatalf("within the window: replayed=%q", a.replayed)
 	}
-	time.Sleep(500 * time.Millisecond)
+	clock.Advance(time.Hour - time.Second)
+	if a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t)); a.replayed != "true" || a.reqID != first.reqID {
+		t.Fatalf("at the end of the window: replayed=%q", a.replayed)
+	}
+	clock.Advance(2 * time.Second)
 	a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
 	if a.status != 200 || a.replayed != "" || a.reqID == first.reqID {
 		t.Errorf("after the window the key is new again: %d replayed=%q", a.status, a.replayed)
@@ -355,14 +361,24 @@ func TestIdempotencyWaitsForTheFirstCall(t *testing.T) {
 	sameAnswer(t, first, again)
 
 	g2 := newGateway(t, setup{extraYAML: "idempotency: {max_wait: 100ms}\n"})
-	g2.ups[0].SetDefault(providertest.Response{FirstChunkDelay: 600 * time.Millisecond})
+	// The first call runs until released, however long the retry takes.
+	release := holdFirstCall(t, g2.ups[0])
 	go func() { firstc <- call(context.Background(), g2.url, chatBody(""), "Idempotency-Key", key(t)) }()
 	waitCalls(t, g2.ups[0], 1)
-	a := mustCall(t, g2.url, chatBody(""), "Idempotency-Key", key(t))
+	// Bounded: were max_wait not kept, the retry would wait for the held call.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a := call(ctx, g2.url, chatBody(""), "Idempotency-Key", key(t))
+	if a.err != nil {
+		t.Fatalf("a waiter past max_wait got no answer: %v", a.err)
+	}
 	if a.status != 409 || a.code != "idempotency_in_progress" || a.header.Get("Retry-After") == "" {
 		t.Errorf("a waiter past max_wait: %d %q retry-after %q", a.status, a.code, a.header.Get("Retry-After"))
 	}
-	<-firstc
+	release()
+	if first := <-firstc; first.err != nil || first.status != 200 {
+		t.Fatalf("first: %v %d", first.err, first.status)
+	}
 	if a := mustCall(t, g2.url, chatBody(""), "Idempotency-Key", key(t)); a.status != 200 || a.replayed != "true" {
 		t.Errorf("after the first call finished: %d replayed=%q", a.status, a.replayed)
 	}
@@ -650,20 +666,75 @@ func TestIdempotencyRoom(t *testing.T) {
 	}
 }
 
+// reserveSignal is a store that tells when Reserve found another request's
+// record: the request that called it is about to wait for that one.
+type reserveSignal struct {
+	idempotency.Store
+	found chan struct{}
+}
+
+func newReserveSignal(s idempotency.Store) *reserveSignal {
+	return &reserveSignal{Store: s, found: make(chan struct{}, 1)}
+}
+
+func (s *reserveSignal) Reserve(ctx context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
+	existing, err := s.Store.Reserve(ctx, rec, now)
+	if err == nil && existing != nil {
+		select {
+		case s.found <- struct{}{}:
+		default:
+		}
+	}
+	return existing, err
+}
+
 // TestWaiterGivesBackItsSlot: a retry waiting for the first call of its key
 // does not hold an admission slot, so other requests still get in.
 func TestWaiterGivesBackItsSlot(t *testing.T) {
-	g := newGateway(t, setup{extraYAML: "server: {max_in_flight: 2}\n"})
-	g.ups[0].Script(providertest.Response{FirstChunkDelay: 600 * time.Millisecond})
+	store := newReserveSignal(memstore.New(1 << 30))
+	g := newGateway(t, setup{store: store, extraYAML: "server: {max_in_flight: 2}\n"})
+	// The first call holds its slot until released.
+	release := holdFirstCall(t, g.ups[0])
 	firstc := make(chan answer, 1)
 	go func() { firstc <- call(context.Background(), g.url, chatBody(""), "Idempotency-Key", key(t)) }()
 	waitCalls(t, g.ups[0], 1)
 	waiterc := make(chan answer, 1)
 	go func() { waiterc <- call(context.Background(), g.url, chatBody(""), "Idempotency-Key", key(t)) }()
-	time.Sleep(100 * time.Millisecond) // the waiter is waiting
-	if a := mustCall(t, g.url, chatBody(`"n":1`)); a.status != 200 {
-		t.Errorf("a new request while one runs and one waits: %d %q", a.status, a.code)
+	select {
+	case <-store.found: // the waiter found the first call's record
+	case w := <-waiterc:
+		t.Fatalf("the retry ended before the first call did: %v %d %s", w.err, w.status, w.body)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the retry never found the first call's record")
 	}
+	// The waiter gives its slot back right after that: until it has, a new
+	// request is refused (both slots taken). Were it kept, every attempt
+	// would be refused, the first call being held.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a := call(ctx, g.url, chatBody(`"n":1`))
+		if a.err != nil {
+			t.Fatalf("a new request while one runs and one waits: %v", a.err)
+		}
+		if a.status == 200 {
+			break
+		}
+		if a.status != 429 || time.Now().After(deadline) {
+			t.Fatalf("a new request while one runs and one waits: %d %q", a.status, a.code)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case w := <-waiterc:
+		t.Fatalf("the retry ended before the first call did: %v %d %s", w.err, w.status, w.body)
+	default: // still waiting
+	}
+	release()
 	first, waiter := <-firstc, <-waiterc
+	if first.err != nil || first.status != 200 {
+		t.Fatalf("first: %v %d", first.err, first.status)
+	}
 	sameAnswer(t, first, waiter)
 }
