@@ -41,7 +41,9 @@
 //	-profile DIR    build the gateway with -tags pprof, set BUZZGATE_PPROF_ADDR
 //	                and collect DIR/cpu.pprof and
 //	                DIR/allocs.pprof (allocations during the run) from the
-//	                gateway during its unkeyed closed loop; look at them with
+//	                gateway during its unkeyed closed loop, and
+//	                DIR/keyed-cpu.pprof and DIR/keyed-allocs.pprof during
+//	                its keyed one; look at them with
 //	                `go tool pprof -top DIR/cpu.pprof`
 //
 // Examples:

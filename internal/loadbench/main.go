@@ -47,7 +47,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 64, "connections of the closed loop")
 	flag.StringVar(&o.out, "out", "bench/load", "write the report to OUT.md and the plot to OUT.png; empty: stdout only")
 	flag.StringVar(&o.label, "label", "", "a line saying what was measured, in the report's title")
-	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop")
+	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop, keyed-cpu.pprof and keyed-allocs.pprof during its keyed one")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "the gateway's BUZZGATE_LOG_LEVEL (its log goes to a file in the temp dir)")
 	flag.BoolVar(&o.flushEach, "flush-each", false, "the mock flushes after every SSE event (default: once, after the last)")
 	flag.IntVar(&o.chunkWords, "chunk-words", 0, "words of text per chunk in the mock's streams (0: the whole text in one chunk; 1: a chunk per word, as a provider streams tokens)")
@@ -195,8 +195,9 @@ func run(ctx context.Context, o options) error {
 				prep(r)
 			}
 			var profErr <-chan error
-			if rate == 0 && k == unkeyed && o.profile != "" {
-				profErr = fetchProfiles(ctx, pprofAddr, o.profile, o.warmup+o.closed)
+			prefix := map[kind]string{unkeyed: "", keyed: "keyed-"}[k]
+			if rate == 0 && (k == unkeyed || k == keyed) && o.profile != "" {
+				profErr = fetchProfiles(ctx, pprofAddr, o.profile, prefix, o.warmup+o.closed)
 				res.profiled = true
 			}
 			s, err := measure(r, rate)
@@ -209,7 +210,7 @@ func run(ctx context.Context, o options) error {
 						return fmt.Errorf("profiling the gateway (is BUZZGATE_PPROF_ADDR supported by this binary?): %w", err)
 					}
 				}
-				logf("wrote %s and %s", filepath.Join(o.profile, "cpu.pprof"), filepath.Join(o.profile, "allocs.pprof"))
+				logf("wrote %s and %s", filepath.Join(o.profile, prefix+"cpu.pprof"), filepath.Join(o.profile, prefix+"allocs.pprof"))
 			}
 			res.gateway[runKey{k, rate}] = s
 		}

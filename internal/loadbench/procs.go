@@ -340,12 +340,12 @@ func gitCommit() string {
 
 // fetchProfiles fetches a CPU profile and an allocation (delta) profile of
 // d from the gateway's pprof listener into dir, while the caller runs load.
-func fetchProfiles(ctx context.Context, pprofAddr, dir string, d time.Duration) <-chan error {
+func fetchProfiles(ctx context.Context, pprofAddr, dir, prefix string, d time.Duration) <-chan error {
 	secs := strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
 	errc := make(chan error, 2)
 	for _, p := range []struct{ path, file string }{
-		{"/debug/pprof/profile?seconds=" + secs, "cpu.pprof"},
-		{"/debug/pprof/allocs?seconds=" + secs, "allocs.pprof"},
+		{"/debug/pprof/profile?seconds=" + secs, prefix + "cpu.pprof"},
+		{"/debug/pprof/allocs?seconds=" + secs, prefix + "allocs.pprof"},
 	} {
 		go func() {
 			errc <- func() error {

@@ -24,7 +24,7 @@ type results struct {
 	conns           int
 	rssResets       bool  // per-run peaks (clear_refs works); else peaks since start
 	overallRSSKB    int64 // the gateway's peak RSS over the whole run
-	profiled        bool  // the gateway's unkeyed closed loop ran under pprof
+	profiled        bool  // the gateway's closed loops (unkeyed, keyed) ran under pprof
 }
 
 func newResults() *results {
@@ -497,7 +497,7 @@ the closed loop, where the three processes share the CPUs.
 	b.WriteString("\n")
 	notes := res.generatorNotes()
 	if res.profiled {
-		notes = append(notes, fmt.Sprintf("The gateway's unkeyed closed loop ran while pprof collected CPU and allocation profiles into %s: its figures include the profiler's cost.", o.profile))
+		notes = append(notes, fmt.Sprintf("The gateway's unkeyed and keyed closed loops ran while pprof collected CPU and allocation profiles into %s: their figures include the profiler's cost.", o.profile))
 	}
 	notes = append(notes, res.errorNotes()...)
 	for _, n := range notes {
