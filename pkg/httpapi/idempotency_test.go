@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/testclock"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -324,7 +325,7 @@ func TestIdempotencyTooLargeToStore(t *testing.T) {
 
 func TestIdempotencyWindow(t *testing.T) {
 	// The gateway's clock moves only when the test says so.
-	clock := newFakeClock()
+	clock := testclock.New(time.Now())
 	g := newGateway(t, setup{now: clock.Now, extraYAML: "idempotency: {window: 1h}\n"})
 	first := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
 	if a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t)); a.replayed != "true" || a.reqID != first.reqID {

@@ -5,35 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/testclock"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// clock is a settable clock for the service.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newClock is a settable clock for the service, on a whole second.
+func newClock() *testclock.Clock { return testclock.New(time.Now().UTC().Truncate(time.Second)) }
 
 func req(key, fp, id string) idempotency.Request {
 	return idempotency.Request{Key: key, Fingerprint: fp, RequestID: id, Tenant: "project-1"}
@@ -205,20 +188,20 @@ func TestLostReservationIsTakenOver(t *testing.T) {
 	store := memstore.New(1 << 20)
 	lossy := &lossyStore{Store: store}
 	cfg := idempotency.Config{Lease: 30 * time.Second, MaxWait: time.Nanosecond, PollInterval: time.Millisecond}
-	_, _, err := idempotency.New(lossy, cfg, c.now, nil).Begin(ctx, req("k", "fp", "req_1"))
+	_, _, err := idempotency.New(lossy, cfg, c.Now, nil).Begin(ctx, req("k", "fp", "req_1"))
 	if !errors.Is(err, idempotency.ErrUnavailable) || lossy.releases.Load() != 1 {
 		t.Fatalf("Begin: %v (releases %d), want ErrUnavailable after a failed release", err, lossy.releases.Load())
 	}
-	if rec, err := store.Load(ctx, "k", c.now()); err != nil || rec.State != idempotency.StateInProgress || rec.Started {
+	if rec, err := store.Load(ctx, "k", c.Now()); err != nil || rec.State != idempotency.StateInProgress || rec.Started {
 		t.Fatalf("the lost reservation: %+v %v, want in progress, not started", rec, err)
 	}
 
-	svc := idempotency.New(store, cfg, c.now, nil)
+	svc := idempotency.New(store, cfg, c.Now, nil)
 	// Within the lease: the retry cannot tell, and answers in progress.
 	_, err = svc.Serve(ctx, mustFind(t, svc, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
 	wantCode(t, "a retry within the lease", err, llm.CodeInProgress)
 
-	c.add(time.Minute) // the lease lapsed
+	c.Advance(time.Minute) // the lease lapsed
 	exec := mustBegin(t, svc, req("k", "fp", "req_3"))
 	if err := exec.MarkStarted(ctx); err != nil {
 		t.Fatal(err)
@@ -240,13 +223,13 @@ func TestWaiterOfLostReservationRunsAgain(t *testing.T) {
 	c := newClock()
 	store := memstore.New(1 << 20)
 	cfg := idempotency.Config{Lease: 30 * time.Second, PollInterval: time.Millisecond}
-	_, _, err := idempotency.New(&lossyStore{Store: store}, cfg, c.now, nil).Begin(ctx, req("k", "fp", "req_1"))
+	_, _, err := idempotency.New(&lossyStore{Store: store}, cfg, c.Now, nil).Begin(ctx, req("k", "fp", "req_1"))
 	if !errors.Is(err, idempotency.ErrUnavailable) {
 		t.Fatal(err)
 	}
-	svc := idempotency.New(store, cfg, c.now, nil)
+	svc := idempotency.New(store, cfg, c.Now, nil)
 	rec := mustFind(t, svc, req("k", "fp", "req_2"))
-	c.add(time.Minute)
+	c.Advance(time.Minute)
 	if _, err := svc.Serve(ctx, rec, idempotency.Retry{Fingerprint: "fp"}); !errors.Is(err, idempotency.ErrRunAgain) {
 		t.Fatalf("Serve of a lapsed, never started record: %v, want ErrRunAgain", err)
 	}
@@ -260,14 +243,14 @@ func TestStartedLapsedIsNotRunAgain(t *testing.T) {
 	c := newClock()
 	store := memstore.New(1 << 20)
 	cfg := idempotency.Config{Lease: 30 * time.Second, PollInterval: time.Millisecond}
-	svc := idempotency.New(store, cfg, c.now, nil)
+	svc := idempotency.New(store, cfg, c.Now, nil)
 	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
 	if err := exec.MarkStarted(ctx); err != nil {
 		t.Fatal(err)
 	}
 	exec.Abandon() // the instance died after the provider call
-	c.add(time.Minute)
-	other := idempotency.New(store, cfg, c.now, nil) // another instance
+	c.Advance(time.Minute)
+	other := idempotency.New(store, cfg, c.Now, nil) // another instance
 	_, err := other.Serve(ctx, mustFind(t, other, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
 	wantCode(t, "a retry of a started, lapsed record", err, llm.CodeReplayUnavailable)
 }
@@ -279,10 +262,10 @@ func TestTakenOverOwnerCannotStart(t *testing.T) {
 	c := newClock()
 	store := memstore.New(1 << 20)
 	cfg := idempotency.Config{Lease: 30 * time.Second}
-	slow := mustBegin(t, idempotency.New(store, cfg, c.now, nil), req("k", "fp", "req_1"))
+	slow := mustBegin(t, idempotency.New(store, cfg, c.Now, nil), req("k", "fp", "req_1"))
 	defer slow.Abandon()
-	c.add(time.Minute) // its heartbeats did not get through
-	fresh := mustBegin(t, idempotency.New(store, cfg, c.now, nil), req("k", "fp", "req_2"))
+	c.Advance(time.Minute) // its heartbeats did not get through
+	fresh := mustBegin(t, idempotency.New(store, cfg, c.Now, nil), req("k", "fp", "req_2"))
 	defer fresh.Abandon()
 	if err := slow.MarkStarted(ctx); !errors.Is(err, idempotency.ErrNotOwner) {
 		t.Fatalf("MarkStarted of the taken-over owner: %v, want ErrNotOwner", err)
@@ -305,12 +288,12 @@ func (deafStore) Heartbeat(context.Context, string, string, time.Time) error {
 func TestLocalOwnerOutlivesItsLease(t *testing.T) {
 	ctx := t.Context()
 	c := newClock()
-	svc := idempotency.New(deafStore{memstore.New(1 << 20)}, idempotency.Config{Lease: 30 * time.Second}, c.now, nil)
+	svc := idempotency.New(deafStore{memstore.New(1 << 20)}, idempotency.Config{Lease: 30 * time.Second}, c.Now, nil)
 	exec := mustBegin(t, svc, req("k", "fp", "req_1"))
 	if err := exec.MarkStarted(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Minute) // the lease lapses
+	c.Advance(time.Minute) // the lease lapses
 	rec := mustFind(t, svc, req("k", "fp", "req_2"))
 	type result struct {
 		r   *idempotency.Reply

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/testclock"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/storetest"
@@ -102,23 +103,6 @@ func faultyStore(t *testing.T, f *faults, opts ...func(*dynamodb.Options)) *dyna
 	return dynamostore.New(dynalite.Client(t, server.Endpoint(t), opts...), sharedTable(t))
 }
 
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func wantCode(t *testing.T, what string, err error, code llm.Code) {
 	t.Helper()
 	var le *llm.Error
@@ -133,22 +117,22 @@ func wantCode(t *testing.T, what string, err error, code llm.Code) {
 // runs; a reservation that started stays a 409.
 func TestLostReservationTakenOver(t *testing.T) {
 	ctx := t.Context()
-	c := &testClock{t: storetest.Base()}
+	c := testclock.New(storetest.Base())
 	cfg := idempotency.Config{Lease: 30 * time.Second, PollInterval: time.Millisecond, MaxWait: time.Nanosecond}
 	f := newFaults()
 	f.set("PutItem", dropAnswer, true)
 	f.set("DeleteItem", cut, false)
 	key := storetest.Key()
 	r := idempotency.Request{Key: key, Fingerprint: "fp-1", RequestID: "req_1", Tenant: "p"}
-	if _, _, err := idempotency.New(faultyStore(t, f), cfg, c.now, nil).Begin(ctx, r); !errors.Is(err, idempotency.ErrUnavailable) {
+	if _, _, err := idempotency.New(faultyStore(t, f), cfg, c.Now, nil).Begin(ctx, r); !errors.Is(err, idempotency.ErrUnavailable) {
 		t.Fatalf("Begin with a lost answer and a cut release: %v, want ErrUnavailable", err)
 	}
 	f.heal()
 	store := dynamostore.New(dynalite.Client(t, server.Endpoint(t)), sharedTable(t))
-	if rec, err := store.Load(ctx, key, c.now()); err != nil || rec.State != idempotency.StateInProgress || rec.Started {
+	if rec, err := store.Load(ctx, key, c.Now()); err != nil || rec.State != idempotency.StateInProgress || rec.Started {
 		t.Fatalf("the lost reservation: %+v %v; want it landed, in progress, not started", rec, err)
 	}
-	svc := idempotency.New(store, cfg, c.now, nil) // another instance
+	svc := idempotency.New(store, cfg, c.Now, nil) // another instance
 
 	r.RequestID = "req_2"
 	_, rec, err := svc.Begin(ctx, r)
@@ -158,7 +142,7 @@ func TestLostReservationTakenOver(t *testing.T) {
 	_, err = svc.Serve(ctx, rec, idempotency.Retry{Fingerprint: "fp-1"})
 	wantCode(t, "a retry within the lease", err, llm.CodeInProgress)
 
-	c.add(time.Minute)
+	c.Advance(time.Minute)
 	r.RequestID = "req_3"
 	exec, rec, err := svc.Begin(ctx, r)
 	if err != nil || exec == nil {
@@ -192,7 +176,7 @@ func TestLostReservationTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec.Abandon()
-	c.add(time.Minute)
+	c.Advance(time.Minute)
 	_, rec, err = svc.Begin(ctx, started)
 	if err != nil || rec == nil {
 		t.Fatalf("a retry of a started, lapsed record: %v %v, want the record", rec, err)
