@@ -82,7 +82,7 @@ type deltaLogprobsWire struct {
 // Add takes one chunk's JSON.
 func (a *Assembler) Add(raw []byte) error {
 	var w deltaWire
-	if err := decodeDelta(raw, &w); err != nil {
+	if err := decodeDelta(raw, &w, nil); err != nil {
 		return err
 	}
 	a.add(&w)

@@ -82,10 +82,25 @@ func (e *ChunkError) Error() string { return "upstream error event: " + e.Messag
 
 // ParseChunk reads one SSE data payload. An "error" object in the payload is
 // returned as a *ChunkError; anything that is not a JSON object is an error.
-func ParseChunk(raw []byte) (Chunk, error) {
+func ParseChunk(raw []byte) (Chunk, error) { return parseChunk(raw, nil) }
+
+// ChunkParser parses the chunks of one stream as ParseChunk does, but the
+// strings a stream repeats in every chunk (id, model, system_fingerprint,
+// service_tier) are allocated once and shared by the chunks that repeat
+// them: a provider streaming a token a chunk sends them hundreds of times.
+// The zero value is ready; not for concurrent use.
+type ChunkParser struct{ seen chunkStrings }
+
+// Parse is ParseChunk for the stream's next chunk.
+func (p *ChunkParser) Parse(raw []byte) (Chunk, error) { return parseChunk(raw, &p.seen) }
+
+func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 	w := new(deltaWire)
-	if err := decodeDelta(raw, w); err != nil {
+	if err := decodeDelta(raw, w, seen); err != nil {
 		return Chunk{}, fmt.Errorf("malformed chunk: %w", err)
+	}
+	if seen != nil {
+		seen.remember(w)
 	}
 	if len(w.Error) > 0 && string(w.Error) != "null" {
 		var e struct {

@@ -18,10 +18,10 @@ import (
 // a value of an unexpected type, a number that is not a plain integer, very
 // deep nesting, anything malformed), and then encoding/json decodes the
 // chunk, errors included. FuzzDecodeDelta checks the two against each other.
-func decodeDelta(raw []byte, w *deltaWire) error {
+func decodeDelta(raw []byte, w *deltaWire, like *chunkStrings) error {
 	var s scanner
 	s.b = raw
-	if s.delta(w) {
+	if s.delta(w, like) {
 		return nil
 	}
 	*w = deltaWire{}
@@ -187,7 +187,12 @@ func isHex(c byte) bool {
 
 // str decodes a string value; null leaves *dst as it is. Anything else is
 // false.
-func (s *scanner) str(dst *string) bool {
+func (s *scanner) str(dst *string) bool { return s.strLike(dst, "") }
+
+// strLike is str, but a string equal to like is set to like itself instead
+// of a new copy: the strings a stream repeats in every chunk are allocated
+// once. The result is the same string either way.
+func (s *scanner) strLike(dst *string, like string) bool {
 	switch s.peek() {
 	case 'n':
 		return s.lit("null")
@@ -202,7 +207,11 @@ func (s *scanner) str(dst *string) bool {
 	}
 	body := s.b[start+1 : s.i-1]
 	if !esc && utf8.Valid(body) {
-		*dst = string(body)
+		if string(body) == like {
+			*dst = like
+		} else {
+			*dst = string(body)
+		}
 		return true
 	}
 	// Escapes or invalid UTF-8 (which encoding/json replaces): let it decode
@@ -391,19 +400,27 @@ var (
 )
 
 // delta decodes a whole chunk into the zero w.
-func (s *scanner) delta(w *deltaWire) bool {
+// chunkStrings are the top-level strings a stream repeats in its chunks.
+type chunkStrings struct{ id, model, fingerprint, tier string }
+
+// delta decodes a chunk; like (may be nil) holds strings an earlier chunk
+// of the stream had, to share rather than copy again.
+func (s *scanner) delta(w *deltaWire, like *chunkStrings) bool {
+	if like == nil {
+		like = &chunkStrings{}
+	}
 	ok := s.fields(deltaTop, func(i int) bool {
 		switch i {
 		case 0:
-			return s.str(&w.ID)
+			return s.strLike(&w.ID, like.id)
 		case 1:
-			return s.str(&w.Model)
+			return s.strLike(&w.Model, like.model)
 		case 2:
 			return s.integer(&w.Created)
 		case 3:
-			return s.str(&w.SystemFingerprint)
+			return s.strLike(&w.SystemFingerprint, like.fingerprint)
 		case 4:
-			return s.str(&w.ServiceTier)
+			return s.strLike(&w.ServiceTier, like.tier)
 		case 5:
 			return s.raw(&w.Usage)
 		case 6:
@@ -542,4 +559,18 @@ func (s *scanner) logprobs(l *deltaLogprobsWire) bool {
 		}
 		return s.skip(3)
 	})
+}
+
+// remember keeps w's repeated strings for the next chunk (a chunk without
+// one keeps the earlier).
+func (c *chunkStrings) remember(w *deltaWire) {
+	keep := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	keep(&c.id, w.ID)
+	keep(&c.model, w.Model)
+	keep(&c.fingerprint, w.SystemFingerprint)
+	keep(&c.tier, w.ServiceTier)
 }

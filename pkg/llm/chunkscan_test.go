@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 var deltaSeeds = []string{
@@ -59,7 +60,7 @@ func FuzzDecodeDelta(f *testing.F) {
 		var s scanner
 		s.b = raw
 		var got deltaWire
-		fast := s.delta(&got)
+		fast := s.delta(&got, nil)
 		if fast && wantErr != nil {
 			t.Fatalf("fast path accepted %q, encoding/json says %v", raw, wantErr)
 		}
@@ -67,9 +68,20 @@ func FuzzDecodeDelta(f *testing.F) {
 			t.Fatalf("fast path differs on %q:\n got %+v\nwant %+v", raw, got, want)
 		}
 		var again deltaWire
-		err := decodeDelta(raw, &again)
+		err := decodeDelta(raw, &again, nil)
 		if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(again, want)) {
 			t.Fatalf("decodeDelta(%q) = %+v, %v; want %+v, %v", raw, again, err, want, wantErr)
+		}
+		// Strings shared from an earlier chunk, the same or not, change
+		// nothing in the result.
+		same := &chunkStrings{}
+		same.remember(&again)
+		for _, like := range []*chunkStrings{same, {"chatcmpl-1", "m", "fp_1", "default"}} {
+			var shared deltaWire
+			err := decodeDelta(raw, &shared, like)
+			if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(shared, want)) {
+				t.Fatalf("decodeDelta(%q) sharing %+v = %+v, %v; want %+v, %v", raw, *like, shared, err, want, wantErr)
+			}
 		}
 	})
 }
@@ -80,7 +92,7 @@ func TestDecodeDeltaFastPath(t *testing.T) {
 		var sc scanner
 		sc.b = []byte(s)
 		var w deltaWire
-		if !sc.delta(&w) {
+		if !sc.delta(&w, nil) {
 			t.Errorf("fast path refused %s", s)
 		}
 	}
@@ -92,6 +104,17 @@ func BenchmarkParseChunk(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := ParseChunk(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The same chunk again and again through one stream's parser, as a
+	// provider's chunks repeat their id and model.
+	b.Run("stream", func(b *testing.B) {
+		b.ReportAllocs()
+		var p ChunkParser
+		for b.Loop() {
+			if _, err := p.Parse(raw); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -191,5 +214,39 @@ func BenchmarkParseUsage(b *testing.B) {
 		if _, err := ParseUsage(raw); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestChunkParserSharesRepeatedStrings: the chunks of one stream share the
+// strings they repeat (one copy, fewer allocations), and a chunk that
+// changes one gets its own.
+func TestChunkParserSharesRepeatedStrings(t *testing.T) {
+	chunk := func(id, content string) []byte {
+		return []byte(`{"id":"` + id + `","object":"chat.completion.chunk","created":1,"model":"mock-model","system_fingerprint":"fp_1","service_tier":"default","choices":[{"index":0,"delta":{"content":"` + content + `"},"finish_reason":null}]}`)
+	}
+	var p ChunkParser
+	first, err := p.Parse(chunk("chatcmpl-1", "Hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := p.Parse(chunk("chatcmpl-1", " world"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(second.ID) != unsafe.StringData(first.ID) || unsafe.StringData(second.Model) != unsafe.StringData(first.Model) {
+		t.Error("the second chunk's id and model are copies, not the first chunk's strings")
+	}
+	if second.ID != "chatcmpl-1" || second.Model != "mock-model" || second.parsed.SystemFingerprint != "fp_1" || second.parsed.ServiceTier != "default" {
+		t.Errorf("second chunk %+v %+v", second, second.parsed)
+	}
+	changed, err := p.Parse(chunk("chatcmpl-2", "!"))
+	if err != nil || changed.ID != "chatcmpl-2" || changed.Model != "mock-model" {
+		t.Fatalf("a chunk with another id: %+v, %v", changed, err)
+	}
+	raw := chunk("chatcmpl-2", "again")
+	alone := testing.AllocsPerRun(100, func() { ParseChunk(raw) })
+	shared := testing.AllocsPerRun(100, func() { p.Parse(raw) })
+	if shared > alone-4 {
+		t.Errorf("a repeated chunk: %v allocations with the stream's parser, %v alone; want 4 fewer (id, model, fingerprint, tier)", shared, alone)
 	}
 }

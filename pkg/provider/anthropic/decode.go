@@ -48,6 +48,8 @@ type Decoder struct {
 	blocks map[int]*toolBlock
 	tools  int
 
+	chunks llm.ChunkParser // its chunks share their id and model
+
 	output   bool
 	usage    usageCounts
 	sawUsage bool
@@ -274,7 +276,7 @@ func (d *Decoder) emit(usage json.RawMessage, delta chunkDelta, finish *string) 
 	} else {
 		w.Choices = []chunkChoice{{Delta: delta, FinishReason: finish}}
 	}
-	c, err := llm.ParseChunk(marshal(w))
+	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 	}

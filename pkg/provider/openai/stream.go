@@ -18,6 +18,7 @@ type stream struct {
 	body io.ReadCloser
 
 	events *sse.Reader
+	chunks llm.ChunkParser
 
 	jsonRead bool        // the JSON body has been read and converted
 	pending  []llm.Chunk // its chunks not yet returned
@@ -65,7 +66,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if len(data) == 0 {
 			continue // an empty event is no chunk: a keep-alive of sorts
 		}
-		c, err := llm.ParseChunk(ev.Data)
+		c, err := s.chunks.Parse(ev.Data)
 		if err != nil {
 			return s.fail(chunkFailure(err))
 		}

@@ -32,6 +32,8 @@ type stream struct {
 	promptTokens int
 	// rng is the word generator's state, seeded from the message hash.
 	rng uint64
+	// chunks parses its chunks, which share their id and model.
+	chunks llm.ChunkParser
 
 	// step is the next chunk: 0 the role chunk, 1..Words the content
 	// chunks, Words+1 the finish chunk, Words+2 the usage chunk, then EOF.
@@ -134,7 +136,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 	}
 	// The chunk goes through the same parser as a real upstream's, so that
 	// the router sees exactly what it would see from one.
-	c, err := llm.ParseChunk(raw)
+	c, err := s.chunks.Parse(raw)
 	if err != nil {
 		return s.malformed(err)
 	}
