@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/internal/jsonstr"
 )
 
 // Limits of the per-request bounds (DESIGN.md section 4).
@@ -474,15 +476,12 @@ func (r *ChatRequest) decodeProvider(raw json.RawMessage) error {
 // reassembled for a non-streaming client and usage is dropped again when the
 // client did not ask for it).
 func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
-	model, err := json.Marshal(upstreamModel)
-	if err != nil {
-		return nil, err
-	}
 	opts := []byte(`{"include_usage":true}`)
 	if raw, ok := present(r.fields, "stream_options"); ok {
 		m := map[string]json.RawMessage{}
 		_ = json.Unmarshal(raw, &m)
 		m["include_usage"] = json.RawMessage("true")
+		var err error
 		if opts, err = json.Marshal(m); err != nil {
 			return nil, err
 		}
@@ -497,23 +496,20 @@ func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
 	}
 	sort.Strings(keys)
 	// The values are the client's own, already validated by the decoder, so
-	// they are copied as they are rather than re-encoded.
-	n := len(model) + len(opts) + 64
+	// they are copied as they are rather than re-encoded; the model and the
+	// keys are written as encoding/json writes strings (jsonstr, html on).
+	n := len(upstreamModel) + len(opts) + 64
 	for _, k := range keys {
 		n += len(k) + len(r.fields[k]) + 4
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"model":`...)
-	b = append(b, model...)
+	b = jsonstr.Append(b, upstreamModel, true)
 	b = append(b, `,"stream":true,"stream_options":`...)
 	b = append(b, opts...)
 	for _, k := range keys {
-		key, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
 		b = append(b, ',')
-		b = append(b, key...)
+		b = jsonstr.Append(b, k, true)
 		b = append(b, ':')
 		b = append(b, r.fields[k]...)
 	}

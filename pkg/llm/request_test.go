@@ -175,12 +175,35 @@ func FuzzDecodeChatRequest(f *testing.F) {
 			}
 			return
 		}
-		out, err := req.UpstreamBody("x")
+		const model = "x<&>\u2028\"\\\xff"
+		out, err := req.UpstreamBody(model)
 		if err != nil {
 			t.Fatalf("UpstreamBody: %v", err)
 		}
 		if !json.Valid(out) {
 			t.Fatalf("upstream body is not JSON: %q", out)
+		}
+		// Every field but the gateway's own goes through, under its own
+		// name, with the model and streaming set.
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		var m string
+		if err := json.Unmarshal(got["model"], &m); err != nil || m != strings.ToValidUTF8(model, "\uFFFD") || string(got["stream"]) != "true" {
+			t.Fatalf("model %s stream %s in %q", got["model"], got["stream"], out)
+		}
+		for k := range req.fields {
+			switch k {
+			case "gateway", "provider":
+				if _, ok := got[k]; ok {
+					t.Fatalf("%q went upstream: %q", k, out)
+				}
+			default:
+				if _, ok := got[k]; !ok {
+					t.Fatalf("%q is missing upstream: %q", k, out)
+				}
+			}
 		}
 	})
 }
