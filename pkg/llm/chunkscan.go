@@ -399,12 +399,12 @@ var (
 	deltaLogprobs = []string{"content", "refusal"}
 )
 
-// delta decodes a whole chunk into the zero w.
 // chunkStrings are the top-level strings a stream repeats in its chunks.
 type chunkStrings struct{ id, model, fingerprint, tier string }
 
-// delta decodes a chunk; like (may be nil) holds strings an earlier chunk
-// of the stream had, to share rather than copy again.
+// delta decodes a whole chunk into the zero w; like (may be nil) holds
+// strings an earlier chunk of the stream had, to share rather than copy
+// again.
 func (s *scanner) delta(w *deltaWire, like *chunkStrings) bool {
 	if like == nil {
 		like = &chunkStrings{}

@@ -595,14 +595,15 @@ func splitObject(body []byte) (map[string]json.RawMessage, bool) {
 	return fields, s.i == len(body)
 }
 
+// messageFields are the message fields messagesOK reads.
+var messageFields = []string{"role"}
+
 // messagesOK reports true only when checkMessages's checks pass for sure: an
 // array of at least one object, each with one "role" key (matched exactly)
 // whose value is a non-empty string. Anything else (an error, or a shape
 // only encoding/json's rules settle: a key like "Role", a role given twice)
 // is false, and the checks run through encoding/json, which names the
 // problem. FuzzMessagesOK checks that true is never wrong.
-var messageFields = []string{"role"}
-
 func messagesOK(raw json.RawMessage) bool {
 	s := scanner{b: raw}
 	if s.peek() != '[' {
