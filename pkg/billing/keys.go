@@ -1,7 +1,6 @@
 package billing
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -69,9 +68,8 @@ func hmacPool(pepper []byte) *sync.Pool {
 	if p := hmacs.Load(); p != nil && p.pepper == string(pepper) {
 		return &p.pool
 	}
-	p := &pepperPool{pepper: string(pepper)}
-	key := bytes.Clone(pepper) // the caller may reuse its slice
-	p.pool.New = func() any { return hmac.New(sha256.New, key) }
+	p := &pepperPool{pepper: string(pepper)} // a copy: the caller may reuse its slice
+	p.pool.New = func() any { return hmac.New(sha256.New, []byte(p.pepper)) }
 	hmacs.Store(p)
 	return &p.pool
 }
