@@ -195,8 +195,9 @@ func run(ctx context.Context, o options) error {
 				prep(r)
 			}
 			var profErr <-chan error
-			prefix := map[kind]string{unkeyed: "", keyed: "keyed-"}[k]
-			if rate == 0 && (k == unkeyed || k == keyed) && o.profile != "" {
+			// The closed loops profiled, and their files' prefixes.
+			prefix, profiled := map[kind]string{unkeyed: "", keyed: "keyed-"}[k]
+			if rate == 0 && profiled && o.profile != "" {
 				profErr = fetchProfiles(ctx, pprofAddr, o.profile, prefix, o.warmup+o.closed)
 				res.profiled = true
 			}
