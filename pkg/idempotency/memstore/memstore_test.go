@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/gcbench"
-
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/storetest"
 )
