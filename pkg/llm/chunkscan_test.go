@@ -243,6 +243,15 @@ func TestChunkParserSharesRepeatedStrings(t *testing.T) {
 	if err != nil || changed.ID != "chatcmpl-2" || changed.Model != "mock-model" {
 		t.Fatalf("a chunk with another id: %+v, %v", changed, err)
 	}
+	// A chunk without an id has none (the earlier one is only a string to
+	// share), and the one after it still shares the earlier string.
+	if bare, err := p.Parse([]byte(`{"choices":[{"index":0,"delta":{"content":"x"}}]}`)); err != nil || bare.ID != "" || bare.Model != "" {
+		t.Fatalf("a chunk without id and model: %q %q, %v; want empty", bare.ID, bare.Model, err)
+	}
+	after, err := p.Parse(chunk("chatcmpl-2", "?"))
+	if err != nil || unsafe.StringData(after.ID) != unsafe.StringData(changed.ID) {
+		t.Errorf("after a chunk without an id: %q %v, not the earlier string", after.ID, err)
+	}
 	raw := chunk("chatcmpl-2", "again")
 	alone := testing.AllocsPerRun(100, func() { ParseChunk(raw) })
 	shared := testing.AllocsPerRun(100, func() { p.Parse(raw) })
