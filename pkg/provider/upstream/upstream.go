@@ -114,8 +114,10 @@ func PlainText(b []byte, max int) string {
 
 // defaultClient is the adapters' shared client: one connection pool sized
 // for a gateway (many concurrent calls to few hosts), no client timeout (the
-// request's context bounds each call, a whole stream included).
-var defaultClient = &http.Client{Transport: newTransport(), CheckRedirect: noRedirects}
+// request's context bounds each call, a whole stream included). Its calls
+// are made by fastTransport (fast.go), with net/http's Transport for
+// proxied calls.
+var defaultClient = &http.Client{Transport: defaultTransport(), CheckRedirect: noRedirects}
 
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()

@@ -1,0 +1,375 @@
+//go:build !lambda.norpc
+
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// fastTransport is the adapters' http.RoundTripper: each call is made with
+// fasthttp's HTTP/1.1 client in the caller's goroutine. net/http's
+// Transport hands every call to two goroutines of its connection (one
+// writes the request, one reads the answer and waits for its body to be
+// read), and on the benchmark's 2-core machine those hand-offs were most of
+// what a hop cost: a bare httputil.ReverseProxy spent about 215 µs of CPU a
+// request, the same proxy with this client about 90 (issue 11, README).
+//
+// What net/http gave the adapters, and how it is kept:
+//
+//   - Cancellation: the request's context ending (the client gone, the
+//     first-token timeout, the request's deadline) closes the connection
+//     of the call, whether it waits for the answer's head, reads its body
+//     or dials, so the call returns at once and the upstream sees the
+//     connection go. A connection that was interrupted is never reused.
+//   - One call is one attempt: fasthttp never retries it (the body is a
+//     stream and RetryIfErr says no); redirects are not followed (the
+//     http.Client's CheckRedirect, as before).
+//   - Connection reuse: a connection is kept for the next call to the same
+//     host when its answer was read to the end, and closed after 90 s idle.
+//   - Proxies: a call that HTTP_PROXY, HTTPS_PROXY and NO_PROXY send through
+//     a proxy, or whose scheme is not http(s), goes through net/http's
+//     Transport instead (fallback), which handles both.
+//
+// Each connection belongs to a slot: a fasthttp.HostClient limited to one
+// connection, which it dials through the slot. A call takes a free slot of
+// its host (or makes one), so the slot knows the connection the call uses
+// and can close it when the call's context ends; fasthttp's own pool could
+// not say which of its connections a call got.
+type fastTransport struct {
+	fallback *http.Transport
+	dialer   net.Dialer
+	maxIdle  int // free slots (each with at most one idle connection) kept per host
+
+	mu   sync.Mutex
+	free map[hostKey][]*slot // most recently used last
+}
+
+type hostKey struct{ scheme, host string }
+
+// A slot is one connection's worth of client. While a call owns it
+// (active), interrupt closes its connection.
+type slot struct {
+	hc  *fasthttp.HostClient
+	key hostKey
+	t   *fastTransport
+
+	mu          sync.Mutex
+	ctx         context.Context // the owning call's, for dialing
+	conn        net.Conn        // the connection last dialed
+	active      bool
+	interrupted bool
+}
+
+// errInterrupted ends the body of a call whose context ended.
+var errInterrupted = errors.New("upstream: call interrupted")
+
+// defaultTransport is the transport of the adapters' shared client. The
+// Lambda bootstrap (built with lambda.norpc) uses net/http's instead:
+// transport_lambda.go says why.
+func defaultTransport() http.RoundTripper { return newFastTransport(newTransport(), 64) }
+
+// newFastTransport returns a transport that uses fallback for what it does
+// not handle itself and keeps at most maxIdle idle connections per host.
+func newFastTransport(fallback *http.Transport, maxIdle int) *fastTransport {
+	return &fastTransport{
+		fallback: fallback,
+		dialer:   net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdle:  maxIdle,
+		free:     make(map[hostKey][]*slot),
+	}
+}
+
+// fastReadBuffer bounds an answer's head (status line and headers), which
+// fasthttp reads into one buffer.
+const fastReadBuffer = 16 << 10
+
+// RoundTrip implements http.RoundTripper.
+func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || t.proxied(req) {
+		return t.fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	s := t.take(req.URL)
+	freq := fasthttp.AcquireRequest()
+	fresp := fasthttp.AcquireResponse()
+	freq.SetRequestURI(req.URL.String())
+	freq.Header.SetMethod(req.Method)
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			freq.Header.Add(k, v)
+		}
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		n := int(req.ContentLength)
+		if n == 0 {
+			n = -1 // unknown: chunked
+		}
+		// fasthttp closes the body once written (or when freq is released).
+		freq.SetBodyStream(req.Body, n)
+	}
+
+	s.begin(ctx)
+	stop := context.AfterFunc(ctx, s.interrupt)
+	if err := s.hc.Do(freq, fresp); err != nil {
+		stop()
+		if s.end() {
+			s.hc.CloseIdleConnections()
+		}
+		fasthttp.ReleaseRequest(freq)
+		fasthttp.ReleaseResponse(fresp)
+		t.put(s)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+
+	code := fresp.StatusCode()
+	h := make(http.Header, fresp.Header.Len())
+	for k, v := range fresp.Header.All() {
+		key := http.CanonicalHeaderKey(string(k))
+		h[key] = append(h[key], string(v))
+	}
+	cl := int64(fresp.Header.ContentLength())
+	if cl < 0 {
+		cl = -1
+	}
+	b := &fastBody{s: s, req: freq, resp: fresp, stop: stop}
+	if r := fresp.BodyStream(); r != nil {
+		b.r = r
+	} else {
+		b.r = bytes.NewReader(fresp.Body()) // valid until fresp is released, in Close
+	}
+	return &http.Response{
+		Status:     strconv.Itoa(code) + " " + http.StatusText(code),
+		StatusCode: code,
+		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        h,
+		Body:          b,
+		ContentLength: cl,
+		Request:       req,
+	}, nil
+}
+
+// proxied reports whether the environment sends req through a proxy (or
+// cannot say, having a malformed proxy setting).
+func (t *fastTransport) proxied(req *http.Request) bool {
+	if t.fallback.Proxy == nil {
+		return false
+	}
+	p, err := t.fallback.Proxy(req)
+	return err != nil || p != nil
+}
+
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// take returns a free slot for u's host, or a new one.
+func (t *fastTransport) take(u *url.URL) *slot {
+	key := hostKey{u.Scheme, u.Host}
+	t.mu.Lock()
+	if l := t.free[key]; len(l) > 0 {
+		s := l[len(l)-1]
+		l[len(l)-1] = nil
+		t.free[key] = l[:len(l)-1]
+		t.mu.Unlock()
+		s.dropIfClosed()
+		return s
+	}
+	t.mu.Unlock()
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	s := &slot{key: key, t: t}
+	s.hc = &fasthttp.HostClient{
+		Addr:                addr,
+		IsTLS:               u.Scheme == "https",
+		Name:                "buzzgate",
+		Dial:                s.dial,
+		MaxConns:            1,
+		MaxIdleConnDuration: 90 * time.Second,
+		ReadBufferSize:      fastReadBuffer,
+		StreamResponseBody:  true,
+		RetryIfErr:          func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+	}
+	return s
+}
+
+// put gives a slot back once its call is over; past maxIdle free slots of
+// its host, its connection is closed instead.
+func (t *fastTransport) put(s *slot) {
+	t.mu.Lock()
+	if l := t.free[s.key]; len(l) < t.maxIdle {
+		t.free[s.key] = append(l, s)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	s.hc.CloseIdleConnections()
+}
+
+// CloseIdleConnections closes every connection not in use.
+func (t *fastTransport) CloseIdleConnections() {
+	t.mu.Lock()
+	var idle []*slot
+	for _, l := range t.free {
+		idle = append(idle, l...)
+	}
+	t.mu.Unlock()
+	for _, s := range idle {
+		s.hc.CloseIdleConnections()
+	}
+	t.fallback.CloseIdleConnections()
+}
+
+func (s *slot) dial(addr string) (net.Conn, error) {
+	s.mu.Lock()
+	ctx := s.ctx
+	s.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, err := s.t.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.conn = c
+	dead := s.interrupted
+	s.mu.Unlock()
+	if dead {
+		c.Close()
+		return nil, errInterrupted
+	}
+	return c, nil
+}
+
+// dropIfClosed closes the slot's idle connection when the server has
+// closed its end (or sent something unasked) while it was idle, so that a
+// call is never written to a connection already gone: net/http's Transport
+// notices that with its reading goroutine, here a non-blocking peek at the
+// socket does. A server may still close it right after the peek, as with
+// net/http; the call then fails as a connection failure, never retried.
+func (s *slot) dropIfClosed() {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	if c == nil || s.hc.ConnsCount() == 0 {
+		return
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	alive := false
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, err := recvPeek(fd, buf[:])
+		alive = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK // nothing to read: still open
+		return true                                                 // never wait for the socket to become readable
+	})
+	if err != nil || !alive {
+		s.hc.CloseIdleConnections()
+	}
+}
+
+// recvPeek looks at what the socket has to read without taking it or
+// waiting: 0 bytes and no error is the peer's close.
+func recvPeek(fd uintptr, b []byte) (int, syscall.Sockaddr, error) {
+	return syscall.Recvfrom(int(fd), b, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+}
+
+// begin marks the slot owned by a call with context ctx.
+func (s *slot) begin(ctx context.Context) {
+	s.mu.Lock()
+	s.ctx, s.active, s.interrupted = ctx, true, false
+	s.mu.Unlock()
+}
+
+// end marks the call over, so that a late interrupt closes nothing, and
+// reports whether it was interrupted: then its connection, closed, must not
+// be reused (the caller drops it from the slot's pool).
+func (s *slot) end() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	interrupted := s.interrupted
+	s.ctx, s.active, s.interrupted = nil, false, false
+	return interrupted
+}
+
+// interrupt closes the connection of the call that owns the slot: a read
+// or write blocked on it returns at once.
+func (s *slot) interrupt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active {
+		return
+	}
+	s.interrupted = true
+	if s.conn != nil {
+		s.conn.Close()
+	}
+}
+
+// fastBody is an answer's body. Close gives the slot back: its connection
+// is reused when the body was read to the end, closed otherwise.
+type fastBody struct {
+	r    io.Reader
+	s    *slot
+	req  *fasthttp.Request
+	resp *fasthttp.Response
+	stop func() bool
+	once sync.Once
+}
+
+func (b *fastBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *fastBody) Close() error {
+	b.once.Do(func() {
+		b.stop()
+		// An interrupt still running finishes before end takes the slot's
+		// lock; after it, none closes anything.
+		interrupted := b.s.end()
+		if rc, ok := b.resp.BodyStream().(fasthttp.ReadCloserWithError); ok && interrupted {
+			rc.CloseWithError(errInterrupted) // the connection is closed, not pooled
+		}
+		b.resp.CloseBodyStream() // pooled if read to the end, else closed
+		fasthttp.ReleaseResponse(b.resp)
+		fasthttp.ReleaseRequest(b.req)
+		if interrupted {
+			// A body fasthttp read whole had its connection pooled before
+			// the interrupt closed it.
+			b.s.hc.CloseIdleConnections()
+		}
+		b.s.t.put(b.s)
+	})
+	return nil
+}

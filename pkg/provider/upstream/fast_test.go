@@ -1,0 +1,368 @@
+//go:build !lambda.norpc
+
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// connCounter counts the connections a test server accepted.
+type connCounter struct{ n atomic.Int32 }
+
+func (c *connCounter) hook(_ net.Conn, s http.ConnState) {
+	if s == http.StateNew {
+		c.n.Add(1)
+	}
+}
+
+func newFastClient() (*http.Client, *fastTransport) {
+	t := newFastTransport(newTransport(), 64)
+	return &http.Client{Transport: t, CheckRedirect: noRedirects}, t
+}
+
+func post(ctx context.Context, t *testing.T, c *http.Client, u, body string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["Authorization"] = []string{"Bearer sk-test"}
+	return c.Do(req)
+}
+
+// The request arrives as sent, the answer comes back whole (status, every
+// header value, body), and the connection is reused by the next call.
+func TestFastTransportRoundTrip(t *testing.T) {
+	var conns connCounter
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat" || r.URL.RawQuery != "a=1" ||
+			r.Header.Get("Authorization") != "Bearer sk-test" || r.Header.Get("Content-Type") != "application/json" ||
+			r.ContentLength != int64(len(b)) {
+			http.Error(w, "unexpected request "+r.Method+" "+r.URL.String(), http.StatusTeapot)
+			return
+		}
+		w.Header().Add("X-Multi", "one")
+		w.Header().Add("X-Multi", "two")
+		w.Header().Set("Retry-After-Ms", "250")
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write(append([]byte("echo:"), b...))
+	}))
+	srv.Config.ConnState = conns.hook
+	srv.Start()
+	defer srv.Close()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+
+	for i := range 3 {
+		resp, err := post(context.Background(), t, c, srv.URL+"/v1/chat?a=1", `{"n":1}`)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("call %d: body: %v", i, err)
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Status != "429 Too Many Requests" || string(body) != `echo:{"n":1}` {
+			t.Fatalf("call %d: %s %q", i, resp.Status, body)
+		}
+		if got := resp.Header.Values("X-Multi"); len(got) != 2 || got[0] != "one" || got[1] != "two" {
+			t.Errorf("X-Multi = %q", got)
+		}
+		if resp.Header.Get("Retry-After-Ms") != "250" || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Errorf("headers = %v", resp.Header)
+		}
+		if RetryAfter(resp.Header, time.Now()) != 250*time.Millisecond {
+			t.Errorf("RetryAfter read from the converted header = %v", RetryAfter(resp.Header, time.Now()))
+		}
+	}
+	if n := conns.n.Load(); n != 1 {
+		t.Errorf("3 calls in turn opened %d connections, want 1 (reused)", n)
+	}
+}
+
+// A call blocked on the answer's head returns when its context ends, and
+// the upstream sees the connection go.
+func TestFastTransportCancelWhileWaitingForHead(t *testing.T) {
+	arrived, gone := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The server watches the connection for a close once the body
+		// has been read.
+		io.ReadAll(r.Body)
+		close(arrived)
+		<-r.Context().Done() // the server's view of the connection closing
+		close(gone)
+	}))
+	defer srv.Close()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := post(ctx, t, c, srv.URL, "{}")
+		if resp != nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-arrived
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not return after its context ended")
+	}
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream never saw the connection close")
+	}
+}
+
+// A body being read is cut when the context ends; that connection is never
+// reused, and the next call works on a new one.
+func TestFastTransportCancelWhileReadingBody(t *testing.T) {
+	var conns connCounter
+	var calls atomic.Int32
+	gone := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // the server watches for a close once it is read
+		if calls.Add(1) > 1 {
+			w.Write([]byte("second"))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: first\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		gone <- struct{}{}
+	}))
+	srv.Config.ConnState = conns.hook
+	srv.Start()
+	defer srv.Close()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	resp, err := post(ctx, t, c, srv.URL, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := resp.Body.Read(buf)
+	if err != nil || string(buf[:n]) != "data: first\n\n" {
+		t.Fatalf("first read = %q, %v", buf[:n], err)
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		readErr <- err
+	}()
+	cancel()
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Fatal("the body read to a clean end after its context ended")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read blocked on the body did not return after the context ended")
+	}
+	resp.Body.Close()
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream never saw the connection close")
+	}
+
+	resp, err = post(context.Background(), t, c, srv.URL, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "second" {
+		t.Fatalf("second call: %q", body)
+	}
+	if n := conns.n.Load(); n != 2 {
+		t.Errorf("connections = %d, want 2: the interrupted one must not be reused", n)
+	}
+}
+
+// An upstream that reads the request and drops the connection without an
+// answer gets the request once: the call fails and is not retried.
+func TestFastTransportNeverRetries(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.ReadAll(r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+
+	resp, err := post(context.Background(), t, c, srv.URL, "{}")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a dropped connection answered")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the upstream got the request %d times, want 1", n)
+	}
+}
+
+// A connection the server closed while it was idle is not used for the
+// next call (which would fail), as net/http's Transport would not use it.
+func TestFastTransportSkipsConnectionClosedWhileIdle(t *testing.T) {
+	var conns connCounter
+	var mu sync.Mutex
+	var last net.Conn
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		conns.hook(c, s)
+		if s == http.StateIdle {
+			mu.Lock()
+			last = c
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+
+	call := func() {
+		t.Helper()
+		resp, err := post(context.Background(), t, c, srv.URL, "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" {
+			t.Fatalf("body %q", b)
+		}
+	}
+	call()
+	// The server goes idle on the connection once it has answered; close
+	// it from the server's side, as an upstream's idle timeout does.
+	var idle net.Conn
+	for idle == nil {
+		mu.Lock()
+		idle = last
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	idle.Close()
+	// The FIN reaches the client's socket asynchronously: wait until the
+	// peek can see it, as an idle connection would have by its next use.
+	tr.mu.Lock()
+	s := tr.free[hostKey{"http", strings.TrimPrefix(srv.URL, "http://")}][0]
+	tr.mu.Unlock()
+	for range 1000 {
+		if peekClosed(s) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	call()
+	if n := conns.n.Load(); n != 2 {
+		t.Errorf("connections = %d, want 2", n)
+	}
+}
+
+// peekClosed reports whether the slot's connection shows the peer's close.
+func peekClosed(s *slot) bool {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return true
+	}
+	closed := false
+	rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := recvPeek(fd, b[:])
+		closed = n == 0 && err == nil
+		return true
+	})
+	return closed
+}
+
+// A proxied call goes through net/http's Transport, which knows proxies.
+func TestFastTransportUsesProxy(t *testing.T) {
+	var proxied atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		if r.URL.Host != "upstream.example:8080" {
+			http.Error(w, "unexpected target "+r.URL.String(), http.StatusBadGateway)
+			return
+		}
+		w.Write([]byte("via proxy"))
+	}))
+	defer proxy.Close()
+	fallback := newTransport()
+	pu, _ := url.Parse(proxy.URL)
+	fallback.Proxy = http.ProxyURL(pu)
+	tr := newFastTransport(fallback, 64)
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
+
+	resp, err := post(context.Background(), t, c, "http://upstream.example:8080/v1", "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "via proxy" || proxied.Load() != 1 {
+		t.Fatalf("body %q, proxied %d", b, proxied.Load())
+	}
+}
+
+// A request body of unknown length is sent whole (chunked).
+func TestFastTransportUnknownLengthBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	defer srv.Close()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+	want := strings.Repeat("x", 100_000)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, io.NopCloser(bytes.NewBufferString(want)))
+	req.ContentLength = -1
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != want {
+		t.Fatalf("echoed %d bytes, want %d", len(b), len(want))
+	}
+}
