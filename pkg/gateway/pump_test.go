@@ -97,3 +97,76 @@ func TestPumpHintsQueuedEvents(t *testing.T) {
 		}
 	}
 }
+
+// bodyWriter records a JSON answer; Body blocks until release is closed.
+type bodyWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	status  int
+	body    []byte
+	errs    int
+}
+
+func (b *bodyWriter) Error(error) {
+	b.mu.Lock()
+	b.errs++
+	b.mu.Unlock()
+}
+func (b *bodyWriter) Start(status int, _ map[string]string, _ bool) { b.status = status }
+func (b *bodyWriter) Event(string, []byte) error                    { return nil }
+func (b *bodyWriter) Body(p []byte) error {
+	<-b.release
+	b.mu.Lock()
+	b.body = append([]byte(nil), p...)
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *bodyWriter) got() ([]byte, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.body, b.errs
+}
+
+// A JSON answer of up to pumpSyncBytes, and an error, are written by the
+// caller: done when the call returns, without the pump's goroutine. A
+// larger body is queued for the goroutine and never blocks the caller.
+func TestPumpWritesSmallAnswersItself(t *testing.T) {
+	w := &bodyWriter{release: make(chan struct{})}
+	close(w.release)
+	p := newPump(w)
+	p.Start(201, nil, false)
+	small := []byte(`{"id":"chatcmpl-1"}`)
+	if err := p.Body(small); err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := w.got(); string(body) != string(small) || w.status != 201 {
+		t.Fatalf("after Body returned: status %d, body %q; want it written already", w.status, body)
+	}
+	p.Error(errors.New("late"))
+	if _, errs := w.got(); errs != 1 {
+		t.Fatalf("errors written = %d, want 1", errs)
+	}
+	if p.running {
+		t.Error("the pump started its goroutine for a small JSON answer")
+	}
+	p.Close()
+
+	// Over the limit: queued, and the caller goes on while the client
+	// reads nothing.
+	w2 := &bodyWriter{release: make(chan struct{})}
+	p2 := newPump(w2)
+	p2.Start(200, nil, false)
+	big := make([]byte, pumpSyncBytes+1)
+	if err := p2.Body(big); err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := w2.got(); body != nil {
+		t.Fatal("a body over pumpSyncBytes was written by the caller")
+	}
+	close(w2.release)
+	p2.Close()
+	if body, _ := w2.got(); len(body) != len(big) {
+		t.Fatalf("written %d bytes, want %d", len(body), len(big))
+	}
+}
