@@ -5,6 +5,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -50,7 +51,13 @@ import (
 type fastTransport struct {
 	fallback *http.Transport
 	dialer   net.Dialer
-	maxIdle  int // free slots (each with at most one idle connection) kept per host
+	tls      *tls.Config // the fallback's TLSClientConfig: one set of TLS settings for both
+	maxIdle  int         // free slots (each with at most one idle connection) kept per host
+	// peekAfter: a connection idle at least this long is checked for a
+	// close by the server before reuse (dropIfClosed). Servers close idle
+	// connections after seconds; under load a connection is idle for
+	// microseconds, and the check would be a system call a call.
+	peekAfter time.Duration
 
 	mu   sync.Mutex
 	free map[hostKey][]*slot // most recently used last
@@ -64,6 +71,8 @@ type slot struct {
 	hc  *fasthttp.HostClient
 	key hostKey
 	t   *fastTransport
+
+	idleSince time.Time // when it was last given back; only its taker reads it
 
 	mu          sync.Mutex
 	ctx         context.Context // the owning call's, for dialing
@@ -84,10 +93,12 @@ func defaultTransport() http.RoundTripper { return newFastTransport(newTransport
 // not handle itself and keeps at most maxIdle idle connections per host.
 func newFastTransport(fallback *http.Transport, maxIdle int) *fastTransport {
 	return &fastTransport{
-		fallback: fallback,
-		dialer:   net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		maxIdle:  maxIdle,
-		free:     make(map[hostKey][]*slot),
+		fallback:  fallback,
+		dialer:    net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		tls:       fallback.TLSClientConfig,
+		peekAfter: time.Second,
+		maxIdle:   maxIdle,
+		free:      make(map[hostKey][]*slot),
 	}
 }
 
@@ -192,7 +203,9 @@ func (t *fastTransport) take(u *url.URL) *slot {
 		l[len(l)-1] = nil
 		t.free[key] = l[:len(l)-1]
 		t.mu.Unlock()
-		s.dropIfClosed()
+		if time.Since(s.idleSince) >= t.peekAfter {
+			s.dropIfClosed()
+		}
 		return s
 	}
 	t.mu.Unlock()
@@ -208,6 +221,7 @@ func (t *fastTransport) take(u *url.URL) *slot {
 	s.hc = &fasthttp.HostClient{
 		Addr:                addr,
 		IsTLS:               u.Scheme == "https",
+		TLSConfig:           t.tls, // nil: the system's roots, the host as the server name
 		Name:                "buzzgate",
 		Dial:                s.dial,
 		MaxConns:            1,
@@ -222,6 +236,7 @@ func (t *fastTransport) take(u *url.URL) *slot {
 // put gives a slot back once its call is over; past maxIdle free slots of
 // its host, its connection is closed instead.
 func (t *fastTransport) put(s *slot) {
+	s.idleSince = time.Now()
 	t.mu.Lock()
 	if l := t.free[s.key]; len(l) < t.maxIdle {
 		t.free[s.key] = append(l, s)
@@ -270,10 +285,12 @@ func (s *slot) dial(addr string) (net.Conn, error) {
 
 // dropIfClosed closes the slot's idle connection when the server has
 // closed its end (or sent something unasked) while it was idle, so that a
-// call is never written to a connection already gone: net/http's Transport
+// call is not written to a connection already gone: net/http's Transport
 // notices that with its reading goroutine, here a non-blocking peek at the
-// socket does. A server may still close it right after the peek, as with
-// net/http; the call then fails as a connection failure, never retried.
+// socket does, for a connection idle peekAfter or more. A server may still
+// close it right after the peek (or within peekAfter of its last answer),
+// as with net/http; the call then fails as a connection failure, never
+// retried.
 func (s *slot) dropIfClosed() {
 	s.mu.Lock()
 	c := s.conn

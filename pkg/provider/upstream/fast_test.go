@@ -51,7 +51,7 @@ func TestFastTransportRoundTrip(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat" || r.URL.RawQuery != "a=1" ||
 			r.Header.Get("Authorization") != "Bearer sk-test" || r.Header.Get("Content-Type") != "application/json" ||
-			r.ContentLength != int64(len(b)) {
+			r.ContentLength != int64(len(b)) || r.UserAgent() != "buzzgate" {
 			http.Error(w, "unexpected request "+r.Method+" "+r.URL.String(), http.StatusTeapot)
 			return
 		}
@@ -254,6 +254,7 @@ func TestFastTransportSkipsConnectionClosedWhileIdle(t *testing.T) {
 	defer srv.Close()
 	c, tr := newFastClient()
 	defer tr.CloseIdleConnections()
+	tr.peekAfter = 0 // the test's connection is idle for milliseconds only
 
 	call := func() {
 		t.Helper()
@@ -364,5 +365,37 @@ func TestFastTransportUnknownLengthBody(t *testing.T) {
 	resp.Body.Close()
 	if string(b) != want {
 		t.Fatalf("echoed %d bytes, want %d", len(b), len(want))
+	}
+}
+
+// An https upstream is called through fasthttp too (its User-Agent says
+// so), with the fallback Transport's TLS settings: the certificate is
+// verified against them.
+func TestFastTransportTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("tls " + r.UserAgent()))
+	}))
+	defer srv.Close()
+	fallback := newTransport()
+	fallback.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	tr := newFastTransport(fallback, 64)
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
+	resp, err := post(context.Background(), t, c, srv.URL, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "tls buzzgate" {
+		t.Fatalf("body %q", b)
+	}
+
+	// Without the test server's root the certificate is refused.
+	plain, ptr := newFastClient()
+	defer ptr.CloseIdleConnections()
+	if resp, err := post(context.Background(), t, plain, srv.URL, "{}"); err == nil {
+		resp.Body.Close()
+		t.Fatal("a certificate no root vouches for was accepted")
 	}
 }
