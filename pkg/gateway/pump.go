@@ -98,18 +98,7 @@ func (p *pump) run() {
 		if gone && f.kind != 's' && f.kind != 'x' {
 			continue
 		}
-		var err error
-		switch f.kind {
-		case 's':
-			p.w.Start(f.status, f.header, f.stream)
-		case 'x':
-			p.w.Error(f.err)
-		case 'b':
-			err = p.w.Body(f.data)
-		case 'e':
-			err = p.w.Event(f.name, f.data)
-		}
-		if err != nil {
+		if err := p.write(f); err != nil {
 			p.mu.Lock()
 			if p.err == nil {
 				p.err = err
@@ -117,6 +106,21 @@ func (p *pump) run() {
 			p.mu.Unlock()
 		}
 	}
+}
+
+// write hands one frame to the client's writer.
+func (p *pump) write(f frame) error {
+	switch f.kind {
+	case 's':
+		p.w.Start(f.status, f.header, f.stream)
+	case 'x':
+		p.w.Error(f.err)
+	case 'b':
+		return p.w.Body(f.data)
+	case 'e':
+		return p.w.Event(f.name, f.data)
+	}
+	return nil
 }
 
 func (p *pump) push(f frame) error {
@@ -128,19 +132,9 @@ func (p *pump) push(f frame) error {
 	if !p.running && len(p.queue) == 0 && (f.kind == 's' && !f.stream || f.kind == 'x' || f.kind == 'b' && len(f.data) <= pumpSyncBytes) {
 		// Written by the caller (see pump). The pump's methods are called
 		// from one goroutine and run has not started, so nothing else
-		// uses the writer or waits for the lock meanwhile.
-		var err error
-		switch f.kind {
-		case 's':
-			p.w.Start(f.status, f.header, f.stream)
-		case 'x':
-			p.w.Error(f.err)
-		case 'b':
-			if p.err == nil {
-				err = p.w.Body(f.data)
-			}
-		}
-		if err != nil && p.err == nil {
+		// uses the writer or waits for the lock meanwhile. (A body never
+		// reaches here once the client is gone: see above.)
+		if err := p.write(f); err != nil && p.err == nil {
 			p.err = err
 		}
 		return p.err

@@ -43,6 +43,21 @@ func post(ctx context.Context, t *testing.T, c *http.Client, u, body string) (*h
 	return c.Do(req)
 }
 
+// answer posts "{}" to u and returns the answer's body, read whole.
+func answer(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := post(context.Background(), t, c, u, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // The request arrives as sent, the answer comes back whole (status, every
 // header value, body), and the connection is reused by the next call.
 func TestFastTransportRoundTrip(t *testing.T) {
@@ -193,13 +208,7 @@ func TestFastTransportCancelWhileReadingBody(t *testing.T) {
 		t.Fatal("the upstream never saw the connection close")
 	}
 
-	resp, err = post(context.Background(), t, c, srv.URL, "{}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(body) != "second" {
+	if body := answer(t, c, srv.URL); body != "second" {
 		t.Fatalf("second call: %q", body)
 	}
 	if n := conns.n.Load(); n != 2 {
@@ -258,13 +267,7 @@ func TestFastTransportSkipsConnectionClosedWhileIdle(t *testing.T) {
 
 	call := func() {
 		t.Helper()
-		resp, err := post(context.Background(), t, c, srv.URL, "{}")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(b) != "ok" {
+		if b := answer(t, c, srv.URL); b != "ok" {
 			t.Fatalf("body %q", b)
 		}
 	}
@@ -334,13 +337,7 @@ func TestFastTransportUsesProxy(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
 
-	resp, err := post(context.Background(), t, c, "http://upstream.example:8080/v1", "{}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != "via proxy" || proxied.Load() != 1 {
+	if b := answer(t, c, "http://upstream.example:8080/v1"); b != "via proxy" || proxied.Load() != 1 {
 		t.Fatalf("body %q, proxied %d", b, proxied.Load())
 	}
 }
@@ -381,13 +378,7 @@ func TestFastTransportTLS(t *testing.T) {
 	tr := newFastTransport(fallback, 64)
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
-	resp, err := post(context.Background(), t, c, srv.URL, "{}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != "tls buzzgate" {
+	if b := answer(t, c, srv.URL); b != "tls buzzgate" {
 		t.Fatalf("body %q", b)
 	}
 
