@@ -79,6 +79,7 @@ type slot struct {
 	conn        net.Conn        // the connection last dialed
 	active      bool
 	interrupted bool
+	gen         uint64 // counts the calls that took the slot: an interrupt is for one of them
 }
 
 // errInterrupted ends the body of a call whose context ended.
@@ -95,11 +96,25 @@ func newFastTransport(fallback *http.Transport, maxIdle int) *fastTransport {
 	return &fastTransport{
 		fallback:  fallback,
 		dialer:    net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		tls:       fallback.TLSClientConfig,
+		tls:       http1TLS(fallback.TLSClientConfig),
 		peekAfter: time.Second,
 		maxIdle:   maxIdle,
 		free:      make(map[hostKey][]*slot),
 	}
+}
+
+// http1TLS is a copy of c (the fallback's TLS settings, or the defaults)
+// that offers only HTTP/1.1 in ALPN: fasthttp speaks nothing else, and a
+// server offered h2 (OpenAI's and Anthropic's are) would pick it. A copy,
+// as net/http changes its own settings when it first uses them.
+func http1TLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		c = &tls.Config{}
+	} else {
+		c = c.Clone()
+	}
+	c.NextProtos = []string{"http/1.1"}
+	return c
 }
 
 // fastReadBuffer bounds an answer's head (status line and headers), which
@@ -121,6 +136,11 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	fresp := fasthttp.AcquireResponse()
 	freq.SetRequestURI(req.URL.String())
 	freq.Header.SetMethod(req.Method)
+	if req.Close {
+		freq.SetConnectionClose()
+	}
+	// An answer without a Content-Type has none (fasthttp would default it).
+	fresp.Header.SetNoDefaultContentType(true)
 	for k, vs := range req.Header {
 		for _, v := range vs {
 			freq.Header.Add(k, v)
@@ -135,8 +155,8 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		freq.SetBodyStream(req.Body, n)
 	}
 
-	s.begin(ctx)
-	stop := context.AfterFunc(ctx, s.interrupt)
+	g := s.begin(ctx)
+	stop := context.AfterFunc(ctx, func() { s.interrupt(g) })
 	if err := s.hc.Do(freq, fresp); err != nil {
 		stop()
 		if s.end() {
@@ -155,11 +175,22 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	h := make(http.Header, fresp.Header.Len())
 	for k, v := range fresp.Header.All() {
 		key := http.CanonicalHeaderKey(string(k))
+		switch key {
+		case "Connection", "Transfer-Encoding", "Keep-Alive":
+			continue // the connection's, not the answer's: net/http drops them too
+		}
 		h[key] = append(h[key], string(v))
 	}
 	cl := int64(fresp.Header.ContentLength())
-	if cl < 0 {
-		cl = -1
+	switch {
+	case code == http.StatusNoContent || code == http.StatusNotModified || code < 200:
+		cl = 0 // no body, whatever the head says
+	case cl < 0:
+		cl = -1 // chunked, or until the connection closes
+	}
+	status := strconv.Itoa(code) + " " + http.StatusText(code)
+	if m := fresp.Header.StatusMessage(); len(m) > 0 {
+		status = strconv.Itoa(code) + " " + string(m)
 	}
 	b := &fastBody{s: s, req: freq, resp: fresp, stop: stop}
 	if r := fresp.BodyStream(); r != nil {
@@ -168,7 +199,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		b.r = bytes.NewReader(fresp.Body()) // valid until fresp is released, in Close
 	}
 	return &http.Response{
-		Status:     strconv.Itoa(code) + " " + http.StatusText(code),
+		Status:     status,
 		StatusCode: code,
 		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        h,
@@ -219,12 +250,16 @@ func (t *fastTransport) take(u *url.URL) *slot {
 	}
 	s := &slot{key: key, t: t}
 	s.hc = &fasthttp.HostClient{
-		Addr:                addr,
-		IsTLS:               u.Scheme == "https",
-		TLSConfig:           t.tls, // nil: the system's roots, the host as the server name
-		Name:                "buzzgate",
-		Dial:                s.dial,
-		MaxConns:            1,
+		Addr:      addr,
+		IsTLS:     u.Scheme == "https",
+		TLSConfig: t.tls, // nil: the system's roots, the host as the server name
+		Name:      "buzzgate",
+		Dial:      s.dial,
+		// One call at a time uses the slot, so it has one connection, but
+		// fasthttp counts a connection it closes for idleness a moment after
+		// taking it out of its pool: a second one keeps a call that comes in
+		// between from failing with ErrNoFreeConns.
+		MaxConns:            2,
 		MaxIdleConnDuration: 90 * time.Second,
 		ReadBufferSize:      fastReadBuffer,
 		StreamResponseBody:  true,
@@ -233,31 +268,43 @@ func (t *fastTransport) take(u *url.URL) *slot {
 	return s
 }
 
-// put gives a slot back once its call is over; past maxIdle free slots of
-// its host, its connection is closed instead.
+// put gives a slot back once its call is over. Slots are kept (as many as
+// calls ran at once to the host) and taken most recently used first; past
+// the maxIdle most recent, a slot's connection is closed, so at most
+// maxIdle idle connections stay open per host.
 func (t *fastTransport) put(s *slot) {
 	s.idleSince = time.Now()
 	t.mu.Lock()
-	if l := t.free[s.key]; len(l) < t.maxIdle {
-		t.free[s.key] = append(l, s)
-		t.mu.Unlock()
-		return
+	l := append(t.free[s.key], s)
+	t.free[s.key] = l
+	var old *slot
+	if len(l) > t.maxIdle {
+		old = l[len(l)-1-t.maxIdle]
 	}
 	t.mu.Unlock()
-	s.hc.CloseIdleConnections()
+	if old != nil {
+		old.hc.CloseIdleConnections() // no call uses it: it is free
+	}
 }
 
-// CloseIdleConnections closes every connection not in use.
+// CloseIdleConnections closes every connection not in use. The free slots
+// are taken out while their connections close, so that no call uses one
+// meanwhile.
 func (t *fastTransport) CloseIdleConnections() {
 	t.mu.Lock()
-	var idle []*slot
-	for _, l := range t.free {
-		idle = append(idle, l...)
+	free := t.free
+	t.free = make(map[hostKey][]*slot)
+	t.mu.Unlock()
+	for _, l := range free {
+		for _, s := range l {
+			s.hc.CloseIdleConnections()
+		}
+	}
+	t.mu.Lock()
+	for k, l := range free {
+		t.free[k] = append(l, t.free[k]...)
 	}
 	t.mu.Unlock()
-	for _, s := range idle {
-		s.hc.CloseIdleConnections()
-	}
 	t.fallback.CloseIdleConnections()
 }
 
@@ -324,11 +371,14 @@ func recvPeek(fd uintptr, b []byte) (int, syscall.Sockaddr, error) {
 	return syscall.Recvfrom(int(fd), b, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 }
 
-// begin marks the slot owned by a call with context ctx.
-func (s *slot) begin(ctx context.Context) {
+// begin marks the slot owned by a call with context ctx, and returns the
+// call's number for its interrupt.
+func (s *slot) begin(ctx context.Context) uint64 {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
 	s.ctx, s.active, s.interrupted = ctx, true, false
-	s.mu.Unlock()
+	return s.gen
 }
 
 // end marks the call over, so that a late interrupt closes nothing, and
@@ -342,12 +392,14 @@ func (s *slot) end() bool {
 	return interrupted
 }
 
-// interrupt closes the connection of the call that owns the slot: a read
-// or write blocked on it returns at once.
-func (s *slot) interrupt() {
+// interrupt closes the connection of call g if it still owns the slot: a
+// read or write blocked on it returns at once. An interrupt may run late
+// (context.AfterFunc starts it in a goroutine of its own, and the call may
+// be over and the slot taken by the next one): then it does nothing.
+func (s *slot) interrupt(g uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.active {
+	if !s.active || s.gen != g {
 		return
 	}
 	s.interrupted = true
@@ -372,8 +424,8 @@ func (b *fastBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 func (b *fastBody) Close() error {
 	b.once.Do(func() {
 		b.stop()
-		// An interrupt still running finishes before end takes the slot's
-		// lock; after it, none closes anything.
+		// After end, an interrupt of this call closes nothing (see
+		// interrupt); one that ran before it is reported.
 		interrupted := b.s.end()
 		if rc, ok := b.resp.BodyStream().(fasthttp.ReadCloserWithError); ok && interrupted {
 			rc.CloseWithError(errInterrupted) // the connection is closed, not pooled

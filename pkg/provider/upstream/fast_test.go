@@ -3,9 +3,11 @@
 package upstream
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -369,16 +371,22 @@ func TestFastTransportUnknownLengthBody(t *testing.T) {
 // so), with the fallback Transport's TLS settings: the certificate is
 // verified against them.
 func TestFastTransportTLS(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("tls " + r.UserAgent()))
+	// The server offers HTTP/2, as OpenAI's and Anthropic's do: the
+	// transport must not let ALPN pick it (fasthttp speaks HTTP/1.1).
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("tls " + r.UserAgent() + " " + r.Proto))
 	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
 	defer srv.Close()
 	fallback := newTransport()
-	fallback.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	cfg := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	cfg.NextProtos = []string{"h2", "http/1.1"} // what net/http offers
+	fallback.TLSClientConfig = cfg
 	tr := newFastTransport(fallback, 64)
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
-	if b := answer(t, c, srv.URL); b != "tls buzzgate" {
+	if b := answer(t, c, srv.URL); b != "tls buzzgate HTTP/1.1" {
 		t.Fatalf("body %q", b)
 	}
 
@@ -388,5 +396,156 @@ func TestFastTransportTLS(t *testing.T) {
 	if resp, err := post(context.Background(), t, plain, srv.URL, "{}"); err == nil {
 		resp.Body.Close()
 		t.Fatal("a certificate no root vouches for was accepted")
+	}
+}
+
+// An interrupt that runs late (its call over, the slot taken by the next
+// call) must not touch the next call's connection.
+func TestFastTransportLateInterrupt(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: x\n\n"))
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Millisecond)
+		w.Write([]byte("data: done\n\n"))
+	}))
+	defer srv.Close()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+	for i := range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		resp, err := post(ctx, t, c, srv.URL, "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadFull(resp.Body, make([]byte, 9))
+		cancel() // its interrupt starts in a goroutine of its own...
+		resp.Body.Close()
+		// ...and may run while this call has the slot.
+		if b := answer(t, c, srv.URL); b != "data: x\n\ndata: done\n\n" {
+			t.Fatalf("call %d with a live context: %q", i, b)
+		}
+	}
+}
+
+// rawServer answers every request with reply, byte for byte.
+func rawServer(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					c.Write([]byte(reply))
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// The answer is what net/http's Transport would make of the same bytes:
+// no Content-Type invented, the reason phrase kept, no hop-by-hop headers,
+// no length for a 204.
+func TestFastTransportAnswerAsNetHTTP(t *testing.T) {
+	for name, reply := range map[string]string{
+		"no content type": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+		"204":             "HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n",
+		"chunked":         "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+		"reason phrase":   "HTTP/1.1 599 Upstream Weird\r\nContent-Length: 0\r\n\r\n",
+		"cookies":         "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n",
+	} {
+		u := rawServer(t, reply)
+		var got [2]string
+		for i, rt := range []http.RoundTripper{newTransport(), newFastTransport(newTransport(), 64)} {
+			c := &http.Client{Transport: rt, CheckRedirect: noRedirects}
+			resp, err := post(context.Background(), t, c, u, "{}")
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			h := resp.Header.Clone()
+			h.Del("Date")
+			got[i] = fmt.Sprintf("%s cl=%d body=%q err=%v header=%v", resp.Status, resp.ContentLength, b, err, h)
+			c.CloseIdleConnections()
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s:\n net/http %s\n fast     %s", name, got[0], got[1])
+		}
+	}
+}
+
+// More calls at once than maxIdle: every slot is kept for reuse, at most
+// maxIdle idle connections stay open, and the next calls open none.
+func TestFastTransportBurstOverMaxIdle(t *testing.T) {
+	var conns connCounter
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if r.URL.Path == "/burst" {
+			arrived.Done()
+			<-release
+		}
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = conns.hook
+	srv.Start()
+	defer srv.Close()
+	tr := newFastTransport(newTransport(), 4)
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
+
+	const burst = 12
+	arrived.Add(burst)
+	var done sync.WaitGroup
+	for range burst {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			if b := answer(t, c, srv.URL+"/burst"); b != "ok" {
+				t.Errorf("burst call: %q", b)
+			}
+		}()
+	}
+	arrived.Wait() // all twelve at once
+	close(release)
+	done.Wait()
+
+	tr.mu.Lock()
+	slots := tr.free[hostKey{"http", strings.TrimPrefix(srv.URL, "http://")}]
+	tr.mu.Unlock()
+	open := 0
+	for _, s := range slots {
+		open += s.hc.ConnsCount()
+	}
+	if len(slots) != burst || open > 4 {
+		t.Fatalf("%d free slots with %d connections open, want %d slots and at most 4 open", len(slots), open, burst)
+	}
+	before := conns.n.Load()
+	for range 4 {
+		if b := answer(t, c, srv.URL); b != "ok" {
+			t.Fatalf("%q", b)
+		}
+	}
+	if n := conns.n.Load(); n != before {
+		t.Errorf("calls in turn after the burst opened %d connections, want 0", n-before)
 	}
 }
