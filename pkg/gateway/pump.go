@@ -23,14 +23,16 @@ const pumpSyncBytes = 16 << 10
 // client dropped).
 //
 // A JSON answer of up to pumpSyncBytes, and an error, the caller writes
-// itself when nothing is queued: one write the socket takes at once (its
-// buffer holds far more), without starting the goroutine and waking it for
-// the one frame, which cost a keyed request about a tenth of its latency
-// under load (issue 11). Only a client that left earlier answers unread on
-// its connection can make that write wait, and then for the wire's write
-// deadline at most; the answer is recorded after it either way. The
-// goroutine starts with the first frame that is queued: a stream's, or a
-// larger body.
+// itself when nothing is queued and the writer bounds its writes
+// (boundedWriter: a deadline on every write): one write the socket takes at
+// once (its buffer holds far more), without starting the goroutine and
+// waking it for the one frame, which cost a keyed request about a tenth of
+// its latency under load (issue 11). Only a client that left earlier
+// answers unread on its connection can make that write wait, and then for
+// the write deadline at most; the answer is recorded after it either way.
+// A writer without deadlines (the Lambda edge writes into a pipe the
+// runtime drains) gets every frame through the goroutine. The goroutine
+// starts with the first frame that is queued: a stream's, or a larger body.
 type pump struct {
 	w Writer
 
@@ -41,6 +43,7 @@ type pump struct {
 	closed  bool
 	err     error
 	running bool // run was started
+	sync    bool // the writer bounds its writes: small answers may be written by the caller
 	stopped chan struct{}
 }
 
@@ -54,12 +57,19 @@ type frame struct {
 	err    error
 }
 
+// boundedWriter is a Writer that can say whether every write it makes has
+// a deadline (httpapi's wire, on a connection that takes one).
+type boundedWriter interface{ WritesBounded() bool }
+
 // moreSetter is a Writer that can hold an event's flush back while more
 // reports that another event is at hand (httpapi's wire).
 type moreSetter interface{ SetMore(more func() bool) }
 
 func newPump(w Writer) *pump {
 	p := &pump{w: w, stopped: make(chan struct{})}
+	if b, ok := w.(boundedWriter); ok {
+		p.sync = b.WritesBounded()
+	}
 	p.wake = sync.NewCond(&p.mu)
 	// A writer that can hold a flush back (httpapi's wire) flushes an
 	// event only when no other event is queued behind it: a burst goes out
@@ -129,12 +139,16 @@ func (p *pump) push(f frame) error {
 	if p.err != nil && f.kind != 's' && f.kind != 'x' {
 		return p.err
 	}
-	if !p.running && len(p.queue) == 0 && (f.kind == 's' && !f.stream || f.kind == 'x' || f.kind == 'b' && len(f.data) <= pumpSyncBytes) {
+	if p.sync && !p.running && len(p.queue) == 0 && (f.kind == 's' && !f.stream || f.kind == 'x' || f.kind == 'b' && len(f.data) <= pumpSyncBytes) {
 		// Written by the caller (see pump). The pump's methods are called
 		// from one goroutine and run has not started, so nothing else
-		// uses the writer or waits for the lock meanwhile. (A body never
-		// reaches here once the client is gone: see above.)
-		if err := p.write(f); err != nil && p.err == nil {
+		// uses the writer meanwhile; the lock is let go while it writes,
+		// as the writer may ask eventQueued. (A body never reaches here
+		// once the client is gone: see above.)
+		p.mu.Unlock()
+		err := p.write(f)
+		p.mu.Lock()
+		if err != nil && p.err == nil {
 			p.err = err
 		}
 		return p.err

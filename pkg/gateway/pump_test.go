@@ -122,6 +122,8 @@ func (b *bodyWriter) Body(p []byte) error {
 	return nil
 }
 
+func (b *bodyWriter) WritesBounded() bool { return true }
+
 func (b *bodyWriter) got() ([]byte, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -168,5 +170,30 @@ func TestPumpWritesSmallAnswersItself(t *testing.T) {
 	p2.Close()
 	if body, _ := w2.got(); len(body) != len(big) {
 		t.Fatalf("written %d bytes, want %d", len(body), len(big))
+	}
+}
+
+// unboundedWriter is a bodyWriter that cannot put a deadline on its writes
+// (the Lambda edge's pipe).
+type unboundedWriter struct{ bodyWriter }
+
+func (u *unboundedWriter) WritesBounded() bool { return false }
+
+// A writer without write deadlines gets even a small answer through the
+// goroutine: the caller never waits on it.
+func TestPumpUnboundedWriterNeverBlocks(t *testing.T) {
+	w := &unboundedWriter{bodyWriter{release: make(chan struct{})}}
+	p := newPump(w)
+	p.Start(200, nil, false)
+	if err := p.Body([]byte(`{}`)); err != nil { // would block if written here
+		t.Fatal(err)
+	}
+	if body, _ := w.got(); body != nil {
+		t.Fatal("a writer without deadlines was written by the caller")
+	}
+	close(w.release)
+	p.Close()
+	if body, _ := w.got(); string(body) != `{}` {
+		t.Fatalf("written %q", body)
 	}
 }

@@ -123,6 +123,14 @@ func (o *wire) Flush() error {
 	return o.flush()
 }
 
+// WritesBounded reports whether every write has a deadline: a write
+// timeout is set and the connection takes deadlines (the Lambda edge's
+// writer and test recorders do not). Only then does a keyed request's pump
+// let the request write a small answer itself (gateway's pump).
+func (o *wire) WritesBounded() bool {
+	return o.writeTimeout > 0 && o.rc.SetWriteDeadline(time.Time{}) == nil
+}
+
 // deadline gives the next write writeTimeout to make progress. A writer
 // that cannot take a deadline (the Lambda edge, a test recorder) writes
 // without one.

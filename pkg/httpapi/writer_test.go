@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
+)
+
+// A wire bounds its writes only on a connection that takes deadlines and
+// with a write timeout: a keyed request's pump writes small answers itself
+// only then (pkg/gateway's pump).
+func TestWireWritesBounded(t *testing.T) {
+	got := make(chan [2]bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w}
+		got <- [2]bool{newWire(rec, time.Second, nil).WritesBounded(), newWire(rec, 0, nil).WritesBounded()}
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if b := <-got; !b[0] || b[1] {
+		t.Errorf("on a server connection: with a timeout %v (want true), without %v (want false)", b[0], b[1])
+	}
+	if newWire(&recorder{ResponseWriter: httptest.NewRecorder()}, time.Second, nil).WritesBounded() {
+		t.Error("a test recorder reported bounded writes")
+	}
+	// The Lambda edge writes into a pipe the runtime drains, without
+	// deadlines.
+	edge := lambdaedge.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- [2]bool{newWire(&recorder{ResponseWriter: w}, time.Second, nil).WritesBounded()}
+		w.Write([]byte("ok"))
+	}))
+	sr, err := edge(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodGet, Path: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(sr.Body)
+	if b := <-got; b[0] {
+		t.Error("the Lambda edge's writer reported bounded writes")
+	}
+}
