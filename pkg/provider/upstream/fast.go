@@ -43,16 +43,16 @@ import (
 //     a proxy, or whose scheme is not http(s), goes through net/http's
 //     Transport instead (fallback), which handles both.
 //
-// Each connection belongs to a slot: a fasthttp.HostClient limited to one
-// connection, which it dials through the slot. A call takes a free slot of
-// its host (or makes one), so the slot knows the connection the call uses
-// and can close it when the call's context ends; fasthttp's own pool could
-// not say which of its connections a call got.
+// Each connection belongs to a slot: a fasthttp.HostClient of its own,
+// which dials through the slot and is used by one call at a time. A call
+// takes a free slot of its host (or makes one), so the slot knows the
+// connection the call uses and can close it when the call's context ends;
+// fasthttp's own pool could not say which of its connections a call got.
 type fastTransport struct {
 	fallback *http.Transport
 	dialer   net.Dialer
-	tls      *tls.Config // the fallback's TLSClientConfig: one set of TLS settings for both
-	maxIdle  int         // free slots (each with at most one idle connection) kept per host
+	tls      *tls.Config // the fallback's TLS settings, offering only HTTP/1.1 (http1TLS)
+	maxIdle  int         // idle connections kept open per host (put)
 	// peekAfter: a connection idle at least this long is checked for a
 	// close by the server before reuse (dropIfClosed). Servers close idle
 	// connections after seconds; under load a connection is idle for
@@ -128,7 +128,9 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
-		closeRequestBody(req)
+		if req.Body != nil {
+			req.Body.Close()
+		}
 		return nil, err
 	}
 	s := t.take(req.URL)
@@ -158,13 +160,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	g := s.begin(ctx)
 	stop := context.AfterFunc(ctx, func() { s.interrupt(g) })
 	if err := s.hc.Do(freq, fresp); err != nil {
-		stop()
-		if s.end() {
-			s.hc.CloseIdleConnections()
-		}
-		fasthttp.ReleaseRequest(freq)
-		fasthttp.ReleaseResponse(fresp)
-		t.put(s)
+		t.finish(s, stop, freq, fresp)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -192,7 +188,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if m := fresp.Header.StatusMessage(); len(m) > 0 {
 		status = strconv.Itoa(code) + " " + string(m)
 	}
-	b := &fastBody{s: s, req: freq, resp: fresp, stop: stop}
+	b := &fastBody{t: t, s: s, req: freq, resp: fresp, stop: stop}
 	if r := fresp.BodyStream(); r != nil {
 		b.r = r
 	} else {
@@ -217,12 +213,6 @@ func (t *fastTransport) proxied(req *http.Request) bool {
 	}
 	p, err := t.fallback.Proxy(req)
 	return err != nil || p != nil
-}
-
-func closeRequestBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
 }
 
 // take returns a free slot for u's host, or a new one.
@@ -252,7 +242,7 @@ func (t *fastTransport) take(u *url.URL) *slot {
 	s.hc = &fasthttp.HostClient{
 		Addr:      addr,
 		IsTLS:     u.Scheme == "https",
-		TLSConfig: t.tls, // nil: the system's roots, the host as the server name
+		TLSConfig: t.tls,
 		Name:      "buzzgate",
 		Dial:      s.dial,
 		// One call at a time uses the slot, so it has one connection, but
@@ -310,11 +300,8 @@ func (t *fastTransport) CloseIdleConnections() {
 
 func (s *slot) dial(addr string) (net.Conn, error) {
 	s.mu.Lock()
-	ctx := s.ctx
+	ctx := s.ctx // fasthttp dials only inside a call's Do
 	s.mu.Unlock()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	c, err := s.t.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -342,33 +329,32 @@ func (s *slot) dropIfClosed() {
 	s.mu.Lock()
 	c := s.conn
 	s.mu.Unlock()
-	if c == nil || s.hc.ConnsCount() == 0 {
-		return
-	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return
-	}
-	alive := false
-	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, err := recvPeek(fd, buf[:])
-		alive = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK // nothing to read: still open
-		return true                                                 // never wait for the socket to become readable
-	})
-	if err != nil || !alive {
+	if c != nil && s.hc.ConnsCount() > 0 && idleConnGone(c) {
 		s.hc.CloseIdleConnections()
 	}
 }
 
-// recvPeek looks at what the socket has to read without taking it or
-// waiting: 0 bytes and no error is the peer's close.
-func recvPeek(fd uintptr, b []byte) (int, syscall.Sockaddr, error) {
-	return syscall.Recvfrom(int(fd), b, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+// idleConnGone reports whether an idle connection has something to read:
+// the peer's close, or bytes nobody asked for. It looks without taking
+// anything or waiting (MSG_PEEK, MSG_DONTWAIT); a connection it cannot look
+// at counts as open.
+func idleConnGone(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	open := false
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK // nothing to read
+		return true                                                // never wait for the socket
+	})
+	return err != nil || !open
 }
 
 // begin marks the slot owned by a call with context ctx, and returns the
@@ -408,10 +394,10 @@ func (s *slot) interrupt(g uint64) {
 	}
 }
 
-// fastBody is an answer's body. Close gives the slot back: its connection
-// is reused when the body was read to the end, closed otherwise.
+// fastBody is an answer's body. Close ends the call (finish).
 type fastBody struct {
 	r    io.Reader
+	t    *fastTransport
 	s    *slot
 	req  *fasthttp.Request
 	resp *fasthttp.Response
@@ -422,23 +408,28 @@ type fastBody struct {
 func (b *fastBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 func (b *fastBody) Close() error {
-	b.once.Do(func() {
-		b.stop()
-		// After end, an interrupt of this call closes nothing (see
-		// interrupt); one that ran before it is reported.
-		interrupted := b.s.end()
-		if rc, ok := b.resp.BodyStream().(fasthttp.ReadCloserWithError); ok && interrupted {
-			rc.CloseWithError(errInterrupted) // the connection is closed, not pooled
-		}
-		b.resp.CloseBodyStream() // pooled if read to the end, else closed
-		fasthttp.ReleaseResponse(b.resp)
-		fasthttp.ReleaseRequest(b.req)
-		if interrupted {
-			// A body fasthttp read whole had its connection pooled before
-			// the interrupt closed it.
-			b.s.hc.CloseIdleConnections()
-		}
-		b.s.t.put(b.s)
-	})
+	b.once.Do(func() { b.t.finish(b.s, b.stop, b.req, b.resp) })
 	return nil
+}
+
+// finish ends a call on slot s, failed or answered: its interrupt is
+// stopped (after end, one still running closes nothing; one that ran is
+// reported), the answer's body stream closed (its connection pooled only
+// when read to the end and not interrupted), fasthttp's objects released
+// and the slot given back.
+func (t *fastTransport) finish(s *slot, stop func() bool, freq *fasthttp.Request, fresp *fasthttp.Response) {
+	stop()
+	interrupted := s.end()
+	if rc, ok := fresp.BodyStream().(fasthttp.ReadCloserWithError); ok && interrupted {
+		rc.CloseWithError(errInterrupted) // the connection is closed, not pooled
+	}
+	fresp.CloseBodyStream() // pooled if read to the end, else closed
+	fasthttp.ReleaseResponse(fresp)
+	fasthttp.ReleaseRequest(freq)
+	if interrupted {
+		// A connection fasthttp pooled (an answer read whole) before the
+		// interrupt closed it.
+		s.hc.CloseIdleConnections()
+	}
+	t.put(s)
 }

@@ -290,7 +290,10 @@ func TestFastTransportSkipsConnectionClosedWhileIdle(t *testing.T) {
 	s := tr.free[hostKey{"http", strings.TrimPrefix(srv.URL, "http://")}][0]
 	tr.mu.Unlock()
 	for range 1000 {
-		if peekClosed(s) {
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		if idleConnGone(c) {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -299,25 +302,6 @@ func TestFastTransportSkipsConnectionClosedWhileIdle(t *testing.T) {
 	if n := conns.n.Load(); n != 2 {
 		t.Errorf("connections = %d, want 2", n)
 	}
-}
-
-// peekClosed reports whether the slot's connection shows the peer's close.
-func peekClosed(s *slot) bool {
-	s.mu.Lock()
-	c := s.conn
-	s.mu.Unlock()
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		return true
-	}
-	closed := false
-	rc.Read(func(fd uintptr) bool {
-		var b [1]byte
-		n, _, err := recvPeek(fd, b[:])
-		closed = n == 0 && err == nil
-		return true
-	})
-	return closed
 }
 
 // A proxied call goes through net/http's Transport, which knows proxies.
