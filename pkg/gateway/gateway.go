@@ -304,8 +304,10 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, codec Codec, exec *idempotency.Execution) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(clientCtx), s.cfg.RequestTimeout)
 	defer cancel()
-	// The client is written to through a pump: recording never waits on
-	// the client reading. Close (last) waits for the client's copy.
+	// The client is written to through a pump: recording does not wait on
+	// the client reading (a small JSON answer on a connection with write
+	// deadlines is written here, bounded by them: see pump). Close (last)
+	// waits for the client's copy.
 	pw := newPump(w)
 	defer pw.Close()
 	w = pw

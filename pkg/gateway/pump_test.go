@@ -25,7 +25,8 @@ func (b *blockedWriter) Event(string, []byte) error {
 	return nil
 }
 
-// The pump never blocks its caller on a client that does not read; past
+// The pump never blocks its caller on a client that does not read (a
+// writer without write deadlines, as blockedWriter is); past
 // pumpMaxBytes queued it drops the client (errClientTooSlow); Close waits
 // until the client's copy is done.
 func TestPumpNeverBlocks(t *testing.T) {
