@@ -39,7 +39,7 @@ func (s *Service) checkBalance(ctx context.Context, c *Caller) error {
 	}
 	// A store that does not answer must not hold an admission slot for the
 	// request's whole ceiling: 503 after a bounded wait.
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := bound(ctx, 10*time.Second, s.ledgerLocal)
 	defer cancel()
 	if err := s.seed(ctx, c); err != nil {
 		return BillingUnavailable(err)

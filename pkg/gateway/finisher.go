@@ -77,7 +77,13 @@ func retryable(err error) bool {
 // store that cannot be reached. giveUp (may be nil) runs when it stops
 // without success.
 func (f *Finisher) Do(what string, step func(context.Context) error, giveUp func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	f.do(what, step, giveUp, false)
+}
+
+// do is Do; local says the step's store is in this process (see bound):
+// its first attempt then has no deadline of its own.
+func (f *Finisher) do(what string, step func(context.Context) error, giveUp func(), local bool) {
+	ctx, cancel := bound(context.Background(), stepTimeout, local)
 	err := step(ctx)
 	cancel()
 	if err == nil {

@@ -3,11 +3,14 @@ package gateway
 import (
 	"context"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -143,5 +146,102 @@ projects:
 	acct, err := ledger.Account(context.Background(), "proj", "k")
 	if err != nil || acct.SpentNanos != 5000 {
 		t.Errorf("spend %d (%v), want 3 prompt + 1 completion tokens = 5000 nano-USD", acct.SpentNanos, err)
+	}
+}
+
+// deadlineLedger is a memory ledger that notes, per call, whether the call
+// had a deadline of its own (at most a minute away: the request's own is an
+// hour), and says it is in process or not.
+type deadlineLedger struct {
+	billing.Ledger
+	local bool
+	mu    sync.Mutex
+	seen  map[string]bool // call -> bounded
+}
+
+func (l *deadlineLedger) InProcess() bool { return l.local }
+
+func (l *deadlineLedger) note(ctx context.Context, call string) {
+	d, ok := ctx.Deadline()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen[call] = ok && time.Until(d) <= time.Minute
+}
+
+func (l *deadlineLedger) Account(ctx context.Context, project, keyID string) (billing.Account, error) {
+	l.note(ctx, "Account")
+	return l.Ledger.Account(ctx, project, keyID)
+}
+
+func (l *deadlineLedger) Hold(ctx context.Context, h billing.Hold) error {
+	l.note(ctx, "Hold")
+	return l.Ledger.Hold(ctx, h)
+}
+
+func (l *deadlineLedger) Price(ctx context.Context, e billing.Entry) error {
+	l.note(ctx, "Price")
+	return l.Ledger.Price(ctx, e)
+}
+
+func (l *deadlineLedger) Bill(ctx context.Context, e billing.Entry) error {
+	l.note(ctx, "Bill")
+	return l.Ledger.Bill(ctx, e)
+}
+
+// TestStoreCallsBoundedUnlessInProcess: every call to a ledger that is not in
+// this process has a deadline of its own, so that a store that does not
+// answer cannot hold a request for its whole ceiling; a ledger in process
+// (the memory ledger) gets none, and its calls work all the same (the
+// answer is billed).
+func TestStoreCallsBoundedUnlessInProcess(t *testing.T) {
+	if ip, ok := any(memledger.New(memledger.Options{})).(interface{ InProcess() bool }); !ok || !ip.InProcess() {
+		t.Fatal("the memory ledger does not say it is in process")
+	}
+	if !idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil).InProcess() {
+		t.Fatal("the memory idempotency store does not say it is in process")
+	}
+	cfg, err := catalog.Parse([]byte(`providers:
+  - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
+models:
+  - id: m
+    routes: [{provider: p, model: u, input_price: 1, output_price: 2}]
+projects:
+  - id: proj
+    keys: [{key: sk-test}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(cfg, map[string]llm.Provider{"p": &cannedProvider{}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat, err := llm.DecodeChatRequest([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := rt.Plan(chat, router.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, local := range []bool{false, true} {
+		ledger := &deadlineLedger{Ledger: memledger.New(memledger.Options{}), local: local, seen: map[string]bool{}}
+		fin := NewFinisher(FinisherOptions{})
+		svc := New(Config{RequestTimeout: time.Hour}, rt, nil, Accounts{Ledger: ledger}, fin, nil, nil)
+		w := &recordingWriter{}
+		svc.Run(context.Background(), &Request{ID: "req_1", Caller: &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"},
+			Model: "m", Plan: plan, Chat: chat, Log: &Log{}}, w, namedCodec{})
+		if w.err != nil || w.status != 200 {
+			t.Fatalf("local %v: %v %d", local, w.err, w.status)
+		}
+		fin.Wait(context.Background())
+		want := map[string]bool{"Account": !local, "Hold": !local, "Price": !local, "Bill": !local}
+		if diff := cmp.Diff(want, ledger.seen); diff != "" {
+			t.Errorf("local %v: calls with a deadline of their own (-want +got):\n%s", local, diff)
+		}
+		acct, err := ledger.Account(context.Background(), "proj", "k")
+		if err != nil || acct.SpentNanos != 5000 {
+			t.Errorf("local %v: spend %d (%v), want 5000", local, acct.SpentNanos, err)
+		}
 	}
 }

@@ -99,6 +99,14 @@ type Request struct {
 	Tenant string
 }
 
+// InProcess reports whether the store's calls never wait on a network or a
+// disk (the memory store): a caller may then skip giving each its own
+// deadline.
+func (s *Service) InProcess() bool {
+	ip, ok := s.store.(interface{ InProcess() bool })
+	return ok && ip.InProcess()
+}
+
 // Begin reserves the record for req.Key, or finds the record that holds it.
 // It returns an Execution when this request owns the record and must run
 // (a new record, or one taken over: see Store.Reserve), or the existing

@@ -73,6 +73,11 @@ var (
 	_ billing.Reconciler = (*Store)(nil)
 )
 
+// InProcess reports that the store's calls never wait on a network or a
+// disk: the gateway gives them no deadline of their own (a context and a
+// timer per call were a tenth of its allocations under load).
+func (s *Store) InProcess() bool { return true }
+
 // New returns an empty Store.
 func New(opts Options) *Store {
 	if opts.Now == nil {

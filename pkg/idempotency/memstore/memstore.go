@@ -126,6 +126,10 @@ type entry struct {
 	elem    *list.Element
 }
 
+// InProcess reports that the store's calls never wait on a network or a
+// disk: the gateway gives them no deadline of their own.
+func (s *Store) InProcess() bool { return true }
+
 // New returns a store that keeps at most maxBytes bytes (see the package
 // doc for what is counted and how room is shared).
 func New(maxBytes int64) *Store {
