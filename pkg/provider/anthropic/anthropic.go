@@ -111,7 +111,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if c.apiKey != "" {
 		h.Set("X-Api-Key", c.apiKey)
 	}
-	resp, err := c.hc.Do(httpReq)
+	resp, err := upstream.Send(c.hc, httpReq)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx)

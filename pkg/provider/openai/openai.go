@@ -101,7 +101,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	} else {
 		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept}
 	}
-	resp, err := c.hc.Do(httpReq)
+	resp, err := upstreamhttp.Send(c.hc, httpReq)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -168,15 +169,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	code := fresp.StatusCode()
-	h := make(http.Header, fresp.Header.Len())
-	for k, v := range fresp.Header.All() {
-		key := http.CanonicalHeaderKey(string(k))
-		switch key {
-		case "Connection", "Transfer-Encoding", "Keep-Alive":
-			continue // the connection's, not the answer's: net/http drops them too
-		}
-		h[key] = append(h[key], string(v))
-	}
+	h := answerHeader(&fresp.Header)
 	cl := int64(fresp.Header.ContentLength())
 	switch {
 	case code == http.StatusNoContent || code == http.StatusNotModified || code < 200:
@@ -184,10 +177,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case cl < 0:
 		cl = -1 // chunked, or until the connection closes
 	}
-	status := strconv.Itoa(code) + " " + http.StatusText(code)
-	if m := fresp.Header.StatusMessage(); len(m) > 0 {
-		status = strconv.Itoa(code) + " " + string(m)
-	}
+	status := statusLine(code, fresp.Header.StatusMessage())
 	b := &fastBody{t: t, s: s, req: freq, resp: fresp, stop: stop}
 	if r := fresp.BodyStream(); r != nil {
 		b.r = r
@@ -201,8 +191,114 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Header:        h,
 		Body:          b,
 		ContentLength: cl,
+		Close:         fresp.ConnectionClose(),
 		Request:       req,
 	}, nil
+}
+
+// answerHeader is the answer's header as net/http's client hands it over:
+// keys canonical, Transfer-Encoding taken out, and Connection when it says
+// close (net/http keeps any other Connection and Keep-Alive). One string holds every key and
+// value, and one array the value slices: a string per key, a string per
+// value and a slice per key were most of a call's allocations (providers
+// send twenty fields and more).
+func answerHeader(rh *fasthttp.ResponseHeader) http.Header {
+	n, size := 0, 0
+	for k, v := range rh.All() {
+		n++
+		size += len(k) + len(v)
+	}
+	type field struct{ keyEnd, valueEnd int }
+	var small [32]field
+	fields := small[:0]
+	var b strings.Builder
+	b.Grow(size)
+	for k, v := range rh.All() {
+		writeCanonicalKey(&b, k)
+		keyEnd := b.Len()
+		b.Write(v)
+		fields = append(fields, field{keyEnd, b.Len()})
+	}
+	all := b.String()
+	h := make(http.Header, n)
+	values := make([]string, len(fields))
+	start := 0
+	for i, f := range fields {
+		key, value := all[start:f.keyEnd], all[f.keyEnd:f.valueEnd]
+		start = f.valueEnd
+		if key == "Transfer-Encoding" {
+			continue // net/http takes it out of the header too
+		}
+		if vs, ok := h[key]; ok {
+			h[key] = append(vs, value)
+			continue
+		}
+		values[i] = value
+		h[key] = values[i : i+1 : i+1] // a second value for the key copies out
+	}
+	// net/http takes "close" out as Response.Close, and the field with it.
+	if vs, ok := h["Connection"]; ok && hasCloseToken(vs) {
+		delete(h, "Connection")
+	}
+	return h
+}
+
+// hasCloseToken reports whether a Connection field's values name "close".
+func hasCloseToken(values []string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), "close") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeCanonicalKey writes http.CanonicalHeaderKey(string(k)) to b: a key
+// with a byte that cannot be in a field name is written as it is, any other
+// with its first letter and every letter after a hyphen upper case, the
+// rest lower case.
+func writeCanonicalKey(b *strings.Builder, k []byte) {
+	for _, c := range k {
+		if !tokenByte(c) {
+			b.Write(k)
+			return
+		}
+	}
+	upper := true
+	for _, c := range k {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+		upper = c == '-'
+	}
+}
+
+// tokenByte reports whether c may be in a header field name (RFC 9110's
+// tchar), as net/textproto checks before it canonicalizes a key.
+func tokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// statusLine is the answer's Status as net/http sets it: the code and the
+// server's reason phrase, or the standard one when the server sent none.
+func statusLine(code int, reason []byte) string {
+	if code == http.StatusOK && (len(reason) == 0 || string(reason) == "OK") {
+		return "200 OK"
+	}
+	if len(reason) == 0 {
+		return strconv.Itoa(code) + " " + http.StatusText(code)
+	}
+	return strconv.Itoa(code) + " " + string(reason)
 }
 
 // proxied reports whether the environment sends req through a proxy (or

@@ -449,11 +449,19 @@ func rawServer(t *testing.T, reply string) string {
 // no length for a 204.
 func TestFastTransportAnswerAsNetHTTP(t *testing.T) {
 	for name, reply := range map[string]string{
-		"no content type": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
-		"204":             "HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n",
-		"chunked":         "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
-		"reason phrase":   "HTTP/1.1 599 Upstream Weird\r\nContent-Length: 0\r\n\r\n",
-		"cookies":         "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n",
+		"no content type":   "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+		"204":               "HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n",
+		"chunked":           "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+		"reason phrase":     "HTTP/1.1 599 Upstream Weird\r\nContent-Length: 0\r\n\r\n",
+		"cookies":           "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n",
+		"connection close":  "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhi",
+		"connection tokens": "HTTP/1.1 200 OK\r\nConnection: X-Trace, Close\r\nContent-Length: 2\r\n\r\nhi",
+		// As providers send them: lower-case keys, a key given again after
+		// others, the connection's own fields, more fields than fit the
+		// conversion's first array.
+		"provider fields": "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nset-cookie: a=1\r\nCF-RAY: 8f\r\nconnection: keep-alive\r\nKeep-Alive: timeout=5\r\nset-cookie: b=2\r\nx-request-id: req_1\r\nSET-COOKIE: c=3\r\nopenai-processing-ms: 12\r\n" +
+			"x-ratelimit-field-0: 0\r\nx-ratelimit-field-1: 1\r\nx-ratelimit-field-2: 2\r\nx-ratelimit-field-3: 3\r\nx-ratelimit-field-4: 4\r\nx-ratelimit-field-5: 5\r\nx-ratelimit-field-6: 6\r\nx-ratelimit-field-7: 7\r\nx-ratelimit-field-8: 8\r\nx-ratelimit-field-9: 9\r\nx-ratelimit-field-10: 10\r\nx-ratelimit-field-11: 11\r\nx-ratelimit-field-12: 12\r\nx-ratelimit-field-13: 13\r\nx-ratelimit-field-14: 14\r\nx-ratelimit-field-15: 15\r\nx-ratelimit-field-16: 16\r\nx-ratelimit-field-17: 17\r\nx-ratelimit-field-18: 18\r\nx-ratelimit-field-19: 19\r\nx-ratelimit-field-20: 20\r\nx-ratelimit-field-21: 21\r\nx-ratelimit-field-22: 22\r\nx-ratelimit-field-23: 23\r\nx-ratelimit-field-24: 24\r\nx-ratelimit-field-25: 25\r\nx-ratelimit-field-26: 26\r\nx-ratelimit-field-27: 27\r\nx-ratelimit-field-28: 28\r\nx-ratelimit-field-29: 29\r\nx-ratelimit-field-30: 30\r\nx-ratelimit-field-31: 31\r\nx-ratelimit-field-32: 32\r\nx-ratelimit-field-33: 33\r\nx-ratelimit-field-34: 34\r\nx-ratelimit-field-35: 35\r\nx-ratelimit-field-36: 36\r\nx-ratelimit-field-37: 37\r\nx-ratelimit-field-38: 38\r\nx-ratelimit-field-39: 39\r\n" +
+			"content-length: 2\r\n\r\nhi",
 	} {
 		u := rawServer(t, reply)
 		var got [2]string
@@ -467,7 +475,7 @@ func TestFastTransportAnswerAsNetHTTP(t *testing.T) {
 			resp.Body.Close()
 			h := resp.Header.Clone()
 			h.Del("Date")
-			got[i] = fmt.Sprintf("%s cl=%d body=%q err=%v header=%v", resp.Status, resp.ContentLength, b, err, h)
+			got[i] = fmt.Sprintf("%s cl=%d close=%v body=%q err=%v header=%v", resp.Status, resp.ContentLength, resp.Close, b, err, h)
 			c.CloseIdleConnections()
 		}
 		if got[0] != got[1] {

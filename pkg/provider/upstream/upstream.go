@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -141,6 +142,42 @@ func HTTPClient(hc *http.Client) *http.Client {
 	own := *hc
 	own.CheckRedirect = noRedirects
 	return &own
+}
+
+// Send makes one call through hc, as hc.Do does for an HTTPClient (no
+// redirect followed), without what Do adds for redirects and cookies when
+// hc has neither a cookie jar nor a timeout and the URL no user info: Do
+// copies the request's header for a redirect that never comes, a map and a
+// slice per field on every call. Errors are wrapped as Do wraps them.
+func Send(hc *http.Client, req *http.Request) (*http.Response, error) {
+	if hc.Jar != nil || hc.Timeout != 0 || req.URL == nil || req.URL.User != nil {
+		return hc.Do(req)
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	switch {
+	case err != nil:
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, &url.Error{Op: opName(req.Method), URL: req.URL.Redacted(), Err: err}
+	case resp == nil:
+		return nil, &url.Error{Op: opName(req.Method), URL: req.URL.Redacted(), Err: errors.New("http: RoundTripper returned a nil *Response with a nil error")}
+	case resp.Body == nil:
+		resp.Body = http.NoBody
+	}
+	return resp, nil
+}
+
+// opName is url.Error's Op for method, as http.Client writes it ("Post").
+func opName(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
 }
 
 // Endpoint is baseURL (a trailing slash dropped) joined with path, and an

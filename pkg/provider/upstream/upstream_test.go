@@ -1,7 +1,17 @@
 package upstream
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -90,5 +100,91 @@ func TestHTTPClientNeverFollowsRedirects(t *testing.T) {
 	}
 	if mine.CheckRedirect != nil || HTTPClient(mine).Timeout != time.Second {
 		t.Error("HTTPClient changed the caller's client, or dropped its settings")
+	}
+}
+
+// Send answers as the client's Do would: one request, a redirect handed
+// back as it is, errors wrapped as Do wraps them; and it leaves a client
+// with a cookie jar, a timeout, or a URL with user info to Do itself.
+func TestSend(t *testing.T) {
+	var calls, redirected atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, "/target", http.StatusTemporaryRedirect)
+		case "/target":
+			redirected.Add(1)
+		case "/cookie":
+			http.SetCookie(w, &http.Cookie{Name: "c", Value: "1"})
+		case "/echo":
+			c, _ := r.Cookie("c")
+			user, pass, _ := r.BasicAuth()
+			fmt.Fprintf(w, "cookie=%v user=%s:%s", c != nil, user, pass)
+		case "/slow":
+			<-release
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	send := func(c *http.Client, u string) (*http.Response, string, error) {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, u, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := Send(c, req)
+		if err != nil {
+			return nil, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b), nil
+	}
+
+	plain := HTTPClient(nil) // the adapters' shared client
+	resp, _, err := send(plain, srv.URL+"/redirect")
+	if err != nil || resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "/target" {
+		t.Fatalf("redirect: %v %+v", err, resp)
+	}
+	if n, r := calls.Load(), redirected.Load(); n != 1 || r != 0 {
+		t.Errorf("upstream calls %d, redirect target called %d times; want 1 and 0", n, r)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	_, _, err = send(plain, closed)
+	var ue *url.Error
+	if !errors.As(err, &ue) || ue.Op != "Post" || ue.URL != closed {
+		t.Errorf("connection refused: %#v, want a *url.Error for Post %s", err, closed)
+	}
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withJar := HTTPClient(&http.Client{Jar: jar})
+	if _, _, err := send(withJar, srv.URL+"/cookie"); err != nil {
+		t.Fatal(err)
+	}
+	if _, body, err := send(withJar, srv.URL+"/echo"); err != nil || body != "cookie=true user=:" {
+		t.Errorf("a client with a jar: %q %v, want its cookie sent", body, err)
+	}
+	u, _ := url.Parse(srv.URL)
+	u.User, u.Path = url.UserPassword("u", "p"), "/echo"
+	if _, body, err := send(plain, u.String()); err != nil || body != "cookie=false user=u:p" {
+		t.Errorf("a URL with user info: %q %v, want basic auth sent", body, err)
+	}
+	withTimeout := HTTPClient(&http.Client{Timeout: 50 * time.Millisecond})
+	if _, _, err := send(withTimeout, srv.URL+"/slow"); !errors.As(err, &ue) || !ue.Timeout() {
+		t.Errorf("a client with a timeout: %v, want its timeout", err)
 	}
 }
