@@ -388,8 +388,9 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, body []byt
 		Provider: c.Route.Provider, Depth: depth, Route: c.Route,
 		stream: stream, cancel: cancel, health: r.health, now: r.now, promptBytes: promptBytes,
 	}
+	a.pending = a.firstChunks[:0]
 	for {
-		ch, err := a.read()
+		ch, ok, err := a.read()
 		if err != nil {
 			stream.Close()
 			if errors.Is(err, io.EOF) {
@@ -397,10 +398,10 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, body []byt
 			}
 			return fail(err)
 		}
-		if ch == nil {
+		if !ok {
 			continue // usage only
 		}
-		a.pending = append(a.pending, *ch)
+		a.pending = append(a.pending, ch)
 		if ch.Output || ch.FinishReason != "" {
 			if timer != nil && !timer.Stop() {
 				stream.Close()
@@ -427,6 +428,7 @@ type Answer struct {
 	FirstOutput time.Duration
 
 	pending     []llm.Chunk
+	firstChunks [2]llm.Chunk // pending's first array: a role chunk and the first output
 	stream      llm.ChunkStream
 	cancel      context.CancelFunc
 	health      *Health
@@ -457,17 +459,18 @@ func (a *Answer) More() bool {
 	return ok && rs.Ready()
 }
 
-// read returns the next chunk to forward, nil for a usage-only chunk, or the
-// stream's error.
-func (a *Answer) read() (*llm.Chunk, error) {
-	ch, err := a.stream.Next()
+// read returns the next chunk to forward (ok), a usage-only chunk's
+// absence (!ok), or the stream's error. The chunk is returned by value: a
+// pointer to it was an allocation per chunk.
+func (a *Answer) read() (ch llm.Chunk, ok bool, err error) {
+	ch, err = a.stream.Next()
 	if err != nil {
-		return nil, err
+		return llm.Chunk{}, false, err
 	}
 	if ch.Usage != nil {
 		a.usage = ch.Usage
 		if !ch.HasChoices {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		ch.Raw = withoutUsage(ch.Raw)
 	}
@@ -475,7 +478,7 @@ func (a *Answer) read() (*llm.Chunk, error) {
 		a.finished = true
 	}
 	a.textLen += ch.TextLen
-	return &ch, nil
+	return ch, true, nil
 }
 
 // withoutUsage drops a usage object that an upstream put in a chunk with
@@ -504,12 +507,12 @@ func (a *Answer) Next() (llm.Chunk, error) {
 		return ch, nil
 	}
 	for a.err == nil {
-		ch, err := a.read()
+		ch, ok, err := a.read()
 		if err == nil {
-			if ch == nil {
+			if !ok {
 				continue
 			}
-			return *ch, nil
+			return ch, nil
 		}
 		switch {
 		case errors.Is(err, io.EOF):
