@@ -68,6 +68,8 @@ type Service struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+
+	inProcess bool // the store says so (InProcess)
 }
 
 // New returns a service over store. now and log may be nil.
@@ -79,7 +81,9 @@ func New(store Store, cfg Config, now func() time.Time, log *slog.Logger) *Servi
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, cfg: cfg, now: now, log: log, flights: map[string]*flight{}}
+	ip, ok := store.(interface{ InProcess() bool })
+	return &Service{store: store, cfg: cfg, now: now, log: log, flights: map[string]*flight{},
+		inProcess: ok && ip.InProcess()}
 }
 
 func unavailable(err error) error {
@@ -101,11 +105,8 @@ type Request struct {
 
 // InProcess reports whether the store's calls never wait on a network or a
 // disk (the memory store): a caller may then skip giving each its own
-// deadline.
-func (s *Service) InProcess() bool {
-	ip, ok := s.store.(interface{ InProcess() bool })
-	return ok && ip.InProcess()
-}
+// deadline, as Begin does.
+func (s *Service) InProcess() bool { return s.inProcess }
 
 // Begin reserves the record for req.Key, or finds the record that holds it.
 // It returns an Execution when this request owns the record and must run
@@ -131,7 +132,11 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 	// The reservation is not cut short by the client going away: a write
 	// that lands after its caller gave up would hold the key with nobody
 	// running it.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	// A store in this process gets no deadline of its own (InProcess).
+	rctx, cancel := context.Background(), func() {}
+	if !s.inProcess {
+		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	}
 	existing, err := s.store.Reserve(rctx, rec, now)
 	cancel()
 	if err != nil || existing != nil {

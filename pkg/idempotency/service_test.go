@@ -553,3 +553,48 @@ func TestLeaseRenewedUntilTheEnd(t *testing.T) {
 		t.Fatalf("%d heartbeats after Complete returned", n-after)
 	}
 }
+
+// reserveSpy is a memory store that notes whether Reserve had a deadline,
+// and says it is in process or not.
+type reserveSpy struct {
+	idempotency.Store
+	local    bool
+	bounded  atomic.Bool
+	reserved atomic.Int64
+}
+
+func (s *reserveSpy) InProcess() bool { return s.local }
+
+func (s *reserveSpy) Reserve(ctx context.Context, rec *idempotency.Record, now time.Time) (*idempotency.Record, error) {
+	_, ok := ctx.Deadline()
+	s.bounded.Store(ok)
+	s.reserved.Add(1)
+	return s.Store.Reserve(ctx, rec, now)
+}
+
+// TestBeginBoundsRemoteStoresOnly: the reservation has a deadline of its own
+// on a store that is not in this process, none on one that is (the memory
+// store says it is), and owns the record either way, even when the
+// caller's context has ended (the write is not cut short).
+func TestBeginBoundsRemoteStoresOnly(t *testing.T) {
+	if !idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil).InProcess() {
+		t.Fatal("the memory store's service does not say it is in process")
+	}
+	for _, local := range []bool{false, true} {
+		spy := &reserveSpy{Store: memstore.New(1 << 20), local: local}
+		svc := idempotency.New(spy, idempotency.Config{}, nil, nil)
+		if svc.InProcess() != local {
+			t.Fatalf("InProcess %v, want %v", svc.InProcess(), local)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		exec, _, err := svc.Begin(ctx, req("k", "fp", "req_1"))
+		if err != nil || exec == nil {
+			t.Fatalf("local %v: Begin: exec %v, error %v", local, exec != nil, err)
+		}
+		if spy.reserved.Load() != 1 || spy.bounded.Load() == local {
+			t.Errorf("local %v: %d reservations, with a deadline: %v", local, spy.reserved.Load(), spy.bounded.Load())
+		}
+		exec.Abandon()
+	}
+}
