@@ -213,12 +213,27 @@ func bound(ctx context.Context, d time.Duration, local bool) (context.Context, c
 
 func nop() {}
 
-func (s *Service) admit() (release func(), ok bool) {
+// admission is a request's slot among MaxInFlight, held from admit to
+// release.
+type admission struct {
+	sem  chan struct{}
+	held bool
+}
+
+// release gives the slot back; only the first call does.
+func (a *admission) release() {
+	if a.held {
+		a.held = false
+		<-a.sem
+	}
+}
+
+func (s *Service) admit() (admission, bool) {
 	select {
 	case s.sem <- struct{}{}:
-		return sync.OnceFunc(func() { <-s.sem }), true
+		return admission{sem: s.sem, held: true}, true
 	default:
-		return nil, false
+		return admission{}, false
 	}
 }
 
@@ -238,12 +253,12 @@ func BillingUnavailable(err error) error {
 // Run serves one request through w. ctx is the client's: a keyed request
 // outlives it.
 func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) {
-	release, ok := s.admit()
+	slot, ok := s.admit()
 	if !ok {
 		w.Error(capacity())
 		return
 	}
-	defer func() { release() }()
+	defer slot.release()
 	if req.IdempotencyKey == "" {
 		if err := s.checkBalance(ctx, req.Caller); err != nil {
 			w.Error(err)
@@ -285,7 +300,7 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		// A retry that waits for, or replays, another request's answer does
 		// no provider work: it gives its admission slot back, so that retry
 		// storms on one slow key cannot fill the gateway.
-		release()
+		slot.release()
 		reply, err := s.idem.Serve(waitCtx, rec, idempotency.Retry{Fingerprint: req.Fingerprint, IncludeUsage: req.IncludeUsage})
 		switch {
 		case err == nil:
@@ -301,7 +316,7 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 				w.Error(capacity())
 				return
 			}
-			release = again
+			slot = again
 			continue
 		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 			req.Log.ClientGone = true
@@ -369,7 +384,9 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		w.Error(BillingUnavailable(err))
 		return
 	}
-	unhold := func(ctx context.Context) error { return s.accounts.Ledger.Unhold(ctx, hold.Project, hold.RequestID) }
+	// Made only on the paths that release the hold: a closure over hold
+	// made up front was two allocations on every request.
+	unhold := func() { s.fin.do("billing unhold", s.unholdStep(hold.Project, hold.RequestID), nil, s.ledgerLocal) }
 	if exec != nil {
 		// From here on a retry may never take the record over: the
 		// provider is about to be called.
@@ -377,7 +394,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		err := exec.MarkStarted(mctx)
 		cancel()
 		if err != nil {
-			s.fin.do("billing unhold", unhold, nil, s.ledgerLocal)
+			unhold()
 			s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
 			if errors.Is(err, idempotency.ErrNotOwner) {
 				// Another request took the reservation over (this one's
@@ -397,7 +414,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		log.Metrics.FailedProviders = append(log.Metrics.FailedProviders, a.Provider)
 	}
 	if err != nil {
-		s.fin.do("billing unhold", unhold, nil, s.ledgerLocal)
+		unhold()
 		if exec != nil {
 			s.fin.do("idempotency tombstone", exec.Fail, exec.Abandon, s.idemLocal)
 		}
@@ -413,9 +430,6 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		slog.Float64("first_output_ms", float64(ans.FirstOutput.Microseconds())/1000))
 	log.Metrics.Provider, log.Metrics.RouteDepth, log.Metrics.TimeToFirstToken = ans.Provider, ans.Depth, ans.FirstOutput
 
-	entry := billing.Entry{
-		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
-	}
 	if exec == nil {
 		// The client's writer may send a burst of events in one write
 		// (httpapi's wire). A keyed request writes through the pump, which
@@ -424,7 +438,9 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 			c.SetMore(ans.More)
 		}
 	}
-	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, entry: &entry}
+	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, entry: billing.Entry{
+		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
+	}}
 	res := codec.Answer(ans, out)
 	u := res.Usage
 	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Float64("cost", u.Cost))
@@ -435,7 +451,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		log.Add(slog.String("end", endReason(res.Err)))
 	}
 	if !res.Answered {
-		s.fin.do("billing unhold", unhold, nil, s.ledgerLocal)
+		unhold()
 		if exec != nil {
 			s.fin.do("idempotency tombstone", exec.Fail, exec.Abandon, s.idemLocal)
 		}
@@ -448,7 +464,6 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if !out.priced {
 		out.setCost(u)
 	}
-	e := entry
 	// The record is completed before the bill is applied: the cost is
 	// durable already (or being retried), and a retry should find the
 	// answer as soon as possible.
@@ -456,8 +471,14 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		s.fin.do("idempotency complete", exec.Complete, exec.Abandon, s.idemLocal)
 	}
 	if s.accounts.Ledger != nil {
-		s.fin.do("billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, e) }, nil, s.ledgerLocal)
+		// out.entry is final: the codec is done with out.
+		s.fin.do("billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, out.entry) }, nil, s.ledgerLocal)
 	}
+}
+
+// unholdStep is the Finisher's step that releases a request's hold.
+func (s *Service) unholdStep(project, requestID string) func(context.Context) error {
+	return func(ctx context.Context) error { return s.accounts.Ledger.Unhold(ctx, project, requestID) }
 }
 
 func (s *Service) hold(ctx context.Context, h billing.Hold) error {
@@ -489,7 +510,7 @@ type tee struct {
 	w         Writer
 	exec      *idempotency.Execution
 	svc       *Service
-	entry     *billing.Entry
+	entry     billing.Entry // the request's bill, priced by setCost
 	clientErr error
 	priced    bool
 }
@@ -547,7 +568,7 @@ func (t *tee) Price(u llm.Usage) {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(t.ctx), priceTimeout)
 	}
 	defer cancel()
-	if err := t.svc.accounts.Ledger.Price(ctx, *t.entry); err != nil {
+	if err := t.svc.accounts.Ledger.Price(ctx, t.entry); err != nil {
 		t.svc.log.Warn("billing price not recorded; the finisher bills", "request_id", t.entry.RequestID, "error", err)
 	}
 }

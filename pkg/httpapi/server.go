@@ -256,9 +256,11 @@ func sanitize(s string) string {
 }
 
 func newRequestID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return "req_" + hex.EncodeToString(b[:])
+	var r [12]byte
+	rand.Read(r[:])
+	b := [len("req_") + 2*len(r)]byte{'r', 'e', 'q', '_'}
+	hex.Encode(b[len("req_"):], r[:])
+	return string(b[:]) // one allocation, where "req_" + EncodeToString made two
 }
 
 // authenticate finds the caller by the SHA-256 of its bearer token. Only
