@@ -471,7 +471,11 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		s.fin.do("idempotency complete", exec.Complete, exec.Abandon, s.idemLocal)
 	}
 	if s.accounts.Ledger != nil {
-		// out.entry is final: the codec is done with out.
+		// out.entry is final: the codec is done with out. The Finisher
+		// may retry the bill for half an hour (a ledger outage): out
+		// must then keep nothing else of the request alive (the client's
+		// writer, the upstream stream, the recorded answer).
+		out.w, out.exec, out.ctx = nil, nil, nil
 		s.fin.do("billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, out.entry) }, nil, s.ledgerLocal)
 	}
 }

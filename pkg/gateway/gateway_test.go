@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,6 +201,33 @@ func TestStoreCallsBoundedUnlessInProcess(t *testing.T) {
 	if !idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil).InProcess() {
 		t.Fatal("the memory idempotency store does not say it is in process")
 	}
+	cfg, rt, plan, chat := cannedSetup(t)
+	for _, local := range []bool{false, true} {
+		ledger := &deadlineLedger{Ledger: memledger.New(memledger.Options{}), local: local, seen: map[string]bool{}}
+		fin := NewFinisher(FinisherOptions{})
+		svc := New(Config{RequestTimeout: time.Hour}, rt, nil, Accounts{Ledger: ledger}, fin, nil, nil)
+		w := &recordingWriter{}
+		svc.Run(context.Background(), &Request{ID: "req_1", Caller: &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"},
+			Model: "m", Plan: plan, Chat: chat, Log: &Log{}}, w, namedCodec{})
+		if w.err != nil || w.status != 200 {
+			t.Fatalf("local %v: %v %d", local, w.err, w.status)
+		}
+		fin.Wait(context.Background())
+		want := map[string]bool{"Account": !local, "Hold": !local, "Price": !local, "Bill": !local}
+		if diff := cmp.Diff(want, ledger.seen); diff != "" {
+			t.Errorf("local %v: calls with a deadline of their own (-want +got):\n%s", local, diff)
+		}
+		acct, err := ledger.Account(context.Background(), "proj", "k")
+		if err != nil || acct.SpentNanos != 5000 {
+			t.Errorf("local %v: spend %d (%v), want 5000", local, acct.SpentNanos, err)
+		}
+	}
+}
+
+// cannedSetup is a config with one project and one model routed to a
+// cannedProvider, and a plan for a streaming request to it.
+func cannedSetup(t *testing.T) (*catalog.Config, *router.Router, *router.Plan, *llm.ChatRequest) {
+	t.Helper()
 	cfg, err := catalog.Parse([]byte(`providers:
   - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
 models:
@@ -224,24 +252,59 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, local := range []bool{false, true} {
-		ledger := &deadlineLedger{Ledger: memledger.New(memledger.Options{}), local: local, seen: map[string]bool{}}
-		fin := NewFinisher(FinisherOptions{})
-		svc := New(Config{RequestTimeout: time.Hour}, rt, nil, Accounts{Ledger: ledger}, fin, nil, nil)
-		w := &recordingWriter{}
-		svc.Run(context.Background(), &Request{ID: "req_1", Caller: &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"},
-			Model: "m", Plan: plan, Chat: chat, Log: &Log{}}, w, namedCodec{})
-		if w.err != nil || w.status != 200 {
-			t.Fatalf("local %v: %v %d", local, w.err, w.status)
+	return cfg, rt, plan, chat
+}
+
+// downLedger is a memory ledger whose Bill cannot reach its store.
+type downLedger struct{ billing.Ledger }
+
+func (l *downLedger) Bill(context.Context, billing.Entry) error { return billing.ErrUnavailable }
+
+// TestBillRetryKeepsOnlyTheEntry: a bill the Finisher retries (the ledger
+// unreachable, for up to half an hour) keeps the ledger entry alive and
+// nothing else of its request: its writer (and with it the upstream stream
+// and, for a keyed request, the recorded answer) is collected.
+func TestBillRetryKeepsOnlyTheEntry(t *testing.T) {
+	cfg, rt, plan, chat := cannedSetup(t)
+	for _, keyed := range []bool{false, true} {
+		fin := NewFinisher(FinisherOptions{MinBackoff: time.Hour, MaxBackoff: time.Hour})
+		svc := New(Config{}, rt, idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil),
+			Accounts{Ledger: &downLedger{memledger.New(memledger.Options{})}}, fin, nil, nil)
+		collected := make(chan struct{})
+		func() {
+			w := &recordingWriter{}
+			runtime.SetFinalizer(w, func(*recordingWriter) { close(collected) })
+			req := &Request{ID: "req_1", Caller: &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"},
+				Model: "m", Plan: plan, Chat: chat, Log: &Log{}}
+			if keyed {
+				req.IdempotencyKey, req.Fingerprint = "key", "fp"
+			}
+			svc.Run(context.Background(), req, w, namedCodec{})
+			if w.err != nil || w.status != 200 {
+				t.Fatalf("keyed %v: %v %d", keyed, w.err, w.status)
+			}
+		}()
+		if n := fin.Pending(); n != 1 {
+			t.Fatalf("keyed %v: %d steps retried, want the bill", keyed, n)
 		}
-		fin.Wait(context.Background())
-		want := map[string]bool{"Account": !local, "Hold": !local, "Price": !local, "Bill": !local}
-		if diff := cmp.Diff(want, ledger.seen); diff != "" {
-			t.Errorf("local %v: calls with a deadline of their own (-want +got):\n%s", local, diff)
+		// Finalizers run after a collection finds the writer unreachable.
+		gone := false
+		for range 200 {
+			runtime.GC()
+			select {
+			case <-collected:
+				gone = true
+			case <-time.After(10 * time.Millisecond):
+			}
+			if gone {
+				break
+			}
 		}
-		acct, err := ledger.Account(context.Background(), "proj", "k")
-		if err != nil || acct.SpentNanos != 5000 {
-			t.Errorf("local %v: spend %d (%v), want 5000", local, acct.SpentNanos, err)
+		if !gone {
+			t.Errorf("keyed %v: the request's writer is still reachable while its bill is retried", keyed)
 		}
+		stopped, cancel := context.WithCancel(context.Background())
+		cancel()
+		fin.Drain(stopped)
 	}
 }

@@ -146,11 +146,12 @@ func HTTPClient(hc *http.Client) *http.Client {
 
 // Send makes one call through hc, as hc.Do does for an HTTPClient (no
 // redirect followed), without what Do adds for redirects and cookies when
-// hc has neither a cookie jar nor a timeout and the URL no user info: Do
+// hc has neither a cookie jar nor a timeout, the URL no user info and the
+// request a header (Do makes a missing one; a Transport refuses it): Do
 // copies the request's header for a redirect that never comes, a map and a
 // slice per field on every call. Errors are wrapped as Do wraps them.
 func Send(hc *http.Client, req *http.Request) (*http.Response, error) {
-	if hc.Jar != nil || hc.Timeout != 0 || req.URL == nil || req.URL.User != nil {
+	if hc.Jar != nil || hc.Timeout != 0 || req.URL == nil || req.URL.User != nil || req.Header == nil {
 		return hc.Do(req)
 	}
 	rt := hc.Transport

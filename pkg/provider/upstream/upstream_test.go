@@ -183,6 +183,18 @@ func TestSend(t *testing.T) {
 	if _, body, err := send(plain, u.String()); err != nil || body != "cookie=false user=u:p" {
 		t.Errorf("a URL with user info: %q %v, want basic auth sent", body, err)
 	}
+	noHeader, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/echo", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noHeader.Header = nil
+	// net/http's Transport (the fallback for proxied calls) refuses a nil
+	// header; Do makes one.
+	if resp, err := Send(HTTPClient(&http.Client{Transport: newTransport()}), noHeader); err != nil {
+		t.Errorf("a request without a header: %v, want it sent as Do sends it", err)
+	} else {
+		resp.Body.Close()
+	}
 	withTimeout := HTTPClient(&http.Client{Timeout: 50 * time.Millisecond})
 	if _, _, err := send(withTimeout, srv.URL+"/slow"); !errors.As(err, &ue) || !ue.Timeout() {
 		t.Errorf("a client with a timeout: %v, want its timeout", err)
