@@ -98,34 +98,10 @@ func (w *recordingWriter) Event(name string, data []byte) error {
 // retry replays them, names included, without a second provider call; the
 // answer is billed once.
 func TestNamedEventsReplay(t *testing.T) {
-	cfg, err := catalog.Parse([]byte(`providers:
-  - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
-models:
-  - id: m
-    routes: [{provider: p, model: u, input_price: 1, output_price: 2}]
-projects:
-  - id: proj
-    keys: [{key: sk-test}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := &cannedProvider{}
-	rt, err := router.New(cfg, map[string]llm.Provider{"p": prov}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, rt, plan, chat, prov := cannedSetup(t)
 	ledger := memledger.New(memledger.Options{})
 	fin := NewFinisher(FinisherOptions{})
 	svc := New(Config{}, rt, idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil), Accounts{Ledger: ledger}, fin, nil, nil)
-	chat, err := llm.DecodeChatRequest([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := rt.Plan(chat, router.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	caller := &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"}
 	run := func(id string) *recordingWriter {
 		w := &recordingWriter{}
@@ -201,7 +177,7 @@ func TestStoreCallsBoundedUnlessInProcess(t *testing.T) {
 	if !idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil).InProcess() {
 		t.Fatal("the memory idempotency store does not say it is in process")
 	}
-	cfg, rt, plan, chat := cannedSetup(t)
+	cfg, rt, plan, chat, _ := cannedSetup(t)
 	for _, local := range []bool{false, true} {
 		ledger := &deadlineLedger{Ledger: memledger.New(memledger.Options{}), local: local, seen: map[string]bool{}}
 		fin := NewFinisher(FinisherOptions{})
@@ -226,7 +202,7 @@ func TestStoreCallsBoundedUnlessInProcess(t *testing.T) {
 
 // cannedSetup is a config with one project and one model routed to a
 // cannedProvider, and a plan for a streaming request to it.
-func cannedSetup(t *testing.T) (*catalog.Config, *router.Router, *router.Plan, *llm.ChatRequest) {
+func cannedSetup(t *testing.T) (*catalog.Config, *router.Router, *router.Plan, *llm.ChatRequest, *cannedProvider) {
 	t.Helper()
 	cfg, err := catalog.Parse([]byte(`providers:
   - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
@@ -240,7 +216,8 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := router.New(cfg, map[string]llm.Provider{"p": &cannedProvider{}}, nil, nil)
+	prov := &cannedProvider{}
+	rt, err := router.New(cfg, map[string]llm.Provider{"p": prov}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +229,7 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg, rt, plan, chat
+	return cfg, rt, plan, chat, prov
 }
 
 // downLedger is a memory ledger whose Bill cannot reach its store.
@@ -265,7 +242,7 @@ func (l *downLedger) Bill(context.Context, billing.Entry) error { return billing
 // nothing else of its request: its writer (and with it the upstream stream
 // and, for a keyed request, the recorded answer) is collected.
 func TestBillRetryKeepsOnlyTheEntry(t *testing.T) {
-	cfg, rt, plan, chat := cannedSetup(t)
+	cfg, rt, plan, chat, _ := cannedSetup(t)
 	for _, keyed := range []bool{false, true} {
 		fin := NewFinisher(FinisherOptions{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 		svc := New(Config{}, rt, idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil),
