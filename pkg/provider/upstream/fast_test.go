@@ -541,3 +541,18 @@ func TestFastTransportBurstOverMaxIdle(t *testing.T) {
 		t.Errorf("calls in turn after the burst opened %d connections, want 0", n-before)
 	}
 }
+
+// FuzzAnswerHeaderKey: a key is written as http.CanonicalHeaderKey writes it,
+// whatever its bytes.
+func FuzzAnswerHeaderKey(f *testing.F) {
+	for _, k := range []string{"content-type", "X-RATELIMIT-LIMIT", "cf-ray", "a b", "x_y", "-x--y-", "é", "Set-Cookie", "", "1a-2b"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		var b strings.Builder
+		writeCanonicalKey(&b, []byte(k))
+		if got, want := b.String(), http.CanonicalHeaderKey(k); got != want {
+			t.Errorf("key %q: %q, http.CanonicalHeaderKey %q", k, got, want)
+		}
+	})
+}
