@@ -92,7 +92,10 @@ func (p *pump) run() {
 	defer close(p.stopped)
 	for {
 		p.mu.Lock()
-		for len(p.queue) == 0 && !p.closed {
+		// A stream's start alone waits for the event behind it (see push):
+		// the goroutine starts with that frame queued, and must not take
+		// it before the event is there.
+		for !p.closed && (len(p.queue) == 0 || len(p.queue) == 1 && p.queue[0].kind == 's' && p.queue[0].stream) {
 			p.wake.Wait()
 		}
 		if len(p.queue) == 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 )
 
 // blockedWriter is a client that reads nothing until released.
@@ -196,5 +197,53 @@ func TestPumpUnboundedWriterNeverBlocks(t *testing.T) {
 	p.Close()
 	if body, _ := w.got(); string(body) != `{}` {
 		t.Fatalf("written %q", body)
+	}
+}
+
+// startWriter records whether each frame it was given found an event
+// queued behind it (the pump's SetMore hint).
+type startWriter struct {
+	more    func() bool
+	started chan bool // the hint when Start was written
+	events  int
+}
+
+func (w *startWriter) SetMore(f func() bool) { w.more = f }
+func (w *startWriter) Error(error)           {}
+func (w *startWriter) Start(int, map[string]string, bool) {
+	w.started <- w.more()
+}
+func (w *startWriter) Body([]byte) error          { return nil }
+func (w *startWriter) Event(string, []byte) error { w.events++; return nil }
+
+// TestPumpStreamStartWaitsForFirstEvent: a keyed stream's headers leave
+// with its first event (the writer is told an event is queued behind them),
+// however soon the pump's goroutine runs: it does not take the start frame
+// alone. (The goroutine starts with that frame; it took it at once, and the
+// headers left in a write of their own whenever it ran before the caller
+// pushed the event: TestStreamHeadersLeaveWithFirstEvent failed so once.)
+func TestPumpStreamStartWaitsForFirstEvent(t *testing.T) {
+	w := &startWriter{started: make(chan bool, 1)}
+	p := newPump(w)
+	p.Start(200, nil, true)
+	// Time for the goroutine to run (the failure needs it to run first;
+	// the fixed pump waits however long this is).
+	select {
+	case <-w.started:
+		t.Fatal("the stream's headers were written before its first event was queued")
+	case <-time.After(100 * time.Millisecond):
+	}
+	p.Event("", []byte("one"))
+	p.Close()
+	if more := <-w.started; !more || w.events != 1 {
+		t.Errorf("headers written with an event queued: %v; events %d", more, w.events)
+	}
+	// Close alone (no event ever) still writes the start.
+	w2 := &startWriter{started: make(chan bool, 1)}
+	p2 := newPump(w2)
+	p2.Start(200, nil, true)
+	p2.Close()
+	if more := <-w2.started; more {
+		t.Error("a start with nothing behind it was told an event was queued")
 	}
 }
