@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/storecall"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -39,7 +40,7 @@ func (s *Service) checkBalance(ctx context.Context, c *Caller) error {
 	}
 	// A store that does not answer must not hold an admission slot for the
 	// request's whole ceiling: 503 after a bounded wait.
-	ctx, cancel := bound(ctx, 10*time.Second, s.ledgerLocal)
+	ctx, cancel := storecall.Bound(ctx, 10*time.Second, s.ledgerLocal)
 	defer cancel()
 	if err := s.seed(ctx, c); err != nil {
 		return BillingUnavailable(err)

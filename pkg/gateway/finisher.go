@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/storecall"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 )
@@ -80,10 +81,10 @@ func (f *Finisher) Do(what string, step func(context.Context) error, giveUp func
 	f.do(what, step, giveUp, false)
 }
 
-// do is Do; local says the step's store is in this process (see bound):
+// do is Do; local says the step's store is in this process (storecall):
 // its first attempt then has no deadline of its own.
 func (f *Finisher) do(what string, step func(context.Context) error, giveUp func(), local bool) {
-	ctx, cancel := bound(context.Background(), stepTimeout, local)
+	ctx, cancel := storecall.Bound(context.Background(), stepTimeout, local)
 	err := step(ctx)
 	cancel()
 	if err == nil {

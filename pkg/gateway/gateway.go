@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/storecall"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -166,7 +167,7 @@ type Service struct {
 	seeded sync.Map // project id -> struct{}
 
 	// A store whose calls never wait on I/O (the memory stores) gets no
-	// deadline per call: see bound.
+	// deadline per call (storecall).
 	ledgerLocal, idemLocal bool
 }
 
@@ -190,28 +191,10 @@ func New(cfg Config, rt *router.Router, idem *idempotency.Service, accounts Acco
 	if fin == nil {
 		fin = NewFinisher(FinisherOptions{Log: log})
 	}
-	ledgerLocal := false
-	if ip, ok := accounts.Ledger.(interface{ InProcess() bool }); ok {
-		ledgerLocal = ip.InProcess()
-	}
 	return &Service{cfg: cfg, router: rt, idem: idem, accounts: accounts, fin: fin, log: log, now: now,
 		sem:         make(chan struct{}, cfg.MaxInFlight),
-		ledgerLocal: ledgerLocal, idemLocal: idem != nil && idem.InProcess()}
+		ledgerLocal: storecall.InProcess(accounts.Ledger), idemLocal: idem != nil && idem.InProcess()}
 }
-
-// bound gives one store call its deadline: d, or none for a store in this
-// process (local), whose calls return without waiting on a network or a
-// disk; they still see ctx's own end. A context and a timer a call were
-// about a tenth of the gateway's allocations under load, five of them on
-// every request.
-func bound(ctx context.Context, d time.Duration, local bool) (context.Context, context.CancelFunc) {
-	if local {
-		return ctx, nop
-	}
-	return context.WithTimeout(ctx, d)
-}
-
-func nop() {}
 
 // admission is a request's slot among MaxInFlight, held from admit to
 // release.
@@ -390,7 +373,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if exec != nil {
 		// From here on a retry may never take the record over: the
 		// provider is about to be called.
-		mctx, cancel := bound(ctx, 10*time.Second, s.idemLocal)
+		mctx, cancel := storecall.Bound(ctx, 10*time.Second, s.idemLocal)
 		err := exec.MarkStarted(mctx)
 		cancel()
 		if err != nil {
@@ -489,7 +472,7 @@ func (s *Service) hold(ctx context.Context, h billing.Hold) error {
 	if s.accounts.Ledger == nil {
 		return nil
 	}
-	hctx, cancel := bound(ctx, 10*time.Second, s.ledgerLocal)
+	hctx, cancel := storecall.Bound(ctx, 10*time.Second, s.ledgerLocal)
 	defer cancel()
 	return s.accounts.Ledger.Hold(hctx, h)
 }
@@ -567,10 +550,7 @@ func (t *tee) Price(u llm.Usage) {
 		return
 	}
 	// The price is written even when the client is gone.
-	ctx, cancel := context.Background(), nop
-	if !t.svc.ledgerLocal {
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(t.ctx), priceTimeout)
-	}
+	ctx, cancel := storecall.Detached(t.ctx, priceTimeout, t.svc.ledgerLocal)
 	defer cancel()
 	if err := t.svc.accounts.Ledger.Price(ctx, t.entry); err != nil {
 		t.svc.log.Warn("billing price not recorded; the finisher bills", "request_id", t.entry.RequestID, "error", err)

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/storecall"
 )
 
 // storeTimeout bounds one store call the service makes on its own behalf.
@@ -81,9 +83,8 @@ func New(store Store, cfg Config, now func() time.Time, log *slog.Logger) *Servi
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ip, ok := store.(interface{ InProcess() bool })
 	return &Service{store: store, cfg: cfg, now: now, log: log, flights: map[string]*flight{},
-		inProcess: ok && ip.InProcess()}
+		inProcess: storecall.InProcess(store)}
 }
 
 func unavailable(err error) error {
@@ -132,11 +133,7 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 	// The reservation is not cut short by the client going away: a write
 	// that lands after its caller gave up would hold the key with nobody
 	// running it.
-	// A store in this process gets no deadline of its own (InProcess).
-	rctx, cancel := context.Background(), func() {}
-	if !s.inProcess {
-		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	}
+	rctx, cancel := storecall.Detached(ctx, storeTimeout, s.inProcess)
 	existing, err := s.store.Reserve(rctx, rec, now)
 	cancel()
 	if err != nil || existing != nil {
@@ -146,7 +143,7 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 			// it, best effort. Should that fail too, the record never
 			// started, so a retry takes it over once its lease lapsed.
 			if !errors.Is(err, ErrFull) {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+				rctx, cancel := storecall.Detached(ctx, storeTimeout, s.inProcess)
 				s.store.Release(rctx, key, owner)
 				cancel()
 			}
