@@ -92,9 +92,11 @@ func (p *pump) run() {
 	defer close(p.stopped)
 	for {
 		p.mu.Lock()
-		// A stream's start alone waits for the event behind it (see push):
-		// the goroutine starts with that frame queued, and must not take
-		// it before the event is there.
+		// A stream's start alone waits for its first event, which the
+		// caller pushes next (it starts a stream once it has output): the
+		// headers then leave with that event, in one write (the writer's
+		// SetMore hint sees it queued). Any other frame, or Close, ends
+		// the wait.
 		for !p.closed && (len(p.queue) == 0 || len(p.queue) == 1 && p.queue[0].kind == 's' && p.queue[0].stream) {
 			p.wake.Wait()
 		}
@@ -170,14 +172,6 @@ func (p *pump) push(f frame) error {
 	f.data = append([]byte(nil), f.data...)
 	p.queue = append(p.queue, f)
 	p.bytes += len(f.data)
-	if f.kind == 's' && f.stream {
-		// A stream's start waits for its first event, which the caller
-		// pushes next (it starts a stream once it has output): the
-		// headers then leave with that event, in one write (the writer's
-		// SetMore hint sees it queued). Close and any other frame wake
-		// the goroutine as usual.
-		return nil
-	}
 	p.wake.Signal()
 	return nil
 }

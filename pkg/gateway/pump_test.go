@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-// blockedWriter is a client that reads nothing until released.
+// blockedWriter is a client that reads nothing until released. reading,
+// when set, is sent to once the first event is being written.
 type blockedWriter struct {
 	release chan struct{}
+	reading chan struct{}
 	mu      sync.Mutex
 	events  int
 	started bool
@@ -19,6 +21,10 @@ func (b *blockedWriter) Error(error)                        {}
 func (b *blockedWriter) Start(int, map[string]string, bool) { b.started = true }
 func (b *blockedWriter) Body([]byte) error                  { <-b.release; return nil }
 func (b *blockedWriter) Event(string, []byte) error {
+	if b.reading != nil {
+		b.reading <- struct{}{}
+		b.reading = nil
+	}
 	<-b.release
 	b.mu.Lock()
 	b.events++
@@ -31,12 +37,16 @@ func (b *blockedWriter) Event(string, []byte) error {
 // pumpMaxBytes queued it drops the client (errClientTooSlow); Close waits
 // until the client's copy is done.
 func TestPumpNeverBlocks(t *testing.T) {
-	w := &blockedWriter{release: make(chan struct{})}
+	w := &blockedWriter{release: make(chan struct{}), reading: make(chan struct{})}
 	p := newPump(w)
 	p.Start(200, nil, true)
 	big := make([]byte, 1<<20)
-	var err error
-	for i := 0; i < 16 && err == nil; i++ {
+	// The client takes the first event and reads no further (without this
+	// wait, whether the pump's goroutine got to an event before the drop
+	// depended on the scheduler).
+	err := p.Event("", big)
+	<-w.reading
+	for i := 1; i < 16 && err == nil; i++ {
 		err = p.Event("", big)
 	}
 	if !errors.Is(err, errClientTooSlow) {
