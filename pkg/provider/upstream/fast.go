@@ -198,10 +198,10 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // answerHeader is the answer's header as net/http's client hands it over:
 // keys canonical, Transfer-Encoding taken out, and Connection when it says
-// close (net/http keeps any other Connection and Keep-Alive). One string holds every key and
-// value, and one array the value slices: a string per key, a string per
-// value and a slice per key were most of a call's allocations (providers
-// send twenty fields and more).
+// close (net/http keeps any other Connection and Keep-Alive). One string
+// holds every key and value, and one array the value slices: a string per
+// key, a string per value and a slice per key were most of a call's
+// allocations (providers send twenty fields and more).
 func answerHeader(rh *fasthttp.ResponseHeader) http.Header {
 	n, size := 0, 0
 	for k, v := range rh.All() {
@@ -221,7 +221,7 @@ func answerHeader(rh *fasthttp.ResponseHeader) http.Header {
 	}
 	all := b.String()
 	h := make(http.Header, n)
-	values := make([]string, len(fields))
+	values := make([]string, n)
 	start := 0
 	for i, f := range fields {
 		key, value := all[start:f.keyEnd], all[f.keyEnd:f.valueEnd]

@@ -445,8 +445,9 @@ func rawServer(t *testing.T, reply string) string {
 }
 
 // The answer is what net/http's Transport would make of the same bytes:
-// no Content-Type invented, the reason phrase kept, no hop-by-hop headers,
-// no length for a 204.
+// no Content-Type invented, the reason phrase kept, Transfer-Encoding taken
+// out and a Connection that says close turned into Response.Close (other
+// Connection and Keep-Alive fields kept), no length for a 204.
 func TestFastTransportAnswerAsNetHTTP(t *testing.T) {
 	for name, reply := range map[string]string{
 		"no content type":   "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
