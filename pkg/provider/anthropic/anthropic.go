@@ -13,14 +13,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,43 +117,17 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		return nil, statusError(resp.StatusCode, resp.Header, b, c.now())
+		return nil, upstream.StatusError(resp.StatusCode, resp.Header, b, c.now())
 	}
 	s := &stream{ctx: ctx, body: resp.Body, dec: NewDecoder(c.now().Unix())}
-	if !isJSON(resp.Header.Get("Content-Type")) {
+	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {
 		s.events = sse.NewReader(resp.Body, maxEventBytes)
 	}
 	return s, nil
 }
 
-func ctxError(ctx context.Context) error {
-	err := ctx.Err()
-	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("anthropic: %w: %w", err, cause)
-	}
-	return fmt.Errorf("anthropic: %w", err)
-}
-
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return false
-	}
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
-}
-
-// statusError classifies a non-200 answer.
-func statusError(status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
-	switch status {
-	case http.StatusTooManyRequests:
-		return &llm.ProviderError{Class: llm.FailThrottled, Status: status, Message: "upstream status 429", RetryAfter: upstream.RetryAfter(h, now)}
-	case http.StatusBadRequest:
-		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: upstream.RejectedMessage(body)}
-	}
-	// 529 overloaded_error, the 5xx, 401/403 (a key problem of this
-	// provider, not the client's) and anything else: try the next one.
-	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
-}
+// ctxError is the error for a call the caller's context ended.
+func ctxError(ctx context.Context) error { return upstream.ContextError("anthropic", ctx) }
 
 // stream is a 200 answer: a Messages event stream, or, when events is nil, a
 // Message JSON body (an upstream that ignored "stream": true) read whole.
@@ -260,18 +230,9 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 	return llm.Chunk{}, err
 }
 
+// classify maps an error reading the answer's body.
 func (s *stream) classify(err error) error {
-	switch {
-	case s.closed.Load():
-		return ErrClosed
-	case s.ctx.Err() != nil:
-		return ctxError(s.ctx)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return llm.ErrStreamCut
-	case errors.Is(err, sse.ErrEventTooLarge):
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream event too large", Err: err}
-	}
-	return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream connection broken", Err: err}
+	return upstream.ReadError("anthropic", s.ctx, s.closed.Load(), ErrClosed, err)
 }
 
 // Close closes the answer's body, which unblocks a waiting Next. It is

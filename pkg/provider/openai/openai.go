@@ -12,11 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -111,10 +108,10 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		return nil, statusError(resp.StatusCode, resp.Header, body, time.Now())
+		return nil, upstreamhttp.StatusError(resp.StatusCode, resp.Header, body, time.Now())
 	}
 	s := &stream{ctx: ctx, body: resp.Body}
-	if !isJSON(resp.Header.Get("Content-Type")) {
+	if !upstreamhttp.IsJSON(resp.Header.Get("Content-Type")) {
 		s.events = sse.NewReader(resp.Body, maxEventBytes)
 	}
 	return s, nil
@@ -126,53 +123,12 @@ var (
 	sseAccept = []string{"text/event-stream"}
 )
 
-// ctxError is the error for a call the caller's context ended: it wraps
-// ctx.Err() and, when there is one, the context's cause.
-func ctxError(ctx context.Context) error {
-	err := ctx.Err()
-	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("openai: %w: %w", err, cause)
-	}
-	return fmt.Errorf("openai: %w", err)
-}
-
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return false
-	}
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
-}
-
-// statusError classifies a non-200 answer.
-func statusError(status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
-	switch status {
-	case http.StatusTooManyRequests:
-		return &llm.ProviderError{
-			Class:      llm.FailThrottled,
-			Status:     status,
-			Message:    "upstream status 429",
-			RetryAfter: upstreamhttp.RetryAfter(h, now),
-		}
-	case http.StatusBadRequest:
-		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: upstreamhttp.RejectedMessage(body)}
-	}
-	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
-}
+// ctxError is the error for a call the caller's context ended.
+func ctxError(ctx context.Context) error { return upstreamhttp.ContextError("openai", ctx) }
 
 // classify maps an error reading the answer's body.
 func (s *stream) classify(err error) error {
-	switch {
-	case s.closed.Load():
-		return ErrClosed
-	case s.ctx.Err() != nil:
-		return ctxError(s.ctx)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return llm.ErrStreamCut
-	case errors.Is(err, sse.ErrEventTooLarge):
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream chunk too large", Err: err}
-	}
-	return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream connection broken", Err: err}
+	return upstreamhttp.ReadError("openai", s.ctx, s.closed.Load(), ErrClosed, err)
 }
 
 // chunkFailure classifies an error of llm.ParseChunk.
