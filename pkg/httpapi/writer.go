@@ -126,9 +126,11 @@ func (o *wire) Flush() error {
 // WritesBounded reports whether every write has a deadline: a write
 // timeout is set and the connection takes deadlines (the Lambda edge's
 // writer and test recorders do not). Only then does a keyed request's pump
-// let the request write a small answer itself (gateway's pump).
+// let the request write a small answer itself (gateway's pump). The probe
+// sets the deadline the next write would get, so the connection is never
+// left without one.
 func (o *wire) WritesBounded() bool {
-	return o.writeTimeout > 0 && o.rc.SetWriteDeadline(time.Time{}) == nil
+	return o.writeTimeout > 0 && o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout)) == nil
 }
 
 // deadline gives the next write writeTimeout to make progress. A writer

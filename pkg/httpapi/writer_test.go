@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -47,5 +49,44 @@ func TestWireWritesBounded(t *testing.T) {
 	io.ReadAll(sr.Body)
 	if b := <-got; b[0] {
 		t.Error("the Lambda edge's writer reported bounded writes")
+	}
+}
+
+// Asking whether writes are bounded leaves the connection with a deadline:
+// a write after the question, to a client that reads nothing, fails instead
+// of waiting for it. (The probe used to clear the deadline.)
+func TestWireWritesBoundedKeepsADeadline(t *testing.T) {
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o := newWire(&recorder{ResponseWriter: w}, 100*time.Millisecond, nil)
+		if !o.WritesBounded() {
+			done <- errors.New("a server connection reported unbounded writes")
+			return
+		}
+		chunk := make([]byte, 64<<10)
+		for i := 0; i < 16<<10; i++ { // up to 1 GiB: far more than the socket buffers take
+			if _, err := w.Write(chunk); err != nil {
+				done <- nil
+				return
+			}
+		}
+		done <- errors.New("1 GiB written to a client that reads nothing")
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler's write still waits on a client that reads nothing")
 	}
 }
