@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -59,6 +60,10 @@ type fastTransport struct {
 	// connections after seconds; under load a connection is idle for
 	// microseconds, and the check would be a system call a call.
 	peekAfter time.Duration
+	// linger: how long a closed body's connection waits, in the
+	// background, for the end of a body whose adapter stopped reading at
+	// the stream's end marker (fastBody.Close).
+	linger time.Duration
 
 	mu   sync.Mutex
 	free map[hostKey][]*slot // most recently used last
@@ -99,6 +104,7 @@ func newFastTransport(fallback *http.Transport, maxIdle int) *fastTransport {
 		dialer:    net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
 		tls:       http1TLS(fallback.TLSClientConfig),
 		peekAfter: time.Second,
+		linger:    250 * time.Millisecond,
 		maxIdle:   maxIdle,
 		free:      make(map[hostKey][]*slot),
 	}
@@ -350,6 +356,10 @@ func (t *fastTransport) take(u *url.URL) *slot {
 		ReadBufferSize:      fastReadBuffer,
 		StreamResponseBody:  true,
 		RetryIfErr:          func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		// The path as the adapter built it, as net/http sends it: an
+		// encoded slash, "//" or "./" in a base URL reaches the endpoint
+		// it names.
+		DisablePathNormalizing: true,
 	}
 	return s
 }
@@ -499,13 +509,95 @@ type fastBody struct {
 	resp *fasthttp.Response
 	stop func() bool
 	once sync.Once
+	eof  bool // a Read returned io.EOF: the body was read to its end
 }
 
-func (b *fastBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+// Read reads the body. A chunked body the upstream cut off inside its
+// framing (a chunk's size line or its closing CRLF) is io.ErrUnexpectedEOF,
+// as from net/http and as when it is cut anywhere else: fasthttp reports
+// those cuts as an ErrBrokenChunk, which does not unwrap to the EOF it
+// carries, and the adapters would have taken them for a broken connection.
+func (b *fastBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	switch {
+	case err == io.EOF:
+		b.eof = true
+	case err != nil && brokenChunkAtEOF(err):
+		err = fmt.Errorf("upstream: chunked body cut off (%v): %w", err, io.ErrUnexpectedEOF)
+	}
+	return n, err
+}
 
+// brokenChunkAtEOF reports whether err is fasthttp's broken-chunk error for
+// a body that ended, not for malformed framing or a network error (those
+// stay as they are, as net/http keeps them). fasthttp wraps the reader's
+// EOF in the broken-chunk error's text without an Unwrap, so the text is
+// what says it (TestFastTransportChunkedCutIsUnexpectedEOF pins it).
+func brokenChunkAtEOF(err error) bool {
+	var bc fasthttp.ErrBrokenChunk
+	return errors.As(err, &bc) && strings.HasSuffix(bc.Error(), io.EOF.Error())
+}
+
+// Close ends the call. A streamed answer's adapter stops reading at the
+// stream's end marker ([DONE], message_stop), which comes before the
+// chunked body's last chunk; net/http's Transport keeps such a connection
+// when that last chunk has already arrived. Here too: what has arrived is
+// read without waiting (drain). When the end has not come yet (it is often
+// one more packet behind the marker), a goroutine waits for it up to
+// t.linger and only then gives the connection back or closes it: a
+// provider's connection reused saves a TCP and TLS handshake, and Close
+// never waits on the network. A call whose context ended is not drained:
+// its connection is closed, as before.
 func (b *fastBody) Close() error {
-	b.once.Do(func() { b.t.finish(b.s, b.stop, b.req, b.resp) })
+	b.once.Do(func() {
+		if b.eof || !b.stop() {
+			// Read to its end, or interrupted (stop found the interrupt
+			// already started): nothing to wait for.
+			b.t.finish(b.s, b.stop, b.req, b.resp)
+			return
+		}
+		// The interrupt is stopped: the caller's context may end now (it
+		// does, as the request ends) without closing the connection.
+		if b.drain(time.Unix(1, 0)) || b.t.linger <= 0 {
+			b.t.finish(b.s, b.stop, b.req, b.resp)
+			return
+		}
+		go func() {
+			b.drain(time.Now().Add(b.t.linger))
+			b.t.finish(b.s, b.stop, b.req, b.resp)
+		}()
+	})
 	return nil
+}
+
+// maxDrain bounds what Close reads of an answer's unread rest.
+const maxDrain = 64 << 10
+
+// drain reads what is left of the body, up to maxDrain bytes, with the
+// connection's read deadline at deadline (in the past: only what has
+// already arrived), and reports whether it reached the body's end. The
+// deadline is cleared after: a connection read to its end is pooled, any
+// other is closed by finish.
+func (b *fastBody) drain(deadline time.Time) bool {
+	b.s.mu.Lock()
+	c, live := b.s.conn, b.s.active && !b.s.interrupted
+	b.s.mu.Unlock()
+	if c == nil || !live || c.SetReadDeadline(deadline) != nil {
+		return false
+	}
+	var buf [512]byte
+	for n := 0; n < maxDrain; {
+		m, err := b.r.Read(buf[:])
+		n += m
+		if err == io.EOF {
+			b.eof = true
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return b.eof
 }
 
 // finish ends a call on slot s, failed or answered: its interrupt is
