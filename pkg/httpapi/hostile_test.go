@@ -341,3 +341,22 @@ func TestNoBillLostInOutage(t *testing.T) {
 		t.Errorf("reconcile after the finisher: %+v %v, want nothing pending", rep, err)
 	}
 }
+
+// Every write gets its own deadline, an error's too: a request that fails
+// later than server.write_timeout after it began still answers its error,
+// keyed (whose writer was asked, at the start, whether writes are bounded)
+// or not.
+func TestLateErrorReachesClient(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		g := newGateway(t, setup{providers: 1, extraYAML: "server:\n  write_timeout: 300ms\n"})
+		g.ups[0].SetHandler(func(int, providertest.Request) providertest.Response {
+			return providertest.Response{Status: 500, HeaderDelay: 700 * time.Millisecond}
+		})
+		var header []string
+		if keyed {
+			header = []string{"Idempotency-Key", "late-error"}
+		}
+		resp := g.post(t, chatBody(""), header...)
+		expectError(t, resp, http.StatusBadGateway, "all_providers_failed", "")
+	}
+}

@@ -38,6 +38,7 @@ func (o *wire) Error(err error) {
 	if o.w.wrote {
 		return // never a second status line
 	}
+	o.deadline()
 	o.errorf(o.w, err)
 }
 
@@ -120,6 +121,7 @@ func (o *wire) Flush() error {
 	if o.gone != nil || !o.streaming {
 		return o.gone
 	}
+	o.deadline()
 	return o.flush()
 }
 
