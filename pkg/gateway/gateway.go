@@ -330,7 +330,7 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 	// deadlines is written here, bounded by them: see pump). Close (last)
 	// waits for the client's copy.
 	pw := newPump(w)
-	defer pw.Close()
+	defer pw.Close(ctx)
 	w = pw
 	defer func() {
 		// A panic (a bug) must not leave the record in progress with a

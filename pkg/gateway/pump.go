@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"sync"
 )
@@ -10,6 +11,17 @@ import (
 const pumpMaxBytes = 8 << 20
 
 var errClientTooSlow = errors.New("gateway: the client reads too slowly; dropped")
+
+// errPastCeiling drops a client still reading when its request's time is up.
+var errPastCeiling = errors.New("gateway: the request's time limit passed while its client was still reading; dropped")
+
+// aborter is a Writer that can drop its client so that the answer visibly
+// breaks off (httpapi's wire: the connection is cut without the response's
+// proper end). A stream the pump stops feeding would otherwise end as if it
+// were whole, short of its last events, and a client could take a cut
+// answer for a complete one instead of retrying its key for the recorded
+// one.
+type aborter interface{ Abort() }
 
 // pumpSyncBytes is the largest JSON answer the caller writes itself.
 const pumpSyncBytes = 16 << 10
@@ -43,6 +55,7 @@ type pump struct {
 	closed  bool
 	err     error
 	running bool // run was started
+	aborted bool // run told the writer to drop the client
 	sync    bool // the writer bounds its writes: small answers may be written by the caller
 	stopped chan struct{}
 }
@@ -109,7 +122,18 @@ func (p *pump) run() {
 		p.queue = p.queue[1:]
 		p.bytes -= len(f.data)
 		gone := p.err != nil
+		drop := !p.aborted && (p.err == errClientTooSlow || p.err == errPastCeiling)
+		if drop {
+			p.aborted = true
+		}
 		p.mu.Unlock()
+		if drop {
+			// The pump gave up on the client with frames still queued:
+			// the writer (this goroutine's) cuts the answer off.
+			if a, ok := p.w.(aborter); ok {
+				a.Abort()
+			}
+		}
 		if gone && f.kind != 's' && f.kind != 'x' {
 			continue
 		}
@@ -188,14 +212,30 @@ func (p *pump) Event(name string, data []byte) error {
 	return p.push(frame{kind: 'e', name: name, data: data})
 }
 
-// Close waits until everything queued is written or the client is dropped.
-func (p *pump) Close() {
+// Close waits until everything queued is written or the client is
+// dropped: at the latest when ctx (the request's, with its time limit) is
+// done, when the client still being written to is dropped (a slow reader
+// that keeps reading would otherwise hold the request, and its admission
+// slot, for as long as it likes) and Close waits only for the write under
+// way, which has a deadline.
+func (p *pump) Close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
 	p.wake.Signal()
 	running := p.running
 	p.mu.Unlock()
-	if running {
+	if !running {
+		return
+	}
+	select {
+	case <-p.stopped:
+	case <-ctx.Done():
+		p.mu.Lock()
+		if p.err == nil {
+			p.err = errPastCeiling
+		}
+		p.wake.Signal()
+		p.mu.Unlock()
 		<-p.stopped
 	}
 }

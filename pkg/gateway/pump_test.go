@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -53,7 +54,7 @@ func TestPumpNeverBlocks(t *testing.T) {
 		t.Fatalf("after 16 MiB to a client that reads nothing: %v, want errClientTooSlow", err)
 	}
 	close(w.release)
-	p.Close()
+	p.Close(context.Background())
 	if !w.started || w.events == 0 || w.events > 8 {
 		t.Errorf("started %v, %d events written; want the ones queued before the drop", w.started, w.events)
 	}
@@ -65,7 +66,7 @@ func TestPumpNeverBlocks(t *testing.T) {
 	if err := p2.Body(make([]byte, pumpMaxBytes+1)); err != nil {
 		t.Errorf("a body over the cap: %v", err)
 	}
-	p2.Close()
+	p2.Close(context.Background())
 }
 
 // hintWriter records, after each event, what the pump's SetMore hint said.
@@ -99,7 +100,7 @@ func TestPumpHintsQueuedEvents(t *testing.T) {
 		p.Event("", []byte{byte('0' + i)})
 	}
 	close(w.release)
-	p.Close()
+	p.Close(context.Background())
 	if len(w.events) != 10 || w.events[0] != "0" || w.events[9] != "9" {
 		t.Fatalf("events %q", w.events)
 	}
@@ -164,7 +165,7 @@ func TestPumpWritesSmallAnswersItself(t *testing.T) {
 	if p.running {
 		t.Error("the pump started its goroutine for a small JSON answer")
 	}
-	p.Close()
+	p.Close(context.Background())
 
 	// Over the limit: queued, and the caller goes on while the client
 	// reads nothing.
@@ -179,7 +180,7 @@ func TestPumpWritesSmallAnswersItself(t *testing.T) {
 		t.Fatal("a body over pumpSyncBytes was written by the caller")
 	}
 	close(w2.release)
-	p2.Close()
+	p2.Close(context.Background())
 	if body, _ := w2.got(); len(body) != len(big) {
 		t.Fatalf("written %d bytes, want %d", len(body), len(big))
 	}
@@ -204,7 +205,7 @@ func TestPumpUnboundedWriterNeverBlocks(t *testing.T) {
 		t.Fatal("a writer without deadlines was written by the caller")
 	}
 	close(w.release)
-	p.Close()
+	p.Close(context.Background())
 	if body, _ := w.got(); string(body) != `{}` {
 		t.Fatalf("written %q", body)
 	}
@@ -244,7 +245,7 @@ func TestPumpStreamStartWaitsForFirstEvent(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	p.Event("", []byte("one"))
-	p.Close()
+	p.Close(context.Background())
 	if more := <-w.started; !more || w.events != 1 {
 		t.Errorf("headers written with an event queued: %v; events %d", more, w.events)
 	}
@@ -252,8 +253,111 @@ func TestPumpStreamStartWaitsForFirstEvent(t *testing.T) {
 	w2 := &startWriter{started: make(chan bool, 1)}
 	p2 := newPump(w2)
 	p2.Start(200, nil, true)
-	p2.Close()
+	p2.Close(context.Background())
 	if more := <-w2.started; more {
 		t.Error("a start with nothing behind it was told an event was queued")
+	}
+}
+
+// abortWriter is a blockedWriter that can drop its client (aborter).
+type abortWriter struct {
+	blockedWriter
+	aborts int // written by the pump's goroutine; read after Close
+}
+
+func (a *abortWriter) Abort() { a.aborts++ }
+
+// A client the pump gives up on with frames still queued is dropped through
+// the writer, so that its answer visibly breaks off: a stream the pump just
+// stopped feeding would end like a whole one, short of its last events.
+func TestPumpDropAbortsClient(t *testing.T) {
+	w := &abortWriter{blockedWriter: blockedWriter{release: make(chan struct{}), reading: make(chan struct{})}}
+	p := newPump(w)
+	p.Start(200, nil, true)
+	big := make([]byte, 1<<20)
+	err := p.Event("", big)
+	<-w.reading
+	for i := 1; i < 16 && err == nil; i++ {
+		err = p.Event("", big)
+	}
+	if !errors.Is(err, errClientTooSlow) {
+		t.Fatalf("after 16 MiB to a client that reads nothing: %v, want errClientTooSlow", err)
+	}
+	close(w.release)
+	p.Close(context.Background())
+	if w.aborts != 1 || w.events != 1 {
+		t.Errorf("dropped as too slow: %d aborts and %d events written, want 1 abort and only the event under way", w.aborts, w.events)
+	}
+
+	// A client that reads everything is never dropped.
+	w2 := &abortWriter{blockedWriter: blockedWriter{release: make(chan struct{})}}
+	close(w2.release)
+	p2 := newPump(w2)
+	p2.Start(200, nil, true)
+	for range 4 {
+		if err := p2.Event("", big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2.Close(context.Background())
+	if w2.aborts != 0 || w2.events != 4 {
+		t.Errorf("a client that reads: %d aborts, %d events written; want 0 and 4", w2.aborts, w2.events)
+	}
+}
+
+// slowWriter takes each event only when told to: a client that keeps
+// reading, a little at a time.
+type slowWriter struct {
+	step   chan struct{}
+	events int
+	aborts int
+}
+
+func (s *slowWriter) Error(error)                        {}
+func (s *slowWriter) Start(int, map[string]string, bool) {}
+func (s *slowWriter) Body([]byte) error                  { return nil }
+func (s *slowWriter) Event(string, []byte) error         { <-s.step; s.events++; return nil }
+func (s *slowWriter) Abort()                             { s.aborts++ }
+
+// Close waits for a slow client no longer than the request's time limit
+// (its ctx): then the client is dropped and Close waits only for the write
+// under way. A slow but steady reader held the request, and its admission
+// slot, for as long as it kept reading.
+func TestPumpCloseEndsAtTheRequestsLimit(t *testing.T) {
+	w := &slowWriter{step: make(chan struct{})}
+	p := newPump(w)
+	p.Start(200, nil, true)
+	for range 10 {
+		if err := p.Event("", []byte("data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.step <- struct{}{} // the client reads one event, and is slow with the next
+	ctx, cancel := context.WithCancel(context.Background())
+	closed := make(chan struct{})
+	go func() {
+		p.Close(ctx)
+		close(closed)
+	}()
+	cancel() // the request's time is up
+	for {    // until Close has seen it
+		p.mu.Lock()
+		seen := p.err == errPastCeiling
+		p.mu.Unlock()
+		if seen {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The write under way finishes (a real writer's deadline would end it);
+	// nothing after it is written.
+	w.step <- struct{}{}
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close still waits for a slow client after the request's time is up")
+	}
+	if w.events != 2 || w.aborts != 1 {
+		t.Errorf("%d events written, %d aborts; want the 2 the client took and 1 abort", w.events, w.aborts)
 	}
 }

@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -358,5 +360,52 @@ func TestLateErrorReachesClient(t *testing.T) {
 		}
 		resp := g.post(t, chatBody(""), header...)
 		expectError(t, resp, http.StatusBadGateway, "all_providers_failed", "")
+	}
+}
+
+// A keyed stream's client that reads slower than the provider writes is
+// dropped once the pump holds its cap, and sees its answer break off (a
+// chunked body without its last chunk), never a stream that ends as if it
+// were whole; a retry with its key gets the whole recorded answer, and the
+// provider was called once.
+func TestSlowKeyedReaderSeesItsStreamBreak(t *testing.T) {
+	g := newGateway(t, setup{providers: 1, extraYAML: "idempotency: {max_response_bytes: 67108864}\n"})
+	// About 25 MB: more than the pump's cap (8 MiB) and the sockets'
+	// buffers together (the gateway's send buffer is at most 4 MiB here,
+	// and the client's receive buffer grows only as the client reads).
+	text := make([]string, 500)
+	for i := range text {
+		text[i] = strings.Repeat("y", 50<<10)
+	}
+	g.ups[0].SetDefault(providertest.Response{Text: text})
+	body, k := chatBody(`"stream":true`), key(t)
+	resp := g.post(t, body, "Idempotency-Key", k)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var got bytes.Buffer
+	buf := make([]byte, 32<<10)
+	n, rerr := resp.Body.Read(buf)
+	got.Write(buf[:n])
+	// The first client reads no further until the answer is recorded
+	// whole: a retry with its key gets it (joining or replaying it).
+	var a answer
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if a = mustCall(t, g.url, body, "Idempotency-Key", k); a.status == http.StatusOK {
+			break
+		}
+	}
+	if a.status != http.StatusOK || !strings.Contains(a.body, "data: [DONE]") || len(a.body) < 25_000_000 {
+		t.Fatalf("retry: status %d, %d bytes", a.status, len(a.body))
+	}
+	for rerr == nil {
+		n, rerr = resp.Body.Read(buf)
+		got.Write(buf[:n])
+	}
+	if !errors.Is(rerr, io.ErrUnexpectedEOF) || bytes.Contains(got.Bytes(), []byte("data: [DONE]")) {
+		t.Fatalf("the first client read %d bytes, ending with %v; want its stream cut off (io.ErrUnexpectedEOF) before its end", got.Len(), rerr)
+	}
+	if calls := g.ups[0].Calls(); calls != 1 {
+		t.Errorf("%d provider calls, want 1", calls)
 	}
 }

@@ -131,6 +131,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	defer func() {
+		// A client the gateway dropped (wire.Abort) loses its connection,
+		// after the request's log line: the response must not end as if
+		// it were whole.
+		if rec.aborted {
+			panic(http.ErrAbortHandler)
+		}
+	}()
 	// The request's log line is at info: below that level nothing is
 	// collected for it (half a kilobyte of attributes a request).
 	info := &logInfo{Log: gateway.Log{Off: !s.log.Enabled(r.Context(), slog.LevelInfo)}}
@@ -198,6 +206,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if info.ClientGone {
 		status = 499 // nginx's "client closed request", for the logs only
+	}
+	if rec.aborted {
+		info.Add(slog.Bool("client_dropped", true))
 	}
 	if info.chat {
 		m := info.Metrics
@@ -417,6 +428,9 @@ type recorder struct {
 	wrote  bool
 	// code is the error code written, if any.
 	code llm.Code
+	// aborted: the client is to be dropped when the handler returns
+	// (wire.Abort).
+	aborted bool
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -125,6 +125,23 @@ func (o *wire) Flush() error {
 	return o.flush()
 }
 
+// errAborted is what every write returns once Abort was called.
+var errAborted = errors.New("httpapi: the client was dropped")
+
+// Abort drops the client: every later write fails, and when the handler
+// returns the connection is cut without the response's proper end (a
+// chunked stream's last chunk; ServeHTTP panics with http.ErrAbortHandler,
+// which both edges turn into a broken response), so that the client sees
+// its answer break off and retries, instead of taking a stream the gateway
+// stopped feeding for a whole one. A keyed request's pump calls it
+// (gateway's aborter), from the goroutine that writes.
+func (o *wire) Abort() {
+	if o.gone == nil {
+		o.gone = errAborted
+	}
+	o.w.aborted = true
+}
+
 // WritesBounded reports whether every write has a deadline: a write
 // timeout is set and the connection takes deadlines (the Lambda edge's
 // writer and test recorders do not). Only then does a keyed request's pump
