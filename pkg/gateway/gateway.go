@@ -304,7 +304,9 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 			req.Log.ClientGone = true
 			return
-		case errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, context.DeadlineExceeded) && waitCtx.Err() != nil:
+			// The wait itself ran out (one store read that timed out is
+			// the store's failure, below).
 			w.Error(&llm.Error{Code: llm.CodeInProgress, Message: "the first request with this Idempotency-Key is still running; retry with the same key", RetryAfter: time.Second})
 			return
 		case errors.Is(err, idempotency.ErrUnavailable):

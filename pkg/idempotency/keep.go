@@ -37,7 +37,7 @@ func (s *Service) Keep(ctx context.Context, key, tenant string, body []byte) err
 // Kept returns what Keep stored under key, or ErrNotFound (never kept, its
 // window ended, or the memory store dropped it to make room).
 func (s *Service) Kept(ctx context.Context, key string) ([]byte, error) {
-	rec, err := s.store.Load(ctx, key, s.now())
+	rec, err := s.load(ctx, key, s.now())
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, ErrNotFound

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/storecall"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -168,7 +169,7 @@ func (s *Service) serve(ctx context.Context, rec *Record, retry Retry) (*Record,
 	if now := s.now(); rec.LeaseUntil.Before(now) {
 		// rec may be stale (a local owner ended since it was read): read
 		// it again before concluding.
-		fresh, err := s.store.Load(ctx, rec.Key, now)
+		fresh, err := s.load(ctx, rec.Key, now)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil, nil, ErrRunAgain
@@ -295,7 +296,7 @@ func (s *Service) followRemote(ctx context.Context, rec *Record, retry Retry) (*
 			return nil, nil, err
 		}
 		now := s.now()
-		got, next, err := s.store.Poll(ctx, r.key, r.owner, r.from, now)
+		got, next, err := s.poll(ctx, r.key, r.owner, r.from, now)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil, nil, ErrRunAgain
@@ -346,7 +347,7 @@ func (r *remote) next(ctx context.Context) (Event, error) {
 			return Event{}, joinBroken("the wait for the first request reached its time limit", err)
 		}
 		now := r.s.now()
-		got, next, err := r.s.store.Poll(ctx, r.key, r.owner, r.from, now)
+		got, next, err := r.s.poll(ctx, r.key, r.owner, r.from, now)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return Event{}, joinBroken("the answer can no longer be joined", nil)
@@ -372,4 +373,20 @@ func (r *remote) next(ctx context.Context) (Event, error) {
 		r.pending = append(r.pending, got.Events...)
 		r.from = next
 	}
+}
+
+// load and poll read the store for a retry, each read bounded on its own
+// (storeTimeout) unless the store is in this process, as every other call
+// the service makes: a store that stops answering (packets dropped, not
+// refused) costs a retry one bound, not the whole wait it was given.
+func (s *Service) load(ctx context.Context, key string, now time.Time) (*Record, error) {
+	lctx, cancel := storecall.Bound(ctx, storeTimeout, s.inProcess)
+	defer cancel()
+	return s.store.Load(lctx, key, now)
+}
+
+func (s *Service) poll(ctx context.Context, key, owner string, from int, now time.Time) (*Record, int, error) {
+	pctx, cancel := storecall.Bound(ctx, storeTimeout, s.inProcess)
+	defer cancel()
+	return s.store.Poll(pctx, key, owner, from, now)
 }

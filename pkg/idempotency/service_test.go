@@ -598,3 +598,62 @@ func TestBeginBoundsRemoteStoresOnly(t *testing.T) {
 		exec.Abandon()
 	}
 }
+
+// readSpy records whether the store's reads for a retry (Load, Poll) came
+// with a deadline of their own.
+type readSpy struct {
+	idempotency.Store
+	local                bool
+	loads, polls         atomic.Int64
+	loadBound, pollBound atomic.Bool
+}
+
+func (s *readSpy) InProcess() bool { return s.local }
+
+func (s *readSpy) Load(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
+	_, ok := ctx.Deadline()
+	s.loadBound.Store(ok)
+	s.loads.Add(1)
+	return s.Store.Load(ctx, key, now)
+}
+
+func (s *readSpy) Poll(ctx context.Context, key, owner string, from int, now time.Time) (*idempotency.Record, int, error) {
+	_, ok := ctx.Deadline()
+	s.pollBound.Store(ok)
+	s.polls.Add(1)
+	return s.Store.Poll(ctx, key, owner, from, now)
+}
+
+// TestRetryReadsBoundRemoteStoresOnly: a retry's reads of a store outside
+// this process (a kept response's Load, the Poll of a retry waiting on
+// another instance's request) each have a deadline of their own, so that a
+// store that stops answering costs one bound, not the retry's whole wait;
+// in process they have none.
+func TestRetryReadsBoundRemoteStoresOnly(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		store := memstore.New(1 << 20)
+		// The first request runs on another instance (its own service).
+		first := idempotency.New(store, idempotency.Config{}, nil, nil)
+		exec := mustBegin(t, first, req("k", "fp", "req_1"))
+		defer exec.Abandon()
+
+		spy := &readSpy{Store: store, local: local}
+		svc := idempotency.New(spy, idempotency.Config{MaxWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond}, nil, nil)
+		if _, err := svc.Kept(t.Context(), "no-such-turn"); !errors.Is(err, idempotency.ErrNotFound) {
+			t.Fatalf("local %v: Kept: %v", local, err)
+		}
+		_, rec, err := svc.Begin(t.Context(), req("k", "fp", "req_2"))
+		if err != nil || rec == nil {
+			t.Fatalf("local %v: the retry's Begin: record %v, error %v", local, rec != nil, err)
+		}
+		if _, err := svc.Serve(t.Context(), rec, idempotency.Retry{Fingerprint: "fp"}); err == nil {
+			t.Fatalf("local %v: Serve answered while the first request still runs", local)
+		}
+		if spy.loads.Load() == 0 || spy.polls.Load() == 0 {
+			t.Fatalf("local %v: %d loads, %d polls; want both", local, spy.loads.Load(), spy.polls.Load())
+		}
+		if spy.loadBound.Load() == local || spy.pollBound.Load() == local {
+			t.Errorf("local %v: load with a deadline %v, poll %v; want %v", local, spy.loadBound.Load(), spy.pollBound.Load(), !local)
+		}
+	}
+}
