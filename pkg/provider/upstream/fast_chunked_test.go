@@ -256,3 +256,51 @@ func TestFastTransportPathAsGiven(t *testing.T) {
 		}
 	}
 }
+
+// A call whose context ends while its connection is still being set up (a
+// TLS handshake the server never answers) returns at once, with the
+// context's error, and the server sees the connection close.
+func TestFastTransportCancelWhileConnecting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted, gone := make(chan struct{}), make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		close(accepted)
+		io.Copy(io.Discard, c) // reads the ClientHello, answers nothing, until the client closes
+		close(gone)
+	}()
+	c, tr := newFastClient()
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := post(ctx, t, c, "https://"+ln.Addr().String()+"/v1/chat/completions", "{}")
+		if resp != nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-accepted
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call did not return after its context ended")
+	}
+	select {
+	case <-gone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server never saw the connection close")
+	}
+}
