@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // pumpMaxBytes bounds what a pump holds for a client that reads slower than
@@ -22,6 +23,12 @@ var errPastCeiling = errors.New("gateway: the request's time limit passed while 
 // answer for a complete one instead of retrying its key for the recorded
 // one.
 type aborter interface{ Abort() }
+
+// pumpCloseGrace is how long past its request's limit Close still lets the
+// queue go out to a client that reads: a request that ended at its limit
+// (its last events, and the error that says so, still queued) gets them to
+// its client instead of a cut.
+const pumpCloseGrace = 5 * time.Second
 
 // pumpSyncBytes is the largest JSON answer the caller writes itself.
 const pumpSyncBytes = 16 << 10
@@ -58,6 +65,7 @@ type pump struct {
 	aborted bool // run told the writer to drop the client
 	sync    bool // the writer bounds its writes: small answers may be written by the caller
 	stopped chan struct{}
+	grace   time.Duration // pumpCloseGrace; tests shorten it
 }
 
 type frame struct {
@@ -79,7 +87,7 @@ type boundedWriter interface{ WritesBounded() bool }
 type moreSetter interface{ SetMore(more func() bool) }
 
 func newPump(w Writer) *pump {
-	p := &pump{w: w, stopped: make(chan struct{})}
+	p := &pump{w: w, stopped: make(chan struct{}), grace: pumpCloseGrace}
 	if b, ok := w.(boundedWriter); ok {
 		p.sync = b.WritesBounded()
 	}
@@ -213,11 +221,11 @@ func (p *pump) Event(name string, data []byte) error {
 }
 
 // Close waits until everything queued is written or the client is
-// dropped: at the latest when ctx (the request's, with its time limit) is
-// done, when the client still being written to is dropped (a slow reader
-// that keeps reading would otherwise hold the request, and its admission
-// slot, for as long as it likes) and Close waits only for the write under
-// way, which has a deadline.
+// dropped: at the latest pumpCloseGrace after ctx (the request's, with its
+// time limit) is done, when the client still being written to is dropped
+// (a slow reader that keeps reading would otherwise hold the request, and
+// its admission slot, for as long as it likes) and Close waits only for the
+// write under way, which has a deadline.
 func (p *pump) Close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
@@ -229,13 +237,21 @@ func (p *pump) Close(ctx context.Context) {
 	}
 	select {
 	case <-p.stopped:
+		return
 	case <-ctx.Done():
-		p.mu.Lock()
-		if p.err == nil {
-			p.err = errPastCeiling
-		}
-		p.wake.Signal()
-		p.mu.Unlock()
-		<-p.stopped
 	}
+	grace := time.NewTimer(p.grace)
+	defer grace.Stop()
+	select {
+	case <-p.stopped:
+		return
+	case <-grace.C:
+	}
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = errPastCeiling
+	}
+	p.wake.Signal()
+	p.mu.Unlock()
+	<-p.stopped
 }

@@ -35,10 +35,11 @@ func (b *blockedWriter) Event(string, []byte) error {
 
 // The pump never blocks its caller on a client that does not read (a
 // writer without write deadlines, as blockedWriter is); past
-// pumpMaxBytes queued it drops the client (errClientTooSlow); Close waits
-// until the client's copy is done.
+// pumpMaxBytes queued it drops the client (errClientTooSlow) through its
+// writer, so that the answer visibly breaks off; Close waits until the
+// client's copy is done.
 func TestPumpNeverBlocks(t *testing.T) {
-	w := &blockedWriter{release: make(chan struct{}), reading: make(chan struct{})}
+	w := &abortWriter{blockedWriter: blockedWriter{release: make(chan struct{}), reading: make(chan struct{})}}
 	p := newPump(w)
 	p.Start(200, nil, true)
 	big := make([]byte, 1<<20)
@@ -55,8 +56,8 @@ func TestPumpNeverBlocks(t *testing.T) {
 	}
 	close(w.release)
 	p.Close(context.Background())
-	if !w.started || w.events == 0 || w.events > 8 {
-		t.Errorf("started %v, %d events written; want the ones queued before the drop", w.started, w.events)
+	if !w.started || w.events != 1 || w.aborts != 1 {
+		t.Errorf("started %v, %d events written, %d aborts; want only the event under way, and the client dropped through its writer", w.started, w.events, w.aborts)
 	}
 	// A JSON body is never capped: an answer is not replaced by nothing.
 	w2 := &blockedWriter{release: make(chan struct{})}
@@ -267,29 +268,10 @@ type abortWriter struct {
 
 func (a *abortWriter) Abort() { a.aborts++ }
 
-// A client the pump gives up on with frames still queued is dropped through
-// the writer, so that its answer visibly breaks off: a stream the pump just
-// stopped feeding would end like a whole one, short of its last events.
-func TestPumpDropAbortsClient(t *testing.T) {
-	w := &abortWriter{blockedWriter: blockedWriter{release: make(chan struct{}), reading: make(chan struct{})}}
-	p := newPump(w)
-	p.Start(200, nil, true)
+// A client that reads everything is never dropped (TestPumpNeverBlocks:
+// one that does not is dropped through its writer).
+func TestPumpKeepsAReadingClient(t *testing.T) {
 	big := make([]byte, 1<<20)
-	err := p.Event("", big)
-	<-w.reading
-	for i := 1; i < 16 && err == nil; i++ {
-		err = p.Event("", big)
-	}
-	if !errors.Is(err, errClientTooSlow) {
-		t.Fatalf("after 16 MiB to a client that reads nothing: %v, want errClientTooSlow", err)
-	}
-	close(w.release)
-	p.Close(context.Background())
-	if w.aborts != 1 || w.events != 1 {
-		t.Errorf("dropped as too slow: %d aborts and %d events written, want 1 abort and only the event under way", w.aborts, w.events)
-	}
-
-	// A client that reads everything is never dropped.
 	w2 := &abortWriter{blockedWriter: blockedWriter{release: make(chan struct{})}}
 	close(w2.release)
 	p2 := newPump(w2)
@@ -320,12 +302,13 @@ func (s *slowWriter) Event(string, []byte) error         { <-s.step; s.events++;
 func (s *slowWriter) Abort()                             { s.aborts++ }
 
 // Close waits for a slow client no longer than the request's time limit
-// (its ctx): then the client is dropped and Close waits only for the write
-// under way. A slow but steady reader held the request, and its admission
-// slot, for as long as it kept reading.
+// (its ctx) and the grace after it: then the client is dropped and Close
+// waits only for the write under way. A slow but steady reader held the
+// request, and its admission slot, for as long as it kept reading.
 func TestPumpCloseEndsAtTheRequestsLimit(t *testing.T) {
 	w := &slowWriter{step: make(chan struct{})}
 	p := newPump(w)
+	p.grace = time.Millisecond
 	p.Start(200, nil, true)
 	for range 10 {
 		if err := p.Event("", []byte("data")); err != nil {
@@ -359,5 +342,50 @@ func TestPumpCloseEndsAtTheRequestsLimit(t *testing.T) {
 	}
 	if w.events != 2 || w.aborts != 1 {
 		t.Errorf("%d events written, %d aborts; want the 2 the client took and 1 abort", w.events, w.aborts)
+	}
+}
+
+// A request that ends at its limit still gets what it queued to a client
+// that reads: the last events (among them the error that says the limit
+// was reached) go out within the grace, not cut off.
+func TestPumpCloseGivesQueuedFramesAGrace(t *testing.T) {
+	w := &slowWriter{step: make(chan struct{})}
+	p := newPump(w)
+	p.Start(200, nil, true)
+	for range 3 {
+		if err := p.Event("", []byte("data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the request's time is already up when it closes
+	closed := make(chan struct{})
+	go func() {
+		p.Close(ctx)
+		close(closed)
+	}()
+	for { // Close has begun (the queue is still there to write)...
+		p.mu.Lock()
+		began := p.closed
+		p.mu.Unlock()
+		if began {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // ...and is past the request's limit.
+	// The client reads them, one at a time, while the pump writes.
+	timeout := time.After(30 * time.Second)
+	for done := false; !done; {
+		select {
+		case w.step <- struct{}{}:
+		case <-closed:
+			done = true
+		case <-timeout:
+			t.Fatal("Close did not return once the queue was written")
+		}
+	}
+	if w.events != 3 || w.aborts != 0 {
+		t.Errorf("%d events written, %d aborts; want all 3 and none", w.events, w.aborts)
 	}
 }
