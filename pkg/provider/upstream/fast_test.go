@@ -3,7 +3,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -416,32 +415,8 @@ func TestFastTransportLateInterrupt(t *testing.T) {
 // rawServer answers every request with reply, byte for byte.
 func rawServer(t *testing.T, reply string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					c.Write([]byte(reply))
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	u, _ := scriptedServer(t, func(c net.Conn, _ *http.Request) { c.Write([]byte(reply)) })
+	return u
 }
 
 // The answer is what net/http's Transport would make of the same bytes:
