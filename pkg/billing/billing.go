@@ -53,6 +53,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 )
 
 // Errors.
@@ -79,10 +81,10 @@ var (
 
 // Bounds of the strings a Ledger or KeyStore accepts.
 const (
-	MaxIDBytes      = 256  // RequestID, Project, KeyID, Model, Provider, EndUser
-	MaxLabelBytes   = 128  // Feedback.Label
-	MaxCommentBytes = 4096 // Feedback.Comment
-	MaxScore        = 1e9  // |Feedback.Score|
+	MaxIDBytes      = catalog.MaxNameBytes // RequestID, Project, KeyID, Model, Provider, EndUser (the config's names fit)
+	MaxLabelBytes   = 128                  // Feedback.Label
+	MaxCommentBytes = 4096                 // Feedback.Comment
+	MaxScore        = 1e9                  // |Feedback.Score|
 )
 
 // Entry is one billed request in the usage ledger.

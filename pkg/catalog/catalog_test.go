@@ -204,6 +204,7 @@ func TestValidate(t *testing.T) {
 		{"provider name empty", func(c *Config) { c.Providers[1].Name = "" }, "providers[1].name", "must not be empty"},
 		{"provider name charset", func(c *Config) { c.Providers[0].Name = "al pha" }, "providers[0].name", "invalid provider name"},
 		{"provider name duplicate", func(c *Config) { c.Providers[1].Name = "alpha" }, "providers[1].name", `duplicate provider name "alpha"`},
+		{"provider name too long", func(c *Config) { c.Providers[1].Name = strings.Repeat("p", MaxNameBytes+1) }, "providers[1].name", "257 bytes long: at most 256"},
 		{"api missing", func(c *Config) { c.Providers[0].API = "" }, "providers[0].api", "is required"},
 		{"api unknown", func(c *Config) { c.Providers[0].API = "gemini" }, "providers[0].api", `must be "openai", "anthropic" or "simulated", got "gemini"`},
 		{"anthropic base_url missing", func(c *Config) { c.Providers[1].API, c.Providers[1].BaseURL = "anthropic", "" }, "providers[1].base_url", `is required for api: anthropic (e.g. "https://api.anthropic.com")`},
@@ -232,6 +233,7 @@ func TestValidate(t *testing.T) {
 		{"simulated words too many", func(c *Config) { c.Providers[0].Simulated.Words = 10001 }, "providers[0].simulated.words", "got 10001"},
 
 		{"model id empty", func(c *Config) { c.Models[0].ID = "" }, "models[0].id", "must not be empty"},
+		{"model id too long", func(c *Config) { c.Models[0].ID = strings.Repeat("m", MaxNameBytes+1) }, "models[0].id", "257 bytes long: at most 256"},
 		{"model id colon", func(c *Config) { c.Models[0].ID = "m:floor" }, "models[0].id", "':'"},
 		{"model id whitespace", func(c *Config) { c.Models[0].ID = "m one" }, "models[0].id", "whitespace"},
 		{"model id control", func(c *Config) { c.Models[0].ID = "m\x00" }, "models[0].id", "control"},
@@ -248,6 +250,7 @@ func TestValidate(t *testing.T) {
 		{"output_price inf", func(c *Config) { c.Models[0].Routes[1].OutputPrice = math.Inf(1) }, "models[0].routes[1].output_price", "finite"},
 
 		{"project id empty", func(c *Config) { c.Projects[1].ID = "" }, "projects[1].id", "must not be empty"},
+		{"project id too long", func(c *Config) { c.Projects[1].ID = strings.Repeat("j", MaxNameBytes+1) }, "projects[1].id", "257 bytes long: at most 256"},
 		{"project id whitespace", func(c *Config) { c.Projects[1].ID = "p 2" }, "projects[1].id", "whitespace"},
 		{"project id duplicate", func(c *Config) { c.Projects[1].ID = "p1" }, "projects[1].id", `duplicate project id "p1"`},
 		{"balance negative", func(c *Config) { c.Projects[0].Balance = ptr(-1) }, "projects[0].balance", ">= 0"},

@@ -50,6 +50,12 @@ func (e *FieldError) Error() string {
 	return b.String()
 }
 
+// MaxNameBytes bounds a provider name, a model id and a project id: each is
+// written into the ledger with every bill (billing.MaxIDBytes is this
+// bound), so a longer one would be refused there, after its answer was
+// served.
+const MaxNameBytes = 256
+
 func fieldErr(path, format string, args ...any) *FieldError {
 	return &FieldError{Path: path, Message: fmt.Sprintf(format, args...)}
 }
@@ -94,6 +100,8 @@ func (c *Config) validateProviders(idx *index) error {
 		switch {
 		case p.Name == "":
 			return fieldErr(at+".name", "must not be empty")
+		case len(p.Name) > MaxNameBytes:
+			return fieldErr(at+".name", "provider name is %d bytes long: at most %d", len(p.Name), MaxNameBytes)
 		case !isProviderName(p.Name):
 			return fieldErr(at+".name", "invalid provider name %q: use only letters, digits, '.', '_' and '-'", p.Name)
 		}
@@ -168,6 +176,8 @@ func (c *Config) validateModels(idx *index) error {
 		switch {
 		case m.ID == "":
 			return fieldErr(at+".id", "must not be empty")
+		case len(m.ID) > MaxNameBytes:
+			return fieldErr(at+".id", "model id is %d bytes long: at most %d", len(m.ID), MaxNameBytes)
 		case strings.Contains(m.ID, ":"):
 			// ":floor" and ":nitro" are request suffixes (DESIGN.md section 4);
 			// an id with a colon would make them ambiguous.
@@ -225,6 +235,9 @@ func (c *Config) validateProjects(idx *index) error {
 		at := fmt.Sprintf("projects[%d]", i)
 		if p.ID == "" {
 			return fieldErr(at+".id", "must not be empty")
+		}
+		if len(p.ID) > MaxNameBytes {
+			return fieldErr(at+".id", "project id is %d bytes long: at most %d", len(p.ID), MaxNameBytes)
 		}
 		if strings.IndexFunc(p.ID, unicode.IsSpace) >= 0 {
 			return fieldErr(at+".id", "invalid project id %q: must not contain whitespace", p.ID)

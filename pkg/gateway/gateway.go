@@ -19,8 +19,9 @@
 // reconciler (in-process for the server, the scheduled SweepFunction under
 // Lambda, or `admin reconcile`) finishes a priced one and writes off, at
 // zero, one whose price never became durable (the instance died while the
-// store was unreachable: the one case in which an answer may go unbilled;
-// it is reported, and a late bill still lands).
+// store was unreachable, or the store stayed unreachable past the
+// Finisher's horizon: the cases in which an answer may go unbilled; they
+// are reported, and a late bill still lands).
 package gateway
 
 import (
@@ -361,17 +362,24 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		RequestID: req.ID, Project: req.Caller.Project.ID, KeyID: req.Caller.BillingKeyID, Model: req.Model,
 		At: at, Deadline: at.Add(s.cfg.RequestTimeout + s.cfg.HoldGrace),
 	}
+	// Made only on the paths that release the hold: a closure over hold
+	// made up front was two allocations on every request.
+	unhold := func() { s.fin.do("billing unhold", s.unholdStep(hold.Project, hold.RequestID), nil, s.ledgerLocal) }
 	if err := s.hold(ctx, hold); err != nil {
 		s.log.Warn("billing hold failed", "request_id", req.ID, "error", err)
+		if errors.Is(err, billing.ErrUnavailable) {
+			// The hold may have landed with its answer lost (a timeout, the
+			// client gone mid-call): release it. Left, it would wait for the
+			// reconciler, whose write-off of an unpriced hold is the one
+			// report of an answer that may have gone unbilled.
+			unhold()
+		}
 		if exec != nil {
 			s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
 		}
 		w.Error(BillingUnavailable(err))
 		return
 	}
-	// Made only on the paths that release the hold: a closure over hold
-	// made up front was two allocations on every request.
-	unhold := func() { s.fin.do("billing unhold", s.unholdStep(hold.Project, hold.RequestID), nil, s.ledgerLocal) }
 	if exec != nil {
 		// From here on a retry may never take the record over: the
 		// provider is about to be called.
