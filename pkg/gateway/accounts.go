@@ -12,7 +12,10 @@ import (
 
 // seed puts a config project's balance and key limits into the ledger, once
 // per process and, inside the ledger, only the first time ever: after that
-// the ledger (the admin tool, the spend) is the truth.
+// the ledger (the admin tool, the spend) is the truth. It also imports the
+// project's config keys into the key store, by hash and with their
+// ConfigKeyID, which is what lets the admin tool find a config key by its id
+// and revoke it (authentication asks the key store about config keys too).
 func (s *Service) seed(ctx context.Context, c *Caller) error {
 	if !c.FromConfig || s.accounts.Ledger == nil {
 		return nil
@@ -26,6 +29,21 @@ func (s *Service) seed(ctx context.Context, c *Caller) error {
 	}
 	if err := s.accounts.Ledger.Seed(ctx, c.Project.ID, billing.USDPtrToNanos(c.Project.Balance), limits); err != nil {
 		return err
+	}
+	if ks := s.accounts.Keys; ks != nil {
+		for _, k := range c.Project.Keys {
+			err := ks.ImportKey(ctx, c.Project.ID, billing.HashKey(s.accounts.Pepper, k.Key), billing.ConfigKeyID(s.accounts.Pepper, k.Key))
+			switch {
+			case errors.Is(err, billing.ErrKeyConflict):
+				// The store knows the key under another project or id (a
+				// key moved between projects in the config): the config
+				// decides who it is, as authentication does; the store's
+				// record stays as the admin tool left it.
+				s.log.Warn("a config key is in the key store under another project or id", "project", c.Project.ID, "key_id", billing.ConfigKeyID(s.accounts.Pepper, k.Key))
+			case err != nil:
+				return err
+			}
+		}
 	}
 	s.seeded.Store(c.Project.ID, struct{}{})
 	return nil

@@ -141,7 +141,10 @@ type Emitter interface {
 // Accounts is the billing side.
 type Accounts struct {
 	Ledger billing.Ledger
-	// Pepper is mixed into config keys' ids.
+	// Keys, when set, gets each config key imported the first time its
+	// project is seeded (seed), so that the admin tool can revoke it.
+	Keys billing.KeyStore
+	// Pepper is mixed into config keys' ids and hashes.
 	Pepper []byte
 }
 

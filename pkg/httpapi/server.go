@@ -96,7 +96,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 		s.fin = gateway.NewFinisher(gateway.FinisherOptions{Log: s.log})
 	}
 	s.svc = gateway.New(gateway.Config{MaxInFlight: cfg.Server.MaxInFlight, RequestTimeout: cfg.Server.RequestTimeout.D()},
-		rt, opts.Idempotency, gateway.Accounts{Ledger: opts.Accounts.Ledger, Pepper: opts.Accounts.Pepper}, s.fin, s.log, s.now)
+		rt, opts.Idempotency, gateway.Accounts{Ledger: opts.Accounts.Ledger, Keys: opts.Accounts.Keys, Pepper: opts.Accounts.Pepper}, s.fin, s.log, s.now)
 	s.keys = make(map[[sha256.Size]byte]*principal)
 	for i := range cfg.Projects {
 		p := &cfg.Projects[i]
