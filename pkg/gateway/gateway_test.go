@@ -285,3 +285,65 @@ func TestBillRetryKeepsOnlyTheEntry(t *testing.T) {
 		fin.Drain(stopped)
 	}
 }
+
+// silentStore is a memory store that the service takes for one outside the
+// process, and whose reads for a retry (Load, Poll) never answer: a store
+// that stopped answering.
+type silentStore struct{ *memstore.Store }
+
+func (silentStore) InProcess() bool { return false }
+
+func (silentStore) Load(ctx context.Context, _ string, _ time.Time) (*idempotency.Record, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (silentStore) Poll(ctx context.Context, _, _ string, _ int, _ time.Time) (*idempotency.Record, int, error) {
+	<-ctx.Done()
+	return nil, 0, ctx.Err()
+}
+
+// TestRetryStoreReadTimeoutIsUnavailable: a retry whose read of the store
+// times out (its own bound, the store silent) is 503 store_unavailable;
+// only the retry's wait running out means the first request is still
+// running (409 idempotency_in_progress). Neither calls a provider.
+func TestRetryStoreReadTimeoutIsUnavailable(t *testing.T) {
+	cfg, rt, plan, chat, prov := cannedSetup(t)
+	for _, tc := range []struct {
+		name        string
+		wait, bound time.Duration
+		want        llm.Code
+	}{
+		{"a read times out", time.Hour, 20 * time.Millisecond, llm.CodeStoreUnavailable},
+		{"the wait runs out", 50 * time.Millisecond, time.Hour, llm.CodeInProgress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memstore.New(1 << 20)
+			caller := &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"}
+			req := &Request{ID: "req_retry", Caller: caller, Model: "m", Plan: plan, Chat: chat, Log: &Log{},
+				IdempotencyKey: "key-1", Fingerprint: "fp"}
+			// The first request runs on another instance.
+			first := idempotency.New(mem, idempotency.Config{}, nil, nil)
+			ident := idempotency.Identity(caller.Project.ID, caller.KeyHash, req.Scope+req.IdempotencyKey, req.Demand.String(), caller.Residency())
+			exec, rec, err := first.Begin(context.Background(), idempotency.Request{Key: ident, Fingerprint: "fp", RequestID: "req_first", Tenant: caller.Project.ID})
+			if err != nil || exec == nil || rec != nil {
+				t.Fatalf("the first request's Begin: exec %v, record %v, error %v", exec != nil, rec != nil, err)
+			}
+			defer exec.Abandon()
+
+			idem := idempotency.New(silentStore{mem}, idempotency.Config{StoreTimeout: tc.bound}, nil, nil)
+			fin := NewFinisher(FinisherOptions{})
+			svc := New(Config{RequestTimeout: tc.wait}, rt, idem, Accounts{}, fin, nil, nil)
+			w := &recordingWriter{}
+			calls := prov.calls.Load()
+			svc.Run(context.Background(), req, w, namedCodec{})
+			fin.Wait(context.Background())
+			if got := llm.AsError(w.err).Code; got != tc.want {
+				t.Errorf("the retry answered %q (%v), want %q", got, w.err, tc.want)
+			}
+			if n := prov.calls.Load() - calls; n != 0 {
+				t.Errorf("%d provider calls, want none", n)
+			}
+		})
+	}
+}

@@ -376,17 +376,17 @@ func (r *remote) next(ctx context.Context) (Event, error) {
 }
 
 // load and poll read the store for a retry, each read bounded on its own
-// (storeTimeout) unless the store is in this process, as every other call
+// (Config.StoreTimeout) unless the store is in this process, as every other call
 // the service makes: a store that stops answering (packets dropped, not
 // refused) costs a retry one bound, not the whole wait it was given.
 func (s *Service) load(ctx context.Context, key string, now time.Time) (*Record, error) {
-	lctx, cancel := storecall.Bound(ctx, storeTimeout, s.inProcess)
+	lctx, cancel := storecall.Bound(ctx, s.cfg.StoreTimeout, s.inProcess)
 	defer cancel()
 	return s.store.Load(lctx, key, now)
 }
 
 func (s *Service) poll(ctx context.Context, key, owner string, from int, now time.Time) (*Record, int, error) {
-	pctx, cancel := storecall.Bound(ctx, storeTimeout, s.inProcess)
+	pctx, cancel := storecall.Bound(ctx, s.cfg.StoreTimeout, s.inProcess)
 	defer cancel()
 	return s.store.Poll(pctx, key, owner, from, now)
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/buzzgate/buzzgate/internal/storecall"
 )
 
-// storeTimeout bounds one store call the service makes on its own behalf.
-const storeTimeout = 10 * time.Second
+// DefaultStoreTimeout bounds one store call the service makes on its own
+// behalf (Config.StoreTimeout).
+const DefaultStoreTimeout = 10 * time.Second
 
 // Config is the service's timing and size policy.
 type Config struct {
@@ -36,6 +37,11 @@ type Config struct {
 	// AppendInterval batches a running stream's events into one store write
 	// at most this often, for retries on other instances to join.
 	AppendInterval time.Duration
+	// StoreTimeout bounds each store call the service makes on its own (a
+	// reservation, a retry's reads), unless the store is in this process:
+	// a store that stops answering costs a call this long, not the wait
+	// it was given. DefaultStoreTimeout when <= 0.
+	StoreTimeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -56,6 +62,9 @@ func (c *Config) defaults() {
 	}
 	if c.AppendInterval <= 0 {
 		c.AppendInterval = 250 * time.Millisecond
+	}
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = DefaultStoreTimeout
 	}
 }
 
@@ -133,7 +142,7 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 	// The reservation is not cut short by the client going away: a write
 	// that lands after its caller gave up would hold the key with nobody
 	// running it.
-	rctx, cancel := storecall.Detached(ctx, storeTimeout, s.inProcess)
+	rctx, cancel := storecall.Detached(ctx, s.cfg.StoreTimeout, s.inProcess)
 	existing, err := s.store.Reserve(rctx, rec, now)
 	cancel()
 	if err != nil || existing != nil {
@@ -143,7 +152,7 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 			// it, best effort. Should that fail too, the record never
 			// started, so a retry takes it over once its lease lapsed.
 			if !errors.Is(err, ErrFull) {
-				rctx, cancel := storecall.Detached(ctx, storeTimeout, s.inProcess)
+				rctx, cancel := storecall.Detached(ctx, s.cfg.StoreTimeout, s.inProcess)
 				s.store.Release(rctx, key, owner)
 				cancel()
 			}
