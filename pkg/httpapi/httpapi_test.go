@@ -674,6 +674,16 @@ func TestMidStreamFailure(t *testing.T) {
 			if !usage {
 				t.Error("no usage chunk: what was produced must be reported and billed")
 			}
+			// The stream's last chunk (README, How a stream ends): the error's,
+			// where the SDKs stop reading; after an incomplete end the usage
+			// chunk, as after a finish.
+			wantLast := `"finish_reason":"error"`
+			if tt.want.finish == "incomplete" {
+				wantLast = `"usage":{`
+			}
+			if last := evs[len(evs)-1]; !strings.Contains(last, wantLast) {
+				t.Errorf("the stream's last chunk %s, want the one with %s", last, wantLast)
+			}
 			if diff := cmp.Diff([]int{1, 0}, g.calls()); diff != "" {
 				t.Errorf("no fallback after output (-want +got):\n%s", diff)
 			}
