@@ -84,6 +84,13 @@ type Request struct {
 	Scope          string
 	// IncludeUsage: the client asked for the stream's usage chunk.
 	IncludeUsage bool
+	// Resolve, when set, returns the whole request in Chat's place, from
+	// state outside its body (the Responses API's previous_response_id:
+	// the kept turn it continues). It runs after the idempotency lookup and
+	// before the balance check, so that a retry is answered from its key's
+	// record whatever became of that state; its error refuses the request
+	// as an invalid one would (a keyed request's record is released).
+	Resolve func(ctx context.Context) (*llm.ChatRequest, error)
 	// Log collects what the request's log line and metrics need.
 	Log *Log
 }
@@ -247,6 +254,10 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 	}
 	defer slot.release()
 	if req.IdempotencyKey == "" {
+		if err := s.resolve(ctx, req); err != nil {
+			w.Error(err)
+			return
+		}
 		if err := s.checkBalance(ctx, req.Caller); err != nil {
 			w.Error(err)
 			return
@@ -325,6 +336,19 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 	w.Error(&llm.Error{Code: llm.CodeInProgress, Message: "this Idempotency-Key's record keeps changing; retry with the same key", RetryAfter: time.Second})
 }
 
+// resolve completes req.Chat (Request.Resolve).
+func (s *Service) resolve(ctx context.Context, req *Request) error {
+	if req.Resolve == nil {
+		return nil
+	}
+	chat, err := req.Resolve(ctx)
+	if err != nil {
+		return err
+	}
+	req.Chat = chat
+	return nil
+}
+
 // runOwner runs a keyed request's first call. It outlives its client: it
 // runs to the end, records its answer and is billed even when the client
 // goes away, so that a retry gets the answer.
@@ -345,9 +369,15 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 			s.fin.do("idempotency tombstone", exec.Fail, exec.Abandon, s.idemLocal)
 		}
 	}()
-	// Balance and limits come after the lookup, so that a replay is served
-	// even once they are spent; a refusal here releases the record, and a
-	// retry with the key runs normally.
+	// The rest of the request, balance and limits come after the lookup,
+	// so that a replay is served even once they are gone or spent; a
+	// refusal here releases the record, and a retry with the key runs
+	// normally.
+	if err := s.resolve(ctx, req); err != nil {
+		s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
+		w.Error(err)
+		return
+	}
 	if err := s.checkBalance(ctx, req.Caller); err != nil {
 		s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
 		w.Error(err)

@@ -26,8 +26,11 @@ type clientAPI struct {
 	codec codecFunc
 	// prepare, when set, replaces decode and codec: for an API whose
 	// request needs more than its body (Responses: the kept turn of its
-	// previous_response_id) and whose codec depends on the request.
-	prepare func(ctx context.Context, p *principal, requestID string, body []byte) ([]byte, codecFunc, error)
+	// previous_response_id) and whose codec depends on the request. When
+	// the body alone is not the whole request, resolve returns the whole
+	// Chat Completions body; it runs after the idempotency lookup
+	// (gateway.Request.Resolve).
+	prepare func(p *principal, requestID string, body []byte) (chat []byte, codec codecFunc, resolve func(context.Context) ([]byte, error), err error)
 	// errorf writes an error in the API's envelope.
 	errorf func(w http.ResponseWriter, err error) int
 	// scope keeps this endpoint's idempotency records apart from the
@@ -51,8 +54,10 @@ var chatAPI = clientAPI{
 // contract: authentication, the body (read whole within
 // server.body_timeout, then admission, in gateway.Service.Run), request
 // validation (body, model, provider names), then the idempotency lookup,
-// then balance and limits, then routing. Whatever is refused before the
-// lookup stores nothing, so a retry with the same key runs normally.
+// then what the body refers to (a Responses previous_response_id's kept
+// turn: gateway.Request.Resolve), then balance and limits, then routing.
+// Whatever is refused before the lookup stores nothing, and a refusal after
+// it releases the key, so a retry with the same key runs normally.
 func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.Log, api clientAPI) {
 	fail := func(err error) { api.errorf(w, err) }
 	p, err := s.authenticateWith(r, api.apiKeyHeader)
@@ -67,9 +72,10 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		return
 	}
 	chatBody, mkCodec := body, api.codec
+	var resolve func(context.Context) ([]byte, error)
 	switch {
 	case api.prepare != nil:
-		chatBody, mkCodec, err = api.prepare(r.Context(), p, id, body)
+		chatBody, mkCodec, resolve, err = api.prepare(p, id, body)
 	case api.decode != nil:
 		chatBody, err = api.decode(body)
 	}
@@ -91,6 +97,15 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 	}
 	g := &gateway.Request{ID: id, Caller: &p.Caller, Model: req.Model, Plan: plan, Chat: req, Demand: demand,
 		IncludeUsage: req.IncludeUsage, Log: log, Scope: api.scope}
+	if resolve != nil {
+		g.Resolve = func(ctx context.Context) (*llm.ChatRequest, error) {
+			whole, err := resolve(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return llm.DecodeChatRequest(whole)
+		}
+	}
 	if keys := r.Header.Values(HeaderIdempotencyKey); len(keys) > 0 {
 		if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
 			fail(llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength))

@@ -739,3 +739,56 @@ func TestWaiterGivesBackItsSlot(t *testing.T) {
 	}
 	sameAnswer(t, first, waiter)
 }
+
+// TestResponsesReplayOutlivesPreviousTurn: a keyed Responses request that
+// continued a conversation (previous_response_id) answered; a retry with its
+// key and body, still inside the key's window, gets the stored answer,
+// though the turn it continued, kept earlier, is gone by then. The kept turn
+// is read after the idempotency lookup, by the first call only; before, the
+// retry read it first and answered 400 "previous response not found" for an
+// answer that was served and billed. A new request continuing a turn that
+// is gone is still a 400, and its key then runs normally.
+func TestResponsesReplayOutlivesPreviousTurn(t *testing.T) {
+	clock := testclock.New(time.Now())
+	g := newGateway(t, setup{now: clock.Now, extraYAML: "idempotency: {window: 1h}\n"})
+	url := g.url + "/api/v1/responses"
+
+	a := callPath(t, url, `{"model":"m","input":"Say hello"}`)
+	var r struct{ ID string }
+	if err := json.Unmarshal([]byte(a.body), &r); a.status != 200 || err != nil {
+		t.Fatalf("first turn: %d %s", a.status, a.body)
+	}
+	g.settle(t) // the turn is kept
+
+	clock.Advance(30 * time.Minute)
+	body := `{"model":"m","input":"And again","previous_response_id":"` + r.ID + `"}`
+	first := callPath(t, url, body, "Idempotency-Key", key(t))
+	if first.status != 200 {
+		t.Fatalf("second turn: %d %s", first.status, first.body)
+	}
+	g.settle(t)
+	if msgs := g.ups[0].Requests()[1].JSON["messages"].([]any); len(msgs) != 3 {
+		t.Errorf("the second turn's upstream messages %v: want the first turn's two and this one", msgs)
+	}
+
+	// The first turn's window has ended; the keyed second turn's has not.
+	clock.Advance(31 * time.Minute)
+	again := callPath(t, url, body, "Idempotency-Key", key(t))
+	if again.status != 200 || again.replayed != "true" || again.reqID != first.reqID || again.body != first.body {
+		t.Errorf("a retry of an answered keyed request inside its window: %d replayed=%q %s\nwant the stored answer (200, Idempotency-Replayed: true, x-request-id %s)",
+			again.status, again.replayed, again.body, first.reqID)
+	}
+	gone := callPath(t, url, body, "Idempotency-Key", key(t)+"-new")
+	if gone.status != 400 || !strings.Contains(gone.body, "previous_response_id") {
+		t.Errorf("a new request continuing a turn no longer kept: %d %s, want 400 on previous_response_id", gone.status, gone.body)
+	}
+	if calls := g.ups[0].Calls(); calls != 2 {
+		t.Errorf("upstream calls %d, want 2", calls)
+	}
+	g.settle(t)
+	// The refusal released the key: it runs another request (kept, its
+	// record would answer 409).
+	if ran := callPath(t, url, `{"model":"m","input":"Fresh"}`, "Idempotency-Key", key(t)+"-new"); ran.status != 200 || ran.replayed != "" {
+		t.Errorf("the refused key, on another request: %d replayed=%q %s", ran.status, ran.replayed, ran.body)
+	}
+}

@@ -40,36 +40,51 @@ func (s *Server) responsesAPI() clientAPI {
 	}
 }
 
-// prepareResponses decodes a Responses request, continuing from its
-// previous_response_id's kept turn, and returns its codec, which keeps the
-// new turn (unless store is false) right after the answer is priced.
-func (s *Server) prepareResponses(ctx context.Context, p *principal, id string, body []byte) ([]byte, codecFunc, error) {
+// prepareResponses decodes a Responses request and returns its codec, which
+// keeps the new turn (unless store is false) right after the answer is
+// priced. A request with a previous_response_id continues the kept turn of
+// that response: resolve reads it and returns the whole conversation, after
+// the idempotency lookup, so that a retry of a keyed request that answered
+// gets its stored answer even once that turn is no longer kept (its window
+// ends before the retry's record's).
+func (s *Server) prepareResponses(p *principal, id string, body []byte) ([]byte, codecFunc, func(context.Context) ([]byte, error), error) {
 	rr, err := decodeResponses(body, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	if rr.PreviousResponseID != "" && s.idem == nil {
+		return nil, nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
+	}
+	// prior is the conversation before this turn, set by resolve; the
+	// codec's turn keeping reads it once the answer is in.
 	var prior []json.RawMessage
+	var resolve func(context.Context) ([]byte, error)
+	chat := rr.Chat
 	if rr.PreviousResponseID != "" {
-		if s.idem == nil {
-			return nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
+		if chat, err = rr.preview(); err != nil {
+			return nil, nil, nil, err
 		}
-		raw, err := s.idem.Kept(ctx, turnKey(p.Project.ID, rr.PreviousResponseID))
-		switch {
-		case errors.Is(err, idempotency.ErrNotFound):
-			return nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "previous response %q not found (responses are kept for the idempotency window)", sanitize(rr.PreviousResponseID))
-		case err != nil:
-			return nil, nil, storeUnavailable(err)
-		}
-		var t turn
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, nil, storeUnavailable(err)
-		}
-		prior = t.Messages
-		if prior == nil {
-			prior = []json.RawMessage{}
-		}
-		if rr, err = decodeResponses(body, prior); err != nil {
-			return nil, nil, err
+		resolve = func(ctx context.Context) ([]byte, error) {
+			raw, err := s.idem.Kept(ctx, turnKey(p.Project.ID, rr.PreviousResponseID))
+			switch {
+			case errors.Is(err, idempotency.ErrNotFound):
+				return nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "previous response %q not found (responses are kept for the idempotency window)", sanitize(rr.PreviousResponseID))
+			case err != nil:
+				return nil, storeUnavailable(err)
+			}
+			var t turn
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return nil, storeUnavailable(err)
+			}
+			prior = t.Messages
+			if prior == nil {
+				prior = []json.RawMessage{}
+			}
+			whole, err := decodeResponses(body, prior)
+			if err != nil {
+				return nil, err
+			}
+			return whole.Chat, nil
 		}
 	}
 	mk := func(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
@@ -88,7 +103,7 @@ func (s *Server) prepareResponses(ctx context.Context, p *principal, id string, 
 		}
 		return c
 	}
-	return rr.Chat, mk, nil
+	return chat, mk, resolve, nil
 }
 
 func storeUnavailable(err error) error {

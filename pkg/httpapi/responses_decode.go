@@ -167,6 +167,22 @@ func decodeResponses(body []byte, prior []json.RawMessage) (*responsesRequest, e
 	return r, nil
 }
 
+// preview is the Chat Completions body of a request that continues a kept
+// turn (previous_response_id) before that turn is read: one empty user
+// message stands in for the conversation, and the function call outputs
+// are not matched to their calls yet. It serves what comes before the
+// idempotency lookup (the request's settings: its model, routing, data
+// demand, stream); it is never sent upstream, since build with the
+// turn's messages (decodeResponses with its prior) replaces it.
+func (r *responsesRequest) preview() ([]byte, error) {
+	stand := *r
+	stand.pending = nil
+	if err := stand.build([]json.RawMessage{json.RawMessage(`{"role":"user","content":""}`)}); err != nil {
+		return nil, err
+	}
+	return stand.Chat, nil
+}
+
 // parseResponses validates a Responses request body and translates all of
 // it but the messages before this turn's; Chat is left nil until build.
 func parseResponses(body []byte) (*responsesRequest, error) {
