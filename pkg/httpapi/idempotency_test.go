@@ -3,11 +3,13 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -790,5 +792,44 @@ func TestResponsesReplayOutlivesPreviousTurn(t *testing.T) {
 	// record would answer 409).
 	if ran := callPath(t, url, `{"model":"m","input":"Fresh"}`, "Idempotency-Key", key(t)+"-new"); ran.status != 200 || ran.replayed != "" {
 		t.Errorf("the refused key, on another request: %d replayed=%q %s", ran.status, ran.replayed, ran.body)
+	}
+}
+
+// loadFails is an idempotency store whose reads fail while fail is set.
+type loadFails struct {
+	idempotency.Store
+	fail atomic.Bool
+}
+
+func (s *loadFails) Load(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
+	if s.fail.Load() {
+		return nil, errors.New("store unreachable")
+	}
+	return s.Store.Load(ctx, key, now)
+}
+
+// TestResponsesPreviousTurnStoreDown: a previous_response_id whose kept turn
+// cannot be read (the store failing) is 503 idempotency_store_unavailable
+// with a Retry-After, as every other 503 of the store is; once the store is
+// back, the same request continues the turn.
+func TestResponsesPreviousTurnStoreDown(t *testing.T) {
+	store := &loadFails{Store: memstore.New(1 << 20)}
+	g := newGateway(t, setup{store: store})
+	url := g.url + "/api/v1/responses"
+	a := callPath(t, url, `{"model":"m","input":"Say hello"}`)
+	var r struct{ ID string }
+	if err := json.Unmarshal([]byte(a.body), &r); a.status != 200 || err != nil {
+		t.Fatalf("first turn: %d %s", a.status, a.body)
+	}
+	g.settle(t)
+	body := `{"model":"m","input":"And again","previous_response_id":"` + r.ID + `"}`
+	store.fail.Store(true)
+	down := callPath(t, url, body)
+	if down.status != 503 || down.code != "idempotency_store_unavailable" || down.header.Get("Retry-After") == "" {
+		t.Errorf("the kept turn unreadable: %d %q Retry-After %q, want 503 idempotency_store_unavailable with a Retry-After", down.status, down.code, down.header.Get("Retry-After"))
+	}
+	store.fail.Store(false)
+	if up := callPath(t, url, body); up.status != 200 {
+		t.Errorf("the store back: %d %s", up.status, up.body)
 	}
 }

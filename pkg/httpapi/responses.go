@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -107,7 +108,7 @@ func (s *Server) prepareResponses(p *principal, id string, body []byte) ([]byte,
 }
 
 func storeUnavailable(err error) error {
-	return &llm.Error{Code: llm.CodeStoreUnavailable, Message: "the idempotency store cannot be reached; retry shortly", Cause: err}
+	return &llm.Error{Code: llm.CodeStoreUnavailable, Message: "the idempotency store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
 }
 
 // getResponse serves GET /api/v1/responses/{id}: a kept response of the

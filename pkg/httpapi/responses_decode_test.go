@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -656,6 +657,13 @@ func FuzzDecodeResponses(f *testing.F) {
 		if r.Chat != nil {
 			t.Fatalf("Chat %s before prior was loaded", r.Chat)
 		}
+		// The stand-in before the lookup is always a request, with the
+		// settings of the whole one.
+		pv, err := r.preview()
+		if err != nil {
+			t.Fatalf("preview: %v", err)
+		}
+		check(pv)
 		if err := r.build(prior); err != nil {
 			var e *llm.Error
 			if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
@@ -664,5 +672,15 @@ func FuzzDecodeResponses(f *testing.F) {
 			return
 		}
 		check(r.Chat)
+		settings := func(chat []byte) string {
+			req, err := llm.DecodeChatRequest(chat)
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			return fmt.Sprintf("%q %q %v %v %+v %+v %v", req.Model, req.Suffix, req.Stream, req.IncludeUsage, req.Gateway, req.Provider, req.Demand(llm.DataDemand(0)))
+		}
+		if a, b := settings(pv), settings(r.Chat); a != b {
+			t.Fatalf("the preview's settings %s, the request's %s", a, b)
+		}
 	})
 }
