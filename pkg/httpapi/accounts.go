@@ -132,6 +132,18 @@ func (s *Server) usage(w *recorder, r *http.Request) {
 	if from.IsZero() {
 		from = to.Add(-24 * time.Hour)
 	}
+	// The answer names both times in UTC, in JSON, which has no year
+	// outside 0000 to 9999: a time that leaves them (an offset, or the
+	// default from, a day before to) is the caller's mistake, not a 500.
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"from", from}, {"to", to}} {
+		if y := f.t.UTC().Year(); y < 0 || y > 9999 {
+			writeError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must fall within the years 0000 to 9999 in UTC (from defaults to 24 hours before to)", f.name))
+			return
+		}
+	}
 	if !from.Before(to) {
 		writeError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be before to"))
 		return

@@ -120,15 +120,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", id)
 	start := s.now()
 	rec := &recorder{ResponseWriter: w}
+	// Errors are written in the envelope of the API the path belongs to,
+	// the Messages API's own under its prefix (its unknown subpaths and a
+	// panic included).
+	errorf := writeError
+	if r.URL.Path == "/api/v1/messages" || strings.HasPrefix(r.URL.Path, "/api/v1/messages/") {
+		errorf = writeAnthropicError
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
 			s.log.Error("panic serving request", "request_id", id, "panic", v)
-			if !rec.wrote {
-				rec.status = writeError(rec, errors.New("panic"))
+			if rec.wrote {
+				// Too late for a status: the response must break off, as
+				// for a dropped client (wire.Abort), never end as if it
+				// were whole.
+				panic(http.ErrAbortHandler)
 			}
+			rec.status = errorf(rec, errors.New("panic"))
 		}
 	}()
 	defer func() {
@@ -156,7 +167,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/api/v1/messages":
 		if r.Method != http.MethodPost {
 			rec.Header().Set("Allow", http.MethodPost)
-			writeAnthropicError(rec, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use POST"))
+			errorf(rec, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use POST"))
 			break
 		}
 		info.chat = true
@@ -198,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.getResponse(rec, r)
 			break
 		}
-		writeError(rec, llm.Errorf(llm.CodeNotFound, "", "no such endpoint: %s %s", r.Method, sanitize(r.URL.Path)))
+		errorf(rec, llm.Errorf(llm.CodeNotFound, "", "no such endpoint: %s %s", r.Method, sanitize(r.URL.Path)))
 	}
 	status := rec.status
 	if status == 0 {
