@@ -46,6 +46,16 @@ type ReadyStream interface {
 	Ready() bool
 }
 
+// UsageReporter is a ChunkStream that can tell the usage its provider
+// reported so far, before its usage chunk or without one (an Anthropic
+// stream reports the prompt's tokens at its start): a stream that breaks
+// off before its end is then billed on those counts, not on an estimate.
+// It returns nil when nothing was reported; a usage chunk, once read,
+// supersedes it.
+type UsageReporter interface {
+	UsageSoFar() json.RawMessage
+}
+
 // Chunk is one chat.completion.chunk. Raw is the JSON object exactly as the
 // upstream sent it (the SSE data payload), so that fields the gateway does
 // not know pass through untouched; the other fields are what the gateway

@@ -69,6 +69,25 @@ func (h *Health) Failure(name string) {
 	}
 }
 
+// Timeout records a call that produced no output within the provider's
+// first-token timeout d: a failure, and a latency sample of d, so that the
+// latency and throughput sorts take the provider for measured and slow, not
+// for unmeasured (which they try first).
+func (h *Health) Timeout(name string, d time.Duration) {
+	h.Failure(name)
+	if d <= 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.get(name)
+	if s.latency == 0 {
+		s.latency = d
+	} else {
+		s.latency = (s.latency*4 + d) / 5
+	}
+}
+
 // Success records a call that produced output, with its time to first output.
 func (h *Health) Success(name string, firstOutput time.Duration) {
 	h.mu.Lock()

@@ -276,6 +276,8 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 			nThrottle++
 			hint = max(hint, pe.RetryAfter)
 			throttled = append(throttled, i)
+		case llm.FailTimeout:
+			r.health.Timeout(c.Route.Provider, c.Provider.FirstTokenTimeout.D())
 		default:
 			r.health.Failure(c.Route.Provider)
 		}
@@ -514,6 +516,7 @@ func (a *Answer) Next() (llm.Chunk, error) {
 			}
 			return ch, nil
 		}
+		var pe *llm.ProviderError
 		switch {
 		case errors.Is(err, io.EOF):
 			a.err = io.EOF
@@ -523,8 +526,13 @@ func (a *Answer) Next() (llm.Chunk, error) {
 			} else {
 				a.err = ErrIncomplete
 			}
+		case a.finished && errors.As(err, &pe):
+			// The provider finished its answer (a finish_reason) and then
+			// failed before its end marker: a reset, an error event. The
+			// answer is whole, as after a clean close: keep it, and do not
+			// hold the failure against the provider.
+			a.err = io.EOF
 		default:
-			var pe *llm.ProviderError
 			if errors.As(err, &pe) {
 				a.health.Failure(a.Provider)
 			}
@@ -541,21 +549,34 @@ func (a *Answer) Next() (llm.Chunk, error) {
 
 // Usage is the answer's usage with its cost at the route's prices: the
 // provider's own counts, or an estimate when it sent none (a stream that
-// broke off is billed for what it produced).
+// broke off is billed for what it produced). A stream that ended before its
+// end with counts reported so far (an Anthropic upstream reports the
+// prompt's at its start) keeps them, its completion counted as the larger
+// of the reported and the estimated.
 func (a *Answer) Usage() llm.Usage {
 	var u llm.Usage
-	if a.usage != nil {
-		if parsed, err := llm.ParseUsage(a.usage); err == nil {
+	raw := a.usage
+	if ur, ok := a.stream.(llm.UsageReporter); ok && raw == nil {
+		raw = ur.UsageSoFar()
+	}
+	if raw != nil {
+		if parsed, err := llm.ParseUsage(raw); err == nil {
 			u = parsed
 		}
 	}
-	if u.PromptTokens == 0 && u.CompletionTokens == 0 {
+	switch {
+	case u.PromptTokens == 0 && u.CompletionTokens == 0:
 		u = llm.Usage{
 			PromptTokens:     llm.EstimateTokens(a.promptBytes),
 			CompletionTokens: llm.EstimateTokens(a.textLen),
 			Estimated:        true,
 		}
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	case a.err != io.EOF:
+		if est := llm.EstimateTokens(a.textLen); est > u.CompletionTokens {
+			u.CompletionTokens, u.Estimated = est, true
+			u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		}
 	}
 	u.Cost = llm.Cost(u.PromptTokens, u.CompletionTokens, a.Route.InputPrice, a.Route.OutputPrice)
 	return u

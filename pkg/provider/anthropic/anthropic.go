@@ -202,6 +202,9 @@ func (s *stream) Next() (llm.Chunk, error) {
 	}
 }
 
+// UsageSoFar implements llm.UsageReporter.
+func (s *stream) UsageSoFar() json.RawMessage { return s.dec.UsageSoFar() }
+
 // readJSON decodes a whole Message answer into pending chunks.
 func (s *stream) readJSON() error {
 	body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))

@@ -257,6 +257,16 @@ func (d *Decoder) addUsage(u *eventUsage) {
 	set(&d.usage.cacheRead, u.CacheReadInputTokens)
 }
 
+// UsageSoFar is the usage reported by the events decoded so far (the
+// counts of message_start, then message_delta's), as a usage chunk would
+// carry it, or nil when none was reported.
+func (d *Decoder) UsageSoFar() json.RawMessage {
+	if !d.sawUsage {
+		return nil
+	}
+	return d.usageJSON()
+}
+
 func (d *Decoder) usageJSON() json.RawMessage {
 	u := d.usage
 	prompt := u.input + u.cacheCreate + u.cacheRead
