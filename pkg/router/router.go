@@ -516,7 +516,6 @@ func (a *Answer) Next() (llm.Chunk, error) {
 			}
 			return ch, nil
 		}
-		var pe *llm.ProviderError
 		switch {
 		case errors.Is(err, io.EOF):
 			a.err = io.EOF
@@ -526,14 +525,14 @@ func (a *Answer) Next() (llm.Chunk, error) {
 			} else {
 				a.err = ErrIncomplete
 			}
-		case a.finished && errors.As(err, &pe):
+		case a.finished && isProviderError(err):
 			// The provider finished its answer (a finish_reason) and then
 			// failed before its end marker: a reset, an error event. The
 			// answer is whole, as after a clean close: keep it, and do not
 			// hold the failure against the provider.
 			a.err = io.EOF
 		default:
-			if errors.As(err, &pe) {
+			if isProviderError(err) {
 				a.health.Failure(a.Provider)
 			}
 			a.err = err
@@ -545,6 +544,15 @@ func (a *Answer) Next() (llm.Chunk, error) {
 		}
 	}
 	return llm.Chunk{}, a.err
+}
+
+// isProviderError reports whether err is a failure of the provider (a
+// *llm.ProviderError), not the request's own context ending. (Its own
+// function: the pointer errors.As takes escapes, an allocation wherever it
+// is declared.)
+func isProviderError(err error) bool {
+	var pe *llm.ProviderError
+	return errors.As(err, &pe)
 }
 
 // Usage is the answer's usage with its cost at the route's prices: the
