@@ -228,9 +228,9 @@ type Execution struct {
 	amu        sync.Mutex
 	appended   int // events already appended to the store
 	seq        int
-	lastAppend time.Time
 	appendErr  bool
-	appendSig  chan struct{}
+	appendSig  chan struct{} // an event is waiting (buffered, one)
+	appendQuit chan struct{} // closed when the record ends
 	appendDone chan struct{}
 	appendStop sync.Once
 
@@ -351,28 +351,39 @@ func (e *Execution) Event(ctx context.Context, ev Event) {
 	e.events = append(e.events, ev)
 	e.amu.Unlock()
 	e.flight.update(func(f *flight) { f.events = append(f.events, ev) })
-	if now := e.svc.now(); now.Sub(e.lastAppend) >= e.svc.cfg.AppendInterval {
-		e.lastAppend = now
-		if e.appendSig == nil {
-			e.appendSig, e.appendDone = make(chan struct{}, 1), make(chan struct{})
-			go e.appender()
-		}
-		select {
-		case e.appendSig <- struct{}{}:
-		default: // a batch is being written; the next takes these too
-		}
+	if e.appendSig == nil {
+		e.appendSig, e.appendQuit, e.appendDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		go e.appender()
+	}
+	select {
+	case e.appendSig <- struct{}{}:
+	default: // already signalled: the next batch takes this one too
 	}
 }
 
 // appendTimeout bounds one batch's write.
 const appendTimeout = 5 * time.Second
 
-// appender writes the events not yet in the store, a batch per signal. A
-// failure is logged and stops the appends: it only costs remote joiners
-// their live view (the answer is still stored whole at the end).
+// appender writes the events not yet in the store, a batch per signal,
+// and at most one batch per AppendInterval: a batch waits until the
+// interval since the one before it has passed, and a signal left meanwhile
+// starts it with every event since. So the tail of a burst reaches the store one interval after
+// the batch before it, even when the provider then pauses (an event that
+// only woke the appender once the interval had passed waited for the next
+// event, the pause's whole length). A failure is logged and stops the
+// appends: it only costs remote joiners their live view (the answer is
+// still stored whole at the end).
 func (e *Execution) appender() {
 	defer close(e.appendDone)
+	pace := time.NewTimer(0)
+	defer pace.Stop()
 	for range e.appendSig {
+		select {
+		case <-e.appendQuit:
+			return
+		case <-pace.C:
+			pace.Reset(e.svc.cfg.AppendInterval) // the next batch waits until then
+		}
 		e.amu.Lock()
 		if e.appendErr || e.tooLarge || e.appended == len(e.events) {
 			e.amu.Unlock()
@@ -404,6 +415,7 @@ func (e *Execution) appender() {
 func (e *Execution) stopAppender() {
 	e.appendStop.Do(func() {
 		if e.appendSig != nil {
+			close(e.appendQuit) // no batch waits out its interval now
 			close(e.appendSig)
 			<-e.appendDone
 		}

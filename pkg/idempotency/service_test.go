@@ -496,6 +496,43 @@ func TestRemoteJoin(t *testing.T) {
 	}
 }
 
+// TestRemoteJoinSeesABurstsTail: a joiner on another instance gets the last
+// events of a burst while the provider pauses after it, one append interval
+// later at most. Before, events within the interval of the last append
+// waited for the provider's next event: here, one that never comes while
+// the joiner waits (it read e0, appended at once; e1 and e2 follow within
+// the second-long interval, then nothing).
+func TestRemoteJoinSeesABurstsTail(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New(1 << 20)
+	owner := idempotency.New(store, idempotency.Config{AppendInterval: time.Second}, nil, nil)
+	joiner := idempotency.New(store, idempotency.Config{PollInterval: time.Millisecond}, nil, nil)
+	exec := mustBegin(t, owner, req("k", "fp", "req_1"))
+	defer exec.Abandon()
+	exec.Start(200, map[string]string{"Content-Type": "text/event-stream"}, true)
+	exec.Event(ctx, idempotency.Event{Data: []byte("e0")})
+	r, err := joiner.Serve(ctx, mustFind(t, joiner, req("k", "fp", "req_2")), idempotency.Retry{Fingerprint: "fp"})
+	if err != nil || !r.Stream {
+		t.Fatalf("remote join: %+v %v", r, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	next := func(have []string) []string {
+		ev, err := r.Next(wctx)
+		if err != nil {
+			t.Fatalf("the joiner got %v, then %v, while the provider paused", have, err)
+		}
+		return append(have, string(ev.Data))
+	}
+	got := next(nil)
+	exec.Event(ctx, idempotency.Event{Data: []byte("e1")})
+	exec.Event(ctx, idempotency.Event{Data: []byte("e2")})
+	got = next(next(got))
+	if fmt.Sprint(got) != "[e0 e1 e2]" {
+		t.Fatalf("joined events %v, want [e0 e1 e2]", got)
+	}
+}
+
 // A memory store without room refuses the reservation: Begin's error is
 // both ErrUnavailable (a 503) and ErrFull, and nothing is left behind.
 func TestBeginWhenStoreFull(t *testing.T) {
