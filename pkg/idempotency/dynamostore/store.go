@@ -295,15 +295,26 @@ func (s *Store) Load(ctx context.Context, key string, now time.Time) (*idempoten
 	if key == "" {
 		return nil, idempotency.ErrNotFound
 	}
-	items, err := s.items(ctx, key)
+	items, pages, err := s.items(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return assemble(key, items, now)
+	rec, err := assemble(key, items, now)
+	if err != nil && !errors.Is(err, idempotency.ErrNotFound) && pages > 1 {
+		// A Query of several pages is no snapshot: the owner may have
+		// written its parts (which sort before the record item) and
+		// completed the record between two pages, so that the record
+		// names parts this read passed over. Read it again, once.
+		if items, _, err = s.items(ctx, key); err != nil {
+			return nil, err
+		}
+		return assemble(key, items, now)
+	}
+	return rec, err
 }
 
-// items reads every item of key (consistently).
-func (s *Store) items(ctx context.Context, key string) ([]map[string]types.AttributeValue, error) {
+// items reads every item of key (consistently), in pages of the Query.
+func (s *Store) items(ctx context.Context, key string) (items []map[string]types.AttributeValue, pages int, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		ConsistentRead:           aws.Bool(true),
@@ -314,15 +325,15 @@ func (s *Store) items(ctx context.Context, key string) ([]map[string]types.Attri
 			":prefix": attrS(SKPrefix),
 		},
 	}
-	var items []map[string]types.AttributeValue
 	for {
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
-			return nil, unavailable("Query", err)
+			return nil, pages, unavailable("Query", err)
 		}
+		pages++
 		items = append(items, out.Items...)
 		if len(out.LastEvaluatedKey) == 0 {
-			return items, nil
+			return items, pages, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
@@ -770,7 +781,7 @@ func (s *Store) ownership(ctx context.Context, key, owner string) (ownerInfo, er
 		}
 		return info, nil
 	}
-	items, err := s.items(ctx, key)
+	items, _, err := s.items(ctx, key)
 	if err != nil {
 		return ownerInfo{}, err
 	}
