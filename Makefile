@@ -45,13 +45,19 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/api ./functions/api
 
-# SAM's BuildMethod: makefile calls build-<LogicalId> with ARTIFACTS_DIR set.
+# SAM's BuildMethod: makefile calls build-<LogicalId> with ARTIFACTS_DIR set;
+# by hand, without it, the artifacts go under bin/ (never the file system's
+# root).
+build-ApiFunction: ARTIFACTS_DIR ?= $(CURDIR)/bin/arm64
 build-ApiFunction:
+	mkdir -p $(ARTIFACTS_DIR)
 	GOOS=linux GOARCH=arm64 $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 	cp deploy/config.yaml $(ARTIFACTS_DIR)/config.yaml
 
 # The scheduled billing sweep (no config file: it only reconciles the ledger).
+build-SweepFunction: ARTIFACTS_DIR ?= $(CURDIR)/bin/sweep-arm64
 build-SweepFunction:
+	mkdir -p $(ARTIFACTS_DIR)
 	GOOS=linux GOARCH=arm64 $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweep
 
 # The admin tool for accounts and keys, e.g. make admin ARGS="show --project acme".

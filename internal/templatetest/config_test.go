@@ -60,14 +60,16 @@ func TestBuildShipsConfig(t *testing.T) {
 	}
 }
 
-// targetRecipe returns the recipe lines of a Makefile target.
+// targetRecipe returns the recipe lines of a Makefile target (of its rule
+// with a recipe: a target-specific variable's line has none).
 func targetRecipe(makefile, target string) string {
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:.*\n((?:\t.*\n?)*)`)
-	m := re.FindStringSubmatch(makefile)
-	if m == nil {
-		return ""
+	for _, m := range re.FindAllStringSubmatch(makefile, -1) {
+		if m[1] != "" {
+			return m[1]
+		}
 	}
-	return m[1]
+	return ""
 }
 
 // TestSamconfigBuildsWithoutCache: SAM's build cache keys on a hash of the
