@@ -477,7 +477,7 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 // JoinBroken ends a joined stream that cannot go on with the same error
 // event as a provider failure after the start.
 func (c *messagesCodec) JoinBroken(reason string) idempotency.Event {
-	b, _ := json.Marshal(anthropicEnvelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason}, "api_error"))
+	b, _ := json.Marshal(anthropicEnvelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason}, "idempotency_error"))
 	return idempotency.Event{Name: "error", Data: b}
 }
 
@@ -515,7 +515,14 @@ func anthropicErrorType(status int) string {
 func writeAnthropicError(w http.ResponseWriter, err error) int {
 	e := llm.AsError(err)
 	status := errorHead(w, err)
-	body := anthropicEnvelope(e, anthropicErrorType(status))
+	typ := anthropicErrorType(status)
+	if k := kindOf(e.Code); k.typ == "idempotency_error" {
+		// DESIGN.md pins this type for the idempotency errors on every
+		// API; the Anthropic SDKs choose their exception by the status
+		// (409: ConflictError), not by the type.
+		typ = k.typ
+	}
+	body := anthropicEnvelope(e, typ)
 	if id := w.Header().Get("X-Request-Id"); id != "" {
 		body.RequestID = &id
 	}

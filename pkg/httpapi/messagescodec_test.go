@@ -356,7 +356,7 @@ func TestMessagesStreamCanceled(t *testing.T) {
 
 func TestMessagesJoinBroken(t *testing.T) {
 	ev := (&messagesCodec{}).JoinBroken("the original answer is no longer available")
-	want := idempotency.Event{Name: "error", Data: []byte(`{"type":"error","error":{"type":"api_error","message":"the original answer is no longer available","code":"idempotency_replay_unavailable"}}`)}
+	want := idempotency.Event{Name: "error", Data: []byte(`{"type":"error","error":{"type":"idempotency_error","message":"the original answer is no longer available","code":"idempotency_replay_unavailable"}}`)}
 	if diff := cmp.Diff(want, ev); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -378,7 +378,9 @@ func TestAnthropicErrors(t *testing.T) {
 		{llm.Errorf(llm.CodeModelNotFound, "model", "no such model"), 404, nil,
 			`{"type":"error","error":{"type":"not_found_error","message":"no such model","code":"model_not_found","param":"model"},"request_id":"req_0123abcd"}`},
 		{llm.Errorf(llm.CodeIdempotencyConflict, "", "key reused"), 409, map[string]string{"X-Should-Retry": "false"},
-			`{"type":"error","error":{"type":"invalid_request_error","message":"key reused","code":"idempotency_conflict"},"request_id":"req_0123abcd"}`},
+			`{"type":"error","error":{"type":"idempotency_error","message":"key reused","code":"idempotency_conflict"},"request_id":"req_0123abcd"}`},
+		{&llm.Error{Code: llm.CodeStoreUnavailable, Message: "store down", RetryAfter: time.Second}, 503, map[string]string{"Retry-After": "1"},
+			`{"type":"error","error":{"type":"idempotency_error","message":"store down","code":"idempotency_store_unavailable"},"request_id":"req_0123abcd"}`},
 		{llm.Errorf(llm.CodeRequestTooLarge, "", "too big"), 413, nil,
 			`{"type":"error","error":{"type":"request_too_large","message":"too big","code":"request_too_large"},"request_id":"req_0123abcd"}`},
 		{&llm.Error{Code: llm.CodeCapacity, Message: "busy", RetryAfter: 1500 * time.Millisecond}, 429, map[string]string{"Retry-After": "2", "X-Gateway-Admission-Refused": "true"},
