@@ -55,6 +55,25 @@ func (h *Health) Live(name string) bool {
 	return s == nil || !h.now().Before(s.downUntil)
 }
 
+// RetryIn is how long until the first of names is out of its cool-down
+// (0 when one is live now).
+func (h *Health) RetryIn(names ...string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	var soonest time.Duration = -1
+	for _, n := range names {
+		s := h.state[n]
+		if s == nil || !now.Before(s.downUntil) {
+			return 0
+		}
+		if d := s.downUntil.Sub(now); soonest < 0 || d < soonest {
+			soonest = d
+		}
+	}
+	return max(soonest, 0)
+}
+
 // Failure records a failed call. The threshold-th failure in a row starts a
 // cool-down; after it the provider is live again but one more failure sends
 // it straight back (half-open).

@@ -233,7 +233,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		}
 	}
 	if !live {
-		return nil, nil, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", plan.Model.ID), RetryAfter: r.cfg.Health.Cooldown.D()}
+		return nil, nil, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", plan.Model.ID), RetryAfter: r.retryIn(plan)}
 	}
 
 	var (
@@ -323,11 +323,22 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	case ctx.Err() != nil:
 		return nil, attempts, r.ctxError(ctx.Err())
 	case len(attempts) == 0:
-		return nil, attempts, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", plan.Model.ID), RetryAfter: r.cfg.Health.Cooldown.D()}
+		return nil, attempts, &llm.Error{Code: llm.CodeNoLiveProvider, Message: fmt.Sprintf("no provider of model %q is live; try again shortly", plan.Model.ID), RetryAfter: r.retryIn(plan)}
 	case nThrottle == len(attempts):
 		return nil, attempts, &llm.Error{Code: llm.CodeUnavailableRoute, Message: fmt.Sprintf("every provider of model %q that was tried is throttled", plan.Model.ID), RetryAfter: max(hint, backoff, time.Second)}
 	}
 	return nil, attempts, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: fmt.Sprintf("every provider of model %q that was tried failed (%d calls)", plan.Model.ID, len(attempts))}
+}
+
+// retryIn is the Retry-After of a 503 no_live_provider: the time left until
+// the first of the plan's providers is out of its cool-down (a second at
+// least), not the whole cool-down.
+func (r *Router) retryIn(plan *Plan) time.Duration {
+	names := make([]string, len(plan.Candidates))
+	for i, c := range plan.Candidates {
+		names[i] = c.Route.Provider
+	}
+	return max(r.health.RetryIn(names...), time.Second)
 }
 
 // ctxError turns the end of the request's context into its error: the

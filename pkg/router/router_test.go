@@ -408,7 +408,12 @@ func TestHealthCooldown(t *testing.T) {
 	if diff := cmp.Diff(before, w.calls()); diff != "" {
 		t.Errorf("a request refused for health called providers (-before +after):\n%s", diff)
 	}
-	now = now.Add(61 * time.Second)
+	// Retry-After is the time left of the cool-down, not all of it.
+	now = now.Add(45 * time.Second)
+	if _, err := run(w.r, req, Policy{}); llm.AsError(err).RetryAfter != 15*time.Second {
+		t.Errorf("45 s into a 60 s cool-down: %v, retry-after %v; want 15s", err, llm.AsError(err).RetryAfter)
+	}
+	now = now.Add(16 * time.Second)
 	if _, err := run(w.r, req, Policy{}); llm.AsError(err).Code != llm.CodeAllProvidersFailed {
 		t.Errorf("after the cool-down the providers are called again; got %v", err)
 	}
