@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -557,6 +558,16 @@ func mdToolUse(m map[string]json.RawMessage, at string) (mdToolCall, error) {
 	}
 	if raw[0] != '{' {
 		return c, mdInvalid(at+".input", "%s.input must be an object", at)
+	}
+	// The arguments are text the model reads as it is written: they are
+	// the input's canonical form (the Idempotency-Key fingerprint's), so
+	// that two bodies with one fingerprint show the model the same text
+	// (1e2 or 100, a key order, an escape). An input without one (a
+	// duplicate key, a number out of range: a keyed request with it is
+	// refused before this) is compacted as written.
+	if canon, err := canonjson.Canonicalize(raw); err == nil {
+		c.Function.Arguments = string(canon)
+		return c, nil
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {

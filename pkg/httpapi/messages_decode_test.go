@@ -90,7 +90,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 			want: `{"model":"m","max_tokens":5,"messages":[
 				{"role":"user","content":"weather in Paris?"},
 				{"role":"assistant","content":[{"type":"text","text":"Let me look."}],"tool_calls":[
-					{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"days\":1.50}"}},
+					{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"days\":1.5}"}},
 					{"id":"toolu_2","type":"function","function":{"name":"get_time","arguments":"{}"}}]},
 				{"role":"tool","tool_call_id":"toolu_1","content":"sunny"},
 				{"role":"tool","tool_call_id":"toolu_2","content":[{"type":"text","text":"12:00"}]},

@@ -123,6 +123,9 @@ type tool struct {
 //     metadata.user_id;
 //   - "stream" is always true; DroppedFields are left out.
 func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
+	if k := foldedKey(req.Body, requestShape); k != "" {
+		return nil, rejected(fmt.Sprintf("the request has two keys that differ only in case (%q): which one counts is ambiguous", truncate(k, 64)), nil)
+	}
 	var in chatRequest
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, rejected("request body is not a valid chat completions request", err)
@@ -417,6 +420,79 @@ func toolChoice(raw json.RawMessage) (map[string]any, error) {
 		return nil, rejected("tool_choice must be auto, none, required or a function", err)
 	}
 	return map[string]any{"type": "tool", "name": c.Function.Name}, nil
+}
+
+// shape names the objects of a request that TranslateRequest decodes into
+// structs: each key's value (an object, or an array of objects) is checked
+// by foldedKey in turn, with the shape under it.
+type shape map[string]shape
+
+var requestShape = shape{
+	"messages":    {"content": {"image_url": nil}, "tool_calls": {"function": nil}},
+	"tools":       {"function": nil},
+	"tool_choice": {"function": nil},
+}
+
+// foldedKey returns a key of an object of raw (the top level, and the
+// objects sh names under it) that another key of the same object equals
+// but for case, or "". encoding/json matches struct fields regardless of
+// case and lets the later of two such keys win, so their order, which the
+// Idempotency-Key fingerprint does not see (it sorts keys), would decide
+// what the provider is sent: two bodies with one fingerprint could send two
+// prompts. The objects passed on as they are (a tool's parameters, a tool
+// call's arguments) are not looked into: a schema may name properties
+// that differ only in case.
+func foldedKey(raw json.RawMessage, sh shape) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '[':
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			return ""
+		}
+		for _, el := range list {
+			if k := foldedKey(el, sh); k != "" {
+				return k
+			}
+		}
+	case '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return ""
+		}
+		seen := make(map[string]bool, len(m))
+		for k := range m {
+			f := fold(k)
+			if seen[f] {
+				return k
+			}
+			seen[f] = true
+		}
+		for k, v := range m {
+			for name, under := range sh {
+				if fold(k) == name {
+					if found := foldedKey(v, under); found != "" {
+						return found
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// fold is the case encoding/json ignores when it matches a name (the
+// Kelvin sign and the long s included).
+func fold(k string) string { return strings.ToLower(strings.ToUpper(k)) }
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 func rejected(msg string, err error) *llm.ProviderError {
