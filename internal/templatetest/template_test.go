@@ -526,6 +526,8 @@ func checkGatewayResponses(t *testing.T, api string, v any) {
 	}{
 		{"MISSING_AUTHENTICATION_TOKEN", "404", "not_found", "not_found_error", nil},
 		{"THROTTLED", "429", "capacity", "rate_limit_error", map[string]string{"x-gateway-admission-refused": "'true'", "retry-after": "'1'"}},
+		{"REQUEST_TOO_LARGE", "413", "request_too_large", "invalid_request_error", nil},
+		{"INTEGRATION_TIMEOUT", "504", "request_timeout", "timeout_error", nil},
 		{"DEFAULT_4XX", "", "invalid_request", "invalid_request_error", nil},
 		{"DEFAULT_5XX", "", "internal_error", "server_error", nil},
 	}
