@@ -82,20 +82,21 @@ func (f *Finisher) Do(what string, step func(context.Context) error, giveUp func
 }
 
 // do is Do; local says the step's store is in this process (storecall):
-// its first attempt then has no deadline of its own.
-func (f *Finisher) do(what string, step func(context.Context) error, giveUp func(), local bool) {
+// its first attempt then has no deadline of its own. It reports whether
+// the first attempt succeeded.
+func (f *Finisher) do(what string, step func(context.Context) error, giveUp func(), local bool) bool {
 	ctx, cancel := storecall.Bound(context.Background(), stepTimeout, local)
 	err := step(ctx)
 	cancel()
 	if err == nil {
-		return
+		return true
 	}
 	if !retryable(err) {
 		f.opts.Log.Warn("finishing step refused", "step", what, "error", err)
 		if giveUp != nil {
 			giveUp()
 		}
-		return
+		return false
 	}
 	f.opts.Log.Warn("finishing step failed; retrying in the background", "step", what, "error", err)
 	f.pending.Add(1)
@@ -128,6 +129,7 @@ func (f *Finisher) do(what string, step func(context.Context) error, giveUp func
 			wait = min(2*wait, f.opts.MaxBackoff)
 		}
 	}()
+	return false
 }
 
 func (f *Finisher) abandon(what string, giveUp func(), err error) {

@@ -254,11 +254,21 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 	}
 	defer slot.release()
 	if req.IdempotencyKey == "" {
+		// A store call cut short by the client leaving is the client gone
+		// (499 in the log), not the store's failure (a 503 counted as one).
 		if err := s.resolve(ctx, req); err != nil {
+			if ctx.Err() != nil {
+				req.Log.ClientGone = true
+				return
+			}
 			w.Error(err)
 			return
 		}
 		if err := s.checkBalance(ctx, req.Caller); err != nil {
+			if ctx.Err() != nil {
+				req.Log.ClientGone = true
+				return
+			}
 			w.Error(err)
 			return
 		}
@@ -336,6 +346,17 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 	w.Error(&llm.Error{Code: llm.CodeInProgress, Message: "this Idempotency-Key's record keeps changing; retry with the same key", RetryAfter: time.Second})
 }
 
+// idemDo runs an idempotency step through the Finisher. A first attempt
+// that fails is the request's store error in its metrics (the
+// IdempotencyStoreErrors the template's alarm watches), as a 503
+// store_unavailable is: the client may have its answer, but the store was
+// not reached, and a retry may find no record of it.
+func (s *Service) idemDo(log *Log, what string, step func(context.Context) error, giveUp func()) {
+	if !s.fin.do(what, step, giveUp, s.idemLocal) && log != nil {
+		log.Metrics.StoreError = true
+	}
+}
+
 // resolve completes req.Chat (Request.Resolve).
 func (s *Service) resolve(ctx context.Context, req *Request) error {
 	if req.Resolve == nil {
@@ -366,7 +387,7 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 		// A panic (a bug) must not leave the record in progress with a
 		// live lease: end it as failed, so that retries answer 409.
 		if !exec.Finished() {
-			s.fin.do("idempotency tombstone", exec.Fail, exec.Abandon, s.idemLocal)
+			s.idemDo(req.Log, "idempotency tombstone", exec.Fail, exec.Abandon)
 		}
 	}()
 	// The rest of the request, balance and limits come after the lookup,
@@ -374,12 +395,12 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 	// refusal here releases the record, and a retry with the key runs
 	// normally.
 	if err := s.resolve(ctx, req); err != nil {
-		s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
+		s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
 		w.Error(err)
 		return
 	}
 	if err := s.checkBalance(ctx, req.Caller); err != nil {
-		s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
+		s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
 		w.Error(err)
 		return
 	}
@@ -399,7 +420,13 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	// made up front was two allocations on every request.
 	unhold := func() { s.fin.do("billing unhold", s.unholdStep(hold.Project, hold.RequestID), nil, s.ledgerLocal) }
 	if err := s.hold(ctx, hold); err != nil {
-		s.log.Warn("billing hold failed", "request_id", req.ID, "error", err)
+		// An unkeyed request's hold runs under the client's context: one
+		// cut short by the client leaving is the client gone. (A keyed
+		// one's runs under its own.)
+		gone := ctx.Err() != nil && clientCtx.Err() != nil
+		if !gone {
+			s.log.Warn("billing hold failed", "request_id", req.ID, "error", err)
+		}
 		if errors.Is(err, billing.ErrUnavailable) {
 			// The hold may have landed with its answer lost (a timeout, the
 			// client gone mid-call): release it. Left, it would wait for the
@@ -408,7 +435,11 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 			unhold()
 		}
 		if exec != nil {
-			s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
+			s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
+		}
+		if gone {
+			log.ClientGone = true
+			return
 		}
 		w.Error(BillingUnavailable(err))
 		return
@@ -421,7 +452,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		cancel()
 		if err != nil {
 			unhold()
-			s.fin.do("idempotency release", exec.Release, exec.Abandon, s.idemLocal)
+			s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
 			if errors.Is(err, idempotency.ErrNotOwner) {
 				// Another request took the reservation over (this one's
 				// lease lapsed before it started): that one runs it.
@@ -442,7 +473,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if err != nil {
 		unhold()
 		if exec != nil {
-			s.fin.do("idempotency tombstone", exec.Fail, exec.Abandon, s.idemLocal)
+			s.idemDo(req.Log, "idempotency tombstone", exec.Fail, exec.Abandon)
 		}
 		if errors.Is(err, context.Canceled) && clientCtx.Err() != nil {
 			log.ClientGone = true
@@ -470,7 +501,13 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	res := codec.Answer(ans, out)
 	u := res.Usage
 	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Float64("cost", u.Cost))
-	if res.Err != nil {
+	switch {
+	case out.clientErr != nil:
+		// A write to the client failed (it left, or made no progress for
+		// the write timeout): the provider did nothing wrong.
+		log.ClientGone = true
+		log.Add(slog.String("end", "client_gone"))
+	case res.Err != nil:
 		if clientCtx.Err() != nil && !errors.Is(res.Err, context.DeadlineExceeded) {
 			log.ClientGone = true
 		}
@@ -479,7 +516,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if !res.Answered {
 		unhold()
 		if exec != nil {
-			s.fin.do("idempotency tombstone", exec.Fail, exec.Abandon, s.idemLocal)
+			s.idemDo(req.Log, "idempotency tombstone", exec.Fail, exec.Abandon)
 		}
 		if res.Err != nil && !(errors.Is(res.Err, context.Canceled) && clientCtx.Err() != nil) {
 			w.Error(res.Err)
@@ -494,7 +531,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	// durable already (or being retried), and a retry should find the
 	// answer as soon as possible.
 	if exec != nil {
-		s.fin.do("idempotency complete", exec.Complete, exec.Abandon, s.idemLocal)
+		s.idemDo(req.Log, "idempotency complete", exec.Complete, exec.Abandon)
 	}
 	if s.accounts.Ledger != nil {
 		// out.entry is final: the codec is done with out. The Finisher

@@ -85,7 +85,7 @@ func (o *wire) Body(b []byte) error {
 	o.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	o.w.WriteHeader(o.status)
 	o.deadline()
-	if _, err := o.w.Write(b); err != nil {
+	if _, err := (pieces{o}).Write(b); err != nil {
 		o.gone = err
 		return err
 	}
@@ -99,7 +99,7 @@ func (o *wire) Event(name string, data []byte) error {
 		return o.gone
 	}
 	o.deadline()
-	if err := sse.WriteEvent(o.w, name, data); err != nil {
+	if err := sse.WriteEvent(pieces{o}, name, data); err != nil {
 		o.gone = err
 		return err
 	}
@@ -123,6 +123,32 @@ func (o *wire) Flush() error {
 	}
 	o.deadline()
 	return o.flush()
+}
+
+// writePiece is the most a write to the client carries under one deadline.
+const writePiece = 64 << 10
+
+// pieces writes to the client in pieces of at most writePiece bytes, each
+// under a deadline of its own (the first under the caller's): a client is
+// dropped when it makes no progress for writeTimeout, never because a large
+// answer that it reads steadily takes longer than that as a whole.
+type pieces struct{ o *wire }
+
+func (p pieces) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		k := min(len(b), writePiece)
+		if n > 0 {
+			p.o.deadline()
+		}
+		m, err := p.o.w.Write(b[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[k:]
+	}
+	return n, nil
 }
 
 // errAborted is what every write returns once Abort was called.
