@@ -314,7 +314,10 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		case err == nil:
 			req.Log.Add(slog.Bool("replayed", true), slog.String("replay_of", rec.RequestID))
 			req.Log.Metrics.Replayed = true
-			writeReply(waitCtx, w, codec, reply)
+			if !writeReply(waitCtx, w, codec, reply) {
+				req.Log.ClientGone = true
+				req.Log.Add(slog.String("end", "client_gone"))
+			}
 			return
 		case errors.Is(err, idempotency.ErrRunAgain):
 			// It may run the request itself now: admitted again, like any
@@ -637,24 +640,25 @@ func (t *tee) Price(u llm.Usage) {
 	}
 }
 
-// writeReply writes a replay, a waiter's answer or a joined stream.
-func writeReply(ctx context.Context, w Writer, codec Codec, r *idempotency.Reply) {
+// writeReply writes a replay, a waiter's answer or a joined stream, and
+// reports whether the client took all of it (a client gone or dropped did
+// not).
+func writeReply(ctx context.Context, w Writer, codec Codec, r *idempotency.Reply) (delivered bool) {
 	w.Start(r.Head.Status, r.Head.Header, r.Stream)
 	if !r.Stream {
-		w.Body(r.Body)
-		return
+		return w.Body(r.Body) == nil
 	}
 	for {
 		ev, err := r.Next(ctx)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				jb := codec.JoinBroken(joinReason(err))
-				w.Event(jb.Name, jb.Data)
+				return w.Event(jb.Name, jb.Data) == nil
 			}
-			return
+			return true
 		}
 		if w.Event(ev.Name, ev.Data) != nil {
-			return
+			return false
 		}
 	}
 }

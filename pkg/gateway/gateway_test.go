@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"runtime"
 	"sync"
@@ -345,5 +346,34 @@ func TestRetryStoreReadTimeoutIsUnavailable(t *testing.T) {
 				t.Errorf("%d provider calls, want none", n)
 			}
 		})
+	}
+}
+
+// goneWriter is a client that left: every write fails.
+type goneWriter struct{ recordingWriter }
+
+func (w *goneWriter) Event(string, []byte) error { return errors.New("broken pipe") }
+
+// TestReplayToAGoneClientIsLogged: a replay whose client is gone (its
+// writes fail) says so in the request's log (499, end client_gone), as a
+// first call's does; before, its line was a plain 200.
+func TestReplayToAGoneClientIsLogged(t *testing.T) {
+	cfg, rt, plan, chat, _ := cannedSetup(t)
+	svc := New(Config{}, rt, idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil), Accounts{}, nil, nil, nil)
+	caller := &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"}
+	run := func(id string, w Writer) *Log {
+		log := &Log{}
+		svc.Run(context.Background(), &Request{ID: id, Caller: caller, Model: "m", Plan: plan, Chat: chat,
+			IdempotencyKey: "key", Fingerprint: "fp", Log: log}, w, namedCodec{})
+		return log
+	}
+	if first := run("req_1", &recordingWriter{}); first.ClientGone {
+		t.Fatal("the first call's client was taken for gone")
+	}
+	if retry := run("req_2", &goneWriter{}); !retry.ClientGone {
+		t.Errorf("a replay whose client's writes fail: ClientGone false")
+	}
+	if again := run("req_3", &recordingWriter{}); again.ClientGone {
+		t.Errorf("a replay to a client that reads: ClientGone true")
 	}
 }

@@ -65,6 +65,13 @@ type deltaDeltaWire struct {
 	Refusal      *string             `json:"refusal"`
 	ToolCalls    []deltaToolCallWire `json:"tool_calls"`
 	FunctionCall *toolFunction       `json:"function_call"`
+	// A reasoning model's thinking, as OpenAI-compatible servers stream it
+	// (vLLM, DeepSeek and Together as reasoning_content, Groq and
+	// OpenRouter as reasoning): output, though not the answer's content.
+	// Raw, as neither is OpenAI's own: a server that sends something other
+	// than a string there is not failed for it.
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
 }
 
 type deltaToolCallWire struct {

@@ -65,8 +65,9 @@ type Chunk struct {
 	ID      string
 	Model   string
 	Created int64
-	// Output is true when the chunk carries text, a tool call or a refusal:
-	// the first such chunk fixes the provider for the rest of the request.
+	// Output is true when the chunk carries text, a tool call, a refusal or
+	// a reasoning model's thinking: the first such chunk fixes the provider
+	// for the rest of the request.
 	Output bool
 	// FinishReason is the first non-empty finish_reason among the choices.
 	FinishReason string
@@ -74,8 +75,9 @@ type Chunk struct {
 	Usage json.RawMessage
 	// HasChoices is false for a usage-only chunk ("choices": []).
 	HasChoices bool
-	// TextLen is the length of the content, refusal and tool-call text the
-	// chunk adds, used to estimate tokens when an upstream reports no usage.
+	// TextLen is the length of the content, refusal, reasoning and tool-call
+	// text the chunk adds, used to estimate tokens when an upstream reports
+	// no usage.
 	TextLen int
 
 	// parsed keeps the decoded chunk so that the Assembler need not decode
@@ -134,6 +136,17 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 		if d.Refusal != nil && *d.Refusal != "" {
 			c.Output = true
 			c.TextLen += len(*d.Refusal)
+		}
+		// A reasoning model's thinking is output: the provider is
+		// answering (its first-token timeout must not end it), and it is
+		// billed as completion tokens.
+		for _, r := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
+			// A non-empty string: its length less the quotes (escapes
+			// counted as written: this is for an estimate).
+			if len(r) > 2 && r[0] == '"' {
+				c.Output = true
+				c.TextLen += len(r) - 2
+			}
 		}
 		if len(d.ToolCalls) > 0 || d.FunctionCall != nil {
 			c.Output = true

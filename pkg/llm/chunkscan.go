@@ -393,7 +393,7 @@ func known(key []byte, esc bool, names []string) (idx int, unsure bool) {
 var (
 	deltaTop      = []string{"id", "model", "created", "system_fingerprint", "service_tier", "usage", "error", "choices"}
 	deltaChoice   = []string{"index", "delta", "logprobs", "finish_reason"}
-	deltaDelta    = []string{"role", "content", "refusal", "tool_calls", "function_call"}
+	deltaDelta    = []string{"role", "content", "refusal", "tool_calls", "function_call", "reasoning_content", "reasoning"}
 	deltaToolCall = []string{"index", "id", "type", "function"}
 	deltaFunction = []string{"name", "arguments"}
 	deltaLogprobs = []string{"content", "refusal"}
@@ -496,6 +496,10 @@ func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
 			}
 			d.FunctionCall = new(toolFunction)
 			return s.function(d.FunctionCall)
+		case 5:
+			return s.raw(&d.ReasoningContent)
+		case 6:
+			return s.raw(&d.Reasoning)
 		}
 		return s.skip(3)
 	})

@@ -9,6 +9,9 @@ import (
 )
 
 var deltaSeeds = []string{
+	`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning_content":"Let me think."},"finish_reason":null}]}`,
+	`{"id":"c","choices":[{"index":0,"delta":{"reasoning":"hmm","reasoning_details":[{"type":"x"}]},"finish_reason":null}]}`,
+	`{"id":"c","choices":[{"index":0,"delta":{"reasoning":{"summary":"odd"},"reasoning_content":null}}]}`,
 	`{"id":"c","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
 	`{"id":"c","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{"content":"Hello \"w\"\n\u00e9\ud83d\ude00 \ud800"},"logprobs":null,"finish_reason":null}]}`,
 	`{"id":"c","created":1735689600,"model":"up","system_fingerprint":"fp","service_tier":"default","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
