@@ -85,14 +85,21 @@ func (c *messagesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.
 // anthropicUsage is the usage object of a Message and of message_delta,
 // plus the gateway's cost.
 type anthropicUsage struct {
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	Cost         float64 `json:"cost"`
-	Estimated    bool    `json:"estimated,omitempty"`
+	InputTokens int `json:"input_tokens"`
+	// CacheReadInputTokens is the prompt's part read from the provider's
+	// cache, which Anthropic counts apart from input_tokens (Chat
+	// Completions counts it in prompt_tokens, with the part in
+	// prompt_tokens_details.cached_tokens).
+	CacheReadInputTokens int     `json:"cache_read_input_tokens,omitempty"`
+	OutputTokens         int     `json:"output_tokens"`
+	Cost                 float64 `json:"cost"`
+	Estimated            bool    `json:"estimated,omitempty"`
 }
 
 func toAnthropicUsage(u llm.Usage) anthropicUsage {
-	return anthropicUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, Cost: u.Cost, Estimated: u.Estimated}
+	cached := min(usageDetail(u, "prompt_tokens_details", "cached_tokens"), u.PromptTokens)
+	return anthropicUsage{InputTokens: u.PromptTokens - cached, CacheReadInputTokens: cached,
+		OutputTokens: u.CompletionTokens, Cost: u.Cost, Estimated: u.Estimated}
 }
 
 // anthropicBlock is a content block: text (Text set) or tool_use.

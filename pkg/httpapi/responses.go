@@ -90,7 +90,8 @@ func (s *Server) prepareResponses(p *principal, id string, body []byte) ([]byte,
 	}
 	mk := func(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 		c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
-			metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: s.now().Unix()}
+			metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: s.now().Unix(),
+			echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}
 		if rr.Store && s.idem != nil {
 			c.turn = func(response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
 				msgs := append(append(append([]json.RawMessage(nil), prior...), rr.Input...), output...)

@@ -111,6 +111,11 @@ type responsesRequest struct {
 	Input              []json.RawMessage // this turn's input as Chat Completions messages (to keep with the turn)
 	Metadata           json.RawMessage   // echoed back in the response object (nil when absent)
 	Instructions       string
+	// EchoToolChoice and EchoParallel are the request's tool_choice and
+	// parallel_tool_calls when it has no tools, which leaves them out of the
+	// Chat Completions body: the response object echoes them all the same.
+	EchoToolChoice json.RawMessage
+	EchoParallel   *bool
 
 	// What build needs besides: the model, the Chat Completions fields
 	// after messages (in order), and the function_call_output items whose
@@ -294,12 +299,16 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		}
 		if len(tools) > 0 {
 			add("tool_choice", choice)
+		} else {
+			r.EchoToolChoice = raw
 		}
 	}
 	if parallel, err := rsBool(fields, "parallel_tool_calls", "parallel_tool_calls"); err != nil {
 		return nil, err
 	} else if parallel != nil && len(tools) > 0 {
 		add("parallel_tool_calls", json.RawMessage(strconv.FormatBool(*parallel)))
+	} else {
+		r.EchoParallel = parallel
 	}
 
 	if raw, ok := mdPresent(fields, "text"); ok {
@@ -527,8 +536,17 @@ type rsRefusalPart struct {
 // rsMessage translates a message item.
 func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
 	var msg mdChatMessage
-	if err := mdKeys(m, at, "type", "role", "content", "id", "status"); err != nil {
+	if err := mdKeys(m, at, "type", "role", "content", "id", "status", "phase"); err != nil {
 		return msg, err
+	}
+	// phase marks an assistant message as commentary or the final answer,
+	// for the SDKs to send back as they got it: checked, then left out, as
+	// id and status are (Chat Completions has no such field).
+	switch phase, err := mdString(m, "phase", at+".phase", false); {
+	case err != nil:
+		return msg, err
+	case phase != "" && phase != "commentary" && phase != "final_answer":
+		return msg, mdInvalid(at+".phase", "%s.phase must be \"commentary\" or \"final_answer\"", at)
 	}
 	role, err := mdString(m, "role", at+".role", true)
 	if err != nil {
@@ -676,8 +694,12 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 	switch detail {
 	case "", "auto", "low", "high":
 		p.ImageURL.Detail = detail
+	case "original":
+		// The Responses API's full resolution, which Chat Completions
+		// has no word for: its nearest is "high".
+		p.ImageURL.Detail = "high"
 	default:
-		return p, mdInvalid(at+".detail", "%s.detail must be \"auto\", \"low\" or \"high\"", at)
+		return p, mdInvalid(at+".detail", "%s.detail must be \"auto\", \"low\", \"high\" or \"original\"", at)
 	}
 	return p, nil
 }

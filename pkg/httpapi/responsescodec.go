@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,8 +68,13 @@ type responsesCodec struct {
 	// metadata, instructions and previousID are the request's, echoed.
 	metadata     json.RawMessage
 	instructions string
-	previousID   string
-	createdAt    int64
+	// echoToolChoice and echoParallel are the request's tool_choice and
+	// parallel_tool_calls that its Chat Completions body left out (no
+	// tools): echoed as sent.
+	echoToolChoice json.RawMessage
+	echoParallel   *bool
+	previousID     string
+	createdAt      int64
 	// turn, when not nil, is given the answer's output as Chat Completions
 	// messages (one assistant message) once it is complete or incomplete,
 	// after Price and before the last bytes, so that the turn can be kept
@@ -293,6 +299,15 @@ func (c *responsesCodec) settings() requestSettings {
 	}
 	if f.ParallelToolCalls != nil {
 		s.parallel = *f.ParallelToolCalls
+	}
+	if c.echoToolChoice != nil {
+		var b bytes.Buffer
+		if json.Compact(&b, c.echoToolChoice) == nil {
+			s.toolChoice = b.Bytes()
+		}
+	}
+	if c.echoParallel != nil {
+		s.parallel = *c.echoParallel
 	}
 	s.maxOutput = f.MaxCompletionTokens
 	if s.maxOutput == nil {
