@@ -71,6 +71,11 @@ type Chunk struct {
 	Output bool
 	// FinishReason is the first non-empty finish_reason among the choices.
 	FinishReason string
+	// Seen and Finished are the chunk's choices, and those of them with a
+	// finish_reason, as bits by index (bit i for index i; indexes from 63
+	// on share bit 63): with n over 1, an answer is finished once every
+	// choice it had finished, not at the first.
+	Seen, Finished uint64
 	// Usage is the chunk's usage object, raw, or nil.
 	Usage json.RawMessage
 	// HasChoices is false for a usage-only chunk ("choices": []).
@@ -157,8 +162,13 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 				c.TextLen += len(d.FunctionCall.Name) + len(d.FunctionCall.Arguments)
 			}
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" && c.FinishReason == "" {
-			c.FinishReason = *ch.FinishReason
+		bit := uint64(1) << min(max(ch.Index, 0), 63)
+		c.Seen |= bit
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			c.Finished |= bit
+			if c.FinishReason == "" {
+				c.FinishReason = *ch.FinishReason
+			}
 		}
 	}
 	return c, nil

@@ -82,3 +82,37 @@ func TestReasoningChunksAreOutput(t *testing.T) {
 		t.Errorf("answered by %q at depth %d, want a: it was streaming its reasoning for 500ms, and the 200ms first-token timeout dropped it", ans.Provider, ans.Depth)
 	}
 }
+
+// TestSeveralChoicesCutAfterFirstFinishIsIncomplete: with n=2 an upstream
+// streams both choices interleaved; choice 0 finishes first. When the stream
+// is then cut, choice 1 never finished: the answer is incomplete, not whole
+// (before, the first choice's finish marked the whole answer finished and
+// the cut ended it as [DONE]).
+func TestSeveralChoicesCutAfterFirstFinishIsIncomplete(t *testing.T) {
+	w := newWorld(t, nil)
+	a := &scriptProvider{name: "a", end: llm.ErrStreamCut, chunks: []string{
+		`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}`,
+		`{"id":"x","choices":[{"index":1,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}`,
+		`{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		`{"id":"x","choices":[{"index":1,"delta":{"content":" there, I was about to"},"finish_reason":null}]}`,
+	}}
+	r, err := New(w.cfg, map[string]llm.Provider{"a": a, "b": w.fakes["b"], "c": w.fakes["c"], "d": w.fakes["d"]}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := run(r, decode(t, `{"model":"m","n":2,"messages":[{"role":"user","content":"hi"}]}`), Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ans.Close()
+	var end error
+	for {
+		if _, err := ans.Next(); err != nil {
+			end = err
+			break
+		}
+	}
+	if end != ErrIncomplete {
+		t.Errorf("end = %v, want ErrIncomplete: choice 1 never got its finish_reason", end)
+	}
+}

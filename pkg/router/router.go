@@ -449,10 +449,11 @@ type Answer struct {
 	outputAt    time.Time
 	promptBytes int
 
-	finished bool
-	usage    json.RawMessage
-	textLen  int
-	err      error
+	finished   bool
+	seen, done uint64 // the choices seen and finished (llm.Chunk.Seen)
+	usage      json.RawMessage
+	textLen    int
+	err        error
 }
 
 // More reports whether Next will return without waiting on the provider:
@@ -487,9 +488,11 @@ func (a *Answer) read() (ch llm.Chunk, ok bool, err error) {
 		}
 		ch.Raw = withoutUsage(ch.Raw)
 	}
-	if ch.FinishReason != "" {
-		a.finished = true
-	}
+	// Finished once every choice seen so far has its finish_reason (n over
+	// 1: one choice's finish while another still streams is not the end).
+	a.seen |= ch.Seen
+	a.done |= ch.Finished
+	a.finished = a.seen != 0 && a.seen&^a.done == 0
 	a.textLen += ch.TextLen
 	return ch, true, nil
 }
