@@ -99,12 +99,7 @@ func (h *Health) Timeout(name string, d time.Duration) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := h.get(name)
-	if s.latency == 0 {
-		s.latency = d
-	} else {
-		s.latency = (s.latency*4 + d) / 5
-	}
+	h.get(name).sampleLatency(d)
 }
 
 // Success records a call that produced output, with its time to first output.
@@ -114,10 +109,15 @@ func (h *Health) Success(name string, firstOutput time.Duration) {
 	s := h.get(name)
 	s.failures = 0
 	s.downUntil = time.Time{}
+	s.sampleLatency(firstOutput)
+}
+
+// sampleLatency adds a time to first output to the weighted mean.
+func (s *providerHealth) sampleLatency(d time.Duration) {
 	if s.latency == 0 {
-		s.latency = firstOutput
+		s.latency = d
 	} else {
-		s.latency = (s.latency*4 + firstOutput) / 5
+		s.latency = (s.latency*4 + d) / 5
 	}
 }
 
