@@ -254,21 +254,18 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 	}
 	defer slot.release()
 	if req.IdempotencyKey == "" {
-		// A store call cut short by the client leaving is the client gone
-		// (499 in the log), not the store's failure (a 503 counted as one).
-		if err := s.resolve(ctx, req); err != nil {
-			if ctx.Err() != nil {
-				req.Log.ClientGone = true
-				return
-			}
-			w.Error(err)
-			return
+		err := s.resolve(ctx, req)
+		if err == nil {
+			err = s.checkBalance(ctx, req.Caller)
 		}
-		if err := s.checkBalance(ctx, req.Caller); err != nil {
-			if ctx.Err() != nil {
-				req.Log.ClientGone = true
-				return
-			}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// A store call cut short by the client leaving is the client
+			// gone (499 in the log), not the store's failure (a 503
+			// counted as one).
+			req.Log.ClientGone = true
+			return
+		case err != nil:
 			w.Error(err)
 			return
 		}
