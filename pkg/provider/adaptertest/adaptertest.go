@@ -137,7 +137,8 @@ type Script struct {
 
 	// Status, if not 0 or 200, is the answer's status, with an error body
 	// in the protocol's envelope whose message is ErrorMessage, and a
-	// retry-after header of RetryAfter (whole seconds) when it is set.
+	// retry-after header of RetryAfter (whole seconds) when it is set. A
+	// 3xx redirects to the URL called, where the same answer waits.
 	Status       int
 	ErrorMessage string
 	RetryAfter   time.Duration

@@ -229,24 +229,41 @@ func testConcurrent(w *world) {
 	checkCalls(w, up, n)
 }
 
+// statuses are the statuses the suite answers with, and the class of each:
+// a redirect is not followed (it would be a second call), a 401 or 403 is
+// the provider's key problem and not the client's.
+var statuses = []struct {
+	code  int
+	class llm.FailureClass
+}{
+	{307, llm.FailTransient},
+	{308, llm.FailTransient},
+	{400, llm.FailRejected},
+	{401, llm.FailTransient},
+	{403, llm.FailTransient},
+	{404, llm.FailTransient},
+	{429, llm.FailThrottled},
+	{500, llm.FailTransient},
+	{502, llm.FailTransient},
+	{503, llm.FailTransient},
+	{529, llm.FailTransient},
+}
+
+// StatusCodes returns the statuses the suite scripts, each a feature
+// (Status) a world may lack.
+func StatusCodes() []int {
+	codes := make([]int, len(statuses))
+	for i, sc := range statuses {
+		codes[i] = sc.code
+	}
+	return codes
+}
+
 // statusCases: a status other than 200 fails the call before any stream,
 // classified as the router acts on it.
 func statusCases() []testCase {
 	var out []testCase
-	for _, sc := range []struct {
-		code  int
-		class llm.FailureClass
-	}{
-		{400, llm.FailRejected},
-		{401, llm.FailTransient},
-		{403, llm.FailTransient},
-		{404, llm.FailTransient},
-		{429, llm.FailThrottled},
-		{500, llm.FailTransient},
-		{502, llm.FailTransient},
-		{503, llm.FailTransient},
-		{529, llm.FailTransient},
-	} {
+	for _, sc := range statuses {
 		out = append(out, testCase{fmt.Sprintf("Status%d", sc.code), []Feature{Status(sc.code)}, func(w *world) {
 			testStatus(w, sc.code, sc.class)
 		}})

@@ -79,8 +79,15 @@ func response(p Protocol, s Script) providertest.Response {
 		if s.ErrorMessage != "" {
 			r.Body = errorEnvelope(p, s.ErrorMessage)
 		}
+		r.Header = map[string]string{}
 		if s.RetryAfter > 0 {
-			r.Header = map[string]string{"Retry-After": strconv.Itoa(int(s.RetryAfter.Seconds()))}
+			r.Header["Retry-After"] = strconv.Itoa(int(s.RetryAfter.Seconds()))
+		}
+		if s.Status >= 300 && s.Status < 400 {
+			r.Header["Location"] = providertest.Path
+			if p == Messages {
+				r.Header["Location"] = providertest.AnthropicPath
+			}
 		}
 	}
 	switch s.Cut {

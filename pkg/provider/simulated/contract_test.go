@@ -57,8 +57,8 @@ func cannot(protocol string) map[adaptertest.Feature]string {
 	if protocol == "openai" {
 		m[adaptertest.EarlyUsage] = "its Chat Completions stream reports usage in its last chunk only"
 	}
-	for _, code := range []int{401, 403, 404, 500, 502, 503, 529} {
-		if code != serverError(protocol) {
+	for _, code := range adaptertest.StatusCodes() {
+		if code != 400 && code != 429 && code != serverError(protocol) {
 			m[adaptertest.Status(code)] = "it fails with 400, 429 or its one 5xx only"
 		}
 	}
