@@ -103,6 +103,8 @@ const (
 	Cuts Feature = "cut streams"
 	// MalformedEvents: an event that is not the protocol's.
 	MalformedEvents Feature = "malformed events"
+	// KeepAlives: an event that carries no chunk before a stall.
+	KeepAlives Feature = "keep-alive events"
 	// ErrorEvents: an error event inside the stream.
 	ErrorEvents Feature = "error events"
 	// JSONAnswer: a whole JSON answer to a streaming request (an upstream
@@ -154,6 +156,10 @@ type Script struct {
 	// has one).
 	Cut      CutMode
 	CutAfter int
+	// KeepAlive, with Cut CutStall, sends an event that carries no chunk
+	// (an empty data line in Chat Completions, a ping in Messages) right
+	// before the stall.
+	KeepAlive bool
 	// NoEnd leaves out the stream's end marker ("data: [DONE]",
 	// message_stop) after a complete answer.
 	NoEnd bool

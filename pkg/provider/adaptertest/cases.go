@@ -56,9 +56,11 @@ var cases = append([]testCase{
 	{"CanceledBeforeCall", nil, testCanceledBeforeCall},
 	{"CancelWaitingForHead", nil, waitingForHead(false)},
 	{"DeadlineWaitingForHead", nil, waitingForHead(true)},
-	{"CancelWaitingForFirstChunk", nil, stallCase(0, false)},
-	{"CancelMidStream", nil, stallCase(1, false)},
-	{"CloseUnblocksNext", nil, stallCase(1, true)},
+	{"CancelWaitingForFirstChunk", nil, stallCase(0, false, false)},
+	{"CancelMidStream", nil, stallCase(1, false, false)},
+	{"CloseUnblocksNext", nil, stallCase(1, true, false)},
+	// An event that carries no chunk is not one Ready may announce.
+	{"KeepAliveThenStall", []Feature{KeepAlives}, stallCase(1, false, true)},
 	{"CloseBeforeRead", nil, testCloseBeforeRead},
 }, statusCases()...)
 
@@ -444,15 +446,15 @@ func waitingForHead(deadline bool) func(w *world) {
 	}
 }
 
-// stallCase: a stream whose upstream stalls after `after` pieces gives them,
-// then waits; the caller's context ending (or, with byClose, Close) ends the
-// wait at once with an error that is not the provider's, and the
-// connection.
-func stallCase(after int, byClose bool) func(w *world) {
+// stallCase: a stream whose upstream stalls after `after` pieces (and,
+// with keepAlive, an event that carries no chunk) gives them, then waits;
+// the caller's context ending (or, with byClose, Close) ends the wait at
+// once with an error that is not the provider's, and the connection.
+func stallCase(after int, byClose, keepAlive bool) func(w *world) {
 	return func(w *world) {
 		t := w.t
 		s := answered(text...)
-		s.Cut, s.CutAfter = CutStall, after
+		s.Cut, s.CutAfter, s.KeepAlive = CutStall, after, keepAlive
 		up := w.start(s)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()

@@ -3,8 +3,12 @@ package adaptertest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -34,6 +38,9 @@ type Fake struct {
 // says. It is closed when the test ends.
 func NewFake(t *testing.T, p Protocol, s Script) Fake {
 	t.Helper()
+	if s.KeepAlive {
+		return keepAliveFake(t, p, s)
+	}
 	var srv *providertest.Server
 	if p == Messages {
 		srv = providertest.NewAnthropic(t)
@@ -150,6 +157,18 @@ func malformedBody(p Protocol, s Script) (string, map[string]string) {
 		return `{"id":"chatcmpl-malformed","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist`,
 			map[string]string{"Content-Type": "application/json"}
 	}
+	body := streamStart(p, s.Text[:s.CutAfter])
+	if p == ChatCompletions {
+		body += `data: {"id":"chatcmpl-malformed","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"wor` + "\n\n"
+	} else {
+		body += "event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"wor` + "\n\n"
+	}
+	return body, map[string]string{"Content-Type": "text/event-stream"}
+}
+
+// streamStart is the opening events of a stream in the protocol, and the
+// events of pieces.
+func streamStart(p Protocol, pieces []string) string {
 	var b strings.Builder
 	event := func(name string, v any) {
 		if name != "" {
@@ -157,7 +176,6 @@ func malformedBody(p Protocol, s Script) (string, map[string]string) {
 		}
 		fmt.Fprintf(&b, "data: %s\n\n", mustJSON(v))
 	}
-	pieces := s.Text[:s.CutAfter]
 	if p == ChatCompletions {
 		chunk := func(delta map[string]any) map[string]any {
 			return map[string]any{"id": "chatcmpl-malformed", "object": "chat.completion.chunk", "created": providertest.Created,
@@ -167,7 +185,6 @@ func malformedBody(p Protocol, s Script) (string, map[string]string) {
 		for _, piece := range pieces {
 			event("", chunk(map[string]any{"content": piece}))
 		}
-		b.WriteString(`data: {"id":"chatcmpl-malformed","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"wor` + "\n\n")
 	} else {
 		event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 			"id": "msg_malformed", "type": "message", "role": "assistant", "model": RouteModel, "content": []any{},
@@ -178,9 +195,66 @@ func malformedBody(p Protocol, s Script) (string, map[string]string) {
 			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 				"delta": map[string]any{"type": "text_delta", "text": piece}})
 		}
-		b.WriteString("event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"wor` + "\n\n")
 	}
-	return b.String(), map[string]string{"Content-Type": "text/event-stream"}
+	return b.String()
+}
+
+// keepAliveFake serves every call with the opening and s.CutAfter pieces of
+// a stream, then an event that carries no chunk (an empty data line; a
+// ping in Messages), then nothing until the client goes: providertest sends
+// no event of the test's choosing before a stall.
+func keepAliveFake(t *testing.T, p Protocol, s Script) Fake {
+	t.Helper()
+	body := streamStart(p, s.Text[:s.CutAfter])
+	if p == ChatCompletions {
+		body += "data: \n\n"
+	} else {
+		body += "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+	}
+	var (
+		mu       sync.Mutex
+		received [][]byte
+		done     = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		received = append(received, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if _, err := io.WriteString(w, body); err != nil || http.NewResponseController(w).Flush() != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(func() {
+		close(done)
+		srv.Close()
+	})
+	f := Fake{URL: srv.URL, Calls: func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(received)
+	}}
+	if p == ChatCompletions {
+		f.URL += "/v1"
+	}
+	f.Received = func() []Received {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []Received
+		for _, b := range received {
+			out = append(out, readRequest(t, p, b))
+		}
+		return out
+	}
+	return f
 }
 
 func mustJSON(v any) []byte {

@@ -49,6 +49,7 @@ func cannot(protocol string) map[adaptertest.Feature]string {
 		adaptertest.Cuts:              "its answers always end properly",
 		adaptertest.MalformedEvents:   "it makes its own events",
 		adaptertest.ErrorEvents:       "it sends no error event",
+		adaptertest.KeepAlives:        "it sends no keep-alive",
 		adaptertest.JSONAnswer:        "it always streams",
 		adaptertest.CallCount:         inProcess,
 		adaptertest.ObservedRequest:   inProcess,
