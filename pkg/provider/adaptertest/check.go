@@ -262,8 +262,10 @@ func checkClosed(t *testing.T, before goleak.Option) {
 // wireChunk is what the suite reads of a chunk's JSON (encoding/json
 // matches the untagged fields' keys regardless of case).
 type wireChunk struct {
-	ID, Object string
-	Choices    []struct {
+	ID, Object, Model string
+	Created           int64
+	Choices           []struct {
+		Index int
 		Delta struct {
 			Content, Refusal, Reasoning *string
 			ReasoningContent            *string         `json:"reasoning_content"`
@@ -291,6 +293,31 @@ func (w *wireChunk) output() bool {
 		}
 	}
 	return false
+}
+
+// choices is the bits of the chunk's choices, and of those that finished
+// (llm.Chunk's Seen and Finished), and the length of the text they add
+// (llm.Chunk's TextLen; the suite's text has no escapes).
+func (w *wireChunk) choices() (seen, finished uint64, textLen int) {
+	length := func(s *string) int {
+		if s == nil {
+			return 0
+		}
+		return len(*s)
+	}
+	for _, c := range w.Choices {
+		bit := uint64(1) << min(max(c.Index, 0), 63)
+		seen |= bit
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			finished |= bit
+		}
+		d := c.Delta
+		textLen += length(d.Content) + length(d.Refusal) + length(d.ReasoningContent) + length(d.Reasoning)
+		for _, tc := range d.ToolCalls {
+			textLen += len(tc.Function.Name) + len(tc.Function.Arguments)
+		}
+	}
+	return seen, finished, textLen
 }
 
 // finish is the chunk's first non-empty finish_reason.
@@ -330,6 +357,15 @@ func checkChunk(t *testing.T, i int, c llm.Chunk) wireChunk {
 	}
 	if got, want := c.FinishReason, w.finish(); got != want {
 		t.Errorf("chunk %d %s: FinishReason %q, want %q", i, c.Raw, got, want)
+	}
+	if c.Model != w.Model || c.Created != w.Created {
+		t.Errorf("chunk %d %s: Model %q, Created %d: want the raw chunk's", i, c.Raw, c.Model, c.Created)
+	}
+	// The router reads these: a choice's finish ends the answer only once
+	// every choice seen finished, and the text's length is the estimate
+	// billed when no usage comes.
+	if seen, finished, textLen := w.choices(); c.Seen != seen || c.Finished != finished || c.TextLen != textLen {
+		t.Errorf("chunk %d %s: Seen %b, Finished %b, TextLen %d, want %b, %b, %d", i, c.Raw, c.Seen, c.Finished, c.TextLen, seen, finished, textLen)
 	}
 	if got, want := c.HasChoices, len(w.Choices) > 0; got != want {
 		t.Errorf("chunk %d %s: HasChoices %v, want %v", i, c.Raw, got, want)
