@@ -8,7 +8,8 @@
 //
 //   - An answer's chunks are Chat Completions chunks, in the upstream's
 //     order: the text pieces or the tool call as scripted, Output true on
-//     exactly the chunks that carry output, one finish_reason with Chat
+//     exactly the chunks that carry output (and the other fields the router
+//     reads true to the chunk's JSON), one finish_reason with Chat
 //     Completions' value after the last output, the usage as reported, then
 //     io.EOF at the stream's proper end and on every later Next.
 //   - A stream that stops without its end marker ends with llm.ErrStreamCut;
@@ -16,21 +17,27 @@
 //     transient *llm.ProviderError.
 //   - A failure before the answer is a *llm.ProviderError of the class the
 //     router acts on: 429 throttled (with its retry hint), 400 rejected
-//     (with the upstream's message), any other status and a connection
-//     failure transient; ChatStream returns no stream with it.
+//     (with the upstream's message), any other status (a redirect
+//     included: it is not followed) and a connection failure transient;
+//     ChatStream returns no stream with it.
 //   - One ChatStream is one upstream call: an adapter never retries.
 //   - The caller's context ending while the adapter waits (for the answer's
 //     head, for a chunk) ends the wait at once with the context's error (not
 //     a *llm.ProviderError, which would count against the provider), and
 //     the connection is closed: no goroutine is left behind. Close unblocks
-//     a waiting Next the same way, is idempotent, and Ready (when the
-//     stream has it) never claims a chunk the upstream did not send.
+//     a waiting Next the same way and is idempotent; Ready (when the stream
+//     has it) is never true before a Next that waits.
 //   - The upstream receives the route's model and the client's fields.
 //
 // A world that cannot script something (the simulated provider has no HTTP
 // status but 400, 429 and one 5xx) says so in Adapter.Cannot: a case that
 // needs it is skipped with the reason logged, and a check that needs it is
 // left out with a log line, so that a gap is always visible in go test -v.
+//
+// A new adapter joins with a contract_test.go in its package that calls Run
+// with its New and its Cannot; an adapter of a Chat Completions or a
+// Messages upstream builds its world with NewFake, one of another protocol
+// maps a Script onto a fake upstream of its own.
 //
 // Every case checks that it left no goroutine behind (go.uber.org/goleak),
 // so the suite runs its cases one at a time.
