@@ -470,6 +470,11 @@ func stallCase(after int, byClose, keepAlive bool) func(w *world) {
 			cancel()
 		}
 		r, ok := within(pending, prompt)
+		// A chunk without output that was slow to arrive (on a loaded
+		// machine) may still come first; output may not.
+		for ok && r.err == nil && !r.c.Output {
+			r, ok = within(startNext(st), prompt)
+		}
 		if !ok {
 			t.Fatalf("Next did not return within %v of the %s", prompt, map[bool]string{true: "stream's Close", false: "context's end"}[byClose])
 		}
@@ -496,7 +501,7 @@ func stallCase(after int, byClose, keepAlive bool) func(w *world) {
 
 // blockedAfter is how long a Next that has not returned is taken to wait
 // for the network.
-const blockedAfter = 300 * time.Millisecond
+const blockedAfter = 500 * time.Millisecond
 
 // readUntilBlocked reads the stream's first `outputs` output chunks and the
 // chunks without output that follow them, up to the Next that waits for the
