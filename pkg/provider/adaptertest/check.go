@@ -489,6 +489,14 @@ func checkAnswer(w *world, s Script, a answer, st llm.ChunkStream) {
 	if u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 		t.Errorf("usage %s: total_tokens is not the sum", usages[0])
 	}
+	if ur, ok := st.(llm.UsageReporter); ok {
+		// At the end, what was reported so far is what was reported.
+		if raw := ur.UsageSoFar(); raw != nil {
+			if so, err := llm.ParseUsage(raw); err != nil || so.PromptTokens != u.PromptTokens || so.CompletionTokens != u.CompletionTokens {
+				t.Errorf("UsageSoFar %s at the end, want the counts of usage %s", raw, usages[0])
+			}
+		}
+	}
 	if w.can(ScriptedUsage, "the token counts") {
 		if u.PromptTokens != s.Usage.Prompt || u.CompletionTokens != s.Usage.Completion {
 			t.Errorf("usage %s, want prompt_tokens %d and completion_tokens %d", usages[0], s.Usage.Prompt, s.Usage.Completion)
