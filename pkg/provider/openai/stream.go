@@ -19,6 +19,11 @@ type stream struct {
 
 	events *sse.Reader
 	chunks llm.ChunkParser
+	// ahead is an event (or the error in its place) that Ready read ahead,
+	// for the next Next to start from (hasAhead).
+	ahead    sse.Event
+	aheadErr error
+	hasAhead bool
 
 	jsonRead bool        // the JSON body has been read and converted
 	pending  []llm.Chunk // its chunks not yet returned
@@ -53,7 +58,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		return s.nextJSON()
 	}
 	for {
-		ev, err := s.events.Next()
+		ev, err := s.nextEvent()
 		if err != nil {
 			return s.fail(s.classify(err))
 		}
@@ -64,7 +69,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 			return llm.Chunk{}, io.EOF
 		}
 		if len(data) == 0 {
-			continue // an empty event is no chunk: a keep-alive of sorts
+			continue // an empty event is no chunk: a keep-alive of sorts (see Ready)
 		}
 		c, err := s.chunks.Parse(ev.Data)
 		if err != nil {
@@ -74,8 +79,21 @@ func (s *stream) Next() (llm.Chunk, error) {
 	}
 }
 
+// nextEvent is the event Ready read ahead, else the next one.
+func (s *stream) nextEvent() (sse.Event, error) {
+	if !s.hasAhead {
+		return s.events.Next()
+	}
+	ev, err := s.ahead, s.aheadErr
+	s.ahead, s.aheadErr, s.hasAhead = sse.Event{}, nil, false
+	return ev, err
+}
+
 // Ready reports whether Next can return at once without reading from the
 // network (llm.ReadyStream): a whole chunk, or the end marker, is buffered.
+// An empty event is no chunk (Next skips it and reads on), so Ready reads
+// past the empty events buffered, which costs no wait, and keeps the first
+// other event for Next.
 func (s *stream) Ready() bool {
 	if s.err != nil || s.closed.Load() {
 		return false
@@ -83,7 +101,14 @@ func (s *stream) Ready() bool {
 	if s.events == nil {
 		return s.jsonRead && len(s.pending) > 0
 	}
-	return s.events.Ready()
+	for !s.hasAhead && s.events.Ready() {
+		ev, err := s.events.Next() // a whole event is buffered: no wait
+		if err == nil && len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue
+		}
+		s.ahead, s.aheadErr, s.hasAhead = ev, err, true
+	}
+	return s.hasAhead
 }
 
 func (s *stream) nextJSON() (llm.Chunk, error) {

@@ -1,0 +1,287 @@
+package adaptertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/providertest"
+)
+
+// Protocol is a wire protocol pkg/providertest's fake upstreams speak.
+type Protocol int
+
+// The protocols.
+const (
+	// ChatCompletions is OpenAI's Chat Completions (providertest.New).
+	ChatCompletions Protocol = iota
+	// Messages is Anthropic's Messages (providertest.NewAnthropic).
+	Messages
+)
+
+// Fake is a pkg/providertest server scripted by a Script: the upstream of
+// the adapters that speak one of its protocols.
+type Fake struct {
+	// URL is the base URL to configure the adapter with.
+	URL      string
+	Calls    func() int
+	Received func() []Received
+}
+
+// NewFake starts a fake upstream that speaks p and answers its calls as s
+// says. It is closed when the test ends.
+func NewFake(t *testing.T, p Protocol, s Script) Fake {
+	t.Helper()
+	if s.KeepAlive {
+		return keepAliveFake(t, p, s)
+	}
+	var srv *providertest.Server
+	if p == Messages {
+		srv = providertest.NewAnthropic(t)
+	} else {
+		srv = providertest.New(t)
+	}
+	srv.SetDefault(response(p, s))
+	f := Fake{URL: srv.URL(), Calls: srv.Calls, Received: func() []Received {
+		var out []Received
+		for _, r := range srv.Requests() {
+			out = append(out, readRequest(t, p, r.Body))
+		}
+		return out
+	}}
+	if s.Refused {
+		srv.Close() // nothing listens at URL any more
+	}
+	return f
+}
+
+// response is s in providertest's terms.
+func response(p Protocol, s Script) providertest.Response {
+	r := providertest.Response{
+		Text:         s.Text,
+		FinishReason: finishReason(p, s.Finish),
+		NoUsage:      s.Usage == nil,
+		Hang:         s.Hang,
+		Reset:        s.Reset,
+		NoDone:       s.NoEnd,
+		NonStreaming: s.JSON,
+	}
+	if r.Text == nil {
+		r.Text = []string{} // nil would be providertest's default answer
+	}
+	if s.Usage != nil {
+		r.Usage = &providertest.Usage{PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion}
+	}
+	if tc := s.ToolCall; tc != nil {
+		r.ToolCall = &providertest.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}
+	}
+	if s.Status != 0 && s.Status != 200 {
+		r.Status = s.Status
+		if s.ErrorMessage != "" {
+			r.Body = errorEnvelope(p, s.ErrorMessage)
+		}
+		r.Header = map[string]string{}
+		if s.RetryAfter > 0 {
+			r.Header["Retry-After"] = strconv.Itoa(int(s.RetryAfter.Seconds()))
+		}
+		if s.Status >= 300 && s.Status < 400 {
+			r.Header["Location"] = providertest.Path
+			if p == Messages {
+				r.Header["Location"] = providertest.AnthropicPath
+			}
+		}
+	}
+	switch s.Cut {
+	case NoCut:
+	case CutMalformed:
+		r.Body, r.Header = malformedBody(p, s)
+	default:
+		r.Cut = &providertest.Cut{After: s.CutAfter, How: cutMode(s.Cut)}
+	}
+	return r
+}
+
+func cutMode(m CutMode) providertest.CutMode {
+	switch m {
+	case CutAbort:
+		return providertest.CutAbort
+	case CutReset:
+		return providertest.CutReset
+	case CutError:
+		return providertest.CutError
+	case CutStall:
+		return providertest.CutStall
+	}
+	return providertest.CutClose
+}
+
+// finishReason is f in the protocol's words: Chat Completions' finish_reason
+// or Messages' stop_reason.
+func finishReason(p Protocol, f Finish) string {
+	if p == ChatCompletions {
+		return f.ChatCompletions()
+	}
+	switch f {
+	case FinishStopSequence:
+		return "stop_sequence"
+	case FinishLength:
+		return "max_tokens"
+	case FinishToolCalls:
+		return "tool_use"
+	case FinishContentFilter:
+		return "refusal"
+	}
+	return "end_turn"
+}
+
+// errorEnvelope is the protocol's error body with message msg.
+func errorEnvelope(p Protocol, msg string) string {
+	body := map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}}
+	if p == Messages {
+		body = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": msg}}
+	}
+	return string(mustJSON(body))
+}
+
+// malformedBody is an answer whose opening and first s.CutAfter pieces
+// are the protocol's, followed by an event whose data is cut off in the
+// middle of its JSON; with s.JSON, a JSON answer cut off in the middle.
+func malformedBody(p Protocol, s Script) (string, map[string]string) {
+	if s.JSON {
+		return `{"id":"chatcmpl-malformed","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist`,
+			map[string]string{"Content-Type": "application/json"}
+	}
+	body := streamStart(p, s.Text[:s.CutAfter])
+	if p == ChatCompletions {
+		body += `data: {"id":"chatcmpl-malformed","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"wor` + "\n\n"
+	} else {
+		body += "event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"wor` + "\n\n"
+	}
+	return body, map[string]string{"Content-Type": "text/event-stream"}
+}
+
+// streamStart is the opening events of a stream in the protocol, and the
+// events of pieces.
+func streamStart(p Protocol, pieces []string) string {
+	var b strings.Builder
+	event := func(name string, v any) {
+		if name != "" {
+			fmt.Fprintf(&b, "event: %s\n", name)
+		}
+		fmt.Fprintf(&b, "data: %s\n\n", mustJSON(v))
+	}
+	if p == ChatCompletions {
+		chunk := func(delta map[string]any) map[string]any {
+			return map[string]any{"id": "chatcmpl-malformed", "object": "chat.completion.chunk", "created": providertest.Created,
+				"model": RouteModel, "choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}}
+		}
+		event("", chunk(map[string]any{"role": "assistant", "content": ""}))
+		for _, piece := range pieces {
+			event("", chunk(map[string]any{"content": piece}))
+		}
+	} else {
+		event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+			"id": "msg_malformed", "type": "message", "role": "assistant", "model": RouteModel, "content": []any{},
+			"stop_reason": nil, "usage": map[string]any{"input_tokens": 11, "output_tokens": 1}}})
+		event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "text", "text": ""}})
+		for _, piece := range pieces {
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]any{"type": "text_delta", "text": piece}})
+		}
+	}
+	return b.String()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("adaptertest: " + err.Error()) // maps of strings and numbers always encode
+	}
+	return b
+}
+
+// readRequest reads a request body in the protocol's terms. Chat
+// Completions and Messages share most names (encoding/json matches the
+// untagged fields' keys regardless of case); where they differ, each
+// protocol fills its own fields.
+func readRequest(t *testing.T, p Protocol, body []byte) Received {
+	t.Helper()
+	var req struct {
+		Model               string
+		Stream              bool
+		System              json.RawMessage // Messages
+		MaxTokens           *int            `json:"max_tokens"`
+		MaxCompletionTokens *int            `json:"max_completion_tokens"` // Chat Completions
+		Temperature         *float64
+		Stop                json.RawMessage // Chat Completions: a string or a list
+		StopSequences       []string        `json:"stop_sequences"` // Messages
+		Messages            []struct {
+			Role    string
+			Content json.RawMessage
+		}
+		Tools []struct {
+			Name     string                // Messages
+			Function struct{ Name string } // Chat Completions
+		}
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("the upstream received a body that is not a request: %v\n%s", err, body)
+	}
+	r := Received{Body: body, Model: req.Model, Stream: req.Stream, Temperature: req.Temperature, Stop: req.StopSequences}
+	switch {
+	case req.MaxCompletionTokens != nil:
+		r.MaxTokens = *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		r.MaxTokens = *req.MaxTokens
+	}
+	if len(req.Stop) > 0 && req.Stop[0] == '"' {
+		r.Stop = []string{""}
+		_ = json.Unmarshal(req.Stop, &r.Stop[0])
+	} else if len(req.Stop) > 0 {
+		_ = json.Unmarshal(req.Stop, &r.Stop)
+	}
+	system := []string{contentText(t, req.System)}
+	for _, m := range req.Messages {
+		text := contentText(t, m.Content)
+		if p == ChatCompletions && (m.Role == "system" || m.Role == "developer") {
+			system = append(system, text)
+			continue
+		}
+		r.Messages = append(r.Messages, Message{Role: m.Role, Text: text})
+	}
+	r.System = strings.TrimSpace(strings.Join(system, "\n\n"))
+	for _, tool := range req.Tools {
+		r.Tools = append(r.Tools, tool.Name+tool.Function.Name)
+	}
+	return r
+}
+
+// contentText is the text of a content field: a string, or the text of
+// its text parts (blocks), joined.
+func contentText(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		t.Fatalf("content %s is neither a string nor a list of parts: %v", raw, err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}

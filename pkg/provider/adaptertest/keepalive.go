@@ -1,0 +1,67 @@
+package adaptertest
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+)
+
+// keepAliveFake serves every call with the opening and s.CutAfter pieces of
+// a stream, then an event that carries no chunk (an empty data line; a
+// ping in Messages), then nothing until the client goes: providertest sends
+// no event of the test's choosing before a stall.
+func keepAliveFake(t *testing.T, p Protocol, s Script) Fake {
+	t.Helper()
+	body := streamStart(p, s.Text[:s.CutAfter])
+	if p == ChatCompletions {
+		body += "data: \n\n"
+	} else {
+		body += "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+	}
+	var (
+		mu       sync.Mutex
+		received [][]byte
+		done     = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		received = append(received, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if _, err := io.WriteString(w, body); err != nil || http.NewResponseController(w).Flush() != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(func() {
+		close(done)
+		srv.Close()
+	})
+	f := Fake{URL: srv.URL, Calls: func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(received)
+	}}
+	if p == ChatCompletions {
+		f.URL += "/v1"
+	}
+	f.Received = func() []Received {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []Received
+		for _, b := range received {
+			out = append(out, readRequest(t, p, b))
+		}
+		return out
+	}
+	return f
+}
