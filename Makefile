@@ -35,6 +35,11 @@ EVENT ?= events/chat-completion.json
 # The idempotency store of `make invoke`: dynamodb (on dynalite) or memory.
 STORE ?= dynamodb
 COLDSTART_RUNS ?= 20
+# The tools module (tools/, its own go.mod) holds the load generator and the
+# cold-start harness, so that their dependencies stay out of the product's
+# go.mod. Their commands are built into bin/tools/ and run from here, so that
+# the paths they take (ARGS included) are relative to the repository.
+TOOLS_BIN := bin/tools
 
 .PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check unit bench soak fuzz tools clean \
 	bootstrap-local invoke coldstart bench-load
@@ -74,10 +79,12 @@ bootstrap-local:
 invoke: bootstrap-local $(RIE_LINK) $(DYNALITE)
 	BUZZGATE_RIE=$(RIE) BUZZGATE_DYNALITE=$(DYNALITE) $(GO) run ./internal/invoke -bootstrap $(LOCAL_BOOTSTRAP) -store $(STORE) $(EVENT)
 
-# The deployed bootstrap's size, and its init time against a fake Runtime API.
+# The deployed bootstrap's size, and its init time against a fake Runtime API
+# (tools/coldstart).
 coldstart: bootstrap-local
 	$(MAKE) --no-print-directory build-ApiFunction ARTIFACTS_DIR=$(CURDIR)/bin/arm64
-	$(GO) run ./internal/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
+	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/coldstart ./coldstart
+	$(TOOLS_BIN)/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
 
 test: fmt-check vet lint unit
 
@@ -105,7 +112,7 @@ SOAK_REQUESTS ?= 2000
 soak:
 	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./pkg/httpapi
 
-# The load benchmark (internal/loadbench/doc.go): builds the gateway and a
+# The load benchmark (tools/loadbench/doc.go): builds the gateway and a
 # loopback mock upstream, runs them as separate processes and measures
 # latency at fixed rates (direct and through the gateway), closed-loop
 # throughput, peak RSS, keyed requests, replays and streams, in under 3
@@ -113,7 +120,8 @@ soak:
 #   make bench-load ARGS='-gateway /work/baseline/buzzgate-api -out bench/load-before -label baseline'
 # CPU and allocation profiles of the gateway's closed loop: ARGS='-profile DIR'.
 bench-load:
-	$(GO) run -tags minimal ./internal/loadbench $(ARGS)
+	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/loadbench ./loadbench
+	$(TOOLS_BIN)/loadbench $(ARGS)
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

@@ -38,7 +38,7 @@ func main() {
 	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 8))
 	var o options
 	flag.StringVar(&o.gateway, "gateway", "", "the gateway binary to measure; empty: build ./functions/api into a temp dir")
-	flag.StringVar(&o.mock, "mock", "", "the mock upstream binary; empty: build ./internal/loadbench/mockupstream")
+	flag.StringVar(&o.mock, "mock", "", "the mock upstream binary; empty: build tools/loadbench/mockupstream into a temp dir")
 	flag.Func("rates", "open-loop rates per second, comma-separated (default 500,1000,2000)", intList(&o.rates))
 	flag.Func("stream-rates", "open-loop rates of streaming requests (default 500,1000,2000)", intList(&o.streamRates))
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "measured length of each open-loop run")
@@ -94,16 +94,20 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(tmp)
 
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
 	gatewayBin, mockBin := o.gateway, o.mock
 	built := gatewayBin == ""
 	if gatewayBin == "" {
-		logf("building ./functions/api")
-		if gatewayBin, err = buildBinary(tmp, "./functions/api", "buzzgate-api", pprofTags(o.profile)...); err != nil {
+		logf("building ./functions/api in %s", root)
+		if gatewayBin, err = buildBinary(tmp, root, "./functions/api", "buzzgate-api", pprofTags(o.profile)...); err != nil {
 			return err
 		}
 	}
 	if mockBin == "" {
-		if mockBin, err = buildBinary(tmp, "./internal/loadbench/mockupstream", "mockupstream"); err != nil {
+		if mockBin, err = buildBinary(tmp, filepath.Join(root, "tools"), "./loadbench/mockupstream", "mockupstream"); err != nil {
 			return err
 		}
 	}
@@ -248,11 +252,11 @@ func run(ctx context.Context, o options) error {
 
 	gatewayID := binaryID(gatewayBin)
 	if rest, ok := strings.CutPrefix(gatewayID, "no vcs stamp"); ok && built {
-		gatewayID = gitCommit() + rest
+		gatewayID = gitCommit(root) + rest
 	}
 	h := header{
 		label: o.label, date: started, elapsed: time.Since(started), loadStart: loadStart, loadEnd: loadavg(),
-		gatewayBin: gatewayBin, gatewayID: gatewayID, built: built, harness: gitCommit(),
+		gatewayBin: gatewayBin, gatewayID: gatewayID, built: built, harness: gitCommit(root),
 		args: o.args, opts: o, replayKeys: len(primed),
 	}
 	md := report(h, res)

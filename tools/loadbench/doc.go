@@ -1,5 +1,5 @@
-// Command loadbench is `make bench-load`: the gateway's load benchmark
-// (issue 11). It starts two processes on 127.0.0.1, each on a free port and
+// Command loadbench is `make bench-load`: the gateway's load benchmark.
+// It starts two processes on 127.0.0.1, each on a free port and
 // each stopped by its PID at the end (and killed with this process through
 // Pdeathsig): the mock upstream (./mockupstream: a fixed 448-byte
 // chat.completion, or the same text as SSE) and the gateway binary as the
@@ -21,13 +21,16 @@
 // for unkeyed requests, keyed ones (a new Idempotency-Key each), replays
 // (the keys and body of completed keyed requests) and streams (time to the
 // first and the last byte, -stream-rates). It prints one Markdown table and
-// the issue's targets with whether each is met, writes them to OUT.md and a
-// plot of p50 and p99 latency against rate to OUT.png (-out, default
+// the performance targets with whether each is met, writes them to OUT.md
+// and a plot of p50 and p99 latency against rate to OUT.png (-out, default
 // bench/load).
 //
 // Flags:
 //
 //	-gateway BIN    measure this binary instead of building ./functions/api
+//	                (built in the product's module, found with
+//	                `go list -m`, so that it gets the product's
+//	                dependency versions)
 //	-mock BIN       the mock upstream binary (default: built)
 //	-rates, -stream-rates, -duration 3s, -warmup 500ms, -closed 3s, -conns 64
 //	-out PATH       OUT.md and OUT.png (empty: stdout only)

@@ -31,15 +31,36 @@ const (
 	upstreamModel = "mock-model"
 )
 
-// buildBinary builds a main package into dir with `make build`'s flags
-// and the build tags given (pprof: the gateway's BUZZGATE_PPROF_ADDR).
-func buildBinary(dir, pkg, name string, tags ...string) (string, error) {
+// productModule is the gateway's module, which the tools module requires
+// (replaced by the directory above it).
+const productModule = "github.com/buzzgate/buzzgate"
+
+// repoRoot is the product module's directory, as the go command resolves it
+// from the working directory (the repository or its tools module).
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", productModule).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		return "", fmt.Errorf("find %s (run from the repository): %w", productModule, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// buildBinary builds the main package pkg of the module in modDir into dir
+// with `make build`'s flags and the build tags given (pprof: the gateway's
+// BUZZGATE_PPROF_ADDR). Each binary is built in its own module, so the
+// gateway gets the product's dependency versions.
+func buildBinary(dir, modDir, pkg, name string, tags ...string) (string, error) {
 	out := filepath.Join(dir, name)
 	args := []string{"build", "-trimpath", "-o", out}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
 	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -125,7 +146,7 @@ func startMock(bin string, flushEach bool, chunkWords int) (*proc, string, error
 // gatewayConfig is the gateway's config: one openai provider (the mock),
 // one model, one project with one key.
 func gatewayConfig(mockAddr string) string {
-	return fmt.Sprintf(`# written by internal/loadbench
+	return fmt.Sprintf(`# written by tools/loadbench
 providers:
   - name: mock
     api: openai
@@ -325,14 +346,20 @@ func binaryID(path string) string {
 	return fmt.Sprintf("%s (%s, sha256 %s)", id, goVer, sum)
 }
 
-// gitCommit is the worktree's short HEAD, with -dirty when it has changes.
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+// gitCommit is the short HEAD of the worktree holding dir, with -dirty when
+// it has changes.
+func gitCommit(dir string) string {
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		return cmd.Output()
+	}
+	out, err := git("rev-parse", "--short", "HEAD")
 	if err != nil {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+	if st, err := git("status", "--porcelain", "--untracked-files=no"); err == nil && len(bytes.TrimSpace(st)) > 0 {
 		c += "-dirty"
 	}
 	return c
