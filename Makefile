@@ -116,12 +116,14 @@ soak:
 # loopback mock upstream, runs them as separate processes and measures
 # latency at fixed rates (direct and through the gateway), closed-loop
 # throughput, peak RSS, keyed requests, replays and streams, in under 3
-# minutes. Writes bench/load.md and bench/load.png. Another binary:
-#   make bench-load ARGS='-gateway /work/baseline/buzzgate-api -out bench/load-before -label baseline'
+# minutes. Writes bin/bench-load/load.md and load.png; UPDATE=1 rewrites
+# bench/load.md and bench/load.png, the figures the repository keeps.
+# Another binary:
+#   make bench-load ARGS='-gateway /tmp/buzzgate-api-old -out bin/bench-load/old -label old'
 # CPU and allocation profiles of the gateway's closed loop: ARGS='-profile DIR'.
 bench-load:
 	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/loadbench ./loadbench
-	$(TOOLS_BIN)/loadbench $(ARGS)
+	$(TOOLS_BIN)/loadbench $(if $(filter 1,$(UPDATE)),-out bench/load) $(ARGS)
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

@@ -23,7 +23,9 @@
 // first and the last byte, -stream-rates). It prints one Markdown table and
 // the performance targets with whether each is met, writes them to OUT.md
 // and a plot of p50 and p99 latency against rate to OUT.png (-out, default
-// bench/load).
+// bin/bench-load/load under the repository's root, which git ignores;
+// `make bench-load UPDATE=1` writes bench/load, the figures the repository
+// keeps).
 //
 // Flags:
 //
@@ -52,7 +54,8 @@
 // Examples:
 //
 //	make bench-load
-//	make bench-load ARGS='-gateway /work/baseline/buzzgate-api -out bench/load-before -label baseline'
+//	make bench-load UPDATE=1
+//	make bench-load ARGS='-gateway /tmp/buzzgate-api-old -out bin/bench-load/old -label "the previous release"'
 //	make bench-load ARGS='-profile /tmp/prof -out ""'
 //
 // The generator's HTTP client is its own (client.go), so that it takes as

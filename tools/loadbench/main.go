@@ -23,6 +23,7 @@ type options struct {
 	closed              time.Duration
 	conns               int
 	out, profile, label string
+	outSet              bool // -out given (else bin/bench-load/load in the repository)
 	logLevel            string
 	flushEach           bool
 	chunkWords          int
@@ -45,13 +46,14 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up before each run, at the run's own load")
 	flag.DurationVar(&o.closed, "closed", 3*time.Second, "measured length of each closed-loop run")
 	flag.IntVar(&o.conns, "conns", 64, "connections of the closed loop")
-	flag.StringVar(&o.out, "out", "bench/load", "write the report to OUT.md and the plot to OUT.png; empty: stdout only")
+	flag.StringVar(&o.out, "out", defaultOut, "write the report to OUT.md and the plot to OUT.png, OUT relative to the working directory (the default to the repository's root); empty: stdout only")
 	flag.StringVar(&o.label, "label", "", "a line saying what was measured, in the report's title")
 	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop, keyed-cpu.pprof and keyed-allocs.pprof during its keyed one")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "the gateway's BUZZGATE_LOG_LEVEL (its log goes to a file in the temp dir)")
 	flag.BoolVar(&o.flushEach, "flush-each", false, "the mock flushes after every SSE event (default: once, after the last)")
 	flag.IntVar(&o.chunkWords, "chunk-words", 0, "words of text per chunk in the mock's streams (0: the whole text in one chunk; 1: a chunk per word, as a provider streams tokens)")
 	flag.Parse()
+	flag.Visit(func(f *flag.Flag) { o.outSet = o.outSet || f.Name == "out" })
 	if len(o.rates) == 0 {
 		o.rates = []int{500, 1000, 2000}
 	}
@@ -66,6 +68,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// defaultOut is where the report goes unless -out says otherwise, under the
+// repository's root: bin/ is not tracked. `make bench-load UPDATE=1` writes
+// bench/load instead, the figures kept in the repository.
+const defaultOut = "bin/bench-load/load"
 
 func intList(dst *[]int) func(string) error {
 	return func(s string) error {
@@ -97,6 +104,9 @@ func run(ctx context.Context, o options) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
+	}
+	if !o.outSet {
+		o.out = filepath.Join(root, defaultOut)
 	}
 	gatewayBin, mockBin := o.gateway, o.mock
 	built := gatewayBin == ""
