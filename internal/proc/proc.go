@@ -5,11 +5,14 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -172,4 +175,61 @@ func HTTPOK(url string) func() error {
 		}
 		return nil
 	}
+}
+
+// Retry calls start up to n times, until it succeeds, and returns the errors
+// joined if it never does: a server started on a FreeAddr fails when another
+// process took the port first, and the next try takes a new one.
+func Retry[T any](n int, start func() (T, error)) (T, error) {
+	var errs []error
+	for range n {
+		v, err := start()
+		if err == nil {
+			return v, nil
+		}
+		errs = append(errs, err)
+	}
+	var zero T
+	return zero, errors.Join(errs...)
+}
+
+// ModuleRoot is the directory holding go.mod, found by walking up from the
+// working directory (a test's is its package's directory).
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Tool finds a program the Makefile installs under .tools: the path in the
+// environment variable env when it is set, else rel under ModuleRoot. The
+// file must exist; the error starts with missing, which says how to install
+// it.
+func Tool(env, rel, missing string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s (%s=%s: %v)", missing, env, p, err)
+		}
+		return p, nil
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", fmt.Errorf("%s (%v)", missing, err)
+	}
+	p := filepath.Join(root, rel)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s (%v)", missing, err)
+	}
+	return p, nil
 }

@@ -272,3 +272,50 @@ func alive(pid int) bool {
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
+
+func TestRetry(t *testing.T) {
+	calls := 0
+	v, err := Retry(3, func() (int, error) {
+		calls++
+		if calls < 2 {
+			return 0, fmt.Errorf("try %d", calls)
+		}
+		return 42, nil
+	})
+	if v != 42 || err != nil || calls != 2 {
+		t.Errorf("Retry = %d, %v after %d calls; want 42, nil after 2", v, err, calls)
+	}
+	calls = 0
+	_, err = Retry(3, func() (int, error) { calls++; return 0, fmt.Errorf("try %d", calls) })
+	if calls != 3 || err == nil || !strings.Contains(err.Error(), "try 1") || !strings.Contains(err.Error(), "try 3") {
+		t.Errorf("Retry that never succeeds: %v after %d calls; want every try's error after 3", err, calls)
+	}
+}
+
+func TestTool(t *testing.T) {
+	const env, missing = "PROC_TEST_TOOL", "not installed: run make tools"
+	t.Setenv(env, "")
+	p, err := Tool(env, "go.mod", missing)
+	if err != nil || !strings.HasSuffix(p, "/go.mod") || strings.HasSuffix(p, "/internal/proc/go.mod") {
+		t.Fatalf("Tool under the module root = %q, %v", p, err)
+	}
+	root, err := ModuleRoot()
+	if err != nil || p != root+"/go.mod" {
+		t.Errorf("ModuleRoot() = %q, %v; Tool found %q", root, err, p)
+	}
+	if _, err := Tool(env, "no/such/tool", missing); err == nil || !strings.HasPrefix(err.Error(), missing) {
+		t.Errorf("Tool for a missing file: %v, want an error starting %q", err, missing)
+	}
+
+	given := t.TempDir() + "/tool"
+	t.Setenv(env, given)
+	if _, err := Tool(env, "go.mod", missing); err == nil || !strings.HasPrefix(err.Error(), missing) || !strings.Contains(err.Error(), env+"="+given) {
+		t.Errorf("Tool with %s naming a missing file: %v", env, err)
+	}
+	if err := os.WriteFile(given, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Tool(env, "go.mod", missing); p != given || err != nil {
+		t.Errorf("Tool with %s set = %q, %v; want %q", env, p, err, given)
+	}
+}
