@@ -4,7 +4,10 @@ go 1.26.0
 
 replace github.com/buzzgate/buzzgate => ../
 
-require gonum.org/v1/plot v0.17.0
+require (
+	github.com/buzzgate/buzzgate v0.0.0-00010101000000-000000000000
+	gonum.org/v1/plot v0.17.0
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
 type options struct {
@@ -125,10 +127,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer mock.stop()
+	defer mock.Stop(stopGrace)
 	var pprofAddr string
 	if o.profile != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
+		if pprofAddr, err = proc.FreeAddr(); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
@@ -139,24 +141,24 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer gw.stop()
-	logf("mock upstream pid %d on %s, gateway pid %d on %s", mock.pid(), mockAddr, gw.pid(), gwAddr)
+	defer gw.Stop(stopGrace)
+	logf("mock upstream pid %d on %s, gateway pid %d on %s", mock.PID(), mockAddr, gw.PID(), gwAddr)
 
 	direct := newTarget("direct", mockAddr, "/v1", upstreamModel)
 	gateway := newTarget("gateway", gwAddr, "/api/v1", gatewayModel)
 	defer direct.pool.close()
 	defer gateway.pool.close()
-	rss := newRSSMeter(gw.pid())
-	gwPID, mockPID := gw.pid(), mock.pid()
+	rss := newRSSMeter(gw.PID())
+	gwPID, mockPID := gw.PID(), mock.PID()
 	res := newResults()
 	res.rates, res.streamRates, res.conns, res.rssResets = o.rates, o.streamRates, o.conns, rss.resets
 
 	alive := func() error {
 		select {
-		case <-gw.exited:
-			return fmt.Errorf("the gateway exited: %v (log: %s)", gw.err, filepath.Join(tmp, "gateway.log"))
-		case <-mock.exited:
-			return fmt.Errorf("the mock upstream exited: %v", mock.err)
+		case <-gw.Exited():
+			return fmt.Errorf("the gateway exited: %v (log: %s)", gw.Err(), filepath.Join(tmp, "gateway.log"))
+		case <-mock.Exited():
+			return fmt.Errorf("the mock upstream exited: %v", mock.Err())
 		default:
 		}
 		return ctx.Err()
