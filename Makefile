@@ -42,7 +42,7 @@ COLDSTART_RUNS ?= 20
 TOOLS_BIN := bin/tools
 
 .PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check unit bench soak fuzz tools clean \
-	bootstrap-local invoke coldstart bench-load
+	bootstrap-local invoke coldstart bench-load tools-check
 
 run:
 	$(GO) run ./functions/api
@@ -86,7 +86,7 @@ coldstart: bootstrap-local
 	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/coldstart ./coldstart
 	$(TOOLS_BIN)/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
 
-test: fmt-check vet lint unit
+test: fmt-check vet lint unit tools-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')); \
@@ -97,6 +97,14 @@ vet:
 
 lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
+
+# The tools module's checks: `go vet ./...` and `go test ./...` here do not
+# reach into tools/, a module of its own.
+tools-check: $(STATICCHECK)
+	cd tools && $(GO) vet ./...
+	cd tools && $(STATICCHECK) ./...
+	cd tools && $(GO) mod tidy -diff
+	cd tools && $(GO) test -count=1 ./...
 
 # The tests start what they need themselves: dynalite (a local DynamoDB
 # stand-in), the Lambda emulator and node with the official SDKs.
