@@ -35,9 +35,14 @@ EVENT ?= events/chat-completion.json
 # The idempotency store of `make invoke`: dynamodb (on dynalite) or memory.
 STORE ?= dynamodb
 COLDSTART_RUNS ?= 20
+# The tools module (tools/, its own go.mod) holds the load generator and the
+# cold-start harness, so that their dependencies stay out of the product's
+# go.mod. Their commands are built into bin/tools/ and run from here, so that
+# the paths they take (ARGS included) are relative to the repository.
+TOOLS_BIN := bin/tools
 
 .PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check unit bench soak fuzz tools clean \
-	bootstrap-local invoke coldstart bench-load
+	bootstrap-local invoke coldstart bench-load tools-check
 
 run:
 	$(GO) run ./functions/api
@@ -74,12 +79,14 @@ bootstrap-local:
 invoke: bootstrap-local $(RIE_LINK) $(DYNALITE)
 	BUZZGATE_RIE=$(RIE) BUZZGATE_DYNALITE=$(DYNALITE) $(GO) run ./internal/invoke -bootstrap $(LOCAL_BOOTSTRAP) -store $(STORE) $(EVENT)
 
-# The deployed bootstrap's size, and its init time against a fake Runtime API.
+# The deployed bootstrap's size, and its init time against a fake Runtime API
+# (tools/coldstart).
 coldstart: bootstrap-local
 	$(MAKE) --no-print-directory build-ApiFunction ARTIFACTS_DIR=$(CURDIR)/bin/arm64
-	$(GO) run ./internal/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
+	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/coldstart ./coldstart
+	$(TOOLS_BIN)/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
 
-test: fmt-check vet lint unit
+test: fmt-check vet lint unit tools-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')); \
@@ -90,6 +97,14 @@ vet:
 
 lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
+
+# The tools module's checks: `go vet ./...` and `go test ./...` here do not
+# reach into tools/, a module of its own.
+tools-check: $(STATICCHECK)
+	cd tools && $(GO) vet ./...
+	cd tools && $(STATICCHECK) ./...
+	cd tools && $(GO) mod tidy -diff
+	cd tools && $(GO) test -count=1 ./...
 
 # The tests start what they need themselves: dynalite (a local DynamoDB
 # stand-in), the Lambda emulator and node with the official SDKs.
@@ -105,15 +120,18 @@ SOAK_REQUESTS ?= 2000
 soak:
 	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./pkg/httpapi
 
-# The load benchmark (internal/loadbench/doc.go): builds the gateway and a
+# The load benchmark (tools/loadbench/doc.go): builds the gateway and a
 # loopback mock upstream, runs them as separate processes and measures
 # latency at fixed rates (direct and through the gateway), closed-loop
 # throughput, peak RSS, keyed requests, replays and streams, in under 3
-# minutes. Writes bench/load.md and bench/load.png. Another binary:
-#   make bench-load ARGS='-gateway /work/baseline/buzzgate-api -out bench/load-before -label baseline'
+# minutes. Writes bin/bench-load/load.md and load.png; UPDATE=1 rewrites
+# bench/load.md and bench/load.png, the figures the repository keeps.
+# Another binary:
+#   make bench-load ARGS='-gateway /tmp/buzzgate-api-old -out bin/bench-load/old -label old'
 # CPU and allocation profiles of the gateway's closed loop: ARGS='-profile DIR'.
 bench-load:
-	$(GO) run -tags minimal ./internal/loadbench $(ARGS)
+	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/loadbench ./loadbench
+	$(TOOLS_BIN)/loadbench $(if $(filter 1,$(UPDATE)),-out bench/load) $(ARGS)
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

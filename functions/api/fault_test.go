@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -79,49 +78,12 @@ idempotency: {lease: 1s}
 		ledger: dynamoledger.New(client, table, dynamoledger.Options{})}
 }
 
-// gatewayProc is one gateway process.
-type gatewayProc struct {
-	cmd    *exec.Cmd
-	base   string
-	exited chan error
-	logs   *strings.Builder
-}
-
+// start starts a gateway on the rig's store (through the fault proxy).
 func (r *faultRig) start() *gatewayProc {
-	t := r.t
-	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(bootstrap(t))
-	cmd.Env = append(os.Environ(), "BUZZGATE_ADDR="+addr, "BUZZGATE_CONFIG="+r.config, "AWS_LAMBDA_RUNTIME_API=",
+	r.t.Helper()
+	return startGateway(r.t, "BUZZGATE_CONFIG="+r.config,
 		"BUZZGATE_STORE=dynamodb", "BUZZGATE_TABLE="+r.table, "AWS_ENDPOINT_URL_DYNAMODB="+r.proxy.URL(),
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=x")
-	p := &gatewayProc{cmd: cmd, base: "http://" + addr, exited: make(chan error, 1), logs: &strings.Builder{}}
-	cmd.Stderr = &lockedWriter{w: p.logs}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("gateway %s logs:\n%s", addr, p.logs.String())
-		}
-	})
-	waitReady(t, p.base+"/healthz", p.exited)
-	return p
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // result is one answer as its client received it.
@@ -237,7 +199,7 @@ func TestKilledRightAfterTheAnswer(t *testing.T) {
 			key = fmt.Sprintf("kill-%d", i)
 		}
 		a := g.call(t, body, key)
-		g.cmd.Process.Kill() // at once: its bill and its record may be half written
+		g.Stop(0) // SIGKILL at once: its bill and its record may be half written
 		if a.status != 200 || a.cost <= 0 {
 			t.Fatalf("request %d: %d %s", i, a.status, a.body)
 		}
@@ -331,12 +293,12 @@ func TestStoppedOwner(t *testing.T) {
 			t.Fatal("the provider was not called within 20s")
 		}
 	}
-	a.cmd.Process.Signal(syscall.SIGSTOP)
+	a.Cmd.Process.Signal(syscall.SIGSTOP)
 	time.Sleep(2500 * time.Millisecond) // past the 1s lease
 	if got := b.call(t, streamBody, "stopped"); got.status != 409 {
 		t.Errorf("retry while the owner is stopped: %d %s, want a 409", got.status, got.body)
 	}
-	a.cmd.Process.Signal(syscall.SIGCONT)
+	a.Cmd.Process.Signal(syscall.SIGCONT)
 	got := <-first
 	if got.status != 200 || got.cost <= 0 {
 		t.Fatalf("the stopped owner's answer: %d %s", got.status, got.body)

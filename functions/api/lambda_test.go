@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/internal/rie"
 )
 
@@ -336,23 +337,20 @@ func TestInitMakesNoNetworkCalls(t *testing.T) {
 		"HTTP_PROXY=http://" + proxyAddr,
 		"HTTPS_PROXY=http://" + proxyAddr,
 	}
-	var logs strings.Builder
+	var logs proc.SyncBuffer
 	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	p, err := proc.Start(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	defer func() {
-		cmd.Process.Kill()
-		<-exited
+		p.Stop(0)
 		api.CloseClientConnections()
 	}()
 	select {
 	case <-next:
-	case err := <-exited:
-		exited <- err
-		t.Fatalf("the bootstrap exited during init: %v\n%s", err, logs.String())
+	case <-p.Exited():
+		t.Fatalf("the bootstrap exited during init: %v\n%s", p.Err(), logs.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no GET .../next within 30s\n%s", logs.String())
 	}

@@ -157,7 +157,7 @@ func serveHTTP(logger *slog.Logger) error {
 		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger)
 	}
 	// BUZZGATE_PPROF_ADDR (off by default): net/http/pprof on its own
-	// loopback listener, for profiling under load (internal/loadbench), in
+	// loopback listener, for profiling under load (tools/loadbench), in
 	// a build with -tags pprof only (pprof.go), which keeps it and its
 	// dependencies out of the Lambda bootstrap.
 	if pa := os.Getenv("BUZZGATE_PPROF_ADDR"); pa != "" {

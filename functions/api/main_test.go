@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/internal/rie"
 )
 
@@ -66,22 +66,8 @@ func TestMain(m *testing.M) {
 // TestBinary starts the gateway as `make run` does (embedded demo config),
 // sends the README's requests and stops it with SIGTERM.
 func TestBinary(t *testing.T) {
-	addr := freeAddr(t)
-	cmd := exec.Command(bootstrap(t))
-	cmd.Env = append(os.Environ(), "BUZZGATE_ADDR="+addr, "BUZZGATE_CONFIG=", "BUZZGATE_STORE=", "AWS_LAMBDA_RUNTIME_API=")
-	var logs strings.Builder
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	base := "http://" + addr
-	waitReady(t, base+"/healthz", exited)
+	g := startGateway(t, "BUZZGATE_CONFIG=", "BUZZGATE_STORE=")
+	base, logs := g.base, g.logs
 
 	post := func(body string) (*http.Response, map[string]any) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/chat/completions", strings.NewReader(body))
@@ -109,13 +95,12 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("demo/fallback: %d %v %v", resp.StatusCode, resp.Header, m)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := g.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		exited <- err // for the cleanup
-		if err != nil {
+	case <-g.Exited():
+		if err := g.Err(); err != nil {
 			t.Errorf("exit after SIGTERM: %v\n%s", err, logs.String())
 		}
 	case <-time.After(10 * time.Second):
@@ -131,31 +116,38 @@ func TestBinary(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// gatewayProc is the gateway running as the local HTTP server.
+type gatewayProc struct {
+	*proc.Process
+	base string           // http://127.0.0.1:PORT
+	logs *proc.SyncBuffer // its stderr
+}
+
+// startGateway starts the bootstrap as the local HTTP server on a free port
+// of 127.0.0.1, with env added to this process's environment, and waits
+// until /healthz answers. It is killed when the test ends, and its logs
+// are logged if the test failed.
+func startGateway(t *testing.T, env ...string) *gatewayProc {
+	t.Helper()
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func waitReady(t *testing.T, url string, exited chan error) {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("the gateway exited at start-up: %v", err)
-		default:
-		}
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	cmd := exec.Command(bootstrap(t))
+	cmd.Env = append(append(os.Environ(), "BUZZGATE_ADDR="+addr, "AWS_LAMBDA_RUNTIME_API="), env...)
+	g := &gatewayProc{base: "http://" + addr, logs: &proc.SyncBuffer{}}
+	cmd.Stderr = g.logs
+	if g.Process, err = proc.Start(cmd); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s not ready after 15s", url)
+	t.Cleanup(func() {
+		g.Stop(0)
+		if t.Failed() {
+			t.Logf("gateway %s logs:\n%s", addr, g.logs.String())
+		}
+	})
+	if err := g.WaitReady(15*time.Second, proc.HTTPOK(g.base+"/healthz")); err != nil {
+		t.Fatalf("the gateway did not start: %v\n%s", err, g.logs.String())
+	}
+	return g
 }

@@ -8,7 +8,7 @@ import (
 	"net/http/pprof"
 )
 
-// A build with -tags pprof (internal/loadbench -profile) serves
+// A build with -tags pprof (tools/loadbench -profile) serves
 // net/http/pprof on BUZZGATE_PPROF_ADDR.
 func init() {
 	startPprof = func(addr string, logger *slog.Logger) {

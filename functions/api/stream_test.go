@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -153,25 +152,7 @@ projects:
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cmd := exec.Command(bootstrap(t))
-	cmd.Env = append(os.Environ(), "BUZZGATE_ADDR="+addr, "BUZZGATE_CONFIG="+config, "BUZZGATE_STORE=", "AWS_LAMBDA_RUNTIME_API=")
-	var logs strings.Builder
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("gateway logs:\n%s", logs.String())
-		}
-	})
-	base := "http://" + addr
-	waitReady(t, base+"/healthz", exited)
+	base := startGateway(t, "BUZZGATE_CONFIG="+config, "BUZZGATE_STORE=").base
 
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/chat/completions",
 		strings.NewReader(`{"model":"demo/gated","stream":true,"messages":[{"role":"user","content":"Hello"}]}`))

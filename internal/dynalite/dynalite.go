@@ -13,15 +13,12 @@
 package dynalite
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 )
 
@@ -50,10 +48,8 @@ type Server struct {
 	// Endpoint is the server's base URL, http://127.0.0.1:<port>.
 	Endpoint string
 
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{} // closed when the process has exited
-	once sync.Once
+	proc *proc.Process
+	out  *proc.SyncBuffer
 }
 
 // Start runs a dynalite server for the test and returns its endpoint. The
@@ -143,8 +139,8 @@ func (s *Shared) Output() string {
 	}
 	out := s.srv.Output()
 	select {
-	case <-s.srv.done:
-		out += "\n(dynalite exited: " + s.srv.cmd.ProcessState.String() + ")"
+	case <-s.srv.proc.Exited():
+		out += "\n(dynalite exited: " + s.srv.proc.Cmd.ProcessState.String() + ")"
 	default:
 	}
 	return out
@@ -178,75 +174,33 @@ func Launch() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynalite needs node on PATH: %w", err)
 	}
-	// The free port is found by binding and closing it, so another process
-	// can take it in between: try a few ports.
-	var errs []error
-	for range 3 {
-		s, err := launch(node, script)
-		if err == nil {
-			return s, nil
-		}
-		errs = append(errs, err)
-	}
-	return nil, errors.Join(errs...)
+	return proc.Retry(3, func() (*Server, error) { return launch(node, script) })
 }
 
 func launch(node, script string) (*Server, error) {
-	port, err := freePort()
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
+	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(node, script,
-		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--host", "127.0.0.1", "--port", port,
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	out := &syncBuffer{}
-	cmd.Stdout = out
-	cmd.Stderr = out
-	setPdeathsig(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start dynalite: %w", err)
+	out := &proc.SyncBuffer{Limit: 64 << 10} // for error messages
+	cmd.Stdout, cmd.Stderr = out, out
+	p, err := proc.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("dynalite: %w", err)
 	}
-	s := &Server{
-		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		cmd:      cmd,
-		out:      out,
-		done:     make(chan struct{}),
+	if err := p.WaitReady(startTimeout, proc.Accepting(addr)); err != nil {
+		p.Stop(0)
+		return nil, fmt.Errorf("dynalite on %s: %w; output: %s", addr, err, out.String())
 	}
-	go func() {
-		_ = cmd.Wait()
-		close(s.done)
-	}()
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(startTimeout)
-	for {
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("dynalite exited before accepting connections on %s: %s: %s",
-				addr, cmd.ProcessState, out.String())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.Close()
-			return nil, fmt.Errorf("dynalite did not accept connections on %s within %s: %v; output: %s",
-				addr, startTimeout, err, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return &Server{Endpoint: "http://" + addr, proc: p, out: out}, nil
 }
 
 // Close kills the server (by its PID) and waits for it to exit.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	})
-}
+func (s *Server) Close() { s.proc.Stop(0) }
 
 // Output is what the server wrote to stdout and stderr so far.
 func (s *Server) Output() string { return s.out.String() }
@@ -255,31 +209,7 @@ func (s *Server) Output() string { return s.out.String() }
 // .tools/dynalite/node_modules/.bin/dynalite in the directory holding go.mod
 // (found by walking up from the working directory).
 func Binary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s (%s=%s: %v)", NotInstalled, EnvBinary, p, err)
-		}
-		return p, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("%s (%v)", NotInstalled, err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%s (no go.mod above the working directory)", NotInstalled)
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, ".tools", "dynalite", "node_modules", ".bin", "dynalite")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s (%v)", NotInstalled, err)
-	}
-	return p, nil
+	return proc.Tool(EnvBinary, filepath.Join(".tools", "dynalite", "node_modules", ".bin", "dynalite"), NotInstalled)
 }
 
 // Client builds a DynamoDB client for a dynalite endpoint: static dummy
@@ -310,35 +240,4 @@ func TableName(prefix string) string {
 	defer tableSeq.Unlock()
 	tableSeq.n++
 	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.n)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// syncBuffer collects the server's output (the first 64 KiB) for error
-// messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := 64<<10 - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
 // echoServer is a raw TCP echo server on loopback; it echoes until the
@@ -242,12 +244,10 @@ func TestCutAndRestoreTCP(t *testing.T) {
 }
 
 func TestUpstreamDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := proc.FreeAddr() // nothing listens there
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
 	p := newProxy(t, addr)
 	if err := dialAndEcho(p, "x"); !isReset(err) {
 		t.Errorf("upstream down: %v, want reset", err)

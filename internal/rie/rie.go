@@ -30,21 +30,19 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
 // EnvBinary names the environment variable that overrides where the
@@ -62,40 +60,7 @@ const InvocationsPath = "/2015-03-31/functions/function/invocations"
 // the directory holding go.mod (found by walking up from the working
 // directory).
 func Binary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s (%s=%s: %v)", NotInstalled, EnvBinary, p, err)
-		}
-		return p, nil
-	}
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", fmt.Errorf("%s (%v)", NotInstalled, err)
-	}
-	p := filepath.Join(root, ".tools", "bin", "aws-lambda-rie")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s (%v)", NotInstalled, err)
-	}
-	return p, nil
-}
-
-// ModuleRoot is the directory holding go.mod, found by walking up from the
-// working directory.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return proc.Tool(EnvBinary, filepath.Join(".tools", "bin", "aws-lambda-rie"), NotInstalled)
 }
 
 // Build compiles the Lambda function in pkg (a package path or directory)
@@ -128,12 +93,10 @@ type Emulator struct {
 	// URL is the emulator's base URL, http://127.0.0.1:PORT.
 	URL string
 
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	done   chan struct{} // closed when the process has exited
+	proc   *proc.Process
+	out    *proc.SyncBuffer
 	client *http.Client
 	mu     sync.Mutex // one invocation at a time
-	once   sync.Once
 }
 
 // Start runs the emulator on free ports of 127.0.0.1 and waits until it
@@ -146,25 +109,15 @@ func Start(opts Options) (*Emulator, error) {
 	if _, err := os.Stat(opts.Bootstrap); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	// A free port is found by binding and closing it, so another process
-	// can take it in between: try a few.
-	var errs []error
-	for range 3 {
-		e, err := start(bin, opts)
-		if err == nil {
-			return e, nil
-		}
-		errs = append(errs, err)
-	}
-	return nil, errors.Join(errs...)
+	return proc.Retry(3, func() (*Emulator, error) { return start(bin, opts) })
 }
 
 func start(bin string, opts Options) (*Emulator, error) {
-	addr, err := freeAddr()
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	apiAddr, err := freeAddr()
+	apiAddr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -174,45 +127,27 @@ func start(bin string, opts Options) (*Emulator, error) {
 		"--log-level", "warn",
 		opts.Bootstrap)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, opts.Env...)
-	out := &syncBuffer{}
+	out := &proc.SyncBuffer{Limit: 256 << 10}
 	var w io.Writer = out
 	if opts.Log != nil {
 		w = io.MultiWriter(out, opts.Log)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	setPdeathsig(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start aws-lambda-rie: %w", err)
+	p, err := proc.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("aws-lambda-rie: %w", err)
 	}
 	e := &Emulator{
 		URL:    "http://" + addr,
-		cmd:    cmd,
+		proc:   p,
 		out:    out,
-		done:   make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{Proxy: nil}},
 	}
-	go func() {
-		_ = cmd.Wait()
-		close(e.done)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		select {
-		case <-e.done:
-			return nil, fmt.Errorf("aws-lambda-rie exited before accepting connections on %s: %s: %s", addr, cmd.ProcessState, out.String())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return e, nil
-		}
-		if time.Now().After(deadline) {
-			e.Close()
-			return nil, fmt.Errorf("aws-lambda-rie did not accept connections on %s within 10s: %v; output: %s", addr, err, out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := p.WaitReady(10*time.Second, proc.Accepting(addr)); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("aws-lambda-rie on %s: %w; output: %s", addr, err, out.String())
 	}
+	return e, nil
 }
 
 // Invoke sends one event and returns what the function answered, as the
@@ -246,16 +181,8 @@ func (e *Emulator) Output() string { return e.out.String() }
 // Close stops the emulator (SIGTERM, which also ends the function; SIGKILL
 // after 5s) and waits for it to exit.
 func (e *Emulator) Close() {
-	e.once.Do(func() {
-		_ = e.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-e.done:
-		case <-time.After(5 * time.Second):
-			_ = e.cmd.Process.Kill()
-			<-e.done
-		}
-		e.client.CloseIdleConnections()
-	})
+	e.proc.Stop(5 * time.Second)
+	e.client.CloseIdleConnections()
 }
 
 // Response is a decoded streamed HTTP integration response (Decode), or a
@@ -300,35 +227,6 @@ func Decode(raw []byte) (*Response, error) {
 		}
 	}
 	return r, nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := 256<<10 - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // DecodeBuffered reads a buffered API Gateway proxy response (the function's

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
@@ -169,22 +169,8 @@ func holdFirstCall(t testing.TB, up *providertest.Server) (release func()) {
 	return release
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects what the gateway logs and emits while tests read it.
+type syncBuffer = proc.SyncBuffer
 
 func (g *gateway) calls() []int {
 	out := make([]int, len(g.ups))

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
 )
 
@@ -425,29 +425,12 @@ func TestStreamsWithPauses(t *testing.T) {
 	}
 }
 
-func captureLogs(t *testing.T) *syncBuffer {
-	buf := &syncBuffer{}
+func captureLogs(t *testing.T) *proc.SyncBuffer {
+	buf := &proc.SyncBuffer{}
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewJSONHandler(buf, nil)))
 	t.Cleanup(func() { slog.SetDefault(old) })
 	return buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestPanicBeforeWrite(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/billingtest"
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
@@ -383,12 +383,11 @@ func TestMarkersBounded(t *testing.T) {
 }
 
 func TestUnavailable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := proc.FreeAddr() // nothing listens there
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint := "http://" + l.Addr().String()
-	l.Close()
+	endpoint := "http://" + addr
 	s := dynamoledger.New(dynalite.Client(t, endpoint, noRetry), "missing", dynamoledger.Options{})
 	ctx := t.Context()
 	e := billingtest.NewEntry("p", "k", 1)

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/pkg/ddbtable"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
@@ -261,12 +262,11 @@ func rawItems(t *testing.T, client *dynamodb.Client, table, key string) []map[st
 // TestUnavailable points a store at a closed port: every operation fails
 // fast with an error that is ErrUnavailable and carries its cause.
 func TestUnavailable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := proc.FreeAddr() // nothing listens there
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := "http://" + l.Addr().String()
-	l.Close()
+	dead := "http://" + addr
 
 	base := storetest.Base()
 	rec := storetest.NewRecord(storetest.Key(), base)

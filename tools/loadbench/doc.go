@@ -1,5 +1,5 @@
-// Command loadbench is `make bench-load`: the gateway's load benchmark
-// (issue 11). It starts two processes on 127.0.0.1, each on a free port and
+// Command loadbench is `make bench-load`: the gateway's load benchmark.
+// It starts two processes on 127.0.0.1, each on a free port and
 // each stopped by its PID at the end (and killed with this process through
 // Pdeathsig): the mock upstream (./mockupstream: a fixed 448-byte
 // chat.completion, or the same text as SSE) and the gateway binary as the
@@ -21,13 +21,18 @@
 // for unkeyed requests, keyed ones (a new Idempotency-Key each), replays
 // (the keys and body of completed keyed requests) and streams (time to the
 // first and the last byte, -stream-rates). It prints one Markdown table and
-// the issue's targets with whether each is met, writes them to OUT.md and a
-// plot of p50 and p99 latency against rate to OUT.png (-out, default
-// bench/load).
+// the performance targets with whether each is met, writes them to OUT.md
+// and a plot of p50 and p99 latency against rate to OUT.png (-out, default
+// bin/bench-load/load under the repository's root, which git ignores;
+// `make bench-load UPDATE=1` writes bench/load, the figures the repository
+// keeps).
 //
 // Flags:
 //
 //	-gateway BIN    measure this binary instead of building ./functions/api
+//	                (built in the product's module, found with
+//	                `go list -m`, so that it gets the product's
+//	                dependency versions)
 //	-mock BIN       the mock upstream binary (default: built)
 //	-rates, -stream-rates, -duration 3s, -warmup 500ms, -closed 3s, -conns 64
 //	-out PATH       OUT.md and OUT.png (empty: stdout only)
@@ -49,7 +54,8 @@
 // Examples:
 //
 //	make bench-load
-//	make bench-load ARGS='-gateway /work/baseline/buzzgate-api -out bench/load-before -label baseline'
+//	make bench-load UPDATE=1
+//	make bench-load ARGS='-gateway /tmp/buzzgate-api-old -out bin/bench-load/old -label "the previous release"'
 //	make bench-load ARGS='-profile /tmp/prof -out ""'
 //
 // The generator's HTTP client is its own (client.go), so that it takes as

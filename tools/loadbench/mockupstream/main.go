@@ -1,5 +1,5 @@
 // Command mockupstream is the loopback OpenAI-compatible upstream of the load
-// benchmark (internal/loadbench). POST /v1/chat/completions answers at once
+// benchmark (tools/loadbench). POST /v1/chat/completions answers at once
 // with a fixed chat.completion of exactly 448 bytes (with usage); with
 // "stream": true it answers the same text as Chat Completions SSE chunks (a
 // role chunk, one chunk per word, a finish chunk, a usage chunk when

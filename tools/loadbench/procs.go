@@ -10,15 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
 // gatewayKey is the bearer key of the benchmark's project.
@@ -31,15 +31,36 @@ const (
 	upstreamModel = "mock-model"
 )
 
-// buildBinary builds a main package into dir with `make build`'s flags
-// and the build tags given (pprof: the gateway's BUZZGATE_PPROF_ADDR).
-func buildBinary(dir, pkg, name string, tags ...string) (string, error) {
+// productModule is the gateway's module, which the tools module requires
+// (replaced by the directory above it).
+const productModule = "github.com/buzzgate/buzzgate"
+
+// repoRoot is the product module's directory, as the go command resolves it
+// from the working directory (the repository or its tools module).
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", productModule).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		return "", fmt.Errorf("find %s (run from the repository): %w", productModule, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// buildBinary builds the main package pkg of the module in modDir into dir
+// with `make build`'s flags and the build tags given (pprof: the gateway's
+// BUZZGATE_PPROF_ADDR). Each binary is built in its own module, so the
+// gateway gets the product's dependency versions.
+func buildBinary(dir, modDir, pkg, name string, tags ...string) (string, error) {
 	out := filepath.Join(dir, name)
 	args := []string{"build", "-trimpath", "-o", out}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
 	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -48,45 +69,11 @@ func buildBinary(dir, pkg, name string, tags ...string) (string, error) {
 	return out, nil
 }
 
-// proc is a child process, stopped by its PID.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // set when exited is closed
-}
-
-func start(name string, cmd *exec.Cmd) (*proc, error) {
-	setPdeathsig(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, exited: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	return p, nil
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-// stop sends SIGTERM to the process (by its PID) and SIGKILL after a grace
-// period.
-func (p *proc) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = syscall.Kill(p.pid(), syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(3 * time.Second):
-		_ = syscall.Kill(p.pid(), syscall.SIGKILL)
-		<-p.exited
-	}
-}
+// stopGrace is how long a child has to exit after SIGTERM before SIGKILL.
+const stopGrace = 3 * time.Second
 
 // startMock starts the mock upstream and returns it with its address.
-func startMock(bin string, flushEach bool, chunkWords int) (*proc, string, error) {
+func startMock(bin string, flushEach bool, chunkWords int) (*proc.Process, string, error) {
 	args := []string{"-addr", "127.0.0.1:0", "-chunk-words", strconv.Itoa(chunkWords)}
 	if flushEach {
 		args = append(args, "-flush-each")
@@ -97,9 +84,9 @@ func startMock(bin string, flushEach bool, chunkWords int) (*proc, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := start("mock upstream", cmd)
+	p, err := proc.Start(cmd)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("mock upstream: %w", err)
 	}
 	addr := make(chan string, 1)
 	go func() {
@@ -114,10 +101,10 @@ func startMock(bin string, flushEach bool, chunkWords int) (*proc, string, error
 	select {
 	case a := <-addr:
 		return p, a, nil
-	case <-p.exited:
-		return nil, "", fmt.Errorf("mock upstream exited: %v", p.err)
+	case <-p.Exited():
+		return nil, "", fmt.Errorf("mock upstream exited: %v", p.Err())
 	case <-time.After(10 * time.Second):
-		p.stop()
+		p.Stop(stopGrace)
 		return nil, "", errors.New("mock upstream did not start within 10s")
 	}
 }
@@ -125,7 +112,7 @@ func startMock(bin string, flushEach bool, chunkWords int) (*proc, string, error
 // gatewayConfig is the gateway's config: one openai provider (the mock),
 // one model, one project with one key.
 func gatewayConfig(mockAddr string) string {
-	return fmt.Sprintf(`# written by internal/loadbench
+	return fmt.Sprintf(`# written by tools/loadbench
 providers:
   - name: mock
     api: openai
@@ -144,16 +131,6 @@ projects:
 `, mockAddr, gatewayModel, upstreamModel, gatewayKey)
 }
 
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 type gatewayOpts struct {
 	bin, dir, mockAddr, logLevel, pprofAddr string
 }
@@ -161,12 +138,12 @@ type gatewayOpts struct {
 // startGateway writes the config and starts the gateway as the local HTTP
 // server with the memory store, its log in dir/gateway.log, and waits until
 // /healthz answers.
-func startGateway(o gatewayOpts) (*proc, string, error) {
+func startGateway(o gatewayOpts) (*proc.Process, string, error) {
 	cfg := filepath.Join(o.dir, "config.yaml")
 	if err := os.WriteFile(cfg, []byte(gatewayConfig(o.mockAddr)), 0o600); err != nil {
 		return nil, "", err
 	}
-	addr, err := freeAddr()
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, "", err
 	}
@@ -189,31 +166,16 @@ func startGateway(o gatewayOpts) (*proc, string, error) {
 		cmd.Env = append(cmd.Env, "BUZZGATE_PPROF_ADDR="+o.pprofAddr)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	p, err := start("gateway", cmd)
+	p, err := proc.Start(cmd)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("gateway: %w", err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, addr, nil
-			}
-		}
-		select {
-		case <-p.exited:
-			log, _ := os.ReadFile(filepath.Join(o.dir, "gateway.log"))
-			return nil, "", fmt.Errorf("gateway exited (%v): %s", p.err, bytes.TrimSpace(log))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, "", errors.New("gateway did not answer /healthz within 15s")
-		}
+	if err := p.WaitReady(15*time.Second, proc.HTTPOK("http://"+addr+"/healthz")); err != nil {
+		p.Stop(stopGrace)
+		log, _ := os.ReadFile(filepath.Join(o.dir, "gateway.log"))
+		return nil, "", fmt.Errorf("gateway: %w: %s", err, bytes.TrimSpace(log))
 	}
+	return p, addr, nil
 }
 
 // statusKB reads one "Vm...:   N kB" line of /proc/<pid>/status.
@@ -325,14 +287,20 @@ func binaryID(path string) string {
 	return fmt.Sprintf("%s (%s, sha256 %s)", id, goVer, sum)
 }
 
-// gitCommit is the worktree's short HEAD, with -dirty when it has changes.
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+// gitCommit is the short HEAD of the worktree holding dir, with -dirty when
+// it has changes.
+func gitCommit(dir string) string {
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		return cmd.Output()
+	}
+	out, err := git("rev-parse", "--short", "HEAD")
 	if err != nil {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+	if st, err := git("status", "--porcelain", "--untracked-files=no"); err == nil && len(bytes.TrimSpace(st)) > 0 {
 		c += "-dirty"
 	}
 	return c

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
 type options struct {
@@ -23,6 +25,7 @@ type options struct {
 	closed              time.Duration
 	conns               int
 	out, profile, label string
+	outSet              bool // -out given (else bin/bench-load/load in the repository)
 	logLevel            string
 	flushEach           bool
 	chunkWords          int
@@ -38,20 +41,21 @@ func main() {
 	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 8))
 	var o options
 	flag.StringVar(&o.gateway, "gateway", "", "the gateway binary to measure; empty: build ./functions/api into a temp dir")
-	flag.StringVar(&o.mock, "mock", "", "the mock upstream binary; empty: build ./internal/loadbench/mockupstream")
+	flag.StringVar(&o.mock, "mock", "", "the mock upstream binary; empty: build tools/loadbench/mockupstream into a temp dir")
 	flag.Func("rates", "open-loop rates per second, comma-separated (default 500,1000,2000)", intList(&o.rates))
 	flag.Func("stream-rates", "open-loop rates of streaming requests (default 500,1000,2000)", intList(&o.streamRates))
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "measured length of each open-loop run")
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up before each run, at the run's own load")
 	flag.DurationVar(&o.closed, "closed", 3*time.Second, "measured length of each closed-loop run")
 	flag.IntVar(&o.conns, "conns", 64, "connections of the closed loop")
-	flag.StringVar(&o.out, "out", "bench/load", "write the report to OUT.md and the plot to OUT.png; empty: stdout only")
+	flag.StringVar(&o.out, "out", defaultOut, "write the report to OUT.md and the plot to OUT.png, OUT relative to the working directory (the default to the repository's root); empty: stdout only")
 	flag.StringVar(&o.label, "label", "", "a line saying what was measured, in the report's title")
 	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop, keyed-cpu.pprof and keyed-allocs.pprof during its keyed one")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "the gateway's BUZZGATE_LOG_LEVEL (its log goes to a file in the temp dir)")
 	flag.BoolVar(&o.flushEach, "flush-each", false, "the mock flushes after every SSE event (default: once, after the last)")
 	flag.IntVar(&o.chunkWords, "chunk-words", 0, "words of text per chunk in the mock's streams (0: the whole text in one chunk; 1: a chunk per word, as a provider streams tokens)")
 	flag.Parse()
+	flag.Visit(func(f *flag.Flag) { o.outSet = o.outSet || f.Name == "out" })
 	if len(o.rates) == 0 {
 		o.rates = []int{500, 1000, 2000}
 	}
@@ -66,6 +70,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// defaultOut is where the report goes unless -out says otherwise, under the
+// repository's root: bin/ is not tracked. `make bench-load UPDATE=1` writes
+// bench/load instead, the figures kept in the repository.
+const defaultOut = "bin/bench-load/load"
 
 func intList(dst *[]int) func(string) error {
 	return func(s string) error {
@@ -94,16 +103,23 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(tmp)
 
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if !o.outSet {
+		o.out = filepath.Join(root, defaultOut)
+	}
 	gatewayBin, mockBin := o.gateway, o.mock
 	built := gatewayBin == ""
 	if gatewayBin == "" {
-		logf("building ./functions/api")
-		if gatewayBin, err = buildBinary(tmp, "./functions/api", "buzzgate-api", pprofTags(o.profile)...); err != nil {
+		logf("building ./functions/api in %s", root)
+		if gatewayBin, err = buildBinary(tmp, root, "./functions/api", "buzzgate-api", pprofTags(o.profile)...); err != nil {
 			return err
 		}
 	}
 	if mockBin == "" {
-		if mockBin, err = buildBinary(tmp, "./internal/loadbench/mockupstream", "mockupstream"); err != nil {
+		if mockBin, err = buildBinary(tmp, filepath.Join(root, "tools"), "./loadbench/mockupstream", "mockupstream"); err != nil {
 			return err
 		}
 	}
@@ -111,10 +127,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer mock.stop()
+	defer mock.Stop(stopGrace)
 	var pprofAddr string
 	if o.profile != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
+		if pprofAddr, err = proc.FreeAddr(); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
@@ -125,24 +141,24 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer gw.stop()
-	logf("mock upstream pid %d on %s, gateway pid %d on %s", mock.pid(), mockAddr, gw.pid(), gwAddr)
+	defer gw.Stop(stopGrace)
+	logf("mock upstream pid %d on %s, gateway pid %d on %s", mock.PID(), mockAddr, gw.PID(), gwAddr)
 
 	direct := newTarget("direct", mockAddr, "/v1", upstreamModel)
 	gateway := newTarget("gateway", gwAddr, "/api/v1", gatewayModel)
 	defer direct.pool.close()
 	defer gateway.pool.close()
-	rss := newRSSMeter(gw.pid())
-	gwPID, mockPID := gw.pid(), mock.pid()
+	rss := newRSSMeter(gw.PID())
+	gwPID, mockPID := gw.PID(), mock.PID()
 	res := newResults()
 	res.rates, res.streamRates, res.conns, res.rssResets = o.rates, o.streamRates, o.conns, rss.resets
 
 	alive := func() error {
 		select {
-		case <-gw.exited:
-			return fmt.Errorf("the gateway exited: %v (log: %s)", gw.err, filepath.Join(tmp, "gateway.log"))
-		case <-mock.exited:
-			return fmt.Errorf("the mock upstream exited: %v", mock.err)
+		case <-gw.Exited():
+			return fmt.Errorf("the gateway exited: %v (log: %s)", gw.Err(), filepath.Join(tmp, "gateway.log"))
+		case <-mock.Exited():
+			return fmt.Errorf("the mock upstream exited: %v", mock.Err())
 		default:
 		}
 		return ctx.Err()
@@ -248,11 +264,11 @@ func run(ctx context.Context, o options) error {
 
 	gatewayID := binaryID(gatewayBin)
 	if rest, ok := strings.CutPrefix(gatewayID, "no vcs stamp"); ok && built {
-		gatewayID = gitCommit() + rest
+		gatewayID = gitCommit(root) + rest
 	}
 	h := header{
 		label: o.label, date: started, elapsed: time.Since(started), loadStart: loadStart, loadEnd: loadavg(),
-		gatewayBin: gatewayBin, gatewayID: gatewayID, built: built, harness: gitCommit(),
+		gatewayBin: gatewayBin, gatewayID: gatewayID, built: built, harness: gitCommit(root),
 		args: o.args, opts: o, replayKeys: len(primed),
 	}
 	md := report(h, res)

@@ -2,8 +2,8 @@
 // that does nothing but forward (net/http/httputil.ReverseProxy, the
 // standard library's own), run in the gateway's place by
 //
-//	go build -o /tmp/refproxy ./internal/loadbench/refproxy
-//	make bench-load ARGS='-gateway /tmp/refproxy -out bench/load-floor -label "floor: httputil.ReverseProxy"'
+//	go -C tools build -o /tmp/refproxy ./loadbench/refproxy
+//	make bench-load ARGS='-gateway /tmp/refproxy -out bin/bench-load/floor -label "floor: httputil.ReverseProxy"'
 //
 // What it adds over calling the mock directly is what any Go HTTP hop adds
 // on this machine (a second connection pair, two more reads and writes per

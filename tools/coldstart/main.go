@@ -30,8 +30,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
 func main() {
@@ -188,27 +189,22 @@ func measure(bootstrap, store string, event []byte) (measurement, error) {
 	}
 	cmd := exec.Command(bootstrap)
 	cmd.Env = append(env, extraEnv...)
-	var stderr bytes.Buffer
+	var stderr proc.SyncBuffer
 	cmd.Stderr = &stderr
-	exited := make(chan error, 1)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	p, err := proc.Start(cmd)
+	if err != nil {
 		return m, err
 	}
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-	}()
+	defer p.Stop(0)
 
 	timeout := time.After(30 * time.Second)
 	select {
 	case t := <-firstNext:
 		m.init = t.Sub(start)
-	case err := <-exited:
-		exited <- err
+	case <-p.Exited():
 		return m, fmt.Errorf("the bootstrap exited during init (%v), after connecting to %v:\n%s",
-			err, append(dynamo.seen(), proxy.seen()...), stderr.String())
+			p.Err(), append(dynamo.seen(), proxy.seen()...), stderr.String())
 	case <-timeout:
 		return m, fmt.Errorf("no GET .../next within 30s\n%s", stderr.String())
 	}
@@ -221,9 +217,8 @@ func measure(bootstrap, store string, event []byte) (measurement, error) {
 		select {
 		case t := <-responded:
 			m.firstInvoke = t.Sub(next)
-		case err := <-exited:
-			exited <- err
-			return m, fmt.Errorf("the bootstrap exited during the first invocation: %v\n%s", err, stderr.String())
+		case <-p.Exited():
+			return m, fmt.Errorf("the bootstrap exited during the first invocation: %v\n%s", p.Err(), stderr.String())
 		case <-timeout:
 			return m, fmt.Errorf("no response within 30s\n%s", stderr.String())
 		}

@@ -198,8 +198,7 @@ func (res *results) mainRows() [][]string {
 	return rows
 }
 
-// verdict is one of the optimization targets (issue 11) and whether this
-// run meets it.
+// verdict is one of the performance targets and whether this run meets it.
 type verdict struct {
 	target, measured string
 	met, known       bool
@@ -431,7 +430,7 @@ func report(h header, res *results) string {
 		title += ": " + h.label
 	}
 	fmt.Fprintf(&b, "# %s\n\n", title)
-	b.WriteString("Written by `make bench-load` (internal/loadbench)")
+	b.WriteString("Written by `make bench-load` (tools/loadbench)")
 	if h.opts.out != "" {
 		png := filepath.Base(h.opts.out) + ".png"
 		fmt.Fprintf(&b, "; the plot of latency against rate is [%s](%s)", png, png)
@@ -460,7 +459,7 @@ func report(h header, res *results) string {
 	}
 	b.WriteString(`
 Three processes on 127.0.0.1: this generator, the mock upstream
-(internal/loadbench/mockupstream: a 448-byte chat.completion, or the same text
+(tools/loadbench/mockupstream: a 448-byte chat.completion, or the same text
 as SSE chunks, -chunk-words words each, with a usage chunk) and the gateway binary (one
 openai provider pointing at the mock). "direct" sends the same request to the
 mock; the gateway asks the mock for a stream even for a non-streaming client.
@@ -492,7 +491,7 @@ the closed loop, where the three processes share the CPUs.
 		right[i] = true
 	}
 	b.WriteString(markdownTable(mainHeader, res.mainRows(), right))
-	b.WriteString("\n## Targets (issue 11)\n\n")
+	b.WriteString("\n## Targets\n\n")
 	b.WriteString(markdownTable([]string{"target", "measured", "met"}, verdictRows(res.withErrors(res.verdicts())), nil))
 	b.WriteString("\n")
 	notes := res.generatorNotes()
