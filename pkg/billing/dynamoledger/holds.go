@@ -25,10 +25,10 @@ const maxPriceAttempts = 4
 // conditional PutItem of the entry item in state held. The pointer goes
 // first so that no entry exists that Reconcile cannot find.
 func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
-	if err := billing.ValidateHold(h); err != nil {
+	h, err := billing.PrepareHold(h)
+	if err != nil {
 		return err
 	}
-	h = billing.NormalizeHold(h)
 	hpk, hsk := s.holdPK(h.RequestID), holdSK(h.Deadline, h.RequestID)
 	if err := s.putPointer(ctx, hpk, hsk, h.RequestID); err != nil {
 		return err
@@ -40,7 +40,7 @@ func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
 	}
 	item[attrDeadline], item[attrHoldPK], item[attrHoldSK] = attrS(formatTime(h.Deadline)), attrS(hpk), attrS(hsk)
 	item[attrState] = attrS(stateHeld)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
 		ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
@@ -68,20 +68,18 @@ func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
 	if err != nil {
 		return err
 	}
-	got := billing.Hold{RequestID: h.RequestID, Project: str(old, attrProject), KeyID: str(old, attrKeyID), Model: str(old, attrModel), At: at}
-	if !billing.SameHold(got, h) {
-		return billing.ErrLedgerCollision
-	}
-	return nil // the same request: a retry of the Hold, or priced or billed already
+	// The same request is a retry of the Hold, or priced or billed already.
+	return billing.CheckHeld(billing.Hold{RequestID: h.RequestID, Project: str(old, attrProject), KeyID: str(old, attrKeyID), Model: str(old, attrModel), At: at}, h)
 }
 
 // Price implements billing.Ledger: on a held entry one UpdateItem (state
 // pending, the cost), else see price.
 func (s *Store) Price(ctx context.Context, e billing.Entry) error {
-	if err := billing.ValidateEntry(e); err != nil {
+	e, err := billing.PrepareEntry(e)
+	if err != nil {
 		return err
 	}
-	_, _, err := s.price(ctx, billing.NormalizeEntry(e))
+	_, _, err = s.price(ctx, e)
 	return err
 }
 
@@ -147,8 +145,8 @@ func (s *Store) price(ctx context.Context, e billing.Entry) (string, map[string]
 		if err != nil {
 			return "", nil, err
 		}
-		if !billing.SamePayload(got, e) {
-			return "", nil, billing.ErrLedgerCollision
+		if err := billing.CheckBilled(got, e); err != nil {
+			return "", nil, err
 		}
 		return state, old, nil
 	}
@@ -203,7 +201,7 @@ func (s *Store) deletePointer(ctx context.Context, hpk, hsk string) error {
 // Unhold implements billing.Ledger: a DeleteItem of the entry on the
 // condition that it is held (by this project), then of its due pointer.
 func (s *Store) Unhold(ctx context.Context, project, requestID string) error {
-	if err := errors.Join(billing.ValidateID("project", project), billing.ValidateID("request id", requestID)); err != nil {
+	if err := billing.ValidateUnhold(project, requestID); err != nil {
 		return err
 	}
 	_, err := s.writeOff(ctx, project, requestID, "")

@@ -17,7 +17,7 @@ const maxIssueAttempts = 4
 
 // Lookup implements billing.KeyStore: one consistent GetItem.
 func (s *Store) Lookup(ctx context.Context, hash string) (billing.KeyRecord, error) {
-	if hash == "" || len(hash) > billing.MaxIDBytes {
+	if billing.ValidateID("key hash", hash) != nil {
 		return billing.KeyRecord{}, billing.ErrUnknownKey
 	}
 	item, err := s.get(ctx, PKKey+hash, SKKey)
@@ -72,13 +72,7 @@ func (s *Store) Issue(ctx context.Context, project string) (string, billing.KeyR
 		return "", billing.KeyRecord{}, billing.ErrUnknownProject
 	}
 	for range maxIssueAttempts {
-		raw := billing.NewRawKey()
-		rec := billing.KeyRecord{
-			Hash:      billing.HashKey(s.opts.Pepper, raw),
-			Project:   project,
-			KeyID:     billing.NewKeyID(),
-			CreatedAt: s.opts.Now().UTC().Truncate(0),
-		}
+		raw, rec := billing.NewKey(s.opts.Pepper, project, s.opts.Now())
 		created, err := s.putNew(ctx, keyIDItem(rec))
 		if err != nil {
 			return "", billing.KeyRecord{}, err
@@ -151,7 +145,7 @@ func (s *Store) get(ctx context.Context, pk, sk string) (map[string]types.Attrib
 // Revoke implements billing.KeyStore: GetItem of the key id, UpdateItem of
 // the key.
 func (s *Store) Revoke(ctx context.Context, keyID string) error {
-	if keyID == "" || len(keyID) > billing.MaxIDBytes {
+	if billing.ValidateID("key id", keyID) != nil {
 		return billing.ErrUnknownKey
 	}
 	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
@@ -213,16 +207,11 @@ func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) er
 // being new or already this hash's), then the key's (conditional on being
 // new).
 func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) error {
-	for what, v := range map[string]string{"project": project, "key hash": hash, "key id": keyID} {
-		if err := billing.ValidateID(what, v); err != nil {
-			return err
-		}
+	if err := billing.ValidateImportKey(project, hash, keyID); err != nil {
+		return err
 	}
 	same := func(item map[string]types.AttributeValue) error {
-		if str(item, attrProject) != project || str(item, attrKeyID) != keyID {
-			return billing.ErrKeyConflict
-		}
-		return nil
+		return billing.CheckImported(billing.KeyRecord{Project: str(item, attrProject), KeyID: str(item, attrKeyID)}, project, keyID)
 	}
 	// Known already (every start-up after the first): one read.
 	item, err := s.get(ctx, PKKey+hash, SKKey)
@@ -264,7 +253,7 @@ func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) erro
 // ProjectExists implements billing.KeyStore: one consistent GetItem of the
 // account item.
 func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error) {
-	if project == "" || len(project) > billing.MaxIDBytes {
+	if billing.ValidateID("project", project) != nil {
 		return false, nil
 	}
 	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -285,7 +274,7 @@ func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error)
 // key id's item (a key id whose key item was never written, an Issue that
 // failed between its two writes, is no key: see KeyByID).
 func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
-	if keyID == "" || len(keyID) > billing.MaxIDBytes {
+	if billing.ValidateID("key id", keyID) != nil {
 		return "", billing.ErrUnknownKey
 	}
 	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
@@ -302,7 +291,7 @@ func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
 // (ErrUnknownKey; the record and ErrKeyRevoked when it is revoked): two
 // consistent GetItems.
 func (s *Store) KeyByID(ctx context.Context, keyID string) (billing.KeyRecord, error) {
-	if keyID == "" || len(keyID) > billing.MaxIDBytes {
+	if billing.ValidateID("key id", keyID) != nil {
 		return billing.KeyRecord{}, billing.ErrUnknownKey
 	}
 	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)

@@ -202,9 +202,7 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 	if err := errors.Join(errs...); err != nil {
 		return billing.Account{}, fmt.Errorf("dynamoledger: account %s: %w", project, err)
 	}
-	if credit != nil {
-		out.BalanceNanos = ptr(*credit - out.SpentNanos)
-	}
+	out.BalanceNanos = billing.Balance(credit, out.SpentNanos)
 	return out, nil
 }
 
@@ -250,10 +248,9 @@ func (s *Store) Bill(ctx context.Context, e billing.Entry) error {
 // it was applied already). collect false skips the collections (a Bill
 // made by a collection).
 func (s *Store) bill(ctx context.Context, e billing.Entry, collect bool) (applied bool, err error) {
-	if err := billing.ValidateEntry(e); err != nil {
+	if e, err = billing.PrepareEntry(e); err != nil {
 		return false, err
 	}
-	e = billing.NormalizeEntry(e)
 	cs := s.counters(e)
 	// The epochs must be observed before the entry is seen pending (the
 	// fence): take them now, before step 1.
@@ -477,10 +474,7 @@ func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64
 			return err
 		}
 		names := map[string]string{"#cr": attrCredit, "#ver": attrVersion}
-		values := map[string]types.AttributeValue{":cr": attrNull, ":one": attrN(1)}
-		if remaining != nil {
-			values[":cr"] = attrN(spent + *remaining)
-		}
+		values := map[string]types.AttributeValue{":cr": attrOptN(billing.Credit(spent, remaining)), ":one": attrN(1)}
 		cond := "attribute_not_exists(#ver)"
 		if ver != 0 {
 			cond, values[":ver"] = "#ver = :ver", attrN(ver)
@@ -507,10 +501,7 @@ func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64
 
 // SetKeyLimit implements billing.Ledger: one UpdateItem of the key's item.
 func (s *Store) SetKeyLimit(ctx context.Context, project, keyID string, limit *int64) error {
-	if err := billing.ValidateID("project", project); err != nil {
-		return err
-	}
-	if err := billing.ValidateID("key id", keyID); err != nil {
+	if err := billing.ValidateProjectKey(project, keyID); err != nil {
 		return err
 	}
 	c := keyCounter(project, keyID)
@@ -522,17 +513,10 @@ func (s *Store) SetKeyLimit(ctx context.Context, project, keyID string, limit *i
 // Seed implements billing.Ledger: one UpdateItem of if_not_exists on the
 // account item, and one per key on the key's item.
 func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLimits map[string]*int64) error {
-	if err := billing.ValidateID("project", project); err != nil {
+	ids, err := billing.ValidateSeed(project, keyLimits)
+	if err != nil {
 		return err
 	}
-	ids := make([]string, 0, len(keyLimits))
-	for id := range keyLimits {
-		if err := billing.ValidateID("key id", id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	names := map[string]string{"#created": attrCreated, "#cr": attrCredit, "#project": attrProject}
 	values := map[string]types.AttributeValue{
 		":now": attrS(formatTime(s.opts.Now())), ":b": attrOptN(balance), ":project": attrS(project),
@@ -626,7 +610,7 @@ func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) 
 	// sk = <at>#<rid>: "<from>" <= sk for every at >= from, and sk <
 	// "<to>" for every at < to ("<to>#..." sorts after "<to>").
 	err := s.queryIndex(ctx, project, from, to, func(e billing.Entry) {
-		if !e.At.Before(from) && e.At.Before(to) {
+		if billing.InPeriod(e, from, to) {
 			t.Add(e)
 		}
 	})
@@ -691,10 +675,7 @@ func (s *Store) Feedback(ctx context.Context, f billing.Feedback) error {
 	if err := billing.ValidateFeedback(f); err != nil {
 		return err
 	}
-	now := f.UpdatedAt
-	if now.IsZero() {
-		now = s.opts.Now()
-	}
+	now := billing.FeedbackTime(f, s.opts.Now)
 	names := map[string]string{"#rid": attrRequestID, "#eu": attrEndUser, "#up": attrUpdated, "#cr": attrCreated}
 	values := map[string]types.AttributeValue{
 		":rid": attrS(f.RequestID), ":eu": attrS(f.EndUser), ":now": attrS(formatTime(now)),
@@ -770,7 +751,7 @@ func (s *Store) Feedbacks(ctx context.Context, requestID string) ([]billing.Feed
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-	slices.SortFunc(out, func(a, b billing.Feedback) int { return strings.Compare(a.EndUser, b.EndUser) })
+	billing.SortFeedbacks(out)
 	return out, nil
 }
 
@@ -815,7 +796,5 @@ func (s *Store) update(ctx context.Context, pk, sk, expr string, names map[strin
 }
 
 func unavailable(op string, err error) error {
-	return fmt.Errorf("%w: dynamodb %s: %w", billing.ErrUnavailable, op, err)
+	return billing.Unavailable(fmt.Errorf("dynamodb %s: %w", op, err))
 }
-
-func ptr[T any](v T) *T { return &v }
