@@ -58,17 +58,10 @@ func (s *Store) Issue(ctx context.Context, project string) (string, billing.KeyR
 	if err := billing.ValidateID("project", project); err != nil {
 		return "", billing.KeyRecord{}, err
 	}
-	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(PKAccount+project, SKAccount),
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#c"),
-		ExpressionAttributeNames: map[string]string{"#c": attrCreated},
-	})
-	if err != nil {
-		return "", billing.KeyRecord{}, unavailable("GetItem", err)
-	}
-	if _, ok := got.Item[attrCreated]; !ok {
+	switch exists, err := s.ProjectExists(ctx, project); {
+	case err != nil:
+		return "", billing.KeyRecord{}, err
+	case !exists:
 		return "", billing.KeyRecord{}, billing.ErrUnknownProject
 	}
 	for range maxIssueAttempts {
@@ -142,13 +135,19 @@ func (s *Store) get(ctx context.Context, pk, sk string) (map[string]types.Attrib
 	return got.Item, nil
 }
 
+// getKeyID reads the item of a key id (consistent); nil when there is none,
+// ErrUnknownKey for an id no key can have.
+func (s *Store) getKeyID(ctx context.Context, keyID string) (map[string]types.AttributeValue, error) {
+	if billing.ValidateID("key id", keyID) != nil {
+		return nil, billing.ErrUnknownKey
+	}
+	return s.get(ctx, PKKeyID+keyID, SKKeyID)
+}
+
 // Revoke implements billing.KeyStore: GetItem of the key id, UpdateItem of
 // the key.
 func (s *Store) Revoke(ctx context.Context, keyID string) error {
-	if billing.ValidateID("key id", keyID) != nil {
-		return billing.ErrUnknownKey
-	}
-	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	item, err := s.getKeyID(ctx, keyID)
 	if err != nil {
 		return err
 	}
@@ -274,10 +273,7 @@ func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error)
 // key id's item (a key id whose key item was never written, an Issue that
 // failed between its two writes, is no key: see KeyByID).
 func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
-	if billing.ValidateID("key id", keyID) != nil {
-		return "", billing.ErrUnknownKey
-	}
-	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	item, err := s.getKeyID(ctx, keyID)
 	if err != nil {
 		return "", err
 	}
@@ -291,10 +287,7 @@ func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
 // (ErrUnknownKey; the record and ErrKeyRevoked when it is revoked): two
 // consistent GetItems.
 func (s *Store) KeyByID(ctx context.Context, keyID string) (billing.KeyRecord, error) {
-	if billing.ValidateID("key id", keyID) != nil {
-		return billing.KeyRecord{}, billing.ErrUnknownKey
-	}
-	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	item, err := s.getKeyID(ctx, keyID)
 	if err != nil {
 		return billing.KeyRecord{}, err
 	}

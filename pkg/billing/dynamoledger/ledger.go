@@ -538,47 +538,23 @@ func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLim
 
 // getEntry reads an entry item (consistent); nil when there is none.
 func (s *Store) getEntry(ctx context.Context, requestID string) (map[string]types.AttributeValue, error) {
-	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            key(PKRequest+requestID, SKEntry),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, unavailable("GetItem", err)
-	}
-	if len(got.Item) == 0 {
-		return nil, nil
-	}
-	return got.Item, nil
+	return s.get(ctx, PKRequest+requestID, SKEntry)
 }
 
 // getEntries reads entry items by request id (consistent BatchGetItem).
 func (s *Store) getEntries(ctx context.Context, rids []string) (map[string]map[string]types.AttributeValue, error) {
-	out := map[string]map[string]types.AttributeValue{}
 	rids = slices.Compact(slices.Sorted(slices.Values(rids)))
-	for chunk := range slices.Chunk(rids, maxBatchGet) {
-		keys := make([]map[string]types.AttributeValue, 0, len(chunk))
-		for _, rid := range chunk {
-			keys = append(keys, key(PKRequest+rid, SKEntry))
-		}
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-		for delay := 10 * time.Millisecond; len(req) > 0; delay = min(2*delay, time.Second) {
-			got, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, unavailable("BatchGetItem", err)
-			}
-			for _, item := range got.Responses[s.table] {
-				out[strings.TrimPrefix(str(item, AttrPK), PKRequest)] = item
-			}
-			req = got.UnprocessedKeys
-			if len(req) > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, unavailable("BatchGetItem", ctx.Err())
-				case <-time.After(delay):
-				}
-			}
-		}
+	keys := make([]map[string]types.AttributeValue, 0, len(rids))
+	for _, rid := range rids {
+		keys = append(keys, key(PKRequest+rid, SKEntry))
+	}
+	items, err := s.batchGet(ctx, keys, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]types.AttributeValue, len(items))
+	for _, item := range items {
+		out[strings.TrimPrefix(str(item, AttrPK), PKRequest)] = item
 	}
 	return out, nil
 }
