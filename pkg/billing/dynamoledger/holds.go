@@ -3,7 +3,6 @@ package dynamoledger
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,22 +46,16 @@ func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
 		ExpressionAttributeNames:            map[string]string{"#pk": AttrPK},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case !errors.As(err, &ccf):
-		return unavailable("PutItem", err)
 	}
-	old := ccf.Item
-	if len(old) == 0 {
-		if old, err = s.getEntry(ctx, h.RequestID); err != nil {
-			return err
-		}
-		if old == nil {
-			// Written off between the two calls: a hold again is a new hold.
-			return s.Hold(ctx, h)
-		}
+	old, err := s.found(ctx, "PutItem", err, PKRequest+h.RequestID, SKEntry)
+	switch {
+	case err != nil:
+		return err
+	case old == nil:
+		// Written off between the two calls: a hold again is a new hold.
+		return s.Hold(ctx, h)
 	}
 	at, err := parseTime(str(old, attrAt))
 	if err != nil {
@@ -107,48 +100,31 @@ func (s *Store) price(ctx context.Context, e billing.Entry) (string, map[string]
 			names["#prov"], values[":prov"] = attrProvider, attrS(e.Provider)
 			set += ", #prov = :prov"
 		}
-		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           aws.String(s.table),
-			Key:                                 key(PKRequest+e.RequestID, SKEntry),
-			UpdateExpression:                    aws.String(set),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names,
-			ExpressionAttributeValues:           values,
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		if err == nil {
-			return statePending, out.Attributes, nil
-		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return "", nil, unavailable("UpdateItem", err)
-		}
-		old := ccf.Item
-		if len(old) == 0 {
-			if old, err = s.getEntry(ctx, e.RequestID); err != nil {
-				return "", nil, err
-			}
-		}
-		if old == nil {
-			item, err := s.putPriced(ctx, e)
-			if err != nil || item != nil {
-				return statePending, item, err
+		item, done, err := s.updateIf(ctx, PKRequest+e.RequestID, SKEntry, set, cond, names, values)
+		switch {
+		case err != nil:
+			return "", nil, err
+		case done:
+			return statePending, item, nil
+		case item == nil:
+			priced, err := s.putPriced(ctx, e)
+			if err != nil || priced != nil {
+				return statePending, priced, err
 			}
 			continue // written meanwhile: look again
 		}
-		state := str(old, attrState)
+		state := str(item, attrState)
 		if state == stateHeld {
 			return "", nil, billing.ErrLedgerCollision // held for another request
 		}
-		got, err := decodeEntry(old, e.RequestID)
+		got, err := decodeEntry(item, e.RequestID)
 		if err != nil {
 			return "", nil, err
 		}
 		if err := billing.CheckBilled(got, e); err != nil {
 			return "", nil, err
 		}
-		return state, old, nil
+		return state, item, nil
 	}
 	return "", nil, fmt.Errorf("%w: dynamoledger: the entry of %s kept changing", billing.ErrUnavailable, e.RequestID)
 }
@@ -162,20 +138,10 @@ func (s *Store) putPriced(ctx context.Context, e billing.Entry) (map[string]type
 	}
 	item := entryItem(e, statePending)
 	item[attrHoldPK], item[attrHoldSK] = attrS(hpk), attrS(hsk)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return item, nil
-	case errors.As(err, &ccf):
-		return nil, nil
+	if created, err := s.putNew(ctx, item); err != nil || !created {
+		return nil, err
 	}
-	return nil, unavailable("PutItem", err)
+	return item, nil
 }
 
 func (s *Store) putPointer(ctx context.Context, hpk, hsk, requestID string) error {
@@ -227,9 +193,8 @@ func (s *Store) writeOff(ctx context.Context, project, requestID, hsk string) (d
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case errors.As(err, &ccf):
+	case failed(err):
 		return false, nil
 	case err != nil:
 		return false, unavailable("DeleteItem", err)

@@ -109,14 +109,13 @@ func (s *Store) putNew(ctx context.Context, item map[string]types.AttributeValue
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
 	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &ccf):
+	case failed(err):
 		return false, nil
+	case err != nil:
+		return false, unavailable("PutItem", err)
 	}
-	return false, unavailable("PutItem", err)
+	return true, nil
 }
 
 // get reads an item (consistent); nil when there is none.
@@ -162,17 +161,10 @@ func (s *Store) Revoke(ctx context.Context, keyID string) error {
 		ExpressionAttributeNames:  map[string]string{"#rv": attrRevoked, "#kid": attrKeyID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":kid": attrS(keyID)},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		// The id's item was written and its key's was not (Issue failed
-		// between the two), or the hash belongs to another id (an
-		// ImportKey that lost a race): there is no key of this id.
-		return billing.ErrUnknownKey
-	case err != nil:
-		return unavailable("UpdateItem", err)
-	}
-	return nil
+	// A failed condition: the id's item was written and its key's was not
+	// (Issue failed between the two), or the hash belongs to another id (an
+	// ImportKey that lost a race): there is no key of this id.
+	return written("UpdateItem", err, billing.ErrUnknownKey)
 }
 
 // CreateProject implements billing.KeyStore: one UpdateItem on
@@ -191,14 +183,7 @@ func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) er
 			":now": attrS(formatTime(s.opts.Now())), ":b": attrOptN(balance), ":project": attrS(id),
 		},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return billing.ErrProjectExists
-	case err != nil:
-		return unavailable("UpdateItem", err)
-	}
-	return nil
+	return written("UpdateItem", err, billing.ErrProjectExists)
 }
 
 // ImportKey implements billing.KeyStore: a GetItem of the key (a known key
@@ -228,12 +213,8 @@ func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) erro
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#hash": attrHash, "#project": attrProject},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":hash": attrS(hash), ":project": attrS(project)},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return billing.ErrKeyConflict
-	case err != nil:
-		return unavailable("PutItem", err)
+	if err := written("PutItem", err, billing.ErrKeyConflict); err != nil {
+		return err
 	}
 	created, err := s.putNew(ctx, keyItem(rec))
 	if err != nil || created {

@@ -300,33 +300,13 @@ func (s *Store) apply(ctx context.Context, c counter, e billing.Entry, epoch int
 		names := map[string]string{"#sp": attrSpent, "#m": marker}
 		values := map[string]types.AttributeValue{":c": attrN(e.CostNanos), ":rid": attrS(e.RequestID)}
 		cond := "attribute_not_exists(#m) AND " + epochCondition(epoch, names, values)
-		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           aws.String(s.table),
-			Key:                                 key(c.pk, c.sk),
-			UpdateExpression:                    aws.String("ADD #sp :c SET #m = :rid"),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names,
-			ExpressionAttributeValues:           values,
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		if err == nil {
-			s.observe(c, out.Attributes)
-			return out.Attributes, false, nil
-		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return nil, false, unavailable("UpdateItem", err)
-		}
-		view := ccf.Item
-		if len(view) == 0 {
-			if view, err = s.get(ctx, c.pk, c.sk); err != nil {
-				return nil, false, err
-			}
+		view, done, err := s.updateIf(ctx, c.pk, c.sk, "ADD #sp :c SET #m = :rid", cond, names, values)
+		if err != nil {
+			return nil, false, err
 		}
 		observed := s.observe(c, view)
-		if _, ok := view[marker]; ok {
-			return view, false, nil // counted (by an earlier attempt or Bill)
+		if _, ok := view[marker]; done || ok {
+			return view, false, nil // counted (by this write, an earlier attempt or another Bill)
 		}
 		// Not counted and the epoch moved: see the entry again, after
 		// this observation of the epoch.
@@ -425,9 +405,8 @@ func (s *Store) collect(ctx context.Context, c counter, view map[string]types.At
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case errors.As(err, &ccf):
+	case failed(err):
 		return nil // another collection went first
 	case err != nil:
 		return unavailable("UpdateItem", err)
@@ -487,11 +466,10 @@ func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64
 			ExpressionAttributeNames:  names,
 			ExpressionAttributeValues: values,
 		})
-		var ccf *types.ConditionalCheckFailedException
 		switch {
 		case err == nil:
 			return nil
-		case !errors.As(err, &ccf):
+		case !failed(err):
 			return unavailable("UpdateItem", err)
 		case attempt >= maxApplyAttempts:
 			return fmt.Errorf("%w: dynamoledger: the account of %s kept changing during SetBalance", billing.ErrUnavailable, project)
@@ -773,4 +751,58 @@ func (s *Store) update(ctx context.Context, pk, sk, expr string, names map[strin
 
 func unavailable(op string, err error) error {
 	return billing.Unavailable(fmt.Errorf("dynamodb %s: %w", op, err))
+}
+
+// failed reports whether err is a write's failed condition.
+func failed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// written maps the error of a conditional write: nil, ifFailed when its
+// condition failed, else ErrUnavailable with the cause.
+func written(op string, err, ifFailed error) error {
+	switch {
+	case err == nil:
+		return nil
+	case failed(err):
+		return ifFailed
+	}
+	return unavailable(op, err)
+}
+
+// updateIf is a conditional UpdateItem of (pk, sk): it returns the item as
+// the write left it and done, or, when the condition failed, the item the
+// write found (see found).
+func (s *Store) updateIf(ctx context.Context, pk, sk, expr, cond string, names map[string]string, values map[string]types.AttributeValue) (item map[string]types.AttributeValue, done bool, err error) {
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(pk, sk),
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return out.Attributes, true, nil
+	}
+	item, err = s.found(ctx, "UpdateItem", err, pk, sk)
+	return item, false, err
+}
+
+// found is the item a conditional write on (pk, sk) found when its
+// condition failed (err): the one DynamoDB sent back with the failure
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), else the item read again
+// (nil: there is none). Any other error is ErrUnavailable.
+func (s *Store) found(ctx context.Context, op string, err error, pk, sk string) (map[string]types.AttributeValue, error) {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, unavailable(op, err)
+	}
+	if len(ccf.Item) > 0 {
+		return ccf.Item, nil
+	}
+	return s.get(ctx, pk, sk)
 }
