@@ -217,6 +217,23 @@ type pointer struct {
 // none for StrayAfter past its deadline), loses its pointer.
 func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billing.Reconciliation, error) {
 	var r billing.Reconciliation
+	// settle bills the priced entry of item (without apply, it only reports
+	// it).
+	settle := func(item map[string]types.AttributeValue, requestID string) error {
+		e, err := decodeEntry(item, requestID)
+		if err != nil {
+			return err
+		}
+		if !apply {
+			r.Settled = append(r.Settled, e)
+			return nil
+		}
+		applied, err := s.bill(ctx, e, true)
+		if applied {
+			r.Settled = append(r.Settled, e)
+		}
+		return err
+	}
 	var ptrs []pointer
 	for i := range s.opts.HoldShards {
 		pk := fmt.Sprintf("%s%02d", PKHold, i)
@@ -273,20 +290,8 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billi
 				}
 			}
 		case str(item, attrState) == statePending:
-			e, err := decodeEntry(item, p.requestID)
-			if err != nil {
+			if err := settle(item, p.requestID); err != nil {
 				return r, err
-			}
-			if !apply {
-				r.Settled = append(r.Settled, e)
-				continue
-			}
-			applied, err := s.bill(ctx, e, true)
-			if err != nil {
-				return r, err
-			}
-			if applied {
-				r.Settled = append(r.Settled, e)
 			}
 		case str(item, attrState) == stateHeld:
 			h, err := decodeHold(item, p.requestID)
@@ -311,16 +316,8 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billi
 				return r, err
 			}
 			if str(again, attrState) == statePending {
-				e, err := decodeEntry(again, p.requestID)
-				if err != nil {
+				if err := settle(again, p.requestID); err != nil {
 					return r, err
-				}
-				applied, err := s.bill(ctx, e, true)
-				if err != nil {
-					return r, err
-				}
-				if applied {
-					r.Settled = append(r.Settled, e)
 				}
 			}
 		}
