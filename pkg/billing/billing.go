@@ -48,35 +48,12 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
-)
-
-// Errors.
-var (
-	// ErrLedgerCollision: a Bill with a RequestID the ledger already holds
-	// with a different payload. The first entry stays; nothing is billed.
-	ErrLedgerCollision = errors.New("billing: ledger collision: the request id is already billed with a different payload")
-	// ErrInsufficientBalance: the project's prepaid balance is spent (402
-	// insufficient_balance).
-	ErrInsufficientBalance = errors.New("billing: insufficient balance")
-	// ErrKeyLimitReached: the key's spend limit is reached (402
-	// key_limit_reached).
-	ErrKeyLimitReached = errors.New("billing: key limit reached")
-	// ErrNotFound: no ledger entry with that request id.
-	ErrNotFound = errors.New("billing: not found")
-	// ErrInvalid: a malformed argument (an empty id, a negative cost, a
-	// field over its bound); the message names it.
-	ErrInvalid = errors.New("billing: invalid argument")
-	// ErrUnavailable wraps every failure to reach the store (network,
-	// throttling after the SDK's retries, a missing table, the caller's
-	// deadline), with the cause.
-	ErrUnavailable = errors.New("billing store unavailable")
 )
 
 // Bounds of the strings a Ledger or KeyStore accepts.
@@ -421,5 +398,3 @@ func ValidateID(what, id string) error {
 	}
 	return nil
 }
-
-func invalid(msg string) error { return fmt.Errorf("%w: %s", ErrInvalid, msg) }

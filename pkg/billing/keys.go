@@ -14,22 +14,6 @@ import (
 	"time"
 )
 
-// Key errors.
-var (
-	// ErrUnknownKey: no key with that hash (401 invalid_api_key).
-	ErrUnknownKey = errors.New("billing: unknown api key")
-	// ErrKeyRevoked: the key was revoked (401 invalid_api_key); Lookup
-	// returns its record with it.
-	ErrKeyRevoked = errors.New("billing: api key revoked")
-	// ErrUnknownProject: Issue for a project that was never created.
-	ErrUnknownProject = errors.New("billing: unknown project")
-	// ErrProjectExists: CreateProject of a project that exists.
-	ErrProjectExists = errors.New("billing: project exists")
-	// ErrKeyConflict: ImportKey of a key hash that belongs to another
-	// project or key id.
-	ErrKeyConflict = errors.New("billing: api key already belongs to another project or key id")
-)
-
 // RawKeyPrefix starts every issued key.
 const RawKeyPrefix = "sk-bg-"
 

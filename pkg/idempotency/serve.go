@@ -23,6 +23,21 @@ type Retry struct {
 	IncludeUsage bool
 }
 
+// next returns the first event of evs from *pos on that the retry is sent
+// (a usage event only when it asks for usage), and moves *pos past it;
+// false when there is none.
+func (r Retry) next(evs []Event, pos *int) (Event, bool) {
+	for *pos < len(evs) {
+		ev := evs[*pos]
+		*pos++
+		if ev.Usage && !r.IncludeUsage {
+			continue
+		}
+		return ev, true
+	}
+	return Event{}, false
+}
+
 // ErrRunAgain: the record was released while the retry waited for it (the
 // answer was larger than max_response_bytes, or the first call was refused
 // before it ran), or its owner went away before it started. The caller
@@ -114,12 +129,7 @@ func answerReply(a *Answer, retry Retry) *Reply {
 	if a.Stream {
 		evs, pos := a.Events, 0
 		r.next = func(context.Context) (Event, error) {
-			for pos < len(evs) {
-				ev := evs[pos]
-				pos++
-				if ev.Usage && !retry.IncludeUsage {
-					continue
-				}
+			if ev, ok := retry.next(evs, &pos); ok {
 				return ev, nil
 			}
 			return Event{}, io.EOF
@@ -232,12 +242,7 @@ func localStream(f *flight, retry Retry) func(context.Context) (Event, error) {
 			if st.outcome == outcomeCompleted {
 				evs = st.answer.Events // the same events, whole
 			}
-			for pos < len(evs) {
-				ev := evs[pos]
-				pos++
-				if ev.Usage && !retry.IncludeUsage {
-					continue
-				}
+			if ev, ok := retry.next(evs, &pos); ok {
 				return ev, nil
 			}
 			switch {

@@ -107,429 +107,441 @@ func ptr[T any](v T) *T { return &v }
 // Run runs the Ledger contract; newLedger returns a ledger for one test
 // (it may share its storage with others: the suite uses fresh ids).
 func Run(t *testing.T, newLedger func(t *testing.T) billing.Ledger) {
-	t.Run("BillOnce", func(t *testing.T) {
-		l := newLedger(t)
-		e := NewEntry(ID("p"), ID("k"), 14_000)
-		MustBill(t, l, e)
-		ExpectBilledOnce(t, l, e)
-	})
+	for _, c := range ledgerCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newLedger(t)) })
+	}
+	t.Run("Overshoot", func(t *testing.T) { testOvershoot(t, newLedger) })
+}
 
-	t.Run("BillTwice", func(t *testing.T) {
-		l := newLedger(t)
-		e := NewEntry(ID("p"), ID("k"), 14_000)
-		MustBill(t, l, e)
-		MustBill(t, l, e)
-		// The same instant in another zone is the same payload.
-		again := e
-		again.At = e.At.In(time.FixedZone("X", 3600))
-		MustBill(t, l, again)
-		ExpectBilledOnce(t, l, e)
-	})
+// ledgerCases are the tests of Run that need one ledger each.
+var ledgerCases = []struct {
+	name string
+	run  func(t *testing.T, l billing.Ledger)
+}{
+	{"BillOnce", testBillOnce},
+	{"BillTwice", testBillTwice},
+	{"Collision", testCollision},
+	{"ZeroCost", testZeroCost},
+	{"Invalid", testInvalid},
+	{"Totals", testTotals},
+	{"Feedback", testFeedback},
+	{"Accounts", testAccounts},
+	{"ConcurrentDistinct", testConcurrentDistinct},
+	{"ConcurrentSame", testConcurrentSame},
+	{"ConcurrentCollisions", testConcurrentCollisions},
+}
 
-	t.Run("Collision", func(t *testing.T) {
-		l := newLedger(t)
-		e := NewEntry(ID("p"), ID("k"), 14_000)
+func testBillOnce(t *testing.T, l billing.Ledger) {
+	e := NewEntry(ID("p"), ID("k"), 14_000)
+	MustBill(t, l, e)
+	ExpectBilledOnce(t, l, e)
+}
+
+func testBillTwice(t *testing.T, l billing.Ledger) {
+	e := NewEntry(ID("p"), ID("k"), 14_000)
+	MustBill(t, l, e)
+	MustBill(t, l, e)
+	// The same instant in another zone is the same payload.
+	again := e
+	again.At = e.At.In(time.FixedZone("X", 3600))
+	MustBill(t, l, again)
+	ExpectBilledOnce(t, l, e)
+}
+
+func testCollision(t *testing.T, l billing.Ledger) {
+	e := NewEntry(ID("p"), ID("k"), 14_000)
+	MustBill(t, l, e)
+	other := NewEntry(ID("p"), ID("k"), 1)
+	for name, change := range map[string]func(*billing.Entry){
+		"cost":     func(x *billing.Entry) { x.CostNanos++ },
+		"project":  func(x *billing.Entry) { x.Project = other.Project },
+		"key":      func(x *billing.Entry) { x.KeyID = other.KeyID },
+		"model":    func(x *billing.Entry) { x.Model = "other/model" },
+		"provider": func(x *billing.Entry) { x.Provider = "" },
+		"tokens":   func(x *billing.Entry) { x.CompletionTokens++ },
+		"at":       func(x *billing.Entry) { x.At = x.At.Add(time.Nanosecond) },
+	} {
+		c := e
+		change(&c)
+		if err := l.Bill(t.Context(), c); !errors.Is(err, billing.ErrLedgerCollision) {
+			t.Errorf("Bill with another %s: %v, want ErrLedgerCollision", name, err)
+		}
+	}
+	ExpectBilledOnce(t, l, e)
+	ExpectSpent(t, l, other.Project, other.KeyID, 0, 0)
+	ExpectSpent(t, l, e.Project, other.KeyID, e.CostNanos, 0)
+}
+
+func testZeroCost(t *testing.T, l billing.Ledger) {
+	e := NewEntry(ID("p"), ID("k"), 0)
+	MustBill(t, l, e)
+	MustBill(t, l, e)
+	ExpectBilledOnce(t, l, e)
+}
+
+func testInvalid(t *testing.T, l billing.Ledger) {
+	good := NewEntry(ID("p"), ID("k"), 1)
+	for name, change := range map[string]func(*billing.Entry){
+		"no request id": func(x *billing.Entry) { x.RequestID = "" },
+		"no project":    func(x *billing.Entry) { x.Project = "" },
+		"no key":        func(x *billing.Entry) { x.KeyID = "" },
+		"negative cost": func(x *billing.Entry) { x.CostNanos = -1 },
+		"negative tokens": func(x *billing.Entry) {
+			x.PromptTokens = -1
+		},
+		"no time":      func(x *billing.Entry) { x.At = time.Time{} },
+		"long project": func(x *billing.Entry) { x.Project = strings.Repeat("p", billing.MaxIDBytes+1) },
+	} {
+		e := good
+		change(&e)
+		if err := l.Bill(t.Context(), e); !errors.Is(err, billing.ErrInvalid) {
+			t.Errorf("Bill with %s: %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := l.Entry(t.Context(), good.RequestID); !errors.Is(err, billing.ErrNotFound) {
+		t.Errorf("Entry of an unbilled request: %v, want ErrNotFound", err)
+	}
+}
+
+func testTotals(t *testing.T, l billing.Ledger) {
+	project, k1, k2 := ID("p"), ID("k1"), ID("k2")
+	at := func(d time.Duration, key, model string, cost int64) billing.Entry {
+		e := NewEntry(project, key, cost)
+		e.At, e.Model = Base.Add(d), model
+		return e
+	}
+	entries := []billing.Entry{
+		at(-time.Nanosecond, k1, "m1", 1), // before the range
+		at(0, k1, "m1", 10),               // the first instant of the range
+		at(time.Minute, k2, "m1", 100),
+		at(time.Hour, k1, "m2", 1000),
+		at(2*time.Hour-time.Nanosecond, k2, "m2", 10_000), // the last instant
+		at(2*time.Hour, k1, "m1", 100_000),                // the end: excluded
+	}
+	// Another project in the same range is not counted.
+	entries = append(entries, NewEntry(ID("p"), k1, 7))
+	for _, e := range entries {
 		MustBill(t, l, e)
-		other := NewEntry(ID("p"), ID("k"), 1)
-		for name, change := range map[string]func(*billing.Entry){
-			"cost":     func(x *billing.Entry) { x.CostNanos++ },
-			"project":  func(x *billing.Entry) { x.Project = other.Project },
-			"key":      func(x *billing.Entry) { x.KeyID = other.KeyID },
-			"model":    func(x *billing.Entry) { x.Model = "other/model" },
-			"provider": func(x *billing.Entry) { x.Provider = "" },
-			"tokens":   func(x *billing.Entry) { x.CompletionTokens++ },
-			"at":       func(x *billing.Entry) { x.At = x.At.Add(time.Nanosecond) },
-		} {
-			c := e
-			change(&c)
-			if err := l.Bill(t.Context(), c); !errors.Is(err, billing.ErrLedgerCollision) {
-				t.Errorf("Bill with another %s: %v, want ErrLedgerCollision", name, err)
-			}
-		}
-		ExpectBilledOnce(t, l, e)
-		ExpectSpent(t, l, other.Project, other.KeyID, 0, 0)
-		ExpectSpent(t, l, e.Project, other.KeyID, e.CostNanos, 0)
-	})
+	}
+	got := MustTotals(t, l, project, Base, Base.Add(2*time.Hour))
+	u := func(n, cost int64) billing.Usage {
+		return billing.Usage{Requests: n, PromptTokens: 12 * n, CompletionTokens: 34 * n, CostNanos: cost}
+	}
+	want := billing.Totals{
+		Total:   u(4, 11_110),
+		ByModel: map[string]billing.Usage{"m1": u(2, 110), "m2": u(2, 11_000)},
+		ByKey:   map[string]billing.Usage{k1: u(2, 1010), k2: u(2, 10_100)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Totals (-want +got):\n%s", diff)
+	}
+	all := MustTotals(t, l, project, time.Time{}, Base.Add(24*time.Hour))
+	if all.Total.Requests != 6 || all.Total.CostNanos != 111_111 {
+		t.Errorf("Totals over everything: %+v, want 6 requests of 111111", all.Total)
+	}
+	empty := MustTotals(t, l, project, Base.Add(time.Hour), Base.Add(time.Hour))
+	if diff := cmp.Diff(billing.NewTotals(), empty); diff != "" {
+		t.Errorf("Totals over an empty range (-want +got):\n%s", diff)
+	}
+	ExpectSpent(t, l, project, k1, 111_111, 101_011)
+}
 
-	t.Run("ZeroCost", func(t *testing.T) {
-		l := newLedger(t)
-		e := NewEntry(ID("p"), ID("k"), 0)
-		MustBill(t, l, e)
-		MustBill(t, l, e)
-		ExpectBilledOnce(t, l, e)
-	})
-
-	t.Run("Invalid", func(t *testing.T) {
-		l := newLedger(t)
-		good := NewEntry(ID("p"), ID("k"), 1)
-		for name, change := range map[string]func(*billing.Entry){
-			"no request id": func(x *billing.Entry) { x.RequestID = "" },
-			"no project":    func(x *billing.Entry) { x.Project = "" },
-			"no key":        func(x *billing.Entry) { x.KeyID = "" },
-			"negative cost": func(x *billing.Entry) { x.CostNanos = -1 },
-			"negative tokens": func(x *billing.Entry) {
-				x.PromptTokens = -1
-			},
-			"no time":      func(x *billing.Entry) { x.At = time.Time{} },
-			"long project": func(x *billing.Entry) { x.Project = strings.Repeat("p", billing.MaxIDBytes+1) },
-		} {
-			e := good
-			change(&e)
-			if err := l.Bill(t.Context(), e); !errors.Is(err, billing.ErrInvalid) {
-				t.Errorf("Bill with %s: %v, want ErrInvalid", name, err)
-			}
-		}
-		if _, err := l.Entry(t.Context(), good.RequestID); !errors.Is(err, billing.ErrNotFound) {
-			t.Errorf("Entry of an unbilled request: %v, want ErrNotFound", err)
-		}
-	})
-
-	t.Run("Totals", func(t *testing.T) {
-		l := newLedger(t)
-		project, k1, k2 := ID("p"), ID("k1"), ID("k2")
-		at := func(d time.Duration, key, model string, cost int64) billing.Entry {
-			e := NewEntry(project, key, cost)
-			e.At, e.Model = Base.Add(d), model
-			return e
-		}
-		entries := []billing.Entry{
-			at(-time.Nanosecond, k1, "m1", 1), // before the range
-			at(0, k1, "m1", 10),               // the first instant of the range
-			at(time.Minute, k2, "m1", 100),
-			at(time.Hour, k1, "m2", 1000),
-			at(2*time.Hour-time.Nanosecond, k2, "m2", 10_000), // the last instant
-			at(2*time.Hour, k1, "m1", 100_000),                // the end: excluded
-		}
-		// Another project in the same range is not counted.
-		entries = append(entries, NewEntry(ID("p"), k1, 7))
-		for _, e := range entries {
-			MustBill(t, l, e)
-		}
-		got := MustTotals(t, l, project, Base, Base.Add(2*time.Hour))
-		u := func(n, cost int64) billing.Usage {
-			return billing.Usage{Requests: n, PromptTokens: 12 * n, CompletionTokens: 34 * n, CostNanos: cost}
-		}
-		want := billing.Totals{
-			Total:   u(4, 11_110),
-			ByModel: map[string]billing.Usage{"m1": u(2, 110), "m2": u(2, 11_000)},
-			ByKey:   map[string]billing.Usage{k1: u(2, 1010), k2: u(2, 10_100)},
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Totals (-want +got):\n%s", diff)
-		}
-		all := MustTotals(t, l, project, time.Time{}, Base.Add(24*time.Hour))
-		if all.Total.Requests != 6 || all.Total.CostNanos != 111_111 {
-			t.Errorf("Totals over everything: %+v, want 6 requests of 111111", all.Total)
-		}
-		empty := MustTotals(t, l, project, Base.Add(time.Hour), Base.Add(time.Hour))
-		if diff := cmp.Diff(billing.NewTotals(), empty); diff != "" {
-			t.Errorf("Totals over an empty range (-want +got):\n%s", diff)
-		}
-		ExpectSpent(t, l, project, k1, 111_111, 101_011)
-	})
-
-	t.Run("Feedback", func(t *testing.T) {
-		l := newLedger(t)
-		rid := ID("req")
-		t0 := Base.Add(time.Minute)
-		first := billing.Feedback{RequestID: rid, EndUser: "alice", Score: ptr(1.0), Label: "good", Comment: "nice", UpdatedAt: t0}
-		second := billing.Feedback{RequestID: rid, EndUser: "alice", Score: ptr(-0.5), Label: "bad", UpdatedAt: t0.Add(time.Second)}
-		for _, f := range []billing.Feedback{first, second, second} {
-			if err := l.Feedback(t.Context(), f); err != nil {
-				t.Fatalf("Feedback: %v", err)
-			}
-		}
-		bob := billing.Feedback{RequestID: rid, EndUser: "", Comment: strings.Repeat("x", billing.MaxCommentBytes), UpdatedAt: t0}
-		if err := l.Feedback(t.Context(), bob); err != nil {
+func testFeedback(t *testing.T, l billing.Ledger) {
+	rid := ID("req")
+	t0 := Base.Add(time.Minute)
+	first := billing.Feedback{RequestID: rid, EndUser: "alice", Score: ptr(1.0), Label: "good", Comment: "nice", UpdatedAt: t0}
+	second := billing.Feedback{RequestID: rid, EndUser: "alice", Score: ptr(-0.5), Label: "bad", UpdatedAt: t0.Add(time.Second)}
+	for _, f := range []billing.Feedback{first, second, second} {
+		if err := l.Feedback(t.Context(), f); err != nil {
 			t.Fatalf("Feedback: %v", err)
 		}
-		got, err := l.Feedbacks(t.Context(), rid)
+	}
+	bob := billing.Feedback{RequestID: rid, EndUser: "", Comment: strings.Repeat("x", billing.MaxCommentBytes), UpdatedAt: t0}
+	if err := l.Feedback(t.Context(), bob); err != nil {
+		t.Fatalf("Feedback: %v", err)
+	}
+	got, err := l.Feedbacks(t.Context(), rid)
+	if err != nil {
+		t.Fatalf("Feedbacks: %v", err)
+	}
+	wantSecond := second
+	wantSecond.CreatedAt = t0
+	wantBob := bob
+	wantBob.CreatedAt = t0
+	if diff := cmp.Diff([]billing.Feedback{wantBob, wantSecond}, got); diff != "" {
+		t.Errorf("Feedbacks (-want +got):\n%s", diff)
+	}
+	if got, err := l.Feedbacks(t.Context(), ID("req")); err != nil || len(got) != 0 {
+		t.Errorf("Feedbacks of another request: %v, %v; want none", got, err)
+	}
+	for name, f := range map[string]billing.Feedback{
+		"no request id": {EndUser: "a"},
+		"long comment":  {RequestID: rid, Comment: strings.Repeat("x", billing.MaxCommentBytes+1)},
+		"long label":    {RequestID: rid, Label: strings.Repeat("x", billing.MaxLabelBytes+1)},
+		"NaN score":     {RequestID: rid, Score: ptr(nan())},
+	} {
+		if err := l.Feedback(t.Context(), f); !errors.Is(err, billing.ErrInvalid) {
+			t.Errorf("Feedback with %s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func testAccounts(t *testing.T, l billing.Ledger) {
+	ctx := t.Context()
+	project, k1, k2, k3 := ID("p"), ID("k1"), ID("k2"), ID("k3")
+	expect := func(keyID string, want billing.Account) {
+		t.Helper()
+		want.Project, want.KeyID = project, keyID
+		if diff := cmp.Diff(want, MustAccount(t, l, project, keyID)); diff != "" {
+			t.Fatalf("Account(%s) (-want +got):\n%s", keyID, diff)
+		}
+	}
+	// Never seen: unlimited, nothing spent.
+	expect(k1, billing.Account{})
+	if err := MustAccount(t, l, project, k1).Check(); err != nil {
+		t.Fatalf("Check of a new account: %v", err)
+	}
+
+	if err := l.Seed(ctx, project, ptr[int64](10_000), map[string]*int64{k1: ptr[int64](5000), k2: nil}); err != nil {
+		t.Fatalf("Seed: %v", err)
+	}
+	expect(k1, billing.Account{BalanceNanos: ptr[int64](10_000), KeyLimitNanos: ptr[int64](5000)})
+	// Seeding again changes nothing seeded, and seeds what is new.
+	if err := l.Seed(ctx, project, ptr[int64](1), map[string]*int64{k1: ptr[int64](1), k2: ptr[int64](1), k3: ptr[int64](3000)}); err != nil {
+		t.Fatalf("Seed: %v", err)
+	}
+	expect(k1, billing.Account{BalanceNanos: ptr[int64](10_000), KeyLimitNanos: ptr[int64](5000)})
+	expect(k2, billing.Account{BalanceNanos: ptr[int64](10_000)})
+	expect(k3, billing.Account{BalanceNanos: ptr[int64](10_000), KeyLimitNanos: ptr[int64](3000)})
+
+	MustBill(t, l, NewEntry(project, k1, 4000))
+	expect(k1, billing.Account{BalanceNanos: ptr[int64](6000), SpentNanos: 4000, KeySpentNanos: 4000, KeyLimitNanos: ptr[int64](5000)})
+	MustBill(t, l, NewEntry(project, k1, 1000))
+	if err := MustAccount(t, l, project, k1).Check(); !errors.Is(err, billing.ErrKeyLimitReached) {
+		t.Fatalf("Check at the key's limit: %v, want ErrKeyLimitReached", err)
+	}
+	if err := MustAccount(t, l, project, k2).Check(); err != nil {
+		t.Fatalf("Check of another key: %v", err)
+	}
+	if err := l.SetKeyLimit(ctx, project, k1, ptr[int64](8000)); err != nil {
+		t.Fatalf("SetKeyLimit: %v", err)
+	}
+	if err := MustAccount(t, l, project, k1).Check(); err != nil {
+		t.Fatalf("Check under a raised limit: %v", err)
+	}
+	MustBill(t, l, NewEntry(project, k2, 5000))
+	expect(k2, billing.Account{BalanceNanos: ptr[int64](0), SpentNanos: 10_000, KeySpentNanos: 5000})
+	if err := MustAccount(t, l, project, k2).Check(); !errors.Is(err, billing.ErrInsufficientBalance) {
+		t.Fatalf("Check of a spent balance: %v, want ErrInsufficientBalance", err)
+	}
+
+	// SetBalance sets what remains, whatever was spent.
+	if err := l.SetBalance(ctx, project, ptr[int64](2500)); err != nil {
+		t.Fatalf("SetBalance: %v", err)
+	}
+	expect(k2, billing.Account{BalanceNanos: ptr[int64](2500), SpentNanos: 10_000, KeySpentNanos: 5000})
+	MustBill(t, l, NewEntry(project, k2, 3000))
+	expect(k2, billing.Account{BalanceNanos: ptr[int64](-500), SpentNanos: 13_000, KeySpentNanos: 8000})
+	if err := l.SetBalance(ctx, project, nil); err != nil {
+		t.Fatalf("SetBalance(nil): %v", err)
+	}
+	if err := l.SetKeyLimit(ctx, project, k1, nil); err != nil {
+		t.Fatalf("SetKeyLimit(nil): %v", err)
+	}
+	expect(k1, billing.Account{SpentNanos: 13_000, KeySpentNanos: 5000})
+	// A limit set to none is not seeded again, nor a balance.
+	if err := l.Seed(ctx, project, ptr[int64](1), map[string]*int64{k1: ptr[int64](1)}); err != nil {
+		t.Fatalf("Seed: %v", err)
+	}
+	expect(k1, billing.Account{SpentNanos: 13_000, KeySpentNanos: 5000})
+
+	// SetBalance of a project that never spent.
+	fresh := ID("p")
+	if err := l.SetBalance(ctx, fresh, ptr[int64](7)); err != nil {
+		t.Fatalf("SetBalance: %v", err)
+	}
+	if a := MustAccount(t, l, fresh, k1); a.BalanceNanos == nil || *a.BalanceNanos != 7 || a.SpentNanos != 0 {
+		t.Fatalf("Account after SetBalance of a new project: %+v", a)
+	}
+	if _, err := l.Account(ctx, "", k1); !errors.Is(err, billing.ErrInvalid) {
+		t.Fatalf("Account of an empty project: %v, want ErrInvalid", err)
+	}
+
+	// A zero balance is spent from the start.
+	empty := ID("p")
+	if err := l.Seed(ctx, empty, ptr[int64](0), nil); err != nil {
+		t.Fatalf("Seed: %v", err)
+	}
+	if err := MustAccount(t, l, empty, k1).Check(); !errors.Is(err, billing.ErrInsufficientBalance) {
+		t.Fatalf("Check of a zero balance: %v, want ErrInsufficientBalance", err)
+	}
+}
+
+func testConcurrentDistinct(t *testing.T, l billing.Ledger) {
+	project, k1, k2 := ID("p"), ID("k1"), ID("k2")
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	var sum, sum1 int64
+	for i := range n {
+		key := k1
+		if i%2 == 1 {
+			key = k2
+		}
+		e := NewEntry(project, key, int64(1000+i))
+		sum += e.CostNanos
+		if key == k1 {
+			sum1 += e.CostNanos
+		}
+		wg.Go(func() { errs <- l.Bill(context.WithoutCancel(t.Context()), e) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		if err != nil {
-			t.Fatalf("Feedbacks: %v", err)
+			t.Fatalf("Bill: %v", err)
 		}
-		wantSecond := second
-		wantSecond.CreatedAt = t0
-		wantBob := bob
-		wantBob.CreatedAt = t0
-		if diff := cmp.Diff([]billing.Feedback{wantBob, wantSecond}, got); diff != "" {
-			t.Errorf("Feedbacks (-want +got):\n%s", diff)
-		}
-		if got, err := l.Feedbacks(t.Context(), ID("req")); err != nil || len(got) != 0 {
-			t.Errorf("Feedbacks of another request: %v, %v; want none", got, err)
-		}
-		for name, f := range map[string]billing.Feedback{
-			"no request id": {EndUser: "a"},
-			"long comment":  {RequestID: rid, Comment: strings.Repeat("x", billing.MaxCommentBytes+1)},
-			"long label":    {RequestID: rid, Label: strings.Repeat("x", billing.MaxLabelBytes+1)},
-			"NaN score":     {RequestID: rid, Score: ptr(nan())},
-		} {
-			if err := l.Feedback(t.Context(), f); !errors.Is(err, billing.ErrInvalid) {
-				t.Errorf("Feedback with %s: %v, want ErrInvalid", name, err)
-			}
-		}
-	})
+	}
+	ExpectSpent(t, l, project, k1, sum, sum1)
+	tot := MustTotals(t, l, project, Base, Base.Add(time.Second))
+	if tot.Total.Requests != n || tot.Total.CostNanos != sum {
+		t.Fatalf("Totals: %+v, want %d requests of %d", tot.Total, n, sum)
+	}
+}
 
-	t.Run("Accounts", func(t *testing.T) {
-		l := newLedger(t)
-		ctx := t.Context()
-		project, k1, k2, k3 := ID("p"), ID("k1"), ID("k2"), ID("k3")
-		expect := func(keyID string, want billing.Account) {
-			t.Helper()
-			want.Project, want.KeyID = project, keyID
-			if diff := cmp.Diff(want, MustAccount(t, l, project, keyID)); diff != "" {
-				t.Fatalf("Account(%s) (-want +got):\n%s", keyID, diff)
-			}
-		}
-		// Never seen: unlimited, nothing spent.
-		expect(k1, billing.Account{})
-		if err := MustAccount(t, l, project, k1).Check(); err != nil {
-			t.Fatalf("Check of a new account: %v", err)
-		}
-
-		if err := l.Seed(ctx, project, ptr[int64](10_000), map[string]*int64{k1: ptr[int64](5000), k2: nil}); err != nil {
-			t.Fatalf("Seed: %v", err)
-		}
-		expect(k1, billing.Account{BalanceNanos: ptr[int64](10_000), KeyLimitNanos: ptr[int64](5000)})
-		// Seeding again changes nothing seeded, and seeds what is new.
-		if err := l.Seed(ctx, project, ptr[int64](1), map[string]*int64{k1: ptr[int64](1), k2: ptr[int64](1), k3: ptr[int64](3000)}); err != nil {
-			t.Fatalf("Seed: %v", err)
-		}
-		expect(k1, billing.Account{BalanceNanos: ptr[int64](10_000), KeyLimitNanos: ptr[int64](5000)})
-		expect(k2, billing.Account{BalanceNanos: ptr[int64](10_000)})
-		expect(k3, billing.Account{BalanceNanos: ptr[int64](10_000), KeyLimitNanos: ptr[int64](3000)})
-
-		MustBill(t, l, NewEntry(project, k1, 4000))
-		expect(k1, billing.Account{BalanceNanos: ptr[int64](6000), SpentNanos: 4000, KeySpentNanos: 4000, KeyLimitNanos: ptr[int64](5000)})
-		MustBill(t, l, NewEntry(project, k1, 1000))
-		if err := MustAccount(t, l, project, k1).Check(); !errors.Is(err, billing.ErrKeyLimitReached) {
-			t.Fatalf("Check at the key's limit: %v, want ErrKeyLimitReached", err)
-		}
-		if err := MustAccount(t, l, project, k2).Check(); err != nil {
-			t.Fatalf("Check of another key: %v", err)
-		}
-		if err := l.SetKeyLimit(ctx, project, k1, ptr[int64](8000)); err != nil {
-			t.Fatalf("SetKeyLimit: %v", err)
-		}
-		if err := MustAccount(t, l, project, k1).Check(); err != nil {
-			t.Fatalf("Check under a raised limit: %v", err)
-		}
-		MustBill(t, l, NewEntry(project, k2, 5000))
-		expect(k2, billing.Account{BalanceNanos: ptr[int64](0), SpentNanos: 10_000, KeySpentNanos: 5000})
-		if err := MustAccount(t, l, project, k2).Check(); !errors.Is(err, billing.ErrInsufficientBalance) {
-			t.Fatalf("Check of a spent balance: %v, want ErrInsufficientBalance", err)
-		}
-
-		// SetBalance sets what remains, whatever was spent.
-		if err := l.SetBalance(ctx, project, ptr[int64](2500)); err != nil {
-			t.Fatalf("SetBalance: %v", err)
-		}
-		expect(k2, billing.Account{BalanceNanos: ptr[int64](2500), SpentNanos: 10_000, KeySpentNanos: 5000})
-		MustBill(t, l, NewEntry(project, k2, 3000))
-		expect(k2, billing.Account{BalanceNanos: ptr[int64](-500), SpentNanos: 13_000, KeySpentNanos: 8000})
-		if err := l.SetBalance(ctx, project, nil); err != nil {
-			t.Fatalf("SetBalance(nil): %v", err)
-		}
-		if err := l.SetKeyLimit(ctx, project, k1, nil); err != nil {
-			t.Fatalf("SetKeyLimit(nil): %v", err)
-		}
-		expect(k1, billing.Account{SpentNanos: 13_000, KeySpentNanos: 5000})
-		// A limit set to none is not seeded again, nor a balance.
-		if err := l.Seed(ctx, project, ptr[int64](1), map[string]*int64{k1: ptr[int64](1)}); err != nil {
-			t.Fatalf("Seed: %v", err)
-		}
-		expect(k1, billing.Account{SpentNanos: 13_000, KeySpentNanos: 5000})
-
-		// SetBalance of a project that never spent.
-		fresh := ID("p")
-		if err := l.SetBalance(ctx, fresh, ptr[int64](7)); err != nil {
-			t.Fatalf("SetBalance: %v", err)
-		}
-		if a := MustAccount(t, l, fresh, k1); a.BalanceNanos == nil || *a.BalanceNanos != 7 || a.SpentNanos != 0 {
-			t.Fatalf("Account after SetBalance of a new project: %+v", a)
-		}
-		if _, err := l.Account(ctx, "", k1); !errors.Is(err, billing.ErrInvalid) {
-			t.Fatalf("Account of an empty project: %v, want ErrInvalid", err)
-		}
-
-		// A zero balance is spent from the start.
-		empty := ID("p")
-		if err := l.Seed(ctx, empty, ptr[int64](0), nil); err != nil {
-			t.Fatalf("Seed: %v", err)
-		}
-		if err := MustAccount(t, l, empty, k1).Check(); !errors.Is(err, billing.ErrInsufficientBalance) {
-			t.Fatalf("Check of a zero balance: %v, want ErrInsufficientBalance", err)
-		}
-	})
-
-	t.Run("ConcurrentDistinct", func(t *testing.T) {
-		l := newLedger(t)
-		project, k1, k2 := ID("p"), ID("k1"), ID("k2")
-		const n = 100
+func testConcurrentSame(t *testing.T, l billing.Ledger) {
+	for range 5 {
+		e := NewEntry(ID("p"), ID("k"), 14_000)
 		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		var sum, sum1 int64
-		for i := range n {
-			key := k1
-			if i%2 == 1 {
-				key = k2
-			}
-			e := NewEntry(project, key, int64(1000+i))
-			sum += e.CostNanos
-			if key == k1 {
-				sum1 += e.CostNanos
-			}
-			wg.Go(func() { errs <- l.Bill(context.WithoutCancel(t.Context()), e) })
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatalf("Bill: %v", err)
-			}
-		}
-		ExpectSpent(t, l, project, k1, sum, sum1)
-		tot := MustTotals(t, l, project, Base, Base.Add(time.Second))
-		if tot.Total.Requests != n || tot.Total.CostNanos != sum {
-			t.Fatalf("Totals: %+v, want %d requests of %d", tot.Total, n, sum)
-		}
-	})
-
-	t.Run("ConcurrentSame", func(t *testing.T) {
-		l := newLedger(t)
-		for range 5 {
-			e := NewEntry(ID("p"), ID("k"), 14_000)
-			var wg sync.WaitGroup
-			var failed atomic.Int32
-			start := make(chan struct{})
-			for range 20 {
-				wg.Go(func() {
-					<-start
-					if err := l.Bill(context.WithoutCancel(t.Context()), e); err != nil {
-						t.Errorf("Bill: %v", err)
-						failed.Add(1)
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
-			if failed.Load() > 0 {
-				t.FailNow()
-			}
-			ExpectBilledOnce(t, l, e)
-		}
-	})
-
-	t.Run("ConcurrentCollisions", func(t *testing.T) {
-		l := newLedger(t)
-		rid := ID("req")
-		var wg sync.WaitGroup
-		var won, collided atomic.Int32
+		var failed atomic.Int32
 		start := make(chan struct{})
-		entries := make([]billing.Entry, 20)
-		for i := range entries {
-			entries[i] = NewEntry(ID("p"), "k", int64(1000+i))
-			entries[i].RequestID = rid
+		for range 20 {
 			wg.Go(func() {
 				<-start
-				switch err := l.Bill(context.WithoutCancel(t.Context()), entries[i]); {
-				case err == nil:
-					won.Add(1)
-				case errors.Is(err, billing.ErrLedgerCollision):
-					collided.Add(1)
-				default:
+				if err := l.Bill(context.WithoutCancel(t.Context()), e); err != nil {
 					t.Errorf("Bill: %v", err)
+					failed.Add(1)
 				}
 			})
 		}
 		close(start)
 		wg.Wait()
-		if won.Load() != 1 || collided.Load() != 19 {
-			t.Fatalf("%d Bills won and %d collided, want 1 and 19", won.Load(), collided.Load())
+		if failed.Load() > 0 {
+			t.FailNow()
 		}
-		got, err := l.Entry(t.Context(), rid)
-		if err != nil {
-			t.Fatalf("Entry: %v", err)
-		}
-		for _, e := range entries {
-			want := int64(0)
-			if e.Project == got.Project {
-				want = e.CostNanos
-			}
-			ExpectSpent(t, l, e.Project, "k", want, want)
-		}
-	})
+		ExpectBilledOnce(t, l, e)
+	}
+}
 
-	t.Run("Overshoot", func(t *testing.T) {
-		// 50 requests check the balance, then bill, against a balance for
-		// 10: the spend is the ledger's sum exactly, and the balance goes
-		// negative by at most the cost of the requests in flight.
-		for _, together := range []bool{true, false} {
-			t.Run(fmt.Sprintf("together=%v", together), func(t *testing.T) {
-				l := newLedger(t)
-				const n, fits, cost = 50, 10, 1000
-				project, keyID := ID("p"), ID("k")
-				if err := l.Seed(t.Context(), project, ptr[int64](fits*cost), nil); err != nil {
-					t.Fatalf("Seed: %v", err)
-				}
-				var checked sync.WaitGroup
-				checked.Add(n)
-				var inFlight, maxInFlight, billed atomic.Int64
-				var wg sync.WaitGroup
-				for range n {
-					wg.Go(func() {
-						ctx := context.WithoutCancel(t.Context())
-						a, err := l.Account(ctx, project, keyID)
-						if err != nil {
-							t.Errorf("Account: %v", err)
-							checked.Done()
-							return
-						}
-						ok := a.Check() == nil
-						if ok {
-							cur := inFlight.Add(1)
-							for m := maxInFlight.Load(); cur > m && !maxInFlight.CompareAndSwap(m, cur); m = maxInFlight.Load() {
-							}
-						}
-						checked.Done()
-						if together {
-							checked.Wait() // every check before any bill
-						}
-						if !ok {
-							return
-						}
-						if err := l.Bill(ctx, NewEntry(project, keyID, cost)); err != nil {
-							t.Errorf("Bill: %v", err)
-						}
-						inFlight.Add(-1)
-						billed.Add(1)
-					})
-				}
-				wg.Wait()
-				if t.Failed() {
-					t.FailNow()
-				}
-				a := MustAccount(t, l, project, keyID)
-				tot := MustTotals(t, l, project, Base, Base.Add(time.Second))
-				if a.SpentNanos != tot.Total.CostNanos || a.KeySpentNanos != tot.Total.CostNanos || tot.Total.Requests != billed.Load() {
-					t.Fatalf("spent %d (key %d), ledger %d requests of %d, billed %d: want the ledger's sum", a.SpentNanos, a.KeySpentNanos, tot.Total.Requests, tot.Total.CostNanos, billed.Load())
-				}
-				if billed.Load() < fits {
-					t.Fatalf("%d requests billed, want at least %d", billed.Load(), fits)
-				}
-				overshoot := -*a.BalanceNanos
-				if overshoot > maxInFlight.Load()*cost {
-					t.Fatalf("overshoot %d over the %d requests in flight at most (%d)", overshoot, maxInFlight.Load(), maxInFlight.Load()*cost)
-				}
-				if together && (billed.Load() != n || overshoot != (n-fits)*cost) {
-					t.Fatalf("all checked together: %d billed, overshoot %d; want %d and %d", billed.Load(), overshoot, n, (n-fits)*cost)
-				}
-				if err := a.Check(); !errors.Is(err, billing.ErrInsufficientBalance) {
-					t.Fatalf("Check after: %v, want ErrInsufficientBalance", err)
-				}
-				t.Logf("billed %d of %d, overshoot %d nano-USD, at most %d in flight", billed.Load(), n, overshoot, maxInFlight.Load())
-			})
+func testConcurrentCollisions(t *testing.T, l billing.Ledger) {
+	rid := ID("req")
+	var wg sync.WaitGroup
+	var won, collided atomic.Int32
+	start := make(chan struct{})
+	entries := make([]billing.Entry, 20)
+	for i := range entries {
+		entries[i] = NewEntry(ID("p"), "k", int64(1000+i))
+		entries[i].RequestID = rid
+		wg.Go(func() {
+			<-start
+			switch err := l.Bill(context.WithoutCancel(t.Context()), entries[i]); {
+			case err == nil:
+				won.Add(1)
+			case errors.Is(err, billing.ErrLedgerCollision):
+				collided.Add(1)
+			default:
+				t.Errorf("Bill: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if won.Load() != 1 || collided.Load() != 19 {
+		t.Fatalf("%d Bills won and %d collided, want 1 and 19", won.Load(), collided.Load())
+	}
+	got, err := l.Entry(t.Context(), rid)
+	if err != nil {
+		t.Fatalf("Entry: %v", err)
+	}
+	for _, e := range entries {
+		want := int64(0)
+		if e.Project == got.Project {
+			want = e.CostNanos
 		}
-	})
+		ExpectSpent(t, l, e.Project, "k", want, want)
+	}
+}
+
+// testOvershoot: 50 requests check the balance, then bill, against a
+// balance for 10: the spend is the ledger's sum exactly, and the balance
+// goes negative by at most the cost of the requests in flight.
+func testOvershoot(t *testing.T, newLedger func(t *testing.T) billing.Ledger) {
+	for _, together := range []bool{true, false} {
+		t.Run(fmt.Sprintf("together=%v", together), func(t *testing.T) {
+			l := newLedger(t)
+			const n, fits, cost = 50, 10, 1000
+			project, keyID := ID("p"), ID("k")
+			if err := l.Seed(t.Context(), project, ptr[int64](fits*cost), nil); err != nil {
+				t.Fatalf("Seed: %v", err)
+			}
+			var checked sync.WaitGroup
+			checked.Add(n)
+			var inFlight, maxInFlight, billed atomic.Int64
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					ctx := context.WithoutCancel(t.Context())
+					a, err := l.Account(ctx, project, keyID)
+					if err != nil {
+						t.Errorf("Account: %v", err)
+						checked.Done()
+						return
+					}
+					ok := a.Check() == nil
+					if ok {
+						cur := inFlight.Add(1)
+						for m := maxInFlight.Load(); cur > m && !maxInFlight.CompareAndSwap(m, cur); m = maxInFlight.Load() {
+						}
+					}
+					checked.Done()
+					if together {
+						checked.Wait() // every check before any bill
+					}
+					if !ok {
+						return
+					}
+					if err := l.Bill(ctx, NewEntry(project, keyID, cost)); err != nil {
+						t.Errorf("Bill: %v", err)
+					}
+					inFlight.Add(-1)
+					billed.Add(1)
+				})
+			}
+			wg.Wait()
+			if t.Failed() {
+				t.FailNow()
+			}
+			a := MustAccount(t, l, project, keyID)
+			tot := MustTotals(t, l, project, Base, Base.Add(time.Second))
+			if a.SpentNanos != tot.Total.CostNanos || a.KeySpentNanos != tot.Total.CostNanos || tot.Total.Requests != billed.Load() {
+				t.Fatalf("spent %d (key %d), ledger %d requests of %d, billed %d: want the ledger's sum", a.SpentNanos, a.KeySpentNanos, tot.Total.Requests, tot.Total.CostNanos, billed.Load())
+			}
+			if billed.Load() < fits {
+				t.Fatalf("%d requests billed, want at least %d", billed.Load(), fits)
+			}
+			overshoot := -*a.BalanceNanos
+			if overshoot > maxInFlight.Load()*cost {
+				t.Fatalf("overshoot %d over the %d requests in flight at most (%d)", overshoot, maxInFlight.Load(), maxInFlight.Load()*cost)
+			}
+			if together && (billed.Load() != n || overshoot != (n-fits)*cost) {
+				t.Fatalf("all checked together: %d billed, overshoot %d; want %d and %d", billed.Load(), overshoot, n, (n-fits)*cost)
+			}
+			if err := a.Check(); !errors.Is(err, billing.ErrInsufficientBalance) {
+				t.Fatalf("Check after: %v, want ErrInsufficientBalance", err)
+			}
+			t.Logf("billed %d of %d, overshoot %d nano-USD, at most %d in flight", billed.Load(), n, overshoot, maxInFlight.Load())
+		})
+	}
 }
 
 func nan() float64 {
@@ -541,154 +553,165 @@ func nan() float64 {
 // test whose Issue hashes with pepper. When the store is also a
 // billing.Ledger, SeedConfig is tested on it too.
 func RunKeyStore(t *testing.T, pepper []byte, newStore func(t *testing.T) billing.KeyStore) {
-	t.Run("Projects", func(t *testing.T) {
-		ks := newStore(t)
-		project := ID("p")
-		if _, _, err := ks.Issue(t.Context(), project); !errors.Is(err, billing.ErrUnknownProject) {
-			t.Fatalf("Issue for an unknown project: %v, want ErrUnknownProject", err)
-		}
-		if err := ks.CreateProject(t.Context(), project, ptr[int64](5000)); err != nil {
-			t.Fatalf("CreateProject: %v", err)
-		}
-		if err := ks.CreateProject(t.Context(), project, nil); !errors.Is(err, billing.ErrProjectExists) {
-			t.Fatalf("CreateProject again: %v, want ErrProjectExists", err)
-		}
-		if l, ok := ks.(billing.Ledger); ok {
-			a := MustAccount(t, l, project, "k")
-			if a.BalanceNanos == nil || *a.BalanceNanos != 5000 {
-				t.Fatalf("balance of a created project: %v, want 5000", a.BalanceNanos)
-			}
-		}
-	})
+	for _, c := range keyStoreCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, pepper, newStore(t)) })
+	}
+}
 
-	t.Run("IssueLookupRevoke", func(t *testing.T) {
-		ks := newStore(t)
-		ctx := t.Context()
-		project := ID("p")
-		if err := ks.CreateProject(ctx, project, nil); err != nil {
-			t.Fatalf("CreateProject: %v", err)
-		}
-		raw, rec, err := ks.Issue(ctx, project)
-		if err != nil {
-			t.Fatalf("Issue: %v", err)
-		}
-		rest, ok := strings.CutPrefix(raw, billing.RawKeyPrefix)
-		if !ok || len(rest) != 32 || strings.Trim(rest, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != "" {
-			t.Fatalf("raw key %q: want %s and 32 base62 characters", raw, billing.RawKeyPrefix)
-		}
-		if rec.Hash != billing.HashKey(pepper, raw) || rec.Project != project || rec.KeyID == "" || rec.Revoked || rec.CreatedAt.IsZero() {
-			t.Fatalf("record %+v", rec)
-		}
-		got, err := ks.Lookup(ctx, billing.HashKey(pepper, raw))
-		if err != nil {
-			t.Fatalf("Lookup: %v", err)
-		}
-		if diff := cmp.Diff(rec, got); diff != "" {
-			t.Fatalf("Lookup (-want +got):\n%s", diff)
-		}
-		raw2, rec2, err := ks.Issue(ctx, project)
-		if err != nil {
-			t.Fatalf("Issue: %v", err)
-		}
-		if raw2 == raw || rec2.KeyID == rec.KeyID || rec2.Hash == rec.Hash {
-			t.Fatalf("two issued keys are alike: %+v, %+v", rec, rec2)
-		}
-		if _, err := ks.Lookup(ctx, billing.HashKey(pepper, raw+"x")); !errors.Is(err, billing.ErrUnknownKey) {
-			t.Fatalf("Lookup of an unknown key: %v, want ErrUnknownKey", err)
-		}
-		if _, err := ks.Lookup(ctx, billing.HashKey([]byte("other pepper"), raw)); !errors.Is(err, billing.ErrUnknownKey) {
-			t.Fatalf("Lookup under another pepper: %v, want ErrUnknownKey", err)
-		}
+// keyStoreCases are the tests of RunKeyStore.
+var keyStoreCases = []struct {
+	name string
+	run  func(t *testing.T, pepper []byte, ks billing.KeyStore)
+}{
+	{"Projects", testProjects},
+	{"IssueLookupRevoke", testIssueLookupRevoke},
+	{"ImportKey", testImportKey},
+	{"SeedConfig", testSeedConfig},
+}
 
-		for range 2 {
-			if err := ks.Revoke(ctx, rec.KeyID); err != nil {
-				t.Fatalf("Revoke: %v", err)
-			}
+func testProjects(t *testing.T, pepper []byte, ks billing.KeyStore) {
+	project := ID("p")
+	if _, _, err := ks.Issue(t.Context(), project); !errors.Is(err, billing.ErrUnknownProject) {
+		t.Fatalf("Issue for an unknown project: %v, want ErrUnknownProject", err)
+	}
+	if err := ks.CreateProject(t.Context(), project, ptr[int64](5000)); err != nil {
+		t.Fatalf("CreateProject: %v", err)
+	}
+	if err := ks.CreateProject(t.Context(), project, nil); !errors.Is(err, billing.ErrProjectExists) {
+		t.Fatalf("CreateProject again: %v, want ErrProjectExists", err)
+	}
+	if l, ok := ks.(billing.Ledger); ok {
+		a := MustAccount(t, l, project, "k")
+		if a.BalanceNanos == nil || *a.BalanceNanos != 5000 {
+			t.Fatalf("balance of a created project: %v, want 5000", a.BalanceNanos)
 		}
-		got, err = ks.Lookup(ctx, rec.Hash)
-		if !errors.Is(err, billing.ErrKeyRevoked) || !got.Revoked || got.KeyID != rec.KeyID || got.Project != project {
-			t.Fatalf("Lookup of a revoked key: %+v, %v; want its record and ErrKeyRevoked", got, err)
-		}
-		if _, err := ks.Lookup(ctx, rec2.Hash); err != nil {
-			t.Fatalf("Lookup of the other key: %v", err)
-		}
-		if err := ks.Revoke(ctx, ID("key")); !errors.Is(err, billing.ErrUnknownKey) {
-			t.Fatalf("Revoke of an unknown key: %v, want ErrUnknownKey", err)
-		}
-	})
+	}
+}
 
-	t.Run("ImportKey", func(t *testing.T) {
-		ks := newStore(t)
-		ctx := t.Context()
-		project, other := ID("p"), ID("p")
-		raw := ID("sk-config")
-		hash, id := billing.HashKey(pepper, raw), billing.ConfigKeyID(pepper, raw)
-		for range 2 {
-			if err := ks.ImportKey(ctx, project, hash, id); err != nil {
-				t.Fatalf("ImportKey: %v", err)
-			}
-		}
-		got, err := ks.Lookup(ctx, hash)
-		if err != nil || got.Project != project || got.KeyID != id || got.Hash != hash {
-			t.Fatalf("Lookup of an imported key: %+v, %v", got, err)
-		}
-		if err := ks.ImportKey(ctx, other, hash, id); !errors.Is(err, billing.ErrKeyConflict) {
-			t.Fatalf("ImportKey into another project: %v, want ErrKeyConflict", err)
-		}
-		if err := ks.ImportKey(ctx, project, hash, ID("cfg")); !errors.Is(err, billing.ErrKeyConflict) {
-			t.Fatalf("ImportKey under another id: %v, want ErrKeyConflict", err)
-		}
-		if err := ks.Revoke(ctx, id); err != nil {
+func testIssueLookupRevoke(t *testing.T, pepper []byte, ks billing.KeyStore) {
+	ctx := t.Context()
+	project := ID("p")
+	if err := ks.CreateProject(ctx, project, nil); err != nil {
+		t.Fatalf("CreateProject: %v", err)
+	}
+	raw, rec, err := ks.Issue(ctx, project)
+	if err != nil {
+		t.Fatalf("Issue: %v", err)
+	}
+	rest, ok := strings.CutPrefix(raw, billing.RawKeyPrefix)
+	if !ok || len(rest) != 32 || strings.Trim(rest, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != "" {
+		t.Fatalf("raw key %q: want %s and 32 base62 characters", raw, billing.RawKeyPrefix)
+	}
+	if rec.Hash != billing.HashKey(pepper, raw) || rec.Project != project || rec.KeyID == "" || rec.Revoked || rec.CreatedAt.IsZero() {
+		t.Fatalf("record %+v", rec)
+	}
+	got, err := ks.Lookup(ctx, billing.HashKey(pepper, raw))
+	if err != nil {
+		t.Fatalf("Lookup: %v", err)
+	}
+	if diff := cmp.Diff(rec, got); diff != "" {
+		t.Fatalf("Lookup (-want +got):\n%s", diff)
+	}
+	raw2, rec2, err := ks.Issue(ctx, project)
+	if err != nil {
+		t.Fatalf("Issue: %v", err)
+	}
+	if raw2 == raw || rec2.KeyID == rec.KeyID || rec2.Hash == rec.Hash {
+		t.Fatalf("two issued keys are alike: %+v, %+v", rec, rec2)
+	}
+	if _, err := ks.Lookup(ctx, billing.HashKey(pepper, raw+"x")); !errors.Is(err, billing.ErrUnknownKey) {
+		t.Fatalf("Lookup of an unknown key: %v, want ErrUnknownKey", err)
+	}
+	if _, err := ks.Lookup(ctx, billing.HashKey([]byte("other pepper"), raw)); !errors.Is(err, billing.ErrUnknownKey) {
+		t.Fatalf("Lookup under another pepper: %v, want ErrUnknownKey", err)
+	}
+
+	for range 2 {
+		if err := ks.Revoke(ctx, rec.KeyID); err != nil {
 			t.Fatalf("Revoke: %v", err)
 		}
-		if err := ks.ImportKey(ctx, project, hash, id); err != nil {
-			t.Fatalf("ImportKey of a revoked key: %v", err)
-		}
-		if _, err := ks.Lookup(ctx, hash); !errors.Is(err, billing.ErrKeyRevoked) {
-			t.Fatalf("Lookup of a revoked config key imported again: %v, want ErrKeyRevoked", err)
-		}
-	})
+	}
+	got, err = ks.Lookup(ctx, rec.Hash)
+	if !errors.Is(err, billing.ErrKeyRevoked) || !got.Revoked || got.KeyID != rec.KeyID || got.Project != project {
+		t.Fatalf("Lookup of a revoked key: %+v, %v; want its record and ErrKeyRevoked", got, err)
+	}
+	if _, err := ks.Lookup(ctx, rec2.Hash); err != nil {
+		t.Fatalf("Lookup of the other key: %v", err)
+	}
+	if err := ks.Revoke(ctx, ID("key")); !errors.Is(err, billing.ErrUnknownKey) {
+		t.Fatalf("Revoke of an unknown key: %v, want ErrUnknownKey", err)
+	}
+}
 
-	t.Run("SeedConfig", func(t *testing.T) {
-		ks := newStore(t)
-		l, ok := ks.(billing.Ledger)
-		if !ok {
-			t.Skip("the KeyStore is not a Ledger") // nothing to seed into
+func testImportKey(t *testing.T, pepper []byte, ks billing.KeyStore) {
+	ctx := t.Context()
+	project, other := ID("p"), ID("p")
+	raw := ID("sk-config")
+	hash, id := billing.HashKey(pepper, raw), billing.ConfigKeyID(pepper, raw)
+	for range 2 {
+		if err := ks.ImportKey(ctx, project, hash, id); err != nil {
+			t.Fatalf("ImportKey: %v", err)
 		}
-		ctx := t.Context()
-		p1, p2 := ID("p"), ID("p")
-		k1, k2 := ID("sk-one"), ID("sk-two")
-		projects := []catalog.Project{
-			{ID: p1, Balance: ptr(10.0), Keys: []catalog.Key{{Key: k1, Limit: ptr(5.0)}, {Key: k2}}},
-			{ID: p2},
-		}
-		for range 2 {
-			if err := billing.SeedConfig(ctx, l, ks, pepper, projects); err != nil {
-				t.Fatalf("SeedConfig: %v", err)
-			}
-		}
-		rec, err := ks.Lookup(ctx, billing.HashKey(pepper, k1))
-		if err != nil || rec.Project != p1 || rec.KeyID != billing.ConfigKeyID(pepper, k1) {
-			t.Fatalf("Lookup of a config key: %+v, %v", rec, err)
-		}
-		want := billing.Account{Project: p1, KeyID: rec.KeyID, BalanceNanos: ptr[int64](10 * billing.NanosPerUSD), KeyLimitNanos: ptr[int64](5 * billing.NanosPerUSD)}
-		if diff := cmp.Diff(want, MustAccount(t, l, p1, rec.KeyID)); diff != "" {
-			t.Fatalf("Account of a seeded key (-want +got):\n%s", diff)
-		}
-		// Seeded projects exist: they get keys, and are not created again.
-		if _, _, err := ks.Issue(ctx, p2); err != nil {
-			t.Fatalf("Issue for a seeded project: %v", err)
-		}
-		if err := ks.CreateProject(ctx, p1, nil); !errors.Is(err, billing.ErrProjectExists) {
-			t.Fatalf("CreateProject of a seeded project: %v, want ErrProjectExists", err)
-		}
-		// The config seeds once: a new balance in it changes nothing.
-		projects[0].Balance = ptr(99.0)
+	}
+	got, err := ks.Lookup(ctx, hash)
+	if err != nil || got.Project != project || got.KeyID != id || got.Hash != hash {
+		t.Fatalf("Lookup of an imported key: %+v, %v", got, err)
+	}
+	if err := ks.ImportKey(ctx, other, hash, id); !errors.Is(err, billing.ErrKeyConflict) {
+		t.Fatalf("ImportKey into another project: %v, want ErrKeyConflict", err)
+	}
+	if err := ks.ImportKey(ctx, project, hash, ID("cfg")); !errors.Is(err, billing.ErrKeyConflict) {
+		t.Fatalf("ImportKey under another id: %v, want ErrKeyConflict", err)
+	}
+	if err := ks.Revoke(ctx, id); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	if err := ks.ImportKey(ctx, project, hash, id); err != nil {
+		t.Fatalf("ImportKey of a revoked key: %v", err)
+	}
+	if _, err := ks.Lookup(ctx, hash); !errors.Is(err, billing.ErrKeyRevoked) {
+		t.Fatalf("Lookup of a revoked config key imported again: %v, want ErrKeyRevoked", err)
+	}
+}
+
+func testSeedConfig(t *testing.T, pepper []byte, ks billing.KeyStore) {
+	l, ok := ks.(billing.Ledger)
+	if !ok {
+		t.Skip("the KeyStore is not a Ledger") // nothing to seed into
+	}
+	ctx := t.Context()
+	p1, p2 := ID("p"), ID("p")
+	k1, k2 := ID("sk-one"), ID("sk-two")
+	projects := []catalog.Project{
+		{ID: p1, Balance: ptr(10.0), Keys: []catalog.Key{{Key: k1, Limit: ptr(5.0)}, {Key: k2}}},
+		{ID: p2},
+	}
+	for range 2 {
 		if err := billing.SeedConfig(ctx, l, ks, pepper, projects); err != nil {
 			t.Fatalf("SeedConfig: %v", err)
 		}
-		if diff := cmp.Diff(want, MustAccount(t, l, p1, rec.KeyID)); diff != "" {
-			t.Fatalf("Account after a changed config (-want +got):\n%s", diff)
-		}
-	})
+	}
+	rec, err := ks.Lookup(ctx, billing.HashKey(pepper, k1))
+	if err != nil || rec.Project != p1 || rec.KeyID != billing.ConfigKeyID(pepper, k1) {
+		t.Fatalf("Lookup of a config key: %+v, %v", rec, err)
+	}
+	want := billing.Account{Project: p1, KeyID: rec.KeyID, BalanceNanos: ptr[int64](10 * billing.NanosPerUSD), KeyLimitNanos: ptr[int64](5 * billing.NanosPerUSD)}
+	if diff := cmp.Diff(want, MustAccount(t, l, p1, rec.KeyID)); diff != "" {
+		t.Fatalf("Account of a seeded key (-want +got):\n%s", diff)
+	}
+	// Seeded projects exist: they get keys, and are not created again.
+	if _, _, err := ks.Issue(ctx, p2); err != nil {
+		t.Fatalf("Issue for a seeded project: %v", err)
+	}
+	if err := ks.CreateProject(ctx, p1, nil); !errors.Is(err, billing.ErrProjectExists) {
+		t.Fatalf("CreateProject of a seeded project: %v, want ErrProjectExists", err)
+	}
+	// The config seeds once: a new balance in it changes nothing.
+	projects[0].Balance = ptr(99.0)
+	if err := billing.SeedConfig(ctx, l, ks, pepper, projects); err != nil {
+		t.Fatalf("SeedConfig: %v", err)
+	}
+	if diff := cmp.Diff(want, MustAccount(t, l, p1, rec.KeyID)); diff != "" {
+		t.Fatalf("Account after a changed config (-want +got):\n%s", diff)
+	}
 }

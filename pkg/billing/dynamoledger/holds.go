@@ -3,7 +3,6 @@ package dynamoledger
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,10 +24,10 @@ const maxPriceAttempts = 4
 // conditional PutItem of the entry item in state held. The pointer goes
 // first so that no entry exists that Reconcile cannot find.
 func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
-	if err := billing.ValidateHold(h); err != nil {
+	h, err := billing.PrepareHold(h)
+	if err != nil {
 		return err
 	}
-	h = billing.NormalizeHold(h)
 	hpk, hsk := s.holdPK(h.RequestID), holdSK(h.Deadline, h.RequestID)
 	if err := s.putPointer(ctx, hpk, hsk, h.RequestID); err != nil {
 		return err
@@ -40,48 +39,40 @@ func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
 	}
 	item[attrDeadline], item[attrHoldPK], item[attrHoldSK] = attrS(formatTime(h.Deadline)), attrS(hpk), attrS(hsk)
 	item[attrState] = attrS(stateHeld)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
 		ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames:            map[string]string{"#pk": AttrPK},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case !errors.As(err, &ccf):
-		return unavailable("PutItem", err)
 	}
-	old := ccf.Item
-	if len(old) == 0 {
-		if old, err = s.getEntry(ctx, h.RequestID); err != nil {
-			return err
-		}
-		if old == nil {
-			// Written off between the two calls: a hold again is a new hold.
-			return s.Hold(ctx, h)
-		}
+	old, err := s.found(ctx, "PutItem", err, PKRequest+h.RequestID, SKEntry)
+	switch {
+	case err != nil:
+		return err
+	case old == nil:
+		// Written off between the two calls: a hold again is a new hold.
+		return s.Hold(ctx, h)
 	}
 	at, err := parseTime(str(old, attrAt))
 	if err != nil {
 		return err
 	}
-	got := billing.Hold{RequestID: h.RequestID, Project: str(old, attrProject), KeyID: str(old, attrKeyID), Model: str(old, attrModel), At: at}
-	if !billing.SameHold(got, h) {
-		return billing.ErrLedgerCollision
-	}
-	return nil // the same request: a retry of the Hold, or priced or billed already
+	// The same request is a retry of the Hold, or priced or billed already.
+	return billing.CheckHeld(billing.Hold{RequestID: h.RequestID, Project: str(old, attrProject), KeyID: str(old, attrKeyID), Model: str(old, attrModel), At: at}, h)
 }
 
 // Price implements billing.Ledger: on a held entry one UpdateItem (state
 // pending, the cost), else see price.
 func (s *Store) Price(ctx context.Context, e billing.Entry) error {
-	if err := billing.ValidateEntry(e); err != nil {
+	e, err := billing.PrepareEntry(e)
+	if err != nil {
 		return err
 	}
-	_, _, err := s.price(ctx, billing.NormalizeEntry(e))
+	_, _, err = s.price(ctx, e)
 	return err
 }
 
@@ -109,48 +100,31 @@ func (s *Store) price(ctx context.Context, e billing.Entry) (string, map[string]
 			names["#prov"], values[":prov"] = attrProvider, attrS(e.Provider)
 			set += ", #prov = :prov"
 		}
-		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           aws.String(s.table),
-			Key:                                 key(PKRequest+e.RequestID, SKEntry),
-			UpdateExpression:                    aws.String(set),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names,
-			ExpressionAttributeValues:           values,
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		if err == nil {
-			return statePending, out.Attributes, nil
-		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return "", nil, unavailable("UpdateItem", err)
-		}
-		old := ccf.Item
-		if len(old) == 0 {
-			if old, err = s.getEntry(ctx, e.RequestID); err != nil {
-				return "", nil, err
-			}
-		}
-		if old == nil {
-			item, err := s.putPriced(ctx, e)
-			if err != nil || item != nil {
-				return statePending, item, err
+		item, done, err := s.updateIf(ctx, PKRequest+e.RequestID, SKEntry, set, cond, names, values)
+		switch {
+		case err != nil:
+			return "", nil, err
+		case done:
+			return statePending, item, nil
+		case item == nil:
+			priced, err := s.putPriced(ctx, e)
+			if err != nil || priced != nil {
+				return statePending, priced, err
 			}
 			continue // written meanwhile: look again
 		}
-		state := str(old, attrState)
+		state := str(item, attrState)
 		if state == stateHeld {
 			return "", nil, billing.ErrLedgerCollision // held for another request
 		}
-		got, err := decodeEntry(old, e.RequestID)
+		got, err := decodeEntry(item, e.RequestID)
 		if err != nil {
 			return "", nil, err
 		}
-		if !billing.SamePayload(got, e) {
-			return "", nil, billing.ErrLedgerCollision
+		if err := billing.CheckBilled(got, e); err != nil {
+			return "", nil, err
 		}
-		return state, old, nil
+		return state, item, nil
 	}
 	return "", nil, fmt.Errorf("%w: dynamoledger: the entry of %s kept changing", billing.ErrUnavailable, e.RequestID)
 }
@@ -164,20 +138,10 @@ func (s *Store) putPriced(ctx context.Context, e billing.Entry) (map[string]type
 	}
 	item := entryItem(e, statePending)
 	item[attrHoldPK], item[attrHoldSK] = attrS(hpk), attrS(hsk)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return item, nil
-	case errors.As(err, &ccf):
-		return nil, nil
+	if created, err := s.putNew(ctx, item); err != nil || !created {
+		return nil, err
 	}
-	return nil, unavailable("PutItem", err)
+	return item, nil
 }
 
 func (s *Store) putPointer(ctx context.Context, hpk, hsk, requestID string) error {
@@ -203,7 +167,7 @@ func (s *Store) deletePointer(ctx context.Context, hpk, hsk string) error {
 // Unhold implements billing.Ledger: a DeleteItem of the entry on the
 // condition that it is held (by this project), then of its due pointer.
 func (s *Store) Unhold(ctx context.Context, project, requestID string) error {
-	if err := errors.Join(billing.ValidateID("project", project), billing.ValidateID("request id", requestID)); err != nil {
+	if err := billing.ValidateUnhold(project, requestID); err != nil {
 		return err
 	}
 	_, err := s.writeOff(ctx, project, requestID, "")
@@ -229,9 +193,8 @@ func (s *Store) writeOff(ctx context.Context, project, requestID, hsk string) (d
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case errors.As(err, &ccf):
+	case failed(err):
 		return false, nil
 	case err != nil:
 		return false, unavailable("DeleteItem", err)
@@ -254,6 +217,23 @@ type pointer struct {
 // none for StrayAfter past its deadline), loses its pointer.
 func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billing.Reconciliation, error) {
 	var r billing.Reconciliation
+	// settle bills the priced entry of item (without apply, it only reports
+	// it).
+	settle := func(item map[string]types.AttributeValue, requestID string) error {
+		e, err := decodeEntry(item, requestID)
+		if err != nil {
+			return err
+		}
+		if !apply {
+			r.Settled = append(r.Settled, e)
+			return nil
+		}
+		applied, err := s.bill(ctx, e, true)
+		if applied {
+			r.Settled = append(r.Settled, e)
+		}
+		return err
+	}
 	var ptrs []pointer
 	for i := range s.opts.HoldShards {
 		pk := fmt.Sprintf("%s%02d", PKHold, i)
@@ -310,20 +290,8 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billi
 				}
 			}
 		case str(item, attrState) == statePending:
-			e, err := decodeEntry(item, p.requestID)
-			if err != nil {
+			if err := settle(item, p.requestID); err != nil {
 				return r, err
-			}
-			if !apply {
-				r.Settled = append(r.Settled, e)
-				continue
-			}
-			applied, err := s.bill(ctx, e, true)
-			if err != nil {
-				return r, err
-			}
-			if applied {
-				r.Settled = append(r.Settled, e)
 			}
 		case str(item, attrState) == stateHeld:
 			h, err := decodeHold(item, p.requestID)
@@ -348,16 +316,8 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billi
 				return r, err
 			}
 			if str(again, attrState) == statePending {
-				e, err := decodeEntry(again, p.requestID)
-				if err != nil {
+				if err := settle(again, p.requestID); err != nil {
 					return r, err
-				}
-				applied, err := s.bill(ctx, e, true)
-				if err != nil {
-					return r, err
-				}
-				if applied {
-					r.Settled = append(r.Settled, e)
 				}
 			}
 		}

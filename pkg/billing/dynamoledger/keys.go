@@ -17,7 +17,7 @@ const maxIssueAttempts = 4
 
 // Lookup implements billing.KeyStore: one consistent GetItem.
 func (s *Store) Lookup(ctx context.Context, hash string) (billing.KeyRecord, error) {
-	if hash == "" || len(hash) > billing.MaxIDBytes {
+	if billing.ValidateID("key hash", hash) != nil {
 		return billing.KeyRecord{}, billing.ErrUnknownKey
 	}
 	item, err := s.get(ctx, PKKey+hash, SKKey)
@@ -58,27 +58,14 @@ func (s *Store) Issue(ctx context.Context, project string) (string, billing.KeyR
 	if err := billing.ValidateID("project", project); err != nil {
 		return "", billing.KeyRecord{}, err
 	}
-	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(PKAccount+project, SKAccount),
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#c"),
-		ExpressionAttributeNames: map[string]string{"#c": attrCreated},
-	})
-	if err != nil {
-		return "", billing.KeyRecord{}, unavailable("GetItem", err)
-	}
-	if _, ok := got.Item[attrCreated]; !ok {
+	switch exists, err := s.ProjectExists(ctx, project); {
+	case err != nil:
+		return "", billing.KeyRecord{}, err
+	case !exists:
 		return "", billing.KeyRecord{}, billing.ErrUnknownProject
 	}
 	for range maxIssueAttempts {
-		raw := billing.NewRawKey()
-		rec := billing.KeyRecord{
-			Hash:      billing.HashKey(s.opts.Pepper, raw),
-			Project:   project,
-			KeyID:     billing.NewKeyID(),
-			CreatedAt: s.opts.Now().UTC().Truncate(0),
-		}
+		raw, rec := billing.NewKey(s.opts.Pepper, project, s.opts.Now())
 		created, err := s.putNew(ctx, keyIDItem(rec))
 		if err != nil {
 			return "", billing.KeyRecord{}, err
@@ -122,14 +109,13 @@ func (s *Store) putNew(ctx context.Context, item map[string]types.AttributeValue
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
 	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &ccf):
+	case failed(err):
 		return false, nil
+	case err != nil:
+		return false, unavailable("PutItem", err)
 	}
-	return false, unavailable("PutItem", err)
+	return true, nil
 }
 
 // get reads an item (consistent); nil when there is none.
@@ -148,13 +134,19 @@ func (s *Store) get(ctx context.Context, pk, sk string) (map[string]types.Attrib
 	return got.Item, nil
 }
 
+// getKeyID reads the item of a key id (consistent); nil when there is none,
+// ErrUnknownKey for an id no key can have.
+func (s *Store) getKeyID(ctx context.Context, keyID string) (map[string]types.AttributeValue, error) {
+	if billing.ValidateID("key id", keyID) != nil {
+		return nil, billing.ErrUnknownKey
+	}
+	return s.get(ctx, PKKeyID+keyID, SKKeyID)
+}
+
 // Revoke implements billing.KeyStore: GetItem of the key id, UpdateItem of
 // the key.
 func (s *Store) Revoke(ctx context.Context, keyID string) error {
-	if keyID == "" || len(keyID) > billing.MaxIDBytes {
-		return billing.ErrUnknownKey
-	}
-	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	item, err := s.getKeyID(ctx, keyID)
 	if err != nil {
 		return err
 	}
@@ -169,17 +161,10 @@ func (s *Store) Revoke(ctx context.Context, keyID string) error {
 		ExpressionAttributeNames:  map[string]string{"#rv": attrRevoked, "#kid": attrKeyID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":kid": attrS(keyID)},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		// The id's item was written and its key's was not (Issue failed
-		// between the two), or the hash belongs to another id (an
-		// ImportKey that lost a race): there is no key of this id.
-		return billing.ErrUnknownKey
-	case err != nil:
-		return unavailable("UpdateItem", err)
-	}
-	return nil
+	// A failed condition: the id's item was written and its key's was not
+	// (Issue failed between the two), or the hash belongs to another id (an
+	// ImportKey that lost a race): there is no key of this id.
+	return written("UpdateItem", err, billing.ErrUnknownKey)
 }
 
 // CreateProject implements billing.KeyStore: one UpdateItem on
@@ -198,14 +183,7 @@ func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) er
 			":now": attrS(formatTime(s.opts.Now())), ":b": attrOptN(balance), ":project": attrS(id),
 		},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return billing.ErrProjectExists
-	case err != nil:
-		return unavailable("UpdateItem", err)
-	}
-	return nil
+	return written("UpdateItem", err, billing.ErrProjectExists)
 }
 
 // ImportKey implements billing.KeyStore: a GetItem of the key (a known key
@@ -213,16 +191,11 @@ func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) er
 // being new or already this hash's), then the key's (conditional on being
 // new).
 func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) error {
-	for what, v := range map[string]string{"project": project, "key hash": hash, "key id": keyID} {
-		if err := billing.ValidateID(what, v); err != nil {
-			return err
-		}
+	if err := billing.ValidateImportKey(project, hash, keyID); err != nil {
+		return err
 	}
 	same := func(item map[string]types.AttributeValue) error {
-		if str(item, attrProject) != project || str(item, attrKeyID) != keyID {
-			return billing.ErrKeyConflict
-		}
-		return nil
+		return billing.CheckImported(billing.KeyRecord{Project: str(item, attrProject), KeyID: str(item, attrKeyID)}, project, keyID)
 	}
 	// Known already (every start-up after the first): one read.
 	item, err := s.get(ctx, PKKey+hash, SKKey)
@@ -240,12 +213,8 @@ func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) erro
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#hash": attrHash, "#project": attrProject},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":hash": attrS(hash), ":project": attrS(project)},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return billing.ErrKeyConflict
-	case err != nil:
-		return unavailable("PutItem", err)
+	if err := written("PutItem", err, billing.ErrKeyConflict); err != nil {
+		return err
 	}
 	created, err := s.putNew(ctx, keyItem(rec))
 	if err != nil || created {
@@ -264,7 +233,7 @@ func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) erro
 // ProjectExists implements billing.KeyStore: one consistent GetItem of the
 // account item.
 func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error) {
-	if project == "" || len(project) > billing.MaxIDBytes {
+	if billing.ValidateID("project", project) != nil {
 		return false, nil
 	}
 	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -285,10 +254,7 @@ func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error)
 // key id's item (a key id whose key item was never written, an Issue that
 // failed between its two writes, is no key: see KeyByID).
 func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
-	if keyID == "" || len(keyID) > billing.MaxIDBytes {
-		return "", billing.ErrUnknownKey
-	}
-	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	item, err := s.getKeyID(ctx, keyID)
 	if err != nil {
 		return "", err
 	}
@@ -302,10 +268,7 @@ func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
 // (ErrUnknownKey; the record and ErrKeyRevoked when it is revoked): two
 // consistent GetItems.
 func (s *Store) KeyByID(ctx context.Context, keyID string) (billing.KeyRecord, error) {
-	if keyID == "" || len(keyID) > billing.MaxIDBytes {
-		return billing.KeyRecord{}, billing.ErrUnknownKey
-	}
-	item, err := s.get(ctx, PKKeyID+keyID, SKKeyID)
+	item, err := s.getKeyID(ctx, keyID)
 	if err != nil {
 		return billing.KeyRecord{}, err
 	}

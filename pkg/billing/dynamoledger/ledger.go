@@ -202,9 +202,7 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 	if err := errors.Join(errs...); err != nil {
 		return billing.Account{}, fmt.Errorf("dynamoledger: account %s: %w", project, err)
 	}
-	if credit != nil {
-		out.BalanceNanos = ptr(*credit - out.SpentNanos)
-	}
+	out.BalanceNanos = billing.Balance(credit, out.SpentNanos)
 	return out, nil
 }
 
@@ -250,10 +248,9 @@ func (s *Store) Bill(ctx context.Context, e billing.Entry) error {
 // it was applied already). collect false skips the collections (a Bill
 // made by a collection).
 func (s *Store) bill(ctx context.Context, e billing.Entry, collect bool) (applied bool, err error) {
-	if err := billing.ValidateEntry(e); err != nil {
+	if e, err = billing.PrepareEntry(e); err != nil {
 		return false, err
 	}
-	e = billing.NormalizeEntry(e)
 	cs := s.counters(e)
 	// The epochs must be observed before the entry is seen pending (the
 	// fence): take them now, before step 1.
@@ -303,33 +300,13 @@ func (s *Store) apply(ctx context.Context, c counter, e billing.Entry, epoch int
 		names := map[string]string{"#sp": attrSpent, "#m": marker}
 		values := map[string]types.AttributeValue{":c": attrN(e.CostNanos), ":rid": attrS(e.RequestID)}
 		cond := "attribute_not_exists(#m) AND " + epochCondition(epoch, names, values)
-		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           aws.String(s.table),
-			Key:                                 key(c.pk, c.sk),
-			UpdateExpression:                    aws.String("ADD #sp :c SET #m = :rid"),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names,
-			ExpressionAttributeValues:           values,
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		if err == nil {
-			s.observe(c, out.Attributes)
-			return out.Attributes, false, nil
-		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return nil, false, unavailable("UpdateItem", err)
-		}
-		view := ccf.Item
-		if len(view) == 0 {
-			if view, err = s.get(ctx, c.pk, c.sk); err != nil {
-				return nil, false, err
-			}
+		view, done, err := s.updateIf(ctx, c.pk, c.sk, "ADD #sp :c SET #m = :rid", cond, names, values)
+		if err != nil {
+			return nil, false, err
 		}
 		observed := s.observe(c, view)
-		if _, ok := view[marker]; ok {
-			return view, false, nil // counted (by an earlier attempt or Bill)
+		if _, ok := view[marker]; done || ok {
+			return view, false, nil // counted (by this write, an earlier attempt or another Bill)
 		}
 		// Not counted and the epoch moved: see the entry again, after
 		// this observation of the epoch.
@@ -428,9 +405,8 @@ func (s *Store) collect(ctx context.Context, c counter, view map[string]types.At
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
-	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case errors.As(err, &ccf):
+	case failed(err):
 		return nil // another collection went first
 	case err != nil:
 		return unavailable("UpdateItem", err)
@@ -477,10 +453,7 @@ func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64
 			return err
 		}
 		names := map[string]string{"#cr": attrCredit, "#ver": attrVersion}
-		values := map[string]types.AttributeValue{":cr": attrNull, ":one": attrN(1)}
-		if remaining != nil {
-			values[":cr"] = attrN(spent + *remaining)
-		}
+		values := map[string]types.AttributeValue{":cr": attrOptN(billing.Credit(spent, remaining)), ":one": attrN(1)}
 		cond := "attribute_not_exists(#ver)"
 		if ver != 0 {
 			cond, values[":ver"] = "#ver = :ver", attrN(ver)
@@ -493,11 +466,10 @@ func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64
 			ExpressionAttributeNames:  names,
 			ExpressionAttributeValues: values,
 		})
-		var ccf *types.ConditionalCheckFailedException
 		switch {
 		case err == nil:
 			return nil
-		case !errors.As(err, &ccf):
+		case !failed(err):
 			return unavailable("UpdateItem", err)
 		case attempt >= maxApplyAttempts:
 			return fmt.Errorf("%w: dynamoledger: the account of %s kept changing during SetBalance", billing.ErrUnavailable, project)
@@ -507,10 +479,7 @@ func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64
 
 // SetKeyLimit implements billing.Ledger: one UpdateItem of the key's item.
 func (s *Store) SetKeyLimit(ctx context.Context, project, keyID string, limit *int64) error {
-	if err := billing.ValidateID("project", project); err != nil {
-		return err
-	}
-	if err := billing.ValidateID("key id", keyID); err != nil {
+	if err := billing.ValidateProjectKey(project, keyID); err != nil {
 		return err
 	}
 	c := keyCounter(project, keyID)
@@ -522,17 +491,10 @@ func (s *Store) SetKeyLimit(ctx context.Context, project, keyID string, limit *i
 // Seed implements billing.Ledger: one UpdateItem of if_not_exists on the
 // account item, and one per key on the key's item.
 func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLimits map[string]*int64) error {
-	if err := billing.ValidateID("project", project); err != nil {
+	ids, err := billing.ValidateSeed(project, keyLimits)
+	if err != nil {
 		return err
 	}
-	ids := make([]string, 0, len(keyLimits))
-	for id := range keyLimits {
-		if err := billing.ValidateID("key id", id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	names := map[string]string{"#created": attrCreated, "#cr": attrCredit, "#project": attrProject}
 	values := map[string]types.AttributeValue{
 		":now": attrS(formatTime(s.opts.Now())), ":b": attrOptN(balance), ":project": attrS(project),
@@ -554,47 +516,23 @@ func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLim
 
 // getEntry reads an entry item (consistent); nil when there is none.
 func (s *Store) getEntry(ctx context.Context, requestID string) (map[string]types.AttributeValue, error) {
-	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            key(PKRequest+requestID, SKEntry),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, unavailable("GetItem", err)
-	}
-	if len(got.Item) == 0 {
-		return nil, nil
-	}
-	return got.Item, nil
+	return s.get(ctx, PKRequest+requestID, SKEntry)
 }
 
 // getEntries reads entry items by request id (consistent BatchGetItem).
 func (s *Store) getEntries(ctx context.Context, rids []string) (map[string]map[string]types.AttributeValue, error) {
-	out := map[string]map[string]types.AttributeValue{}
 	rids = slices.Compact(slices.Sorted(slices.Values(rids)))
-	for chunk := range slices.Chunk(rids, maxBatchGet) {
-		keys := make([]map[string]types.AttributeValue, 0, len(chunk))
-		for _, rid := range chunk {
-			keys = append(keys, key(PKRequest+rid, SKEntry))
-		}
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-		for delay := 10 * time.Millisecond; len(req) > 0; delay = min(2*delay, time.Second) {
-			got, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, unavailable("BatchGetItem", err)
-			}
-			for _, item := range got.Responses[s.table] {
-				out[strings.TrimPrefix(str(item, AttrPK), PKRequest)] = item
-			}
-			req = got.UnprocessedKeys
-			if len(req) > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, unavailable("BatchGetItem", ctx.Err())
-				case <-time.After(delay):
-				}
-			}
-		}
+	keys := make([]map[string]types.AttributeValue, 0, len(rids))
+	for _, rid := range rids {
+		keys = append(keys, key(PKRequest+rid, SKEntry))
+	}
+	items, err := s.batchGet(ctx, keys, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]types.AttributeValue, len(items))
+	for _, item := range items {
+		out[strings.TrimPrefix(str(item, AttrPK), PKRequest)] = item
 	}
 	return out, nil
 }
@@ -626,7 +564,7 @@ func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) 
 	// sk = <at>#<rid>: "<from>" <= sk for every at >= from, and sk <
 	// "<to>" for every at < to ("<to>#..." sorts after "<to>").
 	err := s.queryIndex(ctx, project, from, to, func(e billing.Entry) {
-		if !e.At.Before(from) && e.At.Before(to) {
+		if billing.InPeriod(e, from, to) {
 			t.Add(e)
 		}
 	})
@@ -691,10 +629,7 @@ func (s *Store) Feedback(ctx context.Context, f billing.Feedback) error {
 	if err := billing.ValidateFeedback(f); err != nil {
 		return err
 	}
-	now := f.UpdatedAt
-	if now.IsZero() {
-		now = s.opts.Now()
-	}
+	now := billing.FeedbackTime(f, s.opts.Now)
 	names := map[string]string{"#rid": attrRequestID, "#eu": attrEndUser, "#up": attrUpdated, "#cr": attrCreated}
 	values := map[string]types.AttributeValue{
 		":rid": attrS(f.RequestID), ":eu": attrS(f.EndUser), ":now": attrS(formatTime(now)),
@@ -770,7 +705,7 @@ func (s *Store) Feedbacks(ctx context.Context, requestID string) ([]billing.Feed
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-	slices.SortFunc(out, func(a, b billing.Feedback) int { return strings.Compare(a.EndUser, b.EndUser) })
+	billing.SortFeedbacks(out)
 	return out, nil
 }
 
@@ -815,7 +750,59 @@ func (s *Store) update(ctx context.Context, pk, sk, expr string, names map[strin
 }
 
 func unavailable(op string, err error) error {
-	return fmt.Errorf("%w: dynamodb %s: %w", billing.ErrUnavailable, op, err)
+	return billing.Unavailable(fmt.Errorf("dynamodb %s: %w", op, err))
 }
 
-func ptr[T any](v T) *T { return &v }
+// failed reports whether err is a write's failed condition.
+func failed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// written maps the error of a conditional write: nil, ifFailed when its
+// condition failed, else ErrUnavailable with the cause.
+func written(op string, err, ifFailed error) error {
+	switch {
+	case err == nil:
+		return nil
+	case failed(err):
+		return ifFailed
+	}
+	return unavailable(op, err)
+}
+
+// updateIf is a conditional UpdateItem of (pk, sk): it returns the item as
+// the write left it and done, or, when the condition failed, the item the
+// write found (see found).
+func (s *Store) updateIf(ctx context.Context, pk, sk, expr, cond string, names map[string]string, values map[string]types.AttributeValue) (item map[string]types.AttributeValue, done bool, err error) {
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(pk, sk),
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return out.Attributes, true, nil
+	}
+	item, err = s.found(ctx, "UpdateItem", err, pk, sk)
+	return item, false, err
+}
+
+// found is the item a conditional write on (pk, sk) found when its
+// condition failed (err): the one DynamoDB sent back with the failure
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), else the item read again
+// (nil: there is none). Any other error is ErrUnavailable.
+func (s *Store) found(ctx context.Context, op string, err error, pk, sk string) (map[string]types.AttributeValue, error) {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, unavailable(op, err)
+	}
+	if len(ccf.Item) > 0 {
+		return ccf.Item, nil
+	}
+	return s.get(ctx, pk, sk)
+}

@@ -13,8 +13,6 @@ package memledger
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -96,34 +94,44 @@ func New(opts Options) *Store {
 	}
 }
 
+// begin opens a call whose arguments were checked (invalid is the check's
+// error): a done context is billing.ErrUnavailable, and on nil s.mu is held
+// for the caller to unlock.
+func (s *Store) begin(ctx context.Context, invalid error) error {
+	if invalid != nil {
+		return invalid
+	}
+	if err := ctx.Err(); err != nil {
+		return billing.Unavailable(err)
+	}
+	s.mu.Lock()
+	return nil
+}
+
 // acct returns the project's account, creating it; s.mu is held.
 func (s *Store) acct(project string) *account {
-	a := s.accounts[project]
-	if a == nil {
-		a = &account{keys: map[string]*keyAccount{}}
-		s.accounts[project] = a
-	}
-	return a
+	return made(s.accounts, project, func() *account { return &account{keys: map[string]*keyAccount{}} })
 }
 
 func (a *account) key(id string) *keyAccount {
-	k := a.keys[id]
-	if k == nil {
-		k = &keyAccount{}
-		a.keys[id] = k
+	return made(a.keys, id, func() *keyAccount { return &keyAccount{} })
+}
+
+// made returns m[k], adding mk() under k first when there is none.
+func made[V any](m map[string]*V, k string, mk func() *V) *V {
+	v, ok := m[k]
+	if !ok {
+		v = mk()
+		m[k] = v
 	}
-	return k
+	return v
 }
 
 // Account implements billing.Ledger.
 func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Account, error) {
-	if err := billing.ValidateID("project", project); err != nil {
+	if err := s.begin(ctx, billing.ValidateID("project", project)); err != nil {
 		return billing.Account{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return billing.Account{}, unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := billing.Account{Project: project, KeyID: keyID}
 	a := s.accounts[project]
@@ -131,9 +139,7 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 		return out, nil
 	}
 	out.SpentNanos = a.spent
-	if a.credit != nil {
-		out.BalanceNanos = ptr(*a.credit - a.spent)
-	}
+	out.BalanceNanos = billing.Balance(a.credit, a.spent)
 	if k := a.keys[keyID]; k != nil {
 		out.KeySpentNanos = k.spent
 		out.KeyLimitNanos = clone(k.limit)
@@ -143,29 +149,65 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 
 // Bill implements billing.Ledger.
 func (s *Store) Bill(ctx context.Context, e billing.Entry) error {
-	if err := billing.ValidateEntry(e); err != nil {
+	e, err := billing.PrepareEntry(e)
+	if err := s.begin(ctx, err); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	e = billing.NormalizeEntry(e)
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bill(e)
+}
+
+// Hold implements billing.Ledger.
+func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
+	h, err := billing.PrepareHold(h)
+	if err := s.begin(ctx, err); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if old := s.holds[h.RequestID]; old != nil {
+		return billing.CheckHeld(old.h, h)
+	}
+	if e, ok := s.entry(h.RequestID); ok {
+		if !billing.HoldMatches(h, e) {
+			return billing.ErrLedgerCollision
+		}
+		return nil // billed already: a late retry of the Hold
+	}
+	s.holds[h.RequestID] = &held{h: h}
+	return nil
+}
+
+// Price implements billing.Ledger. Without a hold, the priced entry gets
+// one due at once (Reconcile settles it).
+func (s *Store) Price(ctx context.Context, e billing.Entry) error {
+	e, err := billing.PrepareEntry(e)
+	if err := s.begin(ctx, err); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if old, ok := s.entry(e.RequestID); ok {
+		return billing.CheckBilled(old, e)
+	}
+	h := s.holds[e.RequestID]
+	if h == nil {
+		h = &held{h: billing.Hold{RequestID: e.RequestID, Project: e.Project, KeyID: e.KeyID, Model: e.Model, At: e.At, Deadline: s.opts.Now().UTC().Round(0)}}
+		s.holds[e.RequestID] = h
+	}
+	if err := billing.CheckPriced(h.h, h.priced, e); err != nil {
+		return err
+	}
+	h.priced = &e
+	return nil
 }
 
 // bill applies e once; s.mu is held.
 func (s *Store) bill(e billing.Entry) error {
 	if old, ok := s.entry(e.RequestID); ok {
-		if !billing.SamePayload(old, e) {
-			return billing.ErrLedgerCollision
-		}
-		return nil
+		return billing.CheckBilled(old, e)
 	}
 	if h := s.holds[e.RequestID]; h != nil {
-		if !billing.HoldMatches(h.h, e) || (h.priced != nil && !billing.SamePayload(*h.priced, e)) {
-			return billing.ErrLedgerCollision
+		if err := billing.CheckPriced(h.h, h.priced, e); err != nil {
+			return err
 		}
 		delete(s.holds, e.RequestID)
 	}
@@ -179,75 +221,11 @@ func (s *Store) bill(e billing.Entry) error {
 	return nil
 }
 
-// Hold implements billing.Ledger.
-func (s *Store) Hold(ctx context.Context, h billing.Hold) error {
-	if err := billing.ValidateHold(h); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	h = billing.NormalizeHold(h)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.entry(h.RequestID); ok {
-		if !billing.HoldMatches(h, e) {
-			return billing.ErrLedgerCollision
-		}
-		return nil // billed already: a late retry of the Hold
-	}
-	if old := s.holds[h.RequestID]; old != nil {
-		if !billing.SameHold(old.h, h) {
-			return billing.ErrLedgerCollision
-		}
-		return nil
-	}
-	s.holds[h.RequestID] = &held{h: h}
-	return nil
-}
-
-// Price implements billing.Ledger. Without a hold, the priced entry gets
-// one due at once (Reconcile settles it).
-func (s *Store) Price(ctx context.Context, e billing.Entry) error {
-	if err := billing.ValidateEntry(e); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	e = billing.NormalizeEntry(e)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.entry(e.RequestID); ok {
-		if !billing.SamePayload(old, e) {
-			return billing.ErrLedgerCollision
-		}
-		return nil
-	}
-	h := s.holds[e.RequestID]
-	if h == nil {
-		h = &held{h: billing.Hold{RequestID: e.RequestID, Project: e.Project, KeyID: e.KeyID, Model: e.Model, At: e.At, Deadline: s.opts.Now().UTC().Round(0)}}
-		s.holds[e.RequestID] = h
-	}
-	switch {
-	case !billing.HoldMatches(h.h, e):
-		return billing.ErrLedgerCollision
-	case h.priced != nil && !billing.SamePayload(*h.priced, e):
-		return billing.ErrLedgerCollision
-	}
-	h.priced = &e
-	return nil
-}
-
 // Unhold implements billing.Ledger.
 func (s *Store) Unhold(ctx context.Context, project, requestID string) error {
-	if err := errors.Join(billing.ValidateID("project", project), billing.ValidateID("request id", requestID)); err != nil {
+	if err := s.begin(ctx, billing.ValidateUnhold(project, requestID)); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h := s.holds[requestID]; h != nil && h.priced == nil && h.h.Project == project {
 		delete(s.holds, requestID)
@@ -257,10 +235,9 @@ func (s *Store) Unhold(ctx context.Context, project, requestID string) error {
 
 // Reconcile implements billing.Reconciler.
 func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billing.Reconciliation, error) {
-	if err := ctx.Err(); err != nil {
-		return billing.Reconciliation{}, unavailable(err)
+	if err := s.begin(ctx, nil); err != nil {
+		return billing.Reconciliation{}, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	due := make([]*held, 0)
 	for _, h := range s.holds {
@@ -292,13 +269,9 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billi
 
 // Entry implements billing.Ledger.
 func (s *Store) Entry(ctx context.Context, requestID string) (billing.Entry, error) {
-	if err := billing.ValidateID("request id", requestID); err != nil {
+	if err := s.begin(ctx, billing.ValidateID("request id", requestID)); err != nil {
 		return billing.Entry{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return billing.Entry{}, unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entry(requestID)
 	if !ok {
@@ -309,18 +282,13 @@ func (s *Store) Entry(ctx context.Context, requestID string) (billing.Entry, err
 
 // Totals implements billing.Ledger.
 func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) (billing.Totals, error) {
-	if err := billing.ValidateID("project", project); err != nil {
+	if err := s.begin(ctx, billing.ValidateID("project", project)); err != nil {
 		return billing.Totals{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return billing.Totals{}, unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := billing.NewTotals()
 	for _, i := range s.byProject[project] {
-		e := s.unpack("", s.recs[i])
-		if !e.At.Before(from) && e.At.Before(to) {
+		if e := s.unpack("", s.recs[i]); billing.InPeriod(e, from, to) {
 			t.Add(e)
 		}
 	}
@@ -329,19 +297,11 @@ func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) 
 
 // Feedback implements billing.Ledger.
 func (s *Store) Feedback(ctx context.Context, f billing.Feedback) error {
-	if err := billing.ValidateFeedback(f); err != nil {
+	if err := s.begin(ctx, billing.ValidateFeedback(f)); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	now := f.UpdatedAt
-	if now.IsZero() {
-		now = s.opts.Now()
-	}
-	now = now.UTC().Round(0)
-	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := billing.FeedbackTime(f, s.opts.Now)
 	byUser := s.feedback[f.RequestID]
 	if byUser == nil {
 		byUser = map[string]billing.Feedback{}
@@ -359,54 +319,36 @@ func (s *Store) Feedback(ctx context.Context, f billing.Feedback) error {
 
 // Feedbacks implements billing.Ledger.
 func (s *Store) Feedbacks(ctx context.Context, requestID string) ([]billing.Feedback, error) {
-	if err := billing.ValidateID("request id", requestID); err != nil {
+	if err := s.begin(ctx, billing.ValidateID("request id", requestID)); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []billing.Feedback
 	for _, f := range s.feedback[requestID] {
 		f.Score = clone(f.Score)
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b billing.Feedback) int { return cmp.Compare(a.EndUser, b.EndUser) })
+	billing.SortFeedbacks(out)
 	return out, nil
 }
 
 // SetBalance implements billing.Ledger.
 func (s *Store) SetBalance(ctx context.Context, project string, remaining *int64) error {
-	if err := billing.ValidateID("project", project); err != nil {
+	if err := s.begin(ctx, billing.ValidateID("project", project)); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.acct(project)
 	a.creditSet = true
-	a.credit = nil
-	if remaining != nil {
-		a.credit = ptr(a.spent + *remaining)
-	}
+	a.credit = billing.Credit(a.spent, remaining)
 	return nil
 }
 
 // SetKeyLimit implements billing.Ledger.
 func (s *Store) SetKeyLimit(ctx context.Context, project, keyID string, limit *int64) error {
-	if err := billing.ValidateID("project", project); err != nil {
+	if err := s.begin(ctx, billing.ValidateProjectKey(project, keyID)); err != nil {
 		return err
 	}
-	if err := billing.ValidateID("key id", keyID); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.acct(project).key(keyID)
 	k.limitSet = true
@@ -416,18 +358,10 @@ func (s *Store) SetKeyLimit(ctx context.Context, project, keyID string, limit *i
 
 // Seed implements billing.Ledger.
 func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLimits map[string]*int64) error {
-	if err := billing.ValidateID("project", project); err != nil {
+	ids, err := billing.ValidateSeed(project, keyLimits)
+	if err := s.begin(ctx, err); err != nil {
 		return err
 	}
-	for id := range keyLimits {
-		if err := billing.ValidateID("key id", id); err != nil {
-			return err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.acct(project)
 	a.created = true
@@ -435,11 +369,10 @@ func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLim
 		a.creditSet = true
 		a.credit = clone(balance)
 	}
-	for id, limit := range keyLimits {
-		k := a.key(id)
-		if !k.limitSet {
+	for _, id := range ids {
+		if k := a.key(id); !k.limitSet {
 			k.limitSet = true
-			k.limit = clone(limit)
+			k.limit = clone(keyLimits[id])
 		}
 	}
 	return nil
@@ -447,10 +380,9 @@ func (s *Store) Seed(ctx context.Context, project string, balance *int64, keyLim
 
 // Lookup implements billing.KeyStore.
 func (s *Store) Lookup(ctx context.Context, hash string) (billing.KeyRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return billing.KeyRecord{}, unavailable(err)
+	if err := s.begin(ctx, nil); err != nil {
+		return billing.KeyRecord{}, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.keys[hash]
 	switch {
@@ -464,39 +396,32 @@ func (s *Store) Lookup(ctx context.Context, hash string) (billing.KeyRecord, err
 
 // Issue implements billing.KeyStore.
 func (s *Store) Issue(ctx context.Context, project string) (string, billing.KeyRecord, error) {
-	if err := billing.ValidateID("project", project); err != nil {
+	if err := s.begin(ctx, billing.ValidateID("project", project)); err != nil {
 		return "", billing.KeyRecord{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return "", billing.KeyRecord{}, unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.accounts[project]; a == nil || !a.created {
 		return "", billing.KeyRecord{}, billing.ErrUnknownProject
 	}
 	for {
-		raw, id := billing.NewRawKey(), billing.NewKeyID()
-		hash := billing.HashKey(s.opts.Pepper, raw)
-		if _, taken := s.keys[hash]; taken {
+		raw, rec := billing.NewKey(s.opts.Pepper, project, s.opts.Now())
+		if _, taken := s.keys[rec.Hash]; taken {
 			continue
 		}
-		if _, taken := s.keyIDs[id]; taken {
+		if _, taken := s.keyIDs[rec.KeyID]; taken {
 			continue
 		}
-		rec := billing.KeyRecord{Hash: hash, Project: project, KeyID: id, CreatedAt: s.opts.Now().UTC().Round(0)}
-		s.keys[hash] = rec
-		s.keyIDs[id] = hash
+		s.keys[rec.Hash] = rec
+		s.keyIDs[rec.KeyID] = rec.Hash
 		return raw, rec, nil
 	}
 }
 
 // Revoke implements billing.KeyStore.
 func (s *Store) Revoke(ctx context.Context, keyID string) error {
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
+	if err := s.begin(ctx, nil); err != nil {
+		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	hash, ok := s.keyIDs[keyID]
 	if !ok {
@@ -510,13 +435,9 @@ func (s *Store) Revoke(ctx context.Context, keyID string) error {
 
 // CreateProject implements billing.KeyStore.
 func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) error {
-	if err := billing.ValidateID("project", id); err != nil {
+	if err := s.begin(ctx, billing.ValidateID("project", id)); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.acct(id)
 	if a.created {
@@ -530,25 +451,12 @@ func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) er
 
 // ImportKey implements billing.KeyStore.
 func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) error {
-	if err := billing.ValidateID("project", project); err != nil {
+	if err := s.begin(ctx, billing.ValidateImportKey(project, hash, keyID)); err != nil {
 		return err
 	}
-	if err := billing.ValidateID("key id", keyID); err != nil {
-		return err
-	}
-	if err := billing.ValidateID("key hash", hash); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rec, ok := s.keys[hash]; ok {
-		if rec.Project != project || rec.KeyID != keyID {
-			return billing.ErrKeyConflict
-		}
-		return nil
+		return billing.CheckImported(rec, project, keyID)
 	}
 	if other, ok := s.keyIDs[keyID]; ok && other != hash {
 		return billing.ErrKeyConflict
@@ -560,10 +468,9 @@ func (s *Store) ImportKey(ctx context.Context, project, hash, keyID string) erro
 
 // ProjectExists implements billing.KeyStore.
 func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, unavailable(err)
+	if err := s.begin(ctx, nil); err != nil {
+		return false, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.accounts[project]
 	return a != nil && a.created, nil
@@ -571,10 +478,9 @@ func (s *Store) ProjectExists(ctx context.Context, project string) (bool, error)
 
 // KeyProject implements billing.KeyStore.
 func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", unavailable(err)
+	if err := s.begin(ctx, nil); err != nil {
+		return "", err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	hash, ok := s.keyIDs[keyID]
 	if !ok {
@@ -582,12 +488,6 @@ func (s *Store) KeyProject(ctx context.Context, keyID string) (string, error) {
 	}
 	return s.keys[hash].Project, nil
 }
-
-func unavailable(err error) error {
-	return fmt.Errorf("%w: %w", billing.ErrUnavailable, err)
-}
-
-func ptr[T any](v T) *T { return &v }
 
 func clone[T any](p *T) *T {
 	if p == nil {

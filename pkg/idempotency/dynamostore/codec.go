@@ -211,16 +211,17 @@ func (r *blobReader) byte() byte {
 
 func (r *blobReader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.p)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.p = r.p[n:]
-	return v
+	return advance(r, v, n)
 }
 
 func (r *blobReader) varint() int64 {
 	v, n := binary.Varint(r.p)
+	return advance(r, v, n)
+}
+
+// advance consumes the n bytes a varint decoder read to get v, or fails
+// on a varint that is truncated or overflows (n <= 0: the zero value).
+func advance[T uint64 | int64](r *blobReader, v T, n int) T {
 	if n <= 0 {
 		r.fail()
 		return 0

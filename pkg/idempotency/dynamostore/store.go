@@ -315,15 +315,19 @@ func (s *Store) Load(ctx context.Context, key string, now time.Time) (*idempoten
 
 // items reads every item of key (consistently), in pages of the Query.
 func (s *Store) items(ctx context.Context, key string) (items []map[string]types.AttributeValue, pages int, err error) {
+	return s.query(ctx, key, "begins_with(#sk, :prefix)", map[string]types.AttributeValue{":prefix": attrS(SKPrefix)})
+}
+
+// query reads the items of key whose sort key meets skCond (a condition on
+// #sk, with its values), consistently, in pages of the Query.
+func (s *Store) query(ctx context.Context, key, skCond string, values map[string]types.AttributeValue) (items []map[string]types.AttributeValue, pages int, err error) {
+	values[":pk"] = attrS(key)
 	in := &dynamodb.QueryInput{
-		TableName:                aws.String(s.table),
-		ConsistentRead:           aws.Bool(true),
-		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
-		ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk":     attrS(key),
-			":prefix": attrS(SKPrefix),
-		},
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("#pk = :pk AND " + skCond),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeValues: values,
 	}
 	for {
 		out, err := s.client.Query(ctx, in)
@@ -571,28 +575,12 @@ func (s *Store) Poll(ctx context.Context, key, owner string, from int, now time.
 		from = 0
 	}
 	prefix := SKEventPrefix + rec.Owner + "#"
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(s.table),
-		ConsistentRead:           aws.Bool(true),
-		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
-		ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": attrS(key),
-			":lo": attrS(fmt.Sprintf("%s%06d", prefix, from)),
-			":hi": attrS(prefix + "~"), // after every digit and '#'
-		},
-	}
-	var items []map[string]types.AttributeValue
-	for {
-		out, err := s.client.Query(ctx, in)
-		if err != nil {
-			return nil, 0, unavailable("Query", err)
-		}
-		items = append(items, out.Items...)
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+	items, _, err := s.query(ctx, key, "#sk BETWEEN :lo AND :hi", map[string]types.AttributeValue{
+		":lo": attrS(fmt.Sprintf("%s%06d", prefix, from)),
+		":hi": attrS(prefix + "~"), // after every digit and '#'
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	next, err := addEventsFrom(rec, items, from)
 	if err != nil {

@@ -258,39 +258,43 @@ func (s *Store) Poll(_ context.Context, key, owner string, from int, now time.Ti
 	return c, next, err
 }
 
-// owned returns the in-progress entry under key owned by owner, or nil.
-// s.mu is held.
-func (s *Store) owned(key, owner string) *entry {
+// owned runs f, under s.mu, on the in-progress entry under key owned by
+// owner; without one it is idempotency.ErrNotOwner. It fences every write
+// of an owner.
+func (s *Store) owned(key, owner string, f func(*entry) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	e := s.recs[key]
 	if e == nil || e.rec.Owner != owner || e.rec.State != idempotency.StateInProgress {
-		return nil
+		return idempotency.ErrNotOwner
 	}
-	return e
+	return f(e)
+}
+
+// end ends e's reservation in state, which keeps no head and no events.
+// s.mu is held.
+func (s *Store) end(e *entry, state idempotency.State) {
+	e.rec.State = state
+	e.rec.Head, e.rec.Events, e.ends = nil, nil, nil
+	s.resize(e)
+	s.sweep(SweepBatch)
 }
 
 // Heartbeat implements idempotency.Store.
 func (s *Store) Heartbeat(_ context.Context, key, owner string, leaseUntil time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.owned(key, owner)
-	if e == nil {
-		return idempotency.ErrNotOwner
-	}
-	e.rec.LeaseUntil = leaseUntil
-	s.sweep(SweepBatch)
-	return nil
+	return s.owned(key, owner, func(e *entry) error {
+		e.rec.LeaseUntil = leaseUntil
+		s.sweep(SweepBatch)
+		return nil
+	})
 }
 
 // MarkStarted implements idempotency.Store.
 func (s *Store) MarkStarted(_ context.Context, key, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.owned(key, owner)
-	if e == nil {
-		return idempotency.ErrNotOwner
-	}
-	e.rec.Started = true
-	return nil
+	return s.owned(key, owner, func(e *entry) error {
+		e.rec.Started = true
+		return nil
+	})
 }
 
 // Append implements idempotency.Store. A seq already applied is ignored; a
@@ -300,12 +304,12 @@ func (s *Store) MarkStarted(_ context.Context, key, owner string) error {
 func (s *Store) Append(_ context.Context, key, owner string, seq int, head *idempotency.Head, events []idempotency.Event) error {
 	h := cloneHead(head)
 	evs := cloneEvents(events)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.owned(key, owner)
+	return s.owned(key, owner, func(e *entry) error { return s.addEvents(e, seq, h, evs) })
+}
+
+// addEvents applies Append call seq to e. s.mu is held.
+func (s *Store) addEvents(e *entry, seq int, h *idempotency.Head, evs []idempotency.Event) error {
 	switch {
-	case e == nil:
-		return idempotency.ErrNotOwner
 	case seq < len(e.ends):
 		return nil
 	case seq > len(e.ends):
@@ -342,16 +346,13 @@ func (s *Store) Complete(_ context.Context, key, owner string, ans *idempotency.
 	}
 	size := answerSize(ans)
 	packed := packAnswer(ans)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.owned(key, owner)
-	if e == nil {
-		return idempotency.ErrNotOwner
-	}
-	e.rec.State = idempotency.StateCompleted
-	e.rec.Head, e.rec.Events, e.ends = nil, nil, nil
-	s.resize(e)
-	s.sweep(SweepBatch)
+	return s.owned(key, owner, func(e *entry) error { return s.complete(e, packed, size) })
+}
+
+// complete completes e, keeping its packed answer (of size bytes) when it
+// gets its room. s.mu is held.
+func (s *Store) complete(e *entry, packed []byte, size int64) error {
+	s.end(e, idempotency.StateCompleted)
 	if s.base+size > s.max {
 		s.sweep(len(s.recs))
 	}
@@ -373,30 +374,19 @@ func (s *Store) Complete(_ context.Context, key, owner string, ans *idempotency.
 
 // Tombstone implements idempotency.Store.
 func (s *Store) Tombstone(_ context.Context, key, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.owned(key, owner)
-	if e == nil {
-		return idempotency.ErrNotOwner
-	}
-	e.rec.State = idempotency.StateTombstone
-	e.rec.Head, e.rec.Events, e.ends = nil, nil, nil
-	s.resize(e)
-	s.sweep(SweepBatch)
-	return nil
+	return s.owned(key, owner, func(e *entry) error {
+		s.end(e, idempotency.StateTombstone)
+		return nil
+	})
 }
 
 // Release implements idempotency.Store.
 func (s *Store) Release(_ context.Context, key, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.owned(key, owner)
-	if e == nil {
-		return idempotency.ErrNotOwner
-	}
-	s.remove(e)
-	s.sweep(SweepBatch)
-	return nil
+	return s.owned(key, owner, func(e *entry) error {
+		s.remove(e)
+		s.sweep(SweepBatch)
+		return nil
+	})
 }
 
 // tenant returns the bookkeeping of a tenant, made on first use. s.mu is

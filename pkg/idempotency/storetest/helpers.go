@@ -98,18 +98,7 @@ func StreamEvents(n, size int, seed uint64) []idempotency.Event {
 
 // JSONAnswer returns a 200 JSON answer with the replay headers and body.
 func JSONAnswer(body []byte) *idempotency.Answer {
-	return &idempotency.Answer{
-		Head: idempotency.Head{
-			Status: 200,
-			Header: map[string]string{
-				"Content-Type":          "application/json",
-				"X-Request-Id":          "req-" + randomHex(8),
-				"X-Gateway-Provider":    "openai",
-				"X-Gateway-Route-Depth": "0",
-			},
-		},
-		Body: body,
-	}
+	return &idempotency.Answer{Head: *okHead("application/json", "openai", "0"), Body: body}
 }
 
 // StreamAnswer returns a 200 event-stream answer: events, then a usage
@@ -130,13 +119,19 @@ func StreamAnswer(events []idempotency.Event) *idempotency.Answer {
 
 // StreamHead returns the head of a 200 event-stream answer.
 func StreamHead() *idempotency.Head {
+	return okHead("text/event-stream", "anthropic", "1")
+}
+
+// okHead returns a 200 head with the headers a replay keeps: the content
+// type, a fresh request id, the provider and the route depth.
+func okHead(contentType, provider, depth string) *idempotency.Head {
 	return &idempotency.Head{
 		Status: 200,
 		Header: map[string]string{
-			"Content-Type":          "text/event-stream",
+			"Content-Type":          contentType,
 			"X-Request-Id":          "req-" + randomHex(8),
-			"X-Gateway-Provider":    "anthropic",
-			"X-Gateway-Route-Depth": "1",
+			"X-Gateway-Provider":    provider,
+			"X-Gateway-Route-Depth": depth,
 		},
 	}
 }

@@ -117,6 +117,15 @@ var cases = []testCase{
 	{"Poll", testPoll},
 }
 
+// reserved reserves a new record (NewRecord with a fresh Key) at base and
+// returns it.
+func reserved(t testing.TB, s idempotency.Store, base time.Time) *idempotency.Record {
+	t.Helper()
+	rec := NewRecord(Key(), base)
+	MustReserve(t, s, rec, base)
+	return rec
+}
+
 // MustReserve reserves rec at now and fails the test unless it was created.
 func MustReserve(t testing.TB, s idempotency.Store, rec *idempotency.Record, now time.Time) {
 	t.Helper()
@@ -257,8 +266,7 @@ func expectFenced(t *testing.T, s idempotency.Store, key, owner string, seq int,
 
 func testReserveCreates(t *testing.T, s idempotency.Store) {
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	got := MustLoad(t, s, rec.Key, base)
 	if d := DiffRecord(rec, got); d != "" {
 		t.Fatalf("Load after Reserve differs:\n%s", d)
@@ -270,8 +278,7 @@ func testReserveCreates(t *testing.T, s idempotency.Store) {
 
 func testReserveLiveReturnsExisting(t *testing.T, s idempotency.Store) {
 	base := Base()
-	first := NewRecord(Key(), base)
-	MustReserve(t, s, first, base)
+	first := reserved(t, s, base)
 	for _, now := range []time.Time{base, base.Add(time.Second), base.Add(Window / 2), first.ExpiresAt.Add(-time.Second)} {
 		second := NewRecord(first.Key, now) // another owner, fingerprint, request id, lease and expiry
 		ExpectExisting(t, s, second, now, first)
@@ -281,8 +288,7 @@ func testReserveLiveReturnsExisting(t *testing.T, s idempotency.Store) {
 
 func testReserveAtExpiresAt(t *testing.T, s idempotency.Store) {
 	base := Base()
-	first := NewRecord(Key(), base)
-	MustReserve(t, s, first, base)
+	first := reserved(t, s, base)
 	now := first.ExpiresAt // the window ends when ExpiresAt < now
 	ExpectRecord(t, s, first.Key, now, first)
 	ExpectExisting(t, s, NewRecord(first.Key, now), now, first)
@@ -290,8 +296,7 @@ func testReserveAtExpiresAt(t *testing.T, s idempotency.Store) {
 
 func testReserveLapsedLease(t *testing.T, s idempotency.Store) {
 	base := Base()
-	first := NewRecord(Key(), base)
-	MustReserve(t, s, first, base)
+	first := reserved(t, s, base)
 	now := first.LeaseUntil.Add(5 * time.Minute) // the owner died; the window lasts
 	ExpectRecord(t, s, first.Key, now, first)    // raw: in progress, lapsed LeaseUntil
 	ExpectExisting(t, s, NewRecord(first.Key, now), now, first)
@@ -303,8 +308,7 @@ func testReserveReturnsWholeRecord(t *testing.T, s idempotency.Store) {
 	base := Base()
 
 	t.Run("in_progress_with_events", func(t *testing.T) {
-		rec := NewRecord(Key(), base)
-		MustReserve(t, s, rec, base)
+		rec := reserved(t, s, base)
 		head, evs := StreamHead(), TextEvents("part", 3)
 		noErr(t, "Append", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs))
 		want := Clone(rec)
@@ -312,22 +316,19 @@ func testReserveReturnsWholeRecord(t *testing.T, s idempotency.Store) {
 		ExpectExisting(t, s, NewRecord(rec.Key, base), base.Add(time.Second), want)
 	})
 	t.Run("completed_json", func(t *testing.T) {
-		rec := NewRecord(Key(), base)
-		MustReserve(t, s, rec, base)
+		rec := reserved(t, s, base)
 		ans := JSONAnswer([]byte(`{"id":"chatcmpl-1","choices":[{"message":{"content":"hi"}}]}`))
 		noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
 		ExpectExisting(t, s, NewRecord(rec.Key, base), base.Add(time.Second), completed(rec, ans))
 	})
 	t.Run("completed_stream", func(t *testing.T) {
-		rec := NewRecord(Key(), base)
-		MustReserve(t, s, rec, base)
+		rec := reserved(t, s, base)
 		ans := StreamAnswer(TextEvents("tok", 10))
 		noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
 		ExpectExisting(t, s, NewRecord(rec.Key, base), base.Add(time.Second), completed(rec, ans))
 	})
 	t.Run("tombstone", func(t *testing.T) {
-		rec := NewRecord(Key(), base)
-		MustReserve(t, s, rec, base)
+		rec := reserved(t, s, base)
 		noErr(t, "Tombstone", s.Tombstone(ctx, rec.Key, rec.Owner))
 		want := Clone(rec)
 		want.State = idempotency.StateTombstone
@@ -361,8 +362,7 @@ func testReserveAfterWindow(t *testing.T, s idempotency.Store) {
 	for _, o := range olds {
 		t.Run(o.name, func(t *testing.T) {
 			base := Base()
-			old := NewRecord(Key(), base)
-			MustReserve(t, s, old, base)
+			old := reserved(t, s, base)
 			o.setup(t, old)
 
 			// The old item still exists (its ExpiresAt is in the future of the
@@ -403,8 +403,7 @@ func testLoadAfterWindow(t *testing.T, s idempotency.Store) {
 	base := Base()
 	for _, end := range []string{"in_progress", "completed", "tombstone"} {
 		t.Run(end, func(t *testing.T) {
-			rec := NewRecord(Key(), base)
-			MustReserve(t, s, rec, base)
+			rec := reserved(t, s, base)
 			want := Clone(rec)
 			switch end {
 			case "completed":
@@ -425,8 +424,7 @@ func testLoadAfterWindow(t *testing.T, s idempotency.Store) {
 func testHeartbeat(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	want := Clone(rec)
 	for _, d := range []time.Duration{time.Minute, 5 * time.Minute, 5*time.Minute + 30*time.Second} {
 		want.LeaseUntil = base.Add(d)
@@ -445,8 +443,7 @@ func testHeartbeat(t *testing.T, s idempotency.Store) {
 func testWrongOwner(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	head, evs := StreamHead(), TextEvents("a", 2)
 	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs))
 	want := Clone(rec)
@@ -471,8 +468,7 @@ func testWrongOwner(t *testing.T, s idempotency.Store) {
 func testCompleteJSON(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	ans := JSONAnswer([]byte(`{"id":"chatcmpl-7","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello \u00e9 world"}}],"usage":{"total_tokens":3}}` + "\n"))
 	ans.Status = 201
 	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
@@ -488,8 +484,7 @@ func testCompleteJSON(t *testing.T, s idempotency.Store) {
 func testCompleteStream(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	evs := TextEvents("tok", 20)
 	evs[3].Usage = true // a usage flag anywhere is kept where it is
 	ans := StreamAnswer(evs)
@@ -506,8 +501,7 @@ func testCompleteStream(t *testing.T, s idempotency.Store) {
 func testCompleteTwice(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	ans := JSONAnswer([]byte(`{"first":true}`))
 	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
 	wantErr(t, "second Complete by the owner", s.Complete(ctx, rec.Key, rec.Owner, JSONAnswer([]byte(`{"second":true}`))), idempotency.ErrNotOwner)
@@ -518,8 +512,7 @@ func testCompleteTwice(t *testing.T, s idempotency.Store) {
 func testNoWritesAfterComplete(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), TextEvents("a", 2)))
 	ans := StreamAnswer(TextEvents("a", 4))
 	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
@@ -531,8 +524,7 @@ func testNoWritesAfterComplete(t *testing.T, s idempotency.Store) {
 func testTombstone(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), TextEvents("a", 2)))
 	noErr(t, "Tombstone", s.Tombstone(ctx, rec.Key, rec.Owner))
 	got := MustLoad(t, s, rec.Key, base)
@@ -552,8 +544,7 @@ func testTombstone(t *testing.T, s idempotency.Store) {
 func testRelease(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), TextEvents("a", 2)))
 	noErr(t, "Release", s.Release(ctx, rec.Key, rec.Owner))
 	ExpectNotFound(t, s, rec.Key, base)
@@ -577,8 +568,7 @@ func testRelease(t *testing.T, s idempotency.Store) {
 func testReleaseFencesStaleOwner(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	stale := NewRecord(Key(), base)
-	MustReserve(t, s, stale, base)
+	stale := reserved(t, s, base)
 	noErr(t, "Release", s.Release(ctx, stale.Key, stale.Owner))
 	rec := NewRecord(stale.Key, base)
 	MustReserve(t, s, rec, base)
@@ -588,8 +578,7 @@ func testReleaseFencesStaleOwner(t *testing.T, s idempotency.Store) {
 func testAppendInOrder(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	head := StreamHead()
 	want := Clone(rec)
 
@@ -615,8 +604,7 @@ func testAppendInOrder(t *testing.T, s idempotency.Store) {
 func testAppendRetryIgnored(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	head := StreamHead()
 	want := Clone(rec)
 	want.Head = head
@@ -647,8 +635,7 @@ func testAppendRetryIgnored(t *testing.T, s idempotency.Store) {
 func testAppendGap(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	want := Clone(rec)
 	if err := s.Append(ctx, rec.Key, rec.Owner, 1, StreamHead(), TextEvents("early", 1)); err == nil {
 		t.Fatalf("Append 1 before Append 0 succeeded, want an error")
@@ -670,8 +657,7 @@ func testAppendGap(t *testing.T, s idempotency.Store) {
 func testAppendThenComplete(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	evs := TextEvents("tok", 8)
 	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), evs[:3]))
 	noErr(t, "Append 1", s.Append(ctx, rec.Key, rec.Owner, 1, nil, evs[3:5]))
@@ -701,8 +687,7 @@ func testLargeAnswers(t *testing.T, s idempotency.Store) {
 	}
 	for _, a := range answers {
 		t.Run(a.name, func(t *testing.T) {
-			rec := NewRecord(Key(), base)
-			MustReserve(t, s, rec, base)
+			rec := reserved(t, s, base)
 			noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, a.ans))
 			want := completed(rec, a.ans)
 			ExpectRecord(t, s, rec.Key, base, want)
@@ -721,8 +706,7 @@ func testLargeAnswers(t *testing.T, s idempotency.Store) {
 func testLargeAppend(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	head, evs := StreamHead(), StreamEvents(5000, 300, 21)
 	for seq := range 50 {
 		var h *idempotency.Head
@@ -750,15 +734,13 @@ func testAllByteValues(t *testing.T, s idempotency.Store) {
 		"X-Quote\"Colon:": "a=b; c=\"d\"\t\\",
 	}
 	t.Run("body", func(t *testing.T) {
-		rec := NewRecord(Key(), base)
-		MustReserve(t, s, rec, base)
+		rec := reserved(t, s, base)
 		ans := &idempotency.Answer{Head: idempotency.Head{Status: 200, Header: header}, Body: AllBytes(4)}
 		noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
 		ExpectRecord(t, s, rec.Key, base, completed(rec, ans))
 	})
 	t.Run("events", func(t *testing.T) {
-		rec := NewRecord(Key(), base)
-		MustReserve(t, s, rec, base)
+		rec := reserved(t, s, base)
 		evs := []idempotency.Event{
 			{Data: AllBytes(1)},
 			{Data: nil},
@@ -793,8 +775,7 @@ func testEmptyAnswers(t *testing.T, s idempotency.Store) {
 		{"stream_without_events", &idempotency.Answer{Head: idempotency.Head{Status: 200}, Stream: true}},
 	} {
 		t.Run(a.name, func(t *testing.T) {
-			rec := NewRecord(Key(), base)
-			MustReserve(t, s, rec, base)
+			rec := reserved(t, s, base)
 			noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, a.ans))
 			got := MustLoad(t, s, rec.Key, base)
 			if got.Answer == nil {
@@ -875,8 +856,7 @@ func testConcurrentReserveAfterWindow(t *testing.T, s idempotency.Store) {
 	const n = 32
 	ctx := t.Context()
 	base := Base()
-	old := NewRecord(Key(), base)
-	MustReserve(t, s, old, base)
+	old := reserved(t, s, base)
 	noErr(t, "Complete", s.Complete(ctx, old.Key, old.Owner, JSONAnswer([]byte(`{"old":true}`))))
 	now := old.ExpiresAt.Add(time.Second)
 	recs := make([]*idempotency.Record, n)
@@ -943,8 +923,7 @@ func testConcurrentHeartbeatsAndComplete(t *testing.T, s idempotency.Store) {
 	const n = 20
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	ans := StreamAnswer(TextEvents("tok", 50))
 	start := make(chan struct{})
 	errs := make([]error, n+1)
@@ -983,8 +962,7 @@ func testConcurrentAppendRetries(t *testing.T, s idempotency.Store) {
 	const calls, retries = 10, 8
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	head := StreamHead()
 	want := Clone(rec)
 	want.Head = head
@@ -1047,8 +1025,7 @@ func testKeysIsolated(t *testing.T, s idempotency.Store) {
 func testMarkStarted(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	noErr(t, "MarkStarted", s.MarkStarted(ctx, rec.Key, rec.Owner))
 	want := Clone(rec)
 	want.Started = true
@@ -1083,8 +1060,7 @@ func testTakeOver(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	for _, withEvents := range []bool{false, true} {
 		base := Base()
-		old := NewRecord(Key(), base)
-		MustReserve(t, s, old, base)
+		old := reserved(t, s, base)
 		if withEvents {
 			noErr(t, "Append", s.Append(ctx, old.Key, old.Owner, 0, StreamHead(), TextEvents("old", 2)))
 		}
@@ -1107,8 +1083,7 @@ func testTakeOver(t *testing.T, s idempotency.Store) {
 
 func testNoTakeOverLive(t *testing.T, s idempotency.Store) {
 	base := Base()
-	old := NewRecord(Key(), base)
-	MustReserve(t, s, old, base)
+	old := reserved(t, s, base)
 	for _, now := range []time.Time{base, old.LeaseUntil} { // live until LeaseUntil < now
 		ExpectExisting(t, s, sameRequest(old, now), now, old)
 	}
@@ -1116,8 +1091,7 @@ func testNoTakeOverLive(t *testing.T, s idempotency.Store) {
 
 func testNoTakeOverOtherFingerprint(t *testing.T, s idempotency.Store) {
 	base := Base()
-	old := NewRecord(Key(), base)
-	MustReserve(t, s, old, base)
+	old := reserved(t, s, base)
 	now := old.LeaseUntil.Add(time.Minute)
 	ExpectExisting(t, s, NewRecord(old.Key, now), now, old)
 	ExpectRecord(t, s, old.Key, now, old)
@@ -1126,8 +1100,7 @@ func testNoTakeOverOtherFingerprint(t *testing.T, s idempotency.Store) {
 func testNoTakeOverStarted(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	old := NewRecord(Key(), base)
-	MustReserve(t, s, old, base)
+	old := reserved(t, s, base)
 	noErr(t, "MarkStarted", s.MarkStarted(ctx, old.Key, old.Owner))
 	want := Clone(old)
 	want.Started = true
@@ -1139,12 +1112,10 @@ func testNoTakeOverStarted(t *testing.T, s idempotency.Store) {
 func testNoTakeOverEnded(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	done := NewRecord(Key(), base)
-	MustReserve(t, s, done, base)
+	done := reserved(t, s, base)
 	ans := JSONAnswer([]byte(`{"done":true}`))
 	noErr(t, "Complete", s.Complete(ctx, done.Key, done.Owner, ans))
-	tomb := NewRecord(Key(), base)
-	MustReserve(t, s, tomb, base)
+	tomb := reserved(t, s, base)
 	noErr(t, "Tombstone", s.Tombstone(ctx, tomb.Key, tomb.Owner))
 	wantTomb := Clone(tomb)
 	wantTomb.State = idempotency.StateTombstone
@@ -1156,8 +1127,7 @@ func testNoTakeOverEnded(t *testing.T, s idempotency.Store) {
 func testConcurrentTakeOver(t *testing.T, s idempotency.Store) {
 	const n = 16
 	base := Base()
-	old := NewRecord(Key(), base)
-	MustReserve(t, s, old, base)
+	old := reserved(t, s, base)
 	now := old.LeaseUntil.Add(time.Second)
 	recs := make([]*idempotency.Record, n)
 	for i := range recs {
@@ -1172,8 +1142,7 @@ func testConcurrentTakeOver(t *testing.T, s idempotency.Store) {
 func testPoll(t *testing.T, s idempotency.Store) {
 	ctx := t.Context()
 	base := Base()
-	rec := NewRecord(Key(), base)
-	MustReserve(t, s, rec, base)
+	rec := reserved(t, s, base)
 	poll := func(owner string, from int) (*idempotency.Record, int) {
 		t.Helper()
 		got, next, err := s.Poll(ctx, rec.Key, owner, from, base)
