@@ -313,8 +313,8 @@ func TestUnavailable(t *testing.T) {
 		s := dynamostore.New(dynalite.Client(t, dead, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), "idem")
 		for _, op := range ops {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			start := time.Now()
 			err := op.do(ctx, s)
+			expired := ctx.Err() != nil
 			cancel()
 			if !errors.Is(err, idempotency.ErrUnavailable) {
 				t.Fatalf("%s: %v, want ErrUnavailable", op.name, err)
@@ -323,8 +323,10 @@ func TestUnavailable(t *testing.T) {
 			if !errors.As(err, &netErr) {
 				t.Errorf("%s: %v does not carry the connection error", op.name, err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("%s took %s", op.name, d)
+			// The refused connection ends the call, not the deadline: without
+			// retries nothing waits.
+			if expired {
+				t.Errorf("%s ran until its deadline", op.name)
 			}
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
