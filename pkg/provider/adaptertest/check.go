@@ -217,17 +217,9 @@ func waitCall(w *world, up Upstream) {
 	time.Sleep(settle) // the upstream is now waiting, and the adapter too
 }
 
-// poolReapers are background goroutines of a pooling HTTP client that
-// outlive the connections they watched by up to the pool's idle timeout: not
-// a call's goroutines, and gone once the pool is idle.
-var poolReapers = []goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-}
-
 // findLeaks waits up to patience for the goroutines that opts do not ignore
 // to end, and returns goleak's report of those left.
 func findLeaks(opts ...goleak.Option) error {
-	opts = append(opts, poolReapers...)
 	deadline := time.Now().Add(patience)
 	for {
 		err := goleak.Find(opts...)

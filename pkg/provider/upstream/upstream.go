@@ -1,7 +1,8 @@
-// Package upstream holds what the provider adapters share about an
-// upstream's HTTP answers: its retry-after hint and the message of a 400,
-// made safe to pass to a client. Adapters never import each other; they
-// import this.
+// Package upstream holds what the provider adapters share about calling an
+// upstream over HTTP: the client they call with (one transport on the local
+// server and in the Lambda bootstrap alike), and how an answer is read: its
+// retry-after hint, the message of a 400 made safe to pass to a client, the
+// class of a failure. Adapters never import each other; they import this.
 package upstream
 
 import (
@@ -115,19 +116,9 @@ func PlainText(b []byte, max int) string {
 
 // defaultClient is the adapters' shared client: one connection pool sized
 // for a gateway (many concurrent calls to few hosts), no client timeout (the
-// request's context bounds each call, a whole stream included). Its calls
-// are made by fastTransport (fast.go), with net/http's Transport for
-// proxied calls.
-var defaultClient = &http.Client{Transport: defaultTransport(), CheckRedirect: noRedirects}
-
-func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64
-	t.IdleConnTimeout = 90 * time.Second
-	t.ResponseHeaderTimeout = 0
-	return t
-}
+// request's context bounds each call, a whole stream included). transport.go
+// says what its transport guarantees.
+var defaultClient = &http.Client{Transport: newTransport(), CheckRedirect: noRedirects}
 
 // noRedirects makes a redirect an answer of its own (a failure), not a
 // second request: one call is one attempt.

@@ -188,8 +188,7 @@ func TestSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	noHeader.Header = nil
-	// net/http's Transport (the fallback for proxied calls) refuses a nil
-	// header; Do makes one.
+	// net/http's Transport refuses a nil header; Do makes one.
 	if resp, err := Send(HTTPClient(&http.Client{Transport: newTransport()}), noHeader); err != nil {
 		t.Errorf("a request without a header: %v, want it sent as Do sends it", err)
 	} else {
