@@ -56,15 +56,6 @@ type messagesCodec struct {
 
 var _ gateway.Codec = (*messagesCodec)(nil)
 
-func (c *messagesCodec) head(ans *router.Answer, contentType string) map[string]string {
-	return map[string]string{
-		"Content-Type":          contentType,
-		"X-Request-Id":          c.requestID,
-		"X-Gateway-Provider":    ans.Provider,
-		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
-	}
-}
-
 // messageID is the message's id, msg_ and the request id's hex part.
 func (c *messagesCodec) messageID() string {
 	return "msg_" + strings.TrimPrefix(c.requestID, "req_")
@@ -226,14 +217,7 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	body = append(body, '\n')
-	out.Start(http.StatusOK, c.head(ans, "application/json"), false)
-	out.Price(usage)
-	out.Body(body)
-	if end != io.EOF {
-		return gateway.Result{Usage: usage, Answered: true, Err: end}
-	}
-	return gateway.Result{Usage: usage, Answered: true}
+	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, nil)
 }
 
 // chatDelta is the part of a chat.completion.chunk a Messages stream needs.
@@ -400,7 +384,7 @@ func anthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
 
 // stream relays the answer as Anthropic's event sequence (see messagesCodec).
 func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, c.head(ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
 	w := &blockWriter{c: c, out: out}
 	var start messageStart
 	start.Type = "message_start"

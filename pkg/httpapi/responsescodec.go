@@ -84,15 +84,6 @@ type responsesCodec struct {
 
 var _ gateway.Codec = (*responsesCodec)(nil)
 
-func (c *responsesCodec) head(ans *router.Answer, contentType string) map[string]string {
-	return map[string]string{
-		"Content-Type":          contentType,
-		"X-Request-Id":          c.requestID,
-		"X-Gateway-Provider":    ans.Provider,
-		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
-	}
-}
-
 func (c *responsesCodec) hex() string { return strings.TrimPrefix(c.requestID, "req_") }
 
 // responseID is the Response's id, resp_ and the request id's hex part.
@@ -460,15 +451,9 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	body = append(body, '\n')
-	out.Start(http.StatusOK, c.head(ans, "application/json"), false)
-	out.Price(usage)
-	c.keepTurn(r, text, refusal, calls, usage)
-	out.Body(body)
-	if end != io.EOF {
-		return gateway.Result{Usage: usage, Answered: true, Err: end}
-	}
-	return gateway.Result{Usage: usage, Answered: true}
+	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, func() {
+		c.keepTurn(r, text, refusal, calls, usage)
+	})
 }
 
 // itemWriter turns chat deltas into the Responses item events.
@@ -678,7 +663,7 @@ func (w *itemWriter) toolCall(index int, id, name, args string) {
 // stream relays the answer as the Responses event sequence (see
 // responsesCodec).
 func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, c.head(ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
 	s := c.settings()
 	w := &itemWriter{c: c, out: out}
 	w.send("response.created", responseEvent{c.object(s, "in_progress", nil, nil)})
