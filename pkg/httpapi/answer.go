@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,7 +14,8 @@ import (
 )
 
 // The steps every client API's codec shares: the answer's headers, reading
-// a non-streaming answer to its end, and writing it whole.
+// a non-streaming answer to its end and writing it whole, and reading a
+// streamed one's deltas for the codecs that reshape them.
 
 // answerHead is the headers of an answer served by a provider.
 func answerHead(requestID string, ans *router.Answer, contentType string) map[string]string {
@@ -75,4 +77,78 @@ func writeWhole(out gateway.Emitter, head map[string]string, usage llm.Usage, bo
 		return gateway.Result{Usage: usage, Answered: true, Err: end}
 	}
 	return gateway.Result{Usage: usage, Answered: true}
+}
+
+// deltaSink takes the deltas of a streamed answer's first choice, as a codec
+// that reshapes them into its own events writes them. (Functions rather
+// than an interface: the codec's writer then stays on its stack.)
+type deltaSink struct {
+	text, refusal func(s string)
+	toolCall      func(index int, id, name, args string)
+	// failed is the Emitter's error: the client is gone.
+	failed func() error
+}
+
+// relayDeltas reads a streamed answer's chunks into w until the answer ends
+// or w fails. finish is the first finish_reason of the first choice and end
+// how the answer ended. When gone is true, the client is gone (w failed, or
+// an unkeyed client cancelled) and res is the request's result, with
+// nothing more to write.
+func relayDeltas(ans *router.Answer, w deltaSink) (finish string, usage llm.Usage, res gateway.Result, gone bool, end error) {
+	for w.failed() == nil {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		var d chatDelta
+		if json.Unmarshal(ch.Raw, &d) != nil {
+			continue // the router forwards only chunks that parsed
+		}
+		for _, choice := range d.Choices {
+			if choice.Index != 0 {
+				continue // one answer: the first choice
+			}
+			if s := choice.Delta.Content; s != nil {
+				w.text(*s)
+			}
+			if s := choice.Delta.Refusal; s != nil {
+				w.refusal(*s)
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+			}
+			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
+				finish = *f
+			}
+		}
+	}
+	usage = ans.Usage()
+	if err := w.failed(); err != nil {
+		return finish, usage, gateway.Result{Usage: usage, Answered: true, Err: err}, true, end
+	}
+	if errors.Is(end, context.Canceled) {
+		return finish, usage, gateway.Result{Usage: usage, Answered: true, Err: end}, true, end // an unkeyed client is gone
+	}
+	return finish, usage, gateway.Result{}, false, end
+}
+
+// chatDelta is the part of a chat.completion.chunk a reshaping codec needs.
+type chatDelta struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
 }

@@ -220,26 +220,6 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, nil)
 }
 
-// chatDelta is the part of a chat.completion.chunk a Messages stream needs.
-type chatDelta struct {
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-}
-
 // blockWriter turns chat deltas into content block events.
 type blockWriter struct {
 	c     *messagesCodec
@@ -248,7 +228,19 @@ type blockWriter struct {
 	open  string // the open block's type, "" for none
 	tool  int    // the chat tool-call index of the open tool_use block
 	tools bool   // a tool_use block was sent
-	err   error  // the Emitter's error: the client is gone
+	// refused: the answer carries refusal text (sent as text).
+	refused bool
+	err     error // the Emitter's error: the client is gone
+}
+
+func (w *blockWriter) failed() error { return w.err }
+
+func (w *blockWriter) refusal(s string) {
+	if s == "" {
+		return
+	}
+	w.refused = true
+	w.text(s)
 }
 
 func (w *blockWriter) send(name string, v any) {
@@ -394,43 +386,9 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 	w.send("ping", struct {
 		Type string `json:"type"`
 	}{"ping"})
-	finish, refused := "", false
-	var end error
-	for w.err == nil {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		var d chatDelta
-		if json.Unmarshal(ch.Raw, &d) != nil {
-			continue // the router forwards only chunks that parsed
-		}
-		for _, choice := range d.Choices {
-			if choice.Index != 0 {
-				continue // a Message has one answer
-			}
-			if s := choice.Delta.Content; s != nil {
-				w.text(*s)
-			}
-			if s := choice.Delta.Refusal; s != nil && *s != "" {
-				refused = true
-				w.text(*s)
-			}
-			for _, tc := range choice.Delta.ToolCalls {
-				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
-			}
-			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
-				finish = *f
-			}
-		}
-	}
-	usage := ans.Usage()
-	if w.err != nil {
-		return gateway.Result{Usage: usage, Answered: true, Err: w.err}
-	}
-	if errors.Is(end, context.Canceled) {
-		return gateway.Result{Usage: usage, Answered: true, Err: end} // an unkeyed client is gone
+	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, toolCall: w.toolCall, failed: w.failed})
+	if gone {
+		return res
 	}
 	w.close()
 	out.Price(usage)
@@ -439,7 +397,7 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 		var md messageDelta
 		md.Type, md.Usage = "message_delta", toAnthropicUsage(usage)
 		if end == io.EOF {
-			sr := stopReason(finish, w.tools, refused)
+			sr := stopReason(finish, w.tools, w.refused)
 			md.Delta.StopReason = &sr
 		}
 		w.send("message_delta", md)

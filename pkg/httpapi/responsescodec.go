@@ -475,9 +475,15 @@ type itemWriter struct {
 	args  strings.Builder
 
 	// The turn.
-	text, refusal strings.Builder
-	calls         []turnToolCall
+	turnText, turnRefusal strings.Builder
+	calls                 []turnToolCall
 }
+
+func (w *itemWriter) failed() error { return w.err }
+
+func (w *itemWriter) text(s string) { w.content("output_text", s) }
+
+func (w *itemWriter) refusal(s string) { w.content("refusal", s) }
 
 // send emits one event: its data is {"type":name,"sequence_number":n} and
 // v's fields.
@@ -630,10 +636,10 @@ func (w *itemWriter) content(kind, s string) {
 	w.buf.WriteString(s)
 	ci := len(w.msg.Content)
 	if kind == "refusal" {
-		w.refusal.WriteString(s)
+		w.turnRefusal.WriteString(s)
 		w.send("response.refusal.delta", refusalDeltaEvent{w.msg.ID, w.index, ci, s})
 	} else {
-		w.text.WriteString(s)
+		w.turnText.WriteString(s)
 		w.send("response.output_text.delta", textDeltaEvent{w.msg.ID, w.index, ci, s, []json.RawMessage{}})
 	}
 }
@@ -668,42 +674,9 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 	w := &itemWriter{c: c, out: out}
 	w.send("response.created", responseEvent{c.object(s, "in_progress", nil, nil)})
 	w.send("response.in_progress", responseEvent{c.object(s, "in_progress", nil, nil)})
-	finish := ""
-	var end error
-	for w.err == nil {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		var d chatDelta
-		if json.Unmarshal(ch.Raw, &d) != nil {
-			continue // the router forwards only chunks that parsed
-		}
-		for _, choice := range d.Choices {
-			if choice.Index != 0 {
-				continue // a Response has one answer
-			}
-			if p := choice.Delta.Content; p != nil {
-				w.content("output_text", *p)
-			}
-			if p := choice.Delta.Refusal; p != nil {
-				w.content("refusal", *p)
-			}
-			for _, tc := range choice.Delta.ToolCalls {
-				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
-			}
-			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
-				finish = *f
-			}
-		}
-	}
-	usage := ans.Usage()
-	if w.err != nil {
-		return gateway.Result{Usage: usage, Answered: true, Err: w.err}
-	}
-	if errors.Is(end, context.Canceled) {
-		return gateway.Result{Usage: usage, Answered: true, Err: end} // an unkeyed client is gone
+	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, toolCall: w.toolCall, failed: w.failed})
+	if gone {
+		return res
 	}
 	switch {
 	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
@@ -712,7 +685,7 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 		out.Price(usage)
 		r := c.object(s, status, w.output, &usage)
 		r.IncompleteDetails = details
-		c.keepTurn(r, w.text.String(), w.refusal.String(), w.calls, usage)
+		c.keepTurn(r, w.turnText.String(), w.turnRefusal.String(), w.calls, usage)
 		w.send("response."+status, responseEvent{r})
 		if end == io.EOF {
 			return gateway.Result{Usage: usage, Answered: true}
