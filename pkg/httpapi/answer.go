@@ -79,6 +79,15 @@ func writeWhole(out gateway.Emitter, head map[string]string, usage llm.Usage, bo
 	return gateway.Result{Usage: usage, Answered: true}
 }
 
+// cutShort is the error a stream ends with when its provider failed, or the
+// request reached its time limit, after the answer had started.
+func cutShort(provider string, end error) *llm.Error {
+	if errors.Is(end, context.DeadlineExceeded) {
+		return &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
+	}
+	return &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + provider + " failed after its answer had started; the answer is cut short"}
+}
+
 // deltaSink takes the deltas of a streamed answer's first choice, as a codec
 // that reshapes them into its own events writes them. (Functions rather
 // than an interface: the codec's writer then stays on its stack.)

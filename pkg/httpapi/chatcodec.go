@@ -115,11 +115,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 		return gateway.Result{Usage: usage, Answered: true}
 	case errors.Is(end, router.ErrIncomplete):
 	default:
-		e := &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
-		if errors.Is(end, context.DeadlineExceeded) {
-			e = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
-		}
-		obj := envelope(e)
+		obj := envelope(cutShort(ans.Provider, end))
 		obj.Type = "server_error"
 		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`)
 		tail.Error = &obj

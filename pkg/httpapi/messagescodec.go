@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -408,12 +407,11 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 			return gateway.Result{Usage: usage, Answered: true}
 		}
 	default:
-		e := &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
+		e := cutShort(ans.Provider, end)
 		typ := "api_error"
 		var pe *llm.ProviderError
 		switch {
-		case errors.Is(end, context.DeadlineExceeded):
-			e = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
+		case e.Code == llm.CodeRequestTimeout:
 			typ = "timeout_error"
 		case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
 			typ = "overloaded_error"

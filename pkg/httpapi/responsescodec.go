@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -693,12 +692,9 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 	default:
 		w.closeItem("incomplete")
 		out.Price(usage)
-		e := responseError{Code: string(llm.CodeStreamInterrupted), Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
-		if errors.Is(end, context.DeadlineExceeded) {
-			e = responseError{Code: string(llm.CodeRequestTimeout), Message: "the request reached its time limit; the answer is cut short"}
-		}
+		e := cutShort(ans.Provider, end)
 		r := c.object(s, "failed", w.output, &usage)
-		r.Error = &e
+		r.Error = &responseError{Code: string(e.Code), Message: e.Message}
 		w.send("response.failed", responseEvent{r})
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
