@@ -150,12 +150,8 @@ type chatDelta struct {
 			Content   *string `json:"content"`
 			Refusal   *string `json:"refusal"`
 			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
+				Index int `json:"index"`
+				llm.ToolCall
 			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`

@@ -160,15 +160,9 @@ func readAssembled(asm *llm.Assembler, usage llm.Usage) (*assembled, error) {
 type assembled struct {
 	Choices []struct {
 		Message struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Content   *string        `json:"content"`
+			Refusal   *string        `json:"refusal"`
+			ToolCalls []llm.ToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`

@@ -705,8 +705,8 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 }
 
 // rsFunctionCall translates a function_call item into a tool call.
-func rsFunctionCall(m map[string]json.RawMessage, at string) (mdToolCall, error) {
-	var c mdToolCall
+func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, error) {
+	var c llm.ToolCall
 	c.Type = "function"
 	if err := mdKeys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
 		return c, err

@@ -347,25 +347,16 @@ func responsesEnding(end error, finish string) (string, *incompleteDetails) {
 	return "completed", nil
 }
 
-// turnToolCall and turnMessage are the answer as a Chat Completions
-// assistant message, the turn kept for previous_response_id.
-type turnToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
+// turnMessage is the answer as a Chat Completions assistant message, the
+// turn kept for previous_response_id.
 type turnMessage struct {
 	Role      string         `json:"role"`
 	Content   *string        `json:"content"`
 	Refusal   *string        `json:"refusal,omitempty"`
-	ToolCalls []turnToolCall `json:"tool_calls,omitempty"`
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
 }
 
-func (c *responsesCodec) keepTurn(response any, text, refusal string, calls []turnToolCall, usage llm.Usage) {
+func (c *responsesCodec) keepTurn(response any, text, refusal string, calls []llm.ToolCall, usage llm.Usage) {
 	if c.turn == nil {
 		return
 	}
@@ -423,7 +414,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		}
 		output = append(output, &msg)
 	}
-	var calls []turnToolCall
+	var calls []llm.ToolCall
 	for _, tc := range ch.Message.ToolCalls {
 		i := len(output)
 		id := tc.ID
@@ -432,9 +423,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		}
 		output = append(output, &functionCallItem{Type: "function_call", ID: c.functionCallID(i), CallID: id,
 			Name: tc.Function.Name, Arguments: tc.Function.Arguments, Status: "completed"})
-		var t turnToolCall
-		t.ID, t.Type, t.Function.Name, t.Function.Arguments = id, "function", tc.Function.Name, tc.Function.Arguments
-		calls = append(calls, t)
+		calls = append(calls, llm.ToolCall{ID: id, Type: "function", Function: tc.Function})
 	}
 	if status != "completed" && len(output) > 0 {
 		switch it := output[len(output)-1].(type) {
@@ -475,7 +464,7 @@ type itemWriter struct {
 
 	// The turn.
 	turnText, turnRefusal strings.Builder
-	calls                 []turnToolCall
+	calls                 []llm.ToolCall
 }
 
 func (w *itemWriter) failed() error { return w.err }
@@ -599,9 +588,8 @@ func (w *itemWriter) closeItem(status string) {
 		w.send("response.function_call_arguments.done", argumentsDoneEvent{w.fc.ID, w.index, w.fc.Arguments})
 		w.send("response.output_item.done", itemEvent{w.index, w.fc})
 		w.output = append(w.output, w.fc)
-		var t turnToolCall
-		t.ID, t.Type, t.Function.Name, t.Function.Arguments = w.fc.CallID, "function", w.fc.Name, w.fc.Arguments
-		w.calls = append(w.calls, t)
+		w.calls = append(w.calls, llm.ToolCall{ID: w.fc.CallID, Type: "function",
+			Function: llm.FunctionCall{Name: w.fc.Name, Arguments: w.fc.Arguments}})
 		w.fc = nil
 		w.args.Reset()
 	default:
