@@ -318,21 +318,15 @@ func (w *blockWriter) toolCall(index int, id, name, args string) {
 }
 
 type messageStart struct {
-	Type    string `json:"type"`
-	Message struct {
-		ID           string           `json:"id"`
-		Type         string           `json:"type"`
-		Role         string           `json:"role"`
-		Model        string           `json:"model"`
-		Content      []anthropicBlock `json:"content"`
-		StopReason   *string          `json:"stop_reason"`
-		StopSequence *string          `json:"stop_sequence"`
-		Usage        struct {
-			InputTokens  int `json:"input_tokens"`
-			OutputTokens int `json:"output_tokens"`
-		} `json:"usage"`
-	} `json:"message"`
+	Type    string           `json:"type"`
+	Message anthropicMessage `json:"message"`
 }
+
+// startUsage is message_start's usage: nothing counted yet.
+var startUsage any = struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}{}
 
 type messageDelta struct {
 	Type  string `json:"type"`
@@ -371,11 +365,8 @@ func anthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
 func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
 	w := &blockWriter{c: c, out: out}
-	var start messageStart
-	start.Type = "message_start"
-	m := &start.Message
-	m.ID, m.Type, m.Role, m.Model, m.Content = c.messageID(), "message", "assistant", c.model, []anthropicBlock{}
-	w.send("message_start", start)
+	w.send("message_start", messageStart{Type: "message_start", Message: anthropicMessage{ID: c.messageID(),
+		Type: "message", Role: "assistant", Model: c.model, Content: []anthropicBlock{}, Usage: startUsage}})
 	w.send("ping", struct {
 		Type string `json:"type"`
 	}{"ping"})
