@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/internal/wait"
 )
 
 // Created is the "created" timestamp of every answer, fixed so that outputs
@@ -416,19 +418,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, r
 // sleep waits d, and reports false if the client went away or the server
 // closed first.
 func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.done:
-		return false
-	}
+	return wait.Sleep(ctx, s.done, net.ErrClosed, d) == nil
 }
 
 // block waits until the client goes away or the server closes.
