@@ -90,6 +90,28 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// checkName checks a provider name, model id or project id (what names
+// which) at the field path at: not empty, and at most MaxNameBytes.
+func checkName(at, what, name string) error {
+	switch {
+	case name == "":
+		return fieldErr(at, "must not be empty")
+	case len(name) > MaxNameBytes:
+		return fieldErr(at, "%s is %d bytes long: at most %d", what, len(name), MaxNameBytes)
+	}
+	return nil
+}
+
+// record enters name at position i in the index table pos, refusing a
+// name the table already holds.
+func record(pos map[string]int, name string, i int, at, what string) error {
+	if _, dup := pos[name]; dup {
+		return fieldErr(at, "duplicate %s %q", what, name)
+	}
+	pos[name] = i
+	return nil
+}
+
 func (c *Config) validateProviders(idx *index) error {
 	if len(c.Providers) == 0 {
 		return fieldErr("providers", "at least one provider is required")
@@ -97,18 +119,15 @@ func (c *Config) validateProviders(idx *index) error {
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		at := fmt.Sprintf("providers[%d]", i)
-		switch {
-		case p.Name == "":
-			return fieldErr(at+".name", "must not be empty")
-		case len(p.Name) > MaxNameBytes:
-			return fieldErr(at+".name", "provider name is %d bytes long: at most %d", len(p.Name), MaxNameBytes)
-		case !isProviderName(p.Name):
+		if err := checkName(at+".name", "provider name", p.Name); err != nil {
+			return err
+		}
+		if !isProviderName(p.Name) {
 			return fieldErr(at+".name", "invalid provider name %q: use only letters, digits, '.', '_' and '-'", p.Name)
 		}
-		if _, dup := idx.providers[p.Name]; dup {
-			return fieldErr(at+".name", "duplicate provider name %q", p.Name)
+		if err := record(idx.providers, p.Name, i, at+".name", "provider name"); err != nil {
+			return err
 		}
-		idx.providers[p.Name] = i
 
 		switch p.API {
 		case "":
@@ -173,11 +192,10 @@ func (c *Config) validateModels(idx *index) error {
 	for i := range c.Models {
 		m := &c.Models[i]
 		at := fmt.Sprintf("models[%d]", i)
+		if err := checkName(at+".id", "model id", m.ID); err != nil {
+			return err
+		}
 		switch {
-		case m.ID == "":
-			return fieldErr(at+".id", "must not be empty")
-		case len(m.ID) > MaxNameBytes:
-			return fieldErr(at+".id", "model id is %d bytes long: at most %d", len(m.ID), MaxNameBytes)
 		case strings.Contains(m.ID, ":"):
 			// ":floor" and ":nitro" are request suffixes (DESIGN.md section 4);
 			// an id with a colon would make them ambiguous.
@@ -188,10 +206,9 @@ func (c *Config) validateModels(idx *index) error {
 		if msg := checkText(m.ID); msg != "" {
 			return fieldErr(at+".id", "invalid model id %q: %s", m.ID, msg)
 		}
-		if _, dup := idx.models[m.ID]; dup {
-			return fieldErr(at+".id", "duplicate model id %q", m.ID)
+		if err := record(idx.models, m.ID, i, at+".id", "model id"); err != nil {
+			return err
 		}
-		idx.models[m.ID] = i
 
 		if len(m.Routes) == 0 {
 			return fieldErr(at+".routes", "at least one route is required")
@@ -233,11 +250,8 @@ func (c *Config) validateProjects(idx *index) error {
 	for i := range c.Projects {
 		p := &c.Projects[i]
 		at := fmt.Sprintf("projects[%d]", i)
-		if p.ID == "" {
-			return fieldErr(at+".id", "must not be empty")
-		}
-		if len(p.ID) > MaxNameBytes {
-			return fieldErr(at+".id", "project id is %d bytes long: at most %d", len(p.ID), MaxNameBytes)
+		if err := checkName(at+".id", "project id", p.ID); err != nil {
+			return err
 		}
 		if strings.IndexFunc(p.ID, unicode.IsSpace) >= 0 {
 			return fieldErr(at+".id", "invalid project id %q: must not contain whitespace", p.ID)
@@ -245,10 +259,9 @@ func (c *Config) validateProjects(idx *index) error {
 		if msg := checkText(p.ID); msg != "" {
 			return fieldErr(at+".id", "invalid project id %q: %s", p.ID, msg)
 		}
-		if _, dup := idx.projects[p.ID]; dup {
-			return fieldErr(at+".id", "duplicate project id %q", p.ID)
+		if err := record(idx.projects, p.ID, i, at+".id", "project id"); err != nil {
+			return err
 		}
-		idx.projects[p.ID] = i
 
 		if p.Balance != nil && !isAmount(*p.Balance) {
 			return fieldErr(at+".balance", "must be a finite number >= 0, got %v", *p.Balance)
