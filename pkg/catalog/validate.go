@@ -306,41 +306,24 @@ func (c *Config) validateProjects(idx *index) error {
 
 // validateSettings checks the idempotency, server and health sections.
 func (c *Config) validateSettings() error {
-	idem := &c.Idempotency
-	if idem.Window <= 0 {
-		return fieldErr("idempotency.window", "must be > 0, got %s", idem.Window)
-	}
-	if idem.Lease <= 0 {
-		return fieldErr("idempotency.lease", "must be > 0, got %s", idem.Lease)
-	}
-	if idem.MaxResponseBytes <= 0 {
-		return fieldErr("idempotency.max_response_bytes", "must be > 0, got %d", idem.MaxResponseBytes)
-	}
-	if idem.MaxWait <= 0 {
-		return fieldErr("idempotency.max_wait", "must be > 0, got %s", idem.MaxWait)
-	}
-	if idem.MemoryBytes <= 0 {
-		return fieldErr("idempotency.memory_bytes", "must be > 0, got %d", idem.MemoryBytes)
-	}
-
-	s := &c.Server
-	if s.MaxInFlight <= 0 {
-		return fieldErr("server.max_in_flight", "must be > 0, got %d", s.MaxInFlight)
-	}
-	if s.MaxBodyBytes <= 0 {
-		return fieldErr("server.max_body_bytes", "must be > 0, got %d", s.MaxBodyBytes)
-	}
-	if s.RequestTimeout <= 0 {
-		return fieldErr("server.request_timeout", "must be > 0, got %s", s.RequestTimeout)
+	idem, s := &c.Idempotency, &c.Server
+	if err := firstErr(
+		positive("idempotency.window", idem.Window),
+		positive("idempotency.lease", idem.Lease),
+		positive("idempotency.max_response_bytes", idem.MaxResponseBytes),
+		positive("idempotency.max_wait", idem.MaxWait),
+		positive("idempotency.memory_bytes", idem.MemoryBytes),
+		positive("server.max_in_flight", s.MaxInFlight),
+		positive("server.max_body_bytes", s.MaxBodyBytes),
+		positive("server.request_timeout", s.RequestTimeout),
+	); err != nil {
+		return err
 	}
 	if s.RequestTimeout.D() > MaxRequestTimeout {
 		return fieldErr("server.request_timeout", "must be at most %s, got %s", Duration(MaxRequestTimeout), s.RequestTimeout)
 	}
-	if s.BodyTimeout <= 0 {
-		return fieldErr("server.body_timeout", "must be > 0, got %s", s.BodyTimeout)
-	}
-	if s.WriteTimeout <= 0 {
-		return fieldErr("server.write_timeout", "must be > 0, got %s", s.WriteTimeout)
+	if err := firstErr(positive("server.body_timeout", s.BodyTimeout), positive("server.write_timeout", s.WriteTimeout)); err != nil {
+		return err
 	}
 	// A key is remembered for the window from its reservation. A window
 	// that ends while the first call may still be running (its ceiling,
@@ -350,12 +333,24 @@ func (c *Config) validateSettings() error {
 		return fieldErr("idempotency.window", "must be longer than server.request_timeout + idempotency.lease (%s), got %s", Duration(min), idem.Window)
 	}
 
-	h := &c.Health
-	if h.FailureThreshold <= 0 {
-		return fieldErr("health.failure_threshold", "must be > 0, got %d", h.FailureThreshold)
+	return firstErr(positive("health.failure_threshold", c.Health.FailureThreshold), positive("health.cooldown", c.Health.Cooldown))
+}
+
+// positive checks that the setting at path is above zero (a count, a size
+// or a Duration, which the message shows as written in the config).
+func positive[T ~int | ~int64](path string, v T) error {
+	if v <= 0 {
+		return fieldErr(path, "must be > 0, got %v", v)
 	}
-	if h.Cooldown <= 0 {
-		return fieldErr("health.cooldown", "must be > 0, got %s", h.Cooldown)
+	return nil
+}
+
+// firstErr is the first of errs that is not nil, the checks' order.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
