@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/internal/wait"
+	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
 )
 
 // Created is the "created" timestamp of every answer, fixed so that outputs
@@ -451,8 +452,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 		}
 		return rc.Flush() == nil
 	}
-	sendChunk := func(choices []chunkChoice, usage json.RawMessage) bool {
-		return send(marshal(chunk{
+	sendChunk := func(choices []chunkwire.Choice, usage json.RawMessage) bool {
+		return send(marshal(chunkwire.Chunk{
 			ID: a.id, Object: "chat.completion.chunk", Created: Created, Model: a.model,
 			Choices: choices, Usage: usage,
 		}))
@@ -464,8 +465,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	if wantUsage {
 		nullUsage = json.RawMessage("null")
 	}
-	choice := func(d delta, finish *string) []chunkChoice {
-		return []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
+	choice := func(d chunkwire.Delta, finish *string) []chunkwire.Choice {
+		return []chunkwire.Choice{{Index: 0, Delta: d, FinishReason: finish}}
 	}
 
 	if resp.NoRoleChunk {
@@ -496,10 +497,10 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 		s.cutStream(ctx, w, cut.How, send)
 		return
 	}
-	if !sendChunk(choice(delta{}, &a.finish), nullUsage) {
+	if !sendChunk(choice(chunkwire.Delta{}, &a.finish), nullUsage) {
 		return
 	}
-	if wantUsage && !sendChunk([]chunkChoice{}, marshal(a.usage)) {
+	if wantUsage && !sendChunk([]chunkwire.Choice{}, marshal(a.usage)) {
 		return
 	}
 	if !resp.NoDone {
@@ -660,7 +661,7 @@ type answer struct {
 	req      Request
 	id       string
 	model    string
-	deltas   []delta // the content chunks
+	deltas   []chunkwire.Delta // the content chunks
 	toolCall *ToolCall
 	finish   string
 	usage    usage
@@ -680,27 +681,27 @@ func newAnswer(call int, req Request, resp Response) answer {
 		}
 		a.toolCall = &tc
 		first, second := splitHalf(tc.Arguments)
-		a.deltas = []delta{
-			{ToolCalls: []toolCallDelta{{Index: 0, ID: tc.ID, Type: "function", Function: functionDelta{Name: tc.Name}}}},
-			{ToolCalls: []toolCallDelta{{Index: 0, Function: functionDelta{Arguments: first}}}},
-			{ToolCalls: []toolCallDelta{{Index: 0, Function: functionDelta{Arguments: second}}}},
+		a.deltas = []chunkwire.Delta{
+			{ToolCalls: []chunkwire.ToolCall{{Index: 0, ID: tc.ID, Type: "function", Function: functionPiece(tc.Name, "")}}},
+			{ToolCalls: []chunkwire.ToolCall{{Index: 0, Function: functionPiece("", first)}}},
+			{ToolCalls: []chunkwire.ToolCall{{Index: 0, Function: functionPiece("", second)}}},
 		}
 		if a.finish == "" {
 			a.finish = "tool_calls"
 		}
 	case resp.Refusal != "":
-		a.deltas = []delta{{Refusal: &resp.Refusal}}
+		a.deltas = []chunkwire.Delta{{Refusal: &resp.Refusal}}
 	default:
 		text := resp.Text
 		if text == nil {
 			text = []string{"Hello", " world"}
 		}
 		for _, t := range text {
-			a.deltas = append(a.deltas, delta{Content: &t})
+			a.deltas = append(a.deltas, chunkwire.Delta{Content: &t})
 		}
 		if resp.PadBytes > 0 {
 			pad := strings.Repeat("x", resp.PadBytes)
-			a.deltas = append(a.deltas, delta{Content: &pad})
+			a.deltas = append(a.deltas, chunkwire.Delta{Content: &pad})
 		}
 	}
 	if a.finish == "" {
@@ -724,9 +725,19 @@ func splitHalf(s string) (string, string) {
 	return s[:i], s[i:]
 }
 
-func roleDelta() delta {
+// functionPiece is a tool call piece's function as OpenAI streams it: the name
+// when there is one, the arguments always (empty in the first piece).
+func functionPiece(name, args string) *chunkwire.Function {
+	f := &chunkwire.Function{Arguments: &args}
+	if name != "" {
+		f.Name = &name
+	}
+	return f
+}
+
+func roleDelta() chunkwire.Delta {
 	empty := ""
-	return delta{Role: "assistant", Content: &empty}
+	return chunkwire.Delta{Role: "assistant", Content: &empty}
 }
 
 // marshal encodes compactly, without net/http-style HTML escaping: OpenAI
@@ -742,40 +753,6 @@ func marshal(v any) []byte {
 }
 
 // The wire types. Field order is OpenAI's.
-
-type chunk struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices []chunkChoice   `json:"choices"`
-	Usage   json.RawMessage `json:"usage,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int     `json:"index"`
-	Delta        delta   `json:"delta"`
-	FinishReason *string `json:"finish_reason"`
-}
-
-type delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	Refusal   *string         `json:"refusal,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
-}
-
-type toolCallDelta struct {
-	Index    int           `json:"index"`
-	ID       string        `json:"id,omitempty"`
-	Type     string        `json:"type,omitempty"`
-	Function functionDelta `json:"function"`
-}
-
-type functionDelta struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
 
 type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
