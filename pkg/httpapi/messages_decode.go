@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -810,26 +809,9 @@ func mdPresent(m map[string]json.RawMessage, name string) (json.RawMessage, bool
 // mdKeys rejects a field not in known, the first in sorted order so the
 // error does not depend on map order.
 func mdKeys(m map[string]json.RawMessage, param string, known ...string) error {
-	var unknown []string
-	for k := range m {
-		ok := false
-		for _, want := range known {
-			if k == want {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
+	name, ok := llm.UnknownField(m, known...)
+	if !ok {
 		return nil
-	}
-	sort.Strings(unknown)
-	name := unknown[0]
-	if !utf8.ValidString(name) || len(name) > 64 {
-		name = "(unprintable)"
 	}
 	if param != "" {
 		name = param + "." + name
