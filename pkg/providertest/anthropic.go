@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,30 +261,7 @@ func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a
 	if !resp.NoUsage {
 		msg = append(msg, "usage", obj("input_tokens", a.usage.PromptTokens, "output_tokens", a.usage.CompletionTokens))
 	}
-	body := marshal(msg)
-	w.Header().Set("Content-Type", "application/json")
-	setHeaders(w, resp.Header)
-	if resp.Cut == nil {
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(body[:len(body)/2]); err != nil {
-		return
-	}
-	if http.NewResponseController(w).Flush() != nil {
-		return
-	}
-	switch resp.Cut.How {
-	case CutReset:
-		reset(w)
-	case CutStall:
-		s.block(ctx)
-	case CutAbort:
-		abort(w)
-	}
+	s.writeWhole(ctx, w, marshal(msg), resp)
 }
 
 type anthropicError struct {

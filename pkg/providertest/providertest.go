@@ -509,9 +509,18 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 }
 
 func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMode, send func([]byte) bool) {
-	switch how {
-	case CutError:
+	if how == CutError {
 		send([]byte(midStreamError))
+	}
+	s.cut(ctx, w, how)
+}
+
+// cut ends a response, once what was written is flushed, as how says:
+// CutReset, CutStall and CutAbort act on the connection; on CutClose (and
+// CutError, whose event only a stream sends) returning ends the body
+// cleanly.
+func (s *Server) cut(ctx context.Context, w http.ResponseWriter, how CutMode) {
+	switch how {
 	case CutReset:
 		reset(w)
 	case CutStall:
@@ -519,7 +528,28 @@ func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMo
 	case CutAbort:
 		abort(w)
 	}
-	// CutClose: returning ends the chunked body cleanly.
+}
+
+// writeWhole sends a non-streamed answer's body: whole, with its
+// Content-Length; or, when resp has a Cut, half of it, flushed (so chunked,
+// without Content-Length), and then cut.
+func (s *Server) writeWhole(ctx context.Context, w http.ResponseWriter, body []byte, resp Response) {
+	w.Header().Set("Content-Type", "application/json")
+	setHeaders(w, resp.Header)
+	if resp.Cut == nil {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body[:len(body)/2]); err != nil {
+		return
+	}
+	if http.NewResponseController(w).Flush() != nil {
+		return
+	}
+	s.cut(ctx, w, resp.Cut.How)
 }
 
 // complete sends a plain chat.completion.
@@ -552,30 +582,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: a.finish}},
 		Usage:   a.usage,
 	})
-	w.Header().Set("Content-Type", "application/json")
-	setHeaders(w, resp.Header)
-	if resp.Cut == nil {
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
-		return
-	}
-	// Cut: half the body, flushed, so chunked (no Content-Length).
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(body[:len(body)/2]); err != nil {
-		return
-	}
-	if http.NewResponseController(w).Flush() != nil {
-		return
-	}
-	switch resp.Cut.How {
-	case CutReset:
-		reset(w)
-	case CutStall:
-		s.block(ctx)
-	case CutAbort:
-		abort(w)
-	}
+	s.writeWhole(ctx, w, body, resp)
 }
 
 // reset takes the connection from net/http and closes it with SO_LINGER 0,
