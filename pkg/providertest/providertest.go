@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/internal/wait"
+	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
 )
 
@@ -565,8 +566,8 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 	msg := message{Role: "assistant"}
 	switch {
 	case a.toolCall != nil:
-		msg.ToolCalls = []toolCall{{ID: a.toolCall.ID, Type: "function",
-			Function: function{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
+		msg.ToolCalls = []llm.ToolCall{{ID: a.toolCall.ID, Type: "function",
+			Function: llm.FunctionCall{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
 	case resp.Refusal != "":
 		msg.Refusal = &resp.Refusal
 	default:
@@ -784,19 +785,8 @@ type completionChoice struct {
 }
 
 type message struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	Refusal   *string    `json:"refusal"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
-}
-
-type toolCall struct {
-	ID       string   `json:"id"`
-	Type     string   `json:"type"`
-	Function function `json:"function"`
-}
-
-type function struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	Refusal   *string        `json:"refusal"`
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
 }
