@@ -192,28 +192,12 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 			deltas = append(deltas, obj("type", "text_delta", "text", t))
 		}
 	}
-	cut := resp.Cut
-	for i, d := range deltas {
-		wait := resp.ChunkDelay
-		if i == 0 {
-			wait = resp.FirstChunkDelay
-		}
-		if !s.sleep(ctx, wait) {
-			return
-		}
-		if cut != nil && i >= cut.After {
-			cutStream(cut.How)
-			return
-		}
+	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
 		if i == 0 && !sendEvent(obj("type", "content_block_start", "index", 0, "content_block", block)) {
-			return
+			return false
 		}
-		if !sendEvent(obj("type", "content_block_delta", "index", 0, "delta", d)) {
-			return
-		}
-	}
-	if cut != nil {
-		cutStream(cut.How)
+		return sendEvent(obj("type", "content_block_delta", "index", 0, "delta", deltas[i]))
+	}, cutStream) {
 		return
 	}
 	if len(deltas) > 0 && !sendEvent(obj("type", "content_block_stop", "index", 0)) {

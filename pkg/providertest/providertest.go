@@ -477,25 +477,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	} else if !sendChunk(choice(roleDelta(), nil), nullUsage) {
 		return
 	}
-	cut := resp.Cut
-	for i, d := range a.deltas {
-		wait := resp.ChunkDelay
-		if i == 0 {
-			wait = resp.FirstChunkDelay
-		}
-		if !s.sleep(ctx, wait) {
-			return
-		}
-		if cut != nil && i >= cut.After {
-			s.cutStream(ctx, w, cut.How, send)
-			return
-		}
-		if !sendChunk(choice(d, nil), nullUsage) {
-			return
-		}
-	}
-	if cut != nil {
-		s.cutStream(ctx, w, cut.How, send)
+	if !s.pace(ctx, resp, len(a.deltas), func(i int) bool {
+		return sendChunk(choice(a.deltas[i], nil), nullUsage)
+	}, func(how CutMode) { s.cutStream(ctx, w, how, send) }) {
 		return
 	}
 	if !sendChunk(choice(chunkwire.Delta{}, &a.finish), nullUsage) {
@@ -507,6 +491,36 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	if !resp.NoDone {
 		send([]byte("[DONE]"))
 	}
+}
+
+// pace sends a stream's n content pieces with send, waiting before each
+// (resp.FirstChunkDelay before the first, resp.ChunkDelay before the
+// others), and cuts the stream with cutStream where resp.Cut says. It
+// reports whether the stream goes on: false once it was cut, the client
+// went away or the server closed.
+func (s *Server) pace(ctx context.Context, resp Response, n int, send func(i int) bool, cutStream func(CutMode)) bool {
+	cut := resp.Cut
+	for i := 0; i < n; i++ {
+		wait := resp.ChunkDelay
+		if i == 0 {
+			wait = resp.FirstChunkDelay
+		}
+		if !s.sleep(ctx, wait) {
+			return false
+		}
+		if cut != nil && i >= cut.After {
+			cutStream(cut.How)
+			return false
+		}
+		if !send(i) {
+			return false
+		}
+	}
+	if cut != nil {
+		cutStream(cut.How)
+		return false
+	}
+	return true
 }
 
 func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMode, send func([]byte) bool) {
