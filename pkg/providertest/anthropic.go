@@ -129,26 +129,7 @@ func (s *Server) respondAnthropic(ctx context.Context, w http.ResponseWriter, a 
 
 // streamAnthropic sends a Messages event stream.
 func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	setHeaders(w, resp.Header)
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-
-	send := func(name string, data []byte) bool {
-		var b bytes.Buffer
-		b.Grow(len(data) + len(name) + 16)
-		b.WriteString("event: ")
-		b.WriteString(name)
-		b.WriteString("\ndata: ")
-		b.Write(data)
-		b.WriteString("\n\n")
-		if _, err := w.Write(b.Bytes()); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	send, rc := startStream(w, resp)
 	sendEvent := func(v ordered) bool {
 		return send(v[1].(string), marshal(v))
 	}

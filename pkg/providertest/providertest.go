@@ -431,20 +431,25 @@ func (s *Server) block(ctx context.Context) {
 	}
 }
 
-// stream sends a chat.completion.chunk stream.
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+// startStream sends a stream's head: 200, text/event-stream and resp's
+// headers. event writes one event (its name, when not empty, and its data)
+// and flushes it, so that the client sees every event when it is sent
+// (timing is what these tests are about).
+func startStream(w http.ResponseWriter, resp Response) (event func(name string, data []byte) bool, rc *http.ResponseController) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	setHeaders(w, resp.Header)
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-
-	// send writes one event and flushes it, so that the client sees every
-	// event when it is sent (timing is what these tests are about).
-	send := func(data []byte) bool {
+	rc = http.NewResponseController(w)
+	return func(name string, data []byte) bool {
 		var b bytes.Buffer
-		b.Grow(len(data) + 8)
+		b.Grow(len(data) + len(name) + 16)
+		if name != "" {
+			b.WriteString("event: ")
+			b.WriteString(name)
+			b.WriteString("\n")
+		}
 		b.WriteString("data: ")
 		b.Write(data)
 		b.WriteString("\n\n")
@@ -452,7 +457,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 			return false
 		}
 		return rc.Flush() == nil
-	}
+	}, rc
+}
+
+// stream sends a chat.completion.chunk stream.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+	event, rc := startStream(w, resp)
+	send := func(data []byte) bool { return event("", data) }
 	sendChunk := func(choices []chunkwire.Choice, usage json.RawMessage) bool {
 		return send(marshal(chunkwire.Chunk{
 			ID: a.id, Object: "chat.completion.chunk", Created: Created, Model: a.model,
