@@ -28,54 +28,48 @@ func hashKey(k string) keyHash { return sha256.Sum256([]byte(k)) }
 // Provider returns the provider named name. The pointer refers into
 // c.Providers: treat it as read-only.
 func (c *Config) Provider(name string) (*Provider, bool) {
+	var pos map[string]int
 	if c.idx != nil {
-		i, ok := c.idx.providers[name]
-		if !ok {
-			return nil, false
-		}
-		return &c.Providers[i], true
+		pos = c.idx.providers
 	}
-	// Not validated (a Config built in Go): fall back to a scan rather than
-	// build the index lazily, which would race between goroutines.
-	for i := range c.Providers {
-		if c.Providers[i].Name == name {
-			return &c.Providers[i], true
-		}
-	}
-	return nil, false
+	return find(c.Providers, pos, name, func(p *Provider) string { return p.Name })
 }
 
 // Model returns the model whose id is exactly id (the caller strips suffixes
 // such as ":floor"). The pointer refers into c.Models: treat it as read-only.
 func (c *Config) Model(id string) (*Model, bool) {
+	var pos map[string]int
 	if c.idx != nil {
-		i, ok := c.idx.models[id]
-		if !ok {
-			return nil, false
-		}
-		return &c.Models[i], true
+		pos = c.idx.models
 	}
-	for i := range c.Models {
-		if c.Models[i].ID == id {
-			return &c.Models[i], true
-		}
-	}
-	return nil, false
+	return find(c.Models, pos, id, func(m *Model) string { return m.ID })
 }
 
 // Project returns the project whose id is id. The pointer refers into
 // c.Projects: treat it as read-only.
 func (c *Config) Project(id string) (*Project, bool) {
+	var pos map[string]int
 	if c.idx != nil {
-		i, ok := c.idx.projects[id]
+		pos = c.idx.projects
+	}
+	return find(c.Projects, pos, id, func(p *Project) string { return p.ID })
+}
+
+// find returns the element of list whose name (as name reads it) is want,
+// from its position in pos. A nil pos is a Config that was not validated
+// (built in Go): find scans list rather than build the index lazily, which
+// would race between goroutines.
+func find[T any](list []T, pos map[string]int, want string, name func(*T) string) (*T, bool) {
+	if pos != nil {
+		i, ok := pos[want]
 		if !ok {
 			return nil, false
 		}
-		return &c.Projects[i], true
+		return &list[i], true
 	}
-	for i := range c.Projects {
-		if c.Projects[i].ID == id {
-			return &c.Projects[i], true
+	for i := range list {
+		if name(&list[i]) == want {
+			return &list[i], true
 		}
 	}
 	return nil, false

@@ -90,6 +90,28 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// checkName checks a provider name, model id or project id (what names
+// which) at the field path at: not empty, and at most MaxNameBytes.
+func checkName(at, what, name string) error {
+	switch {
+	case name == "":
+		return fieldErr(at, "must not be empty")
+	case len(name) > MaxNameBytes:
+		return fieldErr(at, "%s is %d bytes long: at most %d", what, len(name), MaxNameBytes)
+	}
+	return nil
+}
+
+// record enters name at position i in the index table pos, refusing a
+// name the table already holds.
+func record(pos map[string]int, name string, i int, at, what string) error {
+	if _, dup := pos[name]; dup {
+		return fieldErr(at, "duplicate %s %q", what, name)
+	}
+	pos[name] = i
+	return nil
+}
+
 func (c *Config) validateProviders(idx *index) error {
 	if len(c.Providers) == 0 {
 		return fieldErr("providers", "at least one provider is required")
@@ -97,18 +119,15 @@ func (c *Config) validateProviders(idx *index) error {
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		at := fmt.Sprintf("providers[%d]", i)
-		switch {
-		case p.Name == "":
-			return fieldErr(at+".name", "must not be empty")
-		case len(p.Name) > MaxNameBytes:
-			return fieldErr(at+".name", "provider name is %d bytes long: at most %d", len(p.Name), MaxNameBytes)
-		case !isProviderName(p.Name):
+		if err := checkName(at+".name", "provider name", p.Name); err != nil {
+			return err
+		}
+		if !isProviderName(p.Name) {
 			return fieldErr(at+".name", "invalid provider name %q: use only letters, digits, '.', '_' and '-'", p.Name)
 		}
-		if _, dup := idx.providers[p.Name]; dup {
-			return fieldErr(at+".name", "duplicate provider name %q", p.Name)
+		if err := record(idx.providers, p.Name, i, at+".name", "provider name"); err != nil {
+			return err
 		}
-		idx.providers[p.Name] = i
 
 		switch p.API {
 		case "":
@@ -173,11 +192,10 @@ func (c *Config) validateModels(idx *index) error {
 	for i := range c.Models {
 		m := &c.Models[i]
 		at := fmt.Sprintf("models[%d]", i)
+		if err := checkName(at+".id", "model id", m.ID); err != nil {
+			return err
+		}
 		switch {
-		case m.ID == "":
-			return fieldErr(at+".id", "must not be empty")
-		case len(m.ID) > MaxNameBytes:
-			return fieldErr(at+".id", "model id is %d bytes long: at most %d", len(m.ID), MaxNameBytes)
 		case strings.Contains(m.ID, ":"):
 			// ":floor" and ":nitro" are request suffixes (DESIGN.md section 4);
 			// an id with a colon would make them ambiguous.
@@ -188,10 +206,9 @@ func (c *Config) validateModels(idx *index) error {
 		if msg := checkText(m.ID); msg != "" {
 			return fieldErr(at+".id", "invalid model id %q: %s", m.ID, msg)
 		}
-		if _, dup := idx.models[m.ID]; dup {
-			return fieldErr(at+".id", "duplicate model id %q", m.ID)
+		if err := record(idx.models, m.ID, i, at+".id", "model id"); err != nil {
+			return err
 		}
-		idx.models[m.ID] = i
 
 		if len(m.Routes) == 0 {
 			return fieldErr(at+".routes", "at least one route is required")
@@ -233,11 +250,8 @@ func (c *Config) validateProjects(idx *index) error {
 	for i := range c.Projects {
 		p := &c.Projects[i]
 		at := fmt.Sprintf("projects[%d]", i)
-		if p.ID == "" {
-			return fieldErr(at+".id", "must not be empty")
-		}
-		if len(p.ID) > MaxNameBytes {
-			return fieldErr(at+".id", "project id is %d bytes long: at most %d", len(p.ID), MaxNameBytes)
+		if err := checkName(at+".id", "project id", p.ID); err != nil {
+			return err
 		}
 		if strings.IndexFunc(p.ID, unicode.IsSpace) >= 0 {
 			return fieldErr(at+".id", "invalid project id %q: must not contain whitespace", p.ID)
@@ -245,10 +259,9 @@ func (c *Config) validateProjects(idx *index) error {
 		if msg := checkText(p.ID); msg != "" {
 			return fieldErr(at+".id", "invalid project id %q: %s", p.ID, msg)
 		}
-		if _, dup := idx.projects[p.ID]; dup {
-			return fieldErr(at+".id", "duplicate project id %q", p.ID)
+		if err := record(idx.projects, p.ID, i, at+".id", "project id"); err != nil {
+			return err
 		}
-		idx.projects[p.ID] = i
 
 		if p.Balance != nil && !isAmount(*p.Balance) {
 			return fieldErr(at+".balance", "must be a finite number >= 0, got %v", *p.Balance)
@@ -293,41 +306,24 @@ func (c *Config) validateProjects(idx *index) error {
 
 // validateSettings checks the idempotency, server and health sections.
 func (c *Config) validateSettings() error {
-	idem := &c.Idempotency
-	if idem.Window <= 0 {
-		return fieldErr("idempotency.window", "must be > 0, got %s", idem.Window)
-	}
-	if idem.Lease <= 0 {
-		return fieldErr("idempotency.lease", "must be > 0, got %s", idem.Lease)
-	}
-	if idem.MaxResponseBytes <= 0 {
-		return fieldErr("idempotency.max_response_bytes", "must be > 0, got %d", idem.MaxResponseBytes)
-	}
-	if idem.MaxWait <= 0 {
-		return fieldErr("idempotency.max_wait", "must be > 0, got %s", idem.MaxWait)
-	}
-	if idem.MemoryBytes <= 0 {
-		return fieldErr("idempotency.memory_bytes", "must be > 0, got %d", idem.MemoryBytes)
-	}
-
-	s := &c.Server
-	if s.MaxInFlight <= 0 {
-		return fieldErr("server.max_in_flight", "must be > 0, got %d", s.MaxInFlight)
-	}
-	if s.MaxBodyBytes <= 0 {
-		return fieldErr("server.max_body_bytes", "must be > 0, got %d", s.MaxBodyBytes)
-	}
-	if s.RequestTimeout <= 0 {
-		return fieldErr("server.request_timeout", "must be > 0, got %s", s.RequestTimeout)
+	idem, s := &c.Idempotency, &c.Server
+	if err := firstErr(
+		positive("idempotency.window", idem.Window),
+		positive("idempotency.lease", idem.Lease),
+		positive("idempotency.max_response_bytes", idem.MaxResponseBytes),
+		positive("idempotency.max_wait", idem.MaxWait),
+		positive("idempotency.memory_bytes", idem.MemoryBytes),
+		positive("server.max_in_flight", s.MaxInFlight),
+		positive("server.max_body_bytes", s.MaxBodyBytes),
+		positive("server.request_timeout", s.RequestTimeout),
+	); err != nil {
+		return err
 	}
 	if s.RequestTimeout.D() > MaxRequestTimeout {
 		return fieldErr("server.request_timeout", "must be at most %s, got %s", Duration(MaxRequestTimeout), s.RequestTimeout)
 	}
-	if s.BodyTimeout <= 0 {
-		return fieldErr("server.body_timeout", "must be > 0, got %s", s.BodyTimeout)
-	}
-	if s.WriteTimeout <= 0 {
-		return fieldErr("server.write_timeout", "must be > 0, got %s", s.WriteTimeout)
+	if err := firstErr(positive("server.body_timeout", s.BodyTimeout), positive("server.write_timeout", s.WriteTimeout)); err != nil {
+		return err
 	}
 	// A key is remembered for the window from its reservation. A window
 	// that ends while the first call may still be running (its ceiling,
@@ -337,12 +333,24 @@ func (c *Config) validateSettings() error {
 		return fieldErr("idempotency.window", "must be longer than server.request_timeout + idempotency.lease (%s), got %s", Duration(min), idem.Window)
 	}
 
-	h := &c.Health
-	if h.FailureThreshold <= 0 {
-		return fieldErr("health.failure_threshold", "must be > 0, got %d", h.FailureThreshold)
+	return firstErr(positive("health.failure_threshold", c.Health.FailureThreshold), positive("health.cooldown", c.Health.Cooldown))
+}
+
+// positive checks that the setting at path is above zero (a count, a size
+// or a Duration, which the message shows as written in the config).
+func positive[T ~int | ~int64](path string, v T) error {
+	if v <= 0 {
+		return fieldErr(path, "must be > 0, got %v", v)
 	}
-	if h.Cooldown <= 0 {
-		return fieldErr("health.cooldown", "must be > 0, got %s", h.Cooldown)
+	return nil
+}
+
+// firstErr is the first of errs that is not nil, the checks' order.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -30,18 +30,28 @@ const (
 	maxFeedbackComment = 4096
 )
 
+// ledgerCaller authenticates a request to an endpoint that reads or
+// writes the ledger; when ok is false, the error is written.
+func (s *Server) ledgerCaller(w *recorder, r *http.Request) (p *principal, ok bool) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	if s.accounts.Ledger == nil {
+		writeError(w, billingUnavailable(errors.New("no ledger")))
+		return nil, false
+	}
+	return p, true
+}
+
 // feedback records feedback on an answer of the caller's project, by its
 // x-request-id and the end user: a natural-key upsert on (request_id,
 // end_user), so sending it twice is harmless, with or without an
 // Idempotency-Key.
 func (s *Server) feedback(w *recorder, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if s.accounts.Ledger == nil {
-		writeError(w, billingUnavailable(errors.New("no ledger")))
+	p, ok := s.ledgerCaller(w, r)
+	if !ok {
 		return
 	}
 	body, err := s.readBody(w, r)
@@ -105,13 +115,8 @@ func toUsageJSON(u billing.Usage) usageJSON {
 // usage serves the calling project's totals by model and by key over
 // [from, to) (RFC 3339; default the last 24 hours), read from the ledger.
 func (s *Server) usage(w *recorder, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if s.accounts.Ledger == nil {
-		writeError(w, billingUnavailable(errors.New("no ledger")))
+	p, ok := s.ledgerCaller(w, r)
+	if !ok {
 		return
 	}
 	to, from := s.now(), time.Time{}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -27,15 +26,6 @@ type chatCodec struct {
 }
 
 var _ gateway.Codec = (*chatCodec)(nil)
-
-func (c *chatCodec) head(ans *router.Answer, contentType string) map[string]string {
-	return map[string]string{
-		"Content-Type":          contentType,
-		"X-Request-Id":          c.requestID,
-		"X-Gateway-Provider":    ans.Provider,
-		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
-	}
-}
 
 func (c *chatCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	if c.req.Stream {
@@ -60,48 +50,7 @@ func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	body = append(body, '\n')
-	out.Start(http.StatusOK, c.head(ans, "application/json"), false)
-	out.Price(usage)
-	out.Body(body)
-	if end != io.EOF {
-		return gateway.Result{Usage: usage, Answered: true, Err: end}
-	}
-	return gateway.Result{Usage: usage, Answered: true}
-}
-
-// assemble reads a non-streaming answer to its end, with the ending rules
-// every client API shares. When ok is false, res is the request's result (a
-// failure after output started, the time limit, an unkeyed client gone)
-// and nothing is to be written; otherwise end is io.EOF, or
-// router.ErrIncomplete when the provider just stopped, and asm holds what
-// it produced.
-func assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
-	asm = &llm.Assembler{}
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		if err := asm.AddChunk(&ch); err != nil {
-			end = err
-			break
-		}
-	}
-	usage = ans.Usage()
-	switch {
-	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
-		return asm, usage, gateway.Result{}, true, end
-	case errors.Is(end, context.DeadlineExceeded):
-		res.Err = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}
-	case errors.Is(end, context.Canceled):
-		res.Err = end
-	default:
-		res.Err = &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}
-	}
-	res.Usage = usage
-	return asm, usage, res, false, end
+	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, nil)
 }
 
 // streamTail is what the gateway itself writes into a stream: the usage
@@ -124,7 +73,7 @@ type streamTail struct {
 // APIError, openai-go as an ssestream.StreamError); a provider stream that
 // just stopped ends with finish_reason "incomplete" and no error.
 func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, c.head(ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
 	var tail streamTail
 	tail.Object = "chat.completion.chunk"
 	var end error
@@ -166,11 +115,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 		return gateway.Result{Usage: usage, Answered: true}
 	case errors.Is(end, router.ErrIncomplete):
 	default:
-		e := &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
-		if errors.Is(end, context.DeadlineExceeded) {
-			e = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
-		}
-		obj := envelope(e)
+		obj := envelope(cutShort(ans.Provider, end))
 		obj.Type = "server_error"
 		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`)
 		tail.Error = &obj

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -225,17 +224,8 @@ type mdChatMessage struct {
 	// Content is a string, an array of parts, or null (an assistant turn of
 	// tool calls only).
 	Content    json.RawMessage `json:"content"`
-	ToolCalls  []mdToolCall    `json:"tool_calls,omitempty"`
+	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
-}
-
-type mdToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
 }
 
 type mdTextPart struct {
@@ -405,7 +395,7 @@ func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string) ([]mdC
 // tool calls.
 func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string) ([]mdChatMessage, error) {
 	var parts []mdTextPart
-	var calls []mdToolCall
+	var calls []llm.ToolCall
 	for j, b := range blocks {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
 		m, typ, err := mdBlock(b, bat)
@@ -539,8 +529,8 @@ func mdImage(m map[string]json.RawMessage, at string) (mdImagePart, error) {
 }
 
 // mdToolUse translates a tool_use block into a tool call.
-func mdToolUse(m map[string]json.RawMessage, at string) (mdToolCall, error) {
-	var c mdToolCall
+func mdToolUse(m map[string]json.RawMessage, at string) (llm.ToolCall, error) {
+	var c llm.ToolCall
 	c.Type = "function"
 	if err := mdKeys(m, at, "type", "id", "name", "input", "cache_control"); err != nil {
 		return c, err
@@ -819,26 +809,9 @@ func mdPresent(m map[string]json.RawMessage, name string) (json.RawMessage, bool
 // mdKeys rejects a field not in known, the first in sorted order so the
 // error does not depend on map order.
 func mdKeys(m map[string]json.RawMessage, param string, known ...string) error {
-	var unknown []string
-	for k := range m {
-		ok := false
-		for _, want := range known {
-			if k == want {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
+	name, ok := llm.UnknownField(m, known...)
+	if !ok {
 		return nil
-	}
-	sort.Strings(unknown)
-	name := unknown[0]
-	if !utf8.ValidString(name) || len(name) > 64 {
-		name = "(unprintable)"
 	}
 	if param != "" {
 		name = param + "." + name

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -55,15 +54,6 @@ type messagesCodec struct {
 }
 
 var _ gateway.Codec = (*messagesCodec)(nil)
-
-func (c *messagesCodec) head(ans *router.Answer, contentType string) map[string]string {
-	return map[string]string{
-		"Content-Type":          contentType,
-		"X-Request-Id":          c.requestID,
-		"X-Gateway-Provider":    ans.Provider,
-		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
-	}
-}
 
 // messageID is the message's id, msg_ and the request id's hex part.
 func (c *messagesCodec) messageID() string {
@@ -170,15 +160,9 @@ func readAssembled(asm *llm.Assembler, usage llm.Usage) (*assembled, error) {
 type assembled struct {
 	Choices []struct {
 		Message struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Content   *string        `json:"content"`
+			Refusal   *string        `json:"refusal"`
+			ToolCalls []llm.ToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -226,34 +210,7 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	body = append(body, '\n')
-	out.Start(http.StatusOK, c.head(ans, "application/json"), false)
-	out.Price(usage)
-	out.Body(body)
-	if end != io.EOF {
-		return gateway.Result{Usage: usage, Answered: true, Err: end}
-	}
-	return gateway.Result{Usage: usage, Answered: true}
-}
-
-// chatDelta is the part of a chat.completion.chunk a Messages stream needs.
-type chatDelta struct {
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
+	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, nil)
 }
 
 // blockWriter turns chat deltas into content block events.
@@ -264,7 +221,19 @@ type blockWriter struct {
 	open  string // the open block's type, "" for none
 	tool  int    // the chat tool-call index of the open tool_use block
 	tools bool   // a tool_use block was sent
-	err   error  // the Emitter's error: the client is gone
+	// refused: the answer carries refusal text (sent as text).
+	refused bool
+	err     error // the Emitter's error: the client is gone
+}
+
+func (w *blockWriter) failed() error { return w.err }
+
+func (w *blockWriter) refusal(s string) {
+	if s == "" {
+		return
+	}
+	w.refused = true
+	w.text(s)
 }
 
 func (w *blockWriter) send(name string, v any) {
@@ -349,21 +318,15 @@ func (w *blockWriter) toolCall(index int, id, name, args string) {
 }
 
 type messageStart struct {
-	Type    string `json:"type"`
-	Message struct {
-		ID           string           `json:"id"`
-		Type         string           `json:"type"`
-		Role         string           `json:"role"`
-		Model        string           `json:"model"`
-		Content      []anthropicBlock `json:"content"`
-		StopReason   *string          `json:"stop_reason"`
-		StopSequence *string          `json:"stop_sequence"`
-		Usage        struct {
-			InputTokens  int `json:"input_tokens"`
-			OutputTokens int `json:"output_tokens"`
-		} `json:"usage"`
-	} `json:"message"`
+	Type    string           `json:"type"`
+	Message anthropicMessage `json:"message"`
 }
+
+// startUsage is message_start's usage: nothing counted yet.
+var startUsage any = struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}{}
 
 type messageDelta struct {
 	Type  string `json:"type"`
@@ -400,53 +363,16 @@ func anthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
 
 // stream relays the answer as Anthropic's event sequence (see messagesCodec).
 func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, c.head(ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
 	w := &blockWriter{c: c, out: out}
-	var start messageStart
-	start.Type = "message_start"
-	m := &start.Message
-	m.ID, m.Type, m.Role, m.Model, m.Content = c.messageID(), "message", "assistant", c.model, []anthropicBlock{}
-	w.send("message_start", start)
+	w.send("message_start", messageStart{Type: "message_start", Message: anthropicMessage{ID: c.messageID(),
+		Type: "message", Role: "assistant", Model: c.model, Content: []anthropicBlock{}, Usage: startUsage}})
 	w.send("ping", struct {
 		Type string `json:"type"`
 	}{"ping"})
-	finish, refused := "", false
-	var end error
-	for w.err == nil {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		var d chatDelta
-		if json.Unmarshal(ch.Raw, &d) != nil {
-			continue // the router forwards only chunks that parsed
-		}
-		for _, choice := range d.Choices {
-			if choice.Index != 0 {
-				continue // a Message has one answer
-			}
-			if s := choice.Delta.Content; s != nil {
-				w.text(*s)
-			}
-			if s := choice.Delta.Refusal; s != nil && *s != "" {
-				refused = true
-				w.text(*s)
-			}
-			for _, tc := range choice.Delta.ToolCalls {
-				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
-			}
-			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
-				finish = *f
-			}
-		}
-	}
-	usage := ans.Usage()
-	if w.err != nil {
-		return gateway.Result{Usage: usage, Answered: true, Err: w.err}
-	}
-	if errors.Is(end, context.Canceled) {
-		return gateway.Result{Usage: usage, Answered: true, Err: end} // an unkeyed client is gone
+	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, toolCall: w.toolCall, failed: w.failed})
+	if gone {
+		return res
 	}
 	w.close()
 	out.Price(usage)
@@ -455,7 +381,7 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 		var md messageDelta
 		md.Type, md.Usage = "message_delta", toAnthropicUsage(usage)
 		if end == io.EOF {
-			sr := stopReason(finish, w.tools, refused)
+			sr := stopReason(finish, w.tools, w.refused)
 			md.Delta.StopReason = &sr
 		}
 		w.send("message_delta", md)
@@ -466,12 +392,11 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 			return gateway.Result{Usage: usage, Answered: true}
 		}
 	default:
-		e := &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
+		e := cutShort(ans.Provider, end)
 		typ := "api_error"
 		var pe *llm.ProviderError
 		switch {
-		case errors.Is(end, context.DeadlineExceeded):
-			e = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
+		case e.Code == llm.CodeRequestTimeout:
 			typ = "timeout_error"
 		case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
 			typ = "overloaded_error"

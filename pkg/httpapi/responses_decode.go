@@ -563,20 +563,13 @@ func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
 		return msg, err
 	}
 	msg.Role = role
-	content, ok := mdPresent(m, "content")
-	if !ok {
-		return msg, mdInvalid(at+".content", "%s.content is required", at)
-	}
-	if content[0] == '"' {
-		if _, err := mdStringValue(content, at+".content"); err != nil {
-			return msg, err
-		}
-		msg.Content = content
-		return msg, nil
-	}
-	parts, err := mdArray(content, at+".content", at+".content must be a string or an array of content parts")
+	content, parts, err := rsStringOrParts(m, "content", at, "content parts")
 	if err != nil {
 		return msg, err
+	}
+	if content != nil {
+		msg.Content = content
+		return msg, nil
 	}
 	if len(parts) == 0 {
 		return msg, mdInvalid(at+".content", "%s.content must not be empty", at)
@@ -705,8 +698,8 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 }
 
 // rsFunctionCall translates a function_call item into a tool call.
-func rsFunctionCall(m map[string]json.RawMessage, at string) (mdToolCall, error) {
-	var c mdToolCall
+func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, error) {
+	var c llm.ToolCall
 	c.Type = "function"
 	if err := mdKeys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
 		return c, err
@@ -750,20 +743,13 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (mdChatMessage, e
 	if msg.ToolCallID, err = mdString(m, "call_id", at+".call_id", true); err != nil {
 		return msg, err
 	}
-	raw, ok := mdPresent(m, "output")
-	if !ok {
-		return msg, mdInvalid(at+".output", "%s.output is required", at)
-	}
-	if raw[0] == '"' {
-		if _, err := mdStringValue(raw, at+".output"); err != nil {
-			return msg, err
-		}
-		msg.Content = raw
-		return msg, nil
-	}
-	parts, err := mdArray(raw, at+".output", at+".output must be a string or an array of input_text parts")
+	output, parts, err := rsStringOrParts(m, "output", at, "input_text parts")
 	if err != nil {
 		return msg, err
+	}
+	if output != nil {
+		msg.Content = output
+		return msg, nil
 	}
 	out := make([]mdTextPart, 0, len(parts))
 	for j, p := range parts {
@@ -787,6 +773,28 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (mdChatMessage, e
 		msg.Content = mdJSON(out)
 	}
 	return msg, nil
+}
+
+// rsStringOrParts reads the required field of the item at at, a string or
+// an array of parts (what names them in the error): the string as it is
+// written, or the parts.
+func rsStringOrParts(m map[string]json.RawMessage, field, at, what string) (json.RawMessage, []json.RawMessage, error) {
+	fat := at + "." + field
+	raw, ok := mdPresent(m, field)
+	if !ok {
+		return nil, nil, mdInvalid(fat, "%s is required", fat)
+	}
+	if raw[0] == '"' {
+		if _, err := mdStringValue(raw, fat); err != nil {
+			return nil, nil, err
+		}
+		return raw, nil, nil
+	}
+	parts, err := mdArray(raw, fat, fat+" must be a string or an array of "+what)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, parts, nil
 }
 
 // rsTool is a Chat Completions function tool.

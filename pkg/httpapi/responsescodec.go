@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -83,15 +82,6 @@ type responsesCodec struct {
 }
 
 var _ gateway.Codec = (*responsesCodec)(nil)
-
-func (c *responsesCodec) head(ans *router.Answer, contentType string) map[string]string {
-	return map[string]string{
-		"Content-Type":          contentType,
-		"X-Request-Id":          c.requestID,
-		"X-Gateway-Provider":    ans.Provider,
-		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
-	}
-}
 
 func (c *responsesCodec) hex() string { return strings.TrimPrefix(c.requestID, "req_") }
 
@@ -357,25 +347,16 @@ func responsesEnding(end error, finish string) (string, *incompleteDetails) {
 	return "completed", nil
 }
 
-// turnToolCall and turnMessage are the answer as a Chat Completions
-// assistant message, the turn kept for previous_response_id.
-type turnToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
+// turnMessage is the answer as a Chat Completions assistant message, the
+// turn kept for previous_response_id.
 type turnMessage struct {
 	Role      string         `json:"role"`
 	Content   *string        `json:"content"`
 	Refusal   *string        `json:"refusal,omitempty"`
-	ToolCalls []turnToolCall `json:"tool_calls,omitempty"`
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
 }
 
-func (c *responsesCodec) keepTurn(response any, text, refusal string, calls []turnToolCall, usage llm.Usage) {
+func (c *responsesCodec) keepTurn(response any, text, refusal string, calls []llm.ToolCall, usage llm.Usage) {
 	if c.turn == nil {
 		return
 	}
@@ -433,7 +414,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		}
 		output = append(output, &msg)
 	}
-	var calls []turnToolCall
+	var calls []llm.ToolCall
 	for _, tc := range ch.Message.ToolCalls {
 		i := len(output)
 		id := tc.ID
@@ -442,9 +423,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		}
 		output = append(output, &functionCallItem{Type: "function_call", ID: c.functionCallID(i), CallID: id,
 			Name: tc.Function.Name, Arguments: tc.Function.Arguments, Status: "completed"})
-		var t turnToolCall
-		t.ID, t.Type, t.Function.Name, t.Function.Arguments = id, "function", tc.Function.Name, tc.Function.Arguments
-		calls = append(calls, t)
+		calls = append(calls, llm.ToolCall{ID: id, Type: "function", Function: tc.Function})
 	}
 	if status != "completed" && len(output) > 0 {
 		switch it := output[len(output)-1].(type) {
@@ -460,15 +439,9 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	body = append(body, '\n')
-	out.Start(http.StatusOK, c.head(ans, "application/json"), false)
-	out.Price(usage)
-	c.keepTurn(r, text, refusal, calls, usage)
-	out.Body(body)
-	if end != io.EOF {
-		return gateway.Result{Usage: usage, Answered: true, Err: end}
-	}
-	return gateway.Result{Usage: usage, Answered: true}
+	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, func() {
+		c.keepTurn(r, text, refusal, calls, usage)
+	})
 }
 
 // itemWriter turns chat deltas into the Responses item events.
@@ -490,9 +463,15 @@ type itemWriter struct {
 	args  strings.Builder
 
 	// The turn.
-	text, refusal strings.Builder
-	calls         []turnToolCall
+	turnText, turnRefusal strings.Builder
+	calls                 []llm.ToolCall
 }
+
+func (w *itemWriter) failed() error { return w.err }
+
+func (w *itemWriter) text(s string) { w.content("output_text", s) }
+
+func (w *itemWriter) refusal(s string) { w.content("refusal", s) }
 
 // send emits one event: its data is {"type":name,"sequence_number":n} and
 // v's fields.
@@ -609,9 +588,8 @@ func (w *itemWriter) closeItem(status string) {
 		w.send("response.function_call_arguments.done", argumentsDoneEvent{w.fc.ID, w.index, w.fc.Arguments})
 		w.send("response.output_item.done", itemEvent{w.index, w.fc})
 		w.output = append(w.output, w.fc)
-		var t turnToolCall
-		t.ID, t.Type, t.Function.Name, t.Function.Arguments = w.fc.CallID, "function", w.fc.Name, w.fc.Arguments
-		w.calls = append(w.calls, t)
+		w.calls = append(w.calls, llm.ToolCall{ID: w.fc.CallID, Type: "function",
+			Function: llm.FunctionCall{Name: w.fc.Name, Arguments: w.fc.Arguments}})
 		w.fc = nil
 		w.args.Reset()
 	default:
@@ -645,10 +623,10 @@ func (w *itemWriter) content(kind, s string) {
 	w.buf.WriteString(s)
 	ci := len(w.msg.Content)
 	if kind == "refusal" {
-		w.refusal.WriteString(s)
+		w.turnRefusal.WriteString(s)
 		w.send("response.refusal.delta", refusalDeltaEvent{w.msg.ID, w.index, ci, s})
 	} else {
-		w.text.WriteString(s)
+		w.turnText.WriteString(s)
 		w.send("response.output_text.delta", textDeltaEvent{w.msg.ID, w.index, ci, s, []json.RawMessage{}})
 	}
 }
@@ -678,47 +656,14 @@ func (w *itemWriter) toolCall(index int, id, name, args string) {
 // stream relays the answer as the Responses event sequence (see
 // responsesCodec).
 func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, c.head(ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
 	s := c.settings()
 	w := &itemWriter{c: c, out: out}
 	w.send("response.created", responseEvent{c.object(s, "in_progress", nil, nil)})
 	w.send("response.in_progress", responseEvent{c.object(s, "in_progress", nil, nil)})
-	finish := ""
-	var end error
-	for w.err == nil {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		var d chatDelta
-		if json.Unmarshal(ch.Raw, &d) != nil {
-			continue // the router forwards only chunks that parsed
-		}
-		for _, choice := range d.Choices {
-			if choice.Index != 0 {
-				continue // a Response has one answer
-			}
-			if p := choice.Delta.Content; p != nil {
-				w.content("output_text", *p)
-			}
-			if p := choice.Delta.Refusal; p != nil {
-				w.content("refusal", *p)
-			}
-			for _, tc := range choice.Delta.ToolCalls {
-				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
-			}
-			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
-				finish = *f
-			}
-		}
-	}
-	usage := ans.Usage()
-	if w.err != nil {
-		return gateway.Result{Usage: usage, Answered: true, Err: w.err}
-	}
-	if errors.Is(end, context.Canceled) {
-		return gateway.Result{Usage: usage, Answered: true, Err: end} // an unkeyed client is gone
+	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, toolCall: w.toolCall, failed: w.failed})
+	if gone {
+		return res
 	}
 	switch {
 	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
@@ -727,7 +672,7 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 		out.Price(usage)
 		r := c.object(s, status, w.output, &usage)
 		r.IncompleteDetails = details
-		c.keepTurn(r, w.text.String(), w.refusal.String(), w.calls, usage)
+		c.keepTurn(r, w.turnText.String(), w.turnRefusal.String(), w.calls, usage)
 		w.send("response."+status, responseEvent{r})
 		if end == io.EOF {
 			return gateway.Result{Usage: usage, Answered: true}
@@ -735,12 +680,9 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 	default:
 		w.closeItem("incomplete")
 		out.Price(usage)
-		e := responseError{Code: string(llm.CodeStreamInterrupted), Message: "provider " + ans.Provider + " failed after its answer had started; the answer is cut short"}
-		if errors.Is(end, context.DeadlineExceeded) {
-			e = responseError{Code: string(llm.CodeRequestTimeout), Message: "the request reached its time limit; the answer is cut short"}
-		}
+		e := cutShort(ans.Provider, end)
 		r := c.object(s, "failed", w.output, &usage)
-		r.Error = &e
+		r.Error = &responseError{Code: string(e.Code), Message: e.Message}
 		w.send("response.failed", responseEvent{r})
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}

@@ -87,7 +87,7 @@ func appendChoice(b []byte, c *choiceWire) []byte {
 	return append(b, '}')
 }
 
-func appendFunction(b []byte, f *toolFunction) []byte {
+func appendFunction(b []byte, f *FunctionCall) []byte {
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, f.Name)
 	b = append(b, `,"arguments":`...)

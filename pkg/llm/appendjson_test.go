@@ -21,13 +21,13 @@ func FuzzAppendCompletion(f *testing.F) {
 			ch.Delta.Content = str(content)
 		}
 		if mode&2 != 0 {
-			ch.Delta.ToolCalls = []deltaToolCallWire{{Index: int(index % 3), ID: id, Type: name, Function: toolFunction{Name: name, Arguments: args}}}
+			ch.Delta.ToolCalls = []deltaToolCallWire{{Index: int(index % 3), ID: id, Type: name, Function: FunctionCall{Name: name, Arguments: args}}}
 		}
 		if mode&4 != 0 {
 			ch.Delta.Refusal = str(refusal)
 		}
 		if mode&8 != 0 {
-			ch.Delta.FunctionCall = &toolFunction{Name: name, Arguments: args}
+			ch.Delta.FunctionCall = &FunctionCall{Name: name, Arguments: args}
 		}
 		if mode&16 != 0 {
 			ch.Logprobs = &deltaLogprobsWire{Content: []json.RawMessage{json.RawMessage(`{"token":"a"}`)}}

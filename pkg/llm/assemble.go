@@ -22,7 +22,7 @@ type choiceAcc struct {
 	refusal      strings.Builder
 	hasRefusal   bool
 	toolCalls    map[int]*toolCallAcc
-	function     *toolFunction
+	function     *FunctionCall
 	finishReason string
 	logprobs     struct {
 		content, refusal []json.RawMessage
@@ -33,12 +33,7 @@ type choiceAcc struct {
 type toolCallAcc struct {
 	ID       string       `json:"id,omitempty"`
 	Type     string       `json:"type"`
-	Function toolFunction `json:"function"`
-}
-
-type toolFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	Function FunctionCall `json:"function"`
 }
 
 type deltaWire struct {
@@ -64,7 +59,7 @@ type deltaDeltaWire struct {
 	Content      *string             `json:"content"`
 	Refusal      *string             `json:"refusal"`
 	ToolCalls    []deltaToolCallWire `json:"tool_calls"`
-	FunctionCall *toolFunction       `json:"function_call"`
+	FunctionCall *FunctionCall       `json:"function_call"`
 	// A reasoning model's thinking, as OpenAI-compatible servers stream it
 	// (vLLM, DeepSeek and Together as reasoning_content, Groq and
 	// OpenRouter as reasoning): output, though not the answer's content.
@@ -78,7 +73,7 @@ type deltaToolCallWire struct {
 	Index    int          `json:"index"`
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
-	Function toolFunction `json:"function"`
+	Function FunctionCall `json:"function"`
 }
 
 type deltaLogprobsWire struct {
@@ -168,7 +163,7 @@ func (a *Assembler) add(w *deltaWire) {
 		}
 		if d.FunctionCall != nil {
 			if c.function == nil {
-				c.function = &toolFunction{}
+				c.function = &FunctionCall{}
 			}
 			c.function.Name += d.FunctionCall.Name
 			c.function.Arguments += d.FunctionCall.Arguments
@@ -207,7 +202,7 @@ type messageWire struct {
 	Content      *string       `json:"content"`
 	Refusal      *string       `json:"refusal"`
 	ToolCalls    []toolCallAcc `json:"tool_calls,omitempty"`
-	FunctionCall *toolFunction `json:"function_call,omitempty"`
+	FunctionCall *FunctionCall `json:"function_call,omitempty"`
 }
 
 // Completion returns the chat.completion JSON with usage. finishOverride,

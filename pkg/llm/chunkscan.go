@@ -494,7 +494,7 @@ func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
 				d.FunctionCall = nil
 				return true
 			}
-			d.FunctionCall = new(toolFunction)
+			d.FunctionCall = new(FunctionCall)
 			return s.function(d.FunctionCall)
 		case 5:
 			return s.raw(&d.ReasoningContent)
@@ -524,7 +524,7 @@ func (s *scanner) toolCall(t *deltaToolCallWire) bool {
 	})
 }
 
-func (s *scanner) function(f *toolFunction) bool {
+func (s *scanner) function(f *FunctionCall) bool {
 	return s.fields(deltaFunction, func(i int) bool {
 		switch i {
 		case 0:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -314,23 +315,27 @@ func checkMessagesJSON(raw json.RawMessage) error {
 }
 
 func unknownKeys(m map[string]json.RawMessage, param string, known ...string) error {
-	for k := range m {
-		ok := false
-		for _, want := range known {
-			if k == want {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			name := k
-			if !utf8.ValidString(name) || len(name) > 64 {
-				name = "(unprintable)"
-			}
-			return invalid(param+"."+name, "unknown field %s.%s", param, name)
-		}
+	if name, ok := UnknownField(m, known...); ok {
+		return invalid(param+"."+name, "unknown field %s.%s", param, name)
 	}
 	return nil
+}
+
+// UnknownField returns the field of the JSON object m that is not in known
+// and comes first in sorted order, so that a request's error does not
+// depend on map order; ok is false when every field is known. A name that
+// is not valid UTF-8 or longer than 64 bytes reads "(unprintable)", as an
+// error message may be logged and shown.
+func UnknownField(m map[string]json.RawMessage, known ...string) (name string, ok bool) {
+	for k := range m {
+		if !slices.Contains(known, k) && (!ok || k < name) {
+			name, ok = k, true
+		}
+	}
+	if ok && (!utf8.ValidString(name) || len(name) > 64) {
+		name = "(unprintable)"
+	}
+	return name, ok
 }
 
 func (r *ChatRequest) decodeGateway(raw json.RawMessage) error {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,26 +129,7 @@ func (s *Server) respondAnthropic(ctx context.Context, w http.ResponseWriter, a 
 
 // streamAnthropic sends a Messages event stream.
 func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	setHeaders(w, resp.Header)
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-
-	send := func(name string, data []byte) bool {
-		var b bytes.Buffer
-		b.Grow(len(data) + len(name) + 16)
-		b.WriteString("event: ")
-		b.WriteString(name)
-		b.WriteString("\ndata: ")
-		b.Write(data)
-		b.WriteString("\n\n")
-		if _, err := w.Write(b.Bytes()); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	send, rc := startStream(w, resp)
 	sendEvent := func(v ordered) bool {
 		return send(v[1].(string), marshal(v))
 	}
@@ -193,28 +173,12 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 			deltas = append(deltas, obj("type", "text_delta", "text", t))
 		}
 	}
-	cut := resp.Cut
-	for i, d := range deltas {
-		wait := resp.ChunkDelay
-		if i == 0 {
-			wait = resp.FirstChunkDelay
-		}
-		if !s.sleep(ctx, wait) {
-			return
-		}
-		if cut != nil && i >= cut.After {
-			cutStream(cut.How)
-			return
-		}
+	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
 		if i == 0 && !sendEvent(obj("type", "content_block_start", "index", 0, "content_block", block)) {
-			return
+			return false
 		}
-		if !sendEvent(obj("type", "content_block_delta", "index", 0, "delta", d)) {
-			return
-		}
-	}
-	if cut != nil {
-		cutStream(cut.How)
+		return sendEvent(obj("type", "content_block_delta", "index", 0, "delta", deltas[i]))
+	}, cutStream) {
 		return
 	}
 	if len(deltas) > 0 && !sendEvent(obj("type", "content_block_stop", "index", 0)) {
@@ -262,30 +226,7 @@ func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a
 	if !resp.NoUsage {
 		msg = append(msg, "usage", obj("input_tokens", a.usage.PromptTokens, "output_tokens", a.usage.CompletionTokens))
 	}
-	body := marshal(msg)
-	w.Header().Set("Content-Type", "application/json")
-	setHeaders(w, resp.Header)
-	if resp.Cut == nil {
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(body[:len(body)/2]); err != nil {
-		return
-	}
-	if http.NewResponseController(w).Flush() != nil {
-		return
-	}
-	switch resp.Cut.How {
-	case CutReset:
-		reset(w)
-	case CutStall:
-		s.block(ctx)
-	case CutAbort:
-		abort(w)
-	}
+	s.writeWhole(ctx, w, marshal(msg), resp)
 }
 
 type anthropicError struct {

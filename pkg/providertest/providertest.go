@@ -30,6 +30,10 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/internal/wait"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
 )
 
 // Created is the "created" timestamp of every answer, fixed so that outputs
@@ -416,19 +420,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, r
 // sleep waits d, and reports false if the client went away or the server
 // closed first.
 func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.done:
-		return false
-	}
+	return wait.Sleep(ctx, s.done, net.ErrClosed, d) == nil
 }
 
 // block waits until the client goes away or the server closes.
@@ -439,20 +431,25 @@ func (s *Server) block(ctx context.Context) {
 	}
 }
 
-// stream sends a chat.completion.chunk stream.
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+// startStream sends a stream's head: 200, text/event-stream and resp's
+// headers. event writes one event (its name, when not empty, and its data)
+// and flushes it, so that the client sees every event when it is sent
+// (timing is what these tests are about).
+func startStream(w http.ResponseWriter, resp Response) (event func(name string, data []byte) bool, rc *http.ResponseController) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	setHeaders(w, resp.Header)
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-
-	// send writes one event and flushes it, so that the client sees every
-	// event when it is sent (timing is what these tests are about).
-	send := func(data []byte) bool {
+	rc = http.NewResponseController(w)
+	return func(name string, data []byte) bool {
 		var b bytes.Buffer
-		b.Grow(len(data) + 8)
+		b.Grow(len(data) + len(name) + 16)
+		if name != "" {
+			b.WriteString("event: ")
+			b.WriteString(name)
+			b.WriteString("\n")
+		}
 		b.WriteString("data: ")
 		b.Write(data)
 		b.WriteString("\n\n")
@@ -460,9 +457,15 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 			return false
 		}
 		return rc.Flush() == nil
-	}
-	sendChunk := func(choices []chunkChoice, usage json.RawMessage) bool {
-		return send(marshal(chunk{
+	}, rc
+}
+
+// stream sends a chat.completion.chunk stream.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+	event, rc := startStream(w, resp)
+	send := func(data []byte) bool { return event("", data) }
+	sendChunk := func(choices []chunkwire.Choice, usage json.RawMessage) bool {
+		return send(marshal(chunkwire.Chunk{
 			ID: a.id, Object: "chat.completion.chunk", Created: Created, Model: a.model,
 			Choices: choices, Usage: usage,
 		}))
@@ -474,8 +477,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	if wantUsage {
 		nullUsage = json.RawMessage("null")
 	}
-	choice := func(d delta, finish *string) []chunkChoice {
-		return []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
+	choice := func(d chunkwire.Delta, finish *string) []chunkwire.Choice {
+		return []chunkwire.Choice{{Index: 0, Delta: d, FinishReason: finish}}
 	}
 
 	if resp.NoRoleChunk {
@@ -485,31 +488,15 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	} else if !sendChunk(choice(roleDelta(), nil), nullUsage) {
 		return
 	}
-	cut := resp.Cut
-	for i, d := range a.deltas {
-		wait := resp.ChunkDelay
-		if i == 0 {
-			wait = resp.FirstChunkDelay
-		}
-		if !s.sleep(ctx, wait) {
-			return
-		}
-		if cut != nil && i >= cut.After {
-			s.cutStream(ctx, w, cut.How, send)
-			return
-		}
-		if !sendChunk(choice(d, nil), nullUsage) {
-			return
-		}
-	}
-	if cut != nil {
-		s.cutStream(ctx, w, cut.How, send)
+	if !s.pace(ctx, resp, len(a.deltas), func(i int) bool {
+		return sendChunk(choice(a.deltas[i], nil), nullUsage)
+	}, func(how CutMode) { s.cutStream(ctx, w, how, send) }) {
 		return
 	}
-	if !sendChunk(choice(delta{}, &a.finish), nullUsage) {
+	if !sendChunk(choice(chunkwire.Delta{}, &a.finish), nullUsage) {
 		return
 	}
-	if wantUsage && !sendChunk([]chunkChoice{}, marshal(a.usage)) {
+	if wantUsage && !sendChunk([]chunkwire.Choice{}, marshal(a.usage)) {
 		return
 	}
 	if !resp.NoDone {
@@ -517,10 +504,49 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	}
 }
 
+// pace sends a stream's n content pieces with send, waiting before each
+// (resp.FirstChunkDelay before the first, resp.ChunkDelay before the
+// others), and cuts the stream with cutStream where resp.Cut says. It
+// reports whether the stream goes on: false once it was cut, the client
+// went away or the server closed.
+func (s *Server) pace(ctx context.Context, resp Response, n int, send func(i int) bool, cutStream func(CutMode)) bool {
+	cut := resp.Cut
+	for i := 0; i < n; i++ {
+		wait := resp.ChunkDelay
+		if i == 0 {
+			wait = resp.FirstChunkDelay
+		}
+		if !s.sleep(ctx, wait) {
+			return false
+		}
+		if cut != nil && i >= cut.After {
+			cutStream(cut.How)
+			return false
+		}
+		if !send(i) {
+			return false
+		}
+	}
+	if cut != nil {
+		cutStream(cut.How)
+		return false
+	}
+	return true
+}
+
 func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMode, send func([]byte) bool) {
-	switch how {
-	case CutError:
+	if how == CutError {
 		send([]byte(midStreamError))
+	}
+	s.cut(ctx, w, how)
+}
+
+// cut ends a response, once what was written is flushed, as how says:
+// CutReset, CutStall and CutAbort act on the connection; on CutClose (and
+// CutError, whose event only a stream sends) returning ends the body
+// cleanly.
+func (s *Server) cut(ctx context.Context, w http.ResponseWriter, how CutMode) {
+	switch how {
 	case CutReset:
 		reset(w)
 	case CutStall:
@@ -528,7 +554,28 @@ func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMo
 	case CutAbort:
 		abort(w)
 	}
-	// CutClose: returning ends the chunked body cleanly.
+}
+
+// writeWhole sends a non-streamed answer's body: whole, with its
+// Content-Length; or, when resp has a Cut, half of it, flushed (so chunked,
+// without Content-Length), and then cut.
+func (s *Server) writeWhole(ctx context.Context, w http.ResponseWriter, body []byte, resp Response) {
+	w.Header().Set("Content-Type", "application/json")
+	setHeaders(w, resp.Header)
+	if resp.Cut == nil {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body[:len(body)/2]); err != nil {
+		return
+	}
+	if http.NewResponseController(w).Flush() != nil {
+		return
+	}
+	s.cut(ctx, w, resp.Cut.How)
 }
 
 // complete sends a plain chat.completion.
@@ -544,8 +591,8 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 	msg := message{Role: "assistant"}
 	switch {
 	case a.toolCall != nil:
-		msg.ToolCalls = []toolCall{{ID: a.toolCall.ID, Type: "function",
-			Function: function{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
+		msg.ToolCalls = []llm.ToolCall{{ID: a.toolCall.ID, Type: "function",
+			Function: llm.FunctionCall{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
 	case resp.Refusal != "":
 		msg.Refusal = &resp.Refusal
 	default:
@@ -561,30 +608,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: a.finish}},
 		Usage:   a.usage,
 	})
-	w.Header().Set("Content-Type", "application/json")
-	setHeaders(w, resp.Header)
-	if resp.Cut == nil {
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
-		return
-	}
-	// Cut: half the body, flushed, so chunked (no Content-Length).
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(body[:len(body)/2]); err != nil {
-		return
-	}
-	if http.NewResponseController(w).Flush() != nil {
-		return
-	}
-	switch resp.Cut.How {
-	case CutReset:
-		reset(w)
-	case CutStall:
-		s.block(ctx)
-	case CutAbort:
-		abort(w)
-	}
+	s.writeWhole(ctx, w, body, resp)
 }
 
 // reset takes the connection from net/http and closes it with SO_LINGER 0,
@@ -670,7 +694,7 @@ type answer struct {
 	req      Request
 	id       string
 	model    string
-	deltas   []delta // the content chunks
+	deltas   []chunkwire.Delta // the content chunks
 	toolCall *ToolCall
 	finish   string
 	usage    usage
@@ -690,27 +714,27 @@ func newAnswer(call int, req Request, resp Response) answer {
 		}
 		a.toolCall = &tc
 		first, second := splitHalf(tc.Arguments)
-		a.deltas = []delta{
-			{ToolCalls: []toolCallDelta{{Index: 0, ID: tc.ID, Type: "function", Function: functionDelta{Name: tc.Name}}}},
-			{ToolCalls: []toolCallDelta{{Index: 0, Function: functionDelta{Arguments: first}}}},
-			{ToolCalls: []toolCallDelta{{Index: 0, Function: functionDelta{Arguments: second}}}},
+		a.deltas = []chunkwire.Delta{
+			{ToolCalls: []chunkwire.ToolCall{{Index: 0, ID: tc.ID, Type: "function", Function: functionPiece(tc.Name, "")}}},
+			{ToolCalls: []chunkwire.ToolCall{{Index: 0, Function: functionPiece("", first)}}},
+			{ToolCalls: []chunkwire.ToolCall{{Index: 0, Function: functionPiece("", second)}}},
 		}
 		if a.finish == "" {
 			a.finish = "tool_calls"
 		}
 	case resp.Refusal != "":
-		a.deltas = []delta{{Refusal: &resp.Refusal}}
+		a.deltas = []chunkwire.Delta{{Refusal: &resp.Refusal}}
 	default:
 		text := resp.Text
 		if text == nil {
 			text = []string{"Hello", " world"}
 		}
 		for _, t := range text {
-			a.deltas = append(a.deltas, delta{Content: &t})
+			a.deltas = append(a.deltas, chunkwire.Delta{Content: &t})
 		}
 		if resp.PadBytes > 0 {
 			pad := strings.Repeat("x", resp.PadBytes)
-			a.deltas = append(a.deltas, delta{Content: &pad})
+			a.deltas = append(a.deltas, chunkwire.Delta{Content: &pad})
 		}
 	}
 	if a.finish == "" {
@@ -734,9 +758,19 @@ func splitHalf(s string) (string, string) {
 	return s[:i], s[i:]
 }
 
-func roleDelta() delta {
+// functionPiece is a tool call piece's function as OpenAI streams it: the name
+// when there is one, the arguments always (empty in the first piece).
+func functionPiece(name, args string) *chunkwire.Function {
+	f := &chunkwire.Function{Arguments: &args}
+	if name != "" {
+		f.Name = &name
+	}
+	return f
+}
+
+func roleDelta() chunkwire.Delta {
 	empty := ""
-	return delta{Role: "assistant", Content: &empty}
+	return chunkwire.Delta{Role: "assistant", Content: &empty}
 }
 
 // marshal encodes compactly, without net/http-style HTML escaping: OpenAI
@@ -752,40 +786,6 @@ func marshal(v any) []byte {
 }
 
 // The wire types. Field order is OpenAI's.
-
-type chunk struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices []chunkChoice   `json:"choices"`
-	Usage   json.RawMessage `json:"usage,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int     `json:"index"`
-	Delta        delta   `json:"delta"`
-	FinishReason *string `json:"finish_reason"`
-}
-
-type delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	Refusal   *string         `json:"refusal,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
-}
-
-type toolCallDelta struct {
-	Index    int           `json:"index"`
-	ID       string        `json:"id,omitempty"`
-	Type     string        `json:"type,omitempty"`
-	Function functionDelta `json:"function"`
-}
-
-type functionDelta struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
 
 type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
@@ -810,19 +810,8 @@ type completionChoice struct {
 }
 
 type message struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	Refusal   *string    `json:"refusal"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
-}
-
-type toolCall struct {
-	ID       string   `json:"id"`
-	Type     string   `json:"type"`
-	Function function `json:"function"`
-}
-
-type function struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	Refusal   *string        `json:"refusal"`
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
 }

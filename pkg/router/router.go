@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/wait"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -306,7 +307,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		if len(again) == 0 {
 			break
 		}
-		if err := sleep(ctx, backoff); err != nil {
+		if err := wait.Sleep(ctx, nil, nil, backoff); err != nil {
 			return nil, attempts, r.ctxError(err)
 		}
 		for _, i := range again {
@@ -348,20 +349,6 @@ func (r *Router) ctxError(err error) error {
 		return &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: err}
 	}
 	return err
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // attempt makes one provider call and reads it up to its first output. It

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
 )
 
 // RefusalText is the refusal sent to the client when Anthropic stops with
@@ -135,7 +136,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		d.id, d.model = ev.Message.ID, ev.Message.Model
 		d.addUsage(ev.Message.Usage)
 		empty := ""
-		return d.emit(nil, chunkDelta{Role: "assistant", Content: &empty}, nil)
+		return d.emit(nil, chunkwire.Delta{Role: "assistant", Content: &empty}, nil)
 	case "content_block_start":
 		cb := ev.ContentBlock
 		if cb == nil {
@@ -146,15 +147,15 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			if cb.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkDelta{Content: &cb.Text}, nil)
+			return d.emit(nil, chunkwire.Delta{Content: &cb.Text}, nil)
 		case "tool_use":
 			tb := &toolBlock{index: d.tools}
 			d.tools++
 			d.blocks[ev.Index] = tb
 			empty := ""
-			return d.emit(nil, chunkDelta{ToolCalls: []chunkToolCall{{
+			return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
 				Index: tb.index, ID: cb.ID, Type: "function",
-				Function: &chunkFunction{Name: &cb.Name, Arguments: &empty},
+				Function: &chunkwire.Function{Name: &cb.Name, Arguments: &empty},
 			}}}, nil)
 		}
 		return nil, nil // thinking, server tools: nothing a Chat Completions client reads
@@ -167,15 +168,15 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			if ev.Delta.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkDelta{Content: &ev.Delta.Text}, nil)
+			return d.emit(nil, chunkwire.Delta{Content: &ev.Delta.Text}, nil)
 		case "input_json_delta":
 			tb := d.blocks[ev.Index]
 			if tb == nil || ev.Delta.PartialJSON == "" {
 				return nil, nil
 			}
 			tb.argsOut = true
-			return d.emit(nil, chunkDelta{ToolCalls: []chunkToolCall{{
-				Index: tb.index, Function: &chunkFunction{Arguments: &ev.Delta.PartialJSON},
+			return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
+				Index: tb.index, Function: &chunkwire.Function{Arguments: &ev.Delta.PartialJSON},
 			}}}, nil)
 		}
 		return nil, nil
@@ -186,8 +187,8 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		}
 		tb.argsOut = true
 		args := "{}"
-		return d.emit(nil, chunkDelta{ToolCalls: []chunkToolCall{{
-			Index: tb.index, Function: &chunkFunction{Arguments: &args},
+		return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
+			Index: tb.index, Function: &chunkwire.Function{Arguments: &args},
 		}}}, nil)
 	case "message_delta":
 		d.addUsage(ev.Usage)
@@ -199,20 +200,20 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		var out []llm.Chunk
 		if ev.Delta.StopReason == "refusal" && !d.output {
 			refusal := RefusalText
-			c, err := d.emit(nil, chunkDelta{Refusal: &refusal}, nil)
+			c, err := d.emit(nil, chunkwire.Delta{Refusal: &refusal}, nil)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, c...)
 		}
-		c, err := d.emit(nil, chunkDelta{}, &finish)
+		c, err := d.emit(nil, chunkwire.Delta{}, &finish)
 		return append(out, c...), err
 	case "message_stop":
 		d.done = true
 		if !d.sawUsage {
 			return nil, nil
 		}
-		return d.emit(d.usageJSON(), chunkDelta{}, nil)
+		return d.emit(d.usageJSON(), chunkwire.Delta{}, nil)
 	case "error":
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
@@ -279,12 +280,12 @@ func (d *Decoder) usageJSON() json.RawMessage {
 
 // emit builds one chunk: a usage-only chunk when usage is set, else one
 // choice with delta and finish.
-func (d *Decoder) emit(usage json.RawMessage, delta chunkDelta, finish *string) ([]llm.Chunk, error) {
-	w := chunkWire{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model, Usage: usage}
+func (d *Decoder) emit(usage json.RawMessage, delta chunkwire.Delta, finish *string) ([]llm.Chunk, error) {
+	w := chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model, Usage: usage}
 	if usage != nil {
-		w.Choices = []chunkChoice{}
+		w.Choices = []chunkwire.Choice{}
 	} else {
-		w.Choices = []chunkChoice{{Delta: delta, FinishReason: finish}}
+		w.Choices = []chunkwire.Choice{{Delta: delta, FinishReason: finish}}
 	}
 	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
@@ -294,41 +295,6 @@ func (d *Decoder) emit(usage json.RawMessage, delta chunkDelta, finish *string) 
 		d.output = true
 	}
 	return []llm.Chunk{c}, nil
-}
-
-// The synthesized chunk, in OpenAI's field order.
-type chunkWire struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices []chunkChoice   `json:"choices"`
-	Usage   json.RawMessage `json:"usage,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int        `json:"index"`
-	Delta        chunkDelta `json:"delta"`
-	FinishReason *string    `json:"finish_reason"`
-}
-
-type chunkDelta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	Refusal   *string         `json:"refusal,omitempty"`
-	ToolCalls []chunkToolCall `json:"tool_calls,omitempty"`
-}
-
-type chunkToolCall struct {
-	Index    int            `json:"index"`
-	ID       string         `json:"id,omitempty"`
-	Type     string         `json:"type,omitempty"`
-	Function *chunkFunction `json:"function,omitempty"`
-}
-
-type chunkFunction struct {
-	Name      *string `json:"name,omitempty"`
-	Arguments *string `json:"arguments,omitempty"`
 }
 
 type chunkUsage struct {

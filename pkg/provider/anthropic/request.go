@@ -346,14 +346,7 @@ func imageFrom(u string) (*imageSource, error) {
 
 // toolUse translates an assistant's tool call.
 func toolUse(raw json.RawMessage, at string) (block, error) {
-	var c struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
+	var c llm.ToolCall
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return block{}, rejected(at+" must be a tool call object", err)
 	}

@@ -142,26 +142,18 @@ func chunkObject(top []member, choices, usage json.RawMessage) []byte {
 // becomes "delta", with an "index" added to each tool call, and the choice
 // keeps its index (or is given its place in the list).
 func choiceDelta(choice json.RawMessage, i int) ([]byte, error) {
-	fields, err := members(choice)
-	if err != nil {
-		return nil, err
-	}
-	var o object
-	if !hasKey(fields, "index") {
-		o.field("index", strconv.AppendInt(nil, int64(i), 10))
-	}
-	for _, m := range fields {
+	return withIndex(choice, i, func(o *object, m member) error {
 		if m.key != "message" {
 			o.field(m.key, m.val)
-			continue
+			return nil
 		}
 		delta, err := messageDelta(m.val)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		o.field("delta", delta)
-	}
-	return o.bytes(), nil
+		return nil
+	})
 }
 
 // messageDelta is the message with each tool call given its "index", as
@@ -201,16 +193,28 @@ func messageDelta(msg json.RawMessage) ([]byte, error) {
 }
 
 func toolCallDelta(call json.RawMessage, j int) ([]byte, error) {
-	fields, err := members(call)
+	return withIndex(call, j, nil)
+}
+
+// withIndex copies the JSON object raw, a choice or a tool call at
+// position i of its list, with "index": i first unless raw has an index of
+// its own. Each field is copied by field, which may rewrite it, or as it is
+// when field is nil.
+func withIndex(raw json.RawMessage, i int, field func(o *object, m member) error) ([]byte, error) {
+	fields, err := members(raw)
 	if err != nil {
 		return nil, err
 	}
 	var o object
 	if !hasKey(fields, "index") {
-		o.field("index", strconv.AppendInt(nil, int64(j), 10))
+		o.field("index", strconv.AppendInt(nil, int64(i), 10))
 	}
 	for _, m := range fields {
-		o.field(m.key, m.val)
+		if field == nil {
+			o.field(m.key, m.val)
+		} else if err := field(&o, m); err != nil {
+			return nil, err
+		}
 	}
 	return o.bytes(), nil
 }

@@ -16,6 +16,7 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/wait"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -255,14 +256,5 @@ func sleep(ctx context.Context, done <-chan struct{}, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-done:
-		return ErrClosed
-	}
+	return wait.Sleep(ctx, done, ErrClosed, d)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
 )
 
 // stream is one simulated answer. It runs no goroutine: each chunk is made,
@@ -46,28 +47,7 @@ type stream struct {
 	closeOnce sync.Once
 }
 
-// Wire types, in the field order OpenAI sends, so that Raw looks like a real
-// upstream's chunk byte for byte.
-type wireChunk struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []wireChoice `json:"choices"`
-	Usage   *wireUsage   `json:"usage,omitempty"`
-}
-
-type wireChoice struct {
-	Index        int       `json:"index"`
-	Delta        wireDelta `json:"delta"`
-	FinishReason *string   `json:"finish_reason"`
-}
-
-type wireDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-}
-
+// wireUsage is the usage chunk's usage, in the field order OpenAI sends.
 type wireUsage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
@@ -92,12 +72,12 @@ func (s *stream) Next() (llm.Chunk, error) {
 		return s.cut(err)
 	}
 
-	w := wireChunk{ID: s.id, Object: "chat.completion.chunk", Created: created, Model: s.model}
+	w := chunkwire.Chunk{ID: s.id, Object: "chat.completion.chunk", Created: created, Model: s.model}
 	words := s.cfg.Words
 	switch {
 	case s.step == 0:
 		empty := ""
-		w.Choices = []wireChoice{{Delta: wireDelta{Role: "assistant", Content: &empty}}}
+		w.Choices = []chunkwire.Choice{{Delta: chunkwire.Delta{Role: "assistant", Content: &empty}}}
 	case s.step <= words:
 		wait := s.cfg.ChunkLatency.D()
 		if s.step == 1 {
@@ -110,19 +90,23 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if s.step == 1 {
 			text = s.prefix + text
 		}
-		w.Choices = []wireChoice{{Delta: wireDelta{Content: &text}}}
+		w.Choices = []chunkwire.Choice{{Delta: chunkwire.Delta{Content: &text}}}
 	case s.step == words+1:
 		stop := "stop"
-		w.Choices = []wireChoice{{FinishReason: &stop}}
+		w.Choices = []chunkwire.Choice{{FinishReason: &stop}}
 	case s.step == words+2:
 		// The gateway always asks for usage (stream_options.include_usage),
 		// so it always comes, in a chunk of its own with no choices.
-		w.Choices = []wireChoice{}
-		w.Usage = &wireUsage{
+		w.Choices = []chunkwire.Choice{}
+		u, err := json.Marshal(wireUsage{
 			PromptTokens:     s.promptTokens,
 			CompletionTokens: words,
 			TotalTokens:      s.promptTokens + words,
+		})
+		if err != nil {
+			return s.malformed(err)
 		}
+		w.Usage = u
 	default:
 		// The end of the stream: what "data: [DONE]" is for a real one.
 		s.err = io.EOF

@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+// The steps every client API's codec shares: the answer's headers, reading
+// a non-streaming answer to its end and writing it whole, and reading a
+// streamed one's deltas for the codecs that reshape them.
+
+// answerHead is the headers of an answer served by a provider.
+func answerHead(requestID string, ans *router.Answer, contentType string) map[string]string {
+	return map[string]string{
+		"Content-Type":          contentType,
+		"X-Request-Id":          requestID,
+		"X-Gateway-Provider":    ans.Provider,
+		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
+	}
+}
+
+// assemble reads a non-streaming answer to its end, with the ending rules
+// every client API shares. When ok is false, res is the request's result (a
+// failure after output started, the time limit, an unkeyed client gone)
+// and nothing is to be written; otherwise end is io.EOF, or
+// router.ErrIncomplete when the provider just stopped, and asm holds what
+// it produced.
+func assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
+	asm = &llm.Assembler{}
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		if err := asm.AddChunk(&ch); err != nil {
+			end = err
+			break
+		}
+	}
+	usage = ans.Usage()
+	switch {
+	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
+		return asm, usage, gateway.Result{}, true, end
+	case errors.Is(end, context.DeadlineExceeded):
+		res.Err = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}
+	case errors.Is(end, context.Canceled):
+		res.Err = end
+	default:
+		res.Err = &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}
+	}
+	res.Usage = usage
+	return asm, usage, res, false, end
+}
+
+// writeWhole writes an assembled answer's body (a JSON document, to which
+// it adds the newline) after pricing it; kept, when not nil, runs between
+// the price and the body. end is assemble's: an answer that just stopped is
+// written and its result carries the end.
+func writeWhole(out gateway.Emitter, head map[string]string, usage llm.Usage, body []byte, end error, kept func()) gateway.Result {
+	body = append(body, '\n')
+	out.Start(http.StatusOK, head, false)
+	out.Price(usage)
+	if kept != nil {
+		kept()
+	}
+	out.Body(body)
+	if end != io.EOF {
+		return gateway.Result{Usage: usage, Answered: true, Err: end}
+	}
+	return gateway.Result{Usage: usage, Answered: true}
+}
+
+// cutShort is the error a stream ends with when its provider failed, or the
+// request reached its time limit, after the answer had started.
+func cutShort(provider string, end error) *llm.Error {
+	if errors.Is(end, context.DeadlineExceeded) {
+		return &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
+	}
+	return &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + provider + " failed after its answer had started; the answer is cut short"}
+}
+
+// deltaSink takes the deltas of a streamed answer's first choice, as a codec
+// that reshapes them into its own events writes them. (Functions rather
+// than an interface: the codec's writer then stays on its stack.)
+type deltaSink struct {
+	text, refusal func(s string)
+	toolCall      func(index int, id, name, args string)
+	// failed is the Emitter's error: the client is gone.
+	failed func() error
+}
+
+// relayDeltas reads a streamed answer's chunks into w until the answer ends
+// or w fails. finish is the first finish_reason of the first choice and end
+// how the answer ended. When gone is true, the client is gone (w failed, or
+// an unkeyed client cancelled) and res is the request's result, with
+// nothing more to write.
+func relayDeltas(ans *router.Answer, w deltaSink) (finish string, usage llm.Usage, res gateway.Result, gone bool, end error) {
+	for w.failed() == nil {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		var d chatDelta
+		if json.Unmarshal(ch.Raw, &d) != nil {
+			continue // the router forwards only chunks that parsed
+		}
+		for _, choice := range d.Choices {
+			if choice.Index != 0 {
+				continue // one answer: the first choice
+			}
+			if s := choice.Delta.Content; s != nil {
+				w.text(*s)
+			}
+			if s := choice.Delta.Refusal; s != nil {
+				w.refusal(*s)
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+			}
+			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
+				finish = *f
+			}
+		}
+	}
+	usage = ans.Usage()
+	if err := w.failed(); err != nil {
+		return finish, usage, gateway.Result{Usage: usage, Answered: true, Err: err}, true, end
+	}
+	if errors.Is(end, context.Canceled) {
+		return finish, usage, gateway.Result{Usage: usage, Answered: true, Err: end}, true, end // an unkeyed client is gone
+	}
+	return finish, usage, gateway.Result{}, false, end
+}
+
+// chatDelta is the part of a chat.completion.chunk a reshaping codec needs.
+type chatDelta struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index int `json:"index"`
+				llm.ToolCall
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
