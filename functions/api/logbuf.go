@@ -9,8 +9,8 @@ import (
 
 // lineBuffer batches the local server's log lines: one write to the
 // underlying file per flush instead of one per line (a system call per
-// request was a measurable part of a request's cost under load; see the
-// README's Performance section). slog hands it one whole line per Write, so
+// request is a measurable part of a request's cost under load; see
+// docs/performance.md). slog hands it one whole line per Write, so
 // lines are never split or interleaved. It flushes when it holds flushAt
 // bytes, every interval, and on Close; a crash loses at most the last
 // interval's lines. Under Lambda the log is not buffered: an environment

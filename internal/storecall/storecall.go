@@ -4,8 +4,8 @@
 // A call to DynamoDB gets a deadline of its own, so that a store that does
 // not answer cannot hold a request for its whole ceiling. A call to a
 // memory store (the memory ledger, the memory idempotency store) returns
-// without waiting on a network or a disk; a context and a timer for it were
-// about a tenth of the gateway's allocations under load (issue 11), so it
+// without waiting on a network or a disk; a context and a timer for it would be
+// about a tenth of the gateway's allocations under load, so it
 // gets none, and still sees its caller's context end.
 package storecall
 

@@ -33,7 +33,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
-// Environment variables (DESIGN.md section 1).
+// Environment variables (docs/configuration.md#environment-variables).
 const (
 	EnvConfig = "BUZZGATE_CONFIG"
 	EnvAddr   = "BUZZGATE_ADDR"

@@ -1,6 +1,6 @@
 // Package catalog is buzzgate's configuration: providers, models and their
 // routes with prices, projects with their keys, and the gateway's own
-// settings. It loads the YAML config file (DESIGN.md section 2), applies
+// settings. It loads the YAML config file (docs/configuration.md), applies
 // defaults and validates it, naming the bad field in its one error.
 package catalog
 

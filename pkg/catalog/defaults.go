@@ -40,8 +40,8 @@ const (
 	// DefaultMaxBodyBytes is server.max_body_bytes (4 MiB).
 	DefaultMaxBodyBytes = 4 << 20
 	// MaxRequestTimeout is both the default and the ceiling of
-	// server.request_timeout: DESIGN.md section 4 caps one request at 600
-	// seconds whatever the config says.
+	// server.request_timeout: one request never runs longer than 600
+	// seconds, whatever the config says (docs/architecture.md#routing-and-fallback).
 	MaxRequestTimeout = 600 * time.Second
 	// DefaultBodyTimeout is server.body_timeout.
 	DefaultBodyTimeout = 30 * time.Second

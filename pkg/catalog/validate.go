@@ -12,7 +12,7 @@ import (
 
 // MinKeyLength is the shortest API key a project may declare. Keys are bearer
 // tokens, so a one-letter key would be trivially guessed; the bound is 7
-// rather than 8 because the pinned demo key "sk-demo" (DESIGN.md section 2,
+// rather than 8 because the demo key "sk-demo" (pkg/catalog/demo.yaml,
 // shown in the README) has 7 characters.
 const MinKeyLength = 7
 
@@ -197,7 +197,7 @@ func (c *Config) validateModels(idx *index) error {
 		}
 		switch {
 		case strings.Contains(m.ID, ":"):
-			// ":floor" and ":nitro" are request suffixes (DESIGN.md section 4);
+			// ":floor" and ":nitro" are request suffixes (docs/api.md#fields-the-gateway-owns);
 			// an id with a colon would make them ambiguous.
 			return fieldErr(at+".id", "invalid model id %q: must not contain ':' (reserved for suffixes such as \":floor\")", m.ID)
 		case strings.IndexFunc(m.ID, unicode.IsSpace) >= 0:

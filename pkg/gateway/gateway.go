@@ -417,7 +417,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		At: at, Deadline: at.Add(s.cfg.RequestTimeout + s.cfg.HoldGrace),
 	}
 	// Made only on the paths that release the hold: a closure over hold
-	// made up front was two allocations on every request.
+	// made up front would be two allocations on every request.
 	unhold := func() { s.fin.do("billing unhold", s.unholdStep(hold.Project, hold.RequestID), nil, s.ledgerLocal) }
 	if err := s.hold(ctx, hold); err != nil {
 		// An unkeyed request's hold runs under the client's context: one

@@ -45,8 +45,8 @@ const pumpSyncBytes = 16 << 10
 // itself when nothing is queued and the writer bounds its writes
 // (boundedWriter: a deadline on every write): one write the socket takes at
 // once (its buffer holds far more), without starting the goroutine and
-// waking it for the one frame, which cost a keyed request about a tenth of
-// its latency under load (issue 11). Only a client that left earlier
+// waking it for the one frame, which would cost a keyed request about a
+// tenth of its latency under load. Only a client that left earlier
 // answers unread on its connection can make that write wait, and then for
 // the write deadline at most; the answer is recorded after it either way.
 // A writer without deadlines (the Lambda edge writes into a pipe the

@@ -449,8 +449,8 @@ func writeAnthropicError(w http.ResponseWriter, err error) int {
 	status := errorHead(w, err)
 	typ := anthropicErrorType(status)
 	if k := kindOf(e.Code); k.typ == "idempotency_error" {
-		// DESIGN.md pins this type for the idempotency errors on every
-		// API; the Anthropic SDKs choose their exception by the status
+		// docs/api.md#errors gives this type to the idempotency errors on
+		// every API; the Anthropic SDKs choose their exception by the status
 		// (409: ConflictError), not by the type.
 		typ = k.typ
 	}

@@ -282,7 +282,7 @@ func newRequestID() string {
 	rand.Read(r[:])
 	b := [len("req_") + 2*len(r)]byte{'r', 'e', 'q', '_'}
 	hex.Encode(b[len("req_"):], r[:])
-	return string(b[:]) // one allocation, where "req_" + EncodeToString made two
+	return string(b[:]) // one allocation; "req_" + EncodeToString makes two
 }
 
 // authenticate finds the caller by the SHA-256 of its bearer token. Only

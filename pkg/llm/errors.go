@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Code is one of the gateway's documented error codes (DESIGN.md section 3).
+// Code is one of the gateway's documented error codes (docs/api.md#errors).
 // The HTTP layer maps each code to a status in exactly one table.
 type Code string
 

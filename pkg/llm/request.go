@@ -16,7 +16,7 @@ import (
 	"github.com/buzzgate/buzzgate/internal/jsonstr"
 )
 
-// Limits of the per-request bounds (DESIGN.md section 4).
+// Limits of the per-request bounds (docs/api.md#fields-the-gateway-owns).
 const (
 	MaxCallsPerRequest     = 8
 	MaxAttemptsPerRouteCap = 4

@@ -462,7 +462,7 @@ func (a *Answer) More() bool {
 
 // read returns the next chunk to forward (ok), a usage-only chunk's
 // absence (!ok), or the stream's error. The chunk is returned by value: a
-// pointer to it was an allocation per chunk.
+// pointer to it would be an allocation per chunk.
 func (a *Answer) read() (ch llm.Chunk, ok bool, err error) {
 	ch, err = a.stream.Next()
 	if err != nil {

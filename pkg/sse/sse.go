@@ -75,7 +75,7 @@ func NewReader(r io.Reader, maxEventBytes int) *Reader {
 }
 
 // readBuffers keeps the read buffers of finished Readers: one per upstream
-// call was a tenth of the gateway's allocated bytes.
+// call would be a tenth of the gateway's allocated bytes.
 var readBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufferSize) }}
 
 // Release gives the Reader's buffer back for another Reader to use; every

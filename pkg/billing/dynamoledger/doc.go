@@ -130,9 +130,10 @@
 //     1 failed conditional write (DynamoDB charges 1 WCU for it too): 9 WCU,
 //     plus collection: every GCThreshold-th step 3 on a counter also
 //     BatchGetItems its GCThreshold entries and writes one UpdateItem (2 of 8
-//     per request at the default). Before holds and key items it was 4
-//     writes, on an account item whose size, so WCU, grew with the keys
-//     (400 KB, so 400 WCU and then failure, near 14,000 keys).
+//     per request at the default). Key spend lives on items of its
+//     own, never on the account item, whose size (so WCU) would otherwise
+//     grow with the keys (400 KB, so 400 WCU and then failure, near
+//     14,000 keys).
 //   - Account: one consistent BatchGetItem of 2 + Shards items (each 1 RCU).
 //   - Reconcile: one Query per hold partition (HoldShards) and page, a
 //     BatchGetItem per 100 due entries, then per entry the Bill or the

@@ -73,7 +73,7 @@ var (
 
 // InProcess reports that the store's calls never wait on a network or a
 // disk: the gateway gives them no deadline of their own (a context and a
-// timer per call were a tenth of its allocations under load).
+// timer per call would be a tenth of its allocations under load).
 func (s *Store) InProcess() bool { return true }
 
 // New returns an empty Store.

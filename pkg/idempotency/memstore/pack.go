@@ -12,8 +12,8 @@ import (
 // never scans it, however many answers the store holds; the same answer as
 // an Answer (a header map, its strings, the body, an event slice) is a
 // dozen objects to mark on every cycle. With thousands of answers stored,
-// that marking was what made keyed requests slower than unkeyed ones under
-// load (issue 11). Reads unpack into a fresh Answer, which the store had to
+// that marking makes keyed requests slower than unkeyed ones under
+// load. Reads unpack into a fresh Answer, which the store had to
 // copy out anyway.
 //
 // The layout, every length and count an unsigned varint:
