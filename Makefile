@@ -7,10 +7,10 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/bin/staticcheck-$(STATICCHECK_VERSION)
 DYNALITE_VERSION := 4.0.0
 DYNALITE := $(TOOLS)/dynalite/node_modules/.bin/dynalite
-# The official Node SDKs, for pkg/httpapi's TestNodeSDK* tests, which find their
-# node_modules through BUZZGATE_NODE_SDKS (or .tools/sdks/node_modules). The
-# stamp names both versions, so changing a pin reinstalls. openai 7 needs
-# Node 22; these run on Node 20.
+# The official Node SDKs, for internal/systemtest's TestNodeSDK* tests,
+# which find their node_modules through BUZZGATE_NODE_SDKS (or
+# .tools/sdks/node_modules). The stamp names both versions, so changing a
+# pin reinstalls. openai 7 needs Node 22; these run on Node 20.
 OPENAI_NODE_VERSION := 6.30.1
 ANTHROPIC_NODE_VERSION := 1.15.0
 NODE_SDKS_DIR := $(TOOLS)/sdks/node_modules
@@ -103,7 +103,7 @@ bench:
 # unless spend = ledger = the answers the clients received.
 SOAK_REQUESTS ?= 2000
 soak:
-	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./pkg/httpapi
+	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./internal/systemtest
 
 # The load benchmark (internal/loadbench/doc.go): builds the gateway and a
 # loopback mock upstream, runs them as separate processes and measures
