@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -223,61 +222,6 @@ func BenchmarkIdempotency(b *testing.B) {
 			}
 		}
 	})
-}
-
-// BenchmarkDynamoCalls counts the DynamoDB calls (by operation, with an SDK
-// middleware) that a keyed request costs against dynalite: a new request,
-// a replay, a conflict, and a new streaming request. dynalite ignores
-// ReturnValuesOnConditionCheckFailure=ALL_OLD, so a replay there costs the
-// failed reservation and a consistent read; the "all-old" variant runs
-// through a proxy that answers as DynamoDB does, where the failed
-// reservation alone carries the stored answer.
-func BenchmarkDynamoCalls(b *testing.B) {
-	b.Run("dynalite", func(b *testing.B) { dynamoCalls(b, dynaliteServer.Endpoint(b)) })
-	b.Run("all-old", func(b *testing.B) {
-		p := dynalite.AllOldProxy(b, dynaliteServer.Endpoint(b))
-		dynamoCalls(b, p.Endpoint)
-	})
-}
-
-func dynamoCalls(b *testing.B, endpoint string) {
-	var counter dynalite.Counter
-	h, _ := benchGateway(b, dynamoStoreAt(b, endpoint, dynalite.CountCalls(&counter)))
-	body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
-	report := func(b *testing.B) {
-		b.StopTimer()
-		for op, n := range counter.Snapshot() {
-			b.ReportMetric(float64(n)/float64(b.N), op+"/op")
-		}
-		b.ReportMetric(float64(counter.Total())/float64(b.N), "calls/op")
-	}
-	cases := []struct {
-		name   string
-		body   string
-		key    func(i int) string
-		status int
-		setup  func()
-	}{
-		{"new", body, func(i int) string { return fmt.Sprintf("dyn-new-%d", time.Now().UnixNano()) }, 200, nil},
-		{"new-stream", strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), func(i int) string { return fmt.Sprintf("dyn-stream-%d", time.Now().UnixNano()) }, 200, nil},
-		{"replay", body, func(int) string { return "dyn-replay" }, 200, func() { serveBench(b, h, body, "Idempotency-Key", "dyn-replay") }},
-		{"conflict", strings.Replace(body, "hello", "bye", 1), func(int) string { return "dyn-replay" }, 409, nil},
-	}
-	for _, c := range cases {
-		if c.setup != nil {
-			c.setup()
-		}
-		b.Run(c.name, func(b *testing.B) {
-			counter.Reset()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if w := serveBench(b, h, c.body, "Idempotency-Key", c.key(i)); w.Code != c.status {
-					b.Fatalf("status %d, want %d: %s", w.Code, c.status, w.Body)
-				}
-			}
-			report(b)
-		})
-	}
 }
 
 // cpuTime is the process's user and system CPU time so far.

@@ -1,10 +1,12 @@
+//go:build integration
+
 package systemtest_test
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +14,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/internal/dynalite"
+	"github.com/buzzgate/buzzgate/internal/faultproxy"
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
+	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
@@ -22,7 +27,18 @@ import (
 // by the first test that needs it.
 var dynaliteServer dynalite.Shared
 
-func TestMain(m *testing.M) { dynalite.Main(m, &dynaliteServer) }
+// Under the integration build tag, every test that runs over storeKinds or
+// backends runs on DynamoDB (dynalite) too.
+func init() {
+	storeKinds = append(storeKinds, storeKind{"dynamodb", func(t testing.TB) idempotency.Store { return dynamoStore(t) }})
+	backends = append(backends, backend{"dynamodb", func(t testing.TB) (idempotency.Store, httpapi.Accounts) {
+		client := dynalite.NewClient(dynaliteServer.Endpoint(t))
+		table := dynalite.Table(t, client, "bill")
+		l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
+		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
+	}})
+	afterTests = append(afterTests, dynaliteServer.Close)
+}
 
 // dynamoStore is a DynamoDB store on a fresh dynalite table. Two gateway
 // instances given the same store value share one table, as two Lambda
@@ -36,30 +52,6 @@ func dynamoStoreAt(t testing.TB, endpoint string, optFns ...func(*dynamodb.Optio
 	t.Helper()
 	client := dynalite.NewClient(endpoint, optFns...)
 	return dynamostore.New(client, dynalite.Table(t, client, "gw"))
-}
-
-type storeKind struct {
-	name string
-	new  func(t testing.TB) idempotency.Store
-}
-
-var storeKinds = []storeKind{
-	{"memory", func(testing.TB) idempotency.Store { return memstore.New(1 << 30) }},
-	{"dynamodb", func(t testing.TB) idempotency.Store { return dynamoStore(t) }},
-}
-
-// TestIdempotencyRaceStores: 100 goroutines, one key, over one or two
-// gateway instances on one store, memory and DynamoDB (dynalite).
-func TestIdempotencyRaceStores(t *testing.T) {
-	for _, sk := range storeKinds {
-		for _, stream := range []bool{false, true} {
-			for _, instances := range []int{1, 2} {
-				t.Run(fmt.Sprintf("%s/stream=%v/instances=%d", sk.name, stream, instances), func(t *testing.T) {
-					raceOneKey(t, sk.new(t), instances, stream)
-				})
-			}
-		}
-	}
 }
 
 // TestIdempotencyAcrossInstances: a replay, a waiter and a stream joiner on
@@ -110,59 +102,114 @@ func TestIdempotencyAcrossInstances(t *testing.T) {
 	})
 }
 
-// silentOwner drops its heartbeats and its completion: an instance that
-// froze or died in the middle of a request.
-type silentOwner struct {
-	idempotency.Store
-	mu   sync.Mutex
-	dead bool
-}
-
-func (s *silentOwner) kill() { s.mu.Lock(); s.dead = true; s.mu.Unlock() }
-
-func (s *silentOwner) alive() bool { s.mu.Lock(); defer s.mu.Unlock(); return !s.dead }
-
-func (s *silentOwner) Heartbeat(ctx context.Context, key, owner string, until time.Time) error {
-	if !s.alive() {
-		return fmt.Errorf("%w: instance is dead", idempotency.ErrUnavailable)
+// TestLostHoldAnswerIsReleased: a hold that reached DynamoDB but whose
+// answer was lost (the connection reset as the answer began, no SDK retry)
+// refuses the request with 503 billing_unavailable before any provider
+// call, and is released at once: no held entry is left for the reconciler
+// to write off, a write-off being its report of an answer that may have
+// gone unbilled.
+func TestLostHoldAnswerIsReleased(t *testing.T) {
+	endpoint := dynaliteServer.Endpoint(t)
+	proxy, err := faultproxy.New(strings.TrimPrefix(endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s.Store.Heartbeat(ctx, key, owner, until)
-}
+	proxy.SetGentleUpstream(true) // fault the link, not dynalite
+	t.Cleanup(func() { _ = proxy.Close() })
+	direct := dynalite.NewClient(endpoint)
+	table := dynalite.Table(t, direct, "lost")
+	noRetry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
+	l := dynamoledger.New(dynalite.NewClient(proxy.URL(), noRetry), table, dynamoledger.Options{Pepper: []byte("pepper")})
+	acc := httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
+	g := newGateway(t, setup{accounts: acc})
 
-func (s *silentOwner) Complete(ctx context.Context, key, owner string, a *idempotency.Answer) error {
-	if !s.alive() {
-		return fmt.Errorf("%w: instance is dead", idempotency.ErrUnavailable)
+	if a := mustCall(t, g.url, chatBody("")); a.status != 200 {
+		t.Fatalf("the control request: %d %s", a.status, a.body)
 	}
-	return s.Store.Complete(ctx, key, owner, a)
+	g.settle(t)
+	// A Hold writes its due pointer, then the held entry (two PutItems):
+	// the entry's answer is lost.
+	var puts int
+	isPut := faultproxy.DynamoDBOp("PutItem")
+	proxy.DropResponses(1, func(r *http.Request) bool {
+		if !isPut(r) {
+			return false
+		}
+		puts++
+		return puts == 2
+	})
+	a := mustCall(t, g.url, chatBody(`"n":1`))
+	if a.status != 503 || a.code != "billing_unavailable" {
+		t.Fatalf("a request whose hold's answer was lost: %d %q, want 503 billing_unavailable", a.status, a.code)
+	}
+	if st := proxy.Stats(); st.Dropped != 1 {
+		t.Fatalf("answers dropped: %d, want the hold's 1", st.Dropped)
+	}
+	if diff := cmp.Diff([]int{1, 0}, g.calls()); diff != "" {
+		t.Errorf("upstream calls (-want +got): a request without its hold reached a provider\n%s", diff)
+	}
+	g.settle(t)
+	fresh := dynamoledger.New(direct, table, dynamoledger.Options{Pepper: []byte("pepper")})
+	rep, err := fresh.Reconcile(context.Background(), time.Now().Add(48*time.Hour), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.WrittenOff) != 0 || len(rep.Settled) != 0 {
+		t.Errorf("reconcile finds %d holds to write off, %d bills to settle; want none (the lost hold released)", len(rep.WrittenOff), len(rep.Settled))
+	}
 }
 
-// TestIdempotencyOwnerDies: the instance running a keyed request dies
-// (stops heartbeating and never completes); once its lease lapses, retries
-// on the other instance answer 409 idempotency_replay_unavailable, and the
-// upstream is never called again.
-func TestIdempotencyOwnerDies(t *testing.T) {
-	for _, sk := range storeKinds {
-		t.Run(sk.name, func(t *testing.T) {
-			store := sk.new(t)
-			dying := &silentOwner{Store: store}
-			g := newGateway(t, setup{store: dying, extraYAML: "idempotency: {lease: 300ms}\n"})
-			survivor := g.instance(t, store)
-			g.ups[0].SetDefault(providertest.Response{FirstChunkDelay: 1500 * time.Millisecond})
-			firstc := make(chan answer, 1)
-			go func() { firstc <- call(context.Background(), g.url, chatBody(""), "Idempotency-Key", key(t)) }()
-			waitCalls(t, g.ups[0], 1)
-			dying.kill()
-			time.Sleep(700 * time.Millisecond) // the lease lapses
-			for i := 0; i < 3; i++ {
-				a := mustCall(t, survivor, chatBody(""), "Idempotency-Key", key(t))
-				if a.status != 409 || a.code != "idempotency_replay_unavailable" {
-					t.Errorf("retry %d after the owner died: %d %q", i, a.status, a.code)
+// BenchmarkDynamoCalls counts the DynamoDB calls (by operation, with an SDK
+// middleware) that a keyed request costs against dynalite: a new request,
+// a replay, a conflict, and a new streaming request. dynalite ignores
+// ReturnValuesOnConditionCheckFailure=ALL_OLD, so a replay there costs the
+// failed reservation and a consistent read; the "all-old" variant runs
+// through a proxy that answers as DynamoDB does, where the failed
+// reservation alone carries the stored answer.
+func BenchmarkDynamoCalls(b *testing.B) {
+	b.Run("dynalite", func(b *testing.B) { dynamoCalls(b, dynaliteServer.Endpoint(b)) })
+	b.Run("all-old", func(b *testing.B) {
+		p := dynalite.AllOldProxy(b, dynaliteServer.Endpoint(b))
+		dynamoCalls(b, p.Endpoint)
+	})
+}
+
+func dynamoCalls(b *testing.B, endpoint string) {
+	var counter dynalite.Counter
+	h, _ := benchGateway(b, dynamoStoreAt(b, endpoint, dynalite.CountCalls(&counter)))
+	body := `{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`
+	report := func(b *testing.B) {
+		b.StopTimer()
+		for op, n := range counter.Snapshot() {
+			b.ReportMetric(float64(n)/float64(b.N), op+"/op")
+		}
+		b.ReportMetric(float64(counter.Total())/float64(b.N), "calls/op")
+	}
+	cases := []struct {
+		name   string
+		body   string
+		key    func(i int) string
+		status int
+		setup  func()
+	}{
+		{"new", body, func(i int) string { return fmt.Sprintf("dyn-new-%d", time.Now().UnixNano()) }, 200, nil},
+		{"new-stream", strings.Replace(body, `"model"`, `"stream":true,"model"`, 1), func(i int) string { return fmt.Sprintf("dyn-stream-%d", time.Now().UnixNano()) }, 200, nil},
+		{"replay", body, func(int) string { return "dyn-replay" }, 200, func() { serveBench(b, h, body, "Idempotency-Key", "dyn-replay") }},
+		{"conflict", strings.Replace(body, "hello", "bye", 1), func(int) string { return "dyn-replay" }, 409, nil},
+	}
+	for _, c := range cases {
+		if c.setup != nil {
+			c.setup()
+		}
+		b.Run(c.name, func(b *testing.B) {
+			counter.Reset()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if w := serveBench(b, h, c.body, "Idempotency-Key", c.key(i)); w.Code != c.status {
+					b.Fatalf("status %d, want %d: %s", w.Code, c.status, w.Body)
 				}
 			}
-			<-firstc
-			if diff := cmp.Diff([]int{1, 0}, g.calls()); diff != "" {
-				t.Errorf("upstream calls (-want +got): the request ran again\n%s", diff)
-			}
+			report(b)
 		})
 	}
 }
