@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +25,22 @@ func scriptedServer(t *testing.T, script func(c net.Conn, req *http.Request)) (u
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	// The cleanup closes the connections too: the clients' idle ones end
+	// with them, rather than outlive the test.
+	var conns struct {
+		sync.Mutex
+		closed bool
+		all    []net.Conn
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		conns.Lock()
+		defer conns.Unlock()
+		conns.closed = true
+		for _, c := range conns.all {
+			c.Close()
+		}
+	})
 	accepted = new(atomic.Int32)
 	go func() {
 		for {
@@ -33,6 +49,12 @@ func scriptedServer(t *testing.T, script func(c net.Conn, req *http.Request)) (u
 				return
 			}
 			accepted.Add(1)
+			conns.Lock()
+			if conns.closed {
+				c.Close()
+			}
+			conns.all = append(conns.all, c)
+			conns.Unlock()
 			go func() {
 				defer c.Close()
 				br := bufio.NewReader(c)
