@@ -1,5 +1,6 @@
 # buzzgate. `make run` starts the gateway locally; `make test` runs every check
-# and test, installing what it needs into .tools/ first.
+# and test, installing what it needs into .tools/ first; `make unit` runs the
+# unit tests, which need only Go.
 SHELL := /bin/bash
 GO ?= go
 TOOLS := $(CURDIR)/.tools
@@ -36,7 +37,7 @@ EVENT ?= events/chat-completion.json
 STORE ?= dynamodb
 COLDSTART_RUNS ?= 20
 
-.PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check unit bench soak fuzz tools clean \
+.PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check tidy-check unit test-all bench soak fuzz tools clean \
 	bootstrap-local invoke coldstart bench-load
 
 run:
@@ -79,7 +80,12 @@ coldstart: bootstrap-local
 	$(MAKE) --no-print-directory build-ApiFunction ARTIFACTS_DIR=$(CURDIR)/bin/arm64
 	$(GO) run ./internal/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
 
-test: fmt-check vet lint unit
+# The tests come in two tiers. The unit tier needs only Go (`make unit`).
+# The integration tier, in the files tagged `//go:build integration`, starts
+# what it needs itself: dynalite (a local DynamoDB stand-in), the Lambda
+# emulator and node with the official SDKs. `make test` checks the code
+# and runs both tiers under the race detector.
+test: fmt-check vet lint tidy-check test-all
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')); \
@@ -87,17 +93,25 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 
+# Every file is in the integration build, so one run covers both tiers.
 lint: $(STATICCHECK)
-	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags integration ./...
 
-# The tests start what they need themselves: dynalite (a local DynamoDB
-# stand-in), the Lambda emulator and node with the official SDKs.
-unit: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
-	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) $(GO) test -race -count=1 ./...
+tidy-check:
+	$(GO) mod tidy -diff
 
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+unit:
+	$(GO) test -count=1 ./...
+
+# Both tiers in one run, with the tools installed first.
+test-all: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
+	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) $(GO) test -race -count=1 -tags integration ./...
+
+# Every benchmark, those on dynalite included.
+bench: $(DYNALITE)
+	$(GO) test -tags integration -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
 
 # Keyed and unkeyed requests against stores that fail now and then; fails
 # unless spend = ledger = the answers the clients received.
