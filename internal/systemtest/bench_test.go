@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
@@ -53,7 +54,7 @@ func cannedUpstream(b *testing.B) *httptest.Server {
 
 // BenchmarkOverhead compares a client calling the upstream directly with the
 // same client calling it through buzzgate; the difference is the gateway's
-// overhead per request. It also reports goroutines left behind per request.
+// overhead per request. It fails if the requests leave a goroutine behind.
 func BenchmarkOverhead(b *testing.B) {
 	handler, upURL := benchGateway(b, nil)
 	gw := httptest.NewServer(handler)
@@ -87,7 +88,7 @@ func BenchmarkOverhead(b *testing.B) {
 				}
 			}
 			do()
-			before := settledGoroutines()
+			leftBehind := goroutinesSince(b)
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()
@@ -99,7 +100,7 @@ func BenchmarkOverhead(b *testing.B) {
 			// upstream, the GC) per request: unlike ns/op, it hardly moves
 			// when other processes share the machine.
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
-			b.ReportMetric(float64(settledGoroutines()-before)/float64(b.N), "goroutines-left/op")
+			leftBehind()
 		})
 	}
 	for _, c := range cases {
@@ -120,32 +121,32 @@ func BenchmarkOverhead(b *testing.B) {
 				}
 			}
 			do() // warm the connections
-			before := settledGoroutines()
+			leftBehind := goroutinesSince(b)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				do()
 			}
 			b.StopTimer()
-			left := settledGoroutines() - before
-			b.ReportMetric(float64(left)/float64(b.N), "goroutines-left/op")
+			// The client's keep-alive connections are its own, not the
+			// requests': closed, they end with the server's side of them.
+			client.CloseIdleConnections()
+			leftBehind()
 		})
 	}
 }
 
-// settledGoroutines waits briefly for finished handlers to exit and counts
-// the goroutines.
-func settledGoroutines() int {
-	n := runtime.NumGoroutine()
-	for i := 0; i < 50; i++ {
-		time.Sleep(2 * time.Millisecond)
-		m := runtime.NumGoroutine()
-		if m == n {
-			return m
+// goroutinesSince notes the goroutines running now; the func it returns
+// fails b if any goroutine started since is still running (goleak waits a
+// little for those just ending).
+func goroutinesSince(b *testing.B) (check func()) {
+	before := goleak.IgnoreCurrent()
+	return func() {
+		b.Helper()
+		if err := goleak.Find(before, ignoreNotOurs); err != nil {
+			b.Errorf("goroutines left behind by %d requests: %v", b.N, err)
 		}
-		n = m
 	}
-	return n
 }
 
 // benchGateway is a gateway handler in front of a canned upstream, on store
