@@ -1,5 +1,6 @@
 # buzzgate. `make run` starts the gateway locally; `make test` runs every check
-# and test, installing what it needs into .tools/ first.
+# and test, installing what it needs into .tools/ first; `make unit` runs the
+# unit tests, which need only Go.
 SHELL := /bin/bash
 GO ?= go
 TOOLS := $(CURDIR)/.tools
@@ -7,10 +8,10 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/bin/staticcheck-$(STATICCHECK_VERSION)
 DYNALITE_VERSION := 4.0.0
 DYNALITE := $(TOOLS)/dynalite/node_modules/.bin/dynalite
-# The official Node SDKs, for pkg/httpapi's TestNodeSDK* tests, which find their
-# node_modules through BUZZGATE_NODE_SDKS (or .tools/sdks/node_modules). The
-# stamp names both versions, so changing a pin reinstalls. openai 7 needs
-# Node 22; these run on Node 20.
+# The official Node SDKs, for internal/systemtest's TestNodeSDK* tests,
+# which find their node_modules through BUZZGATE_NODE_SDKS (or
+# .tools/sdks/node_modules). The stamp names both versions, so changing a
+# pin reinstalls. openai 7 needs Node 22; these run on Node 20.
 OPENAI_NODE_VERSION := 6.30.1
 ANTHROPIC_NODE_VERSION := 1.15.0
 NODE_SDKS_DIR := $(TOOLS)/sdks/node_modules
@@ -41,7 +42,7 @@ COLDSTART_RUNS ?= 20
 # the paths they take (ARGS included) are relative to the repository.
 TOOLS_BIN := bin/tools
 
-.PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check unit bench soak fuzz tools clean \
+.PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check tidy-check unit test-all bench soak fuzz tools clean \
 	bootstrap-local invoke coldstart bench-load tools-check
 
 run:
@@ -86,7 +87,12 @@ coldstart: bootstrap-local
 	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/coldstart ./coldstart
 	$(TOOLS_BIN)/coldstart -bootstrap $(LOCAL_BOOTSTRAP) -size bin/arm64/bootstrap -runs $(COLDSTART_RUNS)
 
-test: fmt-check vet lint unit tools-check
+# The tests come in two tiers. The unit tier needs only Go (`make unit`).
+# The integration tier, in the files tagged `//go:build integration`, starts
+# what it needs itself: dynalite (a local DynamoDB stand-in), the Lambda
+# emulator and node with the official SDKs. `make test` checks the code
+# and runs both tiers under the race detector, then the tools module's checks.
+test: fmt-check vet lint tidy-check test-all tools-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')); \
@@ -94,9 +100,11 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 
+# Every file is in the integration build, so one run covers both tiers.
 lint: $(STATICCHECK)
-	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags integration ./...
 
 # The tools module's checks: `go vet ./...` and `go test ./...` here do not
 # reach into tools/, a module of its own.
@@ -106,19 +114,25 @@ tools-check: $(STATICCHECK)
 	cd tools && $(GO) mod tidy -diff
 	cd tools && $(GO) test -count=1 ./...
 
-# The tests start what they need themselves: dynalite (a local DynamoDB
-# stand-in), the Lambda emulator and node with the official SDKs.
-unit: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
-	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) $(GO) test -race -count=1 ./...
+tidy-check:
+	$(GO) mod tidy -diff
 
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+unit:
+	$(GO) test -count=1 ./...
+
+# Both tiers in one run, with the tools installed first.
+test-all: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
+	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) $(GO) test -race -count=1 -tags integration ./...
+
+# Every benchmark, those on dynalite included.
+bench: $(DYNALITE)
+	$(GO) test -tags integration -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
 
 # Keyed and unkeyed requests against stores that fail now and then; fails
 # unless spend = ledger = the answers the clients received.
 SOAK_REQUESTS ?= 2000
 soak:
-	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./pkg/httpapi
+	$(GO) test -run='^$$' -bench=Soak -benchtime=$(SOAK_REQUESTS)x ./internal/systemtest
 
 # The load benchmark (tools/loadbench/doc.go): builds the gateway and a
 # loopback mock upstream, runs them as separate processes and measures

@@ -1,14 +1,14 @@
+//go:build integration
+
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -21,8 +21,6 @@ import (
 var server dynalite.Shared
 
 func TestMain(m *testing.M) { dynalite.Main(m, &server) }
-
-const testPepper = "admin test pepper"
 
 func sharedTable(t *testing.T) string { return server.SharedTable(t) }
 
@@ -40,27 +38,6 @@ func newID(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), idSeq.n)
 }
 
-// result is one run of the program.
-type result struct {
-	args   []string
-	code   int
-	stdout string
-	stderr string
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("admin %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
-}
-
-// cli runs the program in process against dynalite, and keeps every run
-// (the leak checks read them).
-type cli struct {
-	t    *testing.T
-	env  map[string]string
-	deps deps
-	runs []result
-}
-
 // newCLI returns a cli on the shared table with the test pepper.
 func newCLI(t *testing.T) *cli {
 	t.Helper()
@@ -73,30 +50,6 @@ func newCLI(t *testing.T) *cli {
 			return client, nil
 		}},
 	}
-}
-
-// offline returns a cli whose store must not be used: usage errors are
-// found before any call.
-func offline(t *testing.T) *cli {
-	return &cli{
-		t:   t,
-		env: map[string]string{EnvKeyPepper: testPepper, EnvTable: "never-used"},
-		deps: deps{dynamo: func(context.Context) (*dynamodb.Client, error) {
-			t.Error("the DynamoDB client was built for a command line that is wrong")
-			return nil, fmt.Errorf("offline")
-		}},
-	}
-}
-
-func (c *cli) run(args ...string) result {
-	c.t.Helper()
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(c.t.Context(), 30*time.Second)
-	defer cancel()
-	code := run(ctx, args, func(k string) string { return c.env[k] }, &stdout, &stderr, c.deps)
-	r := result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}
-	c.runs = append(c.runs, r)
-	return r
 }
 
 // ok runs the program and fails the test unless it exits 0.

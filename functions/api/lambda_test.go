@@ -1,9 +1,12 @@
+//go:build integration
+
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,8 +25,17 @@ import (
 	"github.com/buzzgate/buzzgate/internal/rie"
 )
 
-// eventsDir holds the sample events (`make invoke EVENT=...`).
-const eventsDir = "../../events"
+// dyn is the dynalite server the Lambda tests share.
+var dyn dynalite.Shared
+
+func init() {
+	afterTests = append(afterTests, func(code int) {
+		if out := dyn.Output(); code != 0 && out != "" {
+			fmt.Fprintf(os.Stderr, "dynalite's output:\n%s\n", out)
+		}
+		dyn.Close()
+	})
+}
 
 var requestID = regexp.MustCompile(`^req_[0-9a-f]{16,}$`)
 

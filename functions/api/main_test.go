@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/internal/proc"
 	"github.com/buzzgate/buzzgate/internal/rie"
 )
 
-// dyn is the dynalite server the Lambda tests share.
-var dyn dynalite.Shared
+// eventsDir holds the sample events (`make invoke EVENT=...`).
+const eventsDir = "../../events"
 
 // built is the gateway's binary, built once, by the first test that needs
 // it, as the Lambda build is (-tags lambda.norpc) and with -race when the
@@ -49,14 +47,15 @@ func bootstrap(t *testing.T) string {
 	return built.path
 }
 
+// afterTests run once every test has, with the tests' exit code: the
+// integration tier's shared servers register their Close here.
+var afterTests []func(code int)
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if code != 0 {
-		if out := dyn.Output(); out != "" {
-			fmt.Fprintf(os.Stderr, "dynalite's output:\n%s\n", out)
-		}
+	for _, f := range afterTests {
+		f(code)
 	}
-	dyn.Close()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package dynalite_test
 
 import (
@@ -38,14 +40,6 @@ func TestStart(t *testing.T) {
 	}
 	if _, err := dynalite.Client(t, endpoint).ListTables(t.Context(), &dynamodb.ListTablesInput{}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestNotInstalled(t *testing.T) {
-	t.Setenv(dynalite.EnvBinary, t.TempDir()+"/no-dynalite")
-	_, err := dynalite.Launch()
-	if err == nil || !strings.Contains(err.Error(), dynalite.NotInstalled) {
-		t.Fatalf("Launch without dynalite: %v, want %q", err, dynalite.NotInstalled)
 	}
 }
 

@@ -1,3 +1,5 @@
+//go:build integration
+
 package dynamoledger_test
 
 // Fault tests with real failures: dynalite behind internal/faultproxy, a

@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -66,6 +66,7 @@ func TestMessagesUsageCacheReads(t *testing.T) {
 
 	g.ups[0].Script(scriptedSSE(cachedAnswer...))
 	stream := client.Messages.NewStreaming(ctx, messageParams())
+	defer stream.Close()
 	var acc anthropic.Message
 	for stream.Next() {
 		if err := acc.Accumulate(stream.Current()); err != nil {

@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -84,6 +84,7 @@ func TestResponsesSDK(t *testing.T) {
 			}
 
 			stream := client.Responses.NewStreaming(ctx, responsesParams("Stream it"))
+			defer stream.Close()
 			var text strings.Builder
 			var completed *responses.Response
 			for stream.Next() {
@@ -144,6 +145,7 @@ func TestResponsesSDKCases(t *testing.T) {
 
 	g.ups[0].Script(providertest.Response{Text: []string{"a", "b", "c"}, Cut: &providertest.Cut{After: 2, How: providertest.CutError}})
 	stream := client.Responses.NewStreaming(ctx, responsesParams("Stream it"))
+	defer stream.Close()
 	var last string
 	for stream.Next() {
 		last = stream.Current().Type

@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -55,6 +55,7 @@ func TestMessagesSDK(t *testing.T) {
 	}
 
 	stream := client.Messages.NewStreaming(ctx, messageParams())
+	defer stream.Close()
 	var acc anthropic.Message
 	for stream.Next() {
 		if err := acc.Accumulate(stream.Current()); err != nil {
@@ -151,6 +152,7 @@ func TestMessagesHTTP(t *testing.T) {
 	g.ups[0].Script(providertest.Response{Text: []string{"a", "b", "c"}, Cut: &providertest.Cut{After: 2, How: providertest.CutError}})
 	client := anthropicClient(g.url)
 	s := client.Messages.NewStreaming(context.Background(), messageParams())
+	defer s.Close()
 	n := 0
 	for s.Next() {
 		n++

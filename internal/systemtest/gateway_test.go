@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -133,6 +133,13 @@ func (g *gateway) instance(t testing.TB, store idempotency.Store) string {
 		t.Fatal(err)
 	}
 	g.apps = append(g.apps, a)
+	// Once the server is closed (cleanups run last first), the instance
+	// shuts down as a process does: steps still being retried stop.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		a.Finisher.Drain(ctx)
+	})
 	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(srv.Close)
 	return srv.URL

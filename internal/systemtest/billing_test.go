@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -11,23 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/buzzgate/buzzgate/internal/dynalite"
-	"github.com/buzzgate/buzzgate/internal/faultproxy"
 	"github.com/buzzgate/buzzgate/pkg/billing"
-	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
 	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
 	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
-	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 // backend is an idempotency store and the accounts, both in memory or both
-// in one dynalite table, as the gateway runs them.
+// in one dynalite table (under the integration build tag), as the gateway
+// runs them.
 type backend struct {
 	name string
 	new  func(t testing.TB) (idempotency.Store, httpapi.Accounts)
@@ -37,12 +33,6 @@ var backends = []backend{
 	{"memory", func(testing.TB) (idempotency.Store, httpapi.Accounts) {
 		l := memledger.New(memledger.Options{Pepper: []byte("pepper")})
 		return memstore.New(1 << 30), httpapi.Accounts{Ledger: l, Keys: l, Pepper: []byte("pepper")}
-	}},
-	{"dynamodb", func(t testing.TB) (idempotency.Store, httpapi.Accounts) {
-		client := dynalite.NewClient(dynaliteServer.Endpoint(t))
-		table := dynalite.Table(t, client, "bill")
-		l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
-		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
 	}},
 }
 
@@ -382,62 +372,5 @@ func TestIssuedKeys(t *testing.T) {
 				t.Errorf("revoked key: %d", a.status)
 			}
 		})
-	}
-}
-
-// TestLostHoldAnswerIsReleased: a hold that reached DynamoDB but whose
-// answer was lost (the connection reset as the answer began, no SDK retry)
-// refuses the request with 503 billing_unavailable before any provider
-// call, and is released at once: no held entry is left for the reconciler
-// to write off, a write-off being its report of an answer that may have
-// gone unbilled.
-func TestLostHoldAnswerIsReleased(t *testing.T) {
-	endpoint := dynaliteServer.Endpoint(t)
-	proxy, err := faultproxy.New(strings.TrimPrefix(endpoint, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy.SetGentleUpstream(true) // fault the link, not dynalite
-	t.Cleanup(func() { _ = proxy.Close() })
-	direct := dynalite.NewClient(endpoint)
-	table := dynalite.Table(t, direct, "lost")
-	noRetry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
-	l := dynamoledger.New(dynalite.NewClient(proxy.URL(), noRetry), table, dynamoledger.Options{Pepper: []byte("pepper")})
-	acc := httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
-	g := newGateway(t, setup{accounts: acc})
-
-	if a := mustCall(t, g.url, chatBody("")); a.status != 200 {
-		t.Fatalf("the control request: %d %s", a.status, a.body)
-	}
-	g.settle(t)
-	// A Hold writes its due pointer, then the held entry (two PutItems):
-	// the entry's answer is lost.
-	var puts int
-	isPut := faultproxy.DynamoDBOp("PutItem")
-	proxy.DropResponses(1, func(r *http.Request) bool {
-		if !isPut(r) {
-			return false
-		}
-		puts++
-		return puts == 2
-	})
-	a := mustCall(t, g.url, chatBody(`"n":1`))
-	if a.status != 503 || a.code != "billing_unavailable" {
-		t.Fatalf("a request whose hold's answer was lost: %d %q, want 503 billing_unavailable", a.status, a.code)
-	}
-	if st := proxy.Stats(); st.Dropped != 1 {
-		t.Fatalf("answers dropped: %d, want the hold's 1", st.Dropped)
-	}
-	if diff := cmp.Diff([]int{1, 0}, g.calls()); diff != "" {
-		t.Errorf("upstream calls (-want +got): a request without its hold reached a provider\n%s", diff)
-	}
-	g.settle(t)
-	fresh := dynamoledger.New(direct, table, dynamoledger.Options{Pepper: []byte("pepper")})
-	rep, err := fresh.Reconcile(context.Background(), time.Now().Add(48*time.Hour), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.WrittenOff) != 0 || len(rep.Settled) != 0 {
-		t.Errorf("reconcile finds %d holds to write off, %d bills to settle; want none (the lost hold released)", len(rep.WrittenOff), len(rep.Settled))
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -158,7 +158,7 @@ func (l *soakLedger) Unhold(ctx context.Context, project, requestID string) erro
 // over the distinct answers the clients received. It reports requests,
 // failed answers, bills and store faults per run.
 //
-//	go test -run='^$' -bench=Soak -benchtime=400x ./pkg/httpapi
+//	go test -run='^$' -bench=Soak -benchtime=400x ./internal/systemtest
 func BenchmarkSoak(b *testing.B) {
 	f := &faults{rate: 0.05}
 	base := memledger.New(memledger.Options{})

@@ -1,4 +1,6 @@
-package httpapi_test
+//go:build integration
+
+package systemtest_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package httpapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -831,5 +831,87 @@ func TestResponsesPreviousTurnStoreDown(t *testing.T) {
 	store.fail.Store(false)
 	if up := callPath(t, url, body); up.status != 200 {
 		t.Errorf("the store back: %d %s", up.status, up.body)
+	}
+}
+
+type storeKind struct {
+	name string
+	new  func(t testing.TB) idempotency.Store
+}
+
+// storeKinds are the idempotency stores the gateway's tests run on: the
+// memory store, and DynamoDB (dynalite) under the integration build tag.
+var storeKinds = []storeKind{
+	{"memory", func(testing.TB) idempotency.Store { return memstore.New(1 << 30) }},
+}
+
+// TestIdempotencyRaceStores: 100 goroutines, one key, over one or two
+// gateway instances on one store, each of storeKinds.
+func TestIdempotencyRaceStores(t *testing.T) {
+	for _, sk := range storeKinds {
+		for _, stream := range []bool{false, true} {
+			for _, instances := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/stream=%v/instances=%d", sk.name, stream, instances), func(t *testing.T) {
+					raceOneKey(t, sk.new(t), instances, stream)
+				})
+			}
+		}
+	}
+}
+
+// silentOwner drops its heartbeats and its completion: an instance that
+// froze or died in the middle of a request.
+type silentOwner struct {
+	idempotency.Store
+	mu   sync.Mutex
+	dead bool
+}
+
+func (s *silentOwner) kill() { s.mu.Lock(); s.dead = true; s.mu.Unlock() }
+
+func (s *silentOwner) alive() bool { s.mu.Lock(); defer s.mu.Unlock(); return !s.dead }
+
+func (s *silentOwner) Heartbeat(ctx context.Context, key, owner string, until time.Time) error {
+	if !s.alive() {
+		return fmt.Errorf("%w: instance is dead", idempotency.ErrUnavailable)
+	}
+	return s.Store.Heartbeat(ctx, key, owner, until)
+}
+
+func (s *silentOwner) Complete(ctx context.Context, key, owner string, a *idempotency.Answer) error {
+	if !s.alive() {
+		return fmt.Errorf("%w: instance is dead", idempotency.ErrUnavailable)
+	}
+	return s.Store.Complete(ctx, key, owner, a)
+}
+
+// TestIdempotencyOwnerDies: the instance running a keyed request dies
+// (stops heartbeating and never completes); once its lease lapses, retries
+// on the other instance answer 409 idempotency_replay_unavailable, and the
+// upstream is never called again.
+func TestIdempotencyOwnerDies(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) {
+			store := sk.new(t)
+			dying := &silentOwner{Store: store}
+			g := newGateway(t, setup{store: dying, extraYAML: "idempotency: {lease: 300ms}\n"})
+			survivor := g.instance(t, store)
+			g.ups[0].SetDefault(providertest.Response{FirstChunkDelay: 1500 * time.Millisecond})
+			firstc := make(chan answer, 1)
+			go func() { firstc <- call(context.Background(), g.url, chatBody(""), "Idempotency-Key", key(t)) }()
+			waitCalls(t, g.ups[0], 1)
+			dying.kill()
+			time.Sleep(700 * time.Millisecond) // the lease lapses
+			for i := 0; i < 3; i++ {
+				a := mustCall(t, survivor, chatBody(""), "Idempotency-Key", key(t))
+				if a.status != 409 || a.code != "idempotency_replay_unavailable" {
+					t.Errorf("retry %d after the owner died: %d %q", i, a.status, a.code)
+				}
+			}
+			<-firstc
+			if diff := cmp.Diff([]int{1, 0}, g.calls()); diff != "" {
+				t.Errorf("upstream calls (-want +got): the request ran again\n%s", diff)
+			}
+		})
 	}
 }
