@@ -20,10 +20,10 @@ func load(t *testing.T, path string) *Template {
 	return tpl
 }
 
-// TestRoutesOfPlainMethods: the template before issue 10 declared its API as
-// AWS::ApiGateway::* resources after an AWS::Serverless::Function, so SAM
-// CLI picks its SAM provider, which reads no AWS::ApiGateway::Method:
-// `sam local start-api` found no route.
+// TestRoutesOfPlainMethods: a template that declares its API as
+// AWS::ApiGateway::* resources after an AWS::Serverless::Function makes SAM
+// CLI pick its SAM provider, which reads no AWS::ApiGateway::Method:
+// `sam local start-api` then finds no route.
 func TestRoutesOfPlainMethods(t *testing.T) {
 	routes, provider := LocalRoutes(load(t, "testdata/template-before-sam-api.yaml"))
 	if provider != "sam" || len(routes) != 0 {

@@ -667,7 +667,7 @@ func TestMidStreamFailure(t *testing.T) {
 			if !usage {
 				t.Error("no usage chunk: what was produced must be reported and billed")
 			}
-			// The stream's last chunk (README, How a stream ends): the error's,
+			// The stream's last chunk (docs/api.md#how-a-stream-ends): the error's,
 			// where the SDKs stop reading; after an incomplete end the usage
 			// chunk, as after a finish.
 			wantLast := `"finish_reason":"error"`

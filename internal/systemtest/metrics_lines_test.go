@@ -54,8 +54,7 @@ func (s *completeFailsOnce) Complete(ctx context.Context, key, owner string, ans
 	return s.Store.Complete(ctx, key, owner, ans)
 }
 
-// TestStoreErrorAfterAnswerIsCounted: DESIGN.md section 5 "Store
-// failures": when the store cannot be reached, a warning in the log AND a
+// TestStoreErrorAfterAnswerIsCounted: docs/architecture.md#store-failures: when the store cannot be reached, a warning in the log AND a
 // metric. A keyed request whose completing write fails reaches the store
 // no better than one whose Reserve fails; the template's
 // IdempotencyStoreErrorsAlarm ("Any failure to reach the idempotency

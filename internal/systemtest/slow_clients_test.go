@@ -32,7 +32,7 @@ func (s steadyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// README, Hostile clients: "A write to the client that makes no progress for
+// docs/api.md#slow-and-hostile-clients: "A write to the client that makes no progress for
 // server.write_timeout drops the client." A client that reads a large JSON
 // answer steadily (progress every few milliseconds) must get all of it, keyed
 // or not, however long the whole body takes.

@@ -178,7 +178,7 @@ func (s *lossyStore) Release(context.Context, string, string) error {
 	return fmt.Errorf("%w: unreachable", idempotency.ErrUnavailable)
 }
 
-// Issue 8, point 3: a reservation whose write landed but whose answer was
+// A reservation whose write landed but whose answer was
 // lost, and whose Release failed too, does not hold the key for the window:
 // a retry after the lease takes it over and runs. While the lease lasts the
 // retry waits (it may still be running somewhere).
@@ -356,7 +356,7 @@ func (s *flakyStore) Heartbeat(ctx context.Context, key, owner string, leaseUnti
 	return err
 }
 
-// Issue 8, point 3: the end writes are durable. A Complete that fails is
+// The end writes are durable. A Complete that fails is
 // retried with the same write; meanwhile the lease is renewed and a local
 // retry gets the answer at once; a write that landed though its answer was
 // lost reads as success. The same for Fail and Release.
@@ -424,7 +424,7 @@ func TestEndWritesAreRetryable(t *testing.T) {
 	}
 }
 
-// Issue 8, point 5: a keyed stream's in-flight buffer respects
+// A keyed stream's in-flight buffer respects
 // max_response_bytes. Past it nothing more is kept; a joiner gets what was
 // buffered and then ErrJoinBroken; the record is released, so a retry runs.
 func TestInFlightBufferIsBounded(t *testing.T) {
@@ -463,7 +463,7 @@ func TestInFlightBufferIsBounded(t *testing.T) {
 	}
 }
 
-// Issue 8, point 6: a retry on another instance joins a running stream by
+// A retry on another instance joins a running stream by
 // polling; it gets every event once, in order, and the end.
 func TestRemoteJoin(t *testing.T) {
 	ctx := t.Context()

@@ -94,10 +94,9 @@ func BenchmarkCompletion(b *testing.B) {
 	})
 }
 
-// referenceUsage is Usage as it was encoded before the hand-written encoder
-// (issue 11), built from encoding/json's pieces only: json.Marshal of a
-// Usage would call Usage.MarshalJSON, the encoder under test, and compare it
-// with itself.
+// referenceUsage is Usage as encoding/json would encode it, built from
+// encoding/json's pieces only: json.Marshal of a Usage would call
+// Usage.MarshalJSON, the encoder under test, and compare it with itself.
 type referenceUsage Usage
 
 func (u referenceUsage) MarshalJSON() ([]byte, error) {

@@ -113,7 +113,7 @@ func wantCode(t *testing.T, what string, err error, code llm.Code) {
 	}
 }
 
-// Issue 8, point 3, on DynamoDB with real failures: the reserving put lands
+// On DynamoDB with real failures: the reserving put lands
 // and its answer is lost (the connection is reset), and the release cannot
 // reach the store. A retry after the lease takes the reservation over and
 // runs; a reservation that started stays a 409.
@@ -187,7 +187,7 @@ func TestLostReservationTakenOver(t *testing.T) {
 	wantCode(t, "a retry of a started, lapsed record", err, llm.CodeReplayUnavailable)
 }
 
-// Issue 8, point 3 (Complete), on DynamoDB with real failures: the store is
+// Complete on DynamoDB with real failures: the store is
 // cut while the answer is completed. Complete fails and is retried with the
 // same write; a local retry gets the answer at once; once the store is
 // back, Complete lands and a retry on another instance replays it. With a
@@ -246,7 +246,7 @@ func TestDurableComplete(t *testing.T) {
 	}
 }
 
-// Issue 8, point 6: a remote waiter's poll reads the record item and only
+// A remote waiter's poll reads the record item and only
 // the batches it has not seen: one GetItem and one Query, whose answer does
 // not grow with what was appended before.
 func TestPollReadsOnlyNewEvents(t *testing.T) {
