@@ -91,8 +91,9 @@ coldstart: bootstrap-local
 # The integration tier, in the files tagged `//go:build integration`, starts
 # what it needs itself: dynalite (a local DynamoDB stand-in), the Lambda
 # emulator and node with the official SDKs. `make test` checks the code
-# and runs both tiers under the race detector, then the tools module's checks.
-test: fmt-check vet lint tidy-check test-all tools-check
+# and runs both tiers under the race detector, the unit tier again as a
+# machine with only Go runs it, then the tools module's checks.
+test: fmt-check vet lint tidy-check test-all unit tools-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')); \
@@ -117,8 +118,14 @@ tools-check: $(STATICCHECK)
 tidy-check:
 	$(GO) mod tidy -diff
 
+# The unit tier as a machine with only Go runs it: no tool variables, a PATH
+# that holds nothing but the go command (so no node, no C compiler: cgo off).
+BARE_PATH := $(TOOLS)/bare-path
 unit:
-	$(GO) test -count=1 ./...
+	mkdir -p $(BARE_PATH)
+	ln -sfn "$$(command -v $(GO))" $(BARE_PATH)/go
+	env -u BUZZGATE_RIE -u BUZZGATE_NODE_SDKS -u BUZZGATE_DYNALITE PATH=$(BARE_PATH) CGO_ENABLED=0 \
+		go test -count=1 ./...
 
 # Both tiers in one run, with the tools installed first.
 test-all: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)

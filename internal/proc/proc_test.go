@@ -44,7 +44,7 @@ func helper(mode string) int {
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
-		select {}
+		sleepForever()
 	case "fail":
 		fmt.Fprintln(os.Stderr, "failing on purpose")
 		return 3
@@ -64,9 +64,18 @@ func helper(mode string) int {
 			return 1
 		}
 		fmt.Println(p.PID())
-		select {}
+		sleepForever()
 	}
 	return 2
+}
+
+// sleepForever blocks for good. A bare select{} would not: with nothing
+// else to run (signal.Ignore starts no goroutine), a binary built without
+// cgo ends on the runtime's deadlock check, exit status 2.
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // child is a command running the test binary as the helper mode.
