@@ -44,7 +44,7 @@ const (
 //     resends a request by itself only when none of it was written (a
 //     reused connection found closed), or when it is idempotent: a GET or
 //     HEAD, or a request carrying an Idempotency-Key or X-Idempotency-Key
-//     field, which an adapter must therefore not send. Redirects are not
+//     field, which Send therefore takes off every request. Redirects are not
 //     followed (the client's CheckRedirect, noRedirects).
 //   - No client or head timeout of its own: the call's context bounds the
 //     wait for the head (first_token_timeout) and the whole stream.

@@ -387,6 +387,45 @@ func TestTransportNeverResends(t *testing.T) {
 	}
 }
 
+// A call carrying an idempotency key, which would make net/http resend it
+// on a reused connection that dropped it, still reaches the upstream once:
+// Send takes the key fields off, and the upstream never sees them.
+func TestSendNeverResendsKeyedCall(t *testing.T) {
+	var calls atomic.Int32
+	var keyed atomic.Bool
+	u, _ := scriptedServer(t, func(c net.Conn, req *http.Request) {
+		if req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != "" {
+			keyed.Store(true)
+		}
+		if calls.Add(1) == 1 {
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			return
+		}
+		c.Close() // read, no answer
+	})
+	c, tr := newClient()
+	defer tr.CloseIdleConnections()
+	if b := answer(t, c, u); b != "ok" {
+		t.Fatalf("first call: %q", b)
+	}
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header["Idempotency-Key"] = []string{"k1"}
+	req.Header["X-Idempotency-Key"] = []string{"k1"}
+	if resp, err := Send(c, req); err == nil {
+		resp.Body.Close()
+		t.Fatal("a dropped connection answered")
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the upstream got %d requests, want 2 (the keyed call once)", n)
+	}
+	if keyed.Load() {
+		t.Error("the upstream received an idempotency key field")
+	}
+}
+
 // A connection the server closed while it was idle is not used for the
 // next call (which would fail, not being resent).
 func TestTransportSkipsConnectionClosedWhileIdle(t *testing.T) {

@@ -141,7 +141,15 @@ func HTTPClient(hc *http.Client) *http.Client {
 // request a header (Do makes a missing one; a Transport refuses it): Do
 // copies the request's header for a redirect that never comes, a map and a
 // slice per field on every call. Errors are wrapped as Do wraps them.
+//
+// Send takes any Idempotency-Key and X-Idempotency-Key fields off req:
+// net/http resends a request that carries one when a reused connection
+// drops it, and one call must be one attempt.
 func Send(hc *http.Client, req *http.Request) (*http.Response, error) {
+	if req.Header != nil {
+		delete(req.Header, "Idempotency-Key")
+		delete(req.Header, "X-Idempotency-Key")
+	}
 	if hc.Jar != nil || hc.Timeout != 0 || req.URL == nil || req.URL.User != nil || req.Header == nil {
 		return hc.Do(req)
 	}
