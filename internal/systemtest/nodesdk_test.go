@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
 // envNodeSDKs names the environment variable holding the node_modules
@@ -27,26 +29,11 @@ const nodeSDKsMissing = "the official Node SDKs are not installed: run `make too
 // (never skipping it) when either is missing.
 func nodeSDKs(t *testing.T) (node, dir string) {
 	t.Helper()
-	dir = os.Getenv(envNodeSDKs)
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatalf("%s (%v)", nodeSDKsMissing, err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(wd, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(wd)
-			if parent == wd {
-				t.Fatalf("%s (no go.mod above the working directory)", nodeSDKsMissing)
-			}
-			wd = parent
-		}
-		dir = filepath.Join(wd, ".tools", "sdks", "node_modules")
-	}
-	dir, err := filepath.Abs(dir)
+	dir, err := proc.Tool(envNodeSDKs, filepath.Join(".tools", "sdks", "node_modules"), nodeSDKsMissing)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
 		t.Fatalf("%s (%v)", nodeSDKsMissing, err)
 	}
 	for _, pkg := range []string{"openai", "@anthropic-ai/sdk"} {
