@@ -10,12 +10,20 @@ import (
 type UpstreamRequest struct {
 	// Model is the route's upstream model name; Body already carries it.
 	Model string
-	// Body is the Chat Completions request to send, as JSON: the client's
-	// fields less the gateway-owned ones, with "model" replaced, "stream"
-	// true and stream_options.include_usage true. The gateway always calls
-	// upstream streaming, so that one rule (fallback until the first output)
-	// and one timeout (first_token_timeout) cover both kinds of client request.
+	// Proto is Body's protocol: ProtoChat, or the provider's own
+	// (NativeProvider) for a client's request passed through.
+	Proto Proto
+	// Body is the request to send, as JSON. In Chat Completions: the
+	// client's fields less the gateway-owned ones, with "model" replaced,
+	// "stream" true and stream_options.include_usage true. Passed through:
+	// the client's body with "model" replaced and "stream" true. The
+	// gateway always calls upstream streaming, so that one rule (fallback
+	// until the first output) and one timeout (first_token_timeout) cover
+	// both kinds of client request.
 	Body []byte
+	// Header holds the protocol's request headers to forward with a body
+	// passed through (anthropic-version, anthropic-beta).
+	Header map[string][]string
 }
 
 // Provider is one upstream, as the router uses it. Adapters
@@ -61,6 +69,12 @@ type UsageReporter interface {
 // not know pass through untouched; the other fields are what the gateway
 // reads from it.
 type Chunk struct {
+	// Proto is the chunk's protocol: ProtoChat for a chat.completion.chunk,
+	// or a NativeProvider's own for an event of a request passed through,
+	// whose Raw and Event go to the client as they are.
+	Proto Proto
+	// Event is the SSE event name of a passed-through event ("" for Chat).
+	Event   string
 	Raw     []byte
 	ID      string
 	Model   string

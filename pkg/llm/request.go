@@ -54,6 +54,9 @@ type ChatRequest struct {
 	IncludeUsage bool
 	Gateway      GatewayOptions
 	Provider     ProviderPreferences
+	// Native, when set, is the client's request in its own protocol, sent
+	// as it is to a route that speaks it (NativeProvider).
+	Native *Native
 
 	fields map[string]json.RawMessage
 	size   int

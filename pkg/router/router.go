@@ -242,21 +242,32 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		calls     = make([]int, len(plan.Candidates))
 		throttled []int
 		hint      time.Duration
-		bodies    = map[string][]byte{}
+		bodies    = map[bodyKey][]byte{}
 		nThrottle int
 	)
 	try := func(i int) (*Answer, error) {
 		c := plan.Candidates[i]
-		body, ok := bodies[c.Route.Model]
+		up := llm.UpstreamRequest{Model: c.Route.Model, Proto: llm.ProtoChat}
+		if np, ok := c.adapter.(llm.NativeProvider); ok && req.Native != nil && np.Native() == req.Native.Proto {
+			up.Proto, up.Header = req.Native.Proto, req.Native.Header
+		}
+		key := bodyKey{up.Proto, c.Route.Model}
+		body, ok := bodies[key]
 		if !ok {
 			var err error
-			if body, err = req.UpstreamBody(c.Route.Model); err != nil {
+			if up.Proto == llm.ProtoChat {
+				body, err = req.UpstreamBody(c.Route.Model)
+			} else {
+				body, err = req.Native.BodyFor(c.Route.Model)
+			}
+			if err != nil {
 				return nil, err
 			}
-			bodies[c.Route.Model] = body
+			bodies[key] = body
 		}
+		up.Body = body
 		calls[i]++
-		ans, err := r.attempt(ctx, c, i, body, req.Size())
+		ans, err := r.attempt(ctx, c, i, &up, req.Size())
 		if ans != nil {
 			ans.Calls = len(attempts) + 1
 			return ans, nil
@@ -331,6 +342,13 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	return nil, attempts, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: fmt.Sprintf("every provider of model %q that was tried failed (%d calls)", plan.Model.ID, len(attempts))}
 }
 
+// bodyKey names one upstream body of a request: routes to the same model in
+// the same protocol send the same bytes.
+type bodyKey struct {
+	proto llm.Proto
+	model string
+}
+
 // retryIn is the Retry-After of a 503 no_live_provider: the time left until
 // the first of the plan's providers is out of its cool-down (a second at
 // least), not the whole cool-down.
@@ -354,7 +372,7 @@ func (r *Router) ctxError(err error) error {
 // attempt makes one provider call and reads it up to its first output. It
 // returns either an answer or an error: a *llm.ProviderError for a failure of
 // the provider, or the error of ctx when the request itself ended.
-func (r *Router) attempt(ctx context.Context, c Candidate, depth int, body []byte, promptBytes int) (*Answer, error) {
+func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.UpstreamRequest, promptBytes int) (*Answer, error) {
 	actx, cancel := context.WithCancel(ctx)
 	var timedOut atomic.Bool
 	var timer *time.Timer
@@ -380,12 +398,12 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, body []byt
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "the provider's stream ended before any output", Err: err}
 	}
 
-	stream, err := c.adapter.ChatStream(actx, &llm.UpstreamRequest{Model: c.Route.Model, Body: body})
+	stream, err := c.adapter.ChatStream(actx, up)
 	if err != nil {
 		return fail(err)
 	}
 	a := &Answer{
-		Provider: c.Route.Provider, Depth: depth, Route: c.Route,
+		Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API,
 		stream: stream, cancel: cancel, health: r.health, now: r.now, promptBytes: promptBytes,
 	}
 	a.pending = a.firstChunks[:0]
@@ -422,6 +440,11 @@ type Answer struct {
 	Provider string
 	Depth    int
 	Route    catalog.Route
+	// Proto is the protocol of the answer's chunks: ProtoChat, or the
+	// client's own when its request was passed through.
+	Proto llm.Proto
+	// API is the provider's upstream API (catalog.Provider.API).
+	API string
 	// Calls is the number of provider calls the request made, this one
 	// included.
 	Calls       int
@@ -467,6 +490,18 @@ func (a *Answer) read() (ch llm.Chunk, ok bool, err error) {
 	ch, err = a.stream.Next()
 	if err != nil {
 		return llm.Chunk{}, false, err
+	}
+	if ch.Proto != llm.ProtoChat {
+		// An event passed through goes to the client as it is: its usage
+		// is noted, not taken out.
+		if ch.Usage != nil {
+			a.usage = ch.Usage
+		}
+		a.seen |= ch.Seen
+		a.done |= ch.Finished
+		a.finished = a.seen != 0 && a.seen&^a.done == 0
+		a.textLen += ch.TextLen
+		return ch, true, nil
 	}
 	if ch.Usage != nil {
 		a.usage = ch.Usage

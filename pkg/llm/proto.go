@@ -1,0 +1,65 @@
+package llm
+
+import "net/http"
+
+// Proto is a wire protocol: the one a client API speaks, and the one an
+// upstream speaks. A request whose client API and route share a protocol
+// goes upstream as the client wrote it; any other pair goes through Chat
+// Completions, the pipeline's own shape (docs/architecture.md#protocols).
+type Proto uint8
+
+const (
+	// ProtoChat is OpenAI Chat Completions.
+	ProtoChat Proto = iota
+	// ProtoMessages is Anthropic Messages.
+	ProtoMessages
+	// ProtoResponses is OpenAI Responses.
+	ProtoResponses
+)
+
+// String is the protocol's name in logs, metrics and docs.
+func (p Proto) String() string {
+	switch p {
+	case ProtoChat:
+		return "chat"
+	case ProtoMessages:
+		return "messages"
+	case ProtoResponses:
+		return "responses"
+	}
+	return "unknown"
+}
+
+// NativeProvider is a provider that takes requests in its own protocol as
+// they are: the router sends it a client's own body (with the route's model)
+// when the client speaks that protocol, and the stream's chunks are then that
+// protocol's events (Chunk.Proto), passed to the client unchanged.
+type NativeProvider interface {
+	Provider
+	// Native is the protocol the provider speaks.
+	Native() Proto
+}
+
+// Native is a client's request in its own protocol, kept beside the Chat
+// Completions form the pipeline reads, for routes that speak it.
+type Native struct {
+	Proto Proto
+	// Body is the client's body without the gateway-owned fields; Body's
+	// "model" is replaced per route (WithModel).
+	Body []byte
+	// Header holds the protocol's own request headers to forward
+	// (anthropic-version, anthropic-beta), canonical names.
+	Header http.Header
+	// Stream is whether the client asked for a stream: the upstream is
+	// always called streaming.
+	Stream bool
+}
+
+// BodyFor is the upstream body for a route serving model: the client's body
+// with "model" set to it and "stream" true.
+func (n *Native) BodyFor(model string) ([]byte, error) {
+	return SetTopLevel(n.Body, map[string][]byte{
+		"model":  AppendString(nil, model),
+		"stream": []byte("true"),
+	})
+}

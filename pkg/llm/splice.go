@@ -1,0 +1,150 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/buzzgate/buzzgate/internal/jsonstr"
+)
+
+// Member is one top-level member of a JSON object, as written.
+type Member struct {
+	// Key is the decoded key; KeyRaw the key as written, quotes included.
+	Key    string
+	KeyRaw []byte
+	// Value is the value as written.
+	Value []byte
+}
+
+var errNotObject = errors.New("the body is not a JSON object")
+
+// Members splits a JSON object into its top-level members, in order, with
+// no copies: the members share body's memory. A key given twice is listed
+// twice. It fails on anything that is not one well-formed object.
+func Members(body []byte) ([]Member, error) {
+	s := scanner{b: body}
+	if s.peek() != '{' {
+		return nil, errNotObject
+	}
+	ms := make([]Member, 0, 16)
+	ok := s.object(func(key []byte, esc bool) bool {
+		m := Member{KeyRaw: body[keyStart(body, key) : len(key)+keyStart(body, key)+2]}
+		if esc {
+			if json.Unmarshal(m.KeyRaw, &m.Key) != nil {
+				return false
+			}
+		} else {
+			m.Key = string(key)
+		}
+		var v json.RawMessage
+		if !s.raw(&v) {
+			return false
+		}
+		m.Value = v
+		ms = append(ms, m)
+		return true
+	})
+	if !ok {
+		return nil, errNotObject
+	}
+	if s.ws(); s.i != len(body) {
+		return nil, errNotObject
+	}
+	return ms, nil
+}
+
+// keyStart is the offset in body of the opening quote of key, a sub-slice
+// of body.
+func keyStart(body, key []byte) int {
+	return cap(body) - cap(key) - 1
+}
+
+// CaseVariant returns the first member whose key equals one of names but
+// for case, or that repeats one of them: an upstream that reads keys
+// case-insensitively (Go's encoding/json does) or keeps the last of two
+// would read it in place of the gateway's own.
+func CaseVariant(ms []Member, names ...string) (string, bool) {
+	seen := make(map[string]bool, len(names))
+	for _, m := range ms {
+		for _, n := range names {
+			if !strings.EqualFold(m.Key, n) {
+				continue
+			}
+			if m.Key != n || seen[n] {
+				return m.Key, true
+			}
+			seen[n] = true
+		}
+	}
+	return "", false
+}
+
+// SetTopLevel returns body with the top-level members named in set given
+// those values (raw JSON; nil removes the member), in place of the first
+// member of that name and after the others for a name the body lacks.
+// Every other byte of the members is copied as written.
+func SetTopLevel(body []byte, set map[string][]byte) ([]byte, error) {
+	ms, err := Members(body)
+	if err != nil {
+		return nil, err
+	}
+	return Splice(ms, len(body), set), nil
+}
+
+// Splice is SetTopLevel over members already split; size is a hint of the
+// result's length.
+func Splice(ms []Member, size int, set map[string][]byte) []byte {
+	n := size + 2
+	for k, v := range set {
+		n += len(k) + len(v) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	done := make(map[string]bool, len(set))
+	first := true
+	member := func(key []byte, value []byte) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, key...)
+		b = append(b, ':')
+		b = append(b, value...)
+	}
+	for _, m := range ms {
+		v, ok := set[m.Key]
+		if !ok {
+			member(m.KeyRaw, m.Value)
+			continue
+		}
+		if done[m.Key] || v == nil {
+			done[m.Key] = true
+			continue
+		}
+		done[m.Key] = true
+		member(m.KeyRaw, v)
+	}
+	for _, k := range sortedKeys(set) {
+		if v := set[k]; !done[k] && v != nil {
+			member(jsonstr.Append(nil, k, true), v)
+		}
+	}
+	return append(b, '}')
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// AppendString appends s as a JSON string.
+func AppendString(b []byte, s string) []byte { return jsonstr.Append(b, s, true) }

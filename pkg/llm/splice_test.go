@@ -1,0 +1,73 @@
+package llm
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestSetTopLevel(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		set  map[string][]byte
+		want string
+	}{
+		{`{"model":"a","x":{"y":[1,2]},"stream":false}`, map[string][]byte{"model": []byte(`"b"`), "stream": []byte("true")}, `{"model":"b","x":{"y":[1,2]},"stream":true}`},
+		{` { "x" : 1 , "gateway" : {} } `, map[string][]byte{"gateway": nil, "model": []byte(`"m"`)}, `{"x":1,"model":"m"}`},
+		{`{"model":"a","model":"c"}`, map[string][]byte{"model": []byte(`"b"`)}, `{"model":"b"}`},
+		{`{"mod\u0065l":"a"}`, map[string][]byte{"model": []byte(`"b"`)}, `{"mod\u0065l":"b"}`},
+		{`{}`, map[string][]byte{"stream": []byte("true")}, `{"stream":true}`},
+	} {
+		got, err := SetTopLevel([]byte(tc.in), tc.set)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("SetTopLevel(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"a":}`, `{"a":1} x`, `{"a":1`} {
+		if _, err := SetTopLevel([]byte(bad), nil); err == nil {
+			t.Errorf("SetTopLevel(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestCaseVariant(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"model":"a","MODEL":"b"}`: "MODEL",
+		`{"model":"a","Stream":true}`: "Stream",
+		`{"model":"a","model":"b"}`: "model",
+		`{"model":"a","stream":true}`: "",
+	} {
+		ms, err := Members([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := CaseVariant(ms, "model", "stream", "gateway", "provider")
+		if got != want {
+			t.Errorf("CaseVariant(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzSetTopLevel: whatever Members accepts, encoding/json accepts, and the
+// spliced body is valid JSON whose other members are unchanged.
+func FuzzSetTopLevel(f *testing.F) {
+	for _, s := range []string{`{"model":"a","x":1}`, `{"a":{"b":[1,"\u00e9"]},"model":null}`, `{ }`, `{"m\"":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ms, err := Members(body)
+		if err != nil {
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("Members accepted invalid JSON %q", body)
+		}
+		out := Splice(ms, len(body), map[string][]byte{"model": []byte(`"x"`), "gateway": nil})
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("spliced %q into invalid JSON %q: %v", body, out, err)
+		}
+		if string(m["model"]) != `"x"` {
+			t.Fatalf("model = %s in %q", m["model"], out)
+		}
+	})
+}
