@@ -18,13 +18,13 @@ import (
 // streamed one's deltas for the codecs that reshape them.
 
 // answerHead is the headers of an answer served by a provider.
-func answerHead(requestID string, ans *router.Answer, contentType string) map[string]string {
-	return map[string]string{
+func answerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, contentType string) map[string]string {
+	return droppedHeader(map[string]string{
 		"Content-Type":          contentType,
 		"X-Request-Id":          requestID,
 		"X-Gateway-Provider":    ans.Provider,
 		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
-	}
+	}, req, ans)
 }
 
 // assemble reads a non-streaming answer to its end, with the ending rules
@@ -47,9 +47,18 @@ func assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gate
 		}
 	}
 	usage = ans.Usage()
+	res, ok = endOf(ans, usage, end)
+	return asm, usage, res, ok, end
+}
+
+// endOf is the ending rule of a non-streaming answer read to its end: ok
+// when it is to be written (end is io.EOF, or router.ErrIncomplete when the
+// provider just stopped), else res is the request's result (a failure after
+// output started, the time limit, an unkeyed client gone).
+func endOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, ok bool) {
 	switch {
 	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
-		return asm, usage, gateway.Result{}, true, end
+		return gateway.Result{}, true
 	case errors.Is(end, context.DeadlineExceeded):
 		res.Err = &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit", Cause: end}
 	case errors.Is(end, context.Canceled):
@@ -58,7 +67,7 @@ func assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gate
 		res.Err = &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " failed after its answer had started", Cause: end}
 	}
 	res.Usage = usage
-	return asm, usage, res, false, end
+	return res, false
 }
 
 // writeWhole writes an assembled answer's body (a JSON document, to which

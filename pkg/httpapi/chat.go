@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -38,6 +40,23 @@ type clientAPI struct {
 	scope string
 	// apiKeyHeader: the key may come in x-api-key (Anthropic's SDKs).
 	apiKeyHeader bool
+	// proto is the API's protocol. A request of a protocol other than Chat
+	// Completions also keeps its own body (llm.Native), for the routes that
+	// speak it; forward are its headers sent on with it, and hints the
+	// top-level fields its translation to Chat Completions leaves out.
+	proto   llm.Proto
+	forward []string
+	hints   []string
+	// owned are the fields the gateway owns or sets: a key that differs
+	// from one only in case, or repeats it, is refused.
+	owned []string
+	// notNative are fields whose presence keeps a request from passing
+	// through (what they refer to is the gateway's: a Responses
+	// previous_response_id names a turn the gateway kept).
+	notNative []string
+	// passCodec is the codec of a request that can only pass through (it
+	// has no Chat Completions form).
+	passCodec codecFunc
 }
 
 // codecFunc makes the codec of one request.
@@ -48,6 +67,7 @@ var chatAPI = clientAPI{
 		return &chatCodec{requestID: id, req: req, keyed: keyed}
 	},
 	errorf: writeError,
+	owned:  []string{"model", "stream", "stream_options", "gateway", "provider"},
 }
 
 // generate serves a generation endpoint. The order of checks is the
@@ -71,6 +91,13 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		fail(err)
 		return
 	}
+	members, membersErr := llm.Members(body)
+	if membersErr == nil {
+		if name, bad := llm.CaseVariant(members, api.owned...); bad {
+			fail(llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", sanitize(name), strings.Join(api.owned, ", ")))
+			return
+		}
+	}
 	chatBody, mkCodec := body, api.codec
 	var resolve func(context.Context) ([]byte, error)
 	switch {
@@ -78,6 +105,16 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		chatBody, mkCodec, resolve, err = api.prepare(p, id, body)
 	case api.decode != nil:
 		chatBody, err = api.decode(body)
+	}
+	native := api.proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.notNative)) == 0
+	var chatErr error
+	if err != nil && native && llm.AsError(err).Code == llm.CodeInvalidRequest {
+		// No Chat Completions form: the request may still pass through to
+		// a route of its own protocol, whose provider validates it.
+		chatErr, chatBody, err = err, routingBody(members), nil
+		if api.passCodec != nil {
+			mkCodec, resolve = api.passCodec, nil
+		}
 	}
 	if err != nil {
 		fail(err)
@@ -88,11 +125,25 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		fail(err)
 		return
 	}
+	if native {
+		if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
+			fail(err)
+			return
+		}
+		req.ChatErr = chatErr
+		if chatErr == nil {
+			req.Dropped = presentHints(members, api.hints)
+		}
+	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	demand := req.Demand(p.Policy)
 	plan, err := s.router.Plan(req, router.Policy{Demand: demand, Residency: p.Project.Residency})
 	if err != nil {
 		fail(err)
+		return
+	}
+	if req.ChatErr != nil && !plan.Speaks(api.proto) {
+		fail(req.ChatErr)
 		return
 	}
 	g := &gateway.Request{ID: id, Caller: &p.Caller, Model: req.Model, Plan: plan, Chat: req, Demand: demand,
@@ -120,4 +171,45 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		g.IdempotencyKey, g.Fingerprint = keys[0], fp
 	}
 	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), mkCodec(id, req, g.IdempotencyKey != ""))
+}
+
+// nativeOf is the client's request kept in its own protocol: its body
+// without the gateway-owned fields, and its protocol headers.
+func nativeOf(api clientAPI, h http.Header, members []llm.Member, size int, stream bool) (*llm.Native, error) {
+	n := &llm.Native{Proto: api.proto, Stream: stream,
+		Body: llm.Splice(members, size, map[string][]byte{"gateway": nil, "provider": nil})}
+	for _, name := range api.forward {
+		if v := h.Values(name); len(v) > 0 {
+			if n.Header == nil {
+				n.Header = make(http.Header, len(api.forward))
+			}
+			n.Header[name] = v
+		}
+	}
+	return n, nil
+}
+
+// routingBody is the Chat Completions request that stands for a client's
+// request without a Chat Completions form: only what routing reads (the
+// model, stream, the gateway and provider objects).
+func routingBody(members []llm.Member) []byte {
+	set := map[string][]byte{"messages": []byte(`[{"role":"user","content":""}]`)}
+	for _, m := range members {
+		switch m.Key {
+		case "model", "stream", "gateway", "provider":
+			set[m.Key] = m.Value
+		}
+	}
+	return llm.Splice(nil, 0, set)
+}
+
+// presentHints lists the hint fields the request sets (not null).
+func presentHints(members []llm.Member, hints []string) []string {
+	var out []string
+	for _, m := range members {
+		if string(m.Value) != "null" && slices.Contains(hints, m.Key) && !slices.Contains(out, m.Key) {
+			out = append(out, m.Key)
+		}
+	}
+	return out
 }

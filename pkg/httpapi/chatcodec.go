@@ -50,7 +50,7 @@ func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, nil)
+	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
 }
 
 // streamTail is what the gateway itself writes into a stream: the usage
@@ -73,7 +73,7 @@ type streamTail struct {
 // APIError, openai-go as an ssestream.StreamError); a provider stream that
 // just stopped ends with finish_reason "incomplete" and no error.
 func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	var tail streamTail
 	tail.Object = "chat.completion.chunk"
 	var end error

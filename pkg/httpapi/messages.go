@@ -18,4 +18,8 @@ var messagesAPI = clientAPI{
 	errorf:       writeAnthropicError,
 	scope:        "/api/v1/messages\x00",
 	apiKeyHeader: true,
+	proto:        llm.ProtoMessages,
+	forward:      []string{"Anthropic-Version", "Anthropic-Beta"},
+	hints:        mdIgnoredFields,
+	owned:        []string{"model", "stream", "gateway", "provider"},
 }

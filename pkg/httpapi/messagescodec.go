@@ -66,6 +66,12 @@ func (c *messagesCodec) toolUseID(block int) string {
 }
 
 func (c *messagesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	if ans.Proto == llm.ProtoMessages {
+		if c.req.Stream {
+			return c.passStream(ans, out)
+		}
+		return c.passMessage(ans, out)
+	}
 	if c.req.Stream {
 		return c.stream(ans, out)
 	}
@@ -210,7 +216,7 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, nil)
+	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
 }
 
 // blockWriter turns chat deltas into content block events.
@@ -363,7 +369,7 @@ func anthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
 
 // stream relays the answer as Anthropic's event sequence (see messagesCodec).
 func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	w := &blockWriter{c: c, out: out}
 	w.send("message_start", messageStart{Type: "message_start", Message: anthropicMessage{ID: c.messageID(),
 		Type: "message", Role: "assistant", Model: c.model, Content: []anthropicBlock{}, Usage: startUsage}})

@@ -35,9 +35,16 @@ func turnKey(project, responseID string) string {
 // responsesAPI is OpenAI's Responses API (POST /api/v1/responses).
 func (s *Server) responsesAPI() clientAPI {
 	return clientAPI{
-		prepare: s.prepareResponses,
-		errorf:  writeError,
-		scope:   "/api/v1/responses\x00",
+		prepare:   s.prepareResponses,
+		errorf:    writeError,
+		scope:     "/api/v1/responses\x00",
+		proto:     llm.ProtoResponses,
+		hints:     rsIgnoredFields,
+		owned:     []string{"model", "stream", "gateway", "provider"},
+		notNative: []string{"previous_response_id"},
+		passCodec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+			return &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
+		},
 	}
 }
 

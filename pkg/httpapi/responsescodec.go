@@ -102,6 +102,12 @@ func (c *responsesCodec) callID(index int) string {
 }
 
 func (c *responsesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	if ans.Proto == llm.ProtoResponses {
+		if c.req.Stream {
+			return c.passStream(ans, out)
+		}
+		return c.passResponse(ans, out)
+	}
 	if c.req.Stream {
 		return c.stream(ans, out)
 	}
@@ -439,7 +445,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	return writeWhole(out, answerHead(c.requestID, ans, "application/json"), usage, body, end, func() {
+	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, func() {
 		c.keepTurn(r, text, refusal, calls, usage)
 	})
 }
@@ -656,7 +662,7 @@ func (w *itemWriter) toolCall(index int, id, name, args string) {
 // stream relays the answer as the Responses event sequence (see
 // responsesCodec).
 func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	s := c.settings()
 	w := &itemWriter{c: c, out: out}
 	w.send("response.created", responseEvent{c.object(s, "in_progress", nil, nil)})

@@ -57,6 +57,16 @@ type ChatRequest struct {
 	// Native, when set, is the client's request in its own protocol, sent
 	// as it is to a route that speaks it (NativeProvider).
 	Native *Native
+	// ChatErr, when set, is why the client's request has no Chat
+	// Completions form: only a route that speaks its protocol can serve it
+	// (the others are passed over), and the request is refused with ChatErr
+	// when none can.
+	ChatErr error
+	// Dropped are the client's fields a translation to Chat Completions
+	// leaves out (hints that do not change the answer), named in the
+	// answer's x-gateway-dropped header when a route of another protocol
+	// serves it.
+	Dropped []string
 
 	fields map[string]json.RawMessage
 	size   int

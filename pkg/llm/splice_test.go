@@ -31,9 +31,9 @@ func TestSetTopLevel(t *testing.T) {
 
 func TestCaseVariant(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"model":"a","MODEL":"b"}`: "MODEL",
+		`{"model":"a","MODEL":"b"}`:   "MODEL",
 		`{"model":"a","Stream":true}`: "Stream",
-		`{"model":"a","model":"b"}`: "model",
+		`{"model":"a","model":"b"}`:   "model",
 		`{"model":"a","stream":true}`: "",
 	} {
 		ms, err := Members([]byte(in))

@@ -81,6 +81,17 @@ type Plan struct {
 	emptyReason string
 }
 
+// Speaks reports whether one of the plan's providers takes requests in
+// protocol p as they are (llm.NativeProvider).
+func (p *Plan) Speaks(proto llm.Proto) bool {
+	for _, c := range p.Candidates {
+		if np, ok := c.adapter.(llm.NativeProvider); ok && np.Native() == proto {
+			return true
+		}
+	}
+	return false
+}
+
 // Plan resolves the request's model and preferences. It refuses an unknown
 // model (404) and an unknown provider name (400): request validation, before
 // the idempotency lookup. Whether any provider is live is Start's question.
@@ -250,6 +261,8 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		up := llm.UpstreamRequest{Model: c.Route.Model, Proto: llm.ProtoChat}
 		if np, ok := c.adapter.(llm.NativeProvider); ok && req.Native != nil && np.Native() == req.Native.Proto {
 			up.Proto, up.Header = req.Native.Proto, req.Native.Header
+		} else if req.ChatErr != nil {
+			return nil, nil // this route cannot serve the request (Plan.Speaks)
 		}
 		key := bodyKey{up.Proto, c.Route.Model}
 		body, ok := bodies[key]
@@ -464,6 +477,15 @@ type Answer struct {
 	usage      json.RawMessage
 	textLen    int
 	err        error
+}
+
+// Model is the model the provider says it answered with: that of its first
+// chunk, else the route's upstream model.
+func (a *Answer) Model() string {
+	if len(a.firstChunks[0].Model) > 0 {
+		return a.firstChunks[0].Model
+	}
+	return a.Route.Model
 }
 
 // More reports whether Next will return without waiting on the provider:

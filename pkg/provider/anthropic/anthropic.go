@@ -26,7 +26,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
-var _ llm.Provider = (*Client)(nil)
+var _ llm.NativeProvider = (*Client)(nil)
 
 // Version is the anthropic-version header sent with every request.
 const Version = "2023-06-01"
@@ -74,6 +74,9 @@ func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client 
 // Name returns the upstream's name.
 func (c *Client) Name() string { return c.name }
 
+// Native implements llm.NativeProvider: a Messages request passes through.
+func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
+
 // ChatStream translates req (TranslateRequest), sends it and returns the
 // answer as a stream of chat.completion.chunk values, or the failure
 // classified as the openai adapter classifies its own:
@@ -92,9 +95,13 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if c.urlErr != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
 	}
-	body, err := TranslateRequest(req)
-	if err != nil {
-		return nil, err
+	native := req.Proto == llm.ProtoMessages
+	body := req.Body
+	if !native {
+		var err error
+		if body, err = TranslateRequest(req); err != nil {
+			return nil, err
+		}
 	}
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -104,6 +111,13 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
 	h.Set("Anthropic-Version", Version)
+	if native {
+		for _, name := range ForwardedHeaders {
+			if v := req.Header[name]; len(v) > 0 {
+				h[name] = v
+			}
+		}
+	}
 	if c.apiKey != "" {
 		h.Set("X-Api-Key", c.apiKey)
 	}
@@ -119,7 +133,12 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		resp.Body.Close()
 		return nil, upstream.StatusError(resp.StatusCode, resp.Header, b, c.now())
 	}
-	s := &stream{ctx: ctx, body: resp.Body, dec: NewDecoder(c.now().Unix())}
+	s := &stream{ctx: ctx, body: resp.Body}
+	if native {
+		s.obs = new(Observer)
+	} else {
+		s.dec = NewDecoder(c.now().Unix())
+	}
 	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {
 		s.events = sse.NewReader(resp.Body, maxEventBytes)
 	}
@@ -135,7 +154,10 @@ type stream struct {
 	ctx    context.Context
 	body   io.ReadCloser
 	events *sse.Reader
-	dec    *Decoder
+	// dec translates the events into chunks, or, for a request passed
+	// through, obs observes them.
+	dec *Decoder
+	obs *Observer
 
 	pending  []llm.Chunk
 	jsonRead bool
@@ -162,7 +184,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if s.err != nil {
 			return llm.Chunk{}, s.err
 		}
-		if s.dec.Done() {
+		if s.done() {
 			if s.events != nil {
 				s.events.Release()
 			}
@@ -194,7 +216,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue
 		}
-		chunks, err := s.dec.Decode(ev.Event, ev.Data)
+		chunks, err := s.decode(ev.Event, ev.Data)
 		if err != nil {
 			return s.fail(err)
 		}
@@ -202,8 +224,31 @@ func (s *stream) Next() (llm.Chunk, error) {
 	}
 }
 
+func (s *stream) done() bool {
+	if s.obs != nil {
+		return s.obs.Done()
+	}
+	return s.dec.Done()
+}
+
+func (s *stream) decode(name string, data []byte) ([]llm.Chunk, error) {
+	if s.obs == nil {
+		return s.dec.Decode(name, data)
+	}
+	c, err := s.obs.Observe(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return append(s.pending[:0], c), nil
+}
+
 // UsageSoFar implements llm.UsageReporter.
-func (s *stream) UsageSoFar() json.RawMessage { return s.dec.UsageSoFar() }
+func (s *stream) UsageSoFar() json.RawMessage {
+	if s.obs != nil {
+		return s.obs.UsageSoFar()
+	}
+	return s.dec.UsageSoFar()
+}
 
 // readJSON decodes a whole Message answer into pending chunks.
 func (s *stream) readJSON() error {
@@ -214,12 +259,17 @@ func (s *stream) readJSON() error {
 	if len(body) > maxJSONBody {
 		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"}
 	}
-	events, err := MessageEvents(body)
+	var events [][]byte
+	if s.obs != nil {
+		events, err = NativeEvents(body)
+	} else {
+		events, err = MessageEvents(body)
+	}
 	if err != nil {
 		return err
 	}
 	for _, ev := range events {
-		chunks, err := s.dec.Decode("", ev)
+		chunks, err := s.decode("", ev)
 		if err != nil {
 			return err
 		}

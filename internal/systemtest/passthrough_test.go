@@ -1,0 +1,311 @@
+package systemtest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/sse"
+)
+
+// agentFixture is one agent request as it reached a provider
+// (testdata/agents: recorded from Claude Code and Codex CLI).
+type agentFixture struct {
+	Path    string            `json:"path"`
+	Headers map[string]string `json:"headers"`
+	Body    json.RawMessage   `json:"body"`
+}
+
+func loadFixture(t *testing.T, name string) agentFixture {
+	t.Helper()
+	b, err := os.ReadFile("testdata/agents/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f agentFixture
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// withTop returns body with top-level members replaced (encoding/json
+// keeps raw values as written).
+func withTop(t *testing.T, body []byte, set map[string]string) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range set {
+		m[k] = json.RawMessage(v)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameMembers fails unless got and want have the same top-level members
+// with byte-identical values, but for the keys in except, whose values must
+// be as given.
+func sameMembers(t *testing.T, got, want []byte, except map[string]string) {
+	t.Helper()
+	var g, w map[string]json.RawMessage
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("upstream body is not JSON: %v", err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range except {
+		w[k] = json.RawMessage(v)
+	}
+	for k, v := range w {
+		if !bytes.Equal(g[k], v) {
+			t.Errorf("upstream body member %q = %.200s, want %.200s", k, g[k], v)
+		}
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			t.Errorf("upstream body has member %q the client did not send", k)
+		}
+	}
+}
+
+// claudeStream is an Anthropic event stream with what Claude Code reads:
+// a thinking block with its signature, text, a tool call, cache usage, and
+// an event type the gateway does not know.
+const claudeStream = `event: message_start
+data: {"type":"message_start","message":{"id":"msg_up1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":9000,"output_tokens":1,"service_tier":"standard"}}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"I will print "}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"the word."}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCkYIBxgCKkA-sig"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Running it."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_01X","name":"Bash","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"command\":"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":" \"echo hi\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: future_event
+data: {"type":"future_event","note":"unknown to the gateway"}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":40}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+
+type sseEvent struct{ name, data string }
+
+func readEvents(t *testing.T, body string) []sseEvent {
+	t.Helper()
+	r := sse.NewReader(strings.NewReader(body), 1<<24)
+	var out []sseEvent
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return out
+		}
+		out = append(out, sseEvent{ev.Event, string(ev.Data)})
+	}
+}
+
+// TestClaudeCodePassesThrough replays Claude Code's two recorded turns
+// against an Anthropic route: the upstream gets the body as the agent sent
+// it (the route's model in place of the client's) and its protocol headers,
+// and the agent gets every event as the upstream sent it, the final usage
+// with the gateway's cost added.
+func TestClaudeCodePassesThrough(t *testing.T) {
+	for _, turn := range []string{"claude-code-2.1.328-turn1.json", "claude-code-2.1.328-turn2.json"} {
+		for _, stream := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/stream=%v", turn, stream), func(t *testing.T) {
+				f := loadFixture(t, turn)
+				url, claude, openai := pairGateway(t, "anthropic")
+				claude.Script(providertest.Response{Body: claudeStream, Header: map[string]string{"Content-Type": "text/event-stream"}})
+				body := withTop(t, f.Body, map[string]string{"model": `"m"`, "stream": fmt.Sprint(stream)})
+				hdr := []string{"x-api-key", testKey, "Authorization", ""}
+				for k, v := range f.Headers {
+					hdr = append(hdr, k, v)
+				}
+				a := callPath(t, url+"/api"+f.Path, string(body), hdr...)
+				if a.status != 200 {
+					t.Fatalf("status %d: %s", a.status, a.body)
+				}
+				if claude.Calls() != 1 || openai.Calls() != 0 {
+					t.Fatalf("upstream calls: anthropic %d, openai %d; want 1, 0", claude.Calls(), openai.Calls())
+				}
+				got := claude.Requests()[0]
+				sameMembers(t, got.Body, body, map[string]string{"model": `"claude-x"`, "stream": "true"})
+				for _, h := range []string{"anthropic-beta", "anthropic-version"} {
+					if g := got.Header.Get(h); g != f.Headers[h] {
+						t.Errorf("upstream %s = %q, want %q", h, g, f.Headers[h])
+					}
+				}
+				if got.Header.Get("X-Api-Key") != "claude-secret" {
+					t.Errorf("upstream x-api-key is not the provider's key")
+				}
+				if stream {
+					checkPassedEvents(t, readEvents(t, claudeStream), readEvents(t, a.body))
+				} else {
+					checkClaudeMessage(t, a.body)
+				}
+			})
+		}
+	}
+}
+
+// checkPassedEvents: the same events, names and data, but for the cost the
+// gateway adds to message_delta's usage.
+func checkPassedEvents(t *testing.T, want, got []sseEvent) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, want %d:\n%v", len(got), len(want), got)
+	}
+	for i := range want {
+		g := got[i]
+		if want[i].name == "message_delta" {
+			var m struct {
+				Usage map[string]any `json:"usage"`
+			}
+			if err := json.Unmarshal([]byte(g.data), &m); err != nil {
+				t.Fatal(err)
+			}
+			// 12 input at 1, 40 output at 2 USD per million; cache reads
+			// and writes at the input price.
+			if cost, ok := m.Usage["cost"].(float64); !ok || cost <= 0 {
+				t.Errorf("message_delta usage has no cost: %s", g.data)
+			}
+			g.data = strings.Replace(g.data, fmt.Sprintf(`,"cost":%v`, m.Usage["cost"]), "", 1)
+		}
+		if g != want[i] {
+			t.Errorf("event %d = %q %s\nwant %q %s", i, g.name, g.data, want[i].name, want[i].data)
+		}
+	}
+}
+
+func checkClaudeMessage(t *testing.T, body string) {
+	t.Helper()
+	var m struct {
+		ID         string            `json:"id"`
+		Model      string            `json:"model"`
+		Content    []json.RawMessage `json:"content"`
+		StopReason string            `json:"stop_reason"`
+		Usage      map[string]any    `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	want := []string{
+		`{"type":"thinking","thinking":"I will print the word.","signature":"EqQBCkYIBxgCKkA-sig"}`,
+		`{"type":"text","text":"Running it."}`,
+		`{"type":"tool_use","id":"toolu_01X","name":"Bash","input":{"command": "echo hi"}}`,
+	}
+	if len(m.Content) != len(want) {
+		t.Fatalf("content = %s", body)
+	}
+	for i, w := range want {
+		if string(m.Content[i]) != w {
+			t.Errorf("block %d = %s, want %s", i, m.Content[i], w)
+		}
+	}
+	if m.ID != "msg_up1" || m.Model != "claude-x" || m.StopReason != "tool_use" {
+		t.Errorf("id, model, stop_reason = %q, %q, %q", m.ID, m.Model, m.StopReason)
+	}
+	for k, v := range map[string]float64{"input_tokens": 12, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 9000, "output_tokens": 40} {
+		if m.Usage[k] != v {
+			t.Errorf("usage.%s = %v, want %v", k, m.Usage[k], v)
+		}
+	}
+	if m.Usage["service_tier"] != "standard" {
+		t.Errorf("usage lost a field the gateway does not know: %v", m.Usage)
+	}
+	if c, _ := m.Usage["cost"].(float64); c <= 0 {
+		t.Errorf("usage has no cost: %v", m.Usage)
+	}
+}
+
+// TestMessagesOnOpenAIRouteNamesDroppedHints: a Messages request with a
+// hint that Chat Completions has no field for is translated for an OpenAI
+// route, and the answer names the hint in x-gateway-dropped; on an
+// Anthropic route it passes through and nothing is named.
+func TestMessagesOnOpenAIRouteNamesDroppedHints(t *testing.T) {
+	body := `{"model":"m","max_tokens":50,"context_management":{"edits":[]},"messages":[{"role":"user","content":"Say hello"}]}`
+	for _, first := range []string{"openai", "anthropic"} {
+		url, up1, _ := pairGateway(t, first)
+		a := callPath(t, url+"/api/v1/messages", body, "anthropic-version", "2023-06-01")
+		if a.status != 200 || up1.Calls() != 1 {
+			t.Fatalf("%s route: status %d, calls %d: %s", first, a.status, up1.Calls(), a.body)
+		}
+		got, want := a.header.Get("X-Gateway-Dropped"), "context_management"
+		if first == "anthropic" {
+			want = ""
+			if _, ok := up1.Requests()[0].JSON["context_management"]; !ok {
+				t.Errorf("anthropic route: context_management did not reach the upstream")
+			}
+		}
+		if got != want {
+			t.Errorf("%s route: x-gateway-dropped = %q, want %q", first, got, want)
+		}
+	}
+}
+
+// TestCaseVariantsOfGatewayFieldsAreRefused: on every API, a key that
+// differs from one the gateway sets or owns only in case, or repeats it,
+// is refused with a 400 naming it, and no upstream is called.
+func TestCaseVariantsOfGatewayFieldsAreRefused(t *testing.T) {
+	url, up1, up2 := pairGateway(t, "openai")
+	for _, tc := range []struct{ path, body, field string }{
+		{"/api/v1/chat/completions", `{"model":"m","MODEL":"other","messages":[{"role":"user","content":"hi"}]}`, "MODEL"},
+		{"/api/v1/chat/completions", `{"model":"m","Stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Stream"},
+		{"/api/v1/chat/completions", `{"model":"m","model":"m","messages":[{"role":"user","content":"hi"}]}`, "model"},
+		{"/api/v1/messages", `{"model":"m","max_tokens":5,"Gateway":{},"messages":[{"role":"user","content":"hi"}]}`, "Gateway"},
+		{"/api/v1/responses", `{"model":"m","input":"hi","STREAM":false}`, "STREAM"},
+	} {
+		a := callPath(t, url+tc.path, tc.body)
+		if a.status != 400 || !strings.Contains(a.body, fmt.Sprintf("%q", tc.field)) {
+			t.Errorf("%s %s: status %d, body %s; want 400 naming %q", tc.path, tc.body, a.status, a.body, tc.field)
+		}
+	}
+	if n := up1.Calls() + up2.Calls(); n != 0 {
+		t.Errorf("%d upstream calls, want 0", n)
+	}
+}

@@ -1,0 +1,229 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/buzzgate/buzzgate/internal/jsonstr"
+	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+// passStream relays a Messages stream passed through: the provider's
+// events as it sent them, message_delta with the cost in its usage.
+func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
+	p := passStream{ans: ans, out: out,
+		usageEvent: func(ch *llm.Chunk) bool {
+			return ch.Event == "message_delta" || ch.Usage != nil && ch.FinishReason != ""
+		},
+		usagePath: []string{"usage"},
+		broken:    anthropicErrorEvent,
+		stopped: func(u llm.Usage) []idempotency.Event {
+			var md messageDelta
+			md.Type, md.Usage = "message_delta", toAnthropicUsage(u)
+			b, _ := json.Marshal(md)
+			return []idempotency.Event{{Name: "message_delta", Data: b, Usage: true}}
+		},
+	}
+	return p.run()
+}
+
+// passMessage assembles a Messages stream passed through into the Message
+// the provider would have answered: message_start's message with its
+// content blocks built from their start and deltas, and message_delta's
+// stop reason, stop sequence and usage (with the cost). Fields the gateway
+// does not know are kept: a block keeps every field of its start, and a
+// delta of a type the gateway does not know appends its string fields to
+// the block's fields of the same name and sets the others.
+func (c *messagesCodec) passMessage(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	var m messageAssembler
+	var end error
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		m.add(&ch)
+	}
+	usage := ans.Usage()
+	if res, ok := endOf(ans, usage, end); !ok {
+		return res
+	}
+	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, m.message(usage), end, nil)
+}
+
+// messageAssembler builds a Message from its events.
+type messageAssembler struct {
+	message0 []llm.Member // message_start's message
+	blocks   []*blockAsm
+	delta    []llm.Member // message_delta's delta
+	usage    []llm.Member // message_delta's usage
+}
+
+type blockAsm struct {
+	start   []llm.Member
+	strings map[string]string // accumulated string fields
+	order   []string
+	set     map[string][]byte // raw fields set by deltas
+	json    string            // input_json_delta's partial_json
+	hasJSON bool
+	cites   [][]byte
+}
+
+type passEvent struct {
+	Type         string          `json:"type"`
+	Index        int             `json:"index"`
+	Message      json.RawMessage `json:"message"`
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        json.RawMessage `json:"delta"`
+	Usage        json.RawMessage `json:"usage"`
+}
+
+func (m *messageAssembler) add(ch *llm.Chunk) {
+	var ev passEvent
+	if json.Unmarshal(ch.Raw, &ev) != nil {
+		return
+	}
+	switch ev.Type {
+	case "message_start":
+		m.message0, _ = llm.Members(ev.Message)
+	case "content_block_start":
+		ms, err := llm.Members(ev.ContentBlock)
+		if err != nil || ev.Index < 0 || ev.Index > 1<<16 {
+			return
+		}
+		for len(m.blocks) <= ev.Index {
+			m.blocks = append(m.blocks, nil)
+		}
+		m.blocks[ev.Index] = &blockAsm{start: ms, strings: map[string]string{}, set: map[string][]byte{}}
+	case "content_block_delta":
+		if ev.Index < 0 || ev.Index >= len(m.blocks) || m.blocks[ev.Index] == nil {
+			return
+		}
+		m.blocks[ev.Index].add(ev.Delta)
+	case "message_delta":
+		if ms, err := llm.Members(ev.Delta); err == nil {
+			m.delta = append(m.delta, ms...)
+		}
+		if ms, err := llm.Members(ev.Usage); err == nil {
+			m.usage = append(m.usage, ms...)
+		}
+	}
+}
+
+func (b *blockAsm) add(delta json.RawMessage) {
+	ms, err := llm.Members(delta)
+	if err != nil {
+		return
+	}
+	typ := ""
+	for _, f := range ms {
+		if f.Key == "type" {
+			_ = json.Unmarshal(f.Value, &typ)
+		}
+	}
+	for _, f := range ms {
+		switch {
+		case f.Key == "type":
+		case typ == "input_json_delta" && f.Key == "partial_json":
+			var s string
+			if json.Unmarshal(f.Value, &s) == nil {
+				b.json += s
+				b.hasJSON = true
+			}
+		case typ == "citations_delta" && f.Key == "citation":
+			b.cites = append(b.cites, f.Value)
+		case typ == "signature_delta" && f.Key == "signature":
+			b.set["signature"] = f.Value
+		case len(f.Value) > 0 && f.Value[0] == '"':
+			var s string
+			if json.Unmarshal(f.Value, &s) == nil {
+				if _, ok := b.strings[f.Key]; !ok {
+					b.order = append(b.order, f.Key)
+				}
+				b.strings[f.Key] += s
+			}
+		default:
+			b.set[f.Key] = f.Value
+		}
+	}
+}
+
+func (b *blockAsm) block() []byte {
+	set := make(map[string][]byte, len(b.set)+len(b.strings)+2)
+	for k, v := range b.set {
+		set[k] = v
+	}
+	for _, k := range b.order {
+		prior := ""
+		for _, f := range b.start {
+			if f.Key == k {
+				_ = json.Unmarshal(f.Value, &prior)
+			}
+		}
+		set[k] = jsonstr.Append(nil, prior+b.strings[k], false)
+	}
+	if b.hasJSON {
+		if b.json == "" || !json.Valid([]byte(b.json)) {
+			set["input"] = []byte("{}")
+		} else {
+			set["input"] = []byte(b.json)
+		}
+	}
+	if len(b.cites) > 0 {
+		list := []byte{'['}
+		for _, f := range b.start {
+			if f.Key == "citations" && len(f.Value) > 2 && f.Value[0] == '[' {
+				list = append(list, f.Value[1:len(f.Value)-1]...)
+				list = append(list, ',')
+			}
+		}
+		for i, c := range b.cites {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = append(list, c...)
+		}
+		set["citations"] = append(list, ']')
+	}
+	return llm.Splice(b.start, 64, set)
+}
+
+// message is the assembled Message, its usage with the gateway's cost.
+func (m *messageAssembler) message(u llm.Usage) []byte {
+	content := []byte{'['}
+	n := 0
+	for _, b := range m.blocks {
+		if b == nil {
+			continue
+		}
+		if n > 0 {
+			content = append(content, ',')
+		}
+		n++
+		content = append(content, b.block()...)
+	}
+	content = append(content, ']')
+	set := map[string][]byte{"content": content}
+	for _, f := range m.delta {
+		set[f.Key] = f.Value
+	}
+	var usage []llm.Member
+	for _, f := range m.message0 {
+		if f.Key == "usage" {
+			usage, _ = llm.Members(f.Value)
+		}
+	}
+	uset := map[string][]byte{}
+	for _, f := range m.usage {
+		uset[f.Key] = f.Value
+	}
+	cost, _ := json.Marshal(u.Cost)
+	uset["cost"] = cost
+	set["usage"] = llm.Splice(usage, 64, uset)
+	return llm.Splice(m.message0, 256, set)
+}

@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+// responsesTerminal reports whether a Responses event ends the response
+// (and carries its usage).
+func responsesTerminal(ch *llm.Chunk) bool {
+	switch ch.Event {
+	case "response.completed", "response.incomplete", "response.failed":
+		return true
+	}
+	return ch.Usage != nil && ch.FinishReason != ""
+}
+
+// passStream relays a Responses stream passed through: the provider's
+// events as it sent them, the terminal event with the cost in its
+// response's usage.
+func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
+	p := passStream{ans: ans, out: out,
+		usageEvent: responsesTerminal,
+		usagePath:  []string{"response", "usage"},
+		broken: func(e *llm.Error, _ error) idempotency.Event {
+			b, _ := json.Marshal(struct {
+				Type    string  `json:"type"`
+				Code    string  `json:"code"`
+				Message string  `json:"message"`
+				Param   *string `json:"param"`
+			}{"error", string(e.Code), e.Message, nil})
+			return idempotency.Event{Name: "error", Data: b}
+		},
+		stopped: func(llm.Usage) []idempotency.Event { return nil },
+	}
+	return p.run()
+}
+
+// passResponse answers a non-streaming Responses request passed through
+// with the response object of the stream's terminal event (which carries
+// the whole response), its usage with the gateway's cost.
+func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	var last []byte
+	var end error
+	for {
+		ch, err := ans.Next()
+		if err != nil {
+			end = err
+			break
+		}
+		if responsesTerminal(&ch) || ch.Event == "response.created" || ch.Event == "response.in_progress" {
+			last = ch.Raw
+		}
+	}
+	usage := ans.Usage()
+	if res, ok := endOf(ans, usage, end); !ok {
+		return res
+	}
+	var ev struct {
+		Response json.RawMessage `json:"response"`
+	}
+	if json.Unmarshal(last, &ev) != nil || len(ev.Response) == 0 {
+		return gateway.Result{Usage: usage, Answered: false, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " sent no response object"}}
+	}
+	body := withCost(ev.Response, usage.Cost, "usage")
+	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
+}

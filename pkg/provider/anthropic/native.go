@@ -1,0 +1,166 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// ForwardedHeaders are the request headers of a Messages client sent on
+// with its request when it passes through: the API version it was written
+// for, and the betas it opts into.
+var ForwardedHeaders = []string{"Anthropic-Version", "Anthropic-Beta"}
+
+// Observer reads the events of a Messages stream passed through to a
+// Messages client, for what the gateway needs of them (the first output,
+// the stop reason, the usage, an error event), and hands each on unchanged:
+// its chunks carry the event's name and data as received. Output is any
+// content: text, thinking, a tool call's input, or a block that is content
+// in itself (tool_use, server_tool_use, redacted_thinking, and block types
+// added after this was written). The zero Observer is ready.
+type Observer struct {
+	usage    usageCounts
+	sawUsage bool
+	done     bool
+}
+
+// Done reports whether message_stop has been read.
+func (o *Observer) Done() bool { return o.done }
+
+// Observe reads one event (name is the SSE event name, used when the data
+// has no "type"). An error event is a FailTransient *llm.ProviderError, as
+// is data that is not an event object.
+func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
+	c := llm.Chunk{Proto: llm.ProtoMessages, Event: name, Raw: data, HasChoices: true}
+	var ev event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return llm.Chunk{}, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.Join(errMalformed, err)}
+	}
+	if ev.Type == "" {
+		ev.Type = name
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message == nil {
+			return llm.Chunk{}, malformedEvent("message_start without message")
+		}
+		c.ID, c.Model = ev.Message.ID, ev.Message.Model
+		o.addUsage(ev.Message.Usage)
+	case "content_block_start":
+		cb := ev.ContentBlock
+		if cb == nil {
+			return llm.Chunk{}, malformedEvent("content_block_start without content_block")
+		}
+		switch cb.Type {
+		case "text", "thinking":
+			c.TextLen = len(cb.Text)
+		default:
+			c.TextLen = len(cb.Name) + 1
+		}
+		c.Output = c.TextLen > 0
+	case "content_block_delta":
+		if ev.Delta == nil {
+			return llm.Chunk{}, malformedEvent("content_block_delta without delta")
+		}
+		c.TextLen = len(ev.Delta.Text) + len(ev.Delta.Thinking) + len(ev.Delta.PartialJSON)
+		c.Output = c.TextLen > 0
+	case "message_delta":
+		o.addUsage(ev.Usage)
+		if o.sawUsage {
+			c.Usage = o.usageJSON()
+		}
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			c.FinishReason = ev.Delta.StopReason
+			c.Seen, c.Finished = 1, 1
+		}
+	case "message_stop":
+		o.done = true
+	case "error":
+		msg := "unspecified upstream error"
+		if ev.Error != nil && ev.Error.Message != "" {
+			msg = ev.Error.Message
+		}
+		return llm.Chunk{}, &llm.ProviderError{Class: llm.FailTransient, Message: msg, Err: &llm.ChunkError{Message: msg}}
+	}
+	return c, nil
+}
+
+// UsageSoFar is the usage reported so far, in the Chat Completions shape
+// the pipeline reads, or nil.
+func (o *Observer) UsageSoFar() json.RawMessage {
+	if !o.sawUsage {
+		return nil
+	}
+	return o.usageJSON()
+}
+
+func (o *Observer) addUsage(u *eventUsage) {
+	d := Decoder{usage: o.usage, sawUsage: o.sawUsage}
+	d.addUsage(u)
+	o.usage, o.sawUsage = d.usage, d.sawUsage
+}
+
+func (o *Observer) usageJSON() json.RawMessage {
+	d := Decoder{usage: o.usage}
+	return d.usageJSON()
+}
+
+// NativeEvents turns a whole Message (an upstream that answered a streaming
+// request with JSON) into the events that stream it: message_start with the
+// message less its content, each block started whole and stopped, and
+// message_delta with the stop reason, stop sequence and usage. Every field
+// of the message and of its blocks is kept as it was. An error envelope is
+// its error event.
+func NativeEvents(body []byte) ([][]byte, error) {
+	ms, err := llm.Members(body)
+	if err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
+	}
+	var content, stop, stopSeq, usage []byte
+	for _, m := range ms {
+		switch m.Key {
+		case "type":
+			if string(m.Value) == `"error"` {
+				return [][]byte{body}, nil
+			}
+		case "content":
+			content = m.Value
+		case "stop_reason":
+			stop = m.Value
+		case "stop_sequence":
+			stopSeq = m.Value
+		case "usage":
+			usage = m.Value
+		}
+	}
+	var blocks []json.RawMessage
+	if len(content) > 0 && string(content) != "null" {
+		if err := json.Unmarshal(content, &blocks); err != nil {
+			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
+		}
+	}
+	start := llm.Splice(ms, len(body), map[string][]byte{"content": []byte("[]"), "stop_reason": []byte("null"), "stop_sequence": []byte("null")})
+	events := [][]byte{append(append([]byte(`{"type":"message_start","message":`), start...), '}')}
+	for i, b := range blocks {
+		idx := strconv.Itoa(i)
+		ev := []byte(`{"type":"content_block_start","index":` + idx + `,"content_block":`)
+		ev = append(append(ev, b...), '}')
+		events = append(events, ev, []byte(`{"type":"content_block_stop","index":`+idx+`}`))
+	}
+	if len(stop) == 0 || string(stop) == "null" {
+		return events, nil
+	}
+	delta := []byte(`{"type":"message_delta","delta":{"stop_reason":`)
+	delta = append(delta, stop...)
+	if len(stopSeq) > 0 {
+		delta = append(append(delta, `,"stop_sequence":`...), stopSeq...)
+	}
+	delta = append(delta, '}')
+	if len(usage) > 0 && string(usage) != "null" {
+		delta = append(append(delta, `,"usage":`...), usage...)
+	}
+	events = append(events, append(delta, '}'), []byte(`{"type":"message_stop"}`))
+	return events, nil
+}
