@@ -486,6 +486,11 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	log.Add(slog.String("provider", ans.Provider), slog.Int("route_depth", ans.Depth), slog.Int("calls", ans.Calls),
 		slog.Float64("first_output_ms", float64(ans.FirstOutput.Microseconds())/1000))
 	log.Metrics.Provider, log.Metrics.RouteDepth, log.Metrics.TimeToFirstToken = ans.Provider, ans.Depth, ans.FirstOutput
+	log.Metrics.UpstreamAPI = ans.API
+	log.Metrics.PassThrough = log.Metrics.ClientAPI == ans.Speaks.String()
+	if !log.Metrics.PassThrough {
+		log.Metrics.Dropped = req.Chat.Dropped
+	}
 
 	if exec == nil {
 		// The client's writer may send a burst of events in one write

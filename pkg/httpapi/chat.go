@@ -80,6 +80,7 @@ var chatAPI = clientAPI{
 // it releases the key, so a retry with the same key runs normally.
 func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.Log, api clientAPI) {
 	fail := func(err error) { api.errorf(w, err) }
+	log.Metrics.ClientAPI = api.proto.String()
 	p, err := s.authenticateWith(r, api.apiKeyHeader)
 	if err != nil {
 		fail(err)

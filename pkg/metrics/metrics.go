@@ -38,8 +38,11 @@ const (
 	Namespace = "Buzzgate"
 
 	// Dimensions.
-	DimStage    = "Stage"
-	DimProvider = "Provider"
+	DimStage       = "Stage"
+	DimProvider    = "Provider"
+	DimClientAPI   = "ClientAPI"
+	DimUpstreamAPI = "UpstreamAPI"
+	DimField       = "Field"
 
 	// Metrics, all with the dimension set ["Stage"]; ProviderErrors also with
 	// ["Stage","Provider"].
@@ -56,6 +59,15 @@ const (
 	MetricTimeToFirstToken       = "TimeToFirstToken"       // Milliseconds; only when a provider answered
 	MetricCost                   = "Cost"                   // None (USD); only when > 0
 	MetricErrors5xx              = "Errors5xx"              // Count: status >= 500
+
+	// With the dimension set ["Stage","ClientAPI","UpstreamAPI"], on one
+	// extra line per request a provider answered: which protocol pairs
+	// run, and how many of them passed through untranslated.
+	MetricPairRequests = "PairRequests" // Count, always 1
+	MetricPassThrough  = "PassThrough"  // Count: the request passed through
+	// With ["Stage","ClientAPI","Field"], one line per field a translation
+	// left out (named in x-gateway-dropped).
+	MetricDroppedFields = "DroppedFields" // Count
 )
 
 // CloudWatch units used here (MetricDatum's StandardUnit values).
@@ -91,6 +103,14 @@ type Request struct {
 	TimeToFirstToken time.Duration
 	// Cost is the request's cost in USD; published only when > 0.
 	Cost float64
+	// ClientAPI is the client's protocol (chat, messages, responses);
+	// UpstreamAPI the answering provider's api (openai, anthropic, ...),
+	// set with Provider; PassThrough: the request went upstream in the
+	// client's own protocol.
+	ClientAPI, UpstreamAPI string
+	PassThrough            bool
+	// Dropped are the fields named in the answer's x-gateway-dropped.
+	Dropped []string
 }
 
 // Recorder records requests' metrics. Implementations are safe for
@@ -142,6 +162,7 @@ func (e *EMF) Record(r Request) {
 	ts := e.now().UnixMilli()
 	b := e.appendRequest((*bp)[:0], ts, &r)
 	b = e.appendProviderErrors(b, ts, r.FailedProviders)
+	b = e.appendPair(b, ts, &r)
 	e.write(b)
 	if cap(b) <= maxPooledBuffer {
 		*bp = b
@@ -234,6 +255,40 @@ next:
 		b = append(b, `,"`+DimProvider+`":`...)
 		b = appendString(b, name)
 		b = appendValues(b, ms[:])
+		b = append(b, "}\n"...)
+	}
+	return b
+}
+
+// appendPair appends, for a request a provider answered, the line of its
+// protocol pair, and one line per dropped field.
+func (e *EMF) appendPair(b []byte, ts int64, r *Request) []byte {
+	if r.Provider == "" || r.ClientAPI == "" {
+		return b
+	}
+	client := dimensionValue(r.ClientAPI)
+	ms := [2]metric{{MetricPairRequests, unitCount, 1}, {MetricPassThrough, unitCount, b2f(r.PassThrough)}}
+	b = appendHead(b, ts, `[["`+DimStage+`","`+DimClientAPI+`","`+DimUpstreamAPI+`"]]`)
+	b = appendDefinitions(b, ms[:])
+	b = append(b, `]}]},"`+DimStage+`":`...)
+	b = appendString(b, e.stage)
+	b = append(b, `,"`+DimClientAPI+`":`...)
+	b = appendString(b, client)
+	b = append(b, `,"`+DimUpstreamAPI+`":`...)
+	b = appendString(b, dimensionValue(r.UpstreamAPI))
+	b = appendValues(b, ms[:])
+	b = append(b, "}\n"...)
+	for _, f := range r.Dropped {
+		d := [1]metric{{MetricDroppedFields, unitCount, 1}}
+		b = appendHead(b, ts, `[["`+DimStage+`","`+DimClientAPI+`","`+DimField+`"]]`)
+		b = appendDefinitions(b, d[:])
+		b = append(b, `]}]},"`+DimStage+`":`...)
+		b = appendString(b, e.stage)
+		b = append(b, `,"`+DimClientAPI+`":`...)
+		b = appendString(b, client)
+		b = append(b, `,"`+DimField+`":`...)
+		b = appendString(b, dimensionValue(f))
+		b = appendValues(b, d[:])
 		b = append(b, "}\n"...)
 	}
 	return b

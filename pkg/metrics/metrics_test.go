@@ -31,6 +31,9 @@ var units = map[string]string{
 	"TimeToFirstToken":       "Milliseconds",
 	"Cost":                   "None",
 	"Errors5xx":              "Count",
+	"PairRequests":           "Count",
+	"PassThrough":            "Count",
+	"DroppedFields":          "Count",
 }
 
 // validUnits are CloudWatch's StandardUnit values, as the EMF
@@ -340,6 +343,30 @@ func TestRecord(t *testing.T) {
 			}),
 			providerLine("prod", "p0", 2),
 			providerLine("prod", "p1", 1),
+		},
+	}, {
+		name:  "translated pair with dropped fields",
+		stage: "prod",
+		req: Request{Status: 200, Provider: "p0", Latency: time.Second, TimeToFirstToken: time.Second,
+			ClientAPI: "messages", UpstreamAPI: "openai", Dropped: []string{"context_management", "tools[web_search]"}},
+		want: []line{
+			mainLine("prod", map[string]any{"Latency": 1000.0, "RouteDepth": 0.0, "TimeToFirstToken": 1000.0}),
+			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "ClientAPI", "UpstreamAPI"}},
+				Members: map[string]any{"Stage": "prod", "ClientAPI": "messages", "UpstreamAPI": "openai", "PairRequests": 1.0, "PassThrough": 0.0}}),
+			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "ClientAPI", "Field"}},
+				Members: map[string]any{"Stage": "prod", "ClientAPI": "messages", "Field": "context_management", "DroppedFields": 1.0}}),
+			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "ClientAPI", "Field"}},
+				Members: map[string]any{"Stage": "prod", "ClientAPI": "messages", "Field": "tools[web_search]", "DroppedFields": 1.0}}),
+		},
+	}, {
+		name:  "pair passed through",
+		stage: "prod",
+		req: Request{Status: 200, Provider: "p0", Latency: time.Second, TimeToFirstToken: time.Second,
+			ClientAPI: "messages", UpstreamAPI: "anthropic", PassThrough: true},
+		want: []line{
+			mainLine("prod", map[string]any{"Latency": 1000.0, "RouteDepth": 0.0, "TimeToFirstToken": 1000.0}),
+			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "ClientAPI", "UpstreamAPI"}},
+				Members: map[string]any{"Stage": "prod", "ClientAPI": "messages", "UpstreamAPI": "anthropic", "PairRequests": 1.0, "PassThrough": 1.0}}),
 		},
 	}, {
 		name:  "replay",

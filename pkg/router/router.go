@@ -355,6 +355,14 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	return nil, attempts, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: fmt.Sprintf("every provider of model %q that was tried failed (%d calls)", plan.Model.ID, len(attempts))}
 }
 
+// speaks is the protocol p takes requests in.
+func speaks(p llm.Provider) llm.Proto {
+	if np, ok := p.(llm.NativeProvider); ok {
+		return np.Native()
+	}
+	return llm.ProtoChat
+}
+
 // bodyKey names one upstream body of a request: routes to the same model in
 // the same protocol send the same bytes.
 type bodyKey struct {
@@ -416,7 +424,7 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 		return fail(err)
 	}
 	a := &Answer{
-		Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API,
+		Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API, Speaks: speaks(c.adapter),
 		stream: stream, cancel: cancel, health: r.health, now: r.now, promptBytes: promptBytes,
 	}
 	a.pending = a.firstChunks[:0]
@@ -456,8 +464,11 @@ type Answer struct {
 	// Proto is the protocol of the answer's chunks: ProtoChat, or the
 	// client's own when its request was passed through.
 	Proto llm.Proto
-	// API is the provider's upstream API (catalog.Provider.API).
-	API string
+	// API is the provider's upstream API (catalog.Provider.API), and
+	// Speaks the protocol it speaks (llm.ProtoChat unless it is an
+	// llm.NativeProvider).
+	API    string
+	Speaks llm.Proto
 	// Calls is the number of provider calls the request made, this one
 	// included.
 	Calls       int
