@@ -796,6 +796,16 @@ func TestAdmission(t *testing.T) {
 	if resp.Header.Get("X-Gateway-Admission-Refused") != "true" || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("admission headers: %v", resp.Header)
 	}
+	// A body is decoded only once admitted: an invalid one, on every API,
+	// is refused for capacity, not read as a 400 (which would mean the
+	// gateway did the decoding work without a slot).
+	for _, path := range []string{"/api/v1/chat/completions", "/api/v1/messages", "/api/v1/responses"} {
+		big := `{"model":"m","max_tokens":1,"messages":[` + strings.Repeat(`{"role":"user","content":"x"},`, 20000) + `7]}`
+		a := callPath(t, g.url+path, big)
+		if a.status != 429 || a.code != "capacity" {
+			t.Errorf("%s with an invalid body while full: %d %s, want 429 capacity", path, a.status, a.code)
+		}
+	}
 	release()
 	if s := <-done; s != 200 {
 		t.Errorf("the admitted request got %d", s)

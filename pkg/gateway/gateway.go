@@ -93,6 +93,13 @@ type Request struct {
 	Resolve func(ctx context.Context) (*llm.ChatRequest, error)
 	// Log collects what the request's log line and metrics need.
 	Log *Log
+	// Validate, when set, decodes and validates the request's body and
+	// fills in the fields above that depend on it (Model, Plan, Chat,
+	// Demand, the key and fingerprint, IncludeUsage, Resolve): Run calls it
+	// once the request is admitted and before the idempotency lookup, so
+	// that decoding a body costs an admission slot. Its error refuses the
+	// request, storing nothing.
+	Validate func() error
 }
 
 // Writer is the client's side of one request: one implementation per wire
@@ -253,6 +260,12 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		return
 	}
 	defer slot.release()
+	if req.Validate != nil {
+		if err := req.Validate(); err != nil {
+			w.Error(err)
+			return
+		}
+	}
 	if req.IdempotencyKey == "" {
 		err := s.resolve(ctx, req)
 		if err == nil {

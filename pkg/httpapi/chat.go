@@ -72,12 +72,14 @@ var chatAPI = clientAPI{
 
 // generate serves a generation endpoint. The order of checks is the
 // contract: authentication, the body (read whole within
-// server.body_timeout, then admission, in gateway.Service.Run), request
+// server.body_timeout), admission (in gateway.Service.Run), request
 // validation (body, model, provider names), then the idempotency lookup,
 // then what the body refers to (a Responses previous_response_id's kept
 // turn: gateway.Request.Resolve), then balance and limits, then routing.
-// Whatever is refused before the lookup stores nothing, and a refusal after
-// it releases the key, so a retry with the same key runs normally.
+// Nothing of the body is decoded before admission: what that costs is
+// bounded by max_in_flight. Whatever is refused before the lookup stores
+// nothing, and a refusal after it releases the key, so a retry with the
+// same key runs normally.
 func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.Log, api clientAPI) {
 	fail := func(err error) { api.errorf(w, err) }
 	log.Metrics.ClientAPI = api.proto.String()
@@ -92,15 +94,33 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		fail(err)
 		return
 	}
+	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: api.scope}
+	codec := &lateCodec{}
+	g.Validate = func() error {
+		c, err := s.validate(r, p, g, api, body)
+		codec.Codec = c
+		return err
+	}
+	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), codec)
+}
+
+// lateCodec is a request's codec, made once the request is validated
+// (gateway.Request.Validate), which is after Run begins.
+type lateCodec struct{ gateway.Codec }
+
+// validate decodes and validates the body of an admitted request, plans
+// it, and fills in g; it returns the request's codec.
+func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api clientAPI, body []byte) (gateway.Codec, error) {
+	id, log := g.ID, g.Log
 	members, membersErr := llm.Members(body)
 	if membersErr == nil {
 		if name, bad := llm.CaseVariant(members, api.owned...); bad {
-			fail(llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", sanitize(name), strings.Join(api.owned, ", ")))
-			return
+			return nil, llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", sanitize(name), strings.Join(api.owned, ", "))
 		}
 	}
 	chatBody, mkCodec := body, api.codec
 	var resolve func(context.Context) ([]byte, error)
+	var err error
 	switch {
 	case api.prepare != nil:
 		chatBody, mkCodec, resolve, err = api.prepare(p, id, body)
@@ -118,18 +138,15 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		}
 	}
 	if err != nil {
-		fail(err)
-		return
+		return nil, err
 	}
 	req, err := llm.DecodeChatRequest(chatBody)
 	if err != nil {
-		fail(err)
-		return
+		return nil, err
 	}
 	if native {
 		if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
-			fail(err)
-			return
+			return nil, err
 		}
 		req.ChatErr = chatErr
 		if chatErr == nil {
@@ -140,15 +157,12 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 	demand := req.Demand(p.Policy)
 	plan, err := s.router.Plan(req, router.Policy{Demand: demand, Residency: p.Project.Residency})
 	if err != nil {
-		fail(err)
-		return
+		return nil, err
 	}
 	if req.ChatErr != nil && !plan.Speaks(api.proto) {
-		fail(req.ChatErr)
-		return
+		return nil, req.ChatErr
 	}
-	g := &gateway.Request{ID: id, Caller: &p.Caller, Model: req.Model, Plan: plan, Chat: req, Demand: demand,
-		IncludeUsage: req.IncludeUsage, Log: log, Scope: api.scope}
+	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	if resolve != nil {
 		g.Resolve = func(ctx context.Context) (*llm.ChatRequest, error) {
 			whole, err := resolve(ctx)
@@ -160,18 +174,16 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 	}
 	if keys := r.Header.Values(HeaderIdempotencyKey); len(keys) > 0 {
 		if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
-			fail(llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength))
-			return
+			return nil, llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength)
 		}
 		// The fingerprint covers the client's own body, as it sent it.
 		fp, err := idempotency.Fingerprint(r.Method, r.URL.Path, body)
 		if err != nil {
-			fail(llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err))
-			return
+			return nil, llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
 		}
 		g.IdempotencyKey, g.Fingerprint = keys[0], fp
 	}
-	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), mkCodec(id, req, g.IdempotencyKey != ""))
+	return mkCodec(id, req, g.IdempotencyKey != ""), nil
 }
 
 // nativeOf is the client's request kept in its own protocol: its body
