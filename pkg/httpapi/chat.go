@@ -104,6 +104,98 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), codec)
 }
 
+// validateNative validates a request in its own protocol whose model has a
+// route that speaks it (ok; otherwise nothing is done): only what routing
+// reads is decoded now, and the translation to Chat Completions waits
+// until a route of another protocol needs it (llm.NewRoutingRequest), so a
+// request that passes through never pays for it.
+func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientAPI, body []byte, members []llm.Member) (gateway.Codec, bool, error) {
+	routing, err := llm.DecodeChatRequest(routingBody(members))
+	if err != nil {
+		return nil, false, nil // the full decoding names the problem
+	}
+	demand := routing.Demand(p.Policy)
+	plan, err := s.router.Plan(routing, router.Policy{Demand: demand, Residency: p.Project.Residency})
+	if err != nil || !plan.Speaks(api.proto) {
+		return nil, false, nil
+	}
+	keyed, err := s.fingerprint(r, g, body)
+	if err != nil {
+		return nil, true, err
+	}
+	var translated gateway.Codec
+	req := llm.NewRoutingRequest(routing, len(body), func() (*llm.ChatRequest, error) {
+		chatBody, mkCodec := body, api.codec
+		var err error
+		switch {
+		case api.prepare != nil:
+			chatBody, mkCodec, _, err = api.prepare(p, g.ID, body)
+		case api.decode != nil:
+			chatBody, err = api.decode(body)
+		}
+		if err != nil {
+			return nil, err
+		}
+		full, err := llm.DecodeChatRequest(chatBody)
+		if err != nil {
+			return nil, err
+		}
+		full.Dropped = presentHints(members, api.hints)
+		if full.Dropped == nil {
+			full.Dropped = []string{}
+		}
+		translated = mkCodec(g.ID, full, keyed)
+		return full, nil
+	})
+	if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
+		return nil, true, err
+	}
+	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
+	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
+	pass := api.codec
+	if api.passCodec != nil {
+		pass = api.passCodec
+	}
+	return &protoCodec{pass: pass(g.ID, req, keyed), translated: func() gateway.Codec { return translated }}, true, nil
+}
+
+// fingerprint checks the Idempotency-Key header and sets the request's key
+// and fingerprint; keyed reports whether it has one.
+func (s *Server) fingerprint(r *http.Request, g *gateway.Request, body []byte) (keyed bool, err error) {
+	keys := r.Header.Values(HeaderIdempotencyKey)
+	if len(keys) == 0 {
+		return false, nil
+	}
+	if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
+		return false, llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength)
+	}
+	// The fingerprint covers the client's own body, as it sent it.
+	fp, err := idempotency.Fingerprint(r.Method, r.URL.Path, body)
+	if err != nil {
+		return false, llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
+	}
+	g.IdempotencyKey, g.Fingerprint = keys[0], fp
+	return true, nil
+}
+
+// protoCodec encodes an answer that passed through with pass, and one
+// translated from another protocol with the codec the translation made.
+type protoCodec struct {
+	pass       gateway.Codec
+	translated func() gateway.Codec
+}
+
+func (c *protoCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	if ans.Proto == llm.ProtoChat {
+		if t := c.translated(); t != nil {
+			return t.Answer(ans, out)
+		}
+	}
+	return c.pass.Answer(ans, out)
+}
+
+func (c *protoCodec) JoinBroken(reason string) idempotency.Event { return c.pass.JoinBroken(reason) }
+
 // lateCodec is a request's codec, made once the request is validated
 // (gateway.Request.Validate), which is after Run begins.
 type lateCodec struct{ gateway.Codec }
@@ -118,6 +210,12 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 			return nil, llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", sanitize(name), strings.Join(api.owned, ", "))
 		}
 	}
+	native := api.proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.notNative)) == 0
+	if native {
+		if c, ok, err := s.validateNative(r, p, g, api, body, members); ok || err != nil {
+			return c, err
+		}
+	}
 	chatBody, mkCodec := body, api.codec
 	var resolve func(context.Context) ([]byte, error)
 	var err error
@@ -127,7 +225,6 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	case api.decode != nil:
 		chatBody, err = api.decode(body)
 	}
-	native := api.proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.notNative)) == 0
 	var chatErr error
 	if err != nil && native && llm.AsError(err).Code == llm.CodeInvalidRequest {
 		// No Chat Completions form: the request may still pass through to
@@ -172,18 +269,11 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 			return llm.DecodeChatRequest(whole)
 		}
 	}
-	if keys := r.Header.Values(HeaderIdempotencyKey); len(keys) > 0 {
-		if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
-			return nil, llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength)
-		}
-		// The fingerprint covers the client's own body, as it sent it.
-		fp, err := idempotency.Fingerprint(r.Method, r.URL.Path, body)
-		if err != nil {
-			return nil, llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
-		}
-		g.IdempotencyKey, g.Fingerprint = keys[0], fp
+	keyed, err := s.fingerprint(r, g, body)
+	if err != nil {
+		return nil, err
 	}
-	return mkCodec(id, req, g.IdempotencyKey != ""), nil
+	return mkCodec(id, req, keyed), nil
 }
 
 // nativeOf is the client's request kept in its own protocol: its body

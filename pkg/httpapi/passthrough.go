@@ -124,7 +124,7 @@ func (p *passStream) run() gateway.Result {
 // translation to another protocol left out; nothing when the request
 // passed through.
 func droppedHeader(head map[string]string, req *llm.ChatRequest, ans *router.Answer) map[string]string {
-	if ans.Proto == llm.ProtoChat && req.Native != nil && len(req.Dropped) > 0 {
+	if ans.Proto == llm.ProtoChat && len(req.Dropped) > 0 {
 		head["X-Gateway-Dropped"] = strings.Join(req.Dropped, ", ")
 	}
 	return head

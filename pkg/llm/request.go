@@ -68,6 +68,10 @@ type ChatRequest struct {
 	// serves it.
 	Dropped []string
 
+	// translate, when set, makes the Chat Completions form on first use
+	// (NewRoutingRequest).
+	translate func() (*ChatRequest, error)
+
 	fields map[string]json.RawMessage
 	size   int
 }
@@ -494,6 +498,11 @@ func (r *ChatRequest) decodeProvider(raw json.RawMessage) error {
 // reassembled for a non-streaming client and usage is dropped again when the
 // client did not ask for it).
 func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
+	if r.translate != nil || r.ChatErr != nil {
+		if err := r.translated(); err != nil {
+			return nil, err
+		}
+	}
 	opts := []byte(`{"include_usage":true}`)
 	if raw, ok := present(r.fields, "stream_options"); ok {
 		m := map[string]json.RawMessage{}

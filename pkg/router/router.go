@@ -270,6 +270,9 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 			var err error
 			if up.Proto == llm.ProtoChat {
 				body, err = req.UpstreamBody(c.Route.Model)
+				if err != nil && req.Native != nil && req.ChatErr != nil {
+					return nil, nil // no Chat Completions form: this route cannot serve it
+				}
 			} else {
 				body, err = req.Native.BodyFor(c.Route.Model)
 			}
