@@ -36,8 +36,6 @@ type clientAPI struct {
 	// scope keeps this endpoint's idempotency records apart from the
 	// others' ("" for Chat Completions).
 	scope string
-	// apiKeyHeader: the key may come in x-api-key (Anthropic's SDKs).
-	apiKeyHeader bool
 }
 
 // codecFunc makes the codec of one request.
@@ -60,7 +58,7 @@ var chatAPI = clientAPI{
 // it releases the key, so a retry with the same key runs normally.
 func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.Log, api clientAPI) {
 	fail := func(err error) { api.errorf(w, err) }
-	p, err := s.authenticateWith(r, api.apiKeyHeader)
+	p, err := s.authenticate(r)
 	if err != nil {
 		fail(err)
 		return

@@ -15,7 +15,6 @@ var messagesAPI = clientAPI{
 	codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 		return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
 	},
-	errorf:       writeAnthropicError,
-	scope:        "/api/v1/messages\x00",
-	apiKeyHeader: true,
+	errorf: writeAnthropicError,
+	scope:  "/api/v1/messages\x00",
 }
