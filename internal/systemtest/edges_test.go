@@ -42,12 +42,12 @@ func sendMessages(t *testing.T, url, path, body string) (*http.Response, []byte)
 }
 
 // TestMessagesSubpathsAnswerAnthropicErrors: the Anthropic SDKs call
-// /v1/messages/count_tokens and /v1/messages/batches under the same base URL;
-// the gateway does not serve them, and its 404 must still be in Anthropic's
-// shape, as every other error of the Messages API is.
+// /v1/messages/batches under the same base URL; the gateway does not serve
+// it, and its 404 must still be in Anthropic's shape, as every other error
+// of the Messages API is.
 func TestMessagesSubpathsAnswerAnthropicErrors(t *testing.T) {
 	g := newGateway(t, setup{})
-	for _, path := range []string{"/api/v1/messages/count_tokens", "/api/v1/messages/batches", "/api/v1/messages/"} {
+	for _, path := range []string{"/api/v1/messages/batches", "/api/v1/messages/count_tokens/x", "/api/v1/messages/"} {
 		resp, body := sendMessages(t, g.url, path, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
 		if resp.StatusCode != http.StatusNotFound || !anthropicShape(body) {
 			t.Errorf("POST %s: %d %s, want 404 in Anthropic's error shape", path, resp.StatusCode, body)

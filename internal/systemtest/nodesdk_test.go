@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/buzzgate/buzzgate/internal/proc"
 )
 
@@ -226,5 +228,88 @@ func TestNodeSDKMessages(t *testing.T) {
 	// conflict call no upstream.
 	if p0, p1 := g.ups[0].Calls(), g.ups[1].Calls(); p0 != 3 || p1 != 0 {
 		t.Errorf("upstream calls p0=%d p1=%d, want 3 and 0", p0, p1)
+	}
+}
+
+// TestNodeSDKModels drives the Models API and token counting with the
+// official @anthropic-ai/sdk, the key in x-api-key alone (testdata/nodesdk/
+// anthropic_models.mjs says what it calls).
+func TestNodeSDKModels(t *testing.T) {
+	g := newClaudeGateway(t, "", "")
+	type count struct {
+		InputTokens int `json:"input_tokens"`
+		Provider    *string
+		Estimated   *string
+	}
+	var got struct {
+		Paged []string
+		Page  struct {
+			IDs     []string
+			HasMore bool    `json:"has_more"`
+			FirstID *string `json:"first_id"`
+			LastID  *string `json:"last_id"`
+		}
+		One struct {
+			ID, Type, Lifecycle string
+			DisplayName         string `json:"display_name"`
+			CreatedAt           string `json:"created_at"`
+		}
+		Missing struct {
+			Class    string
+			Instance bool
+			Status   int
+			Body     struct {
+				Type  string
+				Error struct{ Type, Code string }
+			}
+		}
+		Count, Beta, Estimate count
+		Requests              []string
+	}
+	runNodeSDK(t, "anthropic_models.mjs", g.url, &got)
+	if want := []string{"m", "vendor/b", "s"}; !cmp.Equal(got.Paged, want) || !cmp.Equal(got.Page.IDs, want) || got.Page.HasMore ||
+		got.Page.FirstID == nil || *got.Page.FirstID != "m" || got.Page.LastID == nil || *got.Page.LastID != "s" {
+		t.Errorf("models.list: paged %v, page %+v", got.Paged, got.Page)
+	}
+	if o := got.One; o.ID != "vendor/b" || o.Type != "model" || o.DisplayName != "vendor/b" || o.CreatedAt != "1970-01-01T00:00:00Z" || o.Lifecycle != "active" {
+		t.Errorf("models.retrieve: %+v", o)
+	}
+	if m := got.Missing; !m.Instance || m.Status != 404 || m.Body.Type != "error" || m.Body.Error.Type != "not_found_error" || m.Body.Error.Code != "model_not_found" {
+		t.Errorf("models.retrieve of an unknown model: %+v", m)
+	}
+	str := func(s *string) string {
+		if s == nil {
+			return "<none>"
+		}
+		return *s
+	}
+	for _, c := range []struct {
+		name                string
+		got                 count
+		tokens              int
+		provider, estimated string
+	}{
+		{"messages.countTokens", got.Count, 37, "claude", "<none>"},
+		{"beta.messages.countTokens", got.Beta, 37, "claude", "<none>"},
+		{"an estimate", got.Estimate, 5, "<none>", "true"}, // "Be brief." and "Say hello": 18 bytes
+	} {
+		if c.got.InputTokens != c.tokens || str(c.got.Provider) != c.provider || str(c.got.Estimated) != c.estimated {
+			t.Errorf("%s: %d tokens, provider %s, estimated %s", c.name, c.got.InputTokens, str(c.got.Provider), str(c.got.Estimated))
+		}
+	}
+	up := g.claude.CountTokensRequests()
+	if len(up) != 2 || up[0].JSON["model"] != "claude-x" || up[0].Header.Get("Anthropic-Beta") != "" ||
+		!strings.Contains(up[1].Header.Get("Anthropic-Beta"), "token-counting-2024-11-01") || up[1].Header.Get("X-Api-Key") != "claude-secret" {
+		t.Errorf("the upstream's count_tokens calls: %d %v", len(up), up)
+	}
+	xKey := " authorization= x-api-key=" + testKey
+	want := []string{
+		"GET /api/v1/models?limit=1" + xKey, "GET /api/v1/models?limit=1&after_id=m" + xKey, "GET /api/v1/models?limit=1&after_id=vendor%2Fb" + xKey,
+		"GET /api/v1/models" + xKey, "GET /api/v1/models/vendor%2Fb" + xKey, "GET /api/v1/models/nope" + xKey,
+		"POST /api/v1/messages/count_tokens" + xKey, "POST /api/v1/messages/count_tokens?beta=true" + xKey,
+		"POST /api/v1/messages/count_tokens authorization=Bearer " + testKey + " x-api-key=",
+	}
+	if diff := cmp.Diff(want, got.Requests); diff != "" {
+		t.Errorf("the SDK's requests (-want +got):\n%s", diff)
 	}
 }

@@ -38,8 +38,6 @@ type clientAPI struct {
 	// scope keeps this endpoint's idempotency records apart from the
 	// others' ("" for Chat Completions).
 	scope string
-	// apiKeyHeader: the key may come in x-api-key (Anthropic's SDKs).
-	apiKeyHeader bool
 	// proto is the API's protocol. A request of a protocol other than Chat
 	// Completions also keeps its own body (llm.Native), for the routes that
 	// speak it; forward are its headers sent on with it, and hints the
@@ -83,7 +81,7 @@ var chatAPI = clientAPI{
 func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.Log, api clientAPI) {
 	fail := func(err error) { api.errorf(w, err) }
 	log.Metrics.ClientAPI = api.proto.String()
-	p, err := s.authenticateWith(r, api.apiKeyHeader)
+	p, err := s.authenticate(r)
 	if err != nil {
 		fail(err)
 		return

@@ -15,11 +15,10 @@ var messagesAPI = clientAPI{
 	codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 		return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
 	},
-	errorf:       writeAnthropicError,
-	scope:        "/api/v1/messages\x00",
-	apiKeyHeader: true,
-	proto:        llm.ProtoMessages,
-	forward:      []string{"Anthropic-Version", "Anthropic-Beta"},
-	hints:        mdIgnoredFields,
-	owned:        []string{"model", "stream", "gateway", "provider"},
+	errorf:  writeAnthropicError,
+	scope:   "/api/v1/messages\x00",
+	proto:   llm.ProtoMessages,
+	forward: []string{"Anthropic-Version", "Anthropic-Beta"},
+	hints:   mdIgnoredFields,
+	owned:   []string{"model", "stream", "gateway", "provider"},
 }

@@ -10,14 +10,12 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +41,7 @@ type Server struct {
 	now      func() time.Time
 
 	keys   map[[sha256.Size]byte]*principal
-	models []byte
+	models *modelCatalog
 }
 
 // principal is an authenticated caller: a project and one of its keys.
@@ -106,7 +104,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 				Policy: llm.ParseDataPolicy(p.DataPolicy), BillingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), FromConfig: true}}
 		}
 	}
-	s.models = modelList(cfg)
+	s.models = newModelCatalog(cfg)
 	return s
 }
 
@@ -122,9 +120,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
 	// Errors are written in the envelope of the API the path belongs to,
 	// the Messages API's own under its prefix (its unknown subpaths and a
-	// panic included).
+	// panic included), and on the models endpoints for a client that sends
+	// anthropic-version.
 	errorf := writeError
-	if r.URL.Path == "/api/v1/messages" || strings.HasPrefix(r.URL.Path, "/api/v1/messages/") {
+	if r.URL.Path == "/api/v1/messages" || strings.HasPrefix(r.URL.Path, "/api/v1/messages/") ||
+		(r.URL.Path == modelsPath || strings.HasPrefix(r.URL.Path, modelsPath+"/")) && r.Header.Get("Anthropic-Version") != "" {
 		errorf = writeAnthropicError
 	}
 	defer func() {
@@ -191,16 +191,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		s.usage(rec, r)
-	case "/api/v1/models":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.methodNotAllowed(rec, "GET, HEAD")
+	case modelsPath:
+		s.serveModels(rec, r)
+	case countTokensPath:
+		if r.Method != http.MethodPost {
+			rec.Header().Set("Allow", http.MethodPost)
+			errorf(rec, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use POST"))
 			break
 		}
-		s.listModels(rec, r)
+		s.countTokens(rec, r, &info.Log)
 	case "/healthz":
 		rec.Header().Set("Content-Type", "text/plain")
 		rec.Write([]byte("ok\n"))
 	default:
+		if strings.HasPrefix(r.URL.Path, modelsPath+"/") {
+			s.serveModels(rec, r)
+			break
+		}
 		if strings.HasPrefix(r.URL.Path, "/api/v1/responses/") {
 			if r.Method != http.MethodGet {
 				s.methodNotAllowed(rec, http.MethodGet)
@@ -285,30 +292,32 @@ func newRequestID() string {
 	return string(b[:]) // one allocation; "req_" + EncodeToString makes two
 }
 
-// authenticate finds the caller by the SHA-256 of its bearer token. Only
-// hashes are kept and compared: the map lookup never touches the raw key,
-// and the final comparison is constant-time.
+// authenticate finds the caller by the SHA-256 of its key, which every
+// endpoint takes in Authorization: Bearer <key> (the OpenAI SDKs) or in
+// x-api-key: <key> (the Anthropic SDKs). A request may send both only with
+// the same key in each: two different keys are refused (401), whichever of
+// them is valid, rather than one chosen silently. Only hashes are kept and
+// compared: the map lookup never touches the raw key, and the comparisons
+// are constant-time.
 func (s *Server) authenticate(r *http.Request) (*principal, error) {
-	return s.authenticateWith(r, false)
-}
-
-// authenticateWith also takes the key from x-api-key when apiKeyHeader is
-// set (the Anthropic SDKs send it there); Authorization: Bearer wins when
-// both are sent.
-func (s *Server) authenticateWith(r *http.Request, apiKeyHeader bool) (*principal, error) {
 	auth := r.Header.Get("Authorization")
 	const prefix = "bearer "
 	var token string
-	switch {
-	case len(auth) > len(prefix) && strings.EqualFold(auth[:len(prefix)], prefix):
+	found := len(auth) > len(prefix) && strings.EqualFold(auth[:len(prefix)], prefix)
+	if found {
 		token = strings.TrimSpace(auth[len(prefix):])
-	case apiKeyHeader && r.Header.Get("X-Api-Key") != "":
-		token = strings.TrimSpace(r.Header.Get("X-Api-Key"))
-	default:
-		if apiKeyHeader {
-			return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send x-api-key: <key> or Authorization: Bearer <key>")
+	}
+	if apiKey := strings.TrimSpace(r.Header.Get("X-Api-Key")); apiKey != "" {
+		if found {
+			a, b := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(apiKey))
+			if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+				return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "Authorization: Bearer and x-api-key carry two different keys; send one key")
+			}
 		}
-		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send Authorization: Bearer <key>")
+		token, found = apiKey, true
+	}
+	if !found {
+		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send Authorization: Bearer <key> or x-api-key: <key>")
 	}
 	h := sha256.Sum256([]byte(token))
 	cfgKey, ok := s.keys[h]
@@ -376,59 +385,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, llm.Errorf(llm.CodeInvalidRequest, "", "could not read the request body")
 	}
 	return body, nil
-}
-
-// listModels serves the models in OpenAI's list format, each with its
-// providers and prices; the body is built once.
-func (s *Server) listModels(w *recorder, r *http.Request) {
-	if _, err := s.authenticate(r); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(s.models)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(s.models)
-	}
-}
-
-type modelEntry struct {
-	ID        string          `json:"id"`
-	Object    string          `json:"object"`
-	Created   int64           `json:"created"`
-	OwnedBy   string          `json:"owned_by"`
-	Providers []modelProvider `json:"providers"`
-}
-
-type modelProvider struct {
-	Name           string  `json:"name"`
-	Model          string  `json:"model"`
-	InputPrice     float64 `json:"input_price"`
-	OutputPrice    float64 `json:"output_price"`
-	Region         string  `json:"region,omitempty"`
-	ZDR            bool    `json:"zdr"`
-	DataCollection string  `json:"data_collection"`
-}
-
-func modelList(cfg *catalog.Config) []byte {
-	out := struct {
-		Object string       `json:"object"`
-		Data   []modelEntry `json:"data"`
-	}{Object: "list", Data: []modelEntry{}}
-	for _, m := range cfg.Models {
-		e := modelEntry{ID: m.ID, Object: "model", OwnedBy: "buzzgate", Providers: []modelProvider{}}
-		for _, rt := range m.Routes {
-			p, _ := cfg.Provider(rt.Provider)
-			e.Providers = append(e.Providers, modelProvider{
-				Name: rt.Provider, Model: rt.Model, InputPrice: rt.InputPrice, OutputPrice: rt.OutputPrice,
-				Region: p.Region, ZDR: p.ZDR, DataCollection: p.DataCollection,
-			})
-		}
-		out.Data = append(out.Data, e)
-	}
-	b, _ := json.Marshal(out)
-	return append(b, '\n')
 }
 
 // recorder remembers the status written, for the log line; Unwrap lets

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// AnthropicPath is the only path a server made by NewAnthropic serves.
+// AnthropicPath is the messages path a server made by NewAnthropic serves;
+// the other is CountTokensPath.
 const AnthropicPath = "/v1/messages"
 
 // anthropicMidStreamError is the event a CutError sends in Anthropic mode.
@@ -22,7 +23,8 @@ const anthropicMidStreamError = `{"type":"error","error":{"type":"overloaded_err
 // text_delta or input_json_delta, content_block_stop, message_delta,
 // message_stop) or, when the request does not ask for "stream": true, a
 // Message object; errors in Anthropic's envelope
-// {"type":"error","error":{"type":...,"message":...}}. URL is the API root.
+// {"type":"error","error":{"type":...,"message":...}}. It also answers POST
+// /v1/messages/count_tokens (ScriptCountTokens). URL is the API root.
 //
 // The same Response scripts it, with these readings:
 //

@@ -198,6 +198,7 @@ type Server struct {
 	handler func(call int, req Request) Response
 	calls   int
 	reqs    []recorded
+	counts  countTokens
 }
 
 // recorded is what is kept of a request; Request values are built from it on
@@ -347,6 +348,10 @@ func (s *Server) arrive(h http.Header, body []byte) (call int, resp Response, ha
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.anthropic && r.URL.Path == CountTokensPath {
+		s.serveCountTokens(w, r)
+		return
+	}
 	if r.URL.Path != s.path {
 		writeJSON(w, http.StatusNotFound, s.requestError(
 			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), http.StatusNotFound))

@@ -36,7 +36,8 @@ func newAnthropic(name string, cfg catalog.Simulated) llm.Provider {
 		anthropic.WithClock(func() time.Time { return time.Unix(created, 0) }))
 }
 
-// messagesTransport serves POST /v1/messages in process.
+// messagesTransport serves POST /v1/messages (and
+// /v1/messages/count_tokens: countTokensResponse) in process.
 type messagesTransport struct {
 	name string
 	cfg  catalog.Simulated
@@ -72,6 +73,9 @@ func (t *messagesTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	default:
 		return errorResponse(req, http.StatusInternalServerError, "api_error",
 			fmt.Sprintf("simulated provider %s: unknown fail mode %q", t.name, t.cfg.Fail)), nil
+	}
+	if req.URL.Path == "/v1/messages/count_tokens" && req.Method == http.MethodPost {
+		return countTokensResponse(req, body), nil
 	}
 	if req.URL.Path != "/v1/messages" || req.Method != http.MethodPost {
 		return errorResponse(req, http.StatusNotFound, "not_found_error", "not found"), nil

@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
+)
+
+const countTokensPath = "/api/v1/messages/count_tokens"
+
+// HeaderEstimated marks a count_tokens answer that is the gateway's own
+// estimate (llm.EstimateMessagesTokens), not an upstream's count.
+const HeaderEstimated = "X-Gateway-Estimated"
+
+// countTokens serves POST /api/v1/messages/count_tokens, Anthropic's token
+// counting: the body is a Messages request (max_tokens not needed), the
+// answer {"input_tokens":N}, errors in Anthropic's envelope. It is not a
+// generation: it is authenticated as one, and the body read and checked
+// (model, messages, the gateway's own fields) and the model planned the same
+// way, but nothing is billed or held, no balance or key limit is checked,
+// an Idempotency-Key is ignored, and no metrics line is written.
+//
+// The plan's first live candidate that can count (llm.TokenCounter: an
+// api: anthropic provider, or a simulated one of that protocol) is called
+// once, with the client's body less the gateway's fields, the route's
+// model, and the client's anthropic-version and anthropic-beta headers,
+// within the provider's first_token_timeout and the request's ceiling; its
+// answer is returned as it sent it, with x-gateway-provider and
+// x-gateway-route-depth. That call takes a server.max_in_flight slot while
+// it runs. The provider's 400 is passed on as 400 provider_rejected, as on
+// Messages. Otherwise (no candidate can count, none is live, no slot is
+// free, the call failed or timed out) the answer is the gateway's estimate,
+// with x-gateway-estimated: true.
+func (s *Server) countTokens(w *recorder, r *http.Request, log *gateway.Log) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		writeAnthropicError(w, err)
+		return
+	}
+	log.Add(slog.String("project", p.Project.ID), slog.String("key_id", p.keyID))
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeAnthropicError(w, err)
+		return
+	}
+	// The Chat Completions decoder checks what the plan needs, which a
+	// Messages body has in the same shape: model, a non-empty messages array
+	// of objects with a role, and the gateway's "gateway" and "provider".
+	req, err := llm.DecodeChatRequest(body)
+	if err != nil {
+		writeAnthropicError(w, err)
+		return
+	}
+	log.Add(slog.String("model", req.Model+req.Suffix))
+	plan, err := s.router.Plan(req, router.Policy{Demand: req.Demand(p.Policy), Residency: p.Project.Residency})
+	if err != nil {
+		writeAnthropicError(w, err)
+		return
+	}
+
+	reason := "no_counting_provider"
+	if counters := s.router.TokenCounters(plan); len(counters) > 0 {
+		if release, ok := s.svc.TryAdmit(); !ok {
+			reason = "capacity"
+		} else {
+			count, c, err := s.callCounter(r, counters, body)
+			release()
+			var pe *llm.ProviderError
+			switch {
+			case count != nil:
+				log.Add(slog.String("provider", c.Route.Provider), slog.Int("route_depth", c.Depth))
+				h := w.Header()
+				h.Set("Content-Type", "application/json")
+				h.Set("Content-Length", strconv.Itoa(len(count.Body)))
+				h.Set("X-Gateway-Provider", c.Route.Provider)
+				h.Set("X-Gateway-Route-Depth", strconv.Itoa(c.Depth))
+				w.WriteHeader(http.StatusOK)
+				w.Write(count.Body)
+				return
+			case r.Context().Err() != nil:
+				log.ClientGone = true // nobody to answer
+				return
+			case errors.As(err, &pe) && pe.Class == llm.FailRejected:
+				log.Add(slog.String("provider", c.Route.Provider))
+				msg := pe.Message
+				if msg == "" {
+					msg = "no reason given"
+				}
+				writeAnthropicError(w, &llm.Error{Code: llm.CodeProviderRejected, Message: "provider rejected the request: " + msg, Cause: pe})
+				return
+			case errors.Is(err, errors.ErrUnsupported):
+			default:
+				reason = "provider_failed"
+				if errors.Is(err, context.DeadlineExceeded) {
+					reason = "provider_timeout"
+				}
+				if c.Counter != nil {
+					log.Add(slog.String("provider", c.Route.Provider))
+				}
+				if pe != nil && pe.Status != 0 {
+					log.Add(slog.Int("provider_status", pe.Status))
+				}
+			}
+		}
+	}
+	log.Add(slog.Bool("estimated", true), slog.String("estimate_reason", reason))
+	w.Header().Set(HeaderEstimated, "true")
+	writeJSON(w, http.StatusOK, struct {
+		InputTokens int `json:"input_tokens"`
+	}{llm.EstimateMessagesTokens(body)})
+}
+
+// callCounter asks the first of counters that can count in its
+// configuration; err Is errors.ErrUnsupported when none can.
+func (s *Server) callCounter(r *http.Request, counters []router.TokenCounter, body []byte) (*llm.TokenCount, router.TokenCounter, error) {
+	up, err := withoutGatewayFields(body)
+	if err != nil {
+		return nil, router.TokenCounter{}, err
+	}
+	for _, c := range counters {
+		timeout := s.cfg.Server.RequestTimeout.D()
+		if t := c.Provider.FirstTokenTimeout.D(); t > 0 && (timeout <= 0 || t < timeout) {
+			timeout = t
+		}
+		ctx, cancel := r.Context(), context.CancelFunc(func() {})
+		if timeout > 0 {
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		count, err := c.Counter.CountTokens(ctx, &llm.TokenCountRequest{Model: c.Route.Model, Body: up,
+			Version: r.Header.Get("Anthropic-Version"), Beta: r.Header.Values("Anthropic-Beta")})
+		cancel()
+		if errors.Is(err, errors.ErrUnsupported) {
+			continue
+		}
+		return count, c, err
+	}
+	return nil, router.TokenCounter{}, errors.ErrUnsupported
+}
+
+// withoutGatewayFields is the JSON object body less the fields the gateway
+// owns ("gateway", "provider"), the others in their order, their values as
+// they are.
+func withoutGatewayFields(body []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	out := make([]byte, 0, len(body))
+	out = append(out, '{')
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, err
+		}
+		if key == "gateway" || key == "provider" {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(key)
+		out = append(out, k...)
+		out = append(out, ':')
+		out = append(out, value...)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, errors.New("not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON object")
+	}
+	return append(out, '}'), nil
+}
