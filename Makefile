@@ -16,6 +16,16 @@ OPENAI_NODE_VERSION := 6.30.1
 ANTHROPIC_NODE_VERSION := 1.15.0
 NODE_SDKS_DIR := $(TOOLS)/sdks/node_modules
 NODE_SDKS := $(NODE_SDKS_DIR)/.buzzgate-openai-$(OPENAI_NODE_VERSION)-anthropic-$(ANTHROPIC_NODE_VERSION)
+# The Codex CLI, for internal/codexcli's tests, which find the executable
+# through BUZZGATE_CODEX (or .tools/codex/bin/codex). npm installs the
+# wrapper package and, of its optional dependencies, the one holding the
+# native binary for this platform (vendor/<target>/bin/codex); the link
+# points at that binary, so the tests need no node. The stamp names the
+# version, so changing the pin reinstalls.
+CODEX_VERSION := 0.169.0
+CODEX_DIR := $(TOOLS)/codex
+CODEX := $(CODEX_DIR)/bin/codex
+CODEX_STAMP := $(CODEX_DIR)/node_modules/.buzzgate-codex-$(CODEX_VERSION)
 # The AWS Lambda Runtime Interface Emulator, from the Go module proxy. The
 # tests find it as .tools/bin/aws-lambda-rie (a link to the pinned version)
 # or through BUZZGATE_RIE.
@@ -124,12 +134,12 @@ BARE_PATH := $(TOOLS)/bare-path
 unit:
 	mkdir -p $(BARE_PATH)
 	ln -sfn "$$(command -v $(GO))" $(BARE_PATH)/go
-	env -u BUZZGATE_RIE -u BUZZGATE_NODE_SDKS -u BUZZGATE_DYNALITE PATH=$(BARE_PATH) CGO_ENABLED=0 \
+	env -u BUZZGATE_RIE -u BUZZGATE_NODE_SDKS -u BUZZGATE_DYNALITE -u BUZZGATE_CODEX PATH=$(BARE_PATH) CGO_ENABLED=0 \
 		go test -count=1 ./...
 
 # Both tiers in one run, with the tools installed first.
-test-all: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
-	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) $(GO) test -race -count=1 -tags integration ./...
+test-all: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP)
+	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) BUZZGATE_CODEX=$(CODEX) $(GO) test -race -count=1 -tags integration ./...
 
 # Every benchmark, those on dynalite included.
 bench: $(DYNALITE)
@@ -162,7 +172,7 @@ fuzz:
 	  done; \
 	done
 
-tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK) $(NODE_SDKS)
+tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP)
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)/bin
@@ -187,6 +197,15 @@ $(NODE_SDKS):
 	rm -f $(NODE_SDKS_DIR)/.buzzgate-openai-*
 	npm install --prefix $(TOOLS)/sdks --no-audit --no-fund --save-exact \
 		openai@$(OPENAI_NODE_VERSION) @anthropic-ai/sdk@$(ANTHROPIC_NODE_VERSION)
+	touch $@
+
+$(CODEX_STAMP):
+	mkdir -p $(CODEX_DIR)/bin
+	rm -f $(CODEX_DIR)/node_modules/.buzzgate-codex-* $(CODEX)
+	npm install --prefix $(CODEX_DIR) --no-audit --no-fund --save-exact --include=optional \
+		@openai/codex@$(CODEX_VERSION)
+	bin=$$(ls -d $(CODEX_DIR)/node_modules/@openai/codex-*/vendor/*/bin/codex) && ln -sfn "$$bin" $(CODEX)
+	$(CODEX) --version | grep -qx 'codex-cli $(CODEX_VERSION)'
 	touch $@
 
 clean:
