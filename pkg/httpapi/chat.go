@@ -239,23 +239,25 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	if err != nil {
 		return nil, err
 	}
-	if native {
-		if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
-			return nil, err
-		}
-		req.ChatErr = chatErr
-		if chatErr == nil {
-			req.Dropped = presentHints(members, api.hints)
-		}
-	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	demand := req.Demand(p.Policy)
 	plan, err := s.router.Plan(req, router.Policy{Demand: demand, Residency: p.Project.Residency})
 	if err != nil {
 		return nil, err
 	}
-	if req.ChatErr != nil && !plan.Speaks(api.proto) {
-		return nil, req.ChatErr
+	if chatErr != nil && !plan.Speaks(api.proto) {
+		return nil, chatErr
+	}
+	if native {
+		req.ChatErr = chatErr
+		if chatErr == nil {
+			req.Dropped = presentHints(members, api.hints)
+		}
+		if plan.Speaks(api.proto) {
+			if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
+				return nil, err
+			}
+		}
 	}
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	if resolve != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unsafe"
 
 	"github.com/buzzgate/buzzgate/internal/jsonstr"
 )
@@ -20,7 +21,8 @@ type Member struct {
 var errNotObject = errors.New("the body is not a JSON object")
 
 // Members splits a JSON object into its top-level members, in order, with
-// no copies: the members share body's memory. A key given twice is listed
+// no copies: the members (their keys too) share body's memory, which must
+// not change while they are in use. A key given twice is listed
 // twice. It fails on anything that is not one well-formed object.
 func Members(body []byte) ([]Member, error) {
 	s := scanner{b: body}
@@ -35,7 +37,9 @@ func Members(body []byte) ([]Member, error) {
 				return false
 			}
 		} else {
-			m.Key = string(key)
+			// The key shares body's memory, as the values do (Members
+			// copies nothing): body must not change while ms is in use.
+			m.Key = unsafe.String(unsafe.SliceData(key), len(key))
 		}
 		var v json.RawMessage
 		if !s.raw(&v) {
@@ -65,16 +69,17 @@ func keyStart(body, key []byte) int {
 // case-insensitively (Go's encoding/json does) or keeps the last of two
 // would read it in place of the gateway's own.
 func CaseVariant(ms []Member, names ...string) (string, bool) {
-	seen := make(map[string]bool, len(names))
+	var seen uint64 // bit i: names[i] seen (names past 64 share bit 63)
 	for _, m := range ms {
-		for _, n := range names {
-			if !strings.EqualFold(m.Key, n) {
+		for i, n := range names {
+			if len(m.Key) != len(n) || !strings.EqualFold(m.Key, n) {
 				continue
 			}
-			if m.Key != n || seen[n] {
+			bit := uint64(1) << min(i, 63)
+			if m.Key != n || seen&bit != 0 {
 				return m.Key, true
 			}
-			seen[n] = true
+			seen |= bit
 		}
 	}
 	return "", false
