@@ -1,9 +1,11 @@
 package openairesponses
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -17,34 +19,185 @@ const (
 )
 
 // wireEvent is what is read of any event's data: its type, and the members
-// the observer and the decoder look into, raw, so that an event of a kind
-// this code does not know never fails for the shape of its other members.
+// the observer and the decoder look into, raw (sharing the data's memory),
+// so that an event of a kind this code does not know never fails for the
+// shape of its other members. Keys are matched exactly; of a key given
+// twice, the last counts, as in encoding/json.
 type wireEvent struct {
-	Type         string          `json:"type"`
-	OutputIndex  json.RawMessage `json:"output_index"`
-	SummaryIndex json.RawMessage `json:"summary_index"`
-	ItemID       json.RawMessage `json:"item_id"`
-	Item         json.RawMessage `json:"item"`
-	Delta        json.RawMessage `json:"delta"`
-	Arguments    json.RawMessage `json:"arguments"`
-	Response     json.RawMessage `json:"response"`
-	Message      json.RawMessage `json:"message"`
-	Error        json.RawMessage `json:"error"`
+	Type         string
+	OutputIndex  json.RawMessage
+	SummaryIndex json.RawMessage
+	ItemID       json.RawMessage
+	Item         json.RawMessage
+	Delta        json.RawMessage
+	Arguments    json.RawMessage
+	Response     json.RawMessage
+	Message      json.RawMessage
+	Error        json.RawMessage
 }
 
 var errMalformed = errors.New("malformed event")
 
-// parseEvent reads an event's data; name, the SSE event name, stands in for
-// a missing "type".
+// parseEvent reads an event's data, which must be one JSON object whose
+// type, if any, is a string; name, the SSE event name, stands in for a
+// missing type. Every event of a stream goes through here, so it checks the
+// data (json.Valid) and splits its members without decoding them or
+// allocating; only the type is a new string, and not even that for the
+// types this code knows.
 func parseEvent(name string, data []byte) (wireEvent, error) {
 	var ev wireEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return ev, malformed(errors.Join(errMalformed, err))
+	if !json.Valid(data) || firstByte(data) != '{' {
+		return ev, malformed(errMalformed)
+	}
+	var typ json.RawMessage
+	eachMember(data, func(key, value []byte) {
+		switch string(key) {
+		case "type":
+			typ = value
+		case "output_index":
+			ev.OutputIndex = value
+		case "summary_index":
+			ev.SummaryIndex = value
+		case "item_id":
+			ev.ItemID = value
+		case "item":
+			ev.Item = value
+		case "delta":
+			ev.Delta = value
+		case "arguments":
+			ev.Arguments = value
+		case "response":
+			ev.Response = value
+		case "message":
+			ev.Message = value
+		case "error":
+			ev.Error = value
+		}
+	})
+	switch {
+	case len(typ) > 0 && typ[0] == '"':
+		if t, ok := eventTypes[string(typ)]; ok {
+			ev.Type = t
+		} else {
+			ev.Type = str(typ)
+		}
+	case len(typ) > 0 && !isNull(typ):
+		return ev, malformed(errors.Join(errMalformed, errors.New("a type that is not a string")))
 	}
 	if ev.Type == "" {
 		ev.Type = name
 	}
 	return ev, nil
+}
+
+// eventTypes are the types the observer and the decoder read, by their
+// JSON string: looking one up makes no new string.
+var eventTypes = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{
+		"response.created", "response.in_progress", "response.queued",
+		"response.output_item.added", "response.output_item.done",
+		"response.content_part.added", "response.content_part.done",
+		"response.output_text.delta", "response.output_text.done", "response.refusal.delta", "response.refusal.done",
+		"response.function_call_arguments.delta", "response.function_call_arguments.done",
+		"response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
+		"response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+		"response.reasoning_text.delta", "response.reasoning_text.done",
+		"response.custom_tool_call_input.delta", "response.image_generation_call.partial_image",
+		evCompleted, evIncomplete, evFailed, evError,
+	} {
+		m[`"`+t+`"`] = t
+	}
+	return m
+}()
+
+// firstByte is data's first byte that is not white space, or 0.
+func firstByte(data []byte) byte {
+	for _, c := range data {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c
+		}
+	}
+	return 0
+}
+
+// eachMember calls f with the key (unquoted; a key with escapes or invalid
+// UTF-8 decoded as encoding/json decodes it) and
+// the value, as written, of each top-level member of data, a valid JSON
+// object (json.Valid).
+func eachMember(data []byte, f func(key, value []byte)) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return
+	}
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] == '"' {
+		end := skipValue(data, i)
+		key := data[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			var k string
+			_ = json.Unmarshal(data[i:end], &k)
+			key = []byte(k)
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return
+		}
+		start := skipSpace(data, i+1)
+		end = skipValue(data, start)
+		f(key, data[start:end:end])
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ',' {
+			return
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the value of valid JSON that starts at i.
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		for j := i + 1; j < len(data); j++ {
+			switch data[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(data)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				j = skipValue(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	}
+	j := i
+	for j < len(data) && data[j] != ',' && data[j] != '}' && data[j] != ']' && data[j] != ' ' && data[j] != '\t' && data[j] != '\n' && data[j] != '\r' {
+		j++
+	}
+	return j
 }
 
 func malformed(err error) *llm.ProviderError {
@@ -285,6 +438,9 @@ func index(raw json.RawMessage) int {
 func str(raw json.RawMessage) string {
 	if len(raw) < 2 || raw[0] != '"' {
 		return ""
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]) // nothing to unescape
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
