@@ -29,6 +29,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 	"github.com/buzzgate/buzzgate/pkg/provider/openai"
+	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
@@ -213,6 +214,12 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 				key = getenv(p.APIKeyEnv)
 			}
 			providers[p.Name] = openai.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+		case "openai-responses":
+			key := ""
+			if p.APIKeyEnv != "" {
+				key = getenv(p.APIKeyEnv)
+			}
+			providers[p.Name] = openairesponses.New(p.Name, p.BaseURL, key, opts.HTTPClient)
 		case "anthropic":
 			key := ""
 			if p.APIKeyEnv != "" {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 func env(m map[string]string) func(string) string {
@@ -70,5 +72,46 @@ models:
 func TestNewStore(t *testing.T) {
 	if _, err := New(context.Background(), Options{Getenv: env(map[string]string{EnvStore: "redis"})}); err == nil || !strings.Contains(err.Error(), EnvStore) {
 		t.Errorf("unknown store: err = %v", err)
+	}
+}
+
+// TestOpenAIResponsesProvider: an api: openai-responses provider is built
+// with its key, and a Chat Completions request reaches it as a Responses
+// request, its answer back as a chat completion.
+func TestOpenAIResponsesProvider(t *testing.T) {
+	up := providertest.NewResponses(t)
+	up.SetDefault(providertest.Response{Text: []string{"Hi", " there"}})
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte(`
+providers:
+  - {name: resp, api: openai-responses, base_url: "`+up.URL()+`", api_key_env: RESP_KEY}
+models:
+  - id: x/y
+    routes: [{provider: resp, model: y-upstream}]
+projects:
+  - id: p
+    balance: 10
+    keys: [{key: sk-test-responses-0123456789}]
+`), 0o600)
+	a, err := New(context.Background(), Options{Getenv: env(map[string]string{EnvConfig: cfg, "RESP_KEY": "sk-upstream"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/chat/completions", strings.NewReader(`{"model":"x/y","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-test-responses-0123456789")
+	w := httptest.NewRecorder()
+	a.Handler.ServeHTTP(w, req)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `"content":"Hi there"`) {
+		t.Fatalf("status %d, body %s", w.Code, w.Body)
+	}
+	reqs := up.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the upstream received %d requests, want 1", len(reqs))
+	}
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer sk-upstream" {
+		t.Errorf("Authorization %q, want the key from RESP_KEY", got)
+	}
+	if reqs[0].JSON["model"] != "y-upstream" || reqs[0].JSON["input"] == nil || reqs[0].JSON["store"] != false {
+		t.Errorf("the upstream received %s, want a Responses request for y-upstream", reqs[0].Body)
 	}
 }

@@ -23,15 +23,18 @@ type Config struct {
 // Provider is one upstream endpoint.
 type Provider struct {
 	Name string `yaml:"name"`
-	// API is "openai" (Chat Completions over HTTP), "anthropic" (the
-	// Messages API over HTTP) or "simulated" (in-process).
+	// API is "openai" (Chat Completions over HTTP), "openai-responses"
+	// (the Responses API over HTTP), "anthropic" (the Messages API over
+	// HTTP) or "simulated" (in-process).
 	API string `yaml:"api"`
-	// BaseURL: for openai the URL that /chat/completions is appended to
-	// (usually ending in /v1); for anthropic the API root that
-	// /v1/messages is appended to (https://api.anthropic.com).
+	// BaseURL: for openai the URL that /chat/completions is appended to,
+	// for openai-responses the one /responses is (both usually ending in
+	// /v1); for anthropic the API root that /v1/messages is appended to
+	// (https://api.anthropic.com).
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the upstream key,
-	// sent as a Bearer token (openai) or as x-api-key (anthropic).
+	// sent as a Bearer token (openai, openai-responses) or as x-api-key
+	// (anthropic).
 	APIKeyEnv string `yaml:"api_key_env"`
 	// FirstTokenTimeout: no output by then and the provider has failed.
 	// Default 60s.

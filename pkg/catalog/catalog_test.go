@@ -192,6 +192,15 @@ func TestValidate(t *testing.T) {
 			t.Errorf("anthropic base_url %q: %v", u, err)
 		}
 	}
+	// An openai-responses base_url is checked as an openai one.
+	for _, u := range []string{"https://api.openai.com/v1", "https://api.openai.com/v1/", "http://127.0.0.1:9103/v1"} {
+		c := validConfig()
+		c.Providers[1].API, c.Providers[1].BaseURL = "openai-responses", u
+		c.ApplyDefaults()
+		if err := c.Validate(); err != nil {
+			t.Errorf("openai-responses base_url %q: %v", u, err)
+		}
+	}
 	tests := []struct {
 		name     string
 		mutate   func(c *Config)
@@ -206,7 +215,12 @@ func TestValidate(t *testing.T) {
 		{"provider name duplicate", func(c *Config) { c.Providers[1].Name = "alpha" }, "providers[1].name", `duplicate provider name "alpha"`},
 		{"provider name too long", func(c *Config) { c.Providers[1].Name = strings.Repeat("p", MaxNameBytes+1) }, "providers[1].name", "257 bytes long: at most 256"},
 		{"api missing", func(c *Config) { c.Providers[0].API = "" }, "providers[0].api", "is required"},
-		{"api unknown", func(c *Config) { c.Providers[0].API = "gemini" }, "providers[0].api", `must be "openai", "anthropic" or "simulated", got "gemini"`},
+		{"api unknown", func(c *Config) { c.Providers[0].API = "gemini" }, "providers[0].api", `must be "openai", "openai-responses", "anthropic" or "simulated", got "gemini"`},
+		{"openai-responses base_url missing", func(c *Config) { c.Providers[1].API, c.Providers[1].BaseURL = "openai-responses", "" }, "providers[1].base_url", `is required for api: openai-responses (e.g. "https://api.example.com/v1")`},
+		{"openai-responses base_url scheme", func(c *Config) { c.Providers[1].API, c.Providers[1].BaseURL = "openai-responses", "api.openai.com/v1" }, "providers[1].base_url", "absolute"},
+		{"openai-responses base_url credentials", func(c *Config) {
+			c.Providers[1].API, c.Providers[1].BaseURL = "openai-responses", "https://k:secret@api.openai.com/v1"
+		}, "providers[1].base_url", "credentials"},
 		{"anthropic base_url missing", func(c *Config) { c.Providers[1].API, c.Providers[1].BaseURL = "anthropic", "" }, "providers[1].base_url", `is required for api: anthropic (e.g. "https://api.anthropic.com")`},
 		{"anthropic base_url scheme", func(c *Config) { c.Providers[1].API, c.Providers[1].BaseURL = "anthropic", "api.anthropic.com" }, "providers[1].base_url", "absolute"},
 		{"anthropic base_url credentials", func(c *Config) {

@@ -131,15 +131,15 @@ func (c *Config) validateProviders(idx *index) error {
 
 		switch p.API {
 		case "":
-			return fieldErr(at+".api", `is required: "openai", "anthropic" or "simulated"`)
-		case "openai", "anthropic":
+			return fieldErr(at+".api", `is required: "openai", "openai-responses", "anthropic" or "simulated"`)
+		case "openai", "openai-responses", "anthropic":
 			if err := checkBaseURL(p.API, p.BaseURL); err != "" {
 				return fieldErr(at+".base_url", "%s", err)
 			}
 		case "simulated":
 			// In-process: base_url is not used.
 		default:
-			return fieldErr(at+".api", `must be "openai", "anthropic" or "simulated", got %q`, p.API)
+			return fieldErr(at+".api", `must be "openai", "openai-responses", "anthropic" or "simulated", got %q`, p.API)
 		}
 		if p.APIKeyEnv != "" && !isEnvName(p.APIKeyEnv) {
 			return fieldErr(at+".api_key_env", "invalid environment variable name %q: want letters, digits and '_', not starting with a digit", p.APIKeyEnv)
@@ -355,15 +355,15 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// checkBaseURL returns what is wrong with the base_url of an api: openai
-// or api: anthropic provider, or "". An anthropic base_url is the API root
-// (the adapter appends /v1/messages), so it needs no /v1.
+// checkBaseURL returns what is wrong with the base_url of an api: openai,
+// openai-responses or anthropic provider, or "". An anthropic base_url is
+// the API root (the adapter appends /v1/messages), so it needs no /v1.
 func checkBaseURL(api, s string) string {
 	if s == "" {
 		if api == "anthropic" {
 			return "is required for api: anthropic (e.g. \"https://api.anthropic.com\")"
 		}
-		return "is required for api: openai (e.g. \"https://api.example.com/v1\")"
+		return "is required for api: " + api + " (e.g. \"https://api.example.com/v1\")"
 	}
 	u, err := url.Parse(s)
 	switch {

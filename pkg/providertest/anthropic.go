@@ -42,7 +42,7 @@ const anthropicMidStreamError = `{"type":"error","error":{"type":"overloaded_err
 //     Anthropic's for the status (529: overloaded_error).
 func NewAnthropic(tb testing.TB) *Server {
 	tb.Helper()
-	return start(tb, true)
+	return start(tb, messagesProtocol)
 }
 
 // errorBody is the error envelope of the server's API.

@@ -1,8 +1,8 @@
 // Package providertest is a scripted fake upstream for tests: a real HTTP
 // server on 127.0.0.1 whose every answer is scripted, with call counters. New
 // makes one that speaks OpenAI Chat Completions (described below);
-// NewAnthropic one that speaks the Anthropic Messages API with the same
-// scripting knobs.
+// NewAnthropic one that speaks the Anthropic Messages API and NewResponses
+// one that speaks the OpenAI Responses API, with the same scripting knobs.
 //
 // It serves POST /v1/chat/completions only. Each call is answered by, in order
 // of precedence, the handler set with SetHandler, the next Response queued
@@ -123,6 +123,8 @@ type Response struct {
 	// NonStreaming answers a "stream": true request with a plain
 	// application/json chat.completion anyway.
 	NonStreaming bool
+	// Responses scripts what only a Responses answer has (NewResponses).
+	Responses *ResponsesAnswer
 }
 
 // ToolCall is a function call the assistant makes. When streamed, it takes
@@ -179,6 +181,8 @@ const (
 type Server struct {
 	// anthropic is true for a server made by NewAnthropic.
 	anthropic bool
+	// responses is true for a server made by NewResponses.
+	responses bool
 	path      string
 	url       string
 	srv       *http.Server
@@ -212,24 +216,37 @@ type recorded struct {
 // test ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
-	return start(tb, false)
+	return start(tb, chatProtocol)
 }
 
-func start(tb testing.TB, anthropic bool) *Server {
+// protocol is the API a server speaks.
+type protocol int
+
+const (
+	chatProtocol protocol = iota
+	messagesProtocol
+	responsesProtocol
+)
+
+func start(tb testing.TB, p protocol) *Server {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("providertest: listen: %v", err)
 	}
 	s := &Server{
-		anthropic: anthropic,
+		anthropic: p == messagesProtocol,
+		responses: p == responsesProtocol,
 		path:      Path,
 		url:       "http://" + ln.Addr().String() + "/v1",
 		served:    make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	if anthropic {
+	switch p {
+	case messagesProtocol:
 		s.path, s.url = AnthropicPath, "http://"+ln.Addr().String()
+	case responsesProtocol:
+		s.path = ResponsesPath
 	}
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(s.serveHTTP),
@@ -276,9 +293,8 @@ func (s *Server) SetHandler(f func(call int, req Request) Response) {
 	s.handler = f
 }
 
-// Calls is the number of POST /v1/chat/completions (or /v1/messages)
-// received so far, counted
-// on arrival (before any delay).
+// Calls is the number of POST /v1/chat/completions (or /v1/messages, or
+// /v1/responses) received so far, counted on arrival (before any delay).
 func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -413,6 +429,10 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, r
 	a := newAnswer(call, req, resp)
 	if s.anthropic {
 		s.respondAnthropic(ctx, w, a, resp)
+		return
+	}
+	if s.responses {
+		s.respondResponses(ctx, w, a, resp)
 		return
 	}
 	if stream, _ := req.JSON["stream"].(bool); stream && !resp.NonStreaming {

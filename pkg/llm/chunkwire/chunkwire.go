@@ -32,6 +32,9 @@ type Delta struct {
 	Content   *string    `json:"content,omitempty"`
 	Refusal   *string    `json:"refusal,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is a reasoning model's thinking, as vLLM, DeepSeek
+	// and the gateway's own translations stream it.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // ToolCall is a piece of a tool call: its id, type and name in the first

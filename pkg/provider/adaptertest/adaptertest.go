@@ -27,7 +27,10 @@
 //     the connection is closed: no goroutine is left behind. Close unblocks
 //     a waiting Next the same way and is idempotent; Ready (when the stream
 //     has it) is never true before a Next that waits.
-//   - The upstream receives the route's model and the client's fields.
+//   - The upstream receives the route's model and the client's fields; a
+//     field its protocol cannot express and that would change the answer
+//     (stop sequences, for an upstream without them) is refused as the
+//     upstream's own 400 would be (FailRejected), without a call.
 //
 // A world that cannot script something (the simulated provider has no HTTP
 // status but 400, 429 and one 5xx) says so in Adapter.Cannot: a case that
@@ -36,8 +39,9 @@
 //
 // A new adapter joins with a contract_test.go in its package that calls Run
 // with its New and its Cannot; an adapter of a Chat Completions or a
-// Messages upstream builds its world with NewFake, one of another protocol
-// maps a Script onto a fake upstream of its own.
+// Messages upstream builds its world with NewFake, one of a Responses
+// upstream with NewResponsesFake, one of another protocol maps a Script
+// onto a fake upstream of its own.
 //
 // Every case checks that it left no goroutine behind (go.uber.org/goleak),
 // so the suite runs its cases one at a time.
@@ -73,6 +77,9 @@ type Upstream struct {
 	// Received returns the requests the upstream received, in order. It is
 	// nil when Cannot has ObservedRequest.
 	Received func() []Received
+
+	// noStop: the suite sends ClientBodyNoStop (Cannot has StopSequences).
+	noStop bool
 }
 
 // Feature is something of a Script that not every upstream can be made to
@@ -108,6 +115,14 @@ const (
 	// Cuts: an answer whose stream stops (cleanly, aborted, reset) before
 	// its end, or without its end marker.
 	Cuts Feature = "cut streams"
+	// EndMarker: a stream end marker apart from the answer's finish
+	// ("data: [DONE]", message_stop), which a stream may leave out. A
+	// protocol whose finishing event is its end (Responses'
+	// response.completed) has none.
+	EndMarker Feature = "end marker"
+	// StopSequences: stop sequences. Without them the suite's requests
+	// have none (ClientBodyNoStop), and the adapter must refuse one.
+	StopSequences Feature = "stop sequences"
 	// MalformedEvents: an event that is not the protocol's.
 	MalformedEvents Feature = "malformed events"
 	// KeepAlives: an event that carries no chunk before a stall.
@@ -310,5 +325,6 @@ func (w *world) start(s Script) Upstream {
 	if _, ok := w.Cannot[ObservedRequest]; !ok && up.Received == nil {
 		w.t.Fatal("adaptertest: Adapter.New returned no Received, and Cannot does not have ObservedRequest")
 	}
+	_, up.noStop = w.Cannot[StopSequences]
 	return up
 }

@@ -37,6 +37,9 @@ var cases = append([]testCase{
 	// body is read as the stream it would have sent.
 	{"JSONAnswer", []Feature{JSONAnswer}, answerCase(with(answered(text...), func(s *Script) { s.JSON = true }), io.EOF)},
 	{"Request", []Feature{ObservedRequest}, testRequest},
+	// A stop sequence an upstream cannot honour is refused, not dropped:
+	// it would change the answer.
+	{"StopRefused", nil, testStopRefused},
 	{"Concurrent", nil, testConcurrent},
 	{"ConnectionRefused", []Feature{ConnectionFailure}, connectionFailure(func(s *Script) { s.Refused = true }, 0)},
 	{"ConnectionReset", []Feature{ConnectionFailure}, connectionFailure(func(s *Script) { s.Reset = true }, 1)},
@@ -47,7 +50,7 @@ var cases = append([]testCase{
 	// A complete answer whose stream ends without its end marker ends with
 	// llm.ErrStreamCut (the router, having seen the finish, takes it as
 	// whole).
-	{"NoEndMarker", []Feature{Cuts}, answerCase(with(answered(text...), func(s *Script) { s.NoEnd = true }), llm.ErrStreamCut)},
+	{"NoEndMarker", []Feature{Cuts, EndMarker}, answerCase(with(answered(text...), func(s *Script) { s.NoEnd = true }), llm.ErrStreamCut)},
 	{"ErrorEventBeforeOutput", []Feature{ErrorEvents}, cutCase(0, CutError, nil)},
 	{"ErrorEventAfterOutput", []Feature{ErrorEvents}, cutCase(2, CutError, nil)},
 	{"MalformedFirstEvent", []Feature{MalformedEvents}, cutCase(0, CutMalformed, nil)},
@@ -153,8 +156,8 @@ func testRequest(w *world) {
 		t.Fatalf("the upstream received %d requests, want 1", len(got))
 	}
 	r := got[0]
-	if w.can(PassThrough, "the body byte for byte") && string(r.Body) != ClientBody {
-		t.Errorf("the upstream received the body\n%s\nwant it as the client sent it:\n%s", r.Body, ClientBody)
+	if w.can(PassThrough, "the body byte for byte") && string(r.Body) != string(request(up).Body) {
+		t.Errorf("the upstream received the body\n%s\nwant it as the client sent it:\n%s", r.Body, request(up).Body)
 	}
 	temperature := 0.25
 	want := Received{
@@ -171,10 +174,33 @@ func testRequest(w *world) {
 		Stop:        []string{"END"},
 		Tools:       []string{"get_weather"},
 	}
+	if up.noStop {
+		want.Stop = nil
+	}
 	r.Body = nil
 	if diff := cmp.Diff(want, r); diff != "" {
 		t.Errorf("the request the upstream received (-want +got):\n%s", diff)
 	}
+}
+
+// testStopRefused: an adapter whose upstream has no stop sequences refuses
+// a request with one as the upstream's own 400 would (FailRejected, with a
+// message), without calling it.
+func testStopRefused(w *world) {
+	t := w.t
+	if _, ok := w.Cannot[StopSequences]; !ok {
+		t.Skip("the upstream takes stop sequences")
+	}
+	up := w.start(answered(text...))
+	s, err := up.Provider.ChatStream(t.Context(), &llm.UpstreamRequest{Model: RouteModel, Body: []byte(ClientBody)})
+	if s != nil {
+		s.Close()
+		t.Fatalf("ChatStream returned a stream (and error %v) for a request with a stop sequence", err)
+	}
+	if pe := checkClass(t, err, llm.FailRejected); pe.Message == "" {
+		t.Error("the refusal has no message")
+	}
+	checkCalls(w, up, 0)
 }
 
 // testConcurrent: calls made at once each get their own answer, in one
@@ -191,7 +217,7 @@ func testConcurrent(w *world) {
 	done := make(chan outcome, n)
 	for range n {
 		go func() {
-			st, err := up.Provider.ChatStream(t.Context(), request())
+			st, err := up.Provider.ChatStream(t.Context(), request(up))
 			if err != nil {
 				done <- outcome{err: err}
 				return
@@ -307,7 +333,7 @@ func testStatus(w *world, code int, class llm.FailureClass) {
 // refusedCall makes a call that must fail before its stream.
 func refusedCall(t *testing.T, up Upstream) error {
 	t.Helper()
-	s, err := up.Provider.ChatStream(t.Context(), request())
+	s, err := up.Provider.ChatStream(t.Context(), request(up))
 	if s != nil {
 		s.Close()
 		t.Fatalf("ChatStream returned a stream (and error %v), want only an error", err)
@@ -365,7 +391,7 @@ func testMalformedJSON(w *world) {
 	s.JSON = true
 	s.Cut = CutMalformed
 	up := w.start(s)
-	st, err := up.Provider.ChatStream(t.Context(), request())
+	st, err := up.Provider.ChatStream(t.Context(), request(up))
 	if err != nil {
 		checkClass(t, err, llm.FailTransient)
 	} else {
@@ -396,7 +422,7 @@ func testCanceledBeforeCall(w *world) {
 	up := w.start(answered(text...))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	s, err := up.Provider.ChatStream(ctx, request())
+	s, err := up.Provider.ChatStream(ctx, request(up))
 	if s != nil {
 		s.Close()
 		t.Fatal("ChatStream with a done context returned a stream")
@@ -423,7 +449,7 @@ func waitingForHead(deadline bool) func(w *world) {
 		before := goleak.IgnoreCurrent()
 		done := make(chan error, 1)
 		go func() {
-			s, err := up.Provider.ChatStream(ctx, request())
+			s, err := up.Provider.ChatStream(ctx, request(up))
 			if s != nil {
 				s.Close()
 				err = errors.New("ChatStream returned a stream from an upstream that never answered")

@@ -32,9 +32,17 @@ const ClientBody = `{"model":"` + RouteModel + `","messages":[` +
 	`"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],` +
 	`"stream":true,"stream_options":{"include_usage":true}}`
 
-// request is a fresh copy of the suite's request.
-func request() *llm.UpstreamRequest {
-	return &llm.UpstreamRequest{Model: RouteModel, Body: []byte(ClientBody)}
+// ClientBodyNoStop is ClientBody without its stop sequences: the body sent
+// to an upstream that has none (Cannot has StopSequences).
+var ClientBodyNoStop = strings.Replace(ClientBody, `"stop":["END"],`, "", 1)
+
+// request is a fresh copy of the suite's request to up.
+func request(up Upstream) *llm.UpstreamRequest {
+	body := ClientBody
+	if up.noStop {
+		body = ClientBodyNoStop
+	}
+	return &llm.UpstreamRequest{Model: RouteModel, Body: []byte(body)}
 }
 
 // Bounds of the waits the suite checks. They are generous, for a loaded
@@ -108,7 +116,7 @@ func readAll(t *testing.T, s llm.ChunkStream) answer {
 // which is closed when the test ends.
 func open(t *testing.T, up Upstream, ctx context.Context) llm.ChunkStream {
 	t.Helper()
-	s, err := up.Provider.ChatStream(ctx, request())
+	s, err := up.Provider.ChatStream(ctx, request(up))
 	if err != nil {
 		t.Fatalf("ChatStream: %v", err)
 	}

@@ -1,0 +1,225 @@
+package adaptertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/providertest"
+)
+
+// NewResponsesFake starts a fake upstream that speaks the OpenAI Responses
+// API (providertest.NewResponses) and answers its calls as s says, for an
+// adapter that translates the suite's Chat Completions request into a
+// Responses one. It is closed when the test ends; URL ends in /v1.
+//
+// The Script in Responses' terms: FinishStop and FinishStopSequence end with
+// response.completed, FinishToolCalls too (with a function_call item),
+// FinishLength with response.incomplete for max_output_tokens,
+// FinishContentFilter with response.incomplete for content_filter; CutError
+// sends an "error" event; a keep-alive is an event of a kind the adapter
+// does not know. A Responses stream has no end marker apart from its
+// terminal event, nor stop sequences: the adapter's world lacks EndMarker
+// and StopSequences.
+func NewResponsesFake(t *testing.T, s Script) Fake {
+	t.Helper()
+	if s.KeepAlive {
+		return responsesKeepAliveFake(t, s)
+	}
+	srv := providertest.NewResponses(t)
+	r := response(ChatCompletions, s) // the Chat words are the fake's FinishReason readings
+	if loc, ok := r.Header["Location"]; ok && loc != "" {
+		r.Header["Location"] = providertest.ResponsesPath
+	}
+	if s.Cut == CutMalformed {
+		r.Body, r.Header = responsesMalformedBody(s)
+	}
+	srv.SetDefault(r)
+	f := Fake{URL: srv.URL(), Calls: srv.Calls, Received: func() []Received {
+		var out []Received
+		for _, req := range srv.Requests() {
+			out = append(out, readResponsesRequest(t, req.Body))
+		}
+		return out
+	}}
+	if s.Refused {
+		srv.Close() // nothing listens at URL any more
+	}
+	return f
+}
+
+// responsesStreamStart is the opening events of a Responses stream with a
+// message item, and the output_text deltas of pieces.
+func responsesStreamStart(pieces []string) string {
+	var b strings.Builder
+	seq := 0
+	event := func(typ string, kv ...any) {
+		m := map[string]any{"type": typ, "sequence_number": seq}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		seq++
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, mustJSON(m))
+	}
+	head := map[string]any{"id": "resp_malformed", "object": "response", "created_at": providertest.Created,
+		"status": "in_progress", "model": RouteModel, "output": []any{}, "usage": nil}
+	event("response.created", "response", head)
+	event("response.in_progress", "response", head)
+	event("response.output_item.added", "output_index", 0, "item",
+		map[string]any{"id": "msg_malformed", "type": "message", "status": "in_progress", "content": []any{}, "role": "assistant"})
+	event("response.content_part.added", "item_id", "msg_malformed", "output_index", 0, "content_index", 0,
+		"part", map[string]any{"type": "output_text", "annotations": []any{}, "text": ""})
+	for _, piece := range pieces {
+		event("response.output_text.delta", "item_id", "msg_malformed", "output_index", 0, "content_index", 0, "delta", piece)
+	}
+	return b.String()
+}
+
+// responsesMalformedBody is an answer whose opening and first s.CutAfter
+// pieces are Responses', followed by an event whose data is cut off in the
+// middle of its JSON; with s.JSON, a Response cut off in the middle.
+func responsesMalformedBody(s Script) (string, map[string]string) {
+	if s.JSON {
+		return `{"id":"resp_malformed","object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_te`,
+			map[string]string{"Content-Type": "application/json"}
+	}
+	body := responsesStreamStart(s.Text[:s.CutAfter]) +
+		"event: response.output_text.delta\n" +
+		`data: {"type":"response.output_text.delta","item_id":"msg_malformed","output_index":0,"content_index":0,"delta":"wor` + "\n\n"
+	return body, map[string]string{"Content-Type": "text/event-stream"}
+}
+
+// responsesKeepAliveFake serves every call with the opening and s.CutAfter
+// pieces of a stream, then an event of a kind no adapter knows (it carries
+// no chunk), then nothing until the client goes.
+func responsesKeepAliveFake(t *testing.T, s Script) Fake {
+	t.Helper()
+	body := responsesStreamStart(s.Text[:s.CutAfter]) +
+		"event: keepalive\ndata: {\"type\":\"keepalive\",\"sequence_number\":99}\n\n"
+	var (
+		mu       sync.Mutex
+		received [][]byte
+		done     = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		received = append(received, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if _, err := io.WriteString(w, body); err != nil || http.NewResponseController(w).Flush() != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(func() {
+		close(done)
+		srv.Close()
+	})
+	return Fake{
+		URL: srv.URL + "/v1",
+		Calls: func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(received)
+		},
+		Received: func() []Received {
+			mu.Lock()
+			defer mu.Unlock()
+			var out []Received
+			for _, b := range received {
+				out = append(out, readResponsesRequest(t, b))
+			}
+			return out
+		},
+	}
+}
+
+// readResponsesRequest reads a Responses request body in the suite's terms:
+// instructions are the system prompt, the input's message items the
+// messages (their text parts joined; an item of another kind is a message
+// whose role is its type, with no text), max_output_tokens the cap.
+func readResponsesRequest(t *testing.T, body []byte) Received {
+	t.Helper()
+	var req struct {
+		Model           string          `json:"model"`
+		Stream          bool            `json:"stream"`
+		Instructions    string          `json:"instructions"`
+		Input           json.RawMessage `json:"input"`
+		MaxOutputTokens *int            `json:"max_output_tokens"`
+		Temperature     *float64        `json:"temperature"`
+		Stop            json.RawMessage `json:"stop"`
+		Tools           []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("the upstream received a body that is not a request: %v\n%s", err, body)
+	}
+	r := Received{Body: body, Model: req.Model, Stream: req.Stream, System: req.Instructions, Temperature: req.Temperature}
+	if req.MaxOutputTokens != nil {
+		r.MaxTokens = *req.MaxOutputTokens
+	}
+	if len(req.Stop) > 0 {
+		t.Errorf("a Responses request with stop %s: the API has no such field", req.Stop)
+	}
+	var input string
+	if json.Unmarshal(req.Input, &input) == nil {
+		r.Messages = []Message{{Role: "user", Text: input}}
+	} else {
+		var items []struct {
+			Type    string          `json:"type"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(req.Input, &items); err != nil {
+			t.Fatalf("input %s is neither a string nor a list of items: %v", req.Input, err)
+		}
+		for _, it := range items {
+			if it.Type != "" && it.Type != "message" {
+				r.Messages = append(r.Messages, Message{Role: it.Type})
+				continue
+			}
+			r.Messages = append(r.Messages, Message{Role: it.Role, Text: responsesText(t, it.Content)})
+		}
+	}
+	for _, tool := range req.Tools {
+		r.Tools = append(r.Tools, tool.Name)
+	}
+	return r
+}
+
+// responsesText is the text of a message item's content: a string, or its
+// input_text and output_text parts joined.
+func responsesText(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		t.Fatalf("content %s is neither a string nor a list of parts: %v", raw, err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "input_text" || p.Type == "output_text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,161 @@
+package openairesponses
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/sse"
+)
+
+var _ llm.NativeProvider = (*Client)(nil)
+
+const (
+	// maxErrorBody is how much of a non-200 answer is read.
+	maxErrorBody = 64 << 10
+	// maxEventBytes bounds one SSE event of a streamed answer (a terminal
+	// event carries the whole Response).
+	maxEventBytes = 16 << 20
+	// maxJSONBody bounds a whole non-streamed answer.
+	maxJSONBody = 32 << 20
+)
+
+// ErrClosed is returned by a stream's Next once Close was called: the end the
+// caller asked for, not a provider failure.
+var ErrClosed = fmt.Errorf("openai-responses: stream closed: %w", net.ErrClosed)
+
+// Client is one OpenAI Responses upstream. It is safe for concurrent use.
+type Client struct {
+	name     string
+	endpoint string
+	// authValue is the Authorization header's value, made once; nil for
+	// no key.
+	authValue []string
+	hc        *http.Client
+	urlErr    error // a baseURL that cannot be used fails every call
+	now       func() time.Time
+}
+
+// New returns the upstream called name at baseURL (such as
+// "https://api.openai.com/v1"; requests go to baseURL + "/responses"),
+// authenticated with apiKey as a Bearer token when it is not empty. hc nil
+// means the shared client with a connection pool sized for a gateway.
+// Redirects are never followed, whichever client is used.
+func New(name, baseURL, apiKey string, hc *http.Client) *Client {
+	c := &Client{name: name, hc: upstream.HTTPClient(hc), now: time.Now}
+	c.endpoint, c.urlErr = upstream.Endpoint(baseURL, "/responses")
+	if apiKey != "" {
+		c.authValue = []string{"Bearer " + apiKey}
+	}
+	return c
+}
+
+// Name returns the upstream's name.
+func (c *Client) Name() string { return c.name }
+
+// Native is the protocol the upstream speaks: a Responses client's body is
+// passed through to it.
+func (c *Client) Native() llm.Proto { return llm.ProtoResponses }
+
+// Header values shared by every upstream request; never written to.
+var (
+	jsonType  = []string{"application/json"}
+	sseAccept = []string{"text/event-stream"}
+)
+
+// ownHeaders are the request headers the adapter sets or that describe the
+// connection: a forwarded header of these names is left out.
+var ownHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "X-Api-Key": true, "Api-Key": true,
+	"Content-Type": true, "Content-Length": true, "Content-Encoding": true, "Accept": true, "Accept-Encoding": true,
+	"Host": true, "Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Te": true, "Trailer": true,
+	"Upgrade": true, "Expect": true, "Idempotency-Key": true, "X-Idempotency-Key": true,
+}
+
+// ChatStream sends req and returns the answer as a stream, or the failure
+// classified:
+//
+//   - the caller's context done: its error, wrapped (not a ProviderError);
+//   - a Chat Completions request Responses cannot express: FailRejected,
+//     without a call (TranslateRequest);
+//   - no answer (connection refused or reset, EOF before headers):
+//     FailTransient, "connection failed";
+//   - 429: FailThrottled, with the retry-after-ms or retry-after hint,
+//     capped at 60s;
+//   - 400: FailRejected, with the upstream's own error message;
+//   - any other status but 200: FailTransient, "upstream status N".
+//
+// A body in llm.ProtoResponses is sent as it is, with req.Header's fields
+// (but those the adapter sets itself and the connection's), and its events
+// come back as they are; a body in llm.ProtoChat is translated, and its
+// events come back as chat.completion.chunk values.
+func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
+	if c.urlErr != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
+	}
+	var (
+		body []byte
+		conv converter
+	)
+	switch req.Proto {
+	case llm.ProtoResponses:
+		body = req.Body
+		conv = &passThrough{}
+	case llm.ProtoChat:
+		var err error
+		if body, err = TranslateRequest(req); err != nil {
+			return nil, err
+		}
+		conv = &translation{dec: NewDecoder(c.now().Unix())}
+	default:
+		// A router that sends this adapter another protocol's body has a
+		// bug; the next provider may still serve the request.
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "the adapter cannot send a " + req.Proto.String() + " request"}
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
+	}
+	h := make(http.Header, 3+len(req.Header))
+	if req.Proto == llm.ProtoResponses {
+		for k, v := range req.Header {
+			if k = http.CanonicalHeaderKey(k); !ownHeaders[k] && len(v) > 0 {
+				h[k] = v
+			}
+		}
+	}
+	h["Content-Type"], h["Accept"] = jsonType, sseAccept
+	if c.authValue != nil {
+		h["Authorization"] = c.authValue
+	}
+	httpReq.Header = h
+	resp, err := upstream.Send(c.hc, httpReq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx)
+		}
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		return nil, upstream.StatusError(resp.StatusCode, resp.Header, b, c.now())
+	}
+	s := &stream{ctx: ctx, body: resp.Body, conv: conv}
+	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {
+		s.events = sse.NewReader(resp.Body, maxEventBytes)
+	}
+	return s, nil
+}
+
+// ctxError is the error for a call the caller's context ended.
+func ctxError(ctx context.Context) error { return upstream.ContextError("openai-responses", ctx) }

@@ -1,0 +1,291 @@
+package openairesponses
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// Event is one Responses stream event: its name and its data.
+type Event struct {
+	Name string
+	Data []byte
+}
+
+// ResponseEvents turns a whole Response object (the answer of an upstream
+// that ignored "stream": true) into the events it would have streamed, so
+// that one reader takes both and a client passed through sees one shape:
+//
+//	response.created, response.in_progress    the Response with status in_progress,
+//	                                          no output, no usage
+//	each output item                          response.output_item.added (the item as
+//	                                          it starts: no text, no arguments, no
+//	                                          summary), the events of its parts (below),
+//	                                          response.output_item.done (the item)
+//	  message                                 per part: response.content_part.added,
+//	                                          response.output_text.delta (or
+//	                                          response.refusal.delta) of the whole text,
+//	                                          response.output_text.done (.refusal.done),
+//	                                          response.content_part.done
+//	  function_call                           response.function_call_arguments.delta
+//	                                          and .done
+//	  reasoning                               per summary part:
+//	                                          response.reasoning_summary_part.added,
+//	                                          response.reasoning_summary_text.delta and
+//	                                          .done, response.reasoning_summary_part.done;
+//	                                          per reasoning_text part:
+//	                                          response.reasoning_text.delta and .done
+//	status completed, incomplete, failed      response.completed, response.incomplete,
+//	                                          response.failed, with the whole Response
+//
+// Every event has "type" and "sequence_number" (from 0) first. A Response
+// with another status (in progress, queued, cancelled) gets no terminal
+// event: it did not end. An error envelope ({"error": {...}} without a
+// status) is one "error" event. A body that is not such an object is a
+// FailTransient *llm.ProviderError.
+func ResponseEvents(body []byte) ([]Event, error) {
+	ms, err := llm.Members(body)
+	if err != nil {
+		return nil, malformedAnswer(err)
+	}
+	var hasStatus bool
+	var errRaw json.RawMessage
+	for _, m := range ms {
+		switch m.Key {
+		case "status":
+			hasStatus = true
+		case "error":
+			errRaw = m.Value
+		}
+	}
+	var w eventWriter
+	if !hasStatus && !isNull(errRaw) {
+		msg, code := errorText(errRaw)
+		if msg == "" {
+			msg = "unspecified upstream error"
+		}
+		w.event(evError, "code", nullable(code), "message", llm.AppendString(nil, msg), "param", []byte("null"))
+		return w.events, nil
+	}
+	r, err := parseResponse(body, true)
+	if err != nil {
+		return nil, malformedAnswer(err)
+	}
+	start := llm.Splice(ms, len(body), map[string][]byte{
+		"status": []byte(`"in_progress"`), "output": []byte("[]"), "usage": []byte("null"),
+		"incomplete_details": []byte("null"), "error": []byte("null"),
+	})
+	w.event("response.created", "response", start)
+	w.event("response.in_progress", "response", start)
+	for i, raw := range r.Output {
+		if err := w.item(i, raw); err != nil {
+			return nil, malformedAnswer(err)
+		}
+	}
+	switch r.Status {
+	case "completed":
+		w.event(evCompleted, "response", body)
+	case "incomplete":
+		w.event(evIncomplete, "response", body)
+	case "failed":
+		w.event(evFailed, "response", body)
+	}
+	return w.events, nil
+}
+
+func malformedAnswer(err error) *llm.ProviderError {
+	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
+}
+
+// nullable is s as a JSON string, or null for "".
+func nullable(s string) []byte {
+	if s == "" {
+		return []byte("null")
+	}
+	return llm.AppendString(nil, s)
+}
+
+// eventWriter writes events with their sequence numbers.
+type eventWriter struct {
+	events []Event
+	seq    int
+}
+
+// event appends an event of type typ whose other members are kv: key (a
+// string), raw JSON value ([]byte or json.RawMessage), key, value, ...
+func (w *eventWriter) event(typ string, kv ...any) {
+	b := append([]byte(`{"type":`), llm.AppendString(nil, typ)...)
+	b = append(b, `,"sequence_number":`...)
+	b = strconv.AppendInt(b, int64(w.seq), 10)
+	for i := 0; i+1 < len(kv); i += 2 {
+		b = append(b, ',')
+		b = llm.AppendString(b, kv[i].(string))
+		b = append(b, ':')
+		switch v := kv[i+1].(type) {
+		case []byte:
+			b = append(b, v...)
+		case json.RawMessage:
+			b = append(b, v...)
+		default:
+			panic(fmt.Sprintf("openai-responses: event member %T", v)) // our own calls pass raw JSON only
+		}
+	}
+	b = append(b, '}')
+	w.events = append(w.events, Event{Name: typ, Data: b})
+	w.seq++
+}
+
+var emptyString = []byte(`""`)
+
+// item writes the events of output item i.
+func (w *eventWriter) item(i int, raw json.RawMessage) error {
+	it, err := parseItem(raw)
+	if err != nil {
+		return err
+	}
+	ms, err := llm.Members(raw)
+	if err != nil {
+		return err
+	}
+	oi := strconv.AppendInt(nil, int64(i), 10)
+	id := llm.AppendString(nil, it.ID)
+	added := raw
+	switch it.Type {
+	case "message":
+		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"in_progress"`), "content": []byte("[]")})
+	case "function_call":
+		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"in_progress"`), "arguments": emptyString})
+	case "reasoning":
+		set := map[string][]byte{"summary": []byte("[]"), "encrypted_content": nil}
+		if hasMember(ms, "content") {
+			set["content"] = []byte("[]")
+		}
+		added = llm.Splice(ms, len(raw), set)
+	}
+	w.event("response.output_item.added", "output_index", oi, "item", added)
+	switch it.Type {
+	case "message":
+		parts, err := rawParts(ms, "content")
+		if err != nil {
+			return err
+		}
+		for j, part := range parts {
+			if err := w.messagePart(oi, id, j, part); err != nil {
+				return err
+			}
+		}
+	case "function_call":
+		args := llm.AppendString(nil, it.Arguments)
+		if it.Arguments != "" {
+			w.event("response.function_call_arguments.delta", "item_id", id, "output_index", oi, "delta", args)
+		}
+		w.event("response.function_call_arguments.done", "item_id", id, "output_index", oi, "arguments", args)
+	case "reasoning":
+		for k, p := range it.Summary {
+			si := strconv.AppendInt(nil, int64(k), 10)
+			text := p.RawText
+			if text == nil {
+				text = emptyString
+			}
+			w.event("response.reasoning_summary_part.added", "item_id", id, "output_index", oi, "summary_index", si,
+				"part", summaryPart(emptyString))
+			if p.Text != "" {
+				w.event("response.reasoning_summary_text.delta", "item_id", id, "output_index", oi, "summary_index", si, "delta", text)
+			}
+			w.event("response.reasoning_summary_text.done", "item_id", id, "output_index", oi, "summary_index", si, "text", text)
+			w.event("response.reasoning_summary_part.done", "item_id", id, "output_index", oi, "summary_index", si,
+				"part", summaryPart(text))
+		}
+		for j, p := range it.Content {
+			if p.Type != "reasoning_text" {
+				continue
+			}
+			ci := strconv.AppendInt(nil, int64(j), 10)
+			text := p.RawText
+			if text == nil {
+				text = emptyString
+			}
+			if p.Text != "" {
+				w.event("response.reasoning_text.delta", "item_id", id, "output_index", oi, "content_index", ci, "delta", text)
+			}
+			w.event("response.reasoning_text.done", "item_id", id, "output_index", oi, "content_index", ci, "text", text)
+		}
+	}
+	w.event("response.output_item.done", "output_index", oi, "item", []byte(raw))
+	return nil
+}
+
+// messagePart writes the events of part j of a message: output_text and
+// refusal parts stream their text; a part of another kind is only added
+// and done.
+func (w *eventWriter) messagePart(oi, id []byte, j int, raw json.RawMessage) error {
+	p, err := parsePart(raw)
+	if err != nil {
+		return err
+	}
+	ms, err := llm.Members(raw)
+	if err != nil {
+		return err
+	}
+	ci := strconv.AppendInt(nil, int64(j), 10)
+	at := []any{"item_id", id, "output_index", oi, "content_index", ci}
+	with := func(kv ...any) []any { return append(at[:len(at):len(at)], kv...) }
+	switch p.Type {
+	case "output_text":
+		text := p.RawText
+		if text == nil {
+			text = emptyString
+		}
+		w.event("response.content_part.added", with("part", llm.Splice(ms, len(raw), map[string][]byte{"text": emptyString, "annotations": []byte("[]")}))...)
+		if p.Text != "" {
+			w.event("response.output_text.delta", with("delta", text, "logprobs", []byte("[]"))...)
+		}
+		w.event("response.output_text.done", with("text", text, "logprobs", []byte("[]"))...)
+	case "refusal":
+		refusal := p.RawRefusal
+		if refusal == nil {
+			refusal = emptyString
+		}
+		w.event("response.content_part.added", with("part", llm.Splice(ms, len(raw), map[string][]byte{"refusal": emptyString}))...)
+		if p.Refusal != "" {
+			w.event("response.refusal.delta", with("delta", refusal)...)
+		}
+		w.event("response.refusal.done", with("refusal", refusal)...)
+	default:
+		w.event("response.content_part.added", with("part", []byte(raw))...)
+	}
+	w.event("response.content_part.done", with("part", []byte(raw))...)
+	return nil
+}
+
+// summaryPart is a summary_text part of text, a JSON string.
+func summaryPart(text []byte) []byte {
+	b := append([]byte(`{"type":"summary_text","text":`), text...)
+	return append(b, '}')
+}
+
+// rawParts is the list member key of an object, its elements as written.
+func rawParts(ms []llm.Member, key string) ([]json.RawMessage, error) {
+	for _, m := range ms {
+		if m.Key == key {
+			var list []json.RawMessage
+			if err := json.Unmarshal(m.Value, &list); err != nil {
+				return nil, errors.New("an item's " + key + " is not a list")
+			}
+			return list, nil
+		}
+	}
+	return nil, nil
+}
+
+func hasMember(ms []llm.Member, key string) bool {
+	for _, m := range ms {
+		if m.Key == key {
+			return true
+		}
+	}
+	return false
+}

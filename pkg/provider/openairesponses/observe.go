@@ -1,0 +1,138 @@
+package openairesponses
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// Observer reads the events of a Responses stream passed through to a
+// Responses client: each event becomes one llm.Chunk that carries it as it
+// is (Proto llm.ProtoResponses, Event its name, Raw its data), with what the
+// router reads of it set:
+//
+//   - Output, on the events that carry the answer: a delta event (a type
+//     ending in ".delta": output_text, refusal, function_call_arguments,
+//     custom_tool_call_input, reasoning_summary_text, reasoning_text, ...)
+//     with a non-empty delta; an output item, added or done, that is a
+//     function call, a custom or built-in tool's call, or a message or
+//     reasoning item with text or encrypted content in it; an image
+//     generation's partial image. response.created, response.in_progress,
+//     an empty message or reasoning item, content parts and the ".done"
+//     events are not output.
+//   - TextLen, for the estimate when no usage comes: the length of a
+//     delta as written, and a call's name and arguments when it is added.
+//   - FinishReason "completed" or "incomplete", Seen and Finished 1, and
+//     Usage (converted by ChatUsage) on the terminal event,
+//     response.completed or response.incomplete.
+//   - ID, Model and Created, the Response's, on every event once an event
+//     named them.
+//
+// An "error" event and response.failed are a FailTransient
+// *llm.ProviderError with the upstream's message; data that is not an
+// event object is a FailTransient *llm.ProviderError too. An event is read
+// by its data's "type", else by its SSE name; a chunk's Event is the SSE
+// name, else the data's type. The zero Observer is ready.
+type Observer struct {
+	id, model string
+	created   int64
+	// usage is that of a terminal or failed Response, converted.
+	usage json.RawMessage
+	done  bool
+}
+
+// Done reports whether the terminal event has been observed.
+func (o *Observer) Done() bool { return o.done }
+
+// UsageSoFar is the usage of the terminal or failed Response observed, in
+// the Chat Completions shape, or nil: the Responses API reports usage in
+// those only.
+func (o *Observer) UsageSoFar() json.RawMessage { return o.usage }
+
+// Observe reads one event: name is its SSE event name, data its data.
+func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
+	ev, err := parseEvent(name, data)
+	if err != nil {
+		return llm.Chunk{}, err
+	}
+	if name == "" {
+		name = ev.Type
+	}
+	// HasChoices: every event is forwarded, none is a usage-only chunk to
+	// hold back.
+	c := llm.Chunk{Proto: llm.ProtoResponses, Event: name, Raw: data, HasChoices: true}
+	switch ev.Type {
+	case "response.created", "response.in_progress", "response.queued":
+		if err := o.noteResponse(ev.Response); err != nil {
+			return llm.Chunk{}, err
+		}
+	case "response.output_item.added", "response.output_item.done":
+		it, err := parseItem(ev.Item)
+		if err != nil {
+			return llm.Chunk{}, err
+		}
+		c.Output = it.hasOutput()
+		if ev.Type == "response.output_item.added" {
+			c.TextLen = len(it.Name) + len(it.Arguments)
+		}
+	case "response.image_generation_call.partial_image":
+		c.Output = true
+	case evCompleted, evIncomplete:
+		r, err := parseResponse(ev.Response, false)
+		if err != nil {
+			return llm.Chunk{}, err
+		}
+		o.note(&r)
+		o.usage = ChatUsage(r.Usage)
+		o.done = true
+		c.Usage = o.usage
+		c.FinishReason = "completed"
+		if ev.Type == evIncomplete {
+			c.FinishReason = "incomplete"
+		}
+		c.Seen, c.Finished = 1, 1
+	case evFailed:
+		if r, err := parseResponse(ev.Response, false); err == nil {
+			o.usage = ChatUsage(r.Usage)
+		}
+		return llm.Chunk{}, failure(&ev)
+	case evError:
+		return llm.Chunk{}, failure(&ev)
+	default:
+		// A non-empty string delta, its length as written (escapes
+		// counted as such: this is for an estimate).
+		if d := ev.Delta; len(d) > 2 && d[0] == '"' && strings.HasSuffix(ev.Type, ".delta") {
+			c.Output = true
+			c.TextLen = len(d) - 2
+		}
+	}
+	c.ID, c.Model, c.Created = o.id, o.model, o.created
+	return c, nil
+}
+
+// noteResponse takes the id, model and creation time of a Response an
+// event carries.
+func (o *Observer) noteResponse(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	r, err := parseResponse(raw, false)
+	if err != nil {
+		return err
+	}
+	o.note(&r)
+	return nil
+}
+
+func (o *Observer) note(r *wireResponse) {
+	if r.ID != "" {
+		o.id = r.ID
+	}
+	if r.Model != "" {
+		o.model = r.Model
+	}
+	if r.CreatedAt != 0 {
+		o.created = r.CreatedAt
+	}
+}

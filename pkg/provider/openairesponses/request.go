@@ -1,0 +1,633 @@
+package openairesponses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// responsesRequest is the Responses request, in the order OpenAI documents
+// its fields. A raw member is written as the client wrote it (a number's
+// text unchanged) and left out when unset.
+type responsesRequest struct {
+	Model                string           `json:"model"`
+	Instructions         string           `json:"instructions,omitempty"`
+	Input                []any            `json:"input"`
+	Tools                []functionTool   `json:"tools,omitempty"`
+	ToolChoice           any              `json:"tool_choice,omitempty"`
+	ParallelToolCalls    json.RawMessage  `json:"parallel_tool_calls,omitempty"`
+	Text                 *textConfig      `json:"text,omitempty"`
+	Reasoning            *reasoningConfig `json:"reasoning,omitempty"`
+	MaxOutputTokens      json.RawMessage  `json:"max_output_tokens,omitempty"`
+	Temperature          json.RawMessage  `json:"temperature,omitempty"`
+	TopP                 json.RawMessage  `json:"top_p,omitempty"`
+	User                 json.RawMessage  `json:"user,omitempty"`
+	SafetyIdentifier     json.RawMessage  `json:"safety_identifier,omitempty"`
+	PromptCacheKey       json.RawMessage  `json:"prompt_cache_key,omitempty"`
+	PromptCacheRetention json.RawMessage  `json:"prompt_cache_retention,omitempty"`
+	ServiceTier          json.RawMessage  `json:"service_tier,omitempty"`
+	Metadata             json.RawMessage  `json:"metadata,omitempty"`
+	Store                bool             `json:"store"`
+	Stream               bool             `json:"stream"`
+}
+
+type textConfig struct {
+	Format    any             `json:"format,omitempty"`
+	Verbosity json.RawMessage `json:"verbosity,omitempty"`
+}
+
+type reasoningConfig struct {
+	Effort json.RawMessage `json:"effort"`
+}
+
+type functionTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description *string         `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      json.RawMessage `json:"strict"`
+}
+
+// inputMessage is a message item; Content is a string or a list of parts.
+type inputMessage struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+// part is one content part of a message item.
+type part struct {
+	Type       string          `json:"type"`
+	Text       *string         `json:"text,omitempty"`
+	Refusal    *string         `json:"refusal,omitempty"`
+	ImageURL   string          `json:"image_url,omitempty"`
+	Detail     string          `json:"detail,omitempty"`
+	FileID     json.RawMessage `json:"file_id,omitempty"`
+	FileData   json.RawMessage `json:"file_data,omitempty"`
+	Filename   json.RawMessage `json:"filename,omitempty"`
+	InputAudio json.RawMessage `json:"input_audio,omitempty"`
+}
+
+type functionCall struct {
+	Type      string `json:"type"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type functionCallOutput struct {
+	Type   string `json:"type"`
+	CallID string `json:"call_id"`
+	Output string `json:"output"`
+}
+
+// translated are the Chat Completions fields TranslateRequest reads; any
+// other field is checked by refusedField or dropped.
+var translated = map[string]bool{
+	"model": true, "messages": true, "max_tokens": true, "max_completion_tokens": true,
+	"temperature": true, "top_p": true, "tools": true, "tool_choice": true, "parallel_tool_calls": true,
+	"response_format": true, "verbosity": true, "reasoning_effort": true, "user": true,
+	"safety_identifier": true, "prompt_cache_key": true, "prompt_cache_retention": true,
+	"service_tier": true, "metadata": true,
+}
+
+// TranslateRequest turns the gateway's upstream request, a Chat Completions
+// body, into a streaming Responses body, as the package doc's table says. A
+// request it cannot express is a FailRejected *llm.ProviderError naming the
+// field, as the upstream's own 400 would be, and nothing is sent. Every key
+// is read exactly as written (a "Model" is not "model"), so that what is sent
+// depends on the body's members, never on their order.
+func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
+	top, err := parseObject(req.Body)
+	if err != nil {
+		return nil, rejected("the request body is not a JSON object", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if !translated[k] {
+			if msg := refusedField(k, top[k]); msg != "" {
+				return nil, rejected(msg, nil)
+			}
+		}
+	}
+	out := responsesRequest{Model: req.Model, Stream: true}
+	if out.Model == "" {
+		out.Model, _ = top.str("model")
+	}
+
+	if err := translateMessages(&out, top["messages"]); err != nil {
+		return nil, err
+	}
+	tools, err := list(top["tools"], "tools")
+	if err != nil {
+		return nil, err
+	}
+	for i, raw := range tools {
+		t, err := translateTool(raw, fmt.Sprintf("tools[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	if tc := top["tool_choice"]; !isNull(tc) {
+		if out.ToolChoice, err = toolChoice(tc); err != nil {
+			return nil, err
+		}
+	}
+	out.ParallelToolCalls = nonNull(top["parallel_tool_calls"])
+	if rf := top["response_format"]; !isNull(rf) {
+		format, err := textFormat(rf)
+		if err != nil {
+			return nil, err
+		}
+		out.Text = &textConfig{Format: format}
+	}
+	if v := nonNull(top["verbosity"]); v != nil {
+		if out.Text == nil {
+			out.Text = &textConfig{}
+		}
+		out.Text.Verbosity = v
+	}
+	if e := nonNull(top["reasoning_effort"]); e != nil {
+		out.Reasoning = &reasoningConfig{Effort: e}
+	}
+	out.MaxOutputTokens = nonNull(top["max_completion_tokens"])
+	if out.MaxOutputTokens == nil {
+		out.MaxOutputTokens = nonNull(top["max_tokens"])
+	}
+	out.Temperature = nonNull(top["temperature"])
+	out.TopP = nonNull(top["top_p"])
+	out.User = nonNull(top["user"])
+	out.SafetyIdentifier = nonNull(top["safety_identifier"])
+	out.PromptCacheKey = nonNull(top["prompt_cache_key"])
+	out.PromptCacheRetention = nonNull(top["prompt_cache_retention"])
+	out.ServiceTier = nonNull(top["service_tier"])
+	out.Metadata = nonNull(top["metadata"])
+	return marshal(out), nil
+}
+
+// refusedField says why field k, which TranslateRequest does not translate,
+// cannot be sent: it asks for what Responses cannot give. "" means the
+// field is dropped (a hint, or a field this adapter does not know).
+func refusedField(k string, v json.RawMessage) string {
+	if isNull(v) {
+		return ""
+	}
+	s := string(bytes.TrimSpace(v))
+	switch k {
+	case "n":
+		if s != "1" {
+			return "n: this provider (OpenAI Responses) returns one choice per call"
+		}
+	case "logprobs":
+		if s != "false" {
+			return "logprobs: this provider (OpenAI Responses) returns no log probabilities through this gateway"
+		}
+	case "top_logprobs":
+		if s != "0" {
+			return "top_logprobs: this provider (OpenAI Responses) returns no log probabilities through this gateway"
+		}
+	case "stop":
+		if s != `""` && s != "[]" {
+			return "stop: this provider (OpenAI Responses) has no stop sequences"
+		}
+	case "frequency_penalty", "presence_penalty":
+		if s != "0" && s != "0.0" {
+			return k + ": this provider (OpenAI Responses) has no penalties"
+		}
+	case "logit_bias":
+		if s != "{}" {
+			return "logit_bias: this provider (OpenAI Responses) has no logit bias"
+		}
+	case "modalities":
+		if s != `["text"]` && s != "[]" {
+			return "modalities: this provider (OpenAI Responses) answers in text only"
+		}
+	case "audio":
+		return "audio: this provider (OpenAI Responses) answers in text only"
+	case "functions", "function_call":
+		return k + ": deprecated, not supported by this provider (OpenAI Responses): use tools and tool_choice"
+	case "web_search_options":
+		return "web_search_options: not supported by this provider (OpenAI Responses)"
+	}
+	return ""
+}
+
+// translateMessages fills instructions and input from messages.
+func translateMessages(out *responsesRequest, raw json.RawMessage) error {
+	if isNull(raw) || raw[0] != '[' {
+		return rejected("messages must be an array", nil)
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return rejected("messages must be an array", err)
+	}
+	var system []string
+	for i, rawMsg := range msgs {
+		at := fmt.Sprintf("messages[%d]", i)
+		m, err := parseObject(rawMsg)
+		if err != nil {
+			return rejected(at+" must be an object", err)
+		}
+		role, _ := m.str("role")
+		switch role {
+		case "system", "developer":
+			text, err := plainText(m["content"], at)
+			if err != nil {
+				return err
+			}
+			if text != "" {
+				system = append(system, text)
+			}
+		case "user":
+			content, err := userContent(m["content"], at)
+			if err != nil {
+				return err
+			}
+			out.Input = append(out.Input, inputMessage{Type: "message", Role: "user", Content: content})
+		case "assistant":
+			if err := assistantItems(out, m, at); err != nil {
+				return err
+			}
+		case "tool":
+			text, err := plainText(m["content"], at)
+			if err != nil {
+				return err
+			}
+			id, _ := m.str("tool_call_id")
+			if id == "" {
+				return rejected(at+".tool_call_id is required", nil)
+			}
+			out.Input = append(out.Input, functionCallOutput{Type: "function_call_output", CallID: id, Output: text})
+		default:
+			return rejected(fmt.Sprintf("%s.role %q is not supported by this provider (OpenAI Responses)", at, role), nil)
+		}
+	}
+	if len(out.Input) == 0 {
+		return rejected("messages must contain at least one user, assistant or tool message", nil)
+	}
+	out.Instructions = strings.Join(system, "\n\n")
+	return nil
+}
+
+// assistantItems adds an assistant message: a message item of its text and
+// refusal (none when it has neither), then a function_call item per tool
+// call.
+func assistantItems(out *responsesRequest, m object, at string) error {
+	var parts []part
+	content := bytes.TrimSpace(m["content"])
+	switch {
+	case isNull(content):
+	case content[0] == '"':
+		var s string
+		if err := json.Unmarshal(content, &s); err != nil {
+			return rejected(at+".content must be a string or an array of content parts", err)
+		}
+		if s != "" {
+			parts = append(parts, part{Type: "output_text", Text: &s})
+		}
+	case content[0] == '[':
+		var list []json.RawMessage
+		if err := json.Unmarshal(content, &list); err != nil {
+			return rejected(at+".content must be a string or an array of content parts", err)
+		}
+		for j, raw := range list {
+			pat := fmt.Sprintf("%s.content[%d]", at, j)
+			p, err := parseObject(raw)
+			if err != nil {
+				return rejected(pat+" must be an object", err)
+			}
+			switch typ, _ := p.str("type"); typ {
+			case "text":
+				if text, _ := p.str("text"); text != "" {
+					parts = append(parts, part{Type: "output_text", Text: &text})
+				}
+			case "refusal":
+				if refusal, _ := p.str("refusal"); refusal != "" {
+					parts = append(parts, part{Type: "refusal", Refusal: &refusal})
+				}
+			default:
+				return rejected(fmt.Sprintf("%s: content part type %q is not supported in an assistant message by this provider (OpenAI Responses)", pat, typ), nil)
+			}
+		}
+	default:
+		return rejected(at+".content must be a string or an array of content parts", nil)
+	}
+	if refusal, _ := m.str("refusal"); refusal != "" {
+		parts = append(parts, part{Type: "refusal", Refusal: &refusal})
+	}
+	if len(parts) > 0 {
+		out.Input = append(out.Input, inputMessage{Type: "message", Role: "assistant", Content: parts})
+	}
+	calls, err := list(m["tool_calls"], at+".tool_calls")
+	if err != nil {
+		return err
+	}
+	for j, raw := range calls {
+		cat := fmt.Sprintf("%s.tool_calls[%d]", at, j)
+		c, err := parseObject(raw)
+		if err != nil {
+			return rejected(cat+" must be an object", err)
+		}
+		if typ, _ := c.str("type"); typ != "" && typ != "function" {
+			return rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses)", cat, typ), nil)
+		}
+		f, err := parseObject(c["function"])
+		if err != nil {
+			return rejected(cat+".function must be an object", err)
+		}
+		id, _ := c.str("id")
+		name, _ := f.str("name")
+		args, _ := f.str("arguments")
+		if id == "" || name == "" {
+			return rejected(cat+" needs an id and a function name", nil)
+		}
+		out.Input = append(out.Input, functionCall{Type: "function_call", CallID: id, Name: name, Arguments: args})
+	}
+	return nil
+}
+
+// userContent is a user message's content: a string as it is, or its parts
+// as Responses input parts.
+func userContent(raw json.RawMessage, at string) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, rejected(at+".content must be a string or an array of content parts", err)
+		}
+		return s, nil
+	}
+	if raw[0] != '[' {
+		return nil, rejected(at+".content must be a string or an array of content parts", nil)
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, rejected(at+".content must be a string or an array of content parts", err)
+	}
+	parts := make([]part, 0, len(list))
+	for j, rawPart := range list {
+		pat := fmt.Sprintf("%s.content[%d]", at, j)
+		p, err := parseObject(rawPart)
+		if err != nil {
+			return nil, rejected(pat+" must be an object", err)
+		}
+		switch typ, _ := p.str("type"); typ {
+		case "text":
+			text, _ := p.str("text")
+			parts = append(parts, part{Type: "input_text", Text: &text})
+		case "image_url":
+			img, err := parseObject(p["image_url"])
+			if err != nil {
+				return nil, rejected(pat+".image_url must be an object", err)
+			}
+			url, _ := img.str("url")
+			if url == "" {
+				return nil, rejected(pat+".image_url.url is required", nil)
+			}
+			detail, _ := img.str("detail")
+			if detail == "" {
+				detail = "auto"
+			}
+			parts = append(parts, part{Type: "input_image", ImageURL: url, Detail: detail})
+		case "input_audio":
+			audio := nonNull(p["input_audio"])
+			if audio == nil || audio[0] != '{' {
+				return nil, rejected(pat+".input_audio must be an object", nil)
+			}
+			parts = append(parts, part{Type: "input_audio", InputAudio: audio})
+		case "file":
+			f, err := parseObject(p["file"])
+			if err != nil {
+				return nil, rejected(pat+".file must be an object", err)
+			}
+			fp := part{Type: "input_file", FileID: nonNull(f["file_id"]), FileData: nonNull(f["file_data"]), Filename: nonNull(f["filename"])}
+			if fp.FileID == nil && fp.FileData == nil {
+				return nil, rejected(pat+".file needs a file_id or file_data", nil)
+			}
+			parts = append(parts, fp)
+		default:
+			return nil, rejected(fmt.Sprintf("%s: content part type %q is not supported by this provider (OpenAI Responses)", pat, typ), nil)
+		}
+	}
+	return parts, nil
+}
+
+// plainText is the text of a content that may only hold text (a system,
+// developer or tool message): a string, or text parts, concatenated.
+func plainText(raw json.RawMessage, at string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", rejected(at+".content must be a string or an array of text parts", err)
+		}
+		return s, nil
+	}
+	var list []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &list) != nil {
+		return "", rejected(at+".content must be a string or an array of text parts", nil)
+	}
+	var b strings.Builder
+	for j, rawPart := range list {
+		p, err := parseObject(rawPart)
+		typ, _ := p.str("type")
+		if err != nil || typ != "text" {
+			return "", rejected(fmt.Sprintf("%s.content[%d]: this message may only hold text parts for this provider (OpenAI Responses)", at, j), err)
+		}
+		text, _ := p.str("text")
+		b.WriteString(text)
+	}
+	return b.String(), nil
+}
+
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// translateTool flattens a Chat Completions function tool.
+func translateTool(raw json.RawMessage, at string) (functionTool, error) {
+	t, err := parseObject(raw)
+	if err != nil {
+		return functionTool{}, rejected(at+" must be an object", err)
+	}
+	if typ, _ := t.str("type"); typ != "function" {
+		return functionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
+	}
+	f, err := parseObject(t["function"])
+	if err != nil {
+		return functionTool{}, rejected(at+".function must be an object", err)
+	}
+	out := functionTool{Type: "function", Parameters: nonNull(f["parameters"]), Strict: nonNull(f["strict"])}
+	if out.Name, _ = f.str("name"); out.Name == "" {
+		return functionTool{}, rejected(at+".function.name is required", nil)
+	}
+	if d, ok := f.str("description"); ok {
+		out.Description = &d
+	}
+	if out.Parameters == nil {
+		out.Parameters = emptySchema
+	}
+	if out.Strict == nil {
+		out.Strict = json.RawMessage("false") // Chat's default; Responses' own is true
+	}
+	return out, nil
+}
+
+// namedTool names a tool in a tool_choice.
+type namedTool struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// toolChoice translates tool_choice.
+func toolChoice(raw json.RawMessage) (any, error) {
+	const want = "tool_choice must be auto, none, required, a function or allowed_tools"
+	if raw[0] == '"' {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		switch s {
+		case "auto", "none", "required":
+			return s, nil
+		}
+		return nil, rejected(fmt.Sprintf("tool_choice %q is not supported by this provider (OpenAI Responses)", s), nil)
+	}
+	c, err := parseObject(raw)
+	if err != nil {
+		return nil, rejected(want, err)
+	}
+	switch typ, _ := c.str("type"); typ {
+	case "function":
+		f, err := parseObject(c["function"])
+		if err != nil {
+			return nil, rejected(want, err)
+		}
+		name, _ := f.str("name")
+		if name == "" {
+			return nil, rejected("tool_choice.function.name is required", nil)
+		}
+		return namedTool{"function", name}, nil
+	case "allowed_tools":
+		a, err := parseObject(c["allowed_tools"])
+		if err != nil {
+			return nil, rejected("tool_choice.allowed_tools must be an object", err)
+		}
+		mode, _ := a.str("mode")
+		tools := []namedTool{}
+		allowed, err := list(a["tools"], "tool_choice.allowed_tools.tools")
+		if err != nil {
+			return nil, err
+		}
+		for i, raw := range allowed {
+			t, err := parseObject(raw)
+			if err != nil {
+				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be an object", i), err)
+			}
+			f, _ := parseObject(t["function"])
+			name, _ := f.str("name")
+			if typ, _ := t.str("type"); typ != "function" || name == "" {
+				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be a function with a name", i), nil)
+			}
+			tools = append(tools, namedTool{"function", name})
+		}
+		return struct {
+			Type  string      `json:"type"`
+			Mode  string      `json:"mode"`
+			Tools []namedTool `json:"tools"`
+		}{"allowed_tools", mode, tools}, nil
+	}
+	return nil, rejected(want, nil)
+}
+
+// textFormat translates response_format into text.format.
+func textFormat(raw json.RawMessage) (any, error) {
+	rf, err := parseObject(raw)
+	if err != nil {
+		return nil, rejected("response_format must be an object", err)
+	}
+	switch typ, _ := rf.str("type"); typ {
+	case "text", "json_object":
+		return map[string]string{"type": typ}, nil
+	case "json_schema":
+		js, err := parseObject(rf["json_schema"])
+		if err != nil {
+			return nil, rejected("response_format.json_schema must be an object", err)
+		}
+		name, _ := js.str("name")
+		if name == "" {
+			return nil, rejected("response_format.json_schema.name is required", nil)
+		}
+		return struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description json.RawMessage `json:"description,omitempty"`
+			Schema      json.RawMessage `json:"schema,omitempty"`
+			Strict      json.RawMessage `json:"strict,omitempty"`
+		}{"json_schema", name, nonNull(js["description"]), nonNull(js["schema"]), nonNull(js["strict"])}, nil
+	default:
+		return nil, rejected(fmt.Sprintf("response_format type %q is not supported by this provider (OpenAI Responses)", typ), nil)
+	}
+}
+
+// object is a JSON object's members by their exact keys.
+type object map[string]json.RawMessage
+
+func parseObject(raw json.RawMessage) (object, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	var o object
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// str is member k as a string; ok is false when it is absent, null or not
+// a string.
+func (o object) str(k string) (string, bool) {
+	v := o[k]
+	if len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// list is an array's elements, none for null; anything else is refused,
+// naming at.
+func list(raw json.RawMessage, at string) ([]json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return nil, nil
+	}
+	var l []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &l) != nil {
+		return nil, rejected(at+" must be an array", nil)
+	}
+	return l, nil
+}
+
+func nonNull(v json.RawMessage) json.RawMessage {
+	if isNull(v) {
+		return nil
+	}
+	return v
+}
+
+func rejected(msg string, err error) *llm.ProviderError {
+	// Status 0: no upstream was called.
+	return &llm.ProviderError{Class: llm.FailRejected, Message: msg, Err: err}
+}

@@ -1,0 +1,76 @@
+package openairesponses
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+)
+
+// ChatUsage converts a Responses usage object into the Chat Completions
+// usage the pipeline reads (llm.ParseUsage): prompt_tokens is input_tokens,
+// completion_tokens output_tokens, total_tokens their sum,
+// prompt_tokens_details.cached_tokens input_tokens_details.cached_tokens and
+// completion_tokens_details.reasoning_tokens
+// output_tokens_details.reasoning_tokens, each detail when the upstream sent
+// it. It is nil for a usage that is null, not an object, or has neither
+// count. A count that is not a number reads as 0.
+func ChatUsage(raw json.RawMessage) json.RawMessage {
+	if isNull(raw) || raw[0] != '{' {
+		return nil
+	}
+	var u struct {
+		Input   json.RawMessage `json:"input_tokens"`
+		Output  json.RawMessage `json:"output_tokens"`
+		InputD  json.RawMessage `json:"input_tokens_details"`
+		OutputD json.RawMessage `json:"output_tokens_details"`
+	}
+	if json.Unmarshal(raw, &u) != nil || (u.Input == nil && u.Output == nil) {
+		return nil
+	}
+	in, out := count(u.Input), count(u.Output)
+	b := make([]byte, 0, 160)
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, in, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, out, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, in+out, 10)
+	if n, ok := detail(u.InputD, "cached_tokens"); ok {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, '}')
+	}
+	if n, ok := detail(u.OutputD, "reasoning_tokens"); ok {
+		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// count reads a token count: a non-negative number, whole tokens, at most
+// what an int32 holds (as llm.ParseUsage reads counts); anything else is 0.
+func count(raw json.RawMessage) int64 {
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || !(f >= 0) || f > math.MaxInt32 {
+		return 0
+	}
+	return int64(f)
+}
+
+// detail reads one count of a details object; ok is false when there is no
+// such object or count.
+func detail(raw json.RawMessage, name string) (int64, bool) {
+	if isNull(raw) || raw[0] != '{' {
+		return 0, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return 0, false
+	}
+	v, ok := m[name]
+	if !ok || isNull(v) {
+		return 0, false
+	}
+	return count(v), true
+}
