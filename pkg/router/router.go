@@ -652,7 +652,11 @@ func (a *Answer) Usage() llm.Usage {
 			Estimated:        true,
 		}
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	case a.err != io.EOF:
+	case a.err != io.EOF && !a.finished:
+		// Cut short: what was produced may exceed what was reported. (A
+		// finished answer's usage is the provider's, even before its end
+		// marker is read: a stream passed through is priced at its last
+		// event.)
 		if est := llm.EstimateTokens(a.textLen); est > u.CompletionTokens {
 			u.CompletionTokens, u.Estimated = est, true
 			u.TotalTokens = u.PromptTokens + u.CompletionTokens
