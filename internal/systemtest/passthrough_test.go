@@ -309,3 +309,37 @@ func TestCaseVariantsOfGatewayFieldsAreRefused(t *testing.T) {
 		t.Errorf("%d upstream calls, want 0", n)
 	}
 }
+
+// TestPassedThroughStreamIsBilledOnProviderUsage: a stream passed through
+// is priced at its last usage event, before its end is read, on the
+// provider's counts, even when the gateway's byte estimate of the output
+// is larger.
+func TestPassedThroughStreamIsBilledOnProviderUsage(t *testing.T) {
+	text := strings.Repeat("word ", 80) // 400 bytes: an estimate of 100 tokens
+	stream := `event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + text + `"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	url, claude, _ := pairGateway(t, "anthropic")
+	claude.SetDefault(providertest.Response{Body: stream, Header: map[string]string{"Content-Type": "text/event-stream"}})
+	a := callPath(t, url+"/api/v1/messages", `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	// 10 input tokens at 1 USD, 3 output at 2 USD per million.
+	if !strings.Contains(a.body, `"usage":{"output_tokens":3,"cost":0.000016}`) {
+		t.Errorf("message_delta does not bill the provider's usage: %s", a.body)
+	}
+}

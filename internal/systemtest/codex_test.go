@@ -1,0 +1,129 @@
+//go:build integration
+
+package systemtest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzgate/buzzgate/internal/codexcli"
+	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+)
+
+const codexEncrypted = "gAAAAB-scripted-encrypted-content-7f3a"
+
+// codexGateway serves model codex-model from one route to upstream (a
+// provider of the given api at baseURL), and records every body a client
+// posts to it.
+func codexGateway(t *testing.T, api, baseURL string) (url string, sent func() [][]byte) {
+	t.Helper()
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: up, api: %s, base_url: %q}
+models:
+  - id: codex-model
+    routes:
+      - {provider: up, model: up-model, input_price: 1, output_price: 2}
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, api, baseURL, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			bodies = append(bodies, b)
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		a.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
+func runCodex(t *testing.T, url, prompt string) codexcli.Result {
+	t.Helper()
+	bin, err := codexcli.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := codexcli.Run(context.Background(), codexcli.Options{
+		Binary: bin, BaseURL: url + "/api/v1", APIKey: testKey, Model: "codex-model",
+		Prompt: prompt, Dir: t.TempDir(), Timeout: 2 * time.Minute,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("codex exec: exit %d, %v\nstdout:\n%s\nstderr:\n%s", res.ExitCode, err, res.Stdout, res.Stderr)
+	}
+	return res
+}
+
+const codexPrompt = "Run `echo buzzgate-codex-ok` and tell me what it printed."
+
+// TestCodexOnResponsesRoute runs Codex CLI through the gateway on an
+// openai-responses route: one turn with a shell round trip. The upstream
+// gets each request as Codex sent it (the route's model in place of the
+// client's), and the reasoning item's encrypted_content comes back to it on
+// the second turn.
+func TestCodexOnResponsesRoute(t *testing.T) {
+	f := codexcli.NewFake(t)
+	final := `The command printed "buzzgate-codex-ok".`
+	f.Script(
+		codexcli.Response{ID: "resp_turn1", Items: []codexcli.Item{
+			codexcli.Reasoning("rs_scripted1", codexEncrypted, "Running the command."),
+			codexcli.FunctionCall("fc_scripted1", "call_scripted1", "exec_command", `{"cmd":"echo buzzgate-codex-ok"}`),
+		}, Usage: codexcli.Usage{InputTokens: 9000, OutputTokens: 40, ReasoningTokens: 16}},
+		codexcli.Response{ID: "resp_turn2", Items: []codexcli.Item{codexcli.Message("msg_scripted1", final)},
+			Usage: codexcli.Usage{InputTokens: 9100, CachedTokens: 9000, OutputTokens: 12}},
+	)
+	url, sent := codexGateway(t, "openai-responses", f.URL())
+	res := runCodex(t, url, codexPrompt)
+	if !strings.Contains(res.LastMessage, final) {
+		t.Errorf("codex's final message %q, want it to hold %q", res.LastMessage, final)
+	}
+	bodies, ups := sent(), f.Requests()
+	if len(bodies) != 2 || len(ups) != 2 {
+		t.Fatalf("codex sent %d requests, the upstream got %d; want 2 and 2", len(bodies), len(ups))
+	}
+	for i := range bodies {
+		sameMembers(t, ups[i].Body, bodies[i], map[string]string{"model": `"up-model"`, "stream": "true"})
+	}
+	var turn2 struct {
+		Input []map[string]any `json:"input"`
+	}
+	if err := json.Unmarshal(ups[1].Body, &turn2); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(turn2.Input, func(m map[string]any) bool { return m["type"] == "reasoning" })
+	if i < 0 || turn2.Input[i]["encrypted_content"] != codexEncrypted {
+		t.Errorf("turn 2 did not send the reasoning item's encrypted_content back: %.500s", ups[1].Body)
+	}
+	out := slices.IndexFunc(turn2.Input, func(m map[string]any) bool { return m["type"] == "function_call_output" })
+	if out < 0 || !strings.Contains(fmt.Sprint(turn2.Input[out]["output"]), "buzzgate-codex-ok") {
+		t.Errorf("turn 2 has no function_call_output with the command's output")
+	}
+}
