@@ -24,6 +24,9 @@ type Choice struct {
 	Index        int     `json:"index"`
 	Delta        Delta   `json:"delta"`
 	FinishReason *string `json:"finish_reason"`
+	// StopReason, with finish_reason "stop", is the stop sequence that
+	// ended the answer, as vLLM reports it; left out when none did.
+	StopReason *string `json:"stop_reason,omitempty"`
 }
 
 // Delta is what a chunk adds to its choice; an unset field is left out.
@@ -32,6 +35,9 @@ type Delta struct {
 	Content   *string    `json:"content,omitempty"`
 	Refusal   *string    `json:"refusal,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is a reasoning model's thinking, as vLLM, DeepSeek
+	// and Together stream it.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // ToolCall is a piece of a tool call: its id, type and name in the first
