@@ -1037,6 +1037,9 @@ func mdKeys(m map[string]json.RawMessage, param string, known ...string) error {
 	if !ok {
 		return nil
 	}
+	if name == "" {
+		name = `""` // an empty key, named so that the error names a param
+	}
 	if param != "" {
 		name = param + "." + name
 	}

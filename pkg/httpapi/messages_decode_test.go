@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -430,20 +432,21 @@ var mdSeeds = []string{
 }
 
 // FuzzDecodeMessages checks that no body panics the decoder, that every
-// failure is an invalid_request error, and that every translation is a
+// failure is an invalid_request error naming its param (but for a body
+// that is not a JSON object), and that every translation is a
 // body llm.DecodeChatRequest accepts (but for the checks left to it: the
 // model's length and the gateway and provider objects).
 func FuzzDecodeMessages(f *testing.F) {
 	for _, s := range mdSeeds {
 		f.Add([]byte(s))
 	}
+	for _, b := range agentBodies(f, "claude-code") {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		chat, err := decodeMessages(body)
 		if err != nil {
-			var e *llm.Error
-			if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
-				t.Fatalf("error %v, want an invalid_request *llm.Error", err)
-			}
+			checkNamesParam(t, err)
 			return
 		}
 		if !json.Valid(chat) {
@@ -500,4 +503,43 @@ func TestDecodeMessagesRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(mdDecodeJSON(t, []byte(want)), mdDecodeJSON(t, back)); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s\ngot %s", diff, back)
 	}
+}
+
+// checkNamesParam fails unless err is an invalid_request *llm.Error that
+// names its param, or one about the body as a whole.
+func checkNamesParam(t *testing.T, err error) {
+	t.Helper()
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
+		t.Fatalf("error %v, want an invalid_request *llm.Error", err)
+	}
+	if e.Param == "" && !strings.HasPrefix(e.Message, "request body ") {
+		t.Fatalf("error %v names no param", err)
+	}
+}
+
+// agentBodies are the bodies of the recorded agent requests whose file
+// name starts with prefix (internal/systemtest/testdata/agents), as fuzz
+// seeds.
+func agentBodies(f *testing.F, prefix string) [][]byte {
+	f.Helper()
+	paths, err := filepath.Glob("../../internal/systemtest/testdata/agents/" + prefix + "*.json")
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no recorded %s requests: %v", prefix, err)
+	}
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var rec struct {
+			Body json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, rec.Body)
+	}
+	return out
 }

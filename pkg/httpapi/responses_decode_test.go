@@ -614,7 +614,8 @@ var rsSeeds = []string{
 }
 
 // FuzzDecodeResponses checks that no body panics the decoder, that every
-// failure is an invalid_request error, and that every translation is a
+// failure is an invalid_request error naming its param (but for a body
+// that is not a JSON object), and that every translation is a
 // body llm.DecodeChatRequest accepts (but for the checks left to it: the
 // model's length and the gateway and provider objects), with and without a
 // prior conversation.
@@ -626,13 +627,13 @@ func FuzzDecodeResponses(f *testing.F) {
 		json.RawMessage(`{"role":"user","content":"q"}`),
 		json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`),
 	}
+	for _, b := range agentBodies(f, "codex") {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeResponses(body, nil)
 		if err != nil {
-			var e *llm.Error
-			if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
-				t.Fatalf("error %v, want an invalid_request *llm.Error", err)
-			}
+			checkNamesParam(t, err)
 			return
 		}
 		check := func(chat []byte) {
