@@ -50,7 +50,7 @@ func TestMessagesSDK(t *testing.T) {
 		t.Errorf("usage without cost: %s", msg.RawJSON())
 	}
 	up := g.ups[0].Requests()[0].JSON
-	if up["max_tokens"] != 64.0 || up["messages"].([]any)[0].(map[string]any)["role"] != "system" {
+	if up["max_completion_tokens"] != 64.0 || up["messages"].([]any)[0].(map[string]any)["role"] != "system" {
 		t.Errorf("the upstream request: %v", up)
 	}
 

@@ -213,7 +213,9 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 			if p.APIKeyEnv != "" {
 				key = getenv(p.APIKeyEnv)
 			}
-			providers[p.Name] = openai.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+			c := openai.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+			c.SetMaxTokensField(p.MaxTokensField)
+			providers[p.Name] = c
 		case "openai-responses":
 			key := ""
 			if p.APIKeyEnv != "" {

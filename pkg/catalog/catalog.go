@@ -43,6 +43,11 @@ type Provider struct {
 	ZDR               bool     `yaml:"zdr"`
 	// DataCollection is "allow" (default) or "deny".
 	DataCollection string `yaml:"data_collection"`
+	// MaxTokensField is the field an api: openai provider is sent the
+	// answer's token limit in when a request of another client API is
+	// translated for it: "max_completion_tokens" (default, OpenAI's), or
+	// "max_tokens" for a compatible server that knows only the older name.
+	MaxTokensField string `yaml:"max_tokens_field"`
 	// Simulated configures an api: simulated provider; ignored otherwise.
 	Simulated Simulated `yaml:"simulated"`
 }

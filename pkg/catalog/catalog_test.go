@@ -240,6 +240,7 @@ func TestValidate(t *testing.T) {
 		{"first_token_timeout zero", func(c *Config) { c.Providers[0].FirstTokenTimeout = 0 }, "providers[0].first_token_timeout", "> 0"},
 		{"region uppercase", func(c *Config) { c.Providers[1].Region = "EU" }, "providers[1].region", "lowercase"},
 		{"data_collection", func(c *Config) { c.Providers[0].DataCollection = "maybe" }, "providers[0].data_collection", `got "maybe"`},
+		{"max_tokens_field", func(c *Config) { c.Providers[0].MaxTokensField = "limit" }, "providers[0].max_tokens_field", `got "limit"`},
 		{"simulated fail", func(c *Config) { c.Providers[0].Simulated.Fail = "boom" }, "providers[0].simulated.fail", `got "boom"`},
 		{"simulated first_token_latency", func(c *Config) { c.Providers[0].Simulated.FirstTokenLatency = -1 }, "providers[0].simulated.first_token_latency", "negative"},
 		{"simulated chunk_latency", func(c *Config) { c.Providers[0].Simulated.ChunkLatency = -1 }, "providers[0].simulated.chunk_latency", "negative"},

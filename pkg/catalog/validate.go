@@ -153,6 +153,15 @@ func (c *Config) validateProviders(idx *index) error {
 		if p.DataCollection != "allow" && p.DataCollection != "deny" {
 			return fieldErr(at+".data_collection", `must be "allow" or "deny", got %q`, p.DataCollection)
 		}
+		switch p.MaxTokensField {
+		case "", "max_completion_tokens":
+		case "max_tokens":
+			if p.API != "openai" {
+				return fieldErr(at+".max_tokens_field", "is only for api: openai")
+			}
+		default:
+			return fieldErr(at+".max_tokens_field", `must be "max_completion_tokens" or "max_tokens", got %q`, p.MaxTokensField)
+		}
 		if p.API == "simulated" {
 			if err := validateSimulated(at+".simulated", &p.Simulated); err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -19,12 +20,48 @@ import (
 
 // answerHead is the headers of an answer served by a provider.
 func answerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, contentType string) map[string]string {
-	return droppedHeader(map[string]string{
+	head := droppedHeader(map[string]string{
 		"Content-Type":          contentType,
 		"X-Request-Id":          requestID,
 		"X-Gateway-Provider":    ans.Provider,
 		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
 	}, req, ans)
+	if names := routeDropped(req, ans); len(names) > 0 {
+		if prior := head["X-Gateway-Dropped"]; prior != "" {
+			names = append([]string{prior}, names...)
+		}
+		head["X-Gateway-Dropped"] = strings.Join(names, ", ")
+	}
+	return head
+}
+
+// anthropicDropped are the Chat Completions fields an anthropic route
+// leaves out, hints that Messages has no field for (the adapter's
+// DroppedFields: the HTTP layer does not import adapters).
+var anthropicDropped = []string{
+	"presence_penalty", "frequency_penalty", "seed", "service_tier", "store", "metadata",
+	"prediction", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
+	"verbosity", "web_search_options",
+}
+
+// routeDropped names the request's Chat Completions fields that the
+// answering route's translation left out (docs/translation.md): an
+// anthropic route's hints, and reasoning_effort next to a JSON
+// response_format, which forces a tool that thinking does not allow.
+func routeDropped(req *llm.ChatRequest, ans *router.Answer) []string {
+	if ans.Proto != llm.ProtoChat || ans.API != "anthropic" {
+		return nil
+	}
+	var names []string
+	for _, f := range anthropicDropped {
+		if req.Has(f) {
+			names = append(names, f)
+		}
+	}
+	if req.Has("reasoning_effort") && req.Has("response_format") {
+		names = append(names, "reasoning_effort")
+	}
+	return names
 }
 
 // assemble reads a non-streaming answer to its end, with the ending rules
@@ -102,7 +139,11 @@ func cutShort(provider string, end error) *llm.Error {
 // than an interface: the codec's writer then stays on its stack.)
 type deltaSink struct {
 	text, refusal func(s string)
-	toolCall      func(index int, id, name, args string)
+	// reasoning takes a reasoning model's thinking (nil: dropped);
+	// stopSequence the stop sequence that ended the answer, when the
+	// upstream says (nil: not wanted).
+	reasoning, stopSequence func(s string)
+	toolCall                func(index int, id, name, args string)
 	// failed is the Emitter's error: the client is gone.
 	failed func() error
 }
@@ -127,6 +168,11 @@ func relayDeltas(ans *router.Answer, w deltaSink) (finish string, usage llm.Usag
 			if choice.Index != 0 {
 				continue // one answer: the first choice
 			}
+			if w.reasoning != nil {
+				if s := reasoningText(choice.Delta.ReasoningContent, choice.Delta.Reasoning); s != "" {
+					w.reasoning(s)
+				}
+			}
 			if s := choice.Delta.Content; s != nil {
 				w.text(*s)
 			}
@@ -138,6 +184,12 @@ func relayDeltas(ans *router.Answer, w deltaSink) (finish string, usage llm.Usag
 			}
 			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
 				finish = *f
+			}
+			if w.stopSequence != nil && len(choice.StopReason) > 0 && choice.StopReason[0] == '"' {
+				var seq string
+				if json.Unmarshal(choice.StopReason, &seq) == nil {
+					w.stopSequence(seq)
+				}
 			}
 		}
 	}
@@ -162,7 +214,23 @@ type chatDelta struct {
 				Index int `json:"index"`
 				llm.ToolCall
 			} `json:"tool_calls"`
+			ReasoningContent json.RawMessage `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"reasoning"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason *string         `json:"finish_reason"`
+		StopReason   json.RawMessage `json:"stop_reason"`
 	} `json:"choices"`
+}
+
+// reasoningText is a delta's reasoning text: reasoning_content (vLLM,
+// DeepSeek, the anthropic adapter) or reasoning (Groq, OpenRouter), when a
+// string.
+func reasoningText(fields ...json.RawMessage) string {
+	for _, r := range fields {
+		var s string
+		if len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -11,14 +13,34 @@ import (
 // shapes, over the same pipeline as Chat Completions. Its Idempotency-Key
 // records are its own: the same key on two endpoints is two records.
 var messagesAPI = clientAPI{
-	decode: decodeMessages,
-	codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
-	},
-	errorf:  writeAnthropicError,
-	scope:   "/api/v1/messages\x00",
-	proto:   llm.ProtoMessages,
-	forward: []string{"Anthropic-Version", "Anthropic-Beta"},
-	hints:   mdIgnoredFields,
-	owned:   []string{"model", "stream", "gateway", "provider"},
+	prepare:   prepareMessages,
+	passCodec: newMessagesCodec,
+	errorf:    writeAnthropicError,
+	scope:     "/api/v1/messages\x00",
+	proto:     llm.ProtoMessages,
+	forward:   []string{"Anthropic-Version", "Anthropic-Beta"},
+	hints:     mdIgnoredFields,
+	owned:     []string{"model", "stream", "gateway", "provider"},
+}
+
+func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
+}
+
+// prepareMessages translates a Messages request (decodeMessagesHints);
+// its codec adds the nested hints the translation dropped to those the
+// answer names in x-gateway-dropped when a route of another protocol
+// serves it.
+func prepareMessages(_ *principal, _ string, body []byte) ([]byte, codecFunc, func(context.Context) ([]byte, error), error) {
+	chat, dropped, err := decodeMessagesHints(body)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mk := func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+		if req.ChatErr == nil {
+			req.Dropped = append(req.Dropped, dropped...)
+		}
+		return newMessagesCodec(id, req, keyed)
+	}
+	return chat, mk, nil, nil
 }

@@ -19,12 +19,16 @@ import (
 // decodeMessages translates it into a Chat Completions body; the gateway
 // then decodes that with llm.DecodeChatRequest like any chat request, so the
 // router, the idempotency layer and billing run unchanged. The translation
-// (Messages → Chat Completions):
+// (Messages → Chat Completions; docs/translation.md is the whole table,
+// which its tests read):
 //
 //	model                         → model (a non-empty string, required)
-//	max_tokens                    → max_tokens (an integer from 1, required, as Anthropic requires it)
-//	system: string | text blocks  → a leading {"role":"system"} message (left out when empty)
-//	messages[].role               → user | assistant (nothing else)
+//	max_tokens                    → max_completion_tokens (an integer from 1, required, as Anthropic
+//	                                requires it; an OpenAI-compatible route may take it as max_tokens)
+//	system: string | text blocks  → a leading {"role":"system"} message, the blocks' texts joined
+//	                                by a blank line (left out when empty)
+//	messages[].role               → user | assistant; system (as Claude Code sends it) → a system
+//	                                message at that point, its text blocks joined by a blank line
 //	messages[].content: string    → the same string
 //	  text block                  → {"type":"text","text"} part
 //	  image, source base64        → {"type":"image_url","image_url":{"url":"data:<media_type>;base64,<data>"}} (user only)
@@ -33,12 +37,19 @@ import (
 //	  tool_result (user)          → a {"role":"tool","tool_call_id"} message, content a string or text parts;
 //	                                the tool messages come first, then a user message with the turn's
 //	                                other blocks, if any; is_error is checked and dropped (Chat has no such flag)
-//	  thinking, redacted_thinking → dropped (assistant only; extended thinking is not offered)
+//	  thinking, redacted_thinking → dropped and named (assistant only): no other upstream can read
+//	                                Anthropic's signed thinking
+//	thinking {enabled, budget_tokens} → reasoning_effort: under 4096 low, under 16384 medium, else high
+//	thinking {adaptive}           → reasoning_effort of output_config.effort, else medium
+//	thinking {disabled}           → nothing
+//	output_config.effort          → reasoning_effort (low, medium, high; xhigh and max → high)
+//	output_config.format json_schema → response_format {"type":"json_schema","json_schema":{name:"output",schema}}
 //	stop_sequences                → stop (an array of strings; left out when empty)
 //	temperature, top_p            → the same, the client's number text unchanged (0 to 1)
 //	top_k                         → top_k (an integer from 0), passed through
-//	tools[] {name, description, input_schema}
-//	                              → [{"type":"function","function":{name, description, parameters}}]
+//	tools[] {name, description, input_schema, strict}
+//	                              → [{"type":"function","function":{name, description, parameters, strict}}]
+//	tools[] of a server type (web_search_…, bash_…, …) → dropped and named tools[<type less its date>]
 //	tool_choice {type}            → auto → "auto", any → "required", none → "none",
 //	                                tool → {"type":"function","function":{"name"}};
 //	                                disable_parallel_tool_use true → parallel_tool_calls false
@@ -47,17 +58,17 @@ import (
 //	                                message_delta event comes from the usage chunk)
 //	gateway, provider             → copied as they are (llm.DecodeChatRequest validates them)
 //
-// Accepted and ignored everywhere: cache_control (prompt caching), and
-// citations on text blocks. Accepted and ignored at the top level
-// (mdIgnoredFields): thinking, service_tier, container, mcp_servers,
+// Dropped and named in x-gateway-dropped (hints, which do not change what
+// the answer is): cache_control wherever it is, citations of text blocks,
+// a tool's defer_loading, input_examples and eager_input_streaming, and at
+// the top level (mdIgnoredFields) service_tier, container, mcp_servers,
 // context_management. Any other field, at any level, is rejected as
 // Anthropic's API rejects it ("Extra inputs are not permitted"). A null
 // field is an absent one.
 //
 // Rejected as not supported by the gateway: content blocks of other types
 // (document, search_result, server tool blocks, ...), image sources other
-// than base64 and url, images inside a tool_result, and tools of a
-// server-defined type (bash_…, web_search_…, ...).
+// than base64 and url, and images inside a tool_result.
 //
 // Also checked as Anthropic checks them: every message but a final assistant
 // one has non-empty content; text blocks are not empty; tool names are
@@ -68,7 +79,27 @@ import (
 
 // mdIgnoredFields are the top-level fields accepted and ignored: beta and
 // account features the gateway does not offer, which the SDKs may send.
-var mdIgnoredFields = []string{"thinking", "service_tier", "container", "mcp_servers", "context_management"}
+var mdIgnoredFields = []string{"service_tier", "container", "mcp_servers", "context_management"}
+
+// hintSet collects the names of the hints a translation drops, each once,
+// in the order met.
+type hintSet struct{ names []string }
+
+func (h *hintSet) add(name string) {
+	for _, n := range h.names {
+		if n == name {
+			return
+		}
+	}
+	h.names = append(h.names, name)
+}
+
+// nested adds name when m has the field (not null).
+func (h *hintSet) nested(m map[string]json.RawMessage, field, name string) {
+	if _, ok := mdPresent(m, field); ok {
+		h.add(name)
+	}
+}
 
 // mdImageTypes are the media types Anthropic accepts for a base64 image.
 var mdImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
@@ -80,6 +111,22 @@ const mdMaxTokens = math.MaxInt32
 // equivalent Chat Completions request body (JSON) that llm.DecodeChatRequest
 // accepts, so the gateway's router, idempotency and billing run unchanged.
 func decodeMessages(body []byte) (chat []byte, err error) {
+	chat, _, err = decodeMessagesHints(body)
+	return chat, err
+}
+
+// decodeMessagesHints is decodeMessages, also returning the nested hints
+// the translation drops (the top-level ones are mdIgnoredFields).
+func decodeMessagesHints(body []byte) (chat []byte, dropped []string, err error) {
+	h := &hintSet{}
+	chat, err = decodeMessagesInto(body, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	return chat, h.names, nil
+}
+
+func decodeMessagesInto(body []byte, h *hintSet) (chat []byte, err error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		trimmed := bytes.TrimSpace(body)
@@ -90,7 +137,7 @@ func decodeMessages(body []byte) (chat []byte, err error) {
 	}
 	known := []string{
 		"model", "max_tokens", "system", "messages", "stop_sequences", "temperature", "top_p", "top_k",
-		"tools", "tool_choice", "metadata", "stream", "gateway", "provider",
+		"tools", "tool_choice", "metadata", "stream", "gateway", "provider", "thinking", "output_config",
 	}
 	if err := mdKeys(fields, "", append(known, mdIgnoredFields...)...); err != nil {
 		return nil, err
@@ -107,11 +154,11 @@ func decodeMessages(body []byte) (chat []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	out.add("max_tokens", json.RawMessage(strconv.FormatInt(maxTokens, 10)))
+	out.add("max_completion_tokens", json.RawMessage(strconv.FormatInt(maxTokens, 10)))
 
 	var msgs []mdChatMessage
 	if raw, ok := mdPresent(fields, "system"); ok {
-		content, err := mdSystem(raw)
+		content, err := mdSystem(raw, "system", h)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +166,7 @@ func decodeMessages(body []byte) (chat []byte, err error) {
 			msgs = append(msgs, mdChatMessage{Role: "system", Content: content})
 		}
 	}
-	turns, err := mdTurns(fields)
+	turns, err := mdTurns(fields, h)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +210,18 @@ func decodeMessages(body []byte) (chat []byte, err error) {
 		out.add("top_k", raw)
 	}
 
-	tools, names, err := mdTools(fields)
+	effort, format, err := mdReasoning(fields)
+	if err != nil {
+		return nil, err
+	}
+	if effort != "" {
+		out.add("reasoning_effort", mdJSON(effort))
+	}
+	if format != nil {
+		out.add("response_format", format)
+	}
+
+	tools, names, err := mdTools(fields, h)
 	if err != nil {
 		return nil, err
 	}
@@ -246,29 +304,35 @@ type mdTool struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
 		Parameters  json.RawMessage `json:"parameters"`
+		Strict      json.RawMessage `json:"strict,omitempty"`
 	} `json:"function"`
 }
 
 // mdSystem translates the system prompt: a string or an array of text
 // blocks. nil means there is none.
-func mdSystem(raw json.RawMessage) (json.RawMessage, error) {
+//
+// A list of blocks is joined by a blank line into one string, as the
+// blocks are paragraphs of one prompt (an upstream that reads text parts
+// would run them together). param is where it is: "system", or a system
+// message's content.
+func mdSystem(raw json.RawMessage, param string, h *hintSet) (json.RawMessage, error) {
 	if raw[0] == '"' {
-		s, err := mdStringValue(raw, "system")
+		s, err := mdStringValue(raw, param)
 		if err != nil || s == "" {
 			return nil, err
 		}
 		return raw, nil
 	}
-	blocks, err := mdArray(raw, "system", "system must be a string or an array of text blocks")
+	blocks, err := mdArray(raw, param, param+" must be a string or an array of text blocks")
 	if err != nil {
 		return nil, err
 	}
 	if len(blocks) == 0 {
 		return nil, nil
 	}
-	parts := make([]mdTextPart, 0, len(blocks))
+	texts := make([]string, 0, len(blocks))
 	for i, b := range blocks {
-		at := fmt.Sprintf("system[%d]", i)
+		at := fmt.Sprintf("%s[%d]", param, i)
 		m, typ, err := mdBlock(b, at)
 		if err != nil {
 			return nil, err
@@ -276,17 +340,17 @@ func mdSystem(raw json.RawMessage) (json.RawMessage, error) {
 		if typ != "text" {
 			return nil, mdInvalid(at+".type", "%s.type must be \"text\"", at)
 		}
-		text, err := mdText(m, at)
+		text, err := mdText(m, at, h)
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, mdTextPart{Type: "text", Text: text})
+		texts = append(texts, text)
 	}
-	return mdJSON(parts), nil
+	return mdJSON(strings.Join(texts, "\n\n")), nil
 }
 
 // mdTurns translates messages into Chat Completions messages.
-func mdTurns(fields map[string]json.RawMessage) ([]mdChatMessage, error) {
+func mdTurns(fields map[string]json.RawMessage, h *hintSet) ([]mdChatMessage, error) {
 	raw, ok := mdPresent(fields, "messages")
 	if !ok {
 		return nil, mdInvalid("messages", "messages is required")
@@ -312,12 +376,25 @@ func mdTurns(fields map[string]json.RawMessage) ([]mdChatMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		if role != "user" && role != "assistant" {
-			return nil, mdInvalid(at+".role", "%s.role must be \"user\" or \"assistant\"", at)
+		if role != "user" && role != "assistant" && role != "system" {
+			return nil, mdInvalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
 		}
 		content, ok := mdPresent(m, "content")
 		if !ok {
 			return nil, mdInvalid(at+".content", "%s.content is required", at)
+		}
+		if role == "system" {
+			// A system prompt given at this point of the conversation
+			// (Claude Code sends one so): a system message here.
+			text, err := mdSystem(content, at+".content", h)
+			if err != nil {
+				return nil, err
+			}
+			if text == nil {
+				return nil, mdInvalid(at+".content", "%s.content must not be empty", at)
+			}
+			out = append(out, mdChatMessage{Role: "system", Content: text})
+			continue
 		}
 		final := i == len(turns)-1 && role == "assistant"
 		if content[0] == '"' {
@@ -339,9 +416,9 @@ func mdTurns(fields map[string]json.RawMessage) ([]mdChatMessage, error) {
 			return nil, mdInvalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 		}
 		if role == "user" {
-			out, err = mdUserTurn(out, blocks, at)
+			out, err = mdUserTurn(out, blocks, at, h)
 		} else {
-			out, err = mdAssistantTurn(out, blocks, at)
+			out, err = mdAssistantTurn(out, blocks, at, h)
 		}
 		if err != nil {
 			return nil, err
@@ -352,7 +429,7 @@ func mdTurns(fields map[string]json.RawMessage) ([]mdChatMessage, error) {
 
 // mdUserTurn translates a user turn of blocks: its tool results as tool
 // messages, then the rest as one user message.
-func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string) ([]mdChatMessage, error) {
+func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h *hintSet) ([]mdChatMessage, error) {
 	var parts []any
 	for j, b := range blocks {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
@@ -362,19 +439,19 @@ func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string) ([]mdC
 		}
 		switch typ {
 		case "text":
-			text, err := mdText(m, bat)
+			text, err := mdText(m, bat, h)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, mdTextPart{Type: "text", Text: text})
 		case "image":
-			p, err := mdImage(m, bat)
+			p, err := mdImage(m, bat, h)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, p)
 		case "tool_result":
-			msg, err := mdToolResult(m, bat)
+			msg, err := mdToolResult(m, bat, h)
 			if err != nil {
 				return nil, err
 			}
@@ -393,7 +470,7 @@ func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string) ([]mdC
 
 // mdAssistantTurn translates an assistant turn of blocks: text parts and
 // tool calls.
-func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string) ([]mdChatMessage, error) {
+func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h *hintSet) ([]mdChatMessage, error) {
 	var parts []mdTextPart
 	var calls []llm.ToolCall
 	for j, b := range blocks {
@@ -404,20 +481,24 @@ func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string) (
 		}
 		switch typ {
 		case "text":
-			text, err := mdText(m, bat)
+			text, err := mdText(m, bat, h)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, mdTextPart{Type: "text", Text: text})
 		case "tool_use":
-			c, err := mdToolUse(m, bat)
+			c, err := mdToolUse(m, bat, h)
 			if err != nil {
 				return nil, err
 			}
 			calls = append(calls, c)
 		case "thinking", "redacted_thinking":
-			// Extended thinking is not offered; a client echoing an earlier
-			// turn's thinking block loses nothing the upstream could use.
+			// An earlier turn's thinking, signed by Anthropic for
+			// Anthropic: no other upstream can read it.
+			if err := mdKeys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
+				return nil, err
+			}
+			h.add("messages[].content[" + typ + "]")
 		case "image", "tool_result":
 			return nil, mdInvalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
 		default:
@@ -454,10 +535,12 @@ func mdBlock(raw json.RawMessage, at string) (map[string]json.RawMessage, string
 }
 
 // mdText reads a text block's text, which must not be empty.
-func mdText(m map[string]json.RawMessage, at string) (string, error) {
+func mdText(m map[string]json.RawMessage, at string, h *hintSet) (string, error) {
 	if err := mdKeys(m, at, "type", "text", "cache_control", "citations"); err != nil {
 		return "", err
 	}
+	h.nested(m, "cache_control", "cache_control")
+	h.nested(m, "citations", "citations")
 	text, err := mdString(m, "text", at+".text", false)
 	if err != nil {
 		return "", err
@@ -469,12 +552,13 @@ func mdText(m map[string]json.RawMessage, at string) (string, error) {
 }
 
 // mdImage translates an image block into an image_url part.
-func mdImage(m map[string]json.RawMessage, at string) (mdImagePart, error) {
+func mdImage(m map[string]json.RawMessage, at string, h *hintSet) (mdImagePart, error) {
 	var p mdImagePart
 	p.Type = "image_url"
 	if err := mdKeys(m, at, "type", "source", "cache_control"); err != nil {
 		return p, err
 	}
+	h.nested(m, "cache_control", "cache_control")
 	raw, ok := mdPresent(m, "source")
 	if !ok {
 		return p, mdInvalid(at+".source", "%s.source is required", at)
@@ -529,12 +613,13 @@ func mdImage(m map[string]json.RawMessage, at string) (mdImagePart, error) {
 }
 
 // mdToolUse translates a tool_use block into a tool call.
-func mdToolUse(m map[string]json.RawMessage, at string) (llm.ToolCall, error) {
+func mdToolUse(m map[string]json.RawMessage, at string, h *hintSet) (llm.ToolCall, error) {
 	var c llm.ToolCall
 	c.Type = "function"
 	if err := mdKeys(m, at, "type", "id", "name", "input", "cache_control"); err != nil {
 		return c, err
 	}
+	h.nested(m, "cache_control", "cache_control")
 	var err error
 	if c.ID, err = mdString(m, "id", at+".id", true); err != nil {
 		return c, err
@@ -568,11 +653,12 @@ func mdToolUse(m map[string]json.RawMessage, at string) (llm.ToolCall, error) {
 }
 
 // mdToolResult translates a tool_result block into a tool message.
-func mdToolResult(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
+func mdToolResult(m map[string]json.RawMessage, at string, h *hintSet) (mdChatMessage, error) {
 	msg := mdChatMessage{Role: "tool"}
 	if err := mdKeys(m, at, "type", "tool_use_id", "content", "is_error", "cache_control"); err != nil {
 		return msg, err
 	}
+	h.nested(m, "cache_control", "cache_control")
 	var err error
 	if msg.ToolCallID, err = mdString(m, "tool_use_id", at+".tool_use_id", true); err != nil {
 		return msg, err
@@ -605,7 +691,7 @@ func mdToolResult(m map[string]json.RawMessage, at string) (mdChatMessage, error
 			}
 			switch typ {
 			case "text":
-				text, err := mdText(bm, bat)
+				text, err := mdText(bm, bat, h)
 				if err != nil {
 					return msg, err
 				}
@@ -625,8 +711,11 @@ func mdToolResult(m map[string]json.RawMessage, at string) (mdChatMessage, error
 	return msg, nil
 }
 
-// mdTools translates the tool definitions; names are the tool names.
-func mdTools(fields map[string]json.RawMessage) ([]mdTool, map[string]bool, error) {
+// mdTools translates the tool definitions; names are the function tools'
+// names. A tool of a server-defined type (web_search_20250305, bash_…),
+// which only Anthropic runs, is dropped and named tools[<type>], its date
+// left out.
+func mdTools(fields map[string]json.RawMessage, h *hintSet) ([]mdTool, map[string]bool, error) {
 	raw, ok := mdPresent(fields, "tools")
 	if !ok {
 		return nil, nil, nil
@@ -648,10 +737,19 @@ func mdTools(fields map[string]json.RawMessage) ([]mdTool, map[string]bool, erro
 			return nil, nil, err
 		}
 		if typ != "" && typ != "custom" {
-			return nil, nil, mdInvalid(at+".type", "%s.type %s is not supported by this gateway (only custom tools are)", at, mdQuote(typ))
+			if _, err := mdString(m, "name", at+".name", true); err != nil {
+				return nil, nil, err
+			}
+			h.add("tools[" + mdServerTool(typ) + "]")
+			continue
 		}
-		if err := mdKeys(m, at, "type", "name", "description", "input_schema", "cache_control"); err != nil {
+		if err := mdKeys(m, at, "type", "name", "description", "input_schema", "cache_control", "strict",
+			"defer_loading", "input_examples", "eager_input_streaming"); err != nil {
 			return nil, nil, err
+		}
+		h.nested(m, "cache_control", "cache_control")
+		for _, hint := range []string{"defer_loading", "input_examples", "eager_input_streaming"} {
+			h.nested(m, hint, "tools[]."+hint)
 		}
 		var out mdTool
 		out.Type = "function"
@@ -673,9 +771,135 @@ func mdTools(fields map[string]json.RawMessage) ([]mdTool, map[string]bool, erro
 			return nil, nil, mdInvalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
 		}
 		out.Function.Parameters = schema
+		if strict, err := rsBool(m, "strict", at+".strict"); err != nil {
+			return nil, nil, err
+		} else if strict != nil {
+			out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
+		}
 		tools = append(tools, out)
 	}
 	return tools, names, nil
+}
+
+// mdServerTool is a server tool's type without its date:
+// web_search_20250305 is web_search.
+func mdServerTool(typ string) string {
+	if i := strings.LastIndexByte(typ, '_'); i > 0 && len(typ)-i == 9 {
+		if _, err := strconv.Atoi(typ[i+1:]); err == nil {
+			typ = typ[:i]
+		}
+	}
+	if len(typ) > 64 || !utf8.ValidString(typ) {
+		return "(unprintable)"
+	}
+	return typ
+}
+
+// mdReasoning translates thinking and output_config into Chat's
+// reasoning_effort ("" for none) and response_format (nil for none).
+func mdReasoning(fields map[string]json.RawMessage) (effort string, format json.RawMessage, err error) {
+	var configured string
+	if raw, ok := mdPresent(fields, "output_config"); ok {
+		m, err := mdObjectOf(raw, "output_config")
+		if err != nil {
+			return "", nil, err
+		}
+		if err := mdKeys(m, "output_config", "effort", "format"); err != nil {
+			return "", nil, err
+		}
+		e, err := mdString(m, "effort", "output_config.effort", false)
+		if err != nil {
+			return "", nil, err
+		}
+		switch e {
+		case "":
+		case "low", "medium", "high":
+			configured = e
+		case "xhigh", "max":
+			configured = "high"
+		default:
+			return "", nil, mdInvalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
+		}
+		if raw, ok := mdPresent(m, "format"); ok {
+			if format, err = mdOutputFormat(raw); err != nil {
+				return "", nil, err
+			}
+		}
+	}
+	effort = configured
+	raw, ok := mdPresent(fields, "thinking")
+	if !ok {
+		return effort, format, nil
+	}
+	m, typ, err := mdBlock(raw, "thinking")
+	if err != nil {
+		return "", nil, err
+	}
+	switch typ {
+	case "enabled":
+		if err := mdKeys(m, "thinking", "type", "budget_tokens", "display"); err != nil {
+			return "", nil, err
+		}
+		budget, err := mdInt(m, "budget_tokens", "thinking.budget_tokens", 1024, mdMaxTokens, true)
+		if err != nil {
+			return "", nil, err
+		}
+		if effort == "" {
+			switch {
+			case budget < 4096:
+				effort = "low"
+			case budget < 16384:
+				effort = "medium"
+			default:
+				effort = "high"
+			}
+		}
+	case "adaptive":
+		if err := mdKeys(m, "thinking", "type", "display"); err != nil {
+			return "", nil, err
+		}
+		if effort == "" {
+			effort = "medium"
+		}
+	case "disabled":
+		if err := mdKeys(m, "thinking", "type"); err != nil {
+			return "", nil, err
+		}
+	default:
+		return "", nil, mdInvalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
+	}
+	if _, err := mdString(m, "display", "thinking.display", false); err != nil {
+		return "", nil, err
+	}
+	return effort, format, nil
+}
+
+// mdOutputFormat translates output_config.format, Anthropic's structured
+// output: {type: json_schema, schema} becomes a json_schema
+// response_format named "output".
+func mdOutputFormat(raw json.RawMessage) (json.RawMessage, error) {
+	const at = "output_config.format"
+	m, typ, err := mdBlock(raw, at)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "json_schema" {
+		return nil, mdInvalid(at+".type", "%s.type must be \"json_schema\"", at)
+	}
+	if err := mdKeys(m, at, "type", "schema"); err != nil {
+		return nil, err
+	}
+	schema, ok := mdPresent(m, "schema")
+	if !ok || schema[0] != '{' {
+		return nil, mdInvalid(at+".schema", "%s.schema must be a JSON schema object", at)
+	}
+	return mdJSON(struct {
+		Type       string `json:"type"`
+		JSONSchema any    `json:"json_schema"`
+	}{"json_schema", struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+	}{"output", schema}}), nil
 }
 
 // mdToolChoice translates tool_choice; parallel is nil unless parallel tool
@@ -812,6 +1036,9 @@ func mdKeys(m map[string]json.RawMessage, param string, known ...string) error {
 	name, ok := llm.UnknownField(m, known...)
 	if !ok {
 		return nil
+	}
+	if name == "" {
+		name = `""` // an empty key, named so that the error names a param
 	}
 	if param != "" {
 		name = param + "." + name

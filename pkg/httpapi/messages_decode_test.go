@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,33 +39,33 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 		{
 			name: "minimal",
 			in:   `{"model":"m","max_tokens":1024,"messages":[{"role":"user","content":"hi"}]}`,
-			want: `{"model":"m","max_tokens":1024,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"model":"m","max_completion_tokens":1024,"messages":[{"role":"user","content":"hi"}]}`,
 		},
 		{
 			name: "max_tokens written as a float is an integer",
 			in:   `{"model":"m","max_tokens":1e3,"messages":[{"role":"user","content":"hi"}]}`,
-			want: `{"model":"m","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"model":"m","max_completion_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`,
 		},
 		{
 			name: "system string",
 			in:   `{"model":"m","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`,
 		},
 		{
-			name: "system text blocks, cache_control ignored",
+			name: "system text blocks joined by a blank line, cache_control dropped",
 			in: `{"model":"m","max_tokens":5,"system":[{"type":"text","text":"a"},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}],
 				"messages":[{"role":"user","content":"hi"}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"user","content":"hi"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"system","content":"a\n\nb"},{"role":"user","content":"hi"}]}`,
 		},
 		{
 			name: "empty system left out",
 			in:   `{"model":"m","max_tokens":5,"system":"","messages":[{"role":"user","content":"hi"}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
 		},
 		{
 			name: "empty system array left out",
 			in:   `{"model":"m","max_tokens":5,"system":[],"messages":[{"role":"user","content":"hi"}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
 		},
 		{
 			name: "text and image blocks",
@@ -71,7 +73,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 				{"type":"text","text":"what is this?"},
 				{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},
 				{"type":"image","source":{"type":"url","url":"https://example.com/cat.jpg"}}]}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":[
 				{"type":"text","text":"what is this?"},
 				{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},
 				{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg"}}]}]}`,
@@ -87,7 +89,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 					{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},
 					{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"12:00"}],"is_error":false},
 					{"type":"text","text":"thanks"}]}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[
+			want: `{"model":"m","max_completion_tokens":5,"messages":[
 				{"role":"user","content":"weather in Paris?"},
 				{"role":"assistant","content":[{"type":"text","text":"Let me look."}],"tool_calls":[
 					{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"days\":1.5}"}},
@@ -102,7 +104,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 				{"role":"user","content":"go"},
 				{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{"a":[1,2]}}]},
 				{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true}]}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[
+			want: `{"model":"m","max_completion_tokens":5,"messages":[
 				{"role":"user","content":"go"},
 				{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":[1,2]}"}}]},
 				{"role":"tool","tool_call_id":"t1","content":""}]}`,
@@ -112,30 +114,30 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 			in: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"},
 				{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"redacted_thinking","data":"x"},{"type":"text","text":"a"}]},
 				{"role":"user","content":"q2"}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"},
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"},
 				{"role":"assistant","content":[{"type":"text","text":"a"}]},{"role":"user","content":"q2"}]}`,
 		},
 		{
 			name: "final assistant prefill may be empty",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":""}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":""}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":""}]}`,
 		},
 		{
 			name: "final assistant with an empty array",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[]}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":""}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":""}]}`,
 		},
 		{
 			name: "sampling keeps the client's numbers",
 			in: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"stop_sequences":["\n\nHuman:","END"],"temperature":0.70,"top_p":1.0,"top_k":40}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"stop":["\n\nHuman:","END"],"temperature":0.70,"top_p":1.0,"top_k":40}`,
 		},
 		{
 			name: "empty stop_sequences left out",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"stop_sequences":[]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
 		},
 		{
 			name: "tools and tool_choice auto",
@@ -143,7 +145,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 				"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"cache_control":{"type":"ephemeral"}},
 					{"type":"custom","name":"noop","input_schema":{"type":"object"}}],
 				"tool_choice":{"type":"auto"}}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"tools":[{"type":"function","function":{"name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},
 					{"type":"function","function":{"name":"noop","parameters":{"type":"object"}}}],
 				"tool_choice":"auto"}`,
@@ -152,71 +154,83 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 			name: "tool_choice any without parallel tool use",
 			in: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","parallel_tool_calls":false}`,
 		},
 		{
 			name: "tool_choice tool",
 			in: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":false}}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
 		},
 		{
 			name: "tool_choice none",
 			in: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none"}`,
 		},
 		{
 			name: "tool_choice auto without tools is left out",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true}}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
 		},
 		{
 			name: "metadata user_id",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"metadata":{"user_id":"u-42"}}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"user":"u-42"}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],"user":"u-42"}`,
 		},
 		{
 			name: "metadata without user_id",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"metadata":{"user_id":null}}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
 		},
 		{
 			name: "stream asks for usage",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"stream":true}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"stream":true,"stream_options":{"include_usage":true}}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],"stream":true,"stream_options":{"include_usage":true}}`,
 		},
 		{
 			name: "stream false",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"stream":false}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
 		},
 		{
 			name: "gateway and provider copied",
 			in: `{"model":"m:floor","max_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"gateway":{"retry":{"backoff":"250ms","max_total_attempts":3}},"provider":{"order":["a","b"],"zdr":true}}`,
-			want: `{"model":"m:floor","max_tokens":5,"messages":[{"role":"user","content":"q"}],
+			want: `{"model":"m:floor","max_completion_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"gateway":{"retry":{"backoff":"250ms","max_total_attempts":3}},"provider":{"order":["a","b"],"zdr":true}}`,
 		},
 		{
-			name: "beta fields ignored, nulls absent",
+			name: "hints left out, thinking as reasoning_effort, nulls absent",
 			in: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],
 				"thinking":{"type":"enabled","budget_tokens":1024},"service_tier":"auto","container":null,"mcp_servers":[],"context_management":{},
 				"temperature":null,"system":null,"tools":null,"tool_choice":null,"metadata":null,"stream":null}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"reasoning_effort":"low","messages":[{"role":"user","content":"q"}]}`,
+		},
+		{
+			name: "a system message inside messages stays at its place",
+			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"system","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"system","content":"a\n\nb"}]}`,
+		},
+		{
+			name: "adaptive thinking takes output_config's effort; server tools dropped; strict kept",
+			in: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}],"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"max"},
+				"tools":[{"type":"web_search_20250305","name":"web_search"},{"name":"f","input_schema":{"type":"object"},"strict":true,"defer_loading":true}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"reasoning_effort":"high","messages":[{"role":"user","content":"q"}],
+				"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"},"strict":true}}]}`,
 		},
 		{
 			name: "consecutive same-role turns stay apart",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b","citations":null}]}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b"}]}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b"}]}]}`,
 		},
 		{
 			name: "no HTML escaping",
 			in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"<a&b>"}]}]}`,
-			want: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"<a&b>"}]}]}`,
+			want: `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"<a&b>"}]}]}`,
 		},
 	}
 	for _, tt := range tests {
@@ -315,7 +329,11 @@ func TestDecodeMessagesErrors(t *testing.T) {
 		{"messages empty", `{"model":"m","max_tokens":5,"messages":[]}`, "messages", "must not be empty"},
 		{"message not an object", `{"model":"m","max_tokens":5,"messages":["hi"]}`, "messages[0]", "must be an object"},
 		{"message role missing", `{"model":"m","max_tokens":5,"messages":[{"content":"q"}]}`, "messages[0].role", "required"},
-		{"message role system", `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"q"}]}`, "messages[0].role", `"user" or "assistant"`},
+		{"message role developer", `{"model":"m","max_tokens":5,"messages":[{"role":"developer","content":"q"}]}`, "messages[0].role", `"user", "assistant" or "system"`},
+		{"thinking type unknown", base(`,"thinking":{"type":"on"}`), "thinking.type", "must be"},
+		{"thinking budget too small", base(`,"thinking":{"type":"enabled","budget_tokens":10}`), "thinking.budget_tokens", "from 1024"},
+		{"output_config effort unknown", base(`,"output_config":{"effort":"huge"}`), "output_config.effort", "must be"},
+		{"output_config unknown field", base(`,"output_config":{"verbosity":"low"}`), "output_config.verbosity", "unknown field"},
 		{"message unknown field", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q","name":"x"}]}`, "messages[0].name", "unknown field"},
 		{"content missing", `{"model":"m","max_tokens":5,"messages":[{"role":"user"}]}`, "messages[0].content", "required"},
 		{"content a number", user(`3`), "messages[0].content", "string or an array"},
@@ -368,7 +386,7 @@ func TestDecodeMessagesErrors(t *testing.T) {
 		{"tool name missing", base(`,"tools":[{"input_schema":{"type":"object"}}]`), "tools[0].name", "required"},
 		{"tool schema missing", base(`,"tools":[{"name":"f"}]`), "tools[0].input_schema", "required"},
 		{"tool schema not an object", base(`,"tools":[{"name":"f","input_schema":"x"}]`), "tools[0].input_schema", "schema object"},
-		{"tool server type", base(`,"tools":[{"type":"web_search_20250305","name":"web_search"}]`), "tools[0].type", "not supported"},
+		{"tool server type without a name", base(`,"tools":[{"type":"web_search_20250305"}]`), "tools[0].name", "required"},
 		{"tool unknown field", base(`,"tools":[{"name":"f","input_schema":{},"parameters":{}}]`), "tools[0].parameters", "unknown field"},
 		{"tool names repeated", base(`,"tools":[{"name":"f","input_schema":{}},{"name":"f","input_schema":{}}]`), "tools[1].name", "unique"},
 		{"tool description a number", base(`,"tools":[{"name":"f","description":2,"input_schema":{}}]`), "tools[0].description", "must be a string"},
@@ -414,20 +432,21 @@ var mdSeeds = []string{
 }
 
 // FuzzDecodeMessages checks that no body panics the decoder, that every
-// failure is an invalid_request error, and that every translation is a
+// failure is an invalid_request error naming its param (but for a body
+// that is not a JSON object), and that every translation is a
 // body llm.DecodeChatRequest accepts (but for the checks left to it: the
 // model's length and the gateway and provider objects).
 func FuzzDecodeMessages(f *testing.F) {
 	for _, s := range mdSeeds {
 		f.Add([]byte(s))
 	}
+	for _, b := range agentBodies(f, "claude-code") {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		chat, err := decodeMessages(body)
 		if err != nil {
-			var e *llm.Error
-			if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
-				t.Fatalf("error %v, want an invalid_request *llm.Error", err)
-			}
+			checkNamesParam(t, err)
 			return
 		}
 		if !json.Valid(chat) {
@@ -484,4 +503,43 @@ func TestDecodeMessagesRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(mdDecodeJSON(t, []byte(want)), mdDecodeJSON(t, back)); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s\ngot %s", diff, back)
 	}
+}
+
+// checkNamesParam fails unless err is an invalid_request *llm.Error that
+// names its param, or one about the body as a whole.
+func checkNamesParam(t *testing.T, err error) {
+	t.Helper()
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
+		t.Fatalf("error %v, want an invalid_request *llm.Error", err)
+	}
+	if e.Param == "" && !strings.HasPrefix(e.Message, "request body ") {
+		t.Fatalf("error %v names no param", err)
+	}
+}
+
+// agentBodies are the bodies of the recorded agent requests whose file
+// name starts with prefix (internal/systemtest/testdata/agents), as fuzz
+// seeds.
+func agentBodies(f *testing.F, prefix string) [][]byte {
+	f.Helper()
+	paths, err := filepath.Glob("../../internal/systemtest/testdata/agents/" + prefix + "*.json")
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no recorded %s requests: %v", prefix, err)
+	}
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var rec struct {
+			Body json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, rec.Body)
+	}
+	return out
 }

@@ -26,8 +26,17 @@ import (
 //	content_filter         -> refusal (also any answer carrying refusal text)
 //	(stream just stopped)  -> null: the message did not reach a stop
 //
-// stop_sequence is always null: a Chat Completions upstream does not say
-// which stop sequence matched, so a stop on one reads as end_turn.
+//	stop, with the stop sequence the upstream says ended it (stop_reason,
+//	as vLLM and the anthropic adapter report it) -> stop_sequence, and
+//	stop_sequence that string
+//
+// An upstream that does not say which stop sequence matched (OpenAI) has a
+// stop on one read as end_turn, stop_sequence null.
+//
+// A reasoning model's thinking (chat reasoning_content or reasoning)
+// becomes a thinking block before the text, with an empty signature: no
+// upstream but Anthropic signs thinking, and a client sends such a block
+// back only to a route that drops it.
 //
 // A stream is message_start, one ping, then for each run of text (or
 // refusal text) a text block and for each tool call a tool_use block
@@ -82,6 +91,10 @@ func (c *messagesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.
 // plus the gateway's cost.
 type anthropicUsage struct {
 	InputTokens int `json:"input_tokens"`
+	// CacheCreationInputTokens is the prompt's part written to the
+	// provider's cache (prompt_tokens_details.cache_write_tokens, as the
+	// anthropic adapter and OpenRouter report it).
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
 	// CacheReadInputTokens is the prompt's part read from the provider's
 	// cache, which Anthropic counts apart from input_tokens (Chat
 	// Completions counts it in prompt_tokens, with the part in
@@ -94,20 +107,28 @@ type anthropicUsage struct {
 
 func toAnthropicUsage(u llm.Usage) anthropicUsage {
 	cached := min(usageDetail(u, "prompt_tokens_details", "cached_tokens"), u.PromptTokens)
-	return anthropicUsage{InputTokens: u.PromptTokens - cached, CacheReadInputTokens: cached,
-		OutputTokens: u.CompletionTokens, Cost: u.Cost, Estimated: u.Estimated}
+	written := min(usageDetail(u, "prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cached)
+	return anthropicUsage{InputTokens: u.PromptTokens - cached - written, CacheReadInputTokens: cached,
+		CacheCreationInputTokens: written, OutputTokens: u.CompletionTokens, Cost: u.Cost, Estimated: u.Estimated}
 }
 
 // anthropicBlock is a content block: text (Text set) or tool_use.
 type anthropicBlock struct {
-	Type  string          `json:"type"`
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Type      string          `json:"type"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
 }
 
 func textBlock(s string) anthropicBlock { return anthropicBlock{Type: "text", Text: &s} }
+
+func thinkingBlock(s string) anthropicBlock {
+	sig := ""
+	return anthropicBlock{Type: "thinking", Thinking: &s, Signature: &sig}
+}
 
 type anthropicMessage struct {
 	ID           string           `json:"id"`
@@ -120,9 +141,12 @@ type anthropicMessage struct {
 	Usage        any              `json:"usage"`
 }
 
-// stopReason maps a chat finish_reason to Anthropic's stop_reason.
-func stopReason(finish string, toolUse, refused bool) string {
+// stopReason maps a chat finish_reason to Anthropic's stop_reason; seq is
+// the stop sequence the upstream says ended the answer ("" for none).
+func stopReason(finish string, toolUse, refused bool, seq string) string {
 	switch {
+	case seq != "" && (finish == "stop" || finish == ""):
+		return "stop_sequence"
 	case finish == "content_filter" || refused:
 		return "refusal"
 	case finish == "length":
@@ -166,11 +190,13 @@ func readAssembled(asm *llm.Assembler, usage llm.Usage) (*assembled, error) {
 type assembled struct {
 	Choices []struct {
 		Message struct {
-			Content   *string        `json:"content"`
-			Refusal   *string        `json:"refusal"`
-			ToolCalls []llm.ToolCall `json:"tool_calls"`
+			Content          *string        `json:"content"`
+			Refusal          *string        `json:"refusal"`
+			ToolCalls        []llm.ToolCall `json:"tool_calls"`
+			ReasoningContent *string        `json:"reasoning_content"`
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
+		StopReason   *string `json:"stop_reason"`
 	} `json:"choices"`
 }
 
@@ -189,6 +215,9 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 	ch := a.Choices[0]
 	msg := anthropicMessage{ID: c.messageID(), Type: "message", Role: "assistant", Model: c.model,
 		Content: []anthropicBlock{}, Usage: toAnthropicUsage(usage)}
+	if m := ch.Message; m.ReasoningContent != nil && *m.ReasoningContent != "" {
+		msg.Content = append(msg.Content, thinkingBlock(*m.ReasoningContent))
+	}
 	if m := ch.Message; m.Content != nil && *m.Content != "" {
 		msg.Content = append(msg.Content, textBlock(*m.Content))
 	}
@@ -209,8 +238,15 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 		if ch.FinishReason != nil {
 			finish = *ch.FinishReason
 		}
-		sr := stopReason(finish, len(ch.Message.ToolCalls) > 0, refused)
+		seq := ""
+		if ch.StopReason != nil {
+			seq = *ch.StopReason
+		}
+		sr := stopReason(finish, len(ch.Message.ToolCalls) > 0, refused, seq)
 		msg.StopReason = &sr
+		if sr == "stop_sequence" {
+			msg.StopSequence = &seq
+		}
 	}
 	body, err := json.Marshal(msg)
 	if err != nil {
@@ -229,6 +265,8 @@ type blockWriter struct {
 	tools bool   // a tool_use block was sent
 	// refused: the answer carries refusal text (sent as text).
 	refused bool
+	// stopSeq is the stop sequence the upstream says ended the answer.
+	stopSeq string
 	err     error // the Emitter's error: the client is gone
 }
 
@@ -265,6 +303,7 @@ type blockDelta struct {
 	Index int    `json:"index"`
 	Delta struct {
 		Type        string  `json:"type"`
+		Thinking    *string `json:"thinking,omitempty"`
 		Text        *string `json:"text,omitempty"`
 		PartialJSON *string `json:"partial_json,omitempty"`
 	} `json:"delta"`
@@ -302,6 +341,22 @@ func (w *blockWriter) text(s string) {
 	w.send("content_block_delta", d)
 }
 
+// thinking takes a reasoning model's thinking: a thinking block, as
+// thinking_delta events.
+func (w *blockWriter) thinking(s string) {
+	if s == "" {
+		return
+	}
+	if w.open != "thinking" {
+		w.start(thinkingBlock(""))
+	}
+	d := blockDelta{Type: "content_block_delta", Index: w.next - 1}
+	d.Delta.Type, d.Delta.Thinking = "thinking_delta", &s
+	w.send("content_block_delta", d)
+}
+
+func (w *blockWriter) stopSequence(s string) { w.stopSeq = s }
+
 // toolCall takes one tool-call delta: a new index opens a tool_use block
 // (with the id and name of that delta), arguments go out as input_json_delta.
 // Upstreams send a call's id and name whole in its first delta, and one call
@@ -328,11 +383,23 @@ type messageStart struct {
 	Message anthropicMessage `json:"message"`
 }
 
-// startUsage is message_start's usage: nothing counted yet.
-var startUsage any = struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}{}
+// startUsage is message_start's usage: the prompt's counts when the
+// upstream reported them with its first output (the usage is then not the
+// gateway's estimate), else 0; output_tokens 0. The counts of the end are
+// message_delta's.
+func startUsage(ans *router.Answer) any {
+	var s struct {
+		InputTokens              int `json:"input_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+		OutputTokens             int `json:"output_tokens"`
+	}
+	if u := ans.Usage(); !u.Estimated {
+		au := toAnthropicUsage(u)
+		s.InputTokens, s.CacheCreationInputTokens, s.CacheReadInputTokens = au.InputTokens, au.CacheCreationInputTokens, au.CacheReadInputTokens
+	}
+	return s
+}
 
 type messageDelta struct {
 	Type  string `json:"type"`
@@ -372,11 +439,12 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	w := &blockWriter{c: c, out: out}
 	w.send("message_start", messageStart{Type: "message_start", Message: anthropicMessage{ID: c.messageID(),
-		Type: "message", Role: "assistant", Model: c.model, Content: []anthropicBlock{}, Usage: startUsage}})
+		Type: "message", Role: "assistant", Model: c.model, Content: []anthropicBlock{}, Usage: startUsage(ans)}})
 	w.send("ping", struct {
 		Type string `json:"type"`
 	}{"ping"})
-	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, toolCall: w.toolCall, failed: w.failed})
+	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, reasoning: w.thinking,
+		stopSequence: w.stopSequence, toolCall: w.toolCall, failed: w.failed})
 	if gone {
 		return res
 	}
@@ -387,8 +455,11 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 		var md messageDelta
 		md.Type, md.Usage = "message_delta", toAnthropicUsage(usage)
 		if end == io.EOF {
-			sr := stopReason(finish, w.tools, w.refused)
+			sr := stopReason(finish, w.tools, w.refused, w.stopSeq)
 			md.Delta.StopReason = &sr
+			if sr == "stop_sequence" {
+				md.Delta.StopSequence = &w.stopSeq
+			}
 		}
 		w.send("message_delta", md)
 		if end == io.EOF {

@@ -96,6 +96,9 @@ func (s *Server) prepareResponses(p *principal, id string, body []byte) ([]byte,
 		}
 	}
 	mk := func(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+		if req.ChatErr == nil {
+			req.Dropped = append(req.Dropped, rr.Dropped...)
+		}
 		c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
 			metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: s.now().Unix(),
 			echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}

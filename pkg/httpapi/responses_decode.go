@@ -55,14 +55,21 @@ import (
 //	                                or input_text parts as text parts; its call_id must be a
 //	                                function_call's of this input or of prior (OpenAI's "No tool call
 //	                                found for function call output")
-//	  reasoning                   → dropped (the gateway offers no reasoning to send back)
+//	  reasoning                   → dropped and named input[reasoning]: an earlier answer's
+//	                                reasoning, encrypted for the upstream that wrote it
 //	instructions                  → a leading {"role":"system"} message (left out when empty)
-//	max_output_tokens             → max_tokens (an integer from 1)
+//	max_output_tokens             → max_completion_tokens (an integer from 1; an OpenAI-compatible
+//	                                route may take it as max_tokens)
+//	reasoning.effort              → reasoning_effort (none, minimal, low, medium, high, xhigh)
 //	temperature (0–2), top_p (0–1)→ the same, the client's number text unchanged
 //	tools[] {type:function, name, description, parameters, strict}
 //	                              → [{"type":"function","function":{name, description, parameters, strict}}]
 //	                                (strict only when sent: Chat's default, false, is what every
 //	                                non-OpenAI upstream does anyway)
+//	tools[] {type:namespace, name, tools} → its function tools, flattened (names must stay unique);
+//	                                the grouping is dropped and named tools[namespace]
+//	tools[] of a built-in type (web_search, file_search, code_interpreter, mcp, …)
+//	                              → dropped and named tools[<type>]: no Chat route runs them
 //	tool_choice                   → "auto" | "none" | "required" the same; {type:function, name} →
 //	                                {"type":"function","function":{"name"}}; auto and none are left out
 //	                                without tools, as Chat rejects tool_choice without tools
@@ -70,6 +77,7 @@ import (
 //	text.format                   → text: nothing; json_object: response_format {"type":"json_object"};
 //	                                json_schema {name, schema, description, strict}:
 //	                                response_format {"type":"json_schema","json_schema":{…}}
+//	text.verbosity                → verbosity
 //	safety_identifier, else user  → user
 //	stream true                   → stream true and stream_options.include_usage true
 //	gateway, provider             → copied as they are (llm.DecodeChatRequest validates them)
@@ -79,23 +87,24 @@ import (
 // values, keys up to 64 and values up to 512 characters, as OpenAI limits
 // them; echoed in the response object).
 //
-// Accepted, checked for shape, and ignored, as they cannot change what the
-// gateway does (rsIgnoredFields): reasoning (no reasoning is offered, as
-// Messages' thinking is not), truncation (the gateway never truncates; a
-// conversation too long for the model fails as the provider rejects it,
-// which is "disabled", OpenAI's default), include (what it can add —
-// encrypted reasoning, tool-call sources, logprobs — the gateway never
-// produces), service_tier, prompt_cache_key and prompt_cache_retention
-// (OpenAI account features, not routing ones), max_tool_calls (it bounds
-// built-in tools only, which are not offered), stream_options (only
-// include_obfuscation, which the gateway's stream never needs) and
-// text.verbosity. background false is accepted; top_logprobs 0 is too.
+// Accepted, checked for shape, dropped and named in x-gateway-dropped, as
+// they do not change what the answer is (rsIgnoredFields): truncation (the
+// gateway never truncates; a conversation too long for the model fails as
+// the provider rejects it, which is "disabled", OpenAI's default), include
+// (what it can add — encrypted reasoning, tool-call sources, logprobs — the
+// gateway never produces), service_tier, prompt_cache_key and
+// prompt_cache_retention (OpenAI account features, not routing ones),
+// max_tool_calls (it bounds built-in tools only, which are not offered),
+// stream_options (only include_obfuscation, which the gateway's stream
+// never needs), client_metadata (Codex's), and reasoning.summary (reasoning
+// comes back, as a summary, whenever the upstream gives it). background
+// false is accepted; top_logprobs 0 is too.
 //
 // Rejected as not supported by the gateway, with a 400 naming the field:
 // background true, top_logprobs above 0, conversation, prompt (templates),
 // tools other than function tools (web_search, file_search, mcp, …) and
 // tool_choice naming one, input items other than the above (item_reference,
-// built-in tool calls, …), content parts input_file and input_audio, and
+// built-in tool calls, …), custom tools, content parts input_file and input_audio, and
 // images given by file_id. Any other field, at any level, is rejected as
 // OpenAI rejects an unknown parameter. A null field is an absent one.
 //
@@ -116,6 +125,9 @@ type responsesRequest struct {
 	// Chat Completions body: the response object echoes them all the same.
 	EchoToolChoice json.RawMessage
 	EchoParallel   *bool
+	// Dropped are the nested hints the translation leaves out (the
+	// top-level ones are rsIgnoredFields).
+	Dropped []string
 
 	// What build needs besides: the model, the Chat Completions fields
 	// after messages (in order), and the function_call_output items whose
@@ -139,8 +151,8 @@ type rsPending struct {
 
 // rsIgnoredFields are the top-level fields accepted and ignored (see above).
 var rsIgnoredFields = []string{
-	"reasoning", "truncation", "include", "service_tier", "prompt_cache_key", "prompt_cache_retention",
-	"max_tool_calls", "stream_options",
+	"truncation", "include", "service_tier", "prompt_cache_key", "prompt_cache_retention",
+	"max_tool_calls", "stream_options", "client_metadata",
 }
 
 // Limits OpenAI sets on metadata.
@@ -203,6 +215,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
 		"parallel_tool_calls", "text", "metadata", "user", "safety_identifier", "stream", "store",
 		"previous_response_id", "background", "top_logprobs", "conversation", "prompt", "gateway", "provider",
+		"reasoning",
 	}
 	if err := mdKeys(fields, "", append(known, rsIgnoredFields...)...); err != nil {
 		return nil, err
@@ -232,7 +245,9 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 	} else if logprobs > 0 {
 		return nil, mdInvalid("top_logprobs", "top_logprobs is not supported by this gateway")
 	}
-	if err := rsCheckIgnored(fields); err != nil {
+	h := &hintSet{}
+	effort, err := rsCheckIgnored(fields, h)
+	if err != nil {
 		return nil, err
 	}
 
@@ -256,7 +271,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 	if r.Instructions, err = mdString(fields, "instructions", "instructions", false); err != nil {
 		return nil, err
 	}
-	if err := r.input(fields); err != nil {
+	if err := r.input(fields, h); err != nil {
 		return nil, err
 	}
 
@@ -265,7 +280,10 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		add("max_tokens", json.RawMessage(strconv.FormatInt(n, 10)))
+		add("max_completion_tokens", json.RawMessage(strconv.FormatInt(n, 10)))
+	}
+	if effort != "" {
+		add("reasoning_effort", mdJSON(effort))
 	}
 	for _, p := range []struct {
 		name string
@@ -285,7 +303,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		add(p.name, raw)
 	}
 
-	tools, names, err := rsTools(fields)
+	tools, names, err := rsTools(fields, h)
 	if err != nil {
 		return nil, err
 	}
@@ -312,12 +330,15 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 	}
 
 	if raw, ok := mdPresent(fields, "text"); ok {
-		format, err := rsText(raw)
+		format, verbosity, err := rsText(raw)
 		if err != nil {
 			return nil, err
 		}
 		if format != nil {
 			add("response_format", format)
+		}
+		if verbosity != "" {
+			add("verbosity", mdJSON(verbosity))
 		}
 	}
 
@@ -353,6 +374,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		}
 	}
 
+	r.Dropped = h.names
 	// Without a previous response, everything build checks is known now.
 	if r.PreviousResponseID == "" {
 		if len(r.pending) > 0 {
@@ -428,7 +450,7 @@ func (r *responsesRequest) build(prior []json.RawMessage) error {
 }
 
 // input translates input into r.Input.
-func (r *responsesRequest) input(fields map[string]json.RawMessage) error {
+func (r *responsesRequest) input(fields map[string]json.RawMessage, h *hintSet) error {
 	raw, ok := mdPresent(fields, "input")
 	if !ok {
 		return mdInvalid("input", "input is required")
@@ -501,11 +523,12 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage) error {
 			out = append(out, msg)
 			open = -1
 		case "reasoning":
-			// An earlier output's reasoning, sent back: the gateway offers no
-			// reasoning, and no upstream could read another's.
+			// An earlier output's reasoning, sent back: encrypted for the
+			// upstream that wrote it, which no other can read.
 			if err := mdKeys(m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
 				return err
 			}
+			h.add("input[reasoning]")
 		case "item_reference":
 			return mdInvalid(at+".type", "%s: item_reference is not supported by this gateway; continue from a stored response with previous_response_id, or send the item itself", at)
 		default:
@@ -808,8 +831,9 @@ type rsTool struct {
 	} `json:"function"`
 }
 
-// rsTools translates the function tools; names are their names.
-func rsTools(fields map[string]json.RawMessage) ([]rsTool, map[string]bool, error) {
+// rsTools translates the function tools, those of namespaces flattened;
+// names are their names. Built-in tools are dropped and named.
+func rsTools(fields map[string]json.RawMessage, h *hintSet) ([]rsTool, map[string]bool, error) {
 	raw, ok := mdPresent(fields, "tools")
 	if !ok {
 		return nil, nil, nil
@@ -826,41 +850,91 @@ func rsTools(fields map[string]json.RawMessage) ([]rsTool, map[string]bool, erro
 		if err != nil {
 			return nil, nil, err
 		}
-		if typ != "function" {
-			return nil, nil, mdInvalid(at+".type", "%s.type %s is not supported by this gateway (only function tools are)", at, mdQuote(typ))
-		}
-		if err := mdKeys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
-			return nil, nil, err
-		}
-		var out rsTool
-		out.Type = "function"
-		if out.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
-			return nil, nil, err
-		}
-		if !rsValidName(out.Function.Name) {
-			return nil, nil, mdInvalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
-		}
-		if names[out.Function.Name] {
-			return nil, nil, mdInvalid(at+".name", "%s.name: tool names must be unique", at)
-		}
-		names[out.Function.Name] = true
-		if out.Function.Description, err = mdString(m, "description", at+".description", false); err != nil {
-			return nil, nil, err
-		}
-		if schema, ok := mdPresent(m, "parameters"); ok {
-			if schema[0] != '{' {
-				return nil, nil, mdInvalid(at+".parameters", "%s.parameters must be a JSON schema object", at)
+		switch typ {
+		case "function":
+			out, err := rsFunctionTool(m, at, names)
+			if err != nil {
+				return nil, nil, err
 			}
-			out.Function.Parameters = schema
+			tools = append(tools, out)
+		case "namespace":
+			if err := mdKeys(m, at, "type", "name", "description", "tools"); err != nil {
+				return nil, nil, err
+			}
+			if _, err := mdString(m, "name", at+".name", true); err != nil {
+				return nil, nil, err
+			}
+			if _, err := mdString(m, "description", at+".description", false); err != nil {
+				return nil, nil, err
+			}
+			inner, ok := mdPresent(m, "tools")
+			if !ok {
+				return nil, nil, mdInvalid(at+".tools", "%s.tools is required", at)
+			}
+			list, err := mdArray(inner, at+".tools", at+".tools must be an array of function tools")
+			if err != nil {
+				return nil, nil, err
+			}
+			for j, it := range list {
+				iat := fmt.Sprintf("%s.tools[%d]", at, j)
+				im, ityp, err := mdBlock(it, iat)
+				if err != nil {
+					return nil, nil, err
+				}
+				if ityp != "function" {
+					return nil, nil, mdInvalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, mdQuote(ityp))
+				}
+				out, err := rsFunctionTool(im, iat, names)
+				if err != nil {
+					return nil, nil, err
+				}
+				tools = append(tools, out)
+			}
+			h.add("tools[namespace]")
+		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
+			"file_search", "code_interpreter", "image_generation", "mcp", "local_shell", "shell",
+			"computer_use_preview", "computer_use", "apply_patch":
+			h.add("tools[" + typ + "]")
+		default:
+			return nil, nil, mdInvalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, mdQuote(typ))
 		}
-		if strict, err := rsBool(m, "strict", at+".strict"); err != nil {
-			return nil, nil, err
-		} else if strict != nil {
-			out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
-		}
-		tools = append(tools, out)
 	}
 	return tools, names, nil
+}
+
+// rsFunctionTool translates a function tool; names are the names so far.
+func rsFunctionTool(m map[string]json.RawMessage, at string, names map[string]bool) (rsTool, error) {
+	var out rsTool
+	if err := mdKeys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
+		return out, err
+	}
+	out.Type = "function"
+	var err error
+	if out.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
+		return out, err
+	}
+	if !rsValidName(out.Function.Name) {
+		return out, mdInvalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
+	}
+	if names[out.Function.Name] {
+		return out, mdInvalid(at+".name", "%s.name: tool names must be unique", at)
+	}
+	names[out.Function.Name] = true
+	if out.Function.Description, err = mdString(m, "description", at+".description", false); err != nil {
+		return out, err
+	}
+	if schema, ok := mdPresent(m, "parameters"); ok {
+		if schema[0] != '{' {
+			return out, mdInvalid(at+".parameters", "%s.parameters must be a JSON schema object", at)
+		}
+		out.Function.Parameters = schema
+	}
+	if strict, err := rsBool(m, "strict", at+".strict"); err != nil {
+		return out, err
+	} else if strict != nil {
+		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
+	}
+	return out, nil
 }
 
 // rsValidName is OpenAI's rule for function names: ^[a-zA-Z0-9_-]{1,64}$.
@@ -928,24 +1002,30 @@ func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, 
 }
 
 // rsText translates text: its format, as a response_format (nil for plain
-// text). verbosity is checked and ignored.
-func rsText(raw json.RawMessage) (json.RawMessage, error) {
+// text), and its verbosity ("" for none).
+func rsText(raw json.RawMessage) (format json.RawMessage, verbosity string, err error) {
 	m, err := mdObjectOf(raw, "text")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := mdKeys(m, "text", "format", "verbosity"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	verbosity, err := mdString(m, "verbosity", "text.verbosity", false)
+	verbosity, err = mdString(m, "verbosity", "text.verbosity", false)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	switch verbosity {
 	case "", "low", "medium", "high":
 	default:
-		return nil, mdInvalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
+		return nil, "", mdInvalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
 	}
+	format, err = rsFormat(m)
+	return format, verbosity, err
+}
+
+// rsFormat translates text.format (m is text).
+func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 	fraw, ok := mdPresent(m, "format")
 	if !ok {
 		return nil, nil
@@ -1044,62 +1124,76 @@ func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
 	return b.Bytes(), nil
 }
 
-// rsCheckIgnored checks the shape of the ignored fields: a wrong type is
-// still the client's mistake.
-func rsCheckIgnored(fields map[string]json.RawMessage) error {
+// rsCheckIgnored checks the shape of the ignored fields (a wrong type is
+// still the client's mistake) and returns reasoning.effort, which is
+// translated.
+func rsCheckIgnored(fields map[string]json.RawMessage, h *hintSet) (effort string, err error) {
+	if raw, ok := mdPresent(fields, "client_metadata"); ok {
+		if _, err := mdObjectOf(raw, "client_metadata"); err != nil {
+			return "", err
+		}
+	}
 	for _, name := range []string{"service_tier", "prompt_cache_key", "prompt_cache_retention"} {
 		if _, err := mdString(fields, name, name, false); err != nil {
-			return err
+			return "", err
 		}
 	}
 	truncation, err := mdString(fields, "truncation", "truncation", false)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if truncation != "" && truncation != "auto" && truncation != "disabled" {
-		return mdInvalid("truncation", "truncation must be \"auto\" or \"disabled\"")
+		return "", mdInvalid("truncation", "truncation must be \"auto\" or \"disabled\"")
 	}
 	if _, err := mdInt(fields, "max_tool_calls", "max_tool_calls", 0, math.MaxInt32, false); err != nil {
-		return err
+		return "", err
 	}
 	if raw, ok := mdPresent(fields, "include"); ok {
 		list, err := mdArray(raw, "include", "include must be an array of strings")
 		if err != nil {
-			return err
+			return "", err
 		}
 		for i, v := range list {
 			if _, err := mdStringValue(v, fmt.Sprintf("include[%d]", i)); err != nil {
-				return err
+				return "", err
 			}
 		}
 	}
 	if raw, ok := mdPresent(fields, "reasoning"); ok {
 		m, err := mdObjectOf(raw, "reasoning")
 		if err != nil {
-			return err
+			return "", err
 		}
 		if err := mdKeys(m, "reasoning", "effort", "summary", "generate_summary"); err != nil {
-			return err
+			return "", err
 		}
 		for _, name := range []string{"effort", "summary", "generate_summary"} {
 			if _, err := mdString(m, name, "reasoning."+name, false); err != nil {
-				return err
+				return "", err
 			}
 		}
+		effort, _ = mdString(m, "effort", "reasoning.effort", false)
+		switch effort {
+		case "", "none", "minimal", "low", "medium", "high", "xhigh":
+		default:
+			return "", mdInvalid("reasoning.effort", "reasoning.effort must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"")
+		}
+		h.nested(m, "summary", "reasoning.summary")
+		h.nested(m, "generate_summary", "reasoning.summary")
 	}
 	if raw, ok := mdPresent(fields, "stream_options"); ok {
 		m, err := mdObjectOf(raw, "stream_options")
 		if err != nil {
-			return err
+			return "", err
 		}
 		if err := mdKeys(m, "stream_options", "include_obfuscation"); err != nil {
-			return err
+			return "", err
 		}
 		if _, err := rsBool(m, "include_obfuscation", "stream_options.include_obfuscation"); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return effort, nil
 }
 
 // rsBool reads a boolean field; nil when absent or null.

@@ -141,9 +141,9 @@ func TestDecodeResponsesTranslation(t *testing.T) {
 				{"role":"tool","tool_call_id":"c2","content":"2"}]}`,
 		},
 		{
-			name: "sampling keeps the client's numbers; max_output_tokens as max_tokens",
+			name: "sampling keeps the client's numbers; max_output_tokens as max_completion_tokens",
 			in:   `{"model":"m","input":"q","max_output_tokens":1e3,"temperature":1.50,"top_p":1.0}`,
-			want: `{"model":"m","messages":[{"role":"user","content":"q"}],"max_tokens":1000,"temperature":1.50,"top_p":1.0}`,
+			want: `{"model":"m","messages":[{"role":"user","content":"q"}],"max_completion_tokens":1000,"temperature":1.50,"top_p":1.0}`,
 		},
 		{
 			name: "function tools, tool_choice required, parallel_tool_calls",
@@ -173,9 +173,9 @@ func TestDecodeResponsesTranslation(t *testing.T) {
 			want: `{"model":"m","messages":[{"role":"user","content":"q"}]}`,
 		},
 		{
-			name: "text format text is nothing; verbosity ignored",
+			name: "text format text is nothing; verbosity as verbosity",
 			in:   `{"model":"m","input":"q","text":{"format":{"type":"text"},"verbosity":"low"}}`,
-			want: `{"model":"m","messages":[{"role":"user","content":"q"}]}`,
+			want: `{"model":"m","messages":[{"role":"user","content":"q"}],"verbosity":"low"}`,
 		},
 		{
 			name: "text format json_object",
@@ -221,8 +221,14 @@ func TestDecodeResponsesTranslation(t *testing.T) {
 			in: `{"model":"m","input":"q","store":false,"metadata":{"k":"v"},"background":false,"top_logprobs":0,
 				"reasoning":{"effort":"low","summary":null},"truncation":"auto","include":["reasoning.encrypted_content"],
 				"service_tier":"auto","prompt_cache_key":"pk","prompt_cache_retention":"24h","max_tool_calls":3,
-				"stream_options":{"include_obfuscation":false}}`,
-			want: `{"model":"m","messages":[{"role":"user","content":"q"}]}`,
+				"stream_options":{"include_obfuscation":false},"client_metadata":{"k":"v"}}`,
+			want: `{"model":"m","messages":[{"role":"user","content":"q"}],"reasoning_effort":"low"}`,
+		},
+		{
+			name: "namespace tools flattened, built-in tools and reasoning items dropped",
+			in: `{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[],"content":null,"encrypted_content":"gAAA"},{"role":"user","content":"q"}],
+				"tools":[{"type":"web_search","external_web_access":false},{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"f","strict":false,"parameters":{"type":"object"}}]}]}`,
+			want: `{"model":"m","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"},"strict":false}}]}`,
 		},
 		{
 			name: "nulls are absent",
@@ -516,8 +522,10 @@ func TestDecodeResponsesErrors(t *testing.T) {
 		{"tools an object", base(`,"tools":{}`), "tools", "array of tools"},
 		{"tool not an object", base(`,"tools":[1]`), "tools[0]", "must be an object"},
 		{"tool type missing", base(`,"tools":[{"name":"f"}]`), "tools[0].type", "required"},
-		{"tool web_search", base(`,"tools":[{"type":"web_search"}]`), "tools[0].type", "only function tools"},
-		{"tool mcp", base(`,"tools":[{"type":"function","name":"f"},{"type":"mcp","server_label":"x"}]`), "tools[1].type", "not supported"},
+		{"tool custom", base(`,"tools":[{"type":"custom","name":"apply_patch"}]`), "tools[0].type", "not supported"},
+		{"namespace tool not a function", base(`,"tools":[{"type":"namespace","name":"ns","tools":[{"type":"web_search"}]}]`), "tools[0].tools[0].type", "only function tools"},
+		{"namespace tool name repeated", base(`,"tools":[{"type":"function","name":"f"},{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]}]`), "tools[1].tools[0].name", "unique"},
+		{"reasoning effort unknown", base(`,"reasoning":{"effort":"huge"}`), "reasoning.effort", "must be"},
 		{"tool name missing", base(`,"tools":[{"type":"function"}]`), "tools[0].name", "required"},
 		{"tool name bad", base(`,"tools":[{"type":"function","name":"a b"}]`), "tools[0].name", "letters, digits"},
 		{"tool names repeated", base(`,"tools":[{"type":"function","name":"f"},{"type":"function","name":"f"}]`), "tools[1].name", "unique"},
@@ -606,7 +614,8 @@ var rsSeeds = []string{
 }
 
 // FuzzDecodeResponses checks that no body panics the decoder, that every
-// failure is an invalid_request error, and that every translation is a
+// failure is an invalid_request error naming its param (but for a body
+// that is not a JSON object), and that every translation is a
 // body llm.DecodeChatRequest accepts (but for the checks left to it: the
 // model's length and the gateway and provider objects), with and without a
 // prior conversation.
@@ -618,13 +627,13 @@ func FuzzDecodeResponses(f *testing.F) {
 		json.RawMessage(`{"role":"user","content":"q"}`),
 		json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`),
 	}
+	for _, b := range agentBodies(f, "codex") {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeResponses(body, nil)
 		if err != nil {
-			var e *llm.Error
-			if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
-				t.Fatalf("error %v, want an invalid_request *llm.Error", err)
-			}
+			checkNamesParam(t, err)
 			return
 		}
 		check := func(chat []byte) {

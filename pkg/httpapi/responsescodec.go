@@ -32,7 +32,9 @@ import (
 // string. In an incomplete or failed Response the last output item, the one
 // cut short, has status incomplete; the others are completed.
 //
-// Output: the answer's text and refusal make one message item (an
+// Output: a reasoning model's thinking (chat reasoning_content or
+// reasoning) makes a reasoning item whose summary is that text (one
+// summary_text part); the answer's text and refusal make one message item (an
 // output_text part, a refusal part), each tool call a function_call item
 // whose call_id is the upstream's tool call id. output_text is not sent: the
 // SDKs compute it from the output. usage is the Responses usage object plus
@@ -43,6 +45,9 @@ import (
 // response.output_item.added, response.content_part.added,
 // response.output_text.delta (response.refusal.delta for a refusal),
 // response.output_text.done (response.refusal.done), response.content_part.done
+// and response.output_item.done; for reasoning response.output_item.added,
+// response.reasoning_summary_part.added, response.reasoning_summary_text.delta,
+// response.reasoning_summary_text.done, response.reasoning_summary_part.done
 // and response.output_item.done; for each tool call
 // response.output_item.added, response.function_call_arguments.delta,
 // response.function_call_arguments.done and response.output_item.done; and
@@ -90,6 +95,10 @@ func (c *responsesCodec) responseID() string { return "resp_" + c.hex() }
 
 func (c *responsesCodec) messageID(index int) string {
 	return "msg_" + c.hex() + "_" + strconv.Itoa(index)
+}
+
+func (c *responsesCodec) reasoningID(index int) string {
+	return "rs_" + c.hex() + "_" + strconv.Itoa(index)
 }
 
 func (c *responsesCodec) functionCallID(index int) string {
@@ -178,6 +187,16 @@ type (
 	refusalPart struct {
 		Type    string `json:"type"`
 		Refusal string `json:"refusal"`
+	}
+	reasoningItem struct {
+		Type    string        `json:"type"`
+		ID      string        `json:"id"`
+		Summary []summaryPart `json:"summary"`
+		Status  string        `json:"status"`
+	}
+	summaryPart struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
 	}
 )
 
@@ -403,6 +422,10 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 	}
 	status, details := responsesEnding(end, finish)
 	var output []any
+	if m := ch.Message; m.ReasoningContent != nil && *m.ReasoningContent != "" {
+		output = append(output, &reasoningItem{Type: "reasoning", ID: c.reasoningID(0),
+			Summary: []summaryPart{{Type: "summary_text", Text: *m.ReasoningContent}}, Status: "completed"})
+	}
 	text, refusal := "", ""
 	if m := ch.Message; m.Content != nil {
 		text = *m.Content
@@ -411,7 +434,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		refusal = *m.Refusal
 	}
 	if text != "" || refusal != "" {
-		msg := messageItem{Type: "message", ID: c.messageID(0), Status: "completed", Role: "assistant", Content: []any{}}
+		msg := messageItem{Type: "message", ID: c.messageID(len(output)), Status: "completed", Role: "assistant", Content: []any{}}
 		if text != "" {
 			msg.Content = append(msg.Content, outputText(text))
 		}
@@ -436,6 +459,8 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		case *messageItem:
 			it.Status = "incomplete"
 		case *functionCallItem:
+			it.Status = "incomplete"
+		case *reasoningItem:
 			it.Status = "incomplete"
 		}
 	}
@@ -467,6 +492,8 @@ type itemWriter struct {
 	fc    *functionCallItem
 	tool  int // the chat tool-call index of the open function_call
 	args  strings.Builder
+	rs    *reasoningItem
+	rbuf  strings.Builder
 
 	// The turn.
 	turnText, turnRefusal strings.Builder
@@ -580,9 +607,57 @@ func (w *itemWriter) closePart() {
 	w.buf.Reset()
 }
 
+type summaryPartEvent struct {
+	ItemID       string      `json:"item_id"`
+	OutputIndex  int         `json:"output_index"`
+	SummaryIndex int         `json:"summary_index"`
+	Part         summaryPart `json:"part"`
+}
+
+type summaryDeltaEvent struct {
+	ItemID       string `json:"item_id"`
+	OutputIndex  int    `json:"output_index"`
+	SummaryIndex int    `json:"summary_index"`
+	Delta        string `json:"delta"`
+}
+
+type summaryDoneEvent struct {
+	ItemID       string `json:"item_id"`
+	OutputIndex  int    `json:"output_index"`
+	SummaryIndex int    `json:"summary_index"`
+	Text         string `json:"text"`
+}
+
+// reasoning takes a reasoning model's thinking: it opens a reasoning item
+// with one summary part as needed.
+func (w *itemWriter) reasoning(s string) {
+	if s == "" {
+		return
+	}
+	if w.open != "reasoning" {
+		w.closeItem("completed")
+		w.open, w.index = "reasoning", len(w.output)
+		w.rs = &reasoningItem{Type: "reasoning", ID: w.c.reasoningID(w.index), Summary: []summaryPart{}, Status: "in_progress"}
+		w.send("response.output_item.added", itemEvent{w.index, *w.rs})
+		w.send("response.reasoning_summary_part.added", summaryPartEvent{w.rs.ID, w.index, 0, summaryPart{Type: "summary_text"}})
+	}
+	w.rbuf.WriteString(s)
+	w.send("response.reasoning_summary_text.delta", summaryDeltaEvent{w.rs.ID, w.index, 0, s})
+}
+
 // closeItem ends the open item with status.
 func (w *itemWriter) closeItem(status string) {
 	switch w.open {
+	case "reasoning":
+		text := w.rbuf.String()
+		w.send("response.reasoning_summary_text.done", summaryDoneEvent{w.rs.ID, w.index, 0, text})
+		part := summaryPart{Type: "summary_text", Text: text}
+		w.send("response.reasoning_summary_part.done", summaryPartEvent{w.rs.ID, w.index, 0, part})
+		w.rs.Summary, w.rs.Status = []summaryPart{part}, status
+		w.send("response.output_item.done", itemEvent{w.index, w.rs})
+		w.output = append(w.output, w.rs)
+		w.rs = nil
+		w.rbuf.Reset()
 	case "message":
 		w.closePart()
 		w.msg.Status = status
@@ -667,7 +742,7 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 	w := &itemWriter{c: c, out: out}
 	w.send("response.created", responseEvent{c.object(s, "in_progress", nil, nil)})
 	w.send("response.in_progress", responseEvent{c.object(s, "in_progress", nil, nil)})
-	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, toolCall: w.toolCall, failed: w.failed})
+	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, reasoning: w.reasoning, toolCall: w.toolCall, failed: w.failed})
 	if gone {
 		return res
 	}

@@ -80,10 +80,18 @@ func appendChoice(b []byte, c *choiceWire) []byte {
 		b = append(b, `,"function_call":`...)
 		b = appendFunction(b, m.FunctionCall)
 	}
+	if m.ReasoningContent != nil {
+		b = append(b, `,"reasoning_content":`...)
+		b = appendJSONString(b, *m.ReasoningContent)
+	}
 	b = append(b, `},"logprobs":`...)
 	b = appendRaw(b, c.Logprobs)
 	b = append(b, `,"finish_reason":`...)
 	b = appendStringPtr(b, c.FinishReason)
+	if c.StopReason != nil {
+		b = append(b, `,"stop_reason":`...)
+		b = appendJSONString(b, *c.StopReason)
+	}
 	return append(b, '}')
 }
 

@@ -24,6 +24,12 @@ type choiceAcc struct {
 	toolCalls    map[int]*toolCallAcc
 	function     *FunctionCall
 	finishReason string
+	// reasoning is a reasoning model's thinking (reasoning_content or
+	// reasoning, when a string); stopReason the stop sequence that ended
+	// the choice, when the upstream says (vLLM's stop_reason).
+	reasoning    strings.Builder
+	hasReasoning bool
+	stopReason   string
 	logprobs     struct {
 		content, refusal []json.RawMessage
 		seen             bool
@@ -52,6 +58,9 @@ type deltaChoiceWire struct {
 	Delta        deltaDeltaWire     `json:"delta"`
 	Logprobs     *deltaLogprobsWire `json:"logprobs"`
 	FinishReason *string            `json:"finish_reason"`
+	// StopReason is vLLM's: the stop string (or token id) that ended the
+	// choice. Raw, as it may be either.
+	StopReason json.RawMessage `json:"stop_reason"`
 }
 
 type deltaDeltaWire struct {
@@ -161,6 +170,20 @@ func (a *Assembler) add(w *deltaWire) {
 			t.Function.Name += tc.Function.Name
 			t.Function.Arguments += tc.Function.Arguments
 		}
+		for _, r := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
+			var text string
+			if len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &text) == nil && text != "" {
+				c.reasoning.WriteString(text)
+				c.hasReasoning = true
+				break
+			}
+		}
+		if len(ch.StopReason) > 0 && ch.StopReason[0] == '"' {
+			var stop string
+			if json.Unmarshal(ch.StopReason, &stop) == nil {
+				c.stopReason = stop
+			}
+		}
 		if d.FunctionCall != nil {
 			if c.function == nil {
 				c.function = &FunctionCall{}
@@ -195,6 +218,7 @@ type choiceWire struct {
 	Message      messageWire     `json:"message"`
 	Logprobs     json.RawMessage `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
+	StopReason   *string         `json:"stop_reason,omitempty"`
 }
 
 type messageWire struct {
@@ -203,6 +227,9 @@ type messageWire struct {
 	Refusal      *string       `json:"refusal"`
 	ToolCalls    []toolCallAcc `json:"tool_calls,omitempty"`
 	FunctionCall *FunctionCall `json:"function_call,omitempty"`
+	// ReasoningContent is the thinking a reasoning model streamed, under
+	// the name vLLM and DeepSeek give it.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // Completion returns the chat.completion JSON with usage. finishOverride,
@@ -277,7 +304,15 @@ func (a *Assembler) completion(usage Usage, finishOverride string) (*completionW
 			}
 		}
 		m.FunctionCall = c.function
+		if c.hasReasoning {
+			s := c.reasoning.String()
+			m.ReasoningContent = &s
+		}
 		cw := choiceWire{Index: i, Message: m, Logprobs: json.RawMessage("null")}
+		if c.stopReason != "" {
+			stop := c.stopReason
+			cw.StopReason = &stop
+		}
 		if c.logprobs.seen {
 			lp := struct {
 				Content []json.RawMessage `json:"content"`

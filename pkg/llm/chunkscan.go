@@ -392,7 +392,7 @@ func known(key []byte, esc bool, names []string) (idx int, unsure bool) {
 
 var (
 	deltaTop      = []string{"id", "model", "created", "system_fingerprint", "service_tier", "usage", "error", "choices"}
-	deltaChoice   = []string{"index", "delta", "logprobs", "finish_reason"}
+	deltaChoice   = []string{"index", "delta", "logprobs", "finish_reason", "stop_reason"}
 	deltaDelta    = []string{"role", "content", "refusal", "tool_calls", "function_call", "reasoning_content", "reasoning"}
 	deltaToolCall = []string{"index", "id", "type", "function"}
 	deltaFunction = []string{"name", "arguments"}
@@ -473,6 +473,8 @@ func (s *scanner) choice(c *deltaChoiceWire) bool {
 			return s.logprobs(c.Logprobs)
 		case 3:
 			return s.strPtr(&c.FinishReason)
+		case 4:
+			return s.raw(&c.StopReason)
 		}
 		return s.skip(2)
 	})

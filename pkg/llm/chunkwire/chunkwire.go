@@ -24,6 +24,9 @@ type Choice struct {
 	Index        int     `json:"index"`
 	Delta        Delta   `json:"delta"`
 	FinishReason *string `json:"finish_reason"`
+	// StopReason, with finish_reason "stop", is the stop sequence that
+	// ended the answer, as vLLM reports it; left out when none did.
+	StopReason *string `json:"stop_reason,omitempty"`
 }
 
 // Delta is what a chunk adds to its choice; an unset field is left out.
@@ -33,7 +36,7 @@ type Delta struct {
 	Refusal   *string    `json:"refusal,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ReasoningContent is a reasoning model's thinking, as vLLM, DeepSeek
-	// and the gateway's own translations stream it.
+	// and Together stream it, and as the gateway's own translations do.
 	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 

@@ -97,9 +97,10 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	}
 	native := req.Proto == llm.ProtoMessages
 	body := req.Body
+	var outputTool string
 	if !native {
 		var err error
-		if body, err = TranslateRequest(req); err != nil {
+		if body, outputTool, err = translate(req); err != nil {
 			return nil, err
 		}
 	}
@@ -138,6 +139,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		s.obs = new(Observer)
 	} else {
 		s.dec = NewDecoder(c.now().Unix())
+		s.dec.SetOutputTool(outputTool)
 	}
 	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {
 		s.events = sse.NewReader(resp.Body, maxEventBytes)

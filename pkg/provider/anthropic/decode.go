@@ -26,19 +26,26 @@ var errMalformed = errors.New("malformed event")
 //	text_delta                    delta.content
 //	input_json_delta              delta.tool_calls[{index,function{arguments}}]
 //	content_block_stop            for a tool_use that streamed no input: arguments "{}"
+//	thinking block, thinking_delta delta.reasoning_content (the signature is not carried)
+//	the output tool's tool_use    its input as delta.content: the answer of a JSON
+//	                              response_format (SetOutputTool)
 //	message_delta stop_reason     finish_reason: end_turn, stop_sequence, pause_turn → stop;
 //	                              max_tokens, model_context_window_exceeded → length;
-//	                              tool_use → tool_calls; refusal → content_filter
-//	                              (after a delta.refusal of RefusalText when nothing was output)
+//	                              tool_use → tool_calls (stop for the output tool);
+//	                              refusal → content_filter
+//	                              (after a delta.refusal of RefusalText when nothing was output);
+//	                              stop_sequence's string as the choice's stop_reason (vLLM's field)
 //	message_stop                  usage chunk (choices []), then done
-//	ping, thinking, unknown       nothing
+//	ping, redacted_thinking, unknown nothing
 //	error                         a FailTransient *llm.ProviderError
 //
 // Usage: prompt_tokens is input_tokens plus the cache creation and cache read
 // tokens (OpenAI counts cached tokens in prompt_tokens), with
-// prompt_tokens_details.cached_tokens the cache reads; completion_tokens is
-// output_tokens. A stream that reported no usage gets no usage chunk, so the
-// gateway estimates it. The zero Decoder is not usable; use NewDecoder.
+// prompt_tokens_details.cached_tokens the cache reads and
+// prompt_tokens_details.cache_write_tokens the cache creation (OpenRouter's
+// name); completion_tokens is output_tokens. A stream that reported no usage
+// gets no usage chunk, so the gateway estimates it. The zero Decoder is not
+// usable; use NewDecoder.
 type Decoder struct {
 	created int64
 	id      string
@@ -50,6 +57,11 @@ type Decoder struct {
 	tools  int
 
 	chunks llm.ChunkParser // its chunks share their id and model
+
+	// outputTool is the tool a JSON response_format is forced through;
+	// outputBlock is its block's index once started (-1 before).
+	outputTool  string
+	outputBlock int
 
 	output   bool
 	usage    usageCounts
@@ -70,8 +82,12 @@ type usageCounts struct {
 // NewDecoder returns a Decoder whose chunks carry created as their
 // "created" time.
 func NewDecoder(created int64) *Decoder {
-	return &Decoder{created: created, blocks: map[int]*toolBlock{}}
+	return &Decoder{created: created, blocks: map[int]*toolBlock{}, outputBlock: -1}
 }
+
+// SetOutputTool names the tool whose call is the answer's text (the forced
+// tool of a JSON response_format).
+func (d *Decoder) SetOutputTool(name string) { d.outputTool = name }
 
 // Done reports whether message_stop has been decoded.
 func (d *Decoder) Done() bool { return d.done }
@@ -86,17 +102,19 @@ type event struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock *struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+		ID       string `json:"id"`
+		Name     string `json:"name"`
 	} `json:"content_block"`
 	Delta *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		Thinking    string `json:"thinking"`
-		PartialJSON string `json:"partial_json"`
-		StopReason  string `json:"stop_reason"`
+		Type         string  `json:"type"`
+		Text         string  `json:"text"`
+		Thinking     string  `json:"thinking"`
+		PartialJSON  string  `json:"partial_json"`
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
 	} `json:"delta"`
 	Usage *eventUsage `json:"usage"`
 	Error *struct {
@@ -149,7 +167,16 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 				return nil, nil
 			}
 			return d.emit(nil, chunkwire.Delta{Content: &cb.Text}, nil)
+		case "thinking":
+			if cb.Thinking == "" {
+				return nil, nil
+			}
+			return d.emit(nil, chunkwire.Delta{ReasoningContent: &cb.Thinking}, nil)
 		case "tool_use":
+			if d.outputTool != "" && cb.Name == d.outputTool && d.outputBlock < 0 {
+				d.outputBlock = ev.Index
+				return nil, nil
+			}
 			tb := &toolBlock{index: d.tools}
 			d.tools++
 			d.blocks[ev.Index] = tb
@@ -159,7 +186,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 				Function: &chunkwire.Function{Name: &cb.Name, Arguments: &empty},
 			}}}, nil)
 		}
-		return nil, nil // thinking, server tools: nothing a Chat Completions client reads
+		return nil, nil // redacted thinking, server tools: nothing a Chat Completions client reads
 	case "content_block_delta":
 		if ev.Delta == nil {
 			return nil, malformedEvent("content_block_delta without delta")
@@ -170,7 +197,18 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 				return nil, nil
 			}
 			return d.emit(nil, chunkwire.Delta{Content: &ev.Delta.Text}, nil)
+		case "thinking_delta":
+			if ev.Delta.Thinking == "" {
+				return nil, nil
+			}
+			return d.emit(nil, chunkwire.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
 		case "input_json_delta":
+			if ev.Index == d.outputBlock && d.outputBlock >= 0 {
+				if ev.Delta.PartialJSON == "" {
+					return nil, nil
+				}
+				return d.emit(nil, chunkwire.Delta{Content: &ev.Delta.PartialJSON}, nil)
+			}
 			tb := d.blocks[ev.Index]
 			if tb == nil || ev.Delta.PartialJSON == "" {
 				return nil, nil
@@ -197,6 +235,9 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			return nil, nil
 		}
 		finish := FinishReason(ev.Delta.StopReason)
+		if finish == "tool_calls" && d.outputBlock >= 0 && d.tools == 0 {
+			finish = "stop" // the output tool's call is the answer
+		}
 		d.finish = finish
 		var out []llm.Chunk
 		if ev.Delta.StopReason == "refusal" && !d.output {
@@ -207,7 +248,11 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			}
 			out = append(out, c...)
 		}
-		c, err := d.emit(nil, chunkwire.Delta{}, &finish)
+		var stopSeq *string
+		if ev.Delta.StopReason == "stop_sequence" && ev.Delta.StopSequence != nil {
+			stopSeq = ev.Delta.StopSequence
+		}
+		c, err := d.emitStop(chunkwire.Delta{}, &finish, stopSeq)
 		return append(out, c...), err
 	case "message_stop":
 		d.done = true
@@ -273,8 +318,8 @@ func (d *Decoder) usageJSON() json.RawMessage {
 	u := d.usage
 	prompt := u.input + u.cacheCreate + u.cacheRead
 	w := chunkUsage{PromptTokens: prompt, CompletionTokens: u.output, TotalTokens: prompt + u.output}
-	if u.cacheRead > 0 {
-		w.PromptTokensDetails = &promptDetails{CachedTokens: u.cacheRead}
+	if u.cacheRead > 0 || u.cacheCreate > 0 {
+		w.PromptTokensDetails = &promptDetails{CachedTokens: u.cacheRead, CacheWriteTokens: u.cacheCreate}
 	}
 	return marshal(w)
 }
@@ -282,12 +327,20 @@ func (d *Decoder) usageJSON() json.RawMessage {
 // emit builds one chunk: a usage-only chunk when usage is set, else one
 // choice with delta and finish.
 func (d *Decoder) emit(usage json.RawMessage, delta chunkwire.Delta, finish *string) ([]llm.Chunk, error) {
-	w := chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model, Usage: usage}
-	if usage != nil {
-		w.Choices = []chunkwire.Choice{}
-	} else {
-		w.Choices = []chunkwire.Choice{{Delta: delta, FinishReason: finish}}
+	if usage == nil {
+		return d.emitStop(delta, finish, nil)
 	}
+	return d.write(chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model, Usage: usage, Choices: []chunkwire.Choice{}})
+}
+
+// emitStop builds one chunk of one choice with delta, finish and the stop
+// sequence that ended the answer (nil for none).
+func (d *Decoder) emitStop(delta chunkwire.Delta, finish, stopSeq *string) ([]llm.Chunk, error) {
+	return d.write(chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model,
+		Choices: []chunkwire.Choice{{Delta: delta, FinishReason: finish, StopReason: stopSeq}}})
+}
+
+func (d *Decoder) write(w chunkwire.Chunk) ([]llm.Chunk, error) {
 	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
@@ -306,5 +359,6 @@ type chunkUsage struct {
 }
 
 type promptDetails struct {
-	CachedTokens int64 `json:"cached_tokens"`
+	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }

@@ -103,7 +103,7 @@ func TestDecoder(t *testing.T) {
 			name:   "max_tokens is length; cache tokens count as prompt",
 			events: []string{`{"type":"message_start","message":{"id":"msg_1","model":"claude-x","usage":{"input_tokens":3,"cache_creation_input_tokens":4,"cache_read_input_tokens":5,"output_tokens":1}}}`, stopWith("max_tokens", 7), msgStop},
 			want: []string{roleChunk, chunk(`{}`, `"length"`),
-				usageChunk(`{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":5}}`)},
+				usageChunk(`{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":5,"cache_write_tokens":4}}`)},
 		},
 		{
 			name:   "no usage at all: no usage chunk",
@@ -111,12 +111,12 @@ func TestDecoder(t *testing.T) {
 			want:   []string{roleChunk, chunk(`{}`, `"stop"`)},
 		},
 		{
-			name: "thinking, unknown events and types are skipped",
+			name: "thinking as reasoning_content; signatures, unknown events and types skipped",
 			events: []string{start, `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`,
 				`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`,
 				`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"x"}}`,
 				`{"type":"brand_new_event"}`, text(1, ""), stopWith("pause_turn", 1), msgStop, text(0, "after the end")},
-			want: []string{roleChunk, chunk(`{}`, `"stop"`), usageChunk(`{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}`)},
+			want: []string{roleChunk, chunk(`{"reasoning_content":"hmm"}`, "null"), chunk(`{}`, `"stop"`), usageChunk(`{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}`)},
 		},
 	}
 	for _, tt := range tests {

@@ -15,15 +15,48 @@ import (
 const DefaultMaxTokens = 4096
 
 // DroppedFields are the Chat Completions fields that have no Messages
-// counterpart and are left out of the upstream request. Fields not listed
-// here and not translated are dropped too; this list documents the common
-// ones.
+// counterpart and are left out of the upstream request: hints that do not
+// change what the answer is (the gateway names those a client set in the
+// answer's x-gateway-dropped header, docs/translation.md). A field that
+// would change the answer and has no counterpart is refused instead
+// (RefusedFields).
 var DroppedFields = []string{
-	"n", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
-	"top_logprobs", "seed", "response_format", "stream_options", "service_tier",
-	"store", "metadata", "modalities", "audio", "prediction", "reasoning_effort",
-	"web_search_options", "functions", "function_call", "verbosity",
+	"presence_penalty", "frequency_penalty", "seed", "service_tier", "store", "metadata",
+	"prediction", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
+	"verbosity", "web_search_options",
 }
+
+// RefusedFields are the Chat Completions fields a request toward Messages
+// is refused for (a 400 naming the field, no call), when set to more than
+// their default: n above 1, logprobs true, top_logprobs above 0, a
+// non-empty logit_bias, audio output, and the legacy functions.
+var RefusedFields = []string{"n", "logprobs", "top_logprobs", "logit_bias", "audio", "modalities", "functions", "function_call"}
+
+// Reasoning budgets: Chat's reasoning_effort as Messages' thinking
+// budget_tokens, and back (docs/translation.md#reasoning).
+const (
+	BudgetLow    = 1024
+	BudgetMedium = 4096
+	BudgetHigh   = 16384
+)
+
+// ThinkingBudget is the thinking budget_tokens for a reasoning_effort; 0
+// for none (unknown, "none" or "minimal": no thinking).
+func ThinkingBudget(effort string) int64 {
+	switch effort {
+	case "low":
+		return BudgetLow
+	case "medium":
+		return BudgetMedium
+	case "high", "xhigh", "max":
+		return BudgetHigh
+	}
+	return 0
+}
+
+// OutputTool is the name of the tool a JSON output (response_format
+// json_object) is forced through when the schema has no name of its own.
+const OutputTool = "json_output"
 
 // chatRequest is what is read of a Chat Completions request.
 type chatRequest struct {
@@ -39,6 +72,16 @@ type chatRequest struct {
 	ToolChoice          json.RawMessage   `json:"tool_choice"`
 	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
 	User                string            `json:"user"`
+	ReasoningEffort     string            `json:"reasoning_effort"`
+	ResponseFormat      json.RawMessage   `json:"response_format"`
+	N                   json.RawMessage   `json:"n"`
+	Logprobs            json.RawMessage   `json:"logprobs"`
+	TopLogprobs         json.RawMessage   `json:"top_logprobs"`
+	LogitBias           json.RawMessage   `json:"logit_bias"`
+	Audio               json.RawMessage   `json:"audio"`
+	Modalities          []string          `json:"modalities"`
+	Functions           json.RawMessage   `json:"functions"`
+	FunctionCall        json.RawMessage   `json:"function_call"`
 }
 
 // messagesRequest is the Messages API request, in Anthropic's field order.
@@ -55,6 +98,12 @@ type messagesRequest struct {
 	Tools         []tool           `json:"tools,omitempty"`
 	ToolChoice    map[string]any   `json:"tool_choice,omitempty"`
 	Metadata      *requestMetadata `json:"metadata,omitempty"`
+	Thinking      *thinking        `json:"thinking,omitempty"`
+}
+
+type thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int64  `json:"budget_tokens"`
 }
 
 type requestMetadata struct {
@@ -95,6 +144,7 @@ type tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // TranslateRequest turns the gateway's upstream request, a Chat Completions
@@ -121,14 +171,34 @@ type tool struct {
 //     max_tokens; temperature, top_p and top_k pass as they are; stop
 //     (a string or a list) becomes stop_sequences; user becomes
 //     metadata.user_id;
-//   - "stream" is always true; DroppedFields are left out.
+//   - reasoning_effort low, medium, high becomes thinking {type: enabled,
+//     budget_tokens} of BudgetLow, BudgetMedium, BudgetHigh, cut to
+//     max_tokens - 1 (left out when that is under 1024, Anthropic's least,
+//     when a tool is forced, which thinking does not allow, and with a
+//     JSON response_format, which forces one);
+//   - response_format json_schema becomes a tool of the schema's name,
+//     description and schema, forced with tool_choice; json_object the same
+//     with OutputTool and an open object schema; the Decoder returns that
+//     tool's input as the answer's text (NewDecoder's outputTool);
+//   - "stream" is always true; DroppedFields are left out; RefusedFields
+//     set beyond their default refuse the request, naming the field.
 func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
+	b, _, err := translate(req)
+	return b, err
+}
+
+// translate is TranslateRequest, also returning the name of the tool a
+// JSON response_format is forced through ("" for none).
+func translate(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if k := foldedKey(req.Body, requestShape); k != "" {
-		return nil, rejected(fmt.Sprintf("the request has two keys that differ only in case (%q): which one counts is ambiguous", truncate(k, 64)), nil)
+		return nil, "", rejected(fmt.Sprintf("the request has two keys that differ only in case (%q): which one counts is ambiguous", truncate(k, 64)), nil)
 	}
 	var in chatRequest
 	if err := json.Unmarshal(req.Body, &in); err != nil {
-		return nil, rejected("request body is not a valid chat completions request", err)
+		return nil, "", rejected("request body is not a valid chat completions request", err)
+	}
+	if err := refuseUnsupported(&in); err != nil {
+		return nil, "", err
 	}
 	out := messagesRequest{Model: req.Model, Stream: true, MaxTokens: DefaultMaxTokens}
 	if out.Model == "" {
@@ -147,11 +217,11 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		if stop[0] == '"' {
 			var s string
 			if err := json.Unmarshal(stop, &s); err != nil {
-				return nil, rejected("stop must be a string or an array of strings", err)
+				return nil, "", rejected("stop must be a string or an array of strings", err)
 			}
 			out.StopSequences = []string{s}
 		} else if err := json.Unmarshal(stop, &out.StopSequences); err != nil {
-			return nil, rejected("stop must be a string or an array of strings", err)
+			return nil, "", rejected("stop must be a string or an array of strings", err)
 		}
 	}
 	if in.User != "" {
@@ -167,14 +237,14 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 			ToolCallID string            `json:"tool_call_id"`
 		}
 		if err := json.Unmarshal(raw, &m); err != nil || isNull(raw) {
-			return nil, rejected(fmt.Sprintf("messages[%d] must be an object", i), err)
+			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), err)
 		}
 		at := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
 			text, err := plainContent(m.Content, at)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			if text != "" {
 				system = append(system, text)
@@ -182,18 +252,18 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		case "user":
 			blocks, err := contentBlocks(m.Content, at)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			out.Messages = appendTurn(out.Messages, "user", blocks)
 		case "assistant":
 			blocks, err := contentBlocks(m.Content, at)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			for j, rawCall := range m.ToolCalls {
 				b, err := toolUse(rawCall, fmt.Sprintf("%s.tool_calls[%d]", at, j))
 				if err != nil {
-					return nil, err
+					return nil, "", err
 				}
 				blocks = append(blocks, b)
 			}
@@ -201,31 +271,31 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		case "tool":
 			text, err := plainContent(m.Content, at)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			if m.ToolCallID == "" {
-				return nil, rejected(at+".tool_call_id is required", nil)
+				return nil, "", rejected(at+".tool_call_id is required", nil)
 			}
 			out.Messages = appendTurn(out.Messages, "user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: &text}})
 		default:
-			return nil, rejected(fmt.Sprintf("%s.role %q is not supported by this provider", at, m.Role), nil)
+			return nil, "", rejected(fmt.Sprintf("%s.role %q is not supported by this provider", at, m.Role), nil)
 		}
 	}
 	if len(out.Messages) == 0 {
-		return nil, rejected("messages must contain at least one user or assistant message", nil)
+		return nil, "", rejected("messages must contain at least one user or assistant message", nil)
 	}
 	out.System = strings.Join(system, "\n\n")
 
 	for i, raw := range in.Tools {
 		t, err := translateTool(raw, fmt.Sprintf("tools[%d]", i))
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out.Tools = append(out.Tools, t)
 	}
 	choice, err := toolChoice(nonNull(in.ToolChoice))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(out.Tools) > 0 {
 		if choice == nil && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
@@ -236,7 +306,103 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		}
 		out.ToolChoice = choice
 	}
-	return marshal(out), nil
+	outputTool, err := outputFormat(&out, nonNull(in.ResponseFormat))
+	if err != nil {
+		return nil, "", err
+	}
+	if budget := ThinkingBudget(in.ReasoningEffort); budget > 0 && outputTool == "" && !forced(out.ToolChoice) {
+		budget = min(budget, out.MaxTokens-1)
+		if budget >= BudgetLow {
+			out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
+		}
+	}
+	return marshal(out), outputTool, nil
+}
+
+// refuseUnsupported refuses a request that sets a field Messages cannot
+// honour (RefusedFields) beyond its default.
+func refuseUnsupported(in *chatRequest) error {
+	switch {
+	case in.N != nil && string(in.N) != "1":
+		return refusedField("n", "n above 1 (several choices) is not supported by this provider")
+	case in.Logprobs != nil && string(in.Logprobs) != "false":
+		return refusedField("logprobs", "logprobs are not supported by this provider")
+	case in.TopLogprobs != nil && string(in.TopLogprobs) != "0":
+		return refusedField("top_logprobs", "top_logprobs are not supported by this provider")
+	case in.LogitBias != nil && string(bytes.Join(bytes.Fields(in.LogitBias), nil)) != "{}":
+		return refusedField("logit_bias", "logit_bias is not supported by this provider")
+	case in.Audio != nil:
+		return refusedField("audio", "audio output is not supported by this provider")
+	case in.Functions != nil:
+		return refusedField("functions", "functions (the legacy form of tools) are not supported by this provider; send tools")
+	case in.FunctionCall != nil:
+		return refusedField("function_call", "function_call (the legacy form of tool_choice) is not supported by this provider; send tool_choice")
+	}
+	for _, m := range in.Modalities {
+		if m != "text" {
+			return refusedField("modalities", "modalities other than text are not supported by this provider")
+		}
+	}
+	return nil
+}
+
+// refusedField is the refusal of a request for a field, named first in its
+// message: "n: ...".
+func refusedField(param, msg string) *llm.ProviderError {
+	return rejected(param+": "+msg+" (param "+param+")", nil)
+}
+
+// forced reports whether a tool choice forces a tool (any, or one named).
+func forced(choice map[string]any) bool {
+	return choice != nil && (choice["type"] == "any" || choice["type"] == "tool")
+}
+
+// outputFormat adds the forced output tool of a JSON response_format and
+// returns its name ("" for text or none).
+func outputFormat(out *messagesRequest, raw json.RawMessage) (string, error) {
+	if raw == nil {
+		return "", nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return "", refusedField("response_format", "response_format must be an object")
+	}
+	t := tool{Name: OutputTool, Description: "Give the answer as this tool's input.", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	switch f.Type {
+	case "", "text":
+		return "", nil
+	case "json_object":
+	case "json_schema":
+		if f.JSONSchema == nil {
+			return "", refusedField("response_format.json_schema", "response_format.json_schema is required")
+		}
+		if f.JSONSchema.Name != "" {
+			t.Name = f.JSONSchema.Name
+		}
+		if f.JSONSchema.Description != "" {
+			t.Description = f.JSONSchema.Description
+		}
+		if s := nonNull(f.JSONSchema.Schema); s != nil {
+			t.InputSchema = s
+		}
+	default:
+		return "", refusedField("response_format.type", fmt.Sprintf("response_format.type %q is not supported by this provider", truncate(f.Type, 64)))
+	}
+	for _, other := range out.Tools {
+		if other.Name == t.Name {
+			return "", refusedField("response_format.json_schema.name", "response_format.json_schema.name is also the name of a tool")
+		}
+	}
+	out.Tools = append(out.Tools, t)
+	out.ToolChoice = map[string]any{"type": "tool", "name": t.Name}
+	return t.Name, nil
 }
 
 // appendTurn adds blocks as a turn of role, merged into the last turn when
@@ -370,6 +536,7 @@ func translateTool(raw json.RawMessage, at string) (tool, error) {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
 			Parameters  json.RawMessage `json:"parameters"`
+			Strict      *bool           `json:"strict"`
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &t); err != nil {
@@ -382,7 +549,7 @@ func translateTool(raw json.RawMessage, at string) (tool, error) {
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	return tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema}, nil
+	return tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema, Strict: t.Function.Strict}, nil
 }
 
 // toolChoice translates tool_choice; nil means none was given.
@@ -421,9 +588,10 @@ func toolChoice(raw json.RawMessage) (map[string]any, error) {
 type shape map[string]shape
 
 var requestShape = shape{
-	"messages":    {"content": {"image_url": nil}, "tool_calls": {"function": nil}},
-	"tools":       {"function": nil},
-	"tool_choice": {"function": nil},
+	"messages":        {"content": {"image_url": nil}, "tool_calls": {"function": nil}},
+	"tools":           {"function": nil},
+	"tool_choice":     {"function": nil},
+	"response_format": {"json_schema": nil},
 }
 
 // foldedKey returns a key of an object of raw (the top level, and the

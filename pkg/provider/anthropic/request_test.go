@@ -83,8 +83,18 @@ func TestTranslateRequest(t *testing.T) {
 		},
 		{
 			name: "stop string, sampling, user; OpenAI-only fields dropped",
-			body: `{"messages":[{"role":"user","content":"x"}],"stop":"END","temperature":0.5,"top_p":0.9,"user":"u-42","n":1,"seed":7,"presence_penalty":0.1,"frequency_penalty":0.1,"logit_bias":{"1":2},"response_format":{"type":"text"},"metadata":{"a":"b"},"store":true}`,
+			body: `{"messages":[{"role":"user","content":"x"}],"stop":"END","temperature":0.5,"top_p":0.9,"user":"u-42","n":1,"seed":7,"presence_penalty":0.1,"frequency_penalty":0.1,"logit_bias":{},"logprobs":false,"top_logprobs":0,"response_format":{"type":"text"},"metadata":{"a":"b"},"store":true}`,
 			want: `{"model":"claude-x","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"stream":true,"temperature":0.5,"top_p":0.9,"stop_sequences":["END"],"metadata":{"user_id":"u-42"}}`,
+		},
+		{
+			name: "reasoning_effort as a thinking budget, cut to max_tokens",
+			body: `{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"high","max_completion_tokens":8000}`,
+			want: `{"model":"claude-x","max_tokens":8000,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"stream":true,"thinking":{"type":"enabled","budget_tokens":7999}}`,
+		},
+		{
+			name: "json_schema response_format as a forced tool; reasoning_effort left out",
+			body: `{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"low","response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object","properties":{"a":{"type":"string"}}}}}}`,
+			want: `{"model":"claude-x","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"stream":true,"tools":[{"name":"answer","description":"Give the answer as this tool's input.","input_schema":{"type":"object","properties":{"a":{"type":"string"}}}}],"tool_choice":{"name":"answer","type":"tool"}}`,
 		},
 		{
 			name: "stop list, top_k passes",
@@ -180,4 +190,25 @@ func FuzzTranslateRequest(f *testing.F) {
 			t.Fatalf("translated %s: %v", out, err)
 		}
 	})
+}
+
+// TestTranslateRequestRefuses: a field Messages cannot honour, set beyond
+// its default, refuses the request with a rejection naming it.
+func TestTranslateRequestRefuses(t *testing.T) {
+	for field, extra := range map[string]string{
+		"n":             `"n":2`,
+		"logprobs":      `"logprobs":true`,
+		"top_logprobs":  `"top_logprobs":3`,
+		"logit_bias":    `"logit_bias":{"1":2}`,
+		"audio":         `"audio":{"voice":"alloy","format":"wav"}`,
+		"modalities":    `"modalities":["text","audio"]`,
+		"functions":     `"functions":[{"name":"f"}]`,
+		"function_call": `"function_call":"auto"`,
+	} {
+		_, err := TranslateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(`{"messages":[{"role":"user","content":"x"}],` + extra + `}`)})
+		var pe *llm.ProviderError
+		if !errors.As(err, &pe) || pe.Class != llm.FailRejected || !strings.HasPrefix(pe.Message, field+": ") {
+			t.Errorf("%s: err %v, want a rejection naming it", field, err)
+		}
+	}
 }

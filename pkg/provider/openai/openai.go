@@ -45,6 +45,42 @@ type Client struct {
 	authValue []string
 	hc        *http.Client
 	urlErr    error // a baseURL that cannot be used fails every call
+	// legacyMaxTokens: the upstream takes max_tokens, not
+	// max_completion_tokens (SetMaxTokensField).
+	legacyMaxTokens bool
+}
+
+// SetMaxTokensField names the field the upstream reads the answer's token
+// limit from: "max_completion_tokens" (OpenAI's, the default) or
+// "max_tokens", for an OpenAI-compatible server that knows only the older
+// name; with "max_tokens", a request's max_completion_tokens is sent as
+// max_tokens (unless it sets max_tokens itself). Call it before the first
+// call.
+func (c *Client) SetMaxTokensField(name string) { c.legacyMaxTokens = name == "max_tokens" }
+
+// upstreamBody is the body to send: req.Body, with max_completion_tokens
+// renamed for an upstream that takes max_tokens.
+func (c *Client) upstreamBody(body []byte) []byte {
+	if !c.legacyMaxTokens || !bytes.Contains(body, []byte(`"max_completion_tokens"`)) {
+		return body
+	}
+	ms, err := llm.Members(body)
+	if err != nil {
+		return body
+	}
+	var limit []byte
+	for _, m := range ms {
+		switch m.Key {
+		case "max_tokens":
+			return body
+		case "max_completion_tokens":
+			limit = m.Value
+		}
+	}
+	if limit == nil {
+		return body
+	}
+	return llm.Splice(ms, len(body), map[string][]byte{"max_completion_tokens": nil, "max_tokens": limit})
 }
 
 // New returns the upstream called name at baseURL (such as
@@ -84,7 +120,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if c.urlErr != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(req.Body))
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(c.upstreamBody(req.Body)))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
 	}

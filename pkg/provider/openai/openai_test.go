@@ -897,3 +897,37 @@ func FuzzCompletionChunks(f *testing.F) {
 		}
 	})
 }
+
+// TestMaxTokensField: an upstream set to take max_tokens gets a request's
+// max_completion_tokens under that name, the rest of the body unchanged;
+// one that sets max_tokens itself, or the default setting, sends the body
+// as it is.
+func TestMaxTokensField(t *testing.T) {
+	for _, tc := range []struct {
+		field, body, want string
+	}{
+		{"max_tokens", `{"model":"m","max_completion_tokens":50,"stream":true}`, `{"model":"m","stream":true,"max_tokens":50}`},
+		{"max_tokens", `{"model":"m","max_tokens":7,"max_completion_tokens":50}`, `{"model":"m","max_tokens":7,"max_completion_tokens":50}`},
+		{"max_completion_tokens", `{"model":"m","max_completion_tokens":50}`, `{"model":"m","max_completion_tokens":50}`},
+		{"", `{"model":"m","max_completion_tokens":50}`, `{"model":"m","max_completion_tokens":50}`},
+	} {
+		got := make(chan string, 1)
+		srv, _ := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			got <- string(body)
+			sseHandler(events("[DONE]"))(w, r)
+		})
+		c := client(srv, "")
+		c.SetMaxTokensField(tc.field)
+		s, err := c.ChatStream(context.Background(), &llm.UpstreamRequest{Model: "m", Body: []byte(tc.body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := collect(t, s); err != io.EOF {
+			t.Fatalf("stream ended with %v", err)
+		}
+		if g := <-got; g != tc.want {
+			t.Errorf("field %q, body %s: upstream got %s, want %s", tc.field, tc.body, g, tc.want)
+		}
+	}
+}
