@@ -20,6 +20,7 @@ import (
 	"github.com/buzzgate/buzzgate/internal/codexcli"
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 const codexEncrypted = "gAAAAB-scripted-encrypted-content-7f3a"
@@ -125,5 +126,30 @@ func TestCodexOnResponsesRoute(t *testing.T) {
 	out := slices.IndexFunc(turn2.Input, func(m map[string]any) bool { return m["type"] == "function_call_output" })
 	if out < 0 || !strings.Contains(fmt.Sprint(turn2.Input[out]["output"]), "buzzgate-codex-ok") {
 		t.Errorf("turn 2 has no function_call_output with the command's output")
+	}
+}
+
+// TestCodexOnChatRoute runs Codex CLI through the gateway on an openai
+// (Chat Completions) route: its Responses requests are translated, the
+// scripted upstream asks for exec_command, and the turn completes with the
+// text quoting the command's output.
+func TestCodexOnChatRoute(t *testing.T) {
+	up := providertest.New(t)
+	final := "The command printed buzzgate-codex-ok."
+	up.Script(
+		providertest.Response{ToolCall: &providertest.ToolCall{ID: "call_1", Name: "exec_command", Arguments: `{"cmd":"echo buzzgate-codex-ok"}`}, FinishReason: "tool_calls"},
+		providertest.Response{Text: []string{final}},
+	)
+	url, _ := codexGateway(t, "openai", up.URL())
+	res := runCodex(t, url, codexPrompt)
+	if !strings.Contains(res.LastMessage, final) {
+		t.Errorf("codex's final message %q, want it to hold %q", res.LastMessage, final)
+	}
+	if up.Calls() != 2 {
+		t.Fatalf("upstream calls %d, want 2", up.Calls())
+	}
+	msgs, _ := up.Requests()[1].JSON["messages"].([]any)
+	if !strings.Contains(fmt.Sprint(msgs), "buzzgate-codex-ok") {
+		t.Errorf("turn 2 did not carry the command's output to the upstream")
 	}
 }
