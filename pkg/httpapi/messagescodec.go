@@ -75,6 +75,7 @@ func (c *messagesCodec) toolUseID(block int) string {
 }
 
 func (c *messagesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	c.model = ans.Model() // the provider's name for what answered (docs/api.md#answers)
 	if ans.Proto == llm.ProtoMessages {
 		if c.req.Stream {
 			return c.passStream(ans, out)

@@ -138,7 +138,7 @@ func (e *recordingEmitter) Price(u llm.Usage) {
 }
 
 const (
-	usageChunk   = `{"id":"c","object":"chat.completion.chunk","created":1,"model":"u","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5}}`
+	usageChunk   = `{"id":"c","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5}}`
 	msgUsageJSON = `{"input_tokens":3,"output_tokens":5,"cost":0.000013}`
 )
 
@@ -147,11 +147,11 @@ func chunk(delta, finish string) string {
 	if finish != "" {
 		f = `"` + finish + `"`
 	}
-	return `{"id":"c","object":"chat.completion.chunk","created":1,"model":"u","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`
+	return `{"id":"c","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`
 }
 
 func message(content, stop string) string {
-	return `{"id":"msg_0123abcd","type":"message","role":"assistant","model":"claude-x","content":` + content +
+	return `{"id":"msg_0123abcd","type":"message","role":"assistant","model":"up-model","content":` + content +
 		`,"stop_reason":` + stop + `,"stop_sequence":null,"usage":` + msgUsageJSON + "}\n"
 }
 
@@ -232,7 +232,7 @@ func TestMessagesNonStreamFailure(t *testing.T) {
 }
 
 const (
-	evStart = `message_start {"type":"message_start","message":{"id":"msg_0123abcd","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`
+	evStart = `message_start {"type":"message_start","message":{"id":"msg_0123abcd","type":"message","role":"assistant","model":"up-model","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`
 	evPing  = `ping {"type":"ping"}`
 	evStop  = `message_stop {"type":"message_stop"}`
 )

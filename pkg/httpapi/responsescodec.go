@@ -111,6 +111,7 @@ func (c *responsesCodec) callID(index int) string {
 }
 
 func (c *responsesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	c.model = ans.Model() // the provider's name for what answered (docs/api.md#answers)
 	if ans.Proto == llm.ProtoResponses {
 		if c.req.Stream {
 			return c.passStream(ans, out)

@@ -83,7 +83,7 @@ const respUsageJSON = `{"input_tokens":3,"input_tokens_details":{"cached_tokens"
 // echoes empty.
 func respObject(status, output, usage, tail string) string {
 	return `{"id":"resp_0123abcd","object":"response","created_at":1700000000,"status":"` + status + `",` + tail +
-		`"instructions":null,"max_output_tokens":null,"model":"gpt-x","output":` + output +
+		`"instructions":null,"max_output_tokens":null,"model":"up-model","output":` + output +
 		`,"parallel_tool_calls":true,"previous_response_id":null,"temperature":1,"tool_choice":"auto","tools":[],"top_p":1,"usage":` + usage + `,"metadata":{}}`
 }
 
@@ -168,7 +168,7 @@ func TestResponsesEchoes(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	want := `{"id":"resp_0123abcd","object":"response","created_at":1700000000,"status":"completed","error":null,"incomplete_details":null,` +
-		`"instructions":"Be brief.","max_output_tokens":100,"model":"gpt-x","output":[` + msgText + `],"parallel_tool_calls":false,` +
+		`"instructions":"Be brief.","max_output_tokens":100,"model":"up-model","output":[` + msgText + `],"parallel_tool_calls":false,` +
 		`"previous_response_id":"resp_feed","temperature":0.5,"tool_choice":{"type":"function","name":"weather"},` +
 		`"tools":[{"type":"function","name":"weather","description":"Weather now","parameters":{"type":"object"},"strict":true}],` +
 		`"top_p":0.9,"usage":` + respUsageJSON + `,"metadata":{"k":"v"}}` + "\n"
@@ -229,7 +229,7 @@ func TestResponsesNonStreamFailure(t *testing.T) {
 
 // The in-progress Response of response.created and response.in_progress.
 const respInProgress = `{"id":"resp_0123abcd","object":"response","created_at":1700000000,"status":"in_progress","error":null,"incomplete_details":null,` +
-	`"instructions":null,"max_output_tokens":null,"model":"gpt-x","output":[],"parallel_tool_calls":true,"previous_response_id":null,` +
+	`"instructions":null,"max_output_tokens":null,"model":"up-model","output":[],"parallel_tool_calls":true,"previous_response_id":null,` +
 	`"temperature":1,"tool_choice":"auto","tools":[],"top_p":1,"usage":null,"metadata":{}}`
 
 func respEv(name string, seq int, fields string) string {
