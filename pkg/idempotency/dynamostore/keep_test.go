@@ -14,11 +14,11 @@ import (
 
 // TestKeepRetryAfterFailedAttempt: a Keep (a Responses turn kept for
 // previous_response_id) whose attempt failed halfway (its Complete could not
-// reach the store, or its reserving put landed with its answer lost) is
-// finished by the next attempt, the Finisher's retry: every attempt for a
-// key has the same owner token, and finds the record its own. Before, each
-// had a token of its own, found a started record it could never take over,
-// and the turn was not kept (Kept: not found) for the whole window.
+// reach the store, or its reserving put landed with its answer lost) reads
+// as not kept, and is finished by a later Keep of the same key, should its
+// caller make one: every attempt for a key has the same owner token, and
+// finds the record its own (with a token of its own, it would find a
+// started record it could never take over).
 func TestKeepRetryAfterFailedAttempt(t *testing.T) {
 	cases := []struct {
 		name string
@@ -41,8 +41,10 @@ func TestKeepRetryAfterFailedAttempt(t *testing.T) {
 			if err := svc.Keep(ctx, key, "proj", body); !errors.Is(err, idempotency.ErrUnavailable) {
 				t.Fatalf("first Keep with %s %v: %v, want ErrUnavailable", tc.op, tc.x, err)
 			}
-			// The Finisher retries the step; give the failed attempt's lease
-			// all the time it needs to lapse.
+			if _, err := svc.Kept(ctx, key); !errors.Is(err, idempotency.ErrNotFound) {
+				t.Errorf("Kept after the failed attempt: %v, want ErrNotFound", err)
+			}
+			// Give the failed attempt's lease all the time it needs to lapse.
 			c.Advance(10 * time.Minute)
 			for i := range 3 {
 				if err := svc.Keep(ctx, key, "proj", body); err != nil {
