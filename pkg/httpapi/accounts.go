@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -32,14 +33,14 @@ const (
 
 // ledgerCaller authenticates a request to an endpoint that reads or
 // writes the ledger; when ok is false, the error is written.
-func (s *Server) ledgerCaller(w *recorder, r *http.Request) (p *principal, ok bool) {
+func (s *Server) ledgerCaller(w *clientapi.Recorder, r *http.Request) (p *principal, ok bool) {
 	p, err := s.authenticate(r)
 	if err != nil {
-		writeError(w, err)
+		clientapi.WriteError(w, err)
 		return nil, false
 	}
 	if s.accounts.Ledger == nil {
-		writeError(w, billingUnavailable(errors.New("no ledger")))
+		clientapi.WriteError(w, billingUnavailable(errors.New("no ledger")))
 		return nil, false
 	}
 	return p, true
@@ -49,21 +50,21 @@ func (s *Server) ledgerCaller(w *recorder, r *http.Request) (p *principal, ok bo
 // x-request-id and the end user: a natural-key upsert on (request_id,
 // end_user), so sending it twice is harmless, with or without an
 // Idempotency-Key.
-func (s *Server) feedback(w *recorder, r *http.Request) {
+func (s *Server) feedback(w *clientapi.Recorder, r *http.Request) {
 	p, ok := s.ledgerCaller(w, r)
 	if !ok {
 		return
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {
-		writeError(w, err)
+		clientapi.WriteError(w, err)
 		return
 	}
 	var fb feedbackBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fb); err != nil {
-		writeError(w, llm.Errorf(llm.CodeInvalidRequest, "", "the body must be a JSON object with request_id, end_user and optional score, label, comment"))
+		clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "", "the body must be a JSON object with request_id, end_user and optional score, label, comment"))
 		return
 	}
 	for _, f := range []struct {
@@ -73,7 +74,7 @@ func (s *Server) feedback(w *recorder, r *http.Request) {
 	}{{"request_id", fb.RequestID, maxFeedbackField, true}, {"end_user", fb.EndUser, maxFeedbackField, true},
 		{"label", fb.Label, maxFeedbackField, false}, {"comment", fb.Comment, maxFeedbackComment, false}} {
 		if (f.required && f.value == "") || len(f.value) > f.max || !utf8.ValidString(f.value) {
-			writeError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must be a string of at most %d bytes", f.name, f.max))
+			clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must be a string of at most %d bytes", f.name, f.max))
 			return
 		}
 	}
@@ -81,10 +82,10 @@ func (s *Server) feedback(w *recorder, r *http.Request) {
 	e, err := s.accounts.Ledger.Entry(r.Context(), fb.RequestID)
 	switch {
 	case errors.Is(err, billing.ErrNotFound) || (err == nil && e.Project != p.Project.ID):
-		writeError(w, llm.Errorf(llm.CodeNotFound, "request_id", "no answer with that request_id in this project"))
+		clientapi.WriteError(w, llm.Errorf(llm.CodeNotFound, "request_id", "no answer with that request_id in this project"))
 		return
 	case err != nil:
-		writeError(w, billingUnavailable(err))
+		clientapi.WriteError(w, billingUnavailable(err))
 		return
 	}
 	err = s.accounts.Ledger.Feedback(r.Context(), billing.Feedback{
@@ -92,10 +93,10 @@ func (s *Server) feedback(w *recorder, r *http.Request) {
 	})
 	if err != nil {
 		if errors.Is(err, billing.ErrInvalid) {
-			writeError(w, llm.Errorf(llm.CodeInvalidRequest, "", "invalid feedback"))
+			clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "", "invalid feedback"))
 			return
 		}
-		writeError(w, billingUnavailable(err))
+		clientapi.WriteError(w, billingUnavailable(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "feedback", "request_id": fb.RequestID, "end_user": fb.EndUser, "recorded": true})
@@ -114,7 +115,7 @@ func toUsageJSON(u billing.Usage) usageJSON {
 
 // usage serves the calling project's totals by model and by key over
 // [from, to) (RFC 3339; default the last 24 hours), read from the ledger.
-func (s *Server) usage(w *recorder, r *http.Request) {
+func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 	p, ok := s.ledgerCaller(w, r)
 	if !ok {
 		return
@@ -128,7 +129,7 @@ func (s *Server) usage(w *recorder, r *http.Request) {
 		if v := q.Get(f.name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				writeError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must be an RFC 3339 time such as 2026-11-29T00:00:00Z", f.name))
+				clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must be an RFC 3339 time such as 2026-11-29T00:00:00Z", f.name))
 				return
 			}
 			*f.dst = t
@@ -145,17 +146,17 @@ func (s *Server) usage(w *recorder, r *http.Request) {
 		t    time.Time
 	}{{"from", from}, {"to", to}} {
 		if y := f.t.UTC().Year(); y < 0 || y > 9999 {
-			writeError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must fall within the years 0000 to 9999 in UTC (from defaults to 24 hours before to)", f.name))
+			clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must fall within the years 0000 to 9999 in UTC (from defaults to 24 hours before to)", f.name))
 			return
 		}
 	}
 	if !from.Before(to) {
-		writeError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be before to"))
+		clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be before to"))
 		return
 	}
 	tot, err := s.accounts.Ledger.Totals(r.Context(), p.Project.ID, from, to)
 	if err != nil {
-		writeError(w, billingUnavailable(err))
+		clientapi.WriteError(w, billingUnavailable(err))
 		return
 	}
 	out := struct {
@@ -180,7 +181,7 @@ func (s *Server) usage(w *recorder, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeError(w, err)
+		clientapi.WriteError(w, err)
 		return
 	}
 	b = append(b, '\n')

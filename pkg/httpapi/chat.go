@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -16,56 +17,12 @@ import (
 // HeaderIdempotencyKey is the header that makes a request exactly-once.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// clientAPI is one client API the gateway speaks: how its requests become
-// the gateway's own (a Chat Completions request, llm.ChatRequest), and how
-// answers and errors go back in its shapes. Everything between is the same
-// pipeline (gateway.Service) for every API.
-type clientAPI struct {
-	// decode turns the client's body into a Chat Completions body; nil
-	// for Chat Completions itself.
-	decode func(body []byte) ([]byte, error)
-	// codec encodes the answer of req.
-	codec codecFunc
-	// prepare, when set, replaces decode and codec: for an API whose
-	// request needs more than its body (Responses: the kept turn of its
-	// previous_response_id) and whose codec depends on the request. When
-	// the body alone is not the whole request, resolve returns the whole
-	// Chat Completions body; it runs after the idempotency lookup
-	// (gateway.Request.Resolve).
-	prepare func(p *principal, requestID string, body []byte) (chat []byte, codec codecFunc, resolve func(context.Context) ([]byte, error), err error)
-	// errorf writes an error in the API's envelope.
-	errorf func(w http.ResponseWriter, err error) int
-	// scope keeps this endpoint's idempotency records apart from the
-	// others' ("" for Chat Completions).
-	scope string
-	// proto is the API's protocol. A request of a protocol other than Chat
-	// Completions also keeps its own body (llm.Native), for the routes that
-	// speak it; forward are its headers sent on with it, and hints the
-	// top-level fields its translation to Chat Completions leaves out.
-	proto   llm.Proto
-	forward []string
-	hints   []string
-	// owned are the fields the gateway owns or sets: a key that differs
-	// from one only in case, or repeats it, is refused.
-	owned []string
-	// notNative are fields whose presence keeps a request from passing
-	// through (what they refer to is the gateway's: a Responses
-	// previous_response_id names a turn the gateway kept).
-	notNative []string
-	// passCodec is the codec of a request that can only pass through (it
-	// has no Chat Completions form).
-	passCodec codecFunc
-}
-
-// codecFunc makes the codec of one request.
-type codecFunc func(requestID string, req *llm.ChatRequest, keyed bool) gateway.Codec
-
-var chatAPI = clientAPI{
-	codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+var chatAPI = clientapi.API{
+	Codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 		return &chatCodec{requestID: id, req: req, keyed: keyed}
 	},
-	errorf: writeError,
-	owned:  []string{"model", "stream", "stream_options", "gateway", "provider"},
+	Errorf: clientapi.WriteError,
+	Owned:  []string{"model", "stream", "stream_options", "gateway", "provider"},
 }
 
 // generate serves a generation endpoint. The order of checks is the
@@ -78,9 +35,9 @@ var chatAPI = clientAPI{
 // bounded by max_in_flight. Whatever is refused before the lookup stores
 // nothing, and a refusal after it releases the key, so a retry with the
 // same key runs normally.
-func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.Log, api clientAPI) {
-	fail := func(err error) { api.errorf(w, err) }
-	log.Metrics.ClientAPI = api.proto.String()
+func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log *gateway.Log, api clientapi.API) {
+	fail := func(err error) { api.Errorf(w, err) }
+	log.Metrics.ClientAPI = api.Proto.String()
 	p, err := s.authenticate(r)
 	if err != nil {
 		fail(err)
@@ -92,14 +49,14 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		fail(err)
 		return
 	}
-	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: api.scope}
+	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: api.Scope}
 	codec := &lateCodec{}
 	g.Validate = func() error {
 		c, err := s.validate(r, p, g, api, body)
 		codec.Codec = c
 		return err
 	}
-	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), codec)
+	s.svc.Run(r.Context(), g, clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.Errorf), codec)
 }
 
 // validateNative validates a request in its own protocol whose model has a
@@ -107,14 +64,14 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 // reads is decoded now, and the translation to Chat Completions waits
 // until a route of another protocol needs it (llm.NewRoutingRequest), so a
 // request that passes through never pays for it.
-func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientAPI, body []byte, members []llm.Member) (gateway.Codec, bool, error) {
+func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member) (gateway.Codec, bool, error) {
 	routing, err := llm.DecodeChatRequest(routingBody(members))
 	if err != nil {
 		return nil, false, nil // the full decoding names the problem
 	}
 	demand := routing.Demand(p.Policy)
 	plan, err := s.router.Plan(routing, router.Policy{Demand: demand, Residency: p.Project.Residency})
-	if err != nil || !plan.Speaks(api.proto) {
+	if err != nil || !plan.Speaks(api.Proto) {
 		return nil, false, nil
 	}
 	keyed, err := s.fingerprint(r, g, body)
@@ -123,13 +80,13 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 	}
 	var translated gateway.Codec
 	req := llm.NewRoutingRequest(routing, len(body), func() (*llm.ChatRequest, error) {
-		chatBody, mkCodec := body, api.codec
+		chatBody, mkCodec := body, api.Codec
 		var err error
 		switch {
-		case api.prepare != nil:
-			chatBody, mkCodec, _, err = api.prepare(p, g.ID, body)
-		case api.decode != nil:
-			chatBody, err = api.decode(body)
+		case api.Prepare != nil:
+			chatBody, mkCodec, _, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, g.ID, body)
+		case api.Decode != nil:
+			chatBody, err = api.Decode(body)
 		}
 		if err != nil {
 			return nil, err
@@ -138,7 +95,7 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 		if err != nil {
 			return nil, err
 		}
-		full.Dropped = presentHints(members, api.hints)
+		full.Dropped = presentHints(members, api.Hints)
 		if full.Dropped == nil {
 			full.Dropped = []string{}
 		}
@@ -150,9 +107,9 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 	}
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
-	pass := api.codec
-	if api.passCodec != nil {
-		pass = api.passCodec
+	pass := api.Codec
+	if api.PassCodec != nil {
+		pass = api.PassCodec
 	}
 	return &protoCodec{pass: pass(g.ID, req, keyed), translated: func() gateway.Codec { return translated }}, true, nil
 }
@@ -200,36 +157,36 @@ type lateCodec struct{ gateway.Codec }
 
 // validate decodes and validates the body of an admitted request, plans
 // it, and fills in g; it returns the request's codec.
-func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api clientAPI, body []byte) (gateway.Codec, error) {
+func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte) (gateway.Codec, error) {
 	id, log := g.ID, g.Log
 	members, membersErr := llm.Members(body)
 	if membersErr == nil {
-		if name, bad := llm.CaseVariant(members, api.owned...); bad {
-			return nil, llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", sanitize(name), strings.Join(api.owned, ", "))
+		if name, bad := llm.CaseVariant(members, api.Owned...); bad {
+			return nil, llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", sanitize(name), strings.Join(api.Owned, ", "))
 		}
 	}
-	native := api.proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.notNative)) == 0
+	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
 	if native {
 		if c, ok, err := s.validateNative(r, p, g, api, body, members); ok || err != nil {
 			return c, err
 		}
 	}
-	chatBody, mkCodec := body, api.codec
+	chatBody, mkCodec := body, api.Codec
 	var resolve func(context.Context) ([]byte, error)
 	var err error
 	switch {
-	case api.prepare != nil:
-		chatBody, mkCodec, resolve, err = api.prepare(p, id, body)
-	case api.decode != nil:
-		chatBody, err = api.decode(body)
+	case api.Prepare != nil:
+		chatBody, mkCodec, resolve, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
+	case api.Decode != nil:
+		chatBody, err = api.Decode(body)
 	}
 	var chatErr error
 	if err != nil && native && llm.AsError(err).Code == llm.CodeInvalidRequest {
 		// No Chat Completions form: the request may still pass through to
 		// a route of its own protocol, whose provider validates it.
 		chatErr, chatBody, err = err, routingBody(members), nil
-		if api.passCodec != nil {
-			mkCodec, resolve = api.passCodec, nil
+		if api.PassCodec != nil {
+			mkCodec, resolve = api.PassCodec, nil
 		}
 	}
 	if err != nil {
@@ -245,15 +202,15 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	if err != nil {
 		return nil, err
 	}
-	if chatErr != nil && !plan.Speaks(api.proto) {
+	if chatErr != nil && !plan.Speaks(api.Proto) {
 		return nil, chatErr
 	}
 	if native {
 		req.ChatErr = chatErr
 		if chatErr == nil {
-			req.Dropped = presentHints(members, api.hints)
+			req.Dropped = presentHints(members, api.Hints)
 		}
-		if plan.Speaks(api.proto) {
+		if plan.Speaks(api.Proto) {
 			if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
 				return nil, err
 			}
@@ -278,13 +235,13 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 
 // nativeOf is the client's request kept in its own protocol: its body
 // without the gateway-owned fields, and its protocol headers.
-func nativeOf(api clientAPI, h http.Header, members []llm.Member, size int, stream bool) (*llm.Native, error) {
-	n := &llm.Native{Proto: api.proto, Stream: stream,
+func nativeOf(api clientapi.API, h http.Header, members []llm.Member, size int, stream bool) (*llm.Native, error) {
+	n := &llm.Native{Proto: api.Proto, Stream: stream,
 		Body: llm.Splice(members, size, map[string][]byte{"gateway": nil, "provider": nil})}
-	for _, name := range api.forward {
+	for _, name := range api.Forward {
 		if v := h.Values(name); len(v) > 0 {
 			if n.Header == nil {
-				n.Header = make(http.Header, len(api.forward))
+				n.Header = make(http.Header, len(api.Forward))
 			}
 			n.Header[name] = v
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -36,7 +37,7 @@ func (c *chatCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Resu
 
 // completion assembles the provider's stream into one chat.completion.
 func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	asm, usage, res, ok, end := assemble(ans)
+	asm, usage, res, ok, end := clientapi.Assemble(ans)
 	if !ok {
 		return res
 	}
@@ -50,19 +51,19 @@ func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
+	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
 }
 
 // streamTail is what the gateway itself writes into a stream: the usage
 // chunk, and the last chunk of a stream that did not finish.
 type streamTail struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices json.RawMessage `json:"choices"`
-	Usage   *llm.Usage      `json:"usage,omitempty"`
-	Error   *errorObject    `json:"error,omitempty"`
+	ID      string                 `json:"id"`
+	Object  string                 `json:"object"`
+	Created int64                  `json:"created"`
+	Model   string                 `json:"model"`
+	Choices json.RawMessage        `json:"choices"`
+	Usage   *llm.Usage             `json:"usage,omitempty"`
+	Error   *clientapi.ErrorObject `json:"error,omitempty"`
 }
 
 // stream relays the answer as SSE. The provider's chunks go out as it sent
@@ -73,7 +74,7 @@ type streamTail struct {
 // APIError, openai-go as an ssestream.StreamError); a provider stream that
 // just stopped ends with finish_reason "incomplete" and no error.
 func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	var tail streamTail
 	tail.Object = "chat.completion.chunk"
 	var end error
@@ -115,7 +116,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 		return gateway.Result{Usage: usage, Answered: true}
 	case errors.Is(end, router.ErrIncomplete):
 	default:
-		obj := envelope(cutShort(ans.Provider, end))
+		obj := clientapi.Envelope(clientapi.CutShort(ans.Provider, end))
 		obj.Type = "server_error"
 		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`)
 		tail.Error = &obj
@@ -127,7 +128,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 // JoinBroken ends a joined stream that cannot go on with the same kind of
 // chunk as a provider failure after the start.
 func (c *chatCodec) JoinBroken(reason string) idempotency.Event {
-	obj := envelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason})
+	obj := clientapi.Envelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason})
 	b, _ := json.Marshal(streamTail{Object: "chat.completion.chunk",
 		Choices: json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`), Error: &obj})
 	return idempotency.Event{Data: b}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
@@ -40,16 +41,16 @@ const HeaderEstimated = "X-Gateway-Estimated"
 // Messages. Otherwise (no candidate can count, none is live, no slot is
 // free, the call failed or timed out) the answer is the gateway's estimate,
 // with x-gateway-estimated: true.
-func (s *Server) countTokens(w *recorder, r *http.Request, log *gateway.Log) {
+func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gateway.Log) {
 	p, err := s.authenticate(r)
 	if err != nil {
-		writeAnthropicError(w, err)
+		clientapi.WriteAnthropicError(w, err)
 		return
 	}
 	log.Add(slog.String("project", p.Project.ID), slog.String("key_id", p.keyID))
 	body, err := s.readBody(w, r)
 	if err != nil {
-		writeAnthropicError(w, err)
+		clientapi.WriteAnthropicError(w, err)
 		return
 	}
 	// The Chat Completions decoder checks what the plan needs, which a
@@ -57,13 +58,13 @@ func (s *Server) countTokens(w *recorder, r *http.Request, log *gateway.Log) {
 	// of objects with a role, and the gateway's "gateway" and "provider".
 	req, err := llm.DecodeChatRequest(body)
 	if err != nil {
-		writeAnthropicError(w, err)
+		clientapi.WriteAnthropicError(w, err)
 		return
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix))
 	plan, err := s.router.Plan(req, router.Policy{Demand: req.Demand(p.Policy), Residency: p.Project.Residency})
 	if err != nil {
-		writeAnthropicError(w, err)
+		clientapi.WriteAnthropicError(w, err)
 		return
 	}
 
@@ -95,7 +96,7 @@ func (s *Server) countTokens(w *recorder, r *http.Request, log *gateway.Log) {
 				if msg == "" {
 					msg = "no reason given"
 				}
-				writeAnthropicError(w, &llm.Error{Code: llm.CodeProviderRejected, Message: "provider rejected the request: " + msg, Cause: pe})
+				clientapi.WriteAnthropicError(w, &llm.Error{Code: llm.CodeProviderRejected, Message: "provider rejected the request: " + msg, Cause: pe})
 				return
 			case errors.Is(err, errors.ErrUnsupported):
 			default:

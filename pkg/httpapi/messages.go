@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -12,15 +13,15 @@ import (
 // (or Authorization: Bearer), Anthropic's request, answer, event and error
 // shapes, over the same pipeline as Chat Completions. Its Idempotency-Key
 // records are its own: the same key on two endpoints is two records.
-var messagesAPI = clientAPI{
-	prepare:   prepareMessages,
-	passCodec: newMessagesCodec,
-	errorf:    writeAnthropicError,
-	scope:     "/api/v1/messages\x00",
-	proto:     llm.ProtoMessages,
-	forward:   []string{"Anthropic-Version", "Anthropic-Beta"},
-	hints:     mdIgnoredFields,
-	owned:     []string{"model", "stream", "gateway", "provider"},
+var messagesAPI = clientapi.API{
+	Prepare:   prepareMessages,
+	PassCodec: newMessagesCodec,
+	Errorf:    clientapi.WriteAnthropicError,
+	Scope:     "/api/v1/messages\x00",
+	Proto:     llm.ProtoMessages,
+	Forward:   []string{"Anthropic-Version", "Anthropic-Beta"},
+	Hints:     mdIgnoredFields,
+	Owned:     []string{"model", "stream", "gateway", "provider"},
 }
 
 func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
@@ -31,7 +32,7 @@ func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec
 // its codec adds the nested hints the translation dropped to those the
 // answer names in x-gateway-dropped when a route of another protocol
 // serves it.
-func prepareMessages(_ *principal, _ string, body []byte) ([]byte, codecFunc, func(context.Context) ([]byte, error), error) {
+func prepareMessages(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.CodecFunc, func(context.Context) ([]byte, error), error) {
 	chat, dropped, err := decodeMessagesHints(body)
 	if err != nil {
 		return nil, nil, nil, err

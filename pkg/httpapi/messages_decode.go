@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/canonjson"
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -81,31 +81,8 @@ import (
 // account features the gateway does not offer, which the SDKs may send.
 var mdIgnoredFields = []string{"service_tier", "container", "mcp_servers", "context_management"}
 
-// hintSet collects the names of the hints a translation drops, each once,
-// in the order met.
-type hintSet struct{ names []string }
-
-func (h *hintSet) add(name string) {
-	for _, n := range h.names {
-		if n == name {
-			return
-		}
-	}
-	h.names = append(h.names, name)
-}
-
-// nested adds name when m has the field (not null).
-func (h *hintSet) nested(m map[string]json.RawMessage, field, name string) {
-	if _, ok := mdPresent(m, field); ok {
-		h.add(name)
-	}
-}
-
 // mdImageTypes are the media types Anthropic accepts for a base64 image.
 var mdImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
-
-// mdMaxTokens bounds max_tokens so it fits any upstream's integer.
-const mdMaxTokens = math.MaxInt32
 
 // decodeMessages validates an Anthropic Messages request body and returns the
 // equivalent Chat Completions request body (JSON) that llm.DecodeChatRequest
@@ -118,96 +95,96 @@ func decodeMessages(body []byte) (chat []byte, err error) {
 // decodeMessagesHints is decodeMessages, also returning the nested hints
 // the translation drops (the top-level ones are mdIgnoredFields).
 func decodeMessagesHints(body []byte) (chat []byte, dropped []string, err error) {
-	h := &hintSet{}
+	h := &clientapi.HintSet{}
 	chat, err = decodeMessagesInto(body, h)
 	if err != nil {
 		return nil, nil, err
 	}
-	return chat, h.names, nil
+	return chat, h.Names, nil
 }
 
-func decodeMessagesInto(body []byte, h *hintSet) (chat []byte, err error) {
+func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		trimmed := bytes.TrimSpace(body)
 		if err != nil && (len(trimmed) == 0 || trimmed[0] == '{') {
-			return nil, mdInvalid("", "request body is not valid JSON: %s", mdJSONProblem(err))
+			return nil, clientapi.Invalid("", "request body is not valid JSON: %s", clientapi.JSONProblem(err))
 		}
-		return nil, mdInvalid("", "request body must be a JSON object")
+		return nil, clientapi.Invalid("", "request body must be a JSON object")
 	}
 	known := []string{
 		"model", "max_tokens", "system", "messages", "stop_sequences", "temperature", "top_p", "top_k",
 		"tools", "tool_choice", "metadata", "stream", "gateway", "provider", "thinking", "output_config",
 	}
-	if err := mdKeys(fields, "", append(known, mdIgnoredFields...)...); err != nil {
+	if err := clientapi.Keys(fields, "", append(known, mdIgnoredFields...)...); err != nil {
 		return nil, err
 	}
-	var out mdObject
+	var out clientapi.Object
 
-	model, err := mdString(fields, "model", "model", true)
+	model, err := clientapi.StringField(fields, "model", "model", true)
 	if err != nil {
 		return nil, err
 	}
-	out.add("model", mdJSON(model))
+	out.Add("model", clientapi.JSON(model))
 
-	maxTokens, err := mdInt(fields, "max_tokens", "max_tokens", 1, mdMaxTokens, true)
+	maxTokens, err := clientapi.IntField(fields, "max_tokens", "max_tokens", 1, clientapi.MaxTokens, true)
 	if err != nil {
 		return nil, err
 	}
-	out.add("max_completion_tokens", json.RawMessage(strconv.FormatInt(maxTokens, 10)))
+	out.Add("max_completion_tokens", json.RawMessage(strconv.FormatInt(maxTokens, 10)))
 
-	var msgs []mdChatMessage
-	if raw, ok := mdPresent(fields, "system"); ok {
+	var msgs []clientapi.ChatMessage
+	if raw, ok := clientapi.Present(fields, "system"); ok {
 		content, err := mdSystem(raw, "system", h)
 		if err != nil {
 			return nil, err
 		}
 		if content != nil {
-			msgs = append(msgs, mdChatMessage{Role: "system", Content: content})
+			msgs = append(msgs, clientapi.ChatMessage{Role: "system", Content: content})
 		}
 	}
 	turns, err := mdTurns(fields, h)
 	if err != nil {
 		return nil, err
 	}
-	out.add("messages", mdJSON(append(msgs, turns...)))
+	out.Add("messages", clientapi.JSON(append(msgs, turns...)))
 
-	if raw, ok := mdPresent(fields, "stop_sequences"); ok {
+	if raw, ok := clientapi.Present(fields, "stop_sequences"); ok {
 		var stops []json.RawMessage
 		if raw[0] != '[' || json.Unmarshal(raw, &stops) != nil {
-			return nil, mdInvalid("stop_sequences", "stop_sequences must be an array of strings")
+			return nil, clientapi.Invalid("stop_sequences", "stop_sequences must be an array of strings")
 		}
 		list := make([]string, 0, len(stops))
 		for i, s := range stops {
-			v, err := mdStringValue(s, fmt.Sprintf("stop_sequences[%d]", i))
+			v, err := clientapi.StringValue(s, fmt.Sprintf("stop_sequences[%d]", i))
 			if err != nil {
 				return nil, err
 			}
 			list = append(list, v)
 		}
 		if len(list) > 0 {
-			out.add("stop", mdJSON(list))
+			out.Add("stop", clientapi.JSON(list))
 		}
 	}
 	for _, name := range []string{"temperature", "top_p"} {
-		raw, ok := mdPresent(fields, name)
+		raw, ok := clientapi.Present(fields, name)
 		if !ok {
 			continue
 		}
-		f, ok := mdNumber(raw)
+		f, ok := clientapi.Number(raw)
 		if !ok {
-			return nil, mdInvalid(name, "%s must be a number", name)
+			return nil, clientapi.Invalid(name, "%s must be a number", name)
 		}
 		if f < 0 || f > 1 {
-			return nil, mdInvalid(name, "%s must be from 0 to 1", name)
+			return nil, clientapi.Invalid(name, "%s must be from 0 to 1", name)
 		}
-		out.add(name, raw)
+		out.Add(name, raw)
 	}
-	if raw, ok := mdPresent(fields, "top_k"); ok {
-		if _, err := mdInt(fields, "top_k", "top_k", 0, math.MaxInt32, false); err != nil {
+	if raw, ok := clientapi.Present(fields, "top_k"); ok {
+		if _, err := clientapi.IntField(fields, "top_k", "top_k", 0, math.MaxInt32, false); err != nil {
 			return nil, err
 		}
-		out.add("top_k", raw)
+		out.Add("top_k", raw)
 	}
 
 	effort, format, err := mdReasoning(fields)
@@ -215,10 +192,10 @@ func decodeMessagesInto(body []byte, h *hintSet) (chat []byte, err error) {
 		return nil, err
 	}
 	if effort != "" {
-		out.add("reasoning_effort", mdJSON(effort))
+		out.Add("reasoning_effort", clientapi.JSON(effort))
 	}
 	if format != nil {
-		out.add("response_format", format)
+		out.Add("response_format", format)
 	}
 
 	tools, names, err := mdTools(fields, h)
@@ -226,69 +203,54 @@ func decodeMessagesInto(body []byte, h *hintSet) (chat []byte, err error) {
 		return nil, err
 	}
 	if len(tools) > 0 {
-		out.add("tools", mdJSON(tools))
+		out.Add("tools", clientapi.JSON(tools))
 	}
-	if raw, ok := mdPresent(fields, "tool_choice"); ok {
+	if raw, ok := clientapi.Present(fields, "tool_choice"); ok {
 		choice, parallel, err := mdToolChoice(raw, names)
 		if err != nil {
 			return nil, err
 		}
 		if len(tools) > 0 {
-			out.add("tool_choice", choice)
+			out.Add("tool_choice", choice)
 			if parallel != nil {
-				out.add("parallel_tool_calls", parallel)
+				out.Add("parallel_tool_calls", parallel)
 			}
 		}
 	}
 
-	if raw, ok := mdPresent(fields, "metadata"); ok {
-		meta, err := mdObjectOf(raw, "metadata")
+	if raw, ok := clientapi.Present(fields, "metadata"); ok {
+		meta, err := clientapi.ObjectOf(raw, "metadata")
 		if err != nil {
 			return nil, err
 		}
-		if err := mdKeys(meta, "metadata", "user_id"); err != nil {
+		if err := clientapi.Keys(meta, "metadata", "user_id"); err != nil {
 			return nil, err
 		}
-		user, err := mdString(meta, "user_id", "metadata.user_id", false)
+		user, err := clientapi.StringField(meta, "user_id", "metadata.user_id", false)
 		if err != nil {
 			return nil, err
 		}
 		if user != "" {
-			out.add("user", mdJSON(user))
+			out.Add("user", clientapi.JSON(user))
 		}
 	}
 
-	if raw, ok := mdPresent(fields, "stream"); ok {
+	if raw, ok := clientapi.Present(fields, "stream"); ok {
 		switch string(raw) {
 		case "true":
-			out.add("stream", json.RawMessage("true"))
-			out.add("stream_options", json.RawMessage(`{"include_usage":true}`))
+			out.Add("stream", json.RawMessage("true"))
+			out.Add("stream_options", json.RawMessage(`{"include_usage":true}`))
 		case "false":
 		default:
-			return nil, mdInvalid("stream", "stream must be a boolean")
+			return nil, clientapi.Invalid("stream", "stream must be a boolean")
 		}
 	}
 	for _, name := range []string{"gateway", "provider"} {
-		if raw, ok := mdPresent(fields, name); ok {
-			out.add(name, raw)
+		if raw, ok := clientapi.Present(fields, name); ok {
+			out.Add(name, raw)
 		}
 	}
-	return out.bytes(), nil
-}
-
-// mdChatMessage is one Chat Completions message of the translation.
-type mdChatMessage struct {
-	Role string `json:"role"`
-	// Content is a string, an array of parts, or null (an assistant turn of
-	// tool calls only).
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-}
-
-type mdTextPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	return out.Bytes(), nil
 }
 
 type mdImagePart struct {
@@ -315,15 +277,15 @@ type mdTool struct {
 // blocks are paragraphs of one prompt (an upstream that reads text parts
 // would run them together). param is where it is: "system", or a system
 // message's content.
-func mdSystem(raw json.RawMessage, param string, h *hintSet) (json.RawMessage, error) {
+func mdSystem(raw json.RawMessage, param string, h *clientapi.HintSet) (json.RawMessage, error) {
 	if raw[0] == '"' {
-		s, err := mdStringValue(raw, param)
+		s, err := clientapi.StringValue(raw, param)
 		if err != nil || s == "" {
 			return nil, err
 		}
 		return raw, nil
 	}
-	blocks, err := mdArray(raw, param, param+" must be a string or an array of text blocks")
+	blocks, err := clientapi.Array(raw, param, param+" must be a string or an array of text blocks")
 	if err != nil {
 		return nil, err
 	}
@@ -333,12 +295,12 @@ func mdSystem(raw json.RawMessage, param string, h *hintSet) (json.RawMessage, e
 	texts := make([]string, 0, len(blocks))
 	for i, b := range blocks {
 		at := fmt.Sprintf("%s[%d]", param, i)
-		m, typ, err := mdBlock(b, at)
+		m, typ, err := clientapi.Block(b, at)
 		if err != nil {
 			return nil, err
 		}
 		if typ != "text" {
-			return nil, mdInvalid(at+".type", "%s.type must be \"text\"", at)
+			return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
 		}
 		text, err := mdText(m, at, h)
 		if err != nil {
@@ -346,42 +308,42 @@ func mdSystem(raw json.RawMessage, param string, h *hintSet) (json.RawMessage, e
 		}
 		texts = append(texts, text)
 	}
-	return mdJSON(strings.Join(texts, "\n\n")), nil
+	return clientapi.JSON(strings.Join(texts, "\n\n")), nil
 }
 
 // mdTurns translates messages into Chat Completions messages.
-func mdTurns(fields map[string]json.RawMessage, h *hintSet) ([]mdChatMessage, error) {
-	raw, ok := mdPresent(fields, "messages")
+func mdTurns(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
+	raw, ok := clientapi.Present(fields, "messages")
 	if !ok {
-		return nil, mdInvalid("messages", "messages is required")
+		return nil, clientapi.Invalid("messages", "messages is required")
 	}
-	turns, err := mdArray(raw, "messages", "messages must be an array of messages")
+	turns, err := clientapi.Array(raw, "messages", "messages must be an array of messages")
 	if err != nil {
 		return nil, err
 	}
 	if len(turns) == 0 {
-		return nil, mdInvalid("messages", "messages must not be empty")
+		return nil, clientapi.Invalid("messages", "messages must not be empty")
 	}
-	var out []mdChatMessage
+	var out []clientapi.ChatMessage
 	for i, t := range turns {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := mdObjectOf(t, at)
+		m, err := clientapi.ObjectOf(t, at)
 		if err != nil {
 			return nil, err
 		}
-		if err := mdKeys(m, at, "role", "content"); err != nil {
+		if err := clientapi.Keys(m, at, "role", "content"); err != nil {
 			return nil, err
 		}
-		role, err := mdString(m, "role", at+".role", true)
+		role, err := clientapi.StringField(m, "role", at+".role", true)
 		if err != nil {
 			return nil, err
 		}
 		if role != "user" && role != "assistant" && role != "system" {
-			return nil, mdInvalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
+			return nil, clientapi.Invalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
 		}
-		content, ok := mdPresent(m, "content")
+		content, ok := clientapi.Present(m, "content")
 		if !ok {
-			return nil, mdInvalid(at+".content", "%s.content is required", at)
+			return nil, clientapi.Invalid(at+".content", "%s.content is required", at)
 		}
 		if role == "system" {
 			// A system prompt given at this point of the conversation
@@ -391,29 +353,29 @@ func mdTurns(fields map[string]json.RawMessage, h *hintSet) ([]mdChatMessage, er
 				return nil, err
 			}
 			if text == nil {
-				return nil, mdInvalid(at+".content", "%s.content must not be empty", at)
+				return nil, clientapi.Invalid(at+".content", "%s.content must not be empty", at)
 			}
-			out = append(out, mdChatMessage{Role: "system", Content: text})
+			out = append(out, clientapi.ChatMessage{Role: "system", Content: text})
 			continue
 		}
 		final := i == len(turns)-1 && role == "assistant"
 		if content[0] == '"' {
-			s, err := mdStringValue(content, at+".content")
+			s, err := clientapi.StringValue(content, at+".content")
 			if err != nil {
 				return nil, err
 			}
 			if s == "" && !final {
-				return nil, mdInvalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
+				return nil, clientapi.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 			}
-			out = append(out, mdChatMessage{Role: role, Content: content})
+			out = append(out, clientapi.ChatMessage{Role: role, Content: content})
 			continue
 		}
-		blocks, err := mdArray(content, at+".content", at+".content must be a string or an array of content blocks")
+		blocks, err := clientapi.Array(content, at+".content", at+".content must be a string or an array of content blocks")
 		if err != nil {
 			return nil, err
 		}
 		if len(blocks) == 0 && !final {
-			return nil, mdInvalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
+			return nil, clientapi.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 		}
 		if role == "user" {
 			out, err = mdUserTurn(out, blocks, at, h)
@@ -429,11 +391,11 @@ func mdTurns(fields map[string]json.RawMessage, h *hintSet) ([]mdChatMessage, er
 
 // mdUserTurn translates a user turn of blocks: its tool results as tool
 // messages, then the rest as one user message.
-func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h *hintSet) ([]mdChatMessage, error) {
+func mdUserTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
 	var parts []any
 	for j, b := range blocks {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		m, typ, err := mdBlock(b, bat)
+		m, typ, err := clientapi.Block(b, bat)
 		if err != nil {
 			return nil, err
 		}
@@ -443,7 +405,7 @@ func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h *hin
 			if err != nil {
 				return nil, err
 			}
-			parts = append(parts, mdTextPart{Type: "text", Text: text})
+			parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
 		case "image":
 			p, err := mdImage(m, bat, h)
 			if err != nil {
@@ -457,25 +419,25 @@ func mdUserTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h *hin
 			}
 			out = append(out, msg)
 		case "tool_use", "thinking", "redacted_thinking":
-			return nil, mdInvalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, typ)
+			return nil, clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, typ)
 		default:
 			return nil, mdUnsupportedBlock(bat, typ)
 		}
 	}
 	if len(parts) > 0 {
-		out = append(out, mdChatMessage{Role: "user", Content: mdJSON(parts)})
+		out = append(out, clientapi.ChatMessage{Role: "user", Content: clientapi.JSON(parts)})
 	}
 	return out, nil
 }
 
 // mdAssistantTurn translates an assistant turn of blocks: text parts and
 // tool calls.
-func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h *hintSet) ([]mdChatMessage, error) {
-	var parts []mdTextPart
+func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
+	var parts []clientapi.TextPart
 	var calls []llm.ToolCall
 	for j, b := range blocks {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		m, typ, err := mdBlock(b, bat)
+		m, typ, err := clientapi.Block(b, bat)
 		if err != nil {
 			return nil, err
 		}
@@ -485,7 +447,7 @@ func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h
 			if err != nil {
 				return nil, err
 			}
-			parts = append(parts, mdTextPart{Type: "text", Text: text})
+			parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
 		case "tool_use":
 			c, err := mdToolUse(m, bat, h)
 			if err != nil {
@@ -495,20 +457,20 @@ func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h
 		case "thinking", "redacted_thinking":
 			// An earlier turn's thinking, signed by Anthropic for
 			// Anthropic: no other upstream can read it.
-			if err := mdKeys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
+			if err := clientapi.Keys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
 				return nil, err
 			}
-			h.add("messages[].content[" + typ + "]")
+			h.Add("messages[].content[" + typ + "]")
 		case "image", "tool_result":
-			return nil, mdInvalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
+			return nil, clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
 		default:
 			return nil, mdUnsupportedBlock(bat, typ)
 		}
 	}
-	msg := mdChatMessage{Role: "assistant", ToolCalls: calls}
+	msg := clientapi.ChatMessage{Role: "assistant", ToolCalls: calls}
 	switch {
 	case len(parts) > 0:
-		msg.Content = mdJSON(parts)
+		msg.Content = clientapi.JSON(parts)
 	case len(calls) > 0:
 		msg.Content = json.RawMessage("null")
 	default:
@@ -518,66 +480,53 @@ func mdAssistantTurn(out []mdChatMessage, blocks []json.RawMessage, at string, h
 }
 
 func mdUnsupportedBlock(at, typ string) error {
-	return mdInvalid(at+".type", "%s: content block type %s is not supported by this gateway", at, mdQuote(typ))
-}
-
-// mdBlock reads a content block: an object with a string type.
-func mdBlock(raw json.RawMessage, at string) (map[string]json.RawMessage, string, error) {
-	m, err := mdObjectOf(raw, at)
-	if err != nil {
-		return nil, "", err
-	}
-	typ, err := mdString(m, "type", at+".type", true)
-	if err != nil {
-		return nil, "", err
-	}
-	return m, typ, nil
+	return clientapi.Invalid(at+".type", "%s: content block type %s is not supported by this gateway", at, clientapi.Quote(typ))
 }
 
 // mdText reads a text block's text, which must not be empty.
-func mdText(m map[string]json.RawMessage, at string, h *hintSet) (string, error) {
-	if err := mdKeys(m, at, "type", "text", "cache_control", "citations"); err != nil {
+func mdText(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (string, error) {
+	if err := clientapi.Keys(m, at, "type", "text", "cache_control", "citations"); err != nil {
 		return "", err
 	}
-	h.nested(m, "cache_control", "cache_control")
-	h.nested(m, "citations", "citations")
-	text, err := mdString(m, "text", at+".text", false)
+	h.Nested(m, "cache_control", "cache_control")
+	h.Nested(m, "citations", "citations")
+	text, err := clientapi.StringField(m, "text", at+".text", false)
 	if err != nil {
 		return "", err
 	}
 	if text == "" {
-		return "", mdInvalid(at+".text", "%s.text must be a non-empty string", at)
+		return "", clientapi.Invalid(at+".text", "%s.text must be a non-empty string", at)
 	}
 	return text, nil
 }
 
 // mdImage translates an image block into an image_url part.
-func mdImage(m map[string]json.RawMessage, at string, h *hintSet) (mdImagePart, error) {
+func mdImage(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (mdImagePart, error) {
 	var p mdImagePart
 	p.Type = "image_url"
-	if err := mdKeys(m, at, "type", "source", "cache_control"); err != nil {
+	if err := clientapi.Keys(m, at, "type", "source", "cache_control"); err != nil {
 		return p, err
 	}
-	h.nested(m, "cache_control", "cache_control")
-	raw, ok := mdPresent(m, "source")
+	h.Nested(m, "cache_control", "cache_control")
+	raw, ok := clientapi.Present(m, "source")
 	if !ok {
-		return p, mdInvalid(at+".source", "%s.source is required", at)
+		return p, clientapi.Invalid(at+".source", "%s.source is required", at)
 	}
 	sat := at + ".source"
-	src, err := mdObjectOf(raw, sat)
+	src, err := clientapi.ObjectOf(raw, sat)
 	if err != nil {
 		return p, err
 	}
-	typ, err := mdString(src, "type", sat+".type", true)
+	typ, err := clientapi.StringField(src, "type", sat+".type", true)
 	if err != nil {
 		return p, err
 	}
 	switch typ {
 	case "base64":
-		if err := mdKeys(src, sat, "type", "media_type", "data"); err != nil {
+		if err := clientapi.Keys(src, sat, "type", "media_type", "data"); err != nil {
 			return p, err
 		}
-		mt, err := mdString(src, "media_type", sat+".media_type", true)
+		mt, err := clientapi.StringField(src, "media_type", sat+".media_type", true)
 		if err != nil {
 			return p, err
 		}
@@ -586,53 +535,53 @@ func mdImage(m map[string]json.RawMessage, at string, h *hintSet) (mdImagePart, 
 			ok = ok || mt == t
 		}
 		if !ok {
-			return p, mdInvalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(mdImageTypes, ", "))
+			return p, clientapi.Invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(mdImageTypes, ", "))
 		}
-		data, err := mdString(src, "data", sat+".data", true)
+		data, err := clientapi.StringField(src, "data", sat+".data", true)
 		if err != nil {
 			return p, err
 		}
 		p.ImageURL.URL = "data:" + mt + ";base64," + data
 	case "url":
-		if err := mdKeys(src, sat, "type", "url"); err != nil {
+		if err := clientapi.Keys(src, sat, "type", "url"); err != nil {
 			return p, err
 		}
-		u, err := mdString(src, "url", sat+".url", true)
+		u, err := clientapi.StringField(src, "url", sat+".url", true)
 		if err != nil {
 			return p, err
 		}
 		lower := strings.ToLower(u)
 		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
-			return p, mdInvalid(sat+".url", "%s.url must be an http or https URL", sat)
+			return p, clientapi.Invalid(sat+".url", "%s.url must be an http or https URL", sat)
 		}
 		p.ImageURL.URL = u
 	default:
-		return p, mdInvalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, mdQuote(typ))
+		return p, clientapi.Invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, clientapi.Quote(typ))
 	}
 	return p, nil
 }
 
 // mdToolUse translates a tool_use block into a tool call.
-func mdToolUse(m map[string]json.RawMessage, at string, h *hintSet) (llm.ToolCall, error) {
+func mdToolUse(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (llm.ToolCall, error) {
 	var c llm.ToolCall
 	c.Type = "function"
-	if err := mdKeys(m, at, "type", "id", "name", "input", "cache_control"); err != nil {
+	if err := clientapi.Keys(m, at, "type", "id", "name", "input", "cache_control"); err != nil {
 		return c, err
 	}
-	h.nested(m, "cache_control", "cache_control")
+	h.Nested(m, "cache_control", "cache_control")
 	var err error
-	if c.ID, err = mdString(m, "id", at+".id", true); err != nil {
+	if c.ID, err = clientapi.StringField(m, "id", at+".id", true); err != nil {
 		return c, err
 	}
-	if c.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
+	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
 		return c, err
 	}
-	raw, ok := mdPresent(m, "input")
+	raw, ok := clientapi.Present(m, "input")
 	if !ok {
-		return c, mdInvalid(at+".input", "%s.input is required", at)
+		return c, clientapi.Invalid(at+".input", "%s.input is required", at)
 	}
 	if raw[0] != '{' {
-		return c, mdInvalid(at+".input", "%s.input must be an object", at)
+		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
 	}
 	// The arguments are text the model reads as it is written: they are
 	// the input's canonical form (the Idempotency-Key fingerprint's), so
@@ -646,46 +595,46 @@ func mdToolUse(m map[string]json.RawMessage, at string, h *hintSet) (llm.ToolCal
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return c, mdInvalid(at+".input", "%s.input must be an object", at)
+		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
 	}
 	c.Function.Arguments = b.String()
 	return c, nil
 }
 
 // mdToolResult translates a tool_result block into a tool message.
-func mdToolResult(m map[string]json.RawMessage, at string, h *hintSet) (mdChatMessage, error) {
-	msg := mdChatMessage{Role: "tool"}
-	if err := mdKeys(m, at, "type", "tool_use_id", "content", "is_error", "cache_control"); err != nil {
+func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (clientapi.ChatMessage, error) {
+	msg := clientapi.ChatMessage{Role: "tool"}
+	if err := clientapi.Keys(m, at, "type", "tool_use_id", "content", "is_error", "cache_control"); err != nil {
 		return msg, err
 	}
-	h.nested(m, "cache_control", "cache_control")
+	h.Nested(m, "cache_control", "cache_control")
 	var err error
-	if msg.ToolCallID, err = mdString(m, "tool_use_id", at+".tool_use_id", true); err != nil {
+	if msg.ToolCallID, err = clientapi.StringField(m, "tool_use_id", at+".tool_use_id", true); err != nil {
 		return msg, err
 	}
 	// is_error has no Chat Completions counterpart: checked, then dropped;
 	// the result's own text is what tells the model what went wrong.
-	if raw, ok := mdPresent(m, "is_error"); ok && string(raw) != "true" && string(raw) != "false" {
-		return msg, mdInvalid(at+".is_error", "%s.is_error must be a boolean", at)
+	if raw, ok := clientapi.Present(m, "is_error"); ok && string(raw) != "true" && string(raw) != "false" {
+		return msg, clientapi.Invalid(at+".is_error", "%s.is_error must be a boolean", at)
 	}
-	raw, ok := mdPresent(m, "content")
+	raw, ok := clientapi.Present(m, "content")
 	switch {
 	case !ok:
 		msg.Content = json.RawMessage(`""`)
 	case raw[0] == '"':
-		if _, err := mdStringValue(raw, at+".content"); err != nil {
+		if _, err := clientapi.StringValue(raw, at+".content"); err != nil {
 			return msg, err
 		}
 		msg.Content = raw
 	default:
-		blocks, err := mdArray(raw, at+".content", at+".content must be a string or an array of text blocks")
+		blocks, err := clientapi.Array(raw, at+".content", at+".content must be a string or an array of text blocks")
 		if err != nil {
 			return msg, err
 		}
-		parts := make([]mdTextPart, 0, len(blocks))
+		parts := make([]clientapi.TextPart, 0, len(blocks))
 		for k, b := range blocks {
 			bat := fmt.Sprintf("%s.content[%d]", at, k)
-			bm, typ, err := mdBlock(b, bat)
+			bm, typ, err := clientapi.Block(b, bat)
 			if err != nil {
 				return msg, err
 			}
@@ -695,9 +644,9 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *hintSet) (mdChatMe
 				if err != nil {
 					return msg, err
 				}
-				parts = append(parts, mdTextPart{Type: "text", Text: text})
+				parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
 			case "image":
-				return msg, mdInvalid(bat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", bat)
+				return msg, clientapi.Invalid(bat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", bat)
 			default:
 				return msg, mdUnsupportedBlock(bat, typ)
 			}
@@ -705,7 +654,7 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *hintSet) (mdChatMe
 		if len(parts) == 0 {
 			msg.Content = json.RawMessage(`""`)
 		} else {
-			msg.Content = mdJSON(parts)
+			msg.Content = clientapi.JSON(parts)
 		}
 	}
 	return msg, nil
@@ -715,12 +664,12 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *hintSet) (mdChatMe
 // names. A tool of a server-defined type (web_search_20250305, bash_…),
 // which only Anthropic runs, is dropped and named tools[<type>], its date
 // left out.
-func mdTools(fields map[string]json.RawMessage, h *hintSet) ([]mdTool, map[string]bool, error) {
-	raw, ok := mdPresent(fields, "tools")
+func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]mdTool, map[string]bool, error) {
+	raw, ok := clientapi.Present(fields, "tools")
 	if !ok {
 		return nil, nil, nil
 	}
-	list, err := mdArray(raw, "tools", "tools must be an array of tools")
+	list, err := clientapi.Array(raw, "tools", "tools must be an array of tools")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -728,50 +677,50 @@ func mdTools(fields map[string]json.RawMessage, h *hintSet) ([]mdTool, map[strin
 	tools := make([]mdTool, 0, len(list))
 	for i, t := range list {
 		at := fmt.Sprintf("tools[%d]", i)
-		m, err := mdObjectOf(t, at)
+		m, err := clientapi.ObjectOf(t, at)
 		if err != nil {
 			return nil, nil, err
 		}
-		typ, err := mdString(m, "type", at+".type", false)
+		typ, err := clientapi.StringField(m, "type", at+".type", false)
 		if err != nil {
 			return nil, nil, err
 		}
 		if typ != "" && typ != "custom" {
-			if _, err := mdString(m, "name", at+".name", true); err != nil {
+			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
 				return nil, nil, err
 			}
-			h.add("tools[" + mdServerTool(typ) + "]")
+			h.Add("tools[" + mdServerTool(typ) + "]")
 			continue
 		}
-		if err := mdKeys(m, at, "type", "name", "description", "input_schema", "cache_control", "strict",
+		if err := clientapi.Keys(m, at, "type", "name", "description", "input_schema", "cache_control", "strict",
 			"defer_loading", "input_examples", "eager_input_streaming"); err != nil {
 			return nil, nil, err
 		}
-		h.nested(m, "cache_control", "cache_control")
+		h.Nested(m, "cache_control", "cache_control")
 		for _, hint := range []string{"defer_loading", "input_examples", "eager_input_streaming"} {
-			h.nested(m, hint, "tools[]."+hint)
+			h.Nested(m, hint, "tools[]."+hint)
 		}
 		var out mdTool
 		out.Type = "function"
-		if out.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
+		if out.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
 			return nil, nil, err
 		}
 		if names[out.Function.Name] {
-			return nil, nil, mdInvalid(at+".name", "%s.name: tool names must be unique", at)
+			return nil, nil, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
 		}
 		names[out.Function.Name] = true
-		if out.Function.Description, err = mdString(m, "description", at+".description", false); err != nil {
+		if out.Function.Description, err = clientapi.StringField(m, "description", at+".description", false); err != nil {
 			return nil, nil, err
 		}
-		schema, ok := mdPresent(m, "input_schema")
+		schema, ok := clientapi.Present(m, "input_schema")
 		if !ok {
-			return nil, nil, mdInvalid(at+".input_schema", "%s.input_schema is required", at)
+			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema is required", at)
 		}
 		if schema[0] != '{' {
-			return nil, nil, mdInvalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
+			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
 		}
 		out.Function.Parameters = schema
-		if strict, err := rsBool(m, "strict", at+".strict"); err != nil {
+		if strict, err := clientapi.BoolField(m, "strict", at+".strict"); err != nil {
 			return nil, nil, err
 		} else if strict != nil {
 			out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
@@ -799,15 +748,15 @@ func mdServerTool(typ string) string {
 // reasoning_effort ("" for none) and response_format (nil for none).
 func mdReasoning(fields map[string]json.RawMessage) (effort string, format json.RawMessage, err error) {
 	var configured string
-	if raw, ok := mdPresent(fields, "output_config"); ok {
-		m, err := mdObjectOf(raw, "output_config")
+	if raw, ok := clientapi.Present(fields, "output_config"); ok {
+		m, err := clientapi.ObjectOf(raw, "output_config")
 		if err != nil {
 			return "", nil, err
 		}
-		if err := mdKeys(m, "output_config", "effort", "format"); err != nil {
+		if err := clientapi.Keys(m, "output_config", "effort", "format"); err != nil {
 			return "", nil, err
 		}
-		e, err := mdString(m, "effort", "output_config.effort", false)
+		e, err := clientapi.StringField(m, "effort", "output_config.effort", false)
 		if err != nil {
 			return "", nil, err
 		}
@@ -818,29 +767,29 @@ func mdReasoning(fields map[string]json.RawMessage) (effort string, format json.
 		case "xhigh", "max":
 			configured = "high"
 		default:
-			return "", nil, mdInvalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
+			return "", nil, clientapi.Invalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
 		}
-		if raw, ok := mdPresent(m, "format"); ok {
+		if raw, ok := clientapi.Present(m, "format"); ok {
 			if format, err = mdOutputFormat(raw); err != nil {
 				return "", nil, err
 			}
 		}
 	}
 	effort = configured
-	raw, ok := mdPresent(fields, "thinking")
+	raw, ok := clientapi.Present(fields, "thinking")
 	if !ok {
 		return effort, format, nil
 	}
-	m, typ, err := mdBlock(raw, "thinking")
+	m, typ, err := clientapi.Block(raw, "thinking")
 	if err != nil {
 		return "", nil, err
 	}
 	switch typ {
 	case "enabled":
-		if err := mdKeys(m, "thinking", "type", "budget_tokens", "display"); err != nil {
+		if err := clientapi.Keys(m, "thinking", "type", "budget_tokens", "display"); err != nil {
 			return "", nil, err
 		}
-		budget, err := mdInt(m, "budget_tokens", "thinking.budget_tokens", 1024, mdMaxTokens, true)
+		budget, err := clientapi.IntField(m, "budget_tokens", "thinking.budget_tokens", 1024, clientapi.MaxTokens, true)
 		if err != nil {
 			return "", nil, err
 		}
@@ -855,20 +804,20 @@ func mdReasoning(fields map[string]json.RawMessage) (effort string, format json.
 			}
 		}
 	case "adaptive":
-		if err := mdKeys(m, "thinking", "type", "display"); err != nil {
+		if err := clientapi.Keys(m, "thinking", "type", "display"); err != nil {
 			return "", nil, err
 		}
 		if effort == "" {
 			effort = "medium"
 		}
 	case "disabled":
-		if err := mdKeys(m, "thinking", "type"); err != nil {
+		if err := clientapi.Keys(m, "thinking", "type"); err != nil {
 			return "", nil, err
 		}
 	default:
-		return "", nil, mdInvalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
+		return "", nil, clientapi.Invalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
 	}
-	if _, err := mdString(m, "display", "thinking.display", false); err != nil {
+	if _, err := clientapi.StringField(m, "display", "thinking.display", false); err != nil {
 		return "", nil, err
 	}
 	return effort, format, nil
@@ -879,21 +828,21 @@ func mdReasoning(fields map[string]json.RawMessage) (effort string, format json.
 // response_format named "output".
 func mdOutputFormat(raw json.RawMessage) (json.RawMessage, error) {
 	const at = "output_config.format"
-	m, typ, err := mdBlock(raw, at)
+	m, typ, err := clientapi.Block(raw, at)
 	if err != nil {
 		return nil, err
 	}
 	if typ != "json_schema" {
-		return nil, mdInvalid(at+".type", "%s.type must be \"json_schema\"", at)
+		return nil, clientapi.Invalid(at+".type", "%s.type must be \"json_schema\"", at)
 	}
-	if err := mdKeys(m, at, "type", "schema"); err != nil {
+	if err := clientapi.Keys(m, at, "type", "schema"); err != nil {
 		return nil, err
 	}
-	schema, ok := mdPresent(m, "schema")
+	schema, ok := clientapi.Present(m, "schema")
 	if !ok || schema[0] != '{' {
-		return nil, mdInvalid(at+".schema", "%s.schema must be a JSON schema object", at)
+		return nil, clientapi.Invalid(at+".schema", "%s.schema must be a JSON schema object", at)
 	}
-	return mdJSON(struct {
+	return clientapi.JSON(struct {
 		Type       string `json:"type"`
 		JSONSchema any    `json:"json_schema"`
 	}{"json_schema", struct {
@@ -905,33 +854,33 @@ func mdOutputFormat(raw json.RawMessage) (json.RawMessage, error) {
 // mdToolChoice translates tool_choice; parallel is nil unless parallel tool
 // use is turned off.
 func mdToolChoice(raw json.RawMessage, tools map[string]bool) (choice, parallel json.RawMessage, err error) {
-	m, err := mdObjectOf(raw, "tool_choice")
+	m, err := clientapi.ObjectOf(raw, "tool_choice")
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mdKeys(m, "tool_choice", "type", "name", "disable_parallel_tool_use"); err != nil {
+	if err := clientapi.Keys(m, "tool_choice", "type", "name", "disable_parallel_tool_use"); err != nil {
 		return nil, nil, err
 	}
-	typ, err := mdString(m, "type", "tool_choice.type", true)
+	typ, err := clientapi.StringField(m, "type", "tool_choice.type", true)
 	if err != nil {
 		return nil, nil, err
 	}
-	name, err := mdString(m, "name", "tool_choice.name", false)
+	name, err := clientapi.StringField(m, "name", "tool_choice.name", false)
 	if err != nil {
 		return nil, nil, err
 	}
-	if raw, ok := mdPresent(m, "disable_parallel_tool_use"); ok {
+	if raw, ok := clientapi.Present(m, "disable_parallel_tool_use"); ok {
 		switch string(raw) {
 		case "true":
 			parallel = json.RawMessage("false")
 		case "false":
 		default:
-			return nil, nil, mdInvalid("tool_choice.disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use must be a boolean")
+			return nil, nil, clientapi.Invalid("tool_choice.disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use must be a boolean")
 		}
 	}
 	if typ != "tool" {
-		if _, ok := mdPresent(m, "name"); ok {
-			return nil, nil, mdInvalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
+		if _, ok := clientapi.Present(m, "name"); ok {
+			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
 		}
 	}
 	switch typ {
@@ -941,15 +890,15 @@ func mdToolChoice(raw json.RawMessage, tools map[string]bool) (choice, parallel 
 		choice, parallel = json.RawMessage(`"none"`), nil
 	case "any":
 		if len(tools) == 0 {
-			return nil, nil, mdInvalid("tool_choice.type", "tool_choice.type \"any\" requires tools")
+			return nil, nil, clientapi.Invalid("tool_choice.type", "tool_choice.type \"any\" requires tools")
 		}
 		choice = json.RawMessage(`"required"`)
 	case "tool":
 		if name == "" {
-			return nil, nil, mdInvalid("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
+			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
 		}
 		if !tools[name] {
-			return nil, nil, mdInvalid("tool_choice.name", "tool_choice.name %s is not one of the tools", mdQuote(name))
+			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", clientapi.Quote(name))
 		}
 		var c struct {
 			Type     string `json:"type"`
@@ -958,165 +907,11 @@ func mdToolChoice(raw json.RawMessage, tools map[string]bool) (choice, parallel 
 			} `json:"function"`
 		}
 		c.Type, c.Function.Name = "function", name
-		choice = mdJSON(c)
+		choice = clientapi.JSON(c)
 	default:
-		return nil, nil, mdInvalid("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
+		return nil, nil, clientapi.Invalid("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
 	}
 	return choice, parallel, nil
 }
 
-// mdObject builds a JSON object with its keys in the order added.
-type mdObject struct{ b []byte }
-
-func (o *mdObject) add(key string, value json.RawMessage) {
-	if len(o.b) == 0 {
-		o.b = append(o.b, '{')
-	} else {
-		o.b = append(o.b, ',')
-	}
-	o.b = append(o.b, mdJSON(key)...)
-	o.b = append(o.b, ':')
-	o.b = append(o.b, value...)
-}
-
-func (o *mdObject) bytes() []byte {
-	if len(o.b) == 0 {
-		return []byte("{}")
-	}
-	return append(o.b, '}')
-}
-
-// mdJSON encodes a value of our own types, compactly and without HTML
-// escaping. The only raw values inside are the client's, already parsed.
-func mdJSON(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// Unreachable: every value is a string, a struct of strings or a
-		// json.RawMessage that the decoder accepted.
-		return json.RawMessage("null")
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-func mdInvalid(param, format string, args ...any) *llm.Error {
-	return llm.Errorf(llm.CodeInvalidRequest, param, format, args...)
-}
-
-func mdJSONProblem(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("syntax error at byte %d", se.Offset)
-	}
-	return "unexpected end of input"
-}
-
-// mdQuote quotes a client's string for a message, cut short and made
-// printable.
-func mdQuote(s string) string {
-	if len(s) > 64 || !utf8.ValidString(s) {
-		return "(unprintable)"
-	}
-	return strconv.Quote(s)
-}
-
-// mdPresent returns a field that is there and not null.
-func mdPresent(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
-	raw, ok := m[name]
-	if !ok || len(raw) == 0 || string(raw) == "null" {
-		return nil, false
-	}
-	return raw, true
-}
-
-// mdKeys rejects a field not in known, the first in sorted order so the
-// error does not depend on map order.
-func mdKeys(m map[string]json.RawMessage, param string, known ...string) error {
-	name, ok := llm.UnknownField(m, known...)
-	if !ok {
-		return nil
-	}
-	if name == "" {
-		name = `""` // an empty key, named so that the error names a param
-	}
-	if param != "" {
-		name = param + "." + name
-	}
-	return mdInvalid(name, "unknown field %s", name)
-}
-
-func mdObjectOf(raw json.RawMessage, param string) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil, mdInvalid(param, "%s must be an object", param)
-	}
-	return m, nil
-}
-
-func mdArray(raw json.RawMessage, param, msg string) ([]json.RawMessage, error) {
-	var a []json.RawMessage
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &a) != nil {
-		return nil, mdInvalid(param, "%s", msg)
-	}
-	return a, nil
-}
-
-// mdString reads a string field; a required one must be there and not
-// empty.
-func mdString(m map[string]json.RawMessage, name, param string, required bool) (string, error) {
-	raw, ok := mdPresent(m, name)
-	if !ok {
-		if required {
-			return "", mdInvalid(param, "%s is required", param)
-		}
-		return "", nil
-	}
-	s, err := mdStringValue(raw, param)
-	if err != nil {
-		return "", err
-	}
-	if required && s == "" {
-		return "", mdInvalid(param, "%s must not be empty", param)
-	}
-	return s, nil
-}
-
-func mdStringValue(raw json.RawMessage, param string) (string, error) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", mdInvalid(param, "%s must be a string", param)
-	}
-	return s, nil
-}
-
-// mdNumber reads a JSON number.
-func mdNumber(raw json.RawMessage) (float64, bool) {
-	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
-}
-
-// mdInt reads an integer in [lo, hi] (1024 and 1024.0 alike).
-func mdInt(m map[string]json.RawMessage, name, param string, lo, hi int64, required bool) (int64, error) {
-	raw, ok := mdPresent(m, name)
-	if !ok {
-		if required {
-			return 0, mdInvalid(param, "%s is required", param)
-		}
-		return 0, nil
-	}
-	f, ok := mdNumber(raw)
-	if !ok || f != math.Trunc(f) {
-		return 0, mdInvalid(param, "%s must be an integer", param)
-	}
-	if f < float64(lo) || f > float64(hi) {
-		return 0, mdInvalid(param, "%s must be an integer from %d to %d", param, lo, hi)
-	}
-	return int64(f), nil
-}
+// Object builds a JSON object with its keys in the order added.

@@ -4,29 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 )
-
-// mdDecodeJSON decodes JSON keeping numbers as their text, so a comparison
-// also checks number fidelity.
-func mdDecodeJSON(t testing.TB, b []byte) any {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	return v
-}
 
 // TestDecodeMessagesTranslation checks each rule of the Messages → Chat
 // Completions translation.
@@ -239,7 +225,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decodeMessages: %v", err)
 			}
-			if diff := cmp.Diff(mdDecodeJSON(t, []byte(tt.want)), mdDecodeJSON(t, got)); diff != "" {
+			if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(tt.want)), clientapitest.DecodeJSON(t, got)); diff != "" {
 				t.Errorf("chat body (-want +got):\n%s\ngot %s", diff, got)
 			}
 			if bytes.Contains(got, []byte(`\u003c`)) {
@@ -440,13 +426,13 @@ func FuzzDecodeMessages(f *testing.F) {
 	for _, s := range mdSeeds {
 		f.Add([]byte(s))
 	}
-	for _, b := range agentBodies(f, "claude-code") {
+	for _, b := range clientapitest.AgentBodies(f, "claude-code") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		chat, err := decodeMessages(body)
 		if err != nil {
-			checkNamesParam(t, err)
+			clientapitest.CheckNamesParam(t, err)
 			return
 		}
 		if !json.Valid(chat) {
@@ -500,46 +486,7 @@ func TestDecodeMessagesRoundTrip(t *testing.T) {
 			{"role":"user","content":[{"type":"text","text":"weather?"},{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/"}}]},
 			{"role":"assistant","content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},{"type":"text","text":"and tomorrow?"}]}]}`
-	if diff := cmp.Diff(mdDecodeJSON(t, []byte(want)), mdDecodeJSON(t, back)); diff != "" {
+	if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(want)), clientapitest.DecodeJSON(t, back)); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s\ngot %s", diff, back)
 	}
-}
-
-// checkNamesParam fails unless err is an invalid_request *llm.Error that
-// names its param, or one about the body as a whole.
-func checkNamesParam(t *testing.T, err error) {
-	t.Helper()
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
-		t.Fatalf("error %v, want an invalid_request *llm.Error", err)
-	}
-	if e.Param == "" && !strings.HasPrefix(e.Message, "request body ") {
-		t.Fatalf("error %v names no param", err)
-	}
-}
-
-// agentBodies are the bodies of the recorded agent requests whose file
-// name starts with prefix (internal/systemtest/testdata/agents), as fuzz
-// seeds.
-func agentBodies(f *testing.F, prefix string) [][]byte {
-	f.Helper()
-	paths, err := filepath.Glob("../../internal/systemtest/testdata/agents/" + prefix + "*.json")
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no recorded %s requests: %v", prefix, err)
-	}
-	var out [][]byte
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var rec struct {
-			Body json.RawMessage `json:"body"`
-		}
-		if err := json.Unmarshal(b, &rec); err != nil {
-			f.Fatal(err)
-		}
-		out = append(out, rec.Body)
-	}
-	return out
 }

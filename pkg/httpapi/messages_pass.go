@@ -2,33 +2,35 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/buzzgate/buzzgate/internal/jsonstr"
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
-// passStream relays a Messages stream passed through: the provider's
+// PassStream relays a Messages stream passed through: the provider's
 // events as it sent them, message_delta with the cost in its usage.
 func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
-	p := passStream{ans: ans, out: out,
-		usageEvent: func(ch *llm.Chunk) bool {
+	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
+	p := clientapi.PassStream{Ans: ans, Out: out,
+		UsageEvent: func(ch *llm.Chunk) bool {
 			return ch.Event == "message_delta" || ch.Usage != nil && ch.FinishReason != ""
 		},
-		usagePath: []string{"usage"},
-		broken:    anthropicErrorEvent,
-		stopped: func(u llm.Usage) []idempotency.Event {
+		UsagePath: []string{"usage"},
+		Broken:    anthropicErrorEvent,
+		Stopped: func(u llm.Usage) []idempotency.Event {
 			var md messageDelta
 			md.Type, md.Usage = "message_delta", toAnthropicUsage(u)
 			b, _ := json.Marshal(md)
 			return []idempotency.Event{{Name: "message_delta", Data: b, Usage: true}}
 		},
 	}
-	return p.run()
+	return p.Run()
 }
 
 // passMessage assembles a Messages stream passed through into the Message
@@ -50,10 +52,10 @@ func (c *messagesCodec) passMessage(ans *router.Answer, out gateway.Emitter) gat
 		m.add(&ch)
 	}
 	usage := ans.Usage()
-	if res, ok := endOf(ans, usage, end); !ok {
+	if res, ok := clientapi.EndOf(ans, usage, end); !ok {
 		return res
 	}
-	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, m.message(usage), end, nil)
+	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, m.message(usage), end, nil)
 }
 
 // messageAssembler builds a Message from its events.
@@ -226,4 +228,19 @@ func (m *messageAssembler) message(u llm.Usage) []byte {
 	uset["cost"] = cost
 	set["usage"] = llm.Splice(usage, 64, uset)
 	return llm.Splice(m.message0, 256, set)
+}
+
+// anthropicErrorEvent is the error event of a Messages stream that failed
+// after output started.
+func anthropicErrorEvent(e *llm.Error, end error) idempotency.Event {
+	typ := "api_error"
+	var pe *llm.ProviderError
+	switch {
+	case e.Code == llm.CodeRequestTimeout:
+		typ = "timeout_error"
+	case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
+		typ = "overloaded_error"
+	}
+	b, _ := json.Marshal(clientapi.AnthropicEnvelope(e, typ))
+	return idempotency.Event{Name: "error", Data: b}
 }

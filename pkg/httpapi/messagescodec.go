@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -107,8 +108,8 @@ type anthropicUsage struct {
 }
 
 func toAnthropicUsage(u llm.Usage) anthropicUsage {
-	cached := min(usageDetail(u, "prompt_tokens_details", "cached_tokens"), u.PromptTokens)
-	written := min(usageDetail(u, "prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cached)
+	cached := min(clientapi.UsageDetail(u, "prompt_tokens_details", "cached_tokens"), u.PromptTokens)
+	written := min(clientapi.UsageDetail(u, "prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cached)
 	return anthropicUsage{InputTokens: u.PromptTokens - cached - written, CacheReadInputTokens: cached,
 		CacheCreationInputTokens: written, OutputTokens: u.CompletionTokens, Cost: u.Cost, Estimated: u.Estimated}
 }
@@ -173,43 +174,15 @@ func toolInput(args string) json.RawMessage {
 	return b.Bytes()
 }
 
-// assembled is the part of the Assembler's chat.completion a Message needs.
-// readAssembled reads the assembled chat.completion back, for the APIs that
-// reshape it.
-func readAssembled(asm *llm.Assembler, usage llm.Usage) (*assembled, error) {
-	chat, err := asm.Completion(usage, "")
-	if err != nil {
-		return nil, err
-	}
-	var a assembled
-	if err := json.Unmarshal(chat, &a); err != nil || len(a.Choices) == 0 {
-		return nil, llm.AsError(errors.New("assembled answer unreadable"))
-	}
-	return &a, nil
-}
-
-type assembled struct {
-	Choices []struct {
-		Message struct {
-			Content          *string        `json:"content"`
-			Refusal          *string        `json:"refusal"`
-			ToolCalls        []llm.ToolCall `json:"tool_calls"`
-			ReasoningContent *string        `json:"reasoning_content"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-		StopReason   *string `json:"stop_reason"`
-	} `json:"choices"`
-}
-
 // message assembles the provider's stream into one Message. The ending rules
 // are chatCodec.completion's; an answer whose stream just stopped has
 // stop_reason null.
 func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	asm, usage, res, ok, end := assemble(ans)
+	asm, usage, res, ok, end := clientapi.Assemble(ans)
 	if !ok {
 		return res
 	}
-	a, err := readAssembled(asm, usage)
+	a, err := clientapi.ReadAssembled(asm, usage)
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
@@ -253,7 +226,7 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
+	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
 }
 
 // blockWriter turns chat deltas into content block events.
@@ -411,41 +384,17 @@ type messageDelta struct {
 	Usage anthropicUsage `json:"usage"`
 }
 
-// anthropicErrorBody is Anthropic's error envelope; the error event of a
-// stream is the same object without request_id.
-type anthropicErrorBody struct {
-	Type      string               `json:"type"`
-	Error     anthropicErrorObject `json:"error"`
-	RequestID *string              `json:"request_id,omitempty"`
-}
-
-type anthropicErrorObject struct {
-	Type    string  `json:"type"`
-	Message string  `json:"message"`
-	Code    string  `json:"code"`
-	Param   *string `json:"param,omitempty"`
-}
-
-func anthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
-	o := anthropicErrorObject{Type: typ, Message: e.Message, Code: string(e.Code)}
-	if e.Param != "" {
-		p := e.Param
-		o.Param = &p
-	}
-	return anthropicErrorBody{Type: "error", Error: o}
-}
-
 // stream relays the answer as Anthropic's event sequence (see messagesCodec).
 func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	w := &blockWriter{c: c, out: out}
 	w.send("message_start", messageStart{Type: "message_start", Message: anthropicMessage{ID: c.messageID(),
 		Type: "message", Role: "assistant", Model: c.model, Content: []anthropicBlock{}, Usage: startUsage(ans)}})
 	w.send("ping", struct {
 		Type string `json:"type"`
 	}{"ping"})
-	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, reasoning: w.thinking,
-		stopSequence: w.stopSequence, toolCall: w.toolCall, failed: w.failed})
+	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.thinking,
+		StopSequence: w.stopSequence, ToolCall: w.toolCall, Failed: w.failed})
 	if gone {
 		return res
 	}
@@ -470,7 +419,7 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 			return gateway.Result{Usage: usage, Answered: true}
 		}
 	default:
-		e := cutShort(ans.Provider, end)
+		e := clientapi.CutShort(ans.Provider, end)
 		typ := "api_error"
 		var pe *llm.ProviderError
 		switch {
@@ -479,7 +428,7 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 		case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
 			typ = "overloaded_error"
 		}
-		w.send("error", anthropicEnvelope(e, typ))
+		w.send("error", clientapi.AnthropicEnvelope(e, typ))
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
 }
@@ -487,74 +436,6 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 // JoinBroken ends a joined stream that cannot go on with the same error
 // event as a provider failure after the start.
 func (c *messagesCodec) JoinBroken(reason string) idempotency.Event {
-	b, _ := json.Marshal(anthropicEnvelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason}, "idempotency_error"))
+	b, _ := json.Marshal(clientapi.AnthropicEnvelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason}, "idempotency_error"))
 	return idempotency.Event{Name: "error", Data: b}
 }
-
-// anthropicErrorType is Anthropic's error type for an HTTP status
-// (docs.claude.com/en/api/errors: other 4xx are invalid_request_error; 503,
-// which Anthropic does not use, is its 529 overloaded_error).
-func anthropicErrorType(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusPaymentRequired:
-		return "billing_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case http.StatusServiceUnavailable, 529:
-		return "overloaded_error"
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
-}
-
-// writeAnthropicError sends err as Anthropic's error envelope, with
-// writeError's status and headers and the gateway's code in error.code;
-// request_id is the response's X-Request-Id.
-func writeAnthropicError(w http.ResponseWriter, err error) int {
-	e := llm.AsError(err)
-	status := errorHead(w, err)
-	typ := anthropicErrorType(status)
-	if k := kindOf(e.Code); k.typ == "idempotency_error" {
-		// docs/api.md#errors gives this type to the idempotency errors on
-		// every API; the Anthropic SDKs choose their exception by the status
-		// (409: ConflictError), not by the type.
-		typ = k.typ
-	}
-	body := anthropicEnvelope(e, typ)
-	if id := w.Header().Get("X-Request-Id"); id != "" {
-		body.RequestID = &id
-	}
-	b, _ := json.Marshal(body)
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
-	return status
-}
-
-// errorHead sets writeError's headers on w (and the recorder's code) and
-// returns its status, writing nothing: writeError runs against a writer that
-// shares w's headers and drops its status line and body. (Once errors.go
-// splits writeError into a head and a body, this is that head.)
-func errorHead(w http.ResponseWriter, err error) int {
-	if rec, ok := w.(*recorder); ok {
-		rec.code = llm.AsError(err).Code
-	}
-	return writeError(headOnly{w.Header()}, err)
-}
-
-type headOnly struct{ h http.Header }
-
-func (h headOnly) Header() http.Header       { return h.h }
-func (headOnly) Write(b []byte) (int, error) { return len(b), nil }
-func (headOnly) WriteHeader(int)             {}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,50 +14,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
-
-// scriptedProvider answers with the given chunk payloads, then end (io.EOF
-// when nil).
-type scriptedProvider struct {
-	raws []string
-	end  error
-}
-
-func (p *scriptedProvider) Name() string { return "p" }
-
-func (p *scriptedProvider) ChatStream(context.Context, *llm.UpstreamRequest) (llm.ChunkStream, error) {
-	s := &scriptedStream{end: p.end}
-	for _, raw := range p.raws {
-		ch, err := llm.ParseChunk([]byte(raw))
-		if err != nil {
-			return nil, err
-		}
-		s.chunks = append(s.chunks, ch)
-	}
-	return s, nil
-}
-
-type scriptedStream struct {
-	chunks []llm.Chunk
-	end    error
-}
-
-func (s *scriptedStream) Next() (llm.Chunk, error) {
-	if len(s.chunks) == 0 {
-		if s.end == nil {
-			return llm.Chunk{}, io.EOF
-		}
-		return llm.Chunk{}, s.end
-	}
-	ch := s.chunks[0]
-	s.chunks = s.chunks[1:]
-	return ch, nil
-}
-
-func (s *scriptedStream) Close() error { return nil }
 
 // messagesAnswer starts a real router.Answer from a provider that sends
 // raws then end, at prices 1 and 2 USD per million tokens.
@@ -76,7 +37,7 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := router.New(cfg, map[string]llm.Provider{"p": &scriptedProvider{raws: raws, end: end}}, nil, nil)
+	rt, err := router.New(cfg, map[string]llm.Provider{"p": &clientapitest.ScriptedProvider{Raws: raws, End: end}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,69 +61,13 @@ projects:
 	return ans, &messagesCodec{requestID: "req_0123abcd", req: chat, model: "claude-x"}
 }
 
-// recordingEmitter keeps what a codec emits; "price" marks where Price was
-// called among the events (or before the body).
-type recordingEmitter struct {
-	status int
-	header map[string]string
-	stream bool
-	body   []byte
-	events []string
-	priced int // Price calls
-	usage  llm.Usage
-}
-
-func (e *recordingEmitter) Start(status int, header map[string]string, stream bool) {
-	e.status, e.header, e.stream = status, header, stream
-}
-
-func (e *recordingEmitter) Body(b []byte) {
-	if e.priced != 1 {
-		panic("body before Price")
-	}
-	e.body = append([]byte(nil), b...)
-}
-
-func (e *recordingEmitter) Event(ev idempotency.Event, send bool) error {
-	if ev.Usage || !send {
-		panic("a Messages event is always sent and never a usage chunk")
-	}
-	e.events = append(e.events, ev.Name+" "+string(ev.Data))
-	return nil
-}
-
-func (e *recordingEmitter) Price(u llm.Usage) {
-	e.priced++
-	e.usage = u
-	e.events = append(e.events, "PRICE")
-}
-
 const (
-	usageChunk   = `{"id":"c","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5}}`
 	msgUsageJSON = `{"input_tokens":3,"output_tokens":5,"cost":0.000013}`
 )
-
-func chunk(delta, finish string) string {
-	f := "null"
-	if finish != "" {
-		f = `"` + finish + `"`
-	}
-	return `{"id":"c","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`
-}
 
 func message(content, stop string) string {
 	return `{"id":"msg_0123abcd","type":"message","role":"assistant","model":"up-model","content":` + content +
 		`,"stop_reason":` + stop + `,"stop_sequence":null,"usage":` + msgUsageJSON + "}\n"
-}
-
-var toolChunks = []string{
-	chunk(`{"role":"assistant","content":"Let me look."}`, ""),
-	chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"weather","arguments":""}}]}`, ""),
-	chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, ""),
-	chunk(`{"tool_calls":[{"index":0,"function":{"arguments":" \"Paris\"}"}}]}`, ""),
-	chunk(`{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"time","arguments":"{}"}}]}`, ""),
-	chunk(`{}`, "tool_calls"),
-	usageChunk,
 }
 
 func TestMessagesNonStream(t *testing.T) {
@@ -173,36 +78,36 @@ func TestMessagesNonStream(t *testing.T) {
 		want string
 		err  error
 	}{
-		{"text", []string{chunk(`{"role":"assistant","content":"Hel"}`, ""), chunk(`{"content":"lo"}`, "stop"), usageChunk}, nil,
+		{"text", []string{clientapitest.Chunk(`{"role":"assistant","content":"Hel"}`, ""), clientapitest.Chunk(`{"content":"lo"}`, "stop"), clientapitest.UsageChunk}, nil,
 			message(`[{"type":"text","text":"Hello"}]`, `"end_turn"`), nil},
-		{"tool call", toolChunks, nil,
+		{"tool call", clientapitest.ToolChunks, nil,
 			message(`[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"call_1","name":"weather","input":{"city":"Paris"}},{"type":"tool_use","id":"call_2","name":"time","input":{}}]`, `"tool_use"`), nil},
-		{"refusal", []string{chunk(`{"role":"assistant","refusal":"I can't help with that."}`, "stop"), usageChunk}, nil,
+		{"refusal", []string{clientapitest.Chunk(`{"role":"assistant","refusal":"I can't help with that."}`, "stop"), clientapitest.UsageChunk}, nil,
 			message(`[{"type":"text","text":"I can't help with that."}]`, `"refusal"`), nil},
-		{"content filter", []string{chunk(`{"content":"Partial"}`, "content_filter"), usageChunk}, nil,
+		{"content filter", []string{clientapitest.Chunk(`{"content":"Partial"}`, "content_filter"), clientapitest.UsageChunk}, nil,
 			message(`[{"type":"text","text":"Partial"}]`, `"refusal"`), nil},
-		{"length", []string{chunk(`{"content":"Once upon"}`, "length"), usageChunk}, nil,
+		{"length", []string{clientapitest.Chunk(`{"content":"Once upon"}`, "length"), clientapitest.UsageChunk}, nil,
 			message(`[{"type":"text","text":"Once upon"}]`, `"max_tokens"`), nil},
-		{"incomplete", []string{chunk(`{"content":"Once upon"}`, ""), usageChunk, chunk(`{"tool_calls":[{"index":0,"id":"call_9","function":{"name":"f","arguments":"{\"a\":"}}]}`, "")}, llm.ErrStreamCut,
+		{"incomplete", []string{clientapitest.Chunk(`{"content":"Once upon"}`, ""), clientapitest.UsageChunk, clientapitest.Chunk(`{"tool_calls":[{"index":0,"id":"call_9","function":{"name":"f","arguments":"{\"a\":"}}]}`, "")}, llm.ErrStreamCut,
 			message(`[{"type":"text","text":"Once upon"},{"type":"tool_use","id":"call_9","name":"f","input":{}}]`, `null`), router.ErrIncomplete},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ans, c := messagesAnswer(t, false, tc.end, tc.raws...)
-			var out recordingEmitter
+			var out clientapitest.RecordingEmitter
 			res := c.Answer(ans, &out)
 			if !errors.Is(res.Err, tc.err) || !res.Answered {
 				t.Fatalf("result %+v, want err %v", res, tc.err)
 			}
-			if diff := cmp.Diff(tc.want, string(out.body)); diff != "" {
+			if diff := cmp.Diff(tc.want, string(out.Whole)); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
 			}
 			wantHead := map[string]string{"Content-Type": "application/json", "X-Request-Id": "req_0123abcd",
 				"X-Gateway-Provider": "p", "X-Gateway-Route-Depth": "0"}
-			if diff := cmp.Diff(wantHead, out.header); diff != "" || out.status != 200 || out.stream {
-				t.Errorf("status %d stream %v header (-want +got):\n%s", out.status, out.stream, diff)
+			if diff := cmp.Diff(wantHead, out.Head); diff != "" || out.Status != 200 || out.Streamed {
+				t.Errorf("status %d stream %v header (-want +got):\n%s", out.Status, out.Streamed, diff)
 			}
-			if out.priced != 1 || out.usage.Cost != 0.000013 {
-				t.Errorf("priced %d times at %v", out.priced, out.usage.Cost)
+			if out.Priced != 1 || out.Usage.Cost != 0.000013 {
+				t.Errorf("priced %d times at %v", out.Priced, out.Usage.Cost)
 			}
 		})
 	}
@@ -218,15 +123,15 @@ func TestMessagesNonStreamFailure(t *testing.T) {
 		{&llm.ProviderError{Class: llm.FailTransient, Message: "boom"}, llm.CodeAllProvidersFailed},
 		{context.DeadlineExceeded, llm.CodeRequestTimeout},
 	} {
-		ans, c := messagesAnswer(t, false, tc.end, chunk(`{"content":"Hi"}`, ""))
-		var out recordingEmitter
+		ans, c := messagesAnswer(t, false, tc.end, clientapitest.Chunk(`{"content":"Hi"}`, ""))
+		var out clientapitest.RecordingEmitter
 		res := c.Answer(ans, &out)
-		if res.Answered || llm.AsError(res.Err).Code != tc.code || out.status != 0 || out.priced != 0 {
-			t.Errorf("%v: result %+v, status %d, priced %d; want %s", tc.end, res, out.status, out.priced, tc.code)
+		if res.Answered || llm.AsError(res.Err).Code != tc.code || out.Status != 0 || out.Priced != 0 {
+			t.Errorf("%v: result %+v, status %d, priced %d; want %s", tc.end, res, out.Status, out.Priced, tc.code)
 		}
 	}
-	ans, c := messagesAnswer(t, false, context.Canceled, chunk(`{"content":"Hi"}`, ""))
-	if res := c.Answer(ans, &recordingEmitter{}); !errors.Is(res.Err, context.Canceled) || res.Answered {
+	ans, c := messagesAnswer(t, false, context.Canceled, clientapitest.Chunk(`{"content":"Hi"}`, ""))
+	if res := c.Answer(ans, &clientapitest.RecordingEmitter{}); !errors.Is(res.Err, context.Canceled) || res.Answered {
 		t.Errorf("canceled: %+v", res)
 	}
 }
@@ -249,7 +154,7 @@ func TestMessagesStream(t *testing.T) {
 		want []string
 		err  error
 	}{
-		{"text", []string{chunk(`{"role":"assistant","content":""}`, ""), chunk(`{"content":"Hel"}`, ""), chunk(`{"content":"lo"}`, "stop"), usageChunk}, nil, []string{
+		{"text", []string{clientapitest.Chunk(`{"role":"assistant","content":""}`, ""), clientapitest.Chunk(`{"content":"Hel"}`, ""), clientapitest.Chunk(`{"content":"lo"}`, "stop"), clientapitest.UsageChunk}, nil, []string{
 			evStart, evPing,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`,
@@ -257,7 +162,7 @@ func TestMessagesStream(t *testing.T) {
 			`content_block_stop {"type":"content_block_stop","index":0}`,
 			"PRICE", evDelta(`"end_turn"`), evStop,
 		}, nil},
-		{"tool calls", toolChunks, nil, []string{
+		{"tool calls", clientapitest.ToolChunks, nil, []string{
 			evStart, evPing,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me look."}}`,
@@ -271,14 +176,14 @@ func TestMessagesStream(t *testing.T) {
 			`content_block_stop {"type":"content_block_stop","index":2}`,
 			"PRICE", evDelta(`"tool_use"`), evStop,
 		}, nil},
-		{"refusal", []string{chunk(`{"refusal":"No."}`, "stop"), usageChunk}, nil, []string{
+		{"refusal", []string{clientapitest.Chunk(`{"refusal":"No."}`, "stop"), clientapitest.UsageChunk}, nil, []string{
 			evStart, evPing,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"No."}}`,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
 			"PRICE", evDelta(`"refusal"`), evStop,
 		}, nil},
-		{"error after output", []string{chunk(`{"content":"Hi"}`, ""), usageChunk}, &llm.ProviderError{Class: llm.FailTransient, Message: "reset"}, []string{
+		{"error after output", []string{clientapitest.Chunk(`{"content":"Hi"}`, ""), clientapitest.UsageChunk}, &llm.ProviderError{Class: llm.FailTransient, Message: "reset"}, []string{
 			evStart, evPing,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
@@ -286,7 +191,7 @@ func TestMessagesStream(t *testing.T) {
 			"PRICE",
 			`error {"type":"error","error":{"type":"api_error","message":"provider p failed after its answer had started; the answer is cut short","code":"stream_interrupted"}}`,
 		}, &llm.ProviderError{}},
-		{"overloaded after output", []string{chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{"}}]}`, ""), usageChunk}, &llm.ProviderError{Class: llm.FailTransient, Status: 529}, []string{
+		{"overloaded after output", []string{clientapitest.Chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{"}}]}`, ""), clientapitest.UsageChunk}, &llm.ProviderError{Class: llm.FailTransient, Status: 529}, []string{
 			evStart, evPing,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"call_1","name":"f","input":{}}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}`,
@@ -294,7 +199,7 @@ func TestMessagesStream(t *testing.T) {
 			"PRICE",
 			`error {"type":"error","error":{"type":"overloaded_error","message":"provider p failed after its answer had started; the answer is cut short","code":"stream_interrupted"}}`,
 		}, &llm.ProviderError{}},
-		{"timeout after output", []string{chunk(`{"content":"Hi"}`, ""), usageChunk}, context.DeadlineExceeded, []string{
+		{"timeout after output", []string{clientapitest.Chunk(`{"content":"Hi"}`, ""), clientapitest.UsageChunk}, context.DeadlineExceeded, []string{
 			evStart, evPing,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
@@ -302,7 +207,7 @@ func TestMessagesStream(t *testing.T) {
 			"PRICE",
 			`error {"type":"error","error":{"type":"timeout_error","message":"the request reached its time limit; the answer is cut short","code":"request_timeout"}}`,
 		}, context.DeadlineExceeded},
-		{"incomplete", []string{chunk(`{"content":"Hi"}`, ""), usageChunk}, llm.ErrStreamCut, []string{
+		{"incomplete", []string{clientapitest.Chunk(`{"content":"Hi"}`, ""), clientapitest.UsageChunk}, llm.ErrStreamCut, []string{
 			evStart, evPing,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
@@ -316,19 +221,19 @@ func TestMessagesStream(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/keyed=%v", tc.name, keyed), func(t *testing.T) {
 				ans, c := messagesAnswer(t, true, tc.end, tc.raws...)
 				c.keyed = keyed
-				var out recordingEmitter
+				var out clientapitest.RecordingEmitter
 				res := c.Answer(ans, &out)
 				var pe *llm.ProviderError
 				if _, isPE := tc.err.(*llm.ProviderError); isPE && !errors.As(res.Err, &pe) || !isPE && !errors.Is(res.Err, tc.err) || !res.Answered {
 					t.Fatalf("result %+v, want err %v", res, tc.err)
 				}
-				if diff := cmp.Diff(tc.want, out.events); diff != "" {
+				if diff := cmp.Diff(tc.want, out.Events); diff != "" {
 					t.Errorf("events (-want +got):\n%s", diff)
 				}
-				if out.status != 200 || !out.stream || out.header["Content-Type"] != "text/event-stream" || out.header["X-Gateway-Provider"] != "p" {
-					t.Errorf("status %d stream %v header %v", out.status, out.stream, out.header)
+				if out.Status != 200 || !out.Streamed || out.Head["Content-Type"] != "text/event-stream" || out.Head["X-Gateway-Provider"] != "p" {
+					t.Errorf("status %d stream %v header %v", out.Status, out.Streamed, out.Head)
 				}
-				for _, ev := range out.events[2:] {
+				for _, ev := range out.Events[2:] {
 					if ev == "PRICE" {
 						continue
 					}
@@ -346,11 +251,11 @@ func TestMessagesStream(t *testing.T) {
 // TestMessagesStreamCanceled: a client gone without a key gets nothing more,
 // and nothing is priced by the codec.
 func TestMessagesStreamCanceled(t *testing.T) {
-	ans, c := messagesAnswer(t, true, context.Canceled, chunk(`{"content":"Hi"}`, ""))
-	var out recordingEmitter
+	ans, c := messagesAnswer(t, true, context.Canceled, clientapitest.Chunk(`{"content":"Hi"}`, ""))
+	var out clientapitest.RecordingEmitter
 	res := c.Answer(ans, &out)
-	if !errors.Is(res.Err, context.Canceled) || out.priced != 0 || len(out.events) != 4 {
-		t.Errorf("result %+v, events %q", res, out.events)
+	if !errors.Is(res.Err, context.Canceled) || out.Priced != 0 || len(out.Events) != 4 {
+		t.Errorf("result %+v, events %q", res, out.Events)
 	}
 }
 
@@ -396,12 +301,12 @@ func TestAnthropicErrors(t *testing.T) {
 	} {
 		rr := httptest.NewRecorder()
 		rr.Header().Set("X-Request-Id", "req_0123abcd")
-		rec := &recorder{ResponseWriter: rr}
-		if got := writeAnthropicError(rec, tc.err); got != tc.status || rr.Code != tc.status || rec.status != tc.status {
+		rec := &clientapi.Recorder{ResponseWriter: rr}
+		if got := clientapi.WriteAnthropicError(rec, tc.err); got != tc.status || rr.Code != tc.status || rec.Status != tc.status {
 			t.Errorf("%v: status %d, wrote %d, want %d", tc.err, got, rr.Code, tc.status)
 		}
-		if rec.code != llm.AsError(tc.err).Code {
-			t.Errorf("%v: recorder code %q", tc.err, rec.code)
+		if rec.Code != llm.AsError(tc.err).Code {
+			t.Errorf("%v: recorder code %q", tc.err, rec.Code)
 		}
 		if diff := cmp.Diff(tc.body+"\n", rr.Body.String()); diff != "" {
 			t.Errorf("%v: body (-want +got):\n%s", tc.err, diff)
@@ -416,7 +321,7 @@ func TestAnthropicErrors(t *testing.T) {
 	}
 	// Without an X-Request-Id the envelope has no request_id.
 	rr := httptest.NewRecorder()
-	writeAnthropicError(rr, llm.Errorf(llm.CodeNotFound, "", "no such endpoint"))
+	clientapi.WriteAnthropicError(rr, llm.Errorf(llm.CodeNotFound, "", "no such endpoint"))
 	if want := `{"type":"error","error":{"type":"not_found_error","message":"no such endpoint","code":"not_found"}}` + "\n"; rr.Body.String() != want || rr.Code != 404 {
 		t.Errorf("got %d %s", rr.Code, rr.Body)
 	}

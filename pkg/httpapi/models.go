@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -118,11 +119,11 @@ func newModelCatalog(cfg *catalog.Config) *modelCatalog {
 // serveModels serves GET and HEAD /api/v1/models and /api/v1/models/{id}
 // (id is the model id, path-escaped or not). Any query is ignored but, on
 // Anthropic's list, limit, after_id, before_id and lifecycle.
-func (s *Server) serveModels(w *recorder, r *http.Request) {
+func (s *Server) serveModels(w *clientapi.Recorder, r *http.Request) {
 	anthropic := r.Header.Get("Anthropic-Version") != ""
-	errorf := writeError
+	errorf := clientapi.WriteError
 	if anthropic {
-		errorf = writeAnthropicError
+		errorf = clientapi.WriteAnthropicError
 	}
 	// The body depends on that header: a cache must not serve one client's
 	// shape to the other.

@@ -8,22 +8,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
 // responsesAPI is OpenAI's Responses API (POST /api/v1/responses).
-func (s *Server) responsesAPI() clientAPI {
-	return clientAPI{
-		prepare:   s.prepareResponses,
-		errorf:    writeError,
-		scope:     "/api/v1/responses\x00",
-		proto:     llm.ProtoResponses,
-		hints:     rsIgnoredFields,
-		owned:     []string{"model", "stream", "gateway", "provider"},
-		notNative: []string{"previous_response_id"},
-		passCodec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+func (s *Server) responsesAPI() clientapi.API {
+	return clientapi.API{
+		Prepare:   s.prepareResponses,
+		Errorf:    clientapi.WriteError,
+		Scope:     "/api/v1/responses\x00",
+		Proto:     llm.ProtoResponses,
+		Hints:     rsIgnoredFields,
+		Owned:     []string{"model", "stream", "gateway", "provider"},
+		NotNative: []string{"previous_response_id"},
+		PassCodec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 			return &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
 		},
 	}
@@ -37,7 +38,7 @@ func (s *Server) responsesAPI() clientAPI {
 // the idempotency lookup, so that a retry of a keyed request that answered
 // gets its stored answer even once those turns are no longer kept (their
 // windows end before the retry's record's).
-func (s *Server) prepareResponses(p *principal, id string, body []byte) ([]byte, codecFunc, func(context.Context) ([]byte, error), error) {
+func (s *Server) prepareResponses(p clientapi.Caller, id string, body []byte) ([]byte, clientapi.CodecFunc, func(context.Context) ([]byte, error), error) {
 	rr, err := decodeResponses(body, nil)
 	if err != nil {
 		return nil, nil, nil, err
@@ -45,7 +46,7 @@ func (s *Server) prepareResponses(p *principal, id string, body []byte) ([]byte,
 	if rr.PreviousResponseID != "" && s.idem == nil {
 		return nil, nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
 	}
-	k := &turnKeeper{s: s, project: p.Project.ID, want: rr.Store && s.idem != nil, input: rr.Input}
+	k := &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input}
 	var resolve func(context.Context) ([]byte, error)
 	chat := rr.Chat
 	if rr.PreviousResponseID != "" {
@@ -54,7 +55,7 @@ func (s *Server) prepareResponses(p *principal, id string, body []byte) ([]byte,
 		}
 		limit := s.cfg.Server.MaxBodyBytes
 		resolve = func(ctx context.Context) ([]byte, error) {
-			conv, err := s.conversation(ctx, p.Project.ID, rr.PreviousResponseID, limit)
+			conv, err := s.conversation(ctx, p.Project, rr.PreviousResponseID, limit)
 			if err != nil {
 				return nil, err
 			}
@@ -92,25 +93,25 @@ func storeUnavailable(err error) error {
 
 // getResponse serves GET /api/v1/responses/{id}: a kept response of the
 // caller's own project.
-func (s *Server) getResponse(w *recorder, r *http.Request) {
+func (s *Server) getResponse(w *clientapi.Recorder, r *http.Request) {
 	p, err := s.authenticate(r)
 	if err != nil {
-		writeError(w, err)
+		clientapi.WriteError(w, err)
 		return
 	}
 	id := strings.TrimPrefix(r.URL.Path, "/api/v1/responses/")
 	notFound := llm.Errorf(llm.CodeNotFound, "", "no response %q in this project (a response is kept for the idempotency window only when its answer says \"store\": true)", sanitize(id))
 	if id == "" || strings.Contains(id, "/") || s.idem == nil {
-		writeError(w, notFound)
+		clientapi.WriteError(w, notFound)
 		return
 	}
 	t, err := s.readTurn(r.Context(), p.Project.ID, id)
 	switch {
 	case errors.Is(err, idempotency.ErrNotFound):
-		writeError(w, notFound)
+		clientapi.WriteError(w, notFound)
 		return
 	case err != nil:
-		writeError(w, storeUnavailable(err))
+		clientapi.WriteError(w, storeUnavailable(err))
 		return
 	}
 	b := append([]byte(t.Response), '\n')

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -207,9 +208,9 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		trimmed := bytes.TrimSpace(body)
 		if err != nil && (len(trimmed) == 0 || trimmed[0] == '{') {
-			return nil, mdInvalid("", "request body is not valid JSON: %s", mdJSONProblem(err))
+			return nil, clientapi.Invalid("", "request body is not valid JSON: %s", clientapi.JSONProblem(err))
 		}
-		return nil, mdInvalid("", "request body must be a JSON object")
+		return nil, clientapi.Invalid("", "request body must be a JSON object")
 	}
 	known := []string{
 		"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
@@ -217,7 +218,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		"previous_response_id", "background", "top_logprobs", "conversation", "prompt", "gateway", "provider",
 		"reasoning",
 	}
-	if err := mdKeys(fields, "", append(known, rsIgnoredFields...)...); err != nil {
+	if err := clientapi.Keys(fields, "", append(known, rsIgnoredFields...)...); err != nil {
 		return nil, err
 	}
 	r := &responsesRequest{Store: true}
@@ -227,78 +228,78 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 
 	// Features the gateway does not offer: a clear 400 rather than a
 	// silently different answer.
-	if _, ok := mdPresent(fields, "conversation"); ok {
-		return nil, mdInvalid("conversation", "conversation is not supported by this gateway; continue a conversation with previous_response_id")
+	if _, ok := clientapi.Present(fields, "conversation"); ok {
+		return nil, clientapi.Invalid("conversation", "conversation is not supported by this gateway; continue a conversation with previous_response_id")
 	}
-	if _, ok := mdPresent(fields, "prompt"); ok {
-		return nil, mdInvalid("prompt", "prompt templates are not supported by this gateway; send the prompt as instructions and input")
+	if _, ok := clientapi.Present(fields, "prompt"); ok {
+		return nil, clientapi.Invalid("prompt", "prompt templates are not supported by this gateway; send the prompt as instructions and input")
 	}
-	background, err := rsBool(fields, "background", "background")
+	background, err := clientapi.BoolField(fields, "background", "background")
 	if err != nil {
 		return nil, err
 	}
 	if background != nil && *background {
-		return nil, mdInvalid("background", "background mode is not supported by this gateway; send the request with background false (or without it), streaming if it is long")
+		return nil, clientapi.Invalid("background", "background mode is not supported by this gateway; send the request with background false (or without it), streaming if it is long")
 	}
-	if logprobs, err := mdInt(fields, "top_logprobs", "top_logprobs", 0, 20, false); err != nil {
+	if logprobs, err := clientapi.IntField(fields, "top_logprobs", "top_logprobs", 0, 20, false); err != nil {
 		return nil, err
 	} else if logprobs > 0 {
-		return nil, mdInvalid("top_logprobs", "top_logprobs is not supported by this gateway")
+		return nil, clientapi.Invalid("top_logprobs", "top_logprobs is not supported by this gateway")
 	}
-	h := &hintSet{}
+	h := &clientapi.HintSet{}
 	effort, err := rsCheckIgnored(fields, h)
 	if err != nil {
 		return nil, err
 	}
 
-	model, err := mdString(fields, "model", "model", true)
+	model, err := clientapi.StringField(fields, "model", "model", true)
 	if err != nil {
 		return nil, err
 	}
-	r.model = mdJSON(model)
+	r.model = clientapi.JSON(model)
 
-	if r.PreviousResponseID, err = mdString(fields, "previous_response_id", "previous_response_id", false); err != nil {
+	if r.PreviousResponseID, err = clientapi.StringField(fields, "previous_response_id", "previous_response_id", false); err != nil {
 		return nil, err
 	}
-	if _, ok := mdPresent(fields, "previous_response_id"); ok && r.PreviousResponseID == "" {
-		return nil, mdInvalid("previous_response_id", "previous_response_id must not be empty")
+	if _, ok := clientapi.Present(fields, "previous_response_id"); ok && r.PreviousResponseID == "" {
+		return nil, clientapi.Invalid("previous_response_id", "previous_response_id must not be empty")
 	}
-	if store, err := rsBool(fields, "store", "store"); err != nil {
+	if store, err := clientapi.BoolField(fields, "store", "store"); err != nil {
 		return nil, err
 	} else if store != nil {
 		r.Store = *store
 	}
-	if r.Instructions, err = mdString(fields, "instructions", "instructions", false); err != nil {
+	if r.Instructions, err = clientapi.StringField(fields, "instructions", "instructions", false); err != nil {
 		return nil, err
 	}
 	if err := r.input(fields, h); err != nil {
 		return nil, err
 	}
 
-	if _, ok := mdPresent(fields, "max_output_tokens"); ok {
-		n, err := mdInt(fields, "max_output_tokens", "max_output_tokens", 1, mdMaxTokens, false)
+	if _, ok := clientapi.Present(fields, "max_output_tokens"); ok {
+		n, err := clientapi.IntField(fields, "max_output_tokens", "max_output_tokens", 1, clientapi.MaxTokens, false)
 		if err != nil {
 			return nil, err
 		}
 		add("max_completion_tokens", json.RawMessage(strconv.FormatInt(n, 10)))
 	}
 	if effort != "" {
-		add("reasoning_effort", mdJSON(effort))
+		add("reasoning_effort", clientapi.JSON(effort))
 	}
 	for _, p := range []struct {
 		name string
 		max  float64
 	}{{"temperature", 2}, {"top_p", 1}} {
-		raw, ok := mdPresent(fields, p.name)
+		raw, ok := clientapi.Present(fields, p.name)
 		if !ok {
 			continue
 		}
-		f, ok := mdNumber(raw)
+		f, ok := clientapi.Number(raw)
 		if !ok {
-			return nil, mdInvalid(p.name, "%s must be a number", p.name)
+			return nil, clientapi.Invalid(p.name, "%s must be a number", p.name)
 		}
 		if f < 0 || f > p.max {
-			return nil, mdInvalid(p.name, "%s must be from 0 to %g", p.name, p.max)
+			return nil, clientapi.Invalid(p.name, "%s must be from 0 to %g", p.name, p.max)
 		}
 		add(p.name, raw)
 	}
@@ -308,9 +309,9 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		return nil, err
 	}
 	if len(tools) > 0 {
-		add("tools", mdJSON(tools))
+		add("tools", clientapi.JSON(tools))
 	}
-	if raw, ok := mdPresent(fields, "tool_choice"); ok {
+	if raw, ok := clientapi.Present(fields, "tool_choice"); ok {
 		choice, err := rsToolChoice(raw, names)
 		if err != nil {
 			return nil, err
@@ -321,7 +322,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 			r.EchoToolChoice = raw
 		}
 	}
-	if parallel, err := rsBool(fields, "parallel_tool_calls", "parallel_tool_calls"); err != nil {
+	if parallel, err := clientapi.BoolField(fields, "parallel_tool_calls", "parallel_tool_calls"); err != nil {
 		return nil, err
 	} else if parallel != nil && len(tools) > 0 {
 		add("parallel_tool_calls", json.RawMessage(strconv.FormatBool(*parallel)))
@@ -329,7 +330,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		r.EchoParallel = parallel
 	}
 
-	if raw, ok := mdPresent(fields, "text"); ok {
+	if raw, ok := clientapi.Present(fields, "text"); ok {
 		format, verbosity, err := rsText(raw)
 		if err != nil {
 			return nil, err
@@ -338,20 +339,20 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 			add("response_format", format)
 		}
 		if verbosity != "" {
-			add("verbosity", mdJSON(verbosity))
+			add("verbosity", clientapi.JSON(verbosity))
 		}
 	}
 
-	if raw, ok := mdPresent(fields, "metadata"); ok {
+	if raw, ok := clientapi.Present(fields, "metadata"); ok {
 		if r.Metadata, err = rsMetadata(raw); err != nil {
 			return nil, err
 		}
 	}
-	user, err := mdString(fields, "user", "user", false)
+	user, err := clientapi.StringField(fields, "user", "user", false)
 	if err != nil {
 		return nil, err
 	}
-	safety, err := mdString(fields, "safety_identifier", "safety_identifier", false)
+	safety, err := clientapi.StringField(fields, "safety_identifier", "safety_identifier", false)
 	if err != nil {
 		return nil, err
 	}
@@ -359,30 +360,30 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		user = safety
 	}
 	if user != "" {
-		add("user", mdJSON(user))
+		add("user", clientapi.JSON(user))
 	}
 
-	if stream, err := rsBool(fields, "stream", "stream"); err != nil {
+	if stream, err := clientapi.BoolField(fields, "stream", "stream"); err != nil {
 		return nil, err
 	} else if stream != nil && *stream {
 		add("stream", json.RawMessage("true"))
 		add("stream_options", json.RawMessage(`{"include_usage":true}`))
 	}
 	for _, name := range []string{"gateway", "provider"} {
-		if raw, ok := mdPresent(fields, name); ok {
+		if raw, ok := clientapi.Present(fields, name); ok {
 			add(name, raw)
 		}
 	}
 
-	r.Dropped = h.names
+	r.Dropped = h.Names
 	// Without a previous response, everything build checks is known now.
 	if r.PreviousResponseID == "" {
 		if len(r.pending) > 0 {
 			p := r.pending[0]
-			return nil, mdInvalid(p.param, "no tool call found for function call output with call_id %s", mdQuote(p.callID))
+			return nil, clientapi.Invalid(p.param, "no tool call found for function call output with call_id %s", clientapi.Quote(p.callID))
 		}
 		if len(r.Input) == 0 && r.Instructions == "" {
-			return nil, mdInvalid("input", "input has no message for the model")
+			return nil, clientapi.Invalid("input", "input has no message for the model")
 		}
 	}
 	return r, nil
@@ -394,7 +395,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 func (r *responsesRequest) build(prior []json.RawMessage) error {
 	msgs := make([]json.RawMessage, 0, 1+len(prior)+len(r.Input))
 	if r.Instructions != "" {
-		msgs = append(msgs, mdJSON(mdChatMessage{Role: "system", Content: mdJSON(r.Instructions)}))
+		msgs = append(msgs, clientapi.JSON(clientapi.ChatMessage{Role: "system", Content: clientapi.JSON(r.Instructions)}))
 	}
 	calls := make(map[string]bool)
 	for i, m := range prior {
@@ -416,12 +417,12 @@ func (r *responsesRequest) build(prior []json.RawMessage) error {
 	}
 	for _, p := range r.pending {
 		if !calls[p.callID] {
-			return mdInvalid(p.param, "no tool call found for function call output with call_id %s", mdQuote(p.callID))
+			return clientapi.Invalid(p.param, "no tool call found for function call output with call_id %s", clientapi.Quote(p.callID))
 		}
 	}
 	msgs = append(msgs, r.Input...)
 	if len(msgs) == 0 {
-		return mdInvalid("input", "input has no message for the model")
+		return clientapi.Invalid("input", "input has no message for the model")
 	}
 
 	n := len(r.model) + 32
@@ -431,8 +432,8 @@ func (r *responsesRequest) build(prior []json.RawMessage) error {
 	for _, f := range r.fields {
 		n += len(f.key) + len(f.value) + 4
 	}
-	out := mdObject{b: make([]byte, 0, n)}
-	out.add("model", r.model)
+	out := clientapi.NewObject(n)
+	out.Add("model", r.model)
 	list := make([]byte, 0, n)
 	list = append(list, '[')
 	for i, m := range msgs {
@@ -441,50 +442,50 @@ func (r *responsesRequest) build(prior []json.RawMessage) error {
 		}
 		list = append(list, m...)
 	}
-	out.add("messages", append(list, ']'))
+	out.Add("messages", append(list, ']'))
 	for _, f := range r.fields {
-		out.add(f.key, f.value)
+		out.Add(f.key, f.value)
 	}
-	r.Chat = out.bytes()
+	r.Chat = out.Bytes()
 	return nil
 }
 
 // input translates input into r.Input.
-func (r *responsesRequest) input(fields map[string]json.RawMessage, h *hintSet) error {
-	raw, ok := mdPresent(fields, "input")
+func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi.HintSet) error {
+	raw, ok := clientapi.Present(fields, "input")
 	if !ok {
-		return mdInvalid("input", "input is required")
+		return clientapi.Invalid("input", "input is required")
 	}
 	if raw[0] == '"' {
-		if _, err := mdStringValue(raw, "input"); err != nil {
+		if _, err := clientapi.StringValue(raw, "input"); err != nil {
 			return err
 		}
-		r.Input = []json.RawMessage{mdJSON(mdChatMessage{Role: "user", Content: raw})}
+		r.Input = []json.RawMessage{clientapi.JSON(clientapi.ChatMessage{Role: "user", Content: raw})}
 		return nil
 	}
-	items, err := mdArray(raw, "input", "input must be a string or an array of input items")
+	items, err := clientapi.Array(raw, "input", "input must be a string or an array of input items")
 	if err != nil {
 		return err
 	}
 	if len(items) == 0 {
-		return mdInvalid("input", "input must not be empty")
+		return clientapi.Invalid("input", "input must not be empty")
 	}
-	var out []mdChatMessage
+	var out []clientapi.ChatMessage
 	open := -1 // the assistant message in out a function_call joins, or -1
 	declared := make(map[string]bool)
 	for i, item := range items {
 		at := fmt.Sprintf("input[%d]", i)
-		m, err := mdObjectOf(item, at)
+		m, err := clientapi.ObjectOf(item, at)
 		if err != nil {
 			return err
 		}
-		typ, err := mdString(m, "type", at+".type", false)
+		typ, err := clientapi.StringField(m, "type", at+".type", false)
 		if err != nil {
 			return err
 		}
 		if typ == "" {
-			if _, ok := mdPresent(m, "role"); !ok {
-				return mdInvalid(at+".type", "%s.type is required (or a role, for a message)", at)
+			if _, ok := clientapi.Present(m, "role"); !ok {
+				return clientapi.Invalid(at+".type", "%s.type is required (or a role, for a message)", at)
 			}
 			typ = "message"
 		}
@@ -506,7 +507,7 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *hintSet) 
 			}
 			declared[c.ID] = true
 			if open < 0 {
-				out = append(out, mdChatMessage{Role: "assistant", Content: json.RawMessage("null")})
+				out = append(out, clientapi.ChatMessage{Role: "assistant", Content: json.RawMessage("null")})
 				open = len(out) - 1
 			} else if string(out[open].Content) == `""` {
 				out[open].Content = json.RawMessage("null")
@@ -525,19 +526,19 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *hintSet) 
 		case "reasoning":
 			// An earlier output's reasoning, sent back: encrypted for the
 			// upstream that wrote it, which no other can read.
-			if err := mdKeys(m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
+			if err := clientapi.Keys(m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
 				return err
 			}
-			h.add("input[reasoning]")
+			h.Add("input[reasoning]")
 		case "item_reference":
-			return mdInvalid(at+".type", "%s: item_reference is not supported by this gateway; continue from a stored response with previous_response_id, or send the item itself", at)
+			return clientapi.Invalid(at+".type", "%s: item_reference is not supported by this gateway; continue from a stored response with previous_response_id, or send the item itself", at)
 		default:
-			return mdInvalid(at+".type", "%s.type %s is not supported by this gateway (only message, function_call, function_call_output and reasoning items are)", at, mdQuote(typ))
+			return clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (only message, function_call, function_call_output and reasoning items are)", at, clientapi.Quote(typ))
 		}
 	}
 	r.Input = make([]json.RawMessage, len(out))
 	for i, msg := range out {
-		r.Input[i] = mdJSON(msg)
+		r.Input[i] = clientapi.JSON(msg)
 	}
 	return nil
 }
@@ -557,21 +558,21 @@ type rsRefusalPart struct {
 }
 
 // rsMessage translates a message item.
-func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
-	var msg mdChatMessage
-	if err := mdKeys(m, at, "type", "role", "content", "id", "status", "phase"); err != nil {
+func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, error) {
+	var msg clientapi.ChatMessage
+	if err := clientapi.Keys(m, at, "type", "role", "content", "id", "status", "phase"); err != nil {
 		return msg, err
 	}
 	// phase marks an assistant message as commentary or the final answer,
 	// for the SDKs to send back as they got it: checked, then left out, as
 	// id and status are (Chat Completions has no such field).
-	switch phase, err := mdString(m, "phase", at+".phase", false); {
+	switch phase, err := clientapi.StringField(m, "phase", at+".phase", false); {
 	case err != nil:
 		return msg, err
 	case phase != "" && phase != "commentary" && phase != "final_answer":
-		return msg, mdInvalid(at+".phase", "%s.phase must be \"commentary\" or \"final_answer\"", at)
+		return msg, clientapi.Invalid(at+".phase", "%s.phase must be \"commentary\" or \"final_answer\"", at)
 	}
-	role, err := mdString(m, "role", at+".role", true)
+	role, err := clientapi.StringField(m, "role", at+".role", true)
 	if err != nil {
 		return msg, err
 	}
@@ -580,9 +581,9 @@ func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
 	case "developer":
 		role = "system"
 	default:
-		return msg, mdInvalid(at+".role", "%s.role must be \"user\", \"assistant\", \"system\" or \"developer\"", at)
+		return msg, clientapi.Invalid(at+".role", "%s.role must be \"user\", \"assistant\", \"system\" or \"developer\"", at)
 	}
-	if _, err := mdString(m, "status", at+".status", false); err != nil {
+	if _, err := clientapi.StringField(m, "status", at+".status", false); err != nil {
 		return msg, err
 	}
 	msg.Role = role
@@ -595,12 +596,12 @@ func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
 		return msg, nil
 	}
 	if len(parts) == 0 {
-		return msg, mdInvalid(at+".content", "%s.content must not be empty", at)
+		return msg, clientapi.Invalid(at+".content", "%s.content must not be empty", at)
 	}
 	out := make([]any, 0, len(parts))
 	for j, p := range parts {
 		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		pm, typ, err := mdBlock(p, pat)
+		pm, typ, err := clientapi.Block(p, pat)
 		if err != nil {
 			return msg, err
 		}
@@ -611,7 +612,7 @@ func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
 			if err != nil {
 				return msg, err
 			}
-			out = append(out, mdTextPart{Type: "text", Text: text})
+			out = append(out, clientapi.TextPart{Type: "text", Text: text})
 		case typ == "input_image" && role == "user":
 			img, err := rsImage(pm, pat)
 			if err != nil {
@@ -619,17 +620,17 @@ func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
 			}
 			out = append(out, img)
 		case typ == "output_text" && assistant:
-			if err := mdKeys(pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
+			if err := clientapi.Keys(pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
 				return msg, err
 			}
-			text, err := mdString(pm, "text", pat+".text", false)
+			text, err := clientapi.StringField(pm, "text", pat+".text", false)
 			if err != nil {
 				return msg, err
 			}
-			if _, ok := mdPresent(pm, "text"); !ok {
-				return msg, mdInvalid(pat+".text", "%s.text is required", pat)
+			if _, ok := clientapi.Present(pm, "text"); !ok {
+				return msg, clientapi.Invalid(pat+".text", "%s.text is required", pat)
 			}
-			out = append(out, mdTextPart{Type: "text", Text: text})
+			out = append(out, clientapi.TextPart{Type: "text", Text: text})
 		case typ == "refusal" && assistant:
 			text, err := rsPartText(pm, pat, "refusal")
 			if err != nil {
@@ -637,14 +638,14 @@ func rsMessage(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
 			}
 			out = append(out, rsRefusalPart{Type: "refusal", Refusal: text})
 		case typ == "input_text" || typ == "input_image" || typ == "output_text" || typ == "refusal":
-			return msg, mdInvalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
+			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
 		case typ == "input_file" || typ == "input_audio":
-			return msg, mdInvalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
+			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
 		default:
-			return msg, mdInvalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, mdQuote(typ), rsAllowedParts(role))
+			return msg, clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
 		}
 	}
-	msg.Content = mdJSON(out)
+	msg.Content = clientapi.JSON(out)
 	return msg, nil
 }
 
@@ -668,26 +669,26 @@ func rsAllowedParts(role string) string {
 // rsPartText reads a part of {type, <name>: string}; the string may be
 // empty but must be there.
 func rsPartText(m map[string]json.RawMessage, at, name string) (string, error) {
-	if err := mdKeys(m, at, "type", name); err != nil {
+	if err := clientapi.Keys(m, at, "type", name); err != nil {
 		return "", err
 	}
-	if _, ok := mdPresent(m, name); !ok {
-		return "", mdInvalid(at+"."+name, "%s.%s is required", at, name)
+	if _, ok := clientapi.Present(m, name); !ok {
+		return "", clientapi.Invalid(at+"."+name, "%s.%s is required", at, name)
 	}
-	return mdString(m, name, at+"."+name, false)
+	return clientapi.StringField(m, name, at+"."+name, false)
 }
 
 // rsImage translates an input_image part.
 func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 	var p rsImagePart
 	p.Type = "image_url"
-	if err := mdKeys(m, at, "type", "image_url", "file_id", "detail"); err != nil {
+	if err := clientapi.Keys(m, at, "type", "image_url", "file_id", "detail"); err != nil {
 		return p, err
 	}
-	if _, ok := mdPresent(m, "file_id"); ok {
-		return p, mdInvalid(at+".file_id", "%s.file_id is not supported by this gateway (it keeps no files); send the image as image_url, an https or data: URL", at)
+	if _, ok := clientapi.Present(m, "file_id"); ok {
+		return p, clientapi.Invalid(at+".file_id", "%s.file_id is not supported by this gateway (it keeps no files); send the image as image_url, an https or data: URL", at)
 	}
-	u, err := mdString(m, "image_url", at+".image_url", true)
+	u, err := clientapi.StringField(m, "image_url", at+".image_url", true)
 	if err != nil {
 		return p, err
 	}
@@ -697,13 +698,13 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 	case strings.HasPrefix(lower, "data:image/"):
 		meta, _, ok := strings.Cut(u, ",")
 		if !ok || !strings.HasSuffix(strings.ToLower(meta), ";base64") {
-			return p, mdInvalid(at+".image_url", "%s.image_url: a data URL must be base64 (data:image/png;base64,...)", at)
+			return p, clientapi.Invalid(at+".image_url", "%s.image_url: a data URL must be base64 (data:image/png;base64,...)", at)
 		}
 	default:
-		return p, mdInvalid(at+".image_url", "%s.image_url must be an http or https URL or a data:image/...;base64 URL", at)
+		return p, clientapi.Invalid(at+".image_url", "%s.image_url must be an http or https URL or a data:image/...;base64 URL", at)
 	}
 	p.ImageURL.URL = u
-	detail, err := mdString(m, "detail", at+".detail", false)
+	detail, err := clientapi.StringField(m, "detail", at+".detail", false)
 	if err != nil {
 		return p, err
 	}
@@ -715,7 +716,7 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 		// has no word for: its nearest is "high".
 		p.ImageURL.Detail = "high"
 	default:
-		return p, mdInvalid(at+".detail", "%s.detail must be \"auto\", \"low\", \"high\" or \"original\"", at)
+		return p, clientapi.Invalid(at+".detail", "%s.detail must be \"auto\", \"low\", \"high\" or \"original\"", at)
 	}
 	return p, nil
 }
@@ -724,26 +725,26 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, error) {
 	var c llm.ToolCall
 	c.Type = "function"
-	if err := mdKeys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
+	if err := clientapi.Keys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
 		return c, err
 	}
 	var err error
-	if _, err = mdString(m, "id", at+".id", false); err != nil {
+	if _, err = clientapi.StringField(m, "id", at+".id", false); err != nil {
 		return c, err
 	}
-	if _, err = mdString(m, "status", at+".status", false); err != nil {
+	if _, err = clientapi.StringField(m, "status", at+".status", false); err != nil {
 		return c, err
 	}
-	if c.ID, err = mdString(m, "call_id", at+".call_id", true); err != nil {
+	if c.ID, err = clientapi.StringField(m, "call_id", at+".call_id", true); err != nil {
 		return c, err
 	}
-	if c.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
+	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
 		return c, err
 	}
-	if _, ok := mdPresent(m, "arguments"); !ok {
-		return c, mdInvalid(at+".arguments", "%s.arguments is required", at)
+	if _, ok := clientapi.Present(m, "arguments"); !ok {
+		return c, clientapi.Invalid(at+".arguments", "%s.arguments is required", at)
 	}
-	if c.Function.Arguments, err = mdString(m, "arguments", at+".arguments", false); err != nil {
+	if c.Function.Arguments, err = clientapi.StringField(m, "arguments", at+".arguments", false); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -751,19 +752,19 @@ func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, erro
 
 // rsFunctionOutput translates a function_call_output item into a tool
 // message.
-func rsFunctionOutput(m map[string]json.RawMessage, at string) (mdChatMessage, error) {
-	msg := mdChatMessage{Role: "tool"}
-	if err := mdKeys(m, at, "type", "id", "call_id", "output", "status"); err != nil {
+func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, error) {
+	msg := clientapi.ChatMessage{Role: "tool"}
+	if err := clientapi.Keys(m, at, "type", "id", "call_id", "output", "status"); err != nil {
 		return msg, err
 	}
 	var err error
-	if _, err = mdString(m, "id", at+".id", false); err != nil {
+	if _, err = clientapi.StringField(m, "id", at+".id", false); err != nil {
 		return msg, err
 	}
-	if _, err = mdString(m, "status", at+".status", false); err != nil {
+	if _, err = clientapi.StringField(m, "status", at+".status", false); err != nil {
 		return msg, err
 	}
-	if msg.ToolCallID, err = mdString(m, "call_id", at+".call_id", true); err != nil {
+	if msg.ToolCallID, err = clientapi.StringField(m, "call_id", at+".call_id", true); err != nil {
 		return msg, err
 	}
 	output, parts, err := rsStringOrParts(m, "output", at, "input_text parts")
@@ -774,26 +775,26 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (mdChatMessage, e
 		msg.Content = output
 		return msg, nil
 	}
-	out := make([]mdTextPart, 0, len(parts))
+	out := make([]clientapi.TextPart, 0, len(parts))
 	for j, p := range parts {
 		pat := fmt.Sprintf("%s.output[%d]", at, j)
-		pm, typ, err := mdBlock(p, pat)
+		pm, typ, err := clientapi.Block(p, pat)
 		if err != nil {
 			return msg, err
 		}
 		if typ != "input_text" {
-			return msg, mdInvalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, mdQuote(typ))
+			return msg, clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
 		}
 		text, err := rsPartText(pm, pat, "text")
 		if err != nil {
 			return msg, err
 		}
-		out = append(out, mdTextPart{Type: "text", Text: text})
+		out = append(out, clientapi.TextPart{Type: "text", Text: text})
 	}
 	if len(out) == 0 {
 		msg.Content = json.RawMessage(`""`)
 	} else {
-		msg.Content = mdJSON(out)
+		msg.Content = clientapi.JSON(out)
 	}
 	return msg, nil
 }
@@ -803,17 +804,17 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (mdChatMessage, e
 // written, or the parts.
 func rsStringOrParts(m map[string]json.RawMessage, field, at, what string) (json.RawMessage, []json.RawMessage, error) {
 	fat := at + "." + field
-	raw, ok := mdPresent(m, field)
+	raw, ok := clientapi.Present(m, field)
 	if !ok {
-		return nil, nil, mdInvalid(fat, "%s is required", fat)
+		return nil, nil, clientapi.Invalid(fat, "%s is required", fat)
 	}
 	if raw[0] == '"' {
-		if _, err := mdStringValue(raw, fat); err != nil {
+		if _, err := clientapi.StringValue(raw, fat); err != nil {
 			return nil, nil, err
 		}
 		return raw, nil, nil
 	}
-	parts, err := mdArray(raw, fat, fat+" must be a string or an array of "+what)
+	parts, err := clientapi.Array(raw, fat, fat+" must be a string or an array of "+what)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -833,12 +834,12 @@ type rsTool struct {
 
 // rsTools translates the function tools, those of namespaces flattened;
 // names are their names. Built-in tools are dropped and named.
-func rsTools(fields map[string]json.RawMessage, h *hintSet) ([]rsTool, map[string]bool, error) {
-	raw, ok := mdPresent(fields, "tools")
+func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]rsTool, map[string]bool, error) {
+	raw, ok := clientapi.Present(fields, "tools")
 	if !ok {
 		return nil, nil, nil
 	}
-	list, err := mdArray(raw, "tools", "tools must be an array of tools")
+	list, err := clientapi.Array(raw, "tools", "tools must be an array of tools")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -846,7 +847,7 @@ func rsTools(fields map[string]json.RawMessage, h *hintSet) ([]rsTool, map[strin
 	tools := make([]rsTool, 0, len(list))
 	for i, t := range list {
 		at := fmt.Sprintf("tools[%d]", i)
-		m, typ, err := mdBlock(t, at)
+		m, typ, err := clientapi.Block(t, at)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -858,31 +859,31 @@ func rsTools(fields map[string]json.RawMessage, h *hintSet) ([]rsTool, map[strin
 			}
 			tools = append(tools, out)
 		case "namespace":
-			if err := mdKeys(m, at, "type", "name", "description", "tools"); err != nil {
+			if err := clientapi.Keys(m, at, "type", "name", "description", "tools"); err != nil {
 				return nil, nil, err
 			}
-			if _, err := mdString(m, "name", at+".name", true); err != nil {
+			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
 				return nil, nil, err
 			}
-			if _, err := mdString(m, "description", at+".description", false); err != nil {
+			if _, err := clientapi.StringField(m, "description", at+".description", false); err != nil {
 				return nil, nil, err
 			}
-			inner, ok := mdPresent(m, "tools")
+			inner, ok := clientapi.Present(m, "tools")
 			if !ok {
-				return nil, nil, mdInvalid(at+".tools", "%s.tools is required", at)
+				return nil, nil, clientapi.Invalid(at+".tools", "%s.tools is required", at)
 			}
-			list, err := mdArray(inner, at+".tools", at+".tools must be an array of function tools")
+			list, err := clientapi.Array(inner, at+".tools", at+".tools must be an array of function tools")
 			if err != nil {
 				return nil, nil, err
 			}
 			for j, it := range list {
 				iat := fmt.Sprintf("%s.tools[%d]", at, j)
-				im, ityp, err := mdBlock(it, iat)
+				im, ityp, err := clientapi.Block(it, iat)
 				if err != nil {
 					return nil, nil, err
 				}
 				if ityp != "function" {
-					return nil, nil, mdInvalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, mdQuote(ityp))
+					return nil, nil, clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
 				}
 				out, err := rsFunctionTool(im, iat, names)
 				if err != nil {
@@ -890,13 +891,13 @@ func rsTools(fields map[string]json.RawMessage, h *hintSet) ([]rsTool, map[strin
 				}
 				tools = append(tools, out)
 			}
-			h.add("tools[namespace]")
+			h.Add("tools[namespace]")
 		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
 			"file_search", "code_interpreter", "image_generation", "mcp", "local_shell", "shell",
 			"computer_use_preview", "computer_use", "apply_patch":
-			h.add("tools[" + typ + "]")
+			h.Add("tools[" + typ + "]")
 		default:
-			return nil, nil, mdInvalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, mdQuote(typ))
+			return nil, nil, clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, clientapi.Quote(typ))
 		}
 	}
 	return tools, names, nil
@@ -905,31 +906,31 @@ func rsTools(fields map[string]json.RawMessage, h *hintSet) ([]rsTool, map[strin
 // rsFunctionTool translates a function tool; names are the names so far.
 func rsFunctionTool(m map[string]json.RawMessage, at string, names map[string]bool) (rsTool, error) {
 	var out rsTool
-	if err := mdKeys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
+	if err := clientapi.Keys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
 		return out, err
 	}
 	out.Type = "function"
 	var err error
-	if out.Function.Name, err = mdString(m, "name", at+".name", true); err != nil {
+	if out.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
 		return out, err
 	}
 	if !rsValidName(out.Function.Name) {
-		return out, mdInvalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
+		return out, clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
 	}
 	if names[out.Function.Name] {
-		return out, mdInvalid(at+".name", "%s.name: tool names must be unique", at)
+		return out, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
 	}
 	names[out.Function.Name] = true
-	if out.Function.Description, err = mdString(m, "description", at+".description", false); err != nil {
+	if out.Function.Description, err = clientapi.StringField(m, "description", at+".description", false); err != nil {
 		return out, err
 	}
-	if schema, ok := mdPresent(m, "parameters"); ok {
+	if schema, ok := clientapi.Present(m, "parameters"); ok {
 		if schema[0] != '{' {
-			return out, mdInvalid(at+".parameters", "%s.parameters must be a JSON schema object", at)
+			return out, clientapi.Invalid(at+".parameters", "%s.parameters must be a JSON schema object", at)
 		}
 		out.Function.Parameters = schema
 	}
-	if strict, err := rsBool(m, "strict", at+".strict"); err != nil {
+	if strict, err := clientapi.BoolField(m, "strict", at+".strict"); err != nil {
 		return out, err
 	} else if strict != nil {
 		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
@@ -955,7 +956,7 @@ func rsValidName(s string) bool {
 func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, error) {
 	const param = "tool_choice"
 	if raw[0] == '"' {
-		s, err := mdStringValue(raw, param)
+		s, err := clientapi.StringValue(raw, param)
 		if err != nil {
 			return nil, err
 		}
@@ -963,33 +964,33 @@ func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, 
 		case "auto", "none":
 		case "required":
 			if len(tools) == 0 {
-				return nil, mdInvalid(param, "tool_choice \"required\" requires tools")
+				return nil, clientapi.Invalid(param, "tool_choice \"required\" requires tools")
 			}
 		default:
-			return nil, mdInvalid(param, "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"name\":...}")
+			return nil, clientapi.Invalid(param, "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"name\":...}")
 		}
-		return mdJSON(s), nil
+		return clientapi.JSON(s), nil
 	}
-	m, err := mdObjectOf(raw, param)
+	m, err := clientapi.ObjectOf(raw, param)
 	if err != nil {
-		return nil, mdInvalid(param, "tool_choice must be a string or an object")
+		return nil, clientapi.Invalid(param, "tool_choice must be a string or an object")
 	}
-	typ, err := mdString(m, "type", "tool_choice.type", true)
+	typ, err := clientapi.StringField(m, "type", "tool_choice.type", true)
 	if err != nil {
 		return nil, err
 	}
 	if typ != "function" {
-		return nil, mdInvalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", mdQuote(typ))
+		return nil, clientapi.Invalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", clientapi.Quote(typ))
 	}
-	if err := mdKeys(m, param, "type", "name"); err != nil {
+	if err := clientapi.Keys(m, param, "type", "name"); err != nil {
 		return nil, err
 	}
-	name, err := mdString(m, "name", "tool_choice.name", true)
+	name, err := clientapi.StringField(m, "name", "tool_choice.name", true)
 	if err != nil {
 		return nil, err
 	}
 	if !tools[name] {
-		return nil, mdInvalid("tool_choice.name", "tool_choice.name %s is not one of the tools", mdQuote(name))
+		return nil, clientapi.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", clientapi.Quote(name))
 	}
 	var c struct {
 		Type     string `json:"type"`
@@ -998,27 +999,27 @@ func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, 
 		} `json:"function"`
 	}
 	c.Type, c.Function.Name = "function", name
-	return mdJSON(c), nil
+	return clientapi.JSON(c), nil
 }
 
 // rsText translates text: its format, as a response_format (nil for plain
 // text), and its verbosity ("" for none).
 func rsText(raw json.RawMessage) (format json.RawMessage, verbosity string, err error) {
-	m, err := mdObjectOf(raw, "text")
+	m, err := clientapi.ObjectOf(raw, "text")
 	if err != nil {
 		return nil, "", err
 	}
-	if err := mdKeys(m, "text", "format", "verbosity"); err != nil {
+	if err := clientapi.Keys(m, "text", "format", "verbosity"); err != nil {
 		return nil, "", err
 	}
-	verbosity, err = mdString(m, "verbosity", "text.verbosity", false)
+	verbosity, err = clientapi.StringField(m, "verbosity", "text.verbosity", false)
 	if err != nil {
 		return nil, "", err
 	}
 	switch verbosity {
 	case "", "low", "medium", "high":
 	default:
-		return nil, "", mdInvalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
+		return nil, "", clientapi.Invalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
 	}
 	format, err = rsFormat(m)
 	return format, verbosity, err
@@ -1026,28 +1027,28 @@ func rsText(raw json.RawMessage) (format json.RawMessage, verbosity string, err 
 
 // rsFormat translates text.format (m is text).
 func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
-	fraw, ok := mdPresent(m, "format")
+	fraw, ok := clientapi.Present(m, "format")
 	if !ok {
 		return nil, nil
 	}
 	const at = "text.format"
-	f, typ, err := mdBlock(fraw, at)
+	f, typ, err := clientapi.Block(fraw, at)
 	if err != nil {
 		return nil, err
 	}
 	switch typ {
 	case "text":
-		return nil, mdKeys(f, at, "type")
+		return nil, clientapi.Keys(f, at, "type")
 	case "json_object":
-		if err := mdKeys(f, at, "type"); err != nil {
+		if err := clientapi.Keys(f, at, "type"); err != nil {
 			return nil, err
 		}
 		return json.RawMessage(`{"type":"json_object"}`), nil
 	case "json_schema":
 	default:
-		return nil, mdInvalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
+		return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
 	}
-	if err := mdKeys(f, at, "type", "name", "schema", "description", "strict"); err != nil {
+	if err := clientapi.Keys(f, at, "type", "name", "schema", "description", "strict"); err != nil {
 		return nil, err
 	}
 	var js struct {
@@ -1056,29 +1057,29 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 		Schema      json.RawMessage `json:"schema"`
 		Strict      json.RawMessage `json:"strict,omitempty"`
 	}
-	if js.Name, err = mdString(f, "name", at+".name", true); err != nil {
+	if js.Name, err = clientapi.StringField(f, "name", at+".name", true); err != nil {
 		return nil, err
 	}
 	if !rsValidName(js.Name) {
-		return nil, mdInvalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
+		return nil, clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
 	}
-	if js.Description, err = mdString(f, "description", at+".description", false); err != nil {
+	if js.Description, err = clientapi.StringField(f, "description", at+".description", false); err != nil {
 		return nil, err
 	}
-	schema, ok := mdPresent(f, "schema")
+	schema, ok := clientapi.Present(f, "schema")
 	if !ok {
-		return nil, mdInvalid(at+".schema", "%s.schema is required", at)
+		return nil, clientapi.Invalid(at+".schema", "%s.schema is required", at)
 	}
 	if schema[0] != '{' {
-		return nil, mdInvalid(at+".schema", "%s.schema must be a JSON schema object", at)
+		return nil, clientapi.Invalid(at+".schema", "%s.schema must be a JSON schema object", at)
 	}
 	js.Schema = schema
-	if strict, err := rsBool(f, "strict", at+".strict"); err != nil {
+	if strict, err := clientapi.BoolField(f, "strict", at+".strict"); err != nil {
 		return nil, err
 	} else if strict != nil {
 		js.Strict = json.RawMessage(strconv.FormatBool(*strict))
 	}
-	return mdJSON(struct {
+	return clientapi.JSON(struct {
 		Type       string `json:"type"`
 		JSONSchema any    `json:"json_schema"`
 	}{"json_schema", js}), nil
@@ -1087,12 +1088,12 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 // rsMetadata checks metadata, OpenAI's map of at most 16 strings, and
 // returns it compacted.
 func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
-	m, err := mdObjectOf(raw, "metadata")
+	m, err := clientapi.ObjectOf(raw, "metadata")
 	if err != nil {
 		return nil, err
 	}
 	if len(m) > rsMaxMetadata {
-		return nil, mdInvalid("metadata", "metadata must have at most %d keys", rsMaxMetadata)
+		return nil, clientapi.Invalid("metadata", "metadata must have at most %d keys", rsMaxMetadata)
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -1107,19 +1108,19 @@ func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
 		}
 		at := "metadata." + name
 		if len(k) > rsMaxMetadataKey {
-			return nil, mdInvalid(at, "metadata keys must be at most %d characters", rsMaxMetadataKey)
+			return nil, clientapi.Invalid(at, "metadata keys must be at most %d characters", rsMaxMetadataKey)
 		}
-		v, err := mdStringValue(m[k], at)
+		v, err := clientapi.StringValue(m[k], at)
 		if err != nil {
 			return nil, err
 		}
 		if len(v) > rsMaxMetadataValue {
-			return nil, mdInvalid(at, "%s must be at most %d characters", at, rsMaxMetadataValue)
+			return nil, clientapi.Invalid(at, "%s must be at most %d characters", at, rsMaxMetadataValue)
 		}
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return nil, mdInvalid("metadata", "metadata must be an object")
+		return nil, clientapi.Invalid("metadata", "metadata must be an object")
 	}
 	return b.Bytes(), nil
 }
@@ -1127,88 +1128,71 @@ func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
 // rsCheckIgnored checks the shape of the ignored fields (a wrong type is
 // still the client's mistake) and returns reasoning.effort, which is
 // translated.
-func rsCheckIgnored(fields map[string]json.RawMessage, h *hintSet) (effort string, err error) {
-	if raw, ok := mdPresent(fields, "client_metadata"); ok {
-		if _, err := mdObjectOf(raw, "client_metadata"); err != nil {
+func rsCheckIgnored(fields map[string]json.RawMessage, h *clientapi.HintSet) (effort string, err error) {
+	if raw, ok := clientapi.Present(fields, "client_metadata"); ok {
+		if _, err := clientapi.ObjectOf(raw, "client_metadata"); err != nil {
 			return "", err
 		}
 	}
 	for _, name := range []string{"service_tier", "prompt_cache_key", "prompt_cache_retention"} {
-		if _, err := mdString(fields, name, name, false); err != nil {
+		if _, err := clientapi.StringField(fields, name, name, false); err != nil {
 			return "", err
 		}
 	}
-	truncation, err := mdString(fields, "truncation", "truncation", false)
+	truncation, err := clientapi.StringField(fields, "truncation", "truncation", false)
 	if err != nil {
 		return "", err
 	}
 	if truncation != "" && truncation != "auto" && truncation != "disabled" {
-		return "", mdInvalid("truncation", "truncation must be \"auto\" or \"disabled\"")
+		return "", clientapi.Invalid("truncation", "truncation must be \"auto\" or \"disabled\"")
 	}
-	if _, err := mdInt(fields, "max_tool_calls", "max_tool_calls", 0, math.MaxInt32, false); err != nil {
+	if _, err := clientapi.IntField(fields, "max_tool_calls", "max_tool_calls", 0, math.MaxInt32, false); err != nil {
 		return "", err
 	}
-	if raw, ok := mdPresent(fields, "include"); ok {
-		list, err := mdArray(raw, "include", "include must be an array of strings")
+	if raw, ok := clientapi.Present(fields, "include"); ok {
+		list, err := clientapi.Array(raw, "include", "include must be an array of strings")
 		if err != nil {
 			return "", err
 		}
 		for i, v := range list {
-			if _, err := mdStringValue(v, fmt.Sprintf("include[%d]", i)); err != nil {
+			if _, err := clientapi.StringValue(v, fmt.Sprintf("include[%d]", i)); err != nil {
 				return "", err
 			}
 		}
 	}
-	if raw, ok := mdPresent(fields, "reasoning"); ok {
-		m, err := mdObjectOf(raw, "reasoning")
+	if raw, ok := clientapi.Present(fields, "reasoning"); ok {
+		m, err := clientapi.ObjectOf(raw, "reasoning")
 		if err != nil {
 			return "", err
 		}
-		if err := mdKeys(m, "reasoning", "effort", "summary", "generate_summary"); err != nil {
+		if err := clientapi.Keys(m, "reasoning", "effort", "summary", "generate_summary"); err != nil {
 			return "", err
 		}
 		for _, name := range []string{"effort", "summary", "generate_summary"} {
-			if _, err := mdString(m, name, "reasoning."+name, false); err != nil {
+			if _, err := clientapi.StringField(m, name, "reasoning."+name, false); err != nil {
 				return "", err
 			}
 		}
-		effort, _ = mdString(m, "effort", "reasoning.effort", false)
+		effort, _ = clientapi.StringField(m, "effort", "reasoning.effort", false)
 		switch effort {
 		case "", "none", "minimal", "low", "medium", "high", "xhigh":
 		default:
-			return "", mdInvalid("reasoning.effort", "reasoning.effort must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"")
+			return "", clientapi.Invalid("reasoning.effort", "reasoning.effort must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"")
 		}
-		h.nested(m, "summary", "reasoning.summary")
-		h.nested(m, "generate_summary", "reasoning.summary")
+		h.Nested(m, "summary", "reasoning.summary")
+		h.Nested(m, "generate_summary", "reasoning.summary")
 	}
-	if raw, ok := mdPresent(fields, "stream_options"); ok {
-		m, err := mdObjectOf(raw, "stream_options")
+	if raw, ok := clientapi.Present(fields, "stream_options"); ok {
+		m, err := clientapi.ObjectOf(raw, "stream_options")
 		if err != nil {
 			return "", err
 		}
-		if err := mdKeys(m, "stream_options", "include_obfuscation"); err != nil {
+		if err := clientapi.Keys(m, "stream_options", "include_obfuscation"); err != nil {
 			return "", err
 		}
-		if _, err := rsBool(m, "include_obfuscation", "stream_options.include_obfuscation"); err != nil {
+		if _, err := clientapi.BoolField(m, "include_obfuscation", "stream_options.include_obfuscation"); err != nil {
 			return "", err
 		}
 	}
 	return effort, nil
-}
-
-// rsBool reads a boolean field; nil when absent or null.
-func rsBool(m map[string]json.RawMessage, name, param string) (*bool, error) {
-	raw, ok := mdPresent(m, name)
-	if !ok {
-		return nil, nil
-	}
-	var b bool
-	switch string(raw) {
-	case "true":
-		b = true
-	case "false":
-	default:
-		return nil, mdInvalid(param, "%s must be a boolean", param)
-	}
-	return &b, nil
 }

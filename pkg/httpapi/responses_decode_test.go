@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -256,7 +257,7 @@ func TestDecodeResponsesTranslation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decodeResponses: %v", err)
 			}
-			if diff := cmp.Diff(mdDecodeJSON(t, []byte(tt.want)), mdDecodeJSON(t, r.Chat)); diff != "" {
+			if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(tt.want)), clientapitest.DecodeJSON(t, r.Chat)); diff != "" {
 				t.Errorf("chat body (-want +got):\n%s\ngot %s", diff, r.Chat)
 			}
 			rsCheckChat(t, tt.in, r.Chat)
@@ -352,7 +353,7 @@ func TestDecodeResponsesPrior(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(mdDecodeJSON(t, []byte(want)), mdDecodeJSON(t, r.Chat)); diff != "" {
+	if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(want)), clientapitest.DecodeJSON(t, r.Chat)); diff != "" {
 		t.Errorf("chat body (-want +got):\n%s\ngot %s", diff, r.Chat)
 	}
 	rsCheckChat(t, in, r.Chat)
@@ -382,7 +383,7 @@ func TestDecodeResponsesPrior(t *testing.T) {
 		t.Fatal(err)
 	}
 	want3 := `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"},{"role":"user","content":"more"}]}`
-	if diff := cmp.Diff(mdDecodeJSON(t, []byte(want3)), mdDecodeJSON(t, r3.Chat)); diff != "" {
+	if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(want3)), clientapitest.DecodeJSON(t, r3.Chat)); diff != "" {
 		t.Errorf("chat body (-want +got):\n%s", diff)
 	}
 
@@ -627,13 +628,13 @@ func FuzzDecodeResponses(f *testing.F) {
 		json.RawMessage(`{"role":"user","content":"q"}`),
 		json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`),
 	}
-	for _, b := range agentBodies(f, "codex") {
+	for _, b := range clientapitest.AgentBodies(f, "codex") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeResponses(body, nil)
 		if err != nil {
-			checkNamesParam(t, err)
+			clientapitest.CheckNamesParam(t, err)
 			return
 		}
 		check := func(chat []byte) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -20,15 +21,15 @@ func responsesTerminal(ch *llm.Chunk) bool {
 	return ch.Usage != nil && ch.FinishReason != ""
 }
 
-// passStream relays a Responses stream passed through: the provider's
+// PassStream relays a Responses stream passed through: the provider's
 // events as it sent them, the terminal event with the cost in its
 // response's usage.
 func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
-	p := passStream{ans: ans, out: out,
-		usageEvent: responsesTerminal,
-		usagePath:  []string{"response", "usage"},
-		broken: func(e *llm.Error, _ error) idempotency.Event {
+	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
+	p := clientapi.PassStream{Ans: ans, Out: out,
+		UsageEvent: responsesTerminal,
+		UsagePath:  []string{"response", "usage"},
+		Broken: func(e *llm.Error, _ error) idempotency.Event {
 			b, _ := json.Marshal(struct {
 				Type    string  `json:"type"`
 				Code    string  `json:"code"`
@@ -37,9 +38,9 @@ func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gat
 			}{"error", string(e.Code), e.Message, nil})
 			return idempotency.Event{Name: "error", Data: b}
 		},
-		stopped: func(llm.Usage) []idempotency.Event { return nil },
+		Stopped: func(llm.Usage) []idempotency.Event { return nil },
 	}
-	return p.run()
+	return p.Run()
 }
 
 // passResponse answers a non-streaming Responses request passed through
@@ -59,7 +60,7 @@ func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) g
 		}
 	}
 	usage := ans.Usage()
-	if res, ok := endOf(ans, usage, end); !ok {
+	if res, ok := clientapi.EndOf(ans, usage, end); !ok {
 		return res
 	}
 	var ev struct {
@@ -68,6 +69,6 @@ func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) g
 	if json.Unmarshal(last, &ev) != nil || len(ev.Response) == 0 {
 		return gateway.Result{Usage: usage, Answered: false, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " sent no response object"}}
 	}
-	body := withCost(ev.Response, usage.Cost, "usage")
-	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
+	body := clientapi.WithCost(ev.Response, usage.Cost, "usage")
+	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -139,27 +140,14 @@ type responsesUsage struct {
 	Estimated   bool    `json:"estimated,omitempty"`
 }
 
-// usageDetail reads one count of an upstream usage details object.
-func usageDetail(u llm.Usage, object, field string) int {
-	var d map[string]json.RawMessage
-	if json.Unmarshal(u.Extra[object], &d) != nil {
-		return 0
-	}
-	var n float64
-	if json.Unmarshal(d[field], &n) != nil || n < 0 || n > 1<<31-1 {
-		return 0
-	}
-	return int(n)
-}
-
 func toResponsesUsage(u llm.Usage) *responsesUsage {
 	r := &responsesUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		Cost: u.Cost, Estimated: u.Estimated}
 	if r.TotalTokens < r.InputTokens+r.OutputTokens {
 		r.TotalTokens = r.InputTokens + r.OutputTokens
 	}
-	r.InputTokensDetails.CachedTokens = usageDetail(u, "prompt_tokens_details", "cached_tokens")
-	r.OutputTokensDetails.ReasoningTokens = usageDetail(u, "completion_tokens_details", "reasoning_tokens")
+	r.InputTokensDetails.CachedTokens = clientapi.UsageDetail(u, "prompt_tokens_details", "cached_tokens")
+	r.OutputTokensDetails.ReasoningTokens = clientapi.UsageDetail(u, "completion_tokens_details", "reasoning_tokens")
 	return r
 }
 
@@ -408,11 +396,11 @@ func (c *responsesCodec) keepTurn(response any, text, refusal string, calls []ll
 // rules are chatCodec.completion's: a failure after output is an error and
 // nothing is written; a stream that just stopped is an incomplete Response.
 func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	asm, usage, res, ok, end := assemble(ans)
+	asm, usage, res, ok, end := clientapi.Assemble(ans)
 	if !ok {
 		return res
 	}
-	a, err := readAssembled(asm, usage)
+	a, err := clientapi.ReadAssembled(asm, usage)
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
@@ -471,7 +459,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 	if err != nil {
 		return gateway.Result{Usage: usage, Err: err}
 	}
-	return writeWhole(out, answerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, func() {
+	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, func() {
 		c.keepTurn(r, text, refusal, calls, usage)
 	})
 }
@@ -738,12 +726,12 @@ func (w *itemWriter) toolCall(index int, id, name, args string) {
 // stream relays the answer as the Responses event sequence (see
 // responsesCodec).
 func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	out.Start(http.StatusOK, answerHead(c.requestID, c.req, ans, "text/event-stream"), true)
+	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	s := c.settings()
 	w := &itemWriter{c: c, out: out}
 	w.send("response.created", responseEvent{c.object(s, "in_progress", nil, nil)})
 	w.send("response.in_progress", responseEvent{c.object(s, "in_progress", nil, nil)})
-	finish, usage, res, gone, end := relayDeltas(ans, deltaSink{text: w.text, refusal: w.refusal, reasoning: w.reasoning, toolCall: w.toolCall, failed: w.failed})
+	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.reasoning, ToolCall: w.toolCall, Failed: w.failed})
 	if gone {
 		return res
 	}
@@ -762,7 +750,7 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 	default:
 		w.closeItem("incomplete")
 		out.Price(usage)
-		e := cutShort(ans.Provider, end)
+		e := clientapi.CutShort(ans.Provider, end)
 		r := c.object(s, "failed", w.output, &usage)
 		r.Error = &responseError{Code: string(e.Code), Message: e.Message}
 		w.send("response.failed", responseEvent{r})

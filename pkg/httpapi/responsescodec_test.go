@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
@@ -34,7 +35,7 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := router.New(cfg, map[string]llm.Provider{"p": &scriptedProvider{raws: raws, end: end}}, nil, nil)
+	rt, err := router.New(cfg, map[string]llm.Provider{"p": &clientapitest.ScriptedProvider{Raws: raws, End: end}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ projects:
 // turnRecorder records the turn a codec keeps, and whether Price came
 // first.
 type turnRecorder struct {
-	out    *recordingEmitter
+	out    *clientapitest.RecordingEmitter
 	calls  int
 	output []string
 	usage  llm.Usage
@@ -68,8 +69,8 @@ type turnRecorder struct {
 func (r *turnRecorder) keep(_ json.RawMessage, output []json.RawMessage, usage llm.Usage) {
 	r.calls++
 	r.usage = usage
-	r.after = len(r.out.events)
-	if r.out.priced != 1 {
+	r.after = len(r.out.Events)
+	if r.out.Priced != 1 {
 		panic("turn kept before Price")
 	}
 	for _, m := range output {
@@ -105,23 +106,23 @@ func TestResponsesNonStream(t *testing.T) {
 		turn string
 		err  error
 	}{
-		{"text", []string{chunk(`{"role":"assistant","content":"Hel"}`, ""), chunk(`{"content":"lo"}`, "stop"), usageChunk}, nil,
+		{"text", []string{clientapitest.Chunk(`{"role":"assistant","content":"Hel"}`, ""), clientapitest.Chunk(`{"content":"lo"}`, "stop"), clientapitest.UsageChunk}, nil,
 			respObject("completed", `[`+msgText+`]`, respUsageJSON, okTail),
 			`{"role":"assistant","content":"Hello"}`, nil},
-		{"tool call", toolChunks, nil,
+		{"tool call", clientapitest.ToolChunks, nil,
 			respObject("completed", toolsOut, respUsageJSON, okTail), toolsTurn, nil},
-		{"refusal", []string{chunk(`{"role":"assistant","refusal":"I can't help with that."}`, "stop"), usageChunk}, nil,
+		{"refusal", []string{clientapitest.Chunk(`{"role":"assistant","refusal":"I can't help with that."}`, "stop"), clientapitest.UsageChunk}, nil,
 			respObject("completed", `[{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]}]`, respUsageJSON, okTail),
 			`{"role":"assistant","content":null,"refusal":"I can't help with that."}`, nil},
-		{"length", []string{chunk(`{"content":"Once upon"}`, "length"), usageChunk}, nil,
+		{"length", []string{clientapitest.Chunk(`{"content":"Once upon"}`, "length"), clientapitest.UsageChunk}, nil,
 			respObject("incomplete", `[{"type":"message","id":"msg_0123abcd_0","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"Once upon","annotations":[]}]}]`, respUsageJSON,
 				`"error":null,"incomplete_details":{"reason":"max_output_tokens"},`),
 			`{"role":"assistant","content":"Once upon"}`, nil},
-		{"content filter", []string{chunk(`{"content":"Partial"}`, "content_filter"), usageChunk}, nil,
+		{"content filter", []string{clientapitest.Chunk(`{"content":"Partial"}`, "content_filter"), clientapitest.UsageChunk}, nil,
 			respObject("incomplete", `[{"type":"message","id":"msg_0123abcd_0","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"Partial","annotations":[]}]}]`, respUsageJSON,
 				`"error":null,"incomplete_details":{"reason":"content_filter"},`),
 			`{"role":"assistant","content":"Partial"}`, nil},
-		{"incomplete", []string{chunk(`{"content":"Once upon"}`, ""), usageChunk, chunk(`{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":"}}]}`, "")}, llm.ErrStreamCut,
+		{"incomplete", []string{clientapitest.Chunk(`{"content":"Once upon"}`, ""), clientapitest.UsageChunk, clientapitest.Chunk(`{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":"}}]}`, "")}, llm.ErrStreamCut,
 			respObject("incomplete", `[{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Once upon","annotations":[]}]},`+
 				`{"type":"function_call","id":"fc_0123abcd_1","call_id":"call_0123abcd_1","name":"f","arguments":"{\"a\":","status":"incomplete"}]`, respUsageJSON,
 				`"error":null,"incomplete_details":{"reason":"interrupted"},`),
@@ -129,23 +130,23 @@ func TestResponsesNonStream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ans, c := responsesAnswer(t, false, "", tc.end, tc.raws...)
-			var out recordingEmitter
+			var out clientapitest.RecordingEmitter
 			tr := &turnRecorder{out: &out}
 			c.turn = tr.keep
 			res := c.Answer(ans, &out)
 			if !errors.Is(res.Err, tc.err) || !res.Answered {
 				t.Fatalf("result %+v, want err %v", res, tc.err)
 			}
-			if diff := cmp.Diff(tc.want+"\n", string(out.body)); diff != "" {
+			if diff := cmp.Diff(tc.want+"\n", string(out.Whole)); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
 			}
 			wantHead := map[string]string{"Content-Type": "application/json", "X-Request-Id": "req_0123abcd",
 				"X-Gateway-Provider": "p", "X-Gateway-Route-Depth": "0"}
-			if diff := cmp.Diff(wantHead, out.header); diff != "" || out.status != 200 || out.stream {
-				t.Errorf("status %d stream %v header (-want +got):\n%s", out.status, out.stream, diff)
+			if diff := cmp.Diff(wantHead, out.Head); diff != "" || out.Status != 200 || out.Streamed {
+				t.Errorf("status %d stream %v header (-want +got):\n%s", out.Status, out.Streamed, diff)
 			}
-			if out.priced != 1 || out.usage.Cost != 0.000013 {
-				t.Errorf("priced %d times at %v", out.priced, out.usage.Cost)
+			if out.Priced != 1 || out.Usage.Cost != 0.000013 {
+				t.Errorf("priced %d times at %v", out.Priced, out.Usage.Cost)
 			}
 			if diff := cmp.Diff([]string{tc.turn}, tr.output); diff != "" || tr.calls != 1 || tr.usage.Cost != 0.000013 {
 				t.Errorf("turn kept %d times, usage %+v, output (-want +got):\n%s", tr.calls, tr.usage, diff)
@@ -159,11 +160,11 @@ func TestResponsesNonStream(t *testing.T) {
 func TestResponsesEchoes(t *testing.T) {
 	extra := `,"tools":[{"type":"function","function":{"name":"weather","description":"Weather now","parameters":{"type":"object"},"strict":true}}],` +
 		`"tool_choice":{"type":"function","function":{"name":"weather"}},"temperature":0.5,"top_p":0.9,"parallel_tool_calls":false,"max_tokens":100`
-	ans, c := responsesAnswer(t, false, extra, nil, chunk(`{"content":"Hello"}`, "stop"), usageChunk)
+	ans, c := responsesAnswer(t, false, extra, nil, clientapitest.Chunk(`{"content":"Hello"}`, "stop"), clientapitest.UsageChunk)
 	c.metadata = json.RawMessage(`{"k":"v"}`)
 	c.instructions = "Be brief."
 	c.previousID = "resp_feed"
-	var out recordingEmitter
+	var out clientapitest.RecordingEmitter
 	if res := c.Answer(ans, &out); res.Err != nil {
 		t.Fatal(res.Err)
 	}
@@ -172,7 +173,7 @@ func TestResponsesEchoes(t *testing.T) {
 		`"previous_response_id":"resp_feed","temperature":0.5,"tool_choice":{"type":"function","name":"weather"},` +
 		`"tools":[{"type":"function","name":"weather","description":"Weather now","parameters":{"type":"object"},"strict":true}],` +
 		`"top_p":0.9,"usage":` + respUsageJSON + `,"metadata":{"k":"v"}}` + "\n"
-	if diff := cmp.Diff(want, string(out.body)); diff != "" {
+	if diff := cmp.Diff(want, string(out.Whole)); diff != "" {
 		t.Errorf("body (-want +got):\n%s", diff)
 	}
 }
@@ -180,11 +181,11 @@ func TestResponsesEchoes(t *testing.T) {
 // TestResponsesSDKDecodes: openai-go's Response reads the gateway's
 // Response, its output text, tool calls and usage.
 func TestResponsesSDKDecodes(t *testing.T) {
-	ans, c := responsesAnswer(t, false, "", nil, toolChunks...)
-	var out recordingEmitter
+	ans, c := responsesAnswer(t, false, "", nil, clientapitest.ToolChunks...)
+	var out clientapitest.RecordingEmitter
 	c.Answer(ans, &out)
 	var r responses.Response
-	if err := json.Unmarshal(out.body, &r); err != nil {
+	if err := json.Unmarshal(out.Whole, &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.ID != "resp_0123abcd" || r.Status != responses.ResponseStatusCompleted || r.OutputText() != "Let me look." || len(r.Output) != 3 {
@@ -198,11 +199,11 @@ func TestResponsesSDKDecodes(t *testing.T) {
 		t.Errorf("usage %+v", r.Usage)
 	}
 
-	ans, c = responsesAnswer(t, false, "", nil, chunk(`{"content":"Hello"}`, "stop"), usageChunk)
-	out = recordingEmitter{}
+	ans, c = responsesAnswer(t, false, "", nil, clientapitest.Chunk(`{"content":"Hello"}`, "stop"), clientapitest.UsageChunk)
+	out = clientapitest.RecordingEmitter{}
 	c.Answer(ans, &out)
 	r = responses.Response{}
-	if err := json.Unmarshal(out.body, &r); err != nil || r.OutputText() != "Hello" || r.Metadata == nil {
+	if err := json.Unmarshal(out.Whole, &r); err != nil || r.OutputText() != "Hello" || r.Metadata == nil {
 		t.Errorf("text: %v, %q, metadata %v", err, r.OutputText(), r.Metadata)
 	}
 }
@@ -217,12 +218,12 @@ func TestResponsesNonStreamFailure(t *testing.T) {
 		{&llm.ProviderError{Class: llm.FailTransient, Message: "boom"}, llm.CodeAllProvidersFailed},
 		{context.DeadlineExceeded, llm.CodeRequestTimeout},
 	} {
-		ans, c := responsesAnswer(t, false, "", tc.end, chunk(`{"content":"Hi"}`, ""))
+		ans, c := responsesAnswer(t, false, "", tc.end, clientapitest.Chunk(`{"content":"Hi"}`, ""))
 		c.turn = func(json.RawMessage, []json.RawMessage, llm.Usage) { t.Error("turn kept") }
-		var out recordingEmitter
+		var out clientapitest.RecordingEmitter
 		res := c.Answer(ans, &out)
-		if res.Answered || llm.AsError(res.Err).Code != tc.code || out.status != 0 || out.priced != 0 {
-			t.Errorf("%v: result %+v, status %d, priced %d; want %s", tc.end, res, out.status, out.priced, tc.code)
+		if res.Answered || llm.AsError(res.Err).Code != tc.code || out.Status != 0 || out.Priced != 0 {
+			t.Errorf("%v: result %+v, status %d, priced %d; want %s", tc.end, res, out.Status, out.Priced, tc.code)
 		}
 	}
 }
@@ -272,7 +273,7 @@ func TestResponsesStream(t *testing.T) {
 		turn []string
 		err  error
 	}{
-		{"text", []string{chunk(`{"role":"assistant","content":""}`, ""), chunk(`{"content":"Hel"}`, ""), chunk(`{"content":"lo"}`, "stop"), usageChunk}, nil, append(respStart(),
+		{"text", []string{clientapitest.Chunk(`{"role":"assistant","content":""}`, ""), clientapitest.Chunk(`{"content":"Hel"}`, ""), clientapitest.Chunk(`{"content":"lo"}`, "stop"), clientapitest.UsageChunk}, nil, append(respStart(),
 			respEv("response.output_item.added", 2, msgAdded),
 			respEv("response.content_part.added", 3, partAdded),
 			respEv("response.output_text.delta", 4, delta("Hel")),
@@ -283,7 +284,7 @@ func TestResponsesStream(t *testing.T) {
 			"PRICE",
 			respEv("response.completed", 9, `"response":`+respObject("completed", `[`+msgText+`]`, respUsageJSON, okTail)),
 		), []string{`{"role":"assistant","content":"Hello"}`}, nil},
-		{"tool calls", toolChunks, nil, append(respStart(),
+		{"tool calls", clientapitest.ToolChunks, nil, append(respStart(),
 			respEv("response.output_item.added", 2, msgAdded),
 			respEv("response.content_part.added", 3, partAdded),
 			respEv("response.output_text.delta", 4, delta("Let me look.")),
@@ -302,7 +303,7 @@ func TestResponsesStream(t *testing.T) {
 			"PRICE",
 			respEv("response.completed", 17, `"response":`+respObject("completed", toolsOut, respUsageJSON, okTail)),
 		), []string{toolsTurn}, nil},
-		{"refusal", []string{chunk(`{"refusal":"No."}`, "stop"), usageChunk}, nil, append(respStart(),
+		{"refusal", []string{clientapitest.Chunk(`{"refusal":"No."}`, "stop"), clientapitest.UsageChunk}, nil, append(respStart(),
 			respEv("response.output_item.added", 2, msgAdded),
 			respEv("response.content_part.added", 3, `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"part":{"type":"refusal","refusal":""}`),
 			respEv("response.refusal.delta", 4, `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"delta":"No."`),
@@ -312,7 +313,7 @@ func TestResponsesStream(t *testing.T) {
 			"PRICE",
 			respEv("response.completed", 8, `"response":`+respObject("completed", `[{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`, respUsageJSON, okTail)),
 		), []string{`{"role":"assistant","content":null,"refusal":"No."}`}, nil},
-		{"length", []string{chunk(`{"content":"Hi"}`, "length"), usageChunk}, nil, append(respStart(),
+		{"length", []string{clientapitest.Chunk(`{"content":"Hi"}`, "length"), clientapitest.UsageChunk}, nil, append(respStart(),
 			respEv("response.output_item.added", 2, msgAdded),
 			respEv("response.content_part.added", 3, partAdded),
 			respEv("response.output_text.delta", 4, delta("Hi")),
@@ -323,7 +324,7 @@ func TestResponsesStream(t *testing.T) {
 			respEv("response.incomplete", 8, `"response":`+respObject("incomplete", `[{`+msgDone("Hi", "incomplete")[len(`"output_index":0,"item":{`):]+`]`, respUsageJSON,
 				`"error":null,"incomplete_details":{"reason":"max_output_tokens"},`)),
 		), []string{`{"role":"assistant","content":"Hi"}`}, nil},
-		{"error after output", []string{chunk(`{"content":"Hi"}`, ""), usageChunk}, &llm.ProviderError{Class: llm.FailTransient, Message: "reset"}, append(respStart(),
+		{"error after output", []string{clientapitest.Chunk(`{"content":"Hi"}`, ""), clientapitest.UsageChunk}, &llm.ProviderError{Class: llm.FailTransient, Message: "reset"}, append(respStart(),
 			respEv("response.output_item.added", 2, msgAdded),
 			respEv("response.content_part.added", 3, partAdded),
 			respEv("response.output_text.delta", 4, delta("Hi")),
@@ -334,7 +335,7 @@ func TestResponsesStream(t *testing.T) {
 			respEv("response.failed", 8, `"response":`+respObject("failed", `[{`+msgDone("Hi", "incomplete")[len(`"output_index":0,"item":{`):]+`]`, respUsageJSON,
 				`"error":{"code":"stream_interrupted","message":"provider p failed after its answer had started; the answer is cut short"},"incomplete_details":null,`)),
 		), nil, &llm.ProviderError{}},
-		{"timeout in a tool call", []string{chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{"}}]}`, ""), usageChunk}, context.DeadlineExceeded, append(respStart(),
+		{"timeout in a tool call", []string{clientapitest.Chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{"}}]}`, ""), clientapitest.UsageChunk}, context.DeadlineExceeded, append(respStart(),
 			respEv("response.output_item.added", 2, `"output_index":0,"item":{"type":"function_call","id":"fc_0123abcd_0","call_id":"call_1","name":"f","arguments":"","status":"in_progress"}`),
 			respEv("response.function_call_arguments.delta", 3, `"item_id":"fc_0123abcd_0","output_index":0,"delta":"{"`),
 			respEv("response.function_call_arguments.done", 4, `"item_id":"fc_0123abcd_0","output_index":0,"arguments":"{"`),
@@ -343,7 +344,7 @@ func TestResponsesStream(t *testing.T) {
 			respEv("response.failed", 6, `"response":`+respObject("failed", `[{"type":"function_call","id":"fc_0123abcd_0","call_id":"call_1","name":"f","arguments":"{","status":"incomplete"}]`, respUsageJSON,
 				`"error":{"code":"request_timeout","message":"the request reached its time limit; the answer is cut short"},"incomplete_details":null,`)),
 		), nil, context.DeadlineExceeded},
-		{"incomplete", []string{chunk(`{"content":"Hi"}`, ""), usageChunk}, llm.ErrStreamCut, append(respStart(),
+		{"incomplete", []string{clientapitest.Chunk(`{"content":"Hi"}`, ""), clientapitest.UsageChunk}, llm.ErrStreamCut, append(respStart(),
 			respEv("response.output_item.added", 2, msgAdded),
 			respEv("response.content_part.added", 3, partAdded),
 			respEv("response.output_text.delta", 4, delta("Hi")),
@@ -359,7 +360,7 @@ func TestResponsesStream(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/keyed=%v", tc.name, keyed), func(t *testing.T) {
 				ans, c := responsesAnswer(t, true, "", tc.end, tc.raws...)
 				c.keyed = keyed
-				var out recordingEmitter
+				var out clientapitest.RecordingEmitter
 				tr := &turnRecorder{out: &out}
 				c.turn = tr.keep
 				res := c.Answer(ans, &out)
@@ -367,25 +368,25 @@ func TestResponsesStream(t *testing.T) {
 				if _, isPE := tc.err.(*llm.ProviderError); isPE && !errors.As(res.Err, &pe) || !isPE && !errors.Is(res.Err, tc.err) || !res.Answered {
 					t.Fatalf("result %+v, want err %v", res, tc.err)
 				}
-				if diff := cmp.Diff(tc.want, out.events); diff != "" {
+				if diff := cmp.Diff(tc.want, out.Events); diff != "" {
 					t.Errorf("events (-want +got):\n%s", diff)
 				}
-				if out.status != 200 || !out.stream || out.header["Content-Type"] != "text/event-stream" || out.header["X-Gateway-Provider"] != "p" {
-					t.Errorf("status %d stream %v header %v", out.status, out.stream, out.header)
+				if out.Status != 200 || !out.Streamed || out.Head["Content-Type"] != "text/event-stream" || out.Head["X-Gateway-Provider"] != "p" {
+					t.Errorf("status %d stream %v header %v", out.Status, out.Streamed, out.Head)
 				}
-				if out.priced != 1 || out.events[len(out.events)-2] != "PRICE" {
-					t.Errorf("priced %d times, not right before the last event", out.priced)
+				if out.Priced != 1 || out.Events[len(out.Events)-2] != "PRICE" {
+					t.Errorf("priced %d times, not right before the last event", out.Priced)
 				}
 				if diff := cmp.Diff(tc.turn, tr.output); diff != "" {
 					t.Errorf("turn (-want +got):\n%s", diff)
 				}
-				if tc.turn != nil && tr.after != len(out.events)-1 {
-					t.Errorf("turn kept after %d events of %d", tr.after, len(out.events))
+				if tc.turn != nil && tr.after != len(out.Events)-1 {
+					t.Errorf("turn kept after %d events of %d", tr.after, len(out.Events))
 				}
 				// Every event decodes as openai-go's stream event union,
 				// with its type and sequence number.
 				seq := int64(0)
-				for _, e := range out.events {
+				for _, e := range out.Events {
 					if e == "PRICE" {
 						continue
 					}
@@ -404,10 +405,10 @@ func TestResponsesStream(t *testing.T) {
 // TestResponsesStreamSDKAccumulates: the last event's Response, as
 // openai-go reads it, has the answer's text.
 func TestResponsesStreamSDKAccumulates(t *testing.T) {
-	ans, c := responsesAnswer(t, true, "", nil, chunk(`{"content":"Hel"}`, ""), chunk(`{"content":"lo"}`, "stop"), usageChunk)
-	var out recordingEmitter
+	ans, c := responsesAnswer(t, true, "", nil, clientapitest.Chunk(`{"content":"Hel"}`, ""), clientapitest.Chunk(`{"content":"lo"}`, "stop"), clientapitest.UsageChunk)
+	var out clientapitest.RecordingEmitter
 	c.Answer(ans, &out)
-	_, data, _ := strings.Cut(out.events[len(out.events)-1], " ")
+	_, data, _ := strings.Cut(out.Events[len(out.Events)-1], " ")
 	var u responses.ResponseStreamEventUnion
 	if err := json.Unmarshal([]byte(data), &u); err != nil {
 		t.Fatal(err)
@@ -421,12 +422,12 @@ func TestResponsesStreamSDKAccumulates(t *testing.T) {
 // TestResponsesStreamCanceled: a client gone without a key gets nothing more,
 // and nothing is priced nor kept by the codec.
 func TestResponsesStreamCanceled(t *testing.T) {
-	ans, c := responsesAnswer(t, true, "", context.Canceled, chunk(`{"content":"Hi"}`, ""))
+	ans, c := responsesAnswer(t, true, "", context.Canceled, clientapitest.Chunk(`{"content":"Hi"}`, ""))
 	c.turn = func(json.RawMessage, []json.RawMessage, llm.Usage) { t.Error("turn kept") }
-	var out recordingEmitter
+	var out clientapitest.RecordingEmitter
 	res := c.Answer(ans, &out)
-	if !errors.Is(res.Err, context.Canceled) || out.priced != 0 || len(out.events) != 5 {
-		t.Errorf("result %+v, events %q", res, out.events)
+	if !errors.Is(res.Err, context.Canceled) || out.Priced != 0 || len(out.Events) != 5 {
+		t.Errorf("result %+v, events %q", res, out.Events)
 	}
 }
 

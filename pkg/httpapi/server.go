@@ -21,6 +21,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -117,15 +118,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := newRequestID()
 	w.Header().Set("X-Request-Id", id)
 	start := s.now()
-	rec := &recorder{ResponseWriter: w}
+	rec := &clientapi.Recorder{ResponseWriter: w}
 	// Errors are written in the envelope of the API the path belongs to,
 	// the Messages API's own under its prefix (its unknown subpaths and a
 	// panic included), and on the models endpoints for a client that sends
 	// anthropic-version.
-	errorf := writeError
+	errorf := clientapi.WriteError
 	if r.URL.Path == "/api/v1/messages" || strings.HasPrefix(r.URL.Path, "/api/v1/messages/") ||
 		(r.URL.Path == modelsPath || strings.HasPrefix(r.URL.Path, modelsPath+"/")) && r.Header.Get("Anthropic-Version") != "" {
-		errorf = writeAnthropicError
+		errorf = clientapi.WriteAnthropicError
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -133,20 +134,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			s.log.Error("panic serving request", "request_id", id, "panic", v)
-			if rec.wrote {
+			if rec.Wrote {
 				// Too late for a status: the response must break off, as
 				// for a dropped client (wire.Abort), never end as if it
 				// were whole.
 				panic(http.ErrAbortHandler)
 			}
-			rec.status = errorf(rec, errors.New("panic"))
+			rec.Status = errorf(rec, errors.New("panic"))
 		}
 	}()
 	defer func() {
 		// A client the gateway dropped (wire.Abort) loses its connection,
 		// after the request's log line: the response must not end as if
 		// it were whole.
-		if rec.aborted {
+		if rec.Aborted {
 			panic(http.ErrAbortHandler)
 		}
 	}()
@@ -218,20 +219,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		errorf(rec, llm.Errorf(llm.CodeNotFound, "", "no such endpoint: %s %s", r.Method, sanitize(r.URL.Path)))
 	}
-	status := rec.status
+	status := rec.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
 	if info.ClientGone {
 		status = 499 // nginx's "client closed request", for the logs only
 	}
-	if rec.aborted {
+	if rec.Aborted {
 		info.Add(slog.Bool("client_dropped", true))
 	}
 	if info.chat {
 		m := info.Metrics
 		m.Status, m.Latency = status, s.now().Sub(start)
-		switch rec.code {
+		switch rec.Code {
 		case llm.CodeIdempotencyConflict:
 			m.Conflict = true
 		case llm.CodeReplayUnavailable:
@@ -267,7 +268,7 @@ type logInfo struct {
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	writeError(w, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use %s", allow))
+	clientapi.WriteError(w, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use %s", allow))
 }
 
 // sanitize keeps a client-supplied string printable and short for messages
@@ -386,32 +387,3 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	return body, nil
 }
-
-// recorder remembers the status written, for the log line; Unwrap lets
-// http.ResponseController reach the connection's Flush.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-	// code is the error code written, if any.
-	code llm.Code
-	// aborted: the client is to be dropped when the handler returns
-	// (wire.Abort).
-	aborted bool
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.status, r.wrote = code, true
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if !r.wrote {
-		r.status, r.wrote = http.StatusOK, true
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,11 +1,10 @@
-package httpapi
+package clientapi
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
@@ -20,10 +19,10 @@ import (
 // usage gets the gateway's cost in its usage object
 // (docs/architecture.md#protocols).
 
-// withCost returns the event data (a JSON object) with "cost" set in the
+// WithCost returns the event data (a JSON object) with "cost" set in the
 // usage object found at path (keys from the top), which is created when
 // missing. Data that is not an object is returned as it is.
-func withCost(data []byte, cost float64, path ...string) []byte {
+func WithCost(data []byte, cost float64, path ...string) []byte {
 	ms, err := llm.Members(data)
 	if err != nil {
 		return data
@@ -47,100 +46,85 @@ func withCost(data []byte, cost float64, path ...string) []byte {
 		if len(inner) == 0 || string(inner) == "null" {
 			return data
 		}
-		v = withCost(inner, cost, path[1:]...)
+		v = WithCost(inner, cost, path[1:]...)
 	}
 	return llm.Splice(ms, len(data)+32, map[string][]byte{path[0]: v})
 }
 
-// passStream relays a passed-through stream. usageEvent tells the event
+// PassStream relays a passed-through stream. usageEvent tells the event
 // that carries the final usage (it is priced first and gets the cost at
 // usagePath), broken writes the ending of a stream that failed after
 // output started, and stopped the ending of one that just stopped (nil:
 // nothing more is written).
-type passStream struct {
-	ans        *router.Answer
-	out        gateway.Emitter
-	usageEvent func(ch *llm.Chunk) bool
-	usagePath  []string
-	broken     func(e *llm.Error, end error) idempotency.Event
-	stopped    func(u llm.Usage) []idempotency.Event
+type PassStream struct {
+	Ans        *router.Answer
+	Out        gateway.Emitter
+	UsageEvent func(ch *llm.Chunk) bool
+	UsagePath  []string
+	Broken     func(e *llm.Error, end error) idempotency.Event
+	Stopped    func(u llm.Usage) []idempotency.Event
 }
 
-func (p *passStream) run() gateway.Result {
+func (p *PassStream) Run() gateway.Result {
 	var (
 		usage  llm.Usage
 		priced bool
 		end    error
 	)
 	for {
-		ch, err := p.ans.Next()
+		ch, err := p.Ans.Next()
 		if err != nil {
 			end = err
 			break
 		}
 		ev := idempotency.Event{Name: ch.Event, Data: ch.Raw}
-		if !priced && p.usageEvent(&ch) {
-			usage, priced = p.ans.Usage(), true
-			p.out.Price(usage)
-			ev.Data, ev.Usage = withCost(ch.Raw, usage.Cost, p.usagePath...), true
+		if !priced && p.UsageEvent(&ch) {
+			usage, priced = p.Ans.Usage(), true
+			p.Out.Price(usage)
+			ev.Data, ev.Usage = WithCost(ch.Raw, usage.Cost, p.UsagePath...), true
 		}
-		if err := p.out.Event(ev, true); err != nil {
+		if err := p.Out.Event(ev, true); err != nil {
 			if !priced {
-				usage = p.ans.Usage()
+				usage = p.Ans.Usage()
 			}
 			return gateway.Result{Usage: usage, Answered: true, Err: err}
 		}
 	}
 	if !priced {
-		usage = p.ans.Usage()
+		usage = p.Ans.Usage()
 	}
 	switch {
 	case end == io.EOF:
 		if !priced {
-			p.out.Price(usage)
+			p.Out.Price(usage)
 		}
 		return gateway.Result{Usage: usage, Answered: true}
 	case errors.Is(end, context.Canceled):
 		return gateway.Result{Usage: usage, Answered: true, Err: end}
 	case errors.Is(end, router.ErrIncomplete):
 		if !priced {
-			p.out.Price(usage)
-			for _, ev := range p.stopped(usage) {
-				if p.out.Event(ev, true) != nil {
+			p.Out.Price(usage)
+			for _, ev := range p.Stopped(usage) {
+				if p.Out.Event(ev, true) != nil {
 					break
 				}
 			}
 		}
 	default:
 		if !priced {
-			p.out.Price(usage)
+			p.Out.Price(usage)
 		}
-		p.out.Event(p.broken(cutShort(p.ans.Provider, end), end), true)
+		p.Out.Event(p.Broken(CutShort(p.Ans.Provider, end), end), true)
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
 }
 
-// droppedHeader names, in x-gateway-dropped, the request's fields that a
+// DroppedHeader names, in x-gateway-dropped, the request's fields that a
 // translation to another protocol left out; nothing when the request
 // passed through.
-func droppedHeader(head map[string]string, req *llm.ChatRequest, ans *router.Answer) map[string]string {
+func DroppedHeader(head map[string]string, req *llm.ChatRequest, ans *router.Answer) map[string]string {
 	if ans.Proto == llm.ProtoChat && len(req.Dropped) > 0 {
 		head["X-Gateway-Dropped"] = strings.Join(req.Dropped, ", ")
 	}
 	return head
-}
-
-// anthropicErrorEvent is the error event of a Messages stream that failed
-// after output started.
-func anthropicErrorEvent(e *llm.Error, end error) idempotency.Event {
-	typ := "api_error"
-	var pe *llm.ProviderError
-	switch {
-	case e.Code == llm.CodeRequestTimeout:
-		typ = "timeout_error"
-	case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
-		typ = "overloaded_error"
-	}
-	b, _ := json.Marshal(anthropicEnvelope(e, typ))
-	return idempotency.Event{Name: "error", Data: b}
 }

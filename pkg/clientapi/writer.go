@@ -1,4 +1,4 @@
-package httpapi
+package clientapi
 
 import (
 	"errors"
@@ -9,14 +9,14 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
-// wire is the one writer of answers on HTTP: live answers, waiters' answers,
+// Wire is the one writer of answers on HTTP: live answers, waiters' answers,
 // joined streams and replays all go out through it, so that they are the
 // same bytes (an event whose data spans lines is split into several data:
 // lines, whoever writes it). Every write has a deadline: a client that
 // makes no progress for writeTimeout is dropped (its request, if keyed,
 // still finishes and records its answer).
-type wire struct {
-	w            *recorder
+type Wire struct {
+	w            *Recorder
 	rc           *http.ResponseController
 	writeTimeout time.Duration
 	// errorf writes an error envelope (the API's own).
@@ -30,19 +30,19 @@ type wire struct {
 	streaming bool
 }
 
-func newWire(w *recorder, writeTimeout time.Duration, errorf func(http.ResponseWriter, error) int) *wire {
-	return &wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, errorf: errorf}
+func NewWire(w *Recorder, writeTimeout time.Duration, errorf func(http.ResponseWriter, error) int) *Wire {
+	return &Wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, errorf: errorf}
 }
 
-func (o *wire) Error(err error) {
-	if o.w.wrote {
+func (o *Wire) Error(err error) {
+	if o.w.Wrote {
 		return // never a second status line
 	}
 	o.deadline()
 	o.errorf(o.w, err)
 }
 
-func (o *wire) Start(status int, header map[string]string, stream bool) {
+func (o *Wire) Start(status int, header map[string]string, stream bool) {
 	h := o.w.Header()
 	// As h.Set for each, with one backing array for all the values instead
 	// of one slice per header (an answer's headers are set once).
@@ -78,7 +78,7 @@ func (o *wire) Start(status int, header map[string]string, stream bool) {
 }
 
 // Body writes a JSON answer whole, with its Content-Length.
-func (o *wire) Body(b []byte) error {
+func (o *Wire) Body(b []byte) error {
 	if o.gone != nil {
 		return o.gone
 	}
@@ -94,7 +94,7 @@ func (o *wire) Body(b []byte) error {
 	return o.flush()
 }
 
-func (o *wire) Event(name string, data []byte) error {
+func (o *Wire) Event(name string, data []byte) error {
 	if o.gone != nil {
 		return o.gone
 	}
@@ -113,11 +113,11 @@ func (o *wire) Event(name string, data []byte) error {
 // SetMore makes Event flush only when more reports that no other event is
 // at hand (router.Answer.More): a burst from the provider leaves in one
 // write, and an event followed by a pause leaves at once.
-func (o *wire) SetMore(more func() bool) { o.more = more }
+func (o *Wire) SetMore(more func() bool) { o.more = more }
 
 // Flush sends what Event held back; it does nothing before a stream
 // started (a JSON answer's headers wait for its Body).
-func (o *wire) Flush() error {
+func (o *Wire) Flush() error {
 	if o.gone != nil || !o.streaming {
 		return o.gone
 	}
@@ -132,7 +132,7 @@ const writePiece = 64 << 10
 // under a deadline of its own (the first under the caller's): a client is
 // dropped when it makes no progress for writeTimeout, never because a large
 // answer that it reads steadily takes longer than that as a whole.
-type pieces struct{ o *wire }
+type pieces struct{ o *Wire }
 
 func (p pieces) Write(b []byte) (int, error) {
 	n := 0
@@ -161,11 +161,11 @@ var errAborted = errors.New("httpapi: the client was dropped")
 // its answer break off and retries, instead of taking a stream the gateway
 // stopped feeding for a whole one. A keyed request's pump calls it
 // (gateway's aborter), from the goroutine that writes.
-func (o *wire) Abort() {
+func (o *Wire) Abort() {
 	if o.gone == nil {
 		o.gone = errAborted
 	}
-	o.w.aborted = true
+	o.w.Aborted = true
 }
 
 // WritesBounded reports whether every write has a deadline: a write
@@ -174,20 +174,20 @@ func (o *wire) Abort() {
 // let the request write a small answer itself (gateway's pump). The probe
 // sets the deadline the next write would get, so the connection is never
 // left without one.
-func (o *wire) WritesBounded() bool {
+func (o *Wire) WritesBounded() bool {
 	return o.writeTimeout > 0 && o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout)) == nil
 }
 
 // deadline gives the next write writeTimeout to make progress. A writer
 // that cannot take a deadline (the Lambda edge, a test recorder) writes
 // without one.
-func (o *wire) deadline() {
+func (o *Wire) deadline() {
 	if o.writeTimeout > 0 {
 		_ = o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout))
 	}
 }
 
-func (o *wire) flush() error {
+func (o *Wire) flush() error {
 	if err := o.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		o.gone = err
 	}

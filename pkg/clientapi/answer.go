@@ -1,4 +1,4 @@
-package httpapi
+package clientapi
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 // a non-streaming answer to its end and writing it whole, and reading a
 // streamed one's deltas for the codecs that reshape them.
 
-// answerHead is the headers of an answer served by a provider.
-func answerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, contentType string) map[string]string {
-	head := droppedHeader(map[string]string{
+// AnswerHead is the headers of an answer served by a provider.
+func AnswerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, contentType string) map[string]string {
+	head := DroppedHeader(map[string]string{
 		"Content-Type":          contentType,
 		"X-Request-Id":          requestID,
 		"X-Gateway-Provider":    ans.Provider,
@@ -64,13 +64,13 @@ func routeDropped(req *llm.ChatRequest, ans *router.Answer) []string {
 	return names
 }
 
-// assemble reads a non-streaming answer to its end, with the ending rules
+// Assemble reads a non-streaming answer to its end, with the ending rules
 // every client API shares. When ok is false, res is the request's result (a
 // failure after output started, the time limit, an unkeyed client gone)
 // and nothing is to be written; otherwise end is io.EOF, or
 // router.ErrIncomplete when the provider just stopped, and asm holds what
 // it produced.
-func assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
+func Assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
 	asm = &llm.Assembler{}
 	for {
 		ch, err := ans.Next()
@@ -84,15 +84,15 @@ func assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gate
 		}
 	}
 	usage = ans.Usage()
-	res, ok = endOf(ans, usage, end)
+	res, ok = EndOf(ans, usage, end)
 	return asm, usage, res, ok, end
 }
 
-// endOf is the ending rule of a non-streaming answer read to its end: ok
+// EndOf is the ending rule of a non-streaming answer read to its end: ok
 // when it is to be written (end is io.EOF, or router.ErrIncomplete when the
 // provider just stopped), else res is the request's result (a failure after
 // output started, the time limit, an unkeyed client gone).
-func endOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, ok bool) {
+func EndOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, ok bool) {
 	switch {
 	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
 		return gateway.Result{}, true
@@ -107,11 +107,11 @@ func endOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, 
 	return res, false
 }
 
-// writeWhole writes an assembled answer's body (a JSON document, to which
+// WriteWhole writes an assembled answer's body (a JSON document, to which
 // it adds the newline) after pricing it; kept, when not nil, runs between
 // the price and the body. end is assemble's: an answer that just stopped is
 // written and its result carries the end.
-func writeWhole(out gateway.Emitter, head map[string]string, usage llm.Usage, body []byte, end error, kept func()) gateway.Result {
+func WriteWhole(out gateway.Emitter, head map[string]string, usage llm.Usage, body []byte, end error, kept func()) gateway.Result {
 	body = append(body, '\n')
 	out.Start(http.StatusOK, head, false)
 	out.Price(usage)
@@ -125,36 +125,36 @@ func writeWhole(out gateway.Emitter, head map[string]string, usage llm.Usage, bo
 	return gateway.Result{Usage: usage, Answered: true}
 }
 
-// cutShort is the error a stream ends with when its provider failed, or the
+// CutShort is the error a stream ends with when its provider failed, or the
 // request reached its time limit, after the answer had started.
-func cutShort(provider string, end error) *llm.Error {
+func CutShort(provider string, end error) *llm.Error {
 	if errors.Is(end, context.DeadlineExceeded) {
 		return &llm.Error{Code: llm.CodeRequestTimeout, Message: "the request reached its time limit; the answer is cut short"}
 	}
 	return &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + provider + " failed after its answer had started; the answer is cut short"}
 }
 
-// deltaSink takes the deltas of a streamed answer's first choice, as a codec
+// DeltaSink takes the deltas of a streamed answer's first choice, as a codec
 // that reshapes them into its own events writes them. (Functions rather
 // than an interface: the codec's writer then stays on its stack.)
-type deltaSink struct {
-	text, refusal func(s string)
+type DeltaSink struct {
+	Text, Refusal func(s string)
 	// reasoning takes a reasoning model's thinking (nil: dropped);
 	// stopSequence the stop sequence that ended the answer, when the
 	// upstream says (nil: not wanted).
-	reasoning, stopSequence func(s string)
-	toolCall                func(index int, id, name, args string)
+	Reasoning, StopSequence func(s string)
+	ToolCall                func(index int, id, name, args string)
 	// failed is the Emitter's error: the client is gone.
-	failed func() error
+	Failed func() error
 }
 
-// relayDeltas reads a streamed answer's chunks into w until the answer ends
+// RelayDeltas reads a streamed answer's chunks into w until the answer ends
 // or w fails. finish is the first finish_reason of the first choice and end
 // how the answer ended. When gone is true, the client is gone (w failed, or
 // an unkeyed client cancelled) and res is the request's result, with
 // nothing more to write.
-func relayDeltas(ans *router.Answer, w deltaSink) (finish string, usage llm.Usage, res gateway.Result, gone bool, end error) {
-	for w.failed() == nil {
+func RelayDeltas(ans *router.Answer, w DeltaSink) (finish string, usage llm.Usage, res gateway.Result, gone bool, end error) {
+	for w.Failed() == nil {
 		ch, err := ans.Next()
 		if err != nil {
 			end = err
@@ -168,33 +168,33 @@ func relayDeltas(ans *router.Answer, w deltaSink) (finish string, usage llm.Usag
 			if choice.Index != 0 {
 				continue // one answer: the first choice
 			}
-			if w.reasoning != nil {
+			if w.Reasoning != nil {
 				if s := reasoningText(choice.Delta.ReasoningContent, choice.Delta.Reasoning); s != "" {
-					w.reasoning(s)
+					w.Reasoning(s)
 				}
 			}
 			if s := choice.Delta.Content; s != nil {
-				w.text(*s)
+				w.Text(*s)
 			}
 			if s := choice.Delta.Refusal; s != nil {
-				w.refusal(*s)
+				w.Refusal(*s)
 			}
 			for _, tc := range choice.Delta.ToolCalls {
-				w.toolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+				w.ToolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 			}
 			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
 				finish = *f
 			}
-			if w.stopSequence != nil && len(choice.StopReason) > 0 && choice.StopReason[0] == '"' {
+			if w.StopSequence != nil && len(choice.StopReason) > 0 && choice.StopReason[0] == '"' {
 				var seq string
 				if json.Unmarshal(choice.StopReason, &seq) == nil {
-					w.stopSequence(seq)
+					w.StopSequence(seq)
 				}
 			}
 		}
 	}
 	usage = ans.Usage()
-	if err := w.failed(); err != nil {
+	if err := w.Failed(); err != nil {
 		return finish, usage, gateway.Result{Usage: usage, Answered: true, Err: err}, true, end
 	}
 	if errors.Is(end, context.Canceled) {
@@ -233,4 +233,45 @@ func reasoningText(fields ...json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+// Assembled is the part of the Assembler's chat.completion a Message needs.
+// ReadAssembled reads the assembled chat.completion back, for the APIs that
+// reshape it.
+func ReadAssembled(asm *llm.Assembler, usage llm.Usage) (*Assembled, error) {
+	chat, err := asm.Completion(usage, "")
+	if err != nil {
+		return nil, err
+	}
+	var a Assembled
+	if err := json.Unmarshal(chat, &a); err != nil || len(a.Choices) == 0 {
+		return nil, llm.AsError(errors.New("assembled answer unreadable"))
+	}
+	return &a, nil
+}
+
+type Assembled struct {
+	Choices []struct {
+		Message struct {
+			Content          *string        `json:"content"`
+			Refusal          *string        `json:"refusal"`
+			ToolCalls        []llm.ToolCall `json:"tool_calls"`
+			ReasoningContent *string        `json:"reasoning_content"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+		StopReason   *string `json:"stop_reason"`
+	} `json:"choices"`
+}
+
+// UsageDetail reads one count of an upstream usage details object.
+func UsageDetail(u llm.Usage, object, field string) int {
+	var d map[string]json.RawMessage
+	if json.Unmarshal(u.Extra[object], &d) != nil {
+		return 0
+	}
+	var n float64
+	if json.Unmarshal(d[field], &n) != nil || n < 0 || n > 1<<31-1 {
+		return 0
+	}
+	return int(n)
 }

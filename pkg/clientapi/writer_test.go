@@ -1,4 +1,4 @@
-package httpapi
+package clientapi
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 func TestWireWritesBounded(t *testing.T) {
 	got := make(chan [2]bool, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w}
-		got <- [2]bool{newWire(rec, time.Second, nil).WritesBounded(), newWire(rec, 0, nil).WritesBounded()}
+		rec := &Recorder{ResponseWriter: w}
+		got <- [2]bool{NewWire(rec, time.Second, nil).WritesBounded(), NewWire(rec, 0, nil).WritesBounded()}
 	}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
@@ -33,13 +33,13 @@ func TestWireWritesBounded(t *testing.T) {
 	if b := <-got; !b[0] || b[1] {
 		t.Errorf("on a server connection: with a timeout %v (want true), without %v (want false)", b[0], b[1])
 	}
-	if newWire(&recorder{ResponseWriter: httptest.NewRecorder()}, time.Second, nil).WritesBounded() {
+	if NewWire(&Recorder{ResponseWriter: httptest.NewRecorder()}, time.Second, nil).WritesBounded() {
 		t.Error("a test recorder reported bounded writes")
 	}
 	// The Lambda edge writes into a pipe the runtime drains, without
 	// deadlines.
 	edge := lambdaedge.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- [2]bool{newWire(&recorder{ResponseWriter: w}, time.Second, nil).WritesBounded()}
+		got <- [2]bool{NewWire(&Recorder{ResponseWriter: w}, time.Second, nil).WritesBounded()}
 		w.Write([]byte("ok"))
 	}))
 	sr, err := edge(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodGet, Path: "/"})
@@ -58,7 +58,7 @@ func TestWireWritesBounded(t *testing.T) {
 func TestWireWritesBoundedKeepsADeadline(t *testing.T) {
 	done := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o := newWire(&recorder{ResponseWriter: w}, 100*time.Millisecond, nil)
+		o := NewWire(&Recorder{ResponseWriter: w}, 100*time.Millisecond, nil)
 		if !o.WritesBounded() {
 			done <- errors.New("a server connection reported unbounded writes")
 			return

@@ -1,0 +1,244 @@
+package clientapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// The helpers the translating decoders (Messages, Responses) share: reading
+// a request's JSON fields with errors that name them, and writing the Chat
+// Completions body.
+
+// HintSet collects the names of the hints a translation drops, each once,
+// in the order met.
+type HintSet struct{ Names []string }
+
+func (h *HintSet) Add(name string) {
+	for _, n := range h.Names {
+		if n == name {
+			return
+		}
+	}
+	h.Names = append(h.Names, name)
+}
+
+// Nested adds name when m has the field (not null).
+func (h *HintSet) Nested(m map[string]json.RawMessage, field, name string) {
+	if _, ok := Present(m, field); ok {
+		h.Add(name)
+	}
+}
+
+// MaxTokens bounds max_tokens so it fits any upstream's integer.
+const MaxTokens = math.MaxInt32
+
+// ChatMessage is one Chat Completions message of the translation.
+type ChatMessage struct {
+	Role string `json:"role"`
+	// Content is a string, an array of parts, or null (an assistant turn of
+	// tool calls only).
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type TextPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Block reads a content block: an object with a string type.
+func Block(raw json.RawMessage, at string) (map[string]json.RawMessage, string, error) {
+	m, err := ObjectOf(raw, at)
+	if err != nil {
+		return nil, "", err
+	}
+	typ, err := StringField(m, "type", at+".type", true)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, typ, nil
+}
+
+// Object writes a JSON object member by member.
+type Object struct{ b []byte }
+
+// NewObject is an empty Object with room for n bytes.
+func NewObject(n int) Object { return Object{b: make([]byte, 0, n)} }
+
+func (o *Object) Add(key string, value json.RawMessage) {
+	if len(o.b) == 0 {
+		o.b = append(o.b, '{')
+	} else {
+		o.b = append(o.b, ',')
+	}
+	o.b = append(o.b, JSON(key)...)
+	o.b = append(o.b, ':')
+	o.b = append(o.b, value...)
+}
+
+func (o *Object) Bytes() []byte {
+	if len(o.b) == 0 {
+		return []byte("{}")
+	}
+	return append(o.b, '}')
+}
+
+// JSON encodes a value of our own types, compactly and without HTML
+// escaping. The only raw values inside are the client's, already parsed.
+func JSON(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Unreachable: every value is a string, a struct of strings or a
+		// json.RawMessage that the decoder accepted.
+		return json.RawMessage("null")
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func Invalid(param, format string, args ...any) *llm.Error {
+	return llm.Errorf(llm.CodeInvalidRequest, param, format, args...)
+}
+
+func JSONProblem(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	}
+	return "unexpected end of input"
+}
+
+// Quote quotes a client's string for a message, cut short and made
+// printable.
+func Quote(s string) string {
+	if len(s) > 64 || !utf8.ValidString(s) {
+		return "(unprintable)"
+	}
+	return strconv.Quote(s)
+}
+
+// Present returns a field that is there and not null.
+func Present(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	raw, ok := m[name]
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	return raw, true
+}
+
+// Keys rejects a field not in known, the first in sorted order so the
+// error does not depend on map order.
+func Keys(m map[string]json.RawMessage, param string, known ...string) error {
+	name, ok := llm.UnknownField(m, known...)
+	if !ok {
+		return nil
+	}
+	if name == "" {
+		name = `""` // an empty key, named so that the error names a param
+	}
+	if param != "" {
+		name = param + "." + name
+	}
+	return Invalid(name, "unknown field %s", name)
+}
+
+func ObjectOf(raw json.RawMessage, param string) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, Invalid(param, "%s must be an object", param)
+	}
+	return m, nil
+}
+
+func Array(raw json.RawMessage, param, msg string) ([]json.RawMessage, error) {
+	var a []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &a) != nil {
+		return nil, Invalid(param, "%s", msg)
+	}
+	return a, nil
+}
+
+// StringField reads a string field; a required one must be there and not
+// empty.
+func StringField(m map[string]json.RawMessage, name, param string, required bool) (string, error) {
+	raw, ok := Present(m, name)
+	if !ok {
+		if required {
+			return "", Invalid(param, "%s is required", param)
+		}
+		return "", nil
+	}
+	s, err := StringValue(raw, param)
+	if err != nil {
+		return "", err
+	}
+	if required && s == "" {
+		return "", Invalid(param, "%s must not be empty", param)
+	}
+	return s, nil
+}
+
+func StringValue(raw json.RawMessage, param string) (string, error) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", Invalid(param, "%s must be a string", param)
+	}
+	return s, nil
+}
+
+// Number reads a JSON number.
+func Number(raw json.RawMessage) (float64, bool) {
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// IntField reads an integer in [lo, hi] (1024 and 1024.0 alike).
+func IntField(m map[string]json.RawMessage, name, param string, lo, hi int64, required bool) (int64, error) {
+	raw, ok := Present(m, name)
+	if !ok {
+		if required {
+			return 0, Invalid(param, "%s is required", param)
+		}
+		return 0, nil
+	}
+	f, ok := Number(raw)
+	if !ok || f != math.Trunc(f) {
+		return 0, Invalid(param, "%s must be an integer", param)
+	}
+	if f < float64(lo) || f > float64(hi) {
+		return 0, Invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+	}
+	return int64(f), nil
+}
+
+// BoolField reads a boolean field; nil when absent or null.
+func BoolField(m map[string]json.RawMessage, name, param string) (*bool, error) {
+	raw, ok := Present(m, name)
+	if !ok {
+		return nil, nil
+	}
+	var b bool
+	switch string(raw) {
+	case "true":
+		b = true
+	case "false":
+	default:
+		return nil, Invalid(param, "%s must be a boolean", param)
+	}
+	return &b, nil
+}

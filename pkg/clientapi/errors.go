@@ -1,0 +1,188 @@
+package clientapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// errorKind is how one error code is shown over HTTP: the one table that maps
+// the domain's codes to statuses and OpenAI error types.
+type errorKind struct {
+	status int
+	typ    string
+}
+
+var errorKinds = map[llm.Code]errorKind{
+	llm.CodeInvalidRequest:      {http.StatusBadRequest, "invalid_request_error"},
+	llm.CodeProviderRejected:    {http.StatusBadRequest, "invalid_request_error"},
+	llm.CodeInvalidAPIKey:       {http.StatusUnauthorized, "authentication_error"},
+	llm.CodeInsufficientBalance: {http.StatusPaymentRequired, "insufficient_quota"},
+	llm.CodeKeyLimitReached:     {http.StatusPaymentRequired, "insufficient_quota"},
+	llm.CodeModelNotFound:       {http.StatusNotFound, "not_found_error"},
+	llm.CodeNotFound:            {http.StatusNotFound, "not_found_error"},
+	llm.CodeMethodNotAllowed:    {http.StatusMethodNotAllowed, "invalid_request_error"},
+	llm.CodeIdempotencyConflict: {http.StatusConflict, "idempotency_error"},
+	llm.CodeReplayUnavailable:   {http.StatusConflict, "idempotency_error"},
+	llm.CodeInProgress:          {http.StatusConflict, "idempotency_error"},
+	llm.CodeRequestTooLarge:     {http.StatusRequestEntityTooLarge, "invalid_request_error"},
+	llm.CodeBodyTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
+	llm.CodeCapacity:            {http.StatusTooManyRequests, "rate_limit_error"},
+	llm.CodeUnavailableRoute:    {http.StatusTooManyRequests, "rate_limit_error"},
+	llm.CodeAllProvidersFailed:  {http.StatusBadGateway, "upstream_error"},
+	llm.CodeNoLiveProvider:      {http.StatusServiceUnavailable, "service_unavailable"},
+	llm.CodeStoreUnavailable:    {http.StatusServiceUnavailable, "idempotency_error"},
+	llm.CodeBillingUnavailable:  {http.StatusServiceUnavailable, "service_unavailable"},
+	llm.CodeRequestTimeout:      {http.StatusGatewayTimeout, "timeout_error"},
+	llm.CodeInternal:            {http.StatusInternalServerError, "server_error"},
+}
+
+func kindOf(code llm.Code) errorKind {
+	if k, ok := errorKinds[code]; ok {
+		return k
+	}
+	return errorKinds[llm.CodeInternal]
+}
+
+// errorBody is the OpenAI error envelope; param is always present.
+type errorBody struct {
+	Error ErrorObject `json:"error"`
+}
+
+type ErrorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Code    string  `json:"code"`
+	Param   *string `json:"param"`
+}
+
+func Envelope(e *llm.Error) ErrorObject {
+	o := ErrorObject{Message: e.Message, Type: kindOf(e.Code).typ, Code: string(e.Code)}
+	if e.Param != "" {
+		p := e.Param
+		o.Param = &p
+	}
+	return o
+}
+
+// WriteError sends err as the OpenAI error envelope with its status. An error
+// that is not an *llm.Error is internal: its text stays in the logs.
+func WriteError(w http.ResponseWriter, err error) int {
+	e := llm.AsError(err)
+	k := kindOf(e.Code)
+	if rec, ok := w.(*Recorder); ok {
+		rec.Code = e.Code
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
+	switch e.Code {
+	case llm.CodeCapacity:
+		h.Set("X-Gateway-Admission-Refused", "true")
+	case llm.CodeIdempotencyConflict, llm.CodeReplayUnavailable:
+		// The OpenAI and Anthropic SDKs retry a 409 by default; these can
+		// never succeed with the same key.
+		h.Set("X-Should-Retry", "false")
+	}
+	body, _ := json.Marshal(errorBody{Error: Envelope(e)})
+	w.WriteHeader(k.status)
+	w.Write(append(body, '\n'))
+	return k.status
+}
+
+// anthropicErrorBody is Anthropic's error envelope; the error event of a
+// stream is the same object without request_id.
+type anthropicErrorBody struct {
+	Type      string               `json:"type"`
+	Error     anthropicErrorObject `json:"error"`
+	RequestID *string              `json:"request_id,omitempty"`
+}
+
+type anthropicErrorObject struct {
+	Type    string  `json:"type"`
+	Message string  `json:"message"`
+	Code    string  `json:"code"`
+	Param   *string `json:"param,omitempty"`
+}
+
+func AnthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
+	o := anthropicErrorObject{Type: typ, Message: e.Message, Code: string(e.Code)}
+	if e.Param != "" {
+		p := e.Param
+		o.Param = &p
+	}
+	return anthropicErrorBody{Type: "error", Error: o}
+}
+
+// anthropicErrorType is Anthropic's error type for an HTTP status
+// (docs.claude.com/en/api/errors: other 4xx are invalid_request_error; 503,
+// which Anthropic does not use, is its 529 overloaded_error).
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// WriteAnthropicError sends err as Anthropic's error envelope, with
+// WriteError's status and headers and the gateway's code in error.code;
+// request_id is the response's X-Request-Id.
+func WriteAnthropicError(w http.ResponseWriter, err error) int {
+	e := llm.AsError(err)
+	status := errorHead(w, err)
+	typ := anthropicErrorType(status)
+	if k := kindOf(e.Code); k.typ == "idempotency_error" {
+		// docs/api.md#errors gives this type to the idempotency errors on
+		// every API; the Anthropic SDKs choose their exception by the status
+		// (409: ConflictError), not by the type.
+		typ = k.typ
+	}
+	body := AnthropicEnvelope(e, typ)
+	if id := w.Header().Get("X-Request-Id"); id != "" {
+		body.RequestID = &id
+	}
+	b, _ := json.Marshal(body)
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+	return status
+}
+
+// errorHead sets WriteError's headers on w (and the recorder's code) and
+// returns its status, writing nothing: WriteError runs against a writer that
+// shares w's headers and drops its status line and body. (Once errors.go
+// splits WriteError into a head and a body, this is that head.)
+func errorHead(w http.ResponseWriter, err error) int {
+	if rec, ok := w.(*Recorder); ok {
+		rec.Code = llm.AsError(err).Code
+	}
+	return WriteError(headOnly{w.Header()}, err)
+}
+
+type headOnly struct{ h http.Header }
+
+func (h headOnly) Header() http.Header       { return h.h }
+func (headOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (headOnly) WriteHeader(int)             {}

@@ -1,0 +1,36 @@
+package clientapi
+
+import (
+	"net/http"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// Recorder remembers the status written, for the log line; Unwrap lets
+// http.ResponseController reach the connection's Flush.
+type Recorder struct {
+	http.ResponseWriter
+	Status int
+	Wrote  bool
+	// code is the error code written, if any.
+	Code llm.Code
+	// aborted: the client is to be dropped when the handler returns
+	// (wire.Abort).
+	Aborted bool
+}
+
+func (r *Recorder) WriteHeader(code int) {
+	if !r.Wrote {
+		r.Status, r.Wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *Recorder) Write(b []byte) (int, error) {
+	if !r.Wrote {
+		r.Status, r.Wrote = http.StatusOK, true
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *Recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
