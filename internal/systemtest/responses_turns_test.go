@@ -105,7 +105,7 @@ func answerNumbered(up *providertest.Server, pad int) {
 // by the whole conversation so far. GET of each turn answers its own
 // response as it was answered.
 func TestResponsesTurnsKeptOnce(t *testing.T) {
-	// 35 turns: three segments of the conversation (turns.go).
+	// 35 turns: three segments of the conversation (pkg/clientapi/responses/turns.go).
 	const pad, turnCount = 2000, 35
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) {

@@ -2,8 +2,8 @@
 // API: admission, the Idempotency-Key lookup, the balance check and the
 // hold, routing, recording the answer, pricing it, and finishing (the record
 // completed or tombstoned, the bill settled) durably. It speaks no wire
-// format: an API codec (pkg/httpapi) turns a router.Answer into bodies or
-// events, and a Writer puts them on the wire. So a rule here (fallback,
+// format: a client API's codec (pkg/clientapi/chat, messages, responses)
+// turns a router.Answer into bodies or events, and a Writer puts them on the wire. So a rule here (fallback,
 // exactly-once, billing) holds on every endpoint.
 //
 // # Money

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/chat"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/messages"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/responses"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -37,10 +41,12 @@ func agentBody(api string, size int) []byte {
 	return []byte(`{"model":"m","messages":[` + list + `]}`)
 }
 
-// BenchmarkDecode is what decoding a request costs on each API, per body
+// BenchmarkDecode is what decoding a request costs on each API (its
+// Prepare: the translation to Chat Completions), per body
 // byte (the alloc-bytes/body-byte metric): the work an admitted request
 // does before routing.
 func BenchmarkDecode(b *testing.B) {
+	apis := map[string]clientapi.API{"chat": chat.API, "messages": messages.API, "responses": responses.New(responses.Deps{}).API()}
 	for _, api := range []string{"chat", "messages", "responses"} {
 		for _, size := range []int{10 << 10, 1 << 20} {
 			body := agentBody(api, size)
@@ -50,22 +56,15 @@ func BenchmarkDecode(b *testing.B) {
 				var alloc testing.BenchmarkResult
 				_ = alloc
 				for b.Loop() {
-					chat := body
+					out := body
 					var err error
-					switch api {
-					case "messages":
-						chat, err = decodeMessages(body)
-					case "responses":
-						var rr *responsesRequest
-						rr, err = decodeResponses(body, nil)
-						if err == nil {
-							chat = rr.Chat
-						}
+					if api := apis[api]; api.Prepare != nil {
+						out, _, _, err = api.Prepare(clientapi.Caller{}, "req_0123", body)
 					}
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := llm.DecodeChatRequest(chat); err != nil {
+					if _, err := llm.DecodeChatRequest(out); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -143,7 +143,7 @@ func (s *Server) serveModels(w *clientapi.Recorder, r *http.Request) {
 	case one:
 		i, ok := s.models.index[id]
 		if !ok {
-			errorf(w, llm.Errorf(llm.CodeModelNotFound, "model", "model %q does not exist", sanitize(id)))
+			errorf(w, llm.Errorf(llm.CodeModelNotFound, "model", "model %q does not exist", clientapi.Sanitize(id)))
 			return
 		}
 		if anthropic {
@@ -212,7 +212,7 @@ func (c *modelCatalog) anthropicPage(q url.Values) (*anthropicModelPage, error) 
 				return i, nil
 			}
 		}
-		return 0, llm.Errorf(llm.CodeInvalidRequest, param, "%s %q is not a model in this list", param, sanitize(id))
+		return 0, llm.Errorf(llm.CodeInvalidRequest, param, "%s %q is not a model in this list", param, clientapi.Sanitize(id))
 	}
 	after, before := q.Get("after_id") != "", q.Get("before_id") != ""
 	from, to := 0, min(limit, len(models))

@@ -1,8 +1,9 @@
-// Package httpapi is buzzgate's HTTP front: the http.Handler that
-// authenticates, admits, decodes and routes chat completions, writes answers
-// and streams (SSE), and maps every error to the OpenAI envelope. It is plain
-// net/http, so the same handler serves a local port and, wrapped at the edge,
-// Lambda.
+// Package httpapi is buzzgate's HTTP front: the http.Handler that routes
+// each path, authenticates, reads the body and runs a generation request
+// through the pipeline with its client API (pkg/clientapi/chat, messages,
+// responses: their decoders and codecs), and serves the account, models and
+// token-count endpoints. It is plain net/http, so the same handler serves a
+// local port and, wrapped at the edge, Lambda.
 package httpapi
 
 import (
@@ -22,6 +23,9 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/chat"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/messages"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/responses"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -41,8 +45,9 @@ type Server struct {
 	log      *slog.Logger
 	now      func() time.Time
 
-	keys   map[[sha256.Size]byte]*principal
-	models *modelCatalog
+	keys      map[[sha256.Size]byte]*principal
+	responses *responses.Service
+	models    *modelCatalog
 }
 
 // principal is an authenticated caller: a project and one of its keys.
@@ -106,6 +111,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 		}
 	}
 	s.models = newModelCatalog(cfg)
+	s.responses = responses.New(responses.Deps{Idempotency: opts.Idempotency, Now: s.now, Log: s.log, MaxBodyBytes: cfg.Server.MaxBodyBytes})
 	return s
 }
 
@@ -164,7 +170,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		info.chat = true
-		s.generate(rec, r, id, &info.Log, chatAPI)
+		s.generate(rec, r, id, &info.Log, chat.API)
 	case "/api/v1/messages":
 		if r.Method != http.MethodPost {
 			rec.Header().Set("Allow", http.MethodPost)
@@ -172,14 +178,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		info.chat = true
-		s.generate(rec, r, id, &info.Log, messagesAPI)
+		s.generate(rec, r, id, &info.Log, messages.API)
 	case "/api/v1/responses":
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(rec, http.MethodPost)
 			break
 		}
 		info.chat = true
-		s.generate(rec, r, id, &info.Log, s.responsesAPI())
+		s.generate(rec, r, id, &info.Log, s.responses.API())
 	case "/api/v1/feedback":
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(rec, http.MethodPost)
@@ -217,7 +223,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.getResponse(rec, r)
 			break
 		}
-		errorf(rec, llm.Errorf(llm.CodeNotFound, "", "no such endpoint: %s %s", r.Method, sanitize(r.URL.Path)))
+		errorf(rec, llm.Errorf(llm.CodeNotFound, "", "no such endpoint: %s %s", r.Method, clientapi.Sanitize(r.URL.Path)))
 	}
 	status := rec.Status
 	if status == 0 {
@@ -250,7 +256,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	attrs := []slog.Attr{
 		slog.String("request_id", id),
 		slog.String("method", r.Method),
-		slog.String("path", sanitize(r.URL.Path)),
+		slog.String("path", clientapi.Sanitize(r.URL.Path)),
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(s.now().Sub(start).Microseconds())/1000),
 	}
@@ -269,20 +275,6 @@ type logInfo struct {
 func (s *Server) methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
 	clientapi.WriteError(w, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use %s", allow))
-}
-
-// sanitize keeps a client-supplied string printable and short for messages
-// and logs.
-func sanitize(s string) string {
-	if len(s) > 128 {
-		s = s[:128]
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
 }
 
 func newRequestID() string {
@@ -353,6 +345,17 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	}
 	return &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: project, KeyHash: h,
 		Policy: llm.ParseDataPolicy(project.DataPolicy), BillingKeyID: rec.KeyID}}, nil
+}
+
+// getResponse serves GET /api/v1/responses/{id}: a kept response of the
+// caller's own project.
+func (s *Server) getResponse(w *clientapi.Recorder, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		clientapi.WriteError(w, err)
+		return
+	}
+	s.responses.ServeKept(r.Context(), w, p.Project.ID, strings.TrimPrefix(r.URL.Path, "/api/v1/responses/"))
 }
 
 // readBody reads at most the configured body size (more is a 413), whole,

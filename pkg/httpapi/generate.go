@@ -17,14 +17,6 @@ import (
 // HeaderIdempotencyKey is the header that makes a request exactly-once.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-var chatAPI = clientapi.API{
-	Codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		return &chatCodec{requestID: id, req: req, keyed: keyed}
-	},
-	Errorf: clientapi.WriteError,
-	Owned:  []string{"model", "stream", "stream_options", "gateway", "provider"},
-}
-
 // generate serves a generation endpoint. The order of checks is the
 // contract: authentication, the body (read whole within
 // server.body_timeout), admission (in gateway.Service.Run), request
@@ -162,7 +154,7 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	members, membersErr := llm.Members(body)
 	if membersErr == nil {
 		if name, bad := llm.CaseVariant(members, api.Owned...); bad {
-			return nil, llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", sanitize(name), strings.Join(api.Owned, ", "))
+			return nil, llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(api.Owned, ", "))
 		}
 	}
 	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0

@@ -1,4 +1,8 @@
-package httpapi
+// Package messages is Anthropic's Messages API as a client API: its
+// descriptor (API), the decoder that translates a request to Chat
+// Completions, the codec that reshapes a translated answer, and the
+// handling of an answer passed through.
+package messages
 
 import (
 	"context"
@@ -8,12 +12,12 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// messagesAPI is Anthropic's Messages API (POST /api/v1/messages), as the
+// API is Anthropic's Messages API (POST /api/v1/messages), as the
 // Anthropic SDKs call it with the base URL <host>/api: the key in x-api-key
 // (or Authorization: Bearer), Anthropic's request, answer, event and error
 // shapes, over the same pipeline as Chat Completions. Its Idempotency-Key
 // records are its own: the same key on two endpoints is two records.
-var messagesAPI = clientapi.API{
+var API = clientapi.API{
 	Prepare:   prepareMessages,
 	PassCodec: newMessagesCodec,
 	Errorf:    clientapi.WriteAnthropicError,

@@ -1,4 +1,4 @@
-package httpapi
+package responses
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -102,7 +103,7 @@ func messagesBytes(msgs []json.RawMessage) int64 {
 // readTurn reads the kept turn of a project's response id; ErrNotFound when
 // there is none (never kept, its window ended, dropped to make room, or of
 // another format).
-func (s *Server) readTurn(ctx context.Context, project, id string) (*keptTurn, error) {
+func (s *Service) readTurn(ctx context.Context, project, id string) (*keptTurn, error) {
 	raw, err := s.idem.Kept(ctx, turnKey(project, id))
 	if err != nil {
 		return nil, err
@@ -136,19 +137,19 @@ func segmentBefore(ids []string) []string {
 
 func previousNotFound(id string) error {
 	return llm.Errorf(llm.CodeInvalidRequest, "previous_response_id",
-		"previous response %q not found (a response is kept for the idempotency window only when its answer says \"store\": true)", sanitize(id))
+		"previous response %q not found (a response is kept for the idempotency window only when its answer says \"store\": true)", clientapi.Sanitize(id))
 }
 
 func tooLong(id string, n, limit int64) error {
 	return llm.Errorf(llm.CodeInvalidRequest, "previous_response_id",
 		"the conversation of previous response %q comes to %d bytes with this request, over the gateway's server.max_body_bytes (%d): send a shorter conversation as input instead",
-		sanitize(id), n, limit)
+		clientapi.Sanitize(id), n, limit)
 }
 
 // conversation reads the conversation that previous response id ends, for
 // project: the turn of id, then the turns before it, a segment at a time.
 // maxBytes bounds its messages.
-func (s *Server) conversation(ctx context.Context, project, id string, maxBytes int64) (*conversation, error) {
+func (s *Service) conversation(ctx context.Context, project, id string, maxBytes int64) (*conversation, error) {
 	ctx, cancel := context.WithTimeout(ctx, turnReadTimeout)
 	defer cancel()
 	last, err := s.readTurn(ctx, project, id)
@@ -162,7 +163,7 @@ func (s *Server) conversation(ctx context.Context, project, id string, maxBytes 
 	if n > maxConversationTurns {
 		return nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id",
 			"previous response %q ends a conversation of %d turns; the gateway continues one of at most %d (send the conversation as input instead)",
-			sanitize(id), n, maxConversationTurns)
+			clientapi.Sanitize(id), n, maxConversationTurns)
 	}
 	if maxBytes > 0 && last.Bytes > maxBytes {
 		return nil, tooLong(id, last.Bytes, maxBytes)
@@ -182,7 +183,7 @@ func (s *Server) conversation(ctx context.Context, project, id string, maxBytes 
 		case missing != "":
 			return nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id",
 				"previous response %q cannot be continued: %q, an earlier turn of its conversation, is no longer kept (each turn is kept for the idempotency window from its own answer)",
-				sanitize(id), sanitize(missing))
+				clientapi.Sanitize(id), clientapi.Sanitize(missing))
 		}
 		for i, t := range segment {
 			if t.N != first+i {
@@ -209,7 +210,7 @@ func (s *Server) conversation(ctx context.Context, project, id string, maxBytes 
 
 // readTurns reads the turns of ids into turns[i], all at once. missing is
 // the id of a turn not found; err a store failure, or ctx's end.
-func (s *Server) readTurns(ctx context.Context, project string, ids []string, turns []*keptTurn) (missing string, err error) {
+func (s *Service) readTurns(ctx context.Context, project string, ids []string, turns []*keptTurn) (missing string, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(ids))
@@ -237,7 +238,7 @@ func (s *Server) readTurns(ctx context.Context, project string, ids []string, tu
 
 // turnKeeper keeps one answer's turn, and tells the answer whether it did.
 type turnKeeper struct {
-	s       *Server
+	s       *Service
 	project string
 	// want: store true was asked, and there is a store.
 	want  bool

@@ -1,9 +1,15 @@
-package httpapi
+// Package responses is OpenAI's Responses API as a client API: its
+// descriptor (Service.API, made by New with its dependencies), the decoder
+// that translates a request to Chat Completions, the codec, the handling of
+// an answer passed through, and the kept turns behind previous_response_id
+// and GET /api/v1/responses/{id} (ServeKept).
+package responses
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -14,8 +20,34 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// responsesAPI is OpenAI's Responses API (POST /api/v1/responses).
-func (s *Server) responsesAPI() clientapi.API {
+// Deps are what the Responses API needs beyond a request.
+type Deps struct {
+	// Idempotency keeps and reads the turns; nil: no turn is kept, and a
+	// previous_response_id is refused.
+	Idempotency *idempotency.Service
+	// Now is the clock of the answers' created_at.
+	Now func() time.Time
+	// Log takes the warning of a turn not kept.
+	Log *slog.Logger
+	// MaxBodyBytes bounds a continued conversation (server.max_body_bytes).
+	MaxBodyBytes int64
+}
+
+// Service is the Responses API (POST /api/v1/responses) with its dependencies.
+type Service struct {
+	idem    *idempotency.Service
+	now     func() time.Time
+	log     *slog.Logger
+	maxBody int64
+}
+
+// New returns the Responses API served with d.
+func New(d Deps) *Service {
+	return &Service{idem: d.Idempotency, now: d.Now, log: d.Log, maxBody: d.MaxBodyBytes}
+}
+
+// API is the Responses API's descriptor.
+func (s *Service) API() clientapi.API {
 	return clientapi.API{
 		Prepare:   s.prepareResponses,
 		Errorf:    clientapi.WriteError,
@@ -38,7 +70,7 @@ func (s *Server) responsesAPI() clientapi.API {
 // the idempotency lookup, so that a retry of a keyed request that answered
 // gets its stored answer even once those turns are no longer kept (their
 // windows end before the retry's record's).
-func (s *Server) prepareResponses(p clientapi.Caller, id string, body []byte) ([]byte, clientapi.CodecFunc, func(context.Context) ([]byte, error), error) {
+func (s *Service) prepareResponses(p clientapi.Caller, id string, body []byte) ([]byte, clientapi.CodecFunc, func(context.Context) ([]byte, error), error) {
 	rr, err := decodeResponses(body, nil)
 	if err != nil {
 		return nil, nil, nil, err
@@ -53,7 +85,7 @@ func (s *Server) prepareResponses(p clientapi.Caller, id string, body []byte) ([
 		if chat, err = rr.preview(); err != nil {
 			return nil, nil, nil, err
 		}
-		limit := s.cfg.Server.MaxBodyBytes
+		limit := s.maxBody
 		resolve = func(ctx context.Context) ([]byte, error) {
 			conv, err := s.conversation(ctx, p.Project, rr.PreviousResponseID, limit)
 			if err != nil {
@@ -91,21 +123,15 @@ func storeUnavailable(err error) error {
 	return &llm.Error{Code: llm.CodeStoreUnavailable, Message: "the idempotency store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
 }
 
-// getResponse serves GET /api/v1/responses/{id}: a kept response of the
-// caller's own project.
-func (s *Server) getResponse(w *clientapi.Recorder, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		clientapi.WriteError(w, err)
-		return
-	}
-	id := strings.TrimPrefix(r.URL.Path, "/api/v1/responses/")
-	notFound := llm.Errorf(llm.CodeNotFound, "", "no response %q in this project (a response is kept for the idempotency window only when its answer says \"store\": true)", sanitize(id))
+// ServeKept answers GET /api/v1/responses/{id} for a caller of project: the
+// kept response id of that project.
+func (s *Service) ServeKept(ctx context.Context, w http.ResponseWriter, project, id string) {
+	notFound := llm.Errorf(llm.CodeNotFound, "", "no response %q in this project (a response is kept for the idempotency window only when its answer says \"store\": true)", clientapi.Sanitize(id))
 	if id == "" || strings.Contains(id, "/") || s.idem == nil {
 		clientapi.WriteError(w, notFound)
 		return
 	}
-	t, err := s.readTurn(r.Context(), p.Project.ID, id)
+	t, err := s.readTurn(ctx, project, id)
 	switch {
 	case errors.Is(err, idempotency.ErrNotFound):
 		clientapi.WriteError(w, notFound)
