@@ -82,7 +82,7 @@ func (p *passStream) run() gateway.Result {
 		if !priced && p.usageEvent(&ch) {
 			usage, priced = p.ans.Usage(), true
 			p.out.Price(usage)
-			ev.Data, ev.Usage = withCost(ch.Raw, usage.Cost, p.usagePath...), true
+			ev.Data = withCost(ch.Raw, usage.Cost, p.usagePath...)
 		}
 		if err := p.out.Event(ev, true); err != nil {
 			if !priced {
