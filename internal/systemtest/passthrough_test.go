@@ -2,12 +2,19 @@ package systemtest_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
@@ -341,5 +348,84 @@ data: {"type":"message_stop"}
 	// 10 input tokens at 1 USD, 3 output at 2 USD per million.
 	if !strings.Contains(a.body, `"usage":{"output_tokens":3,"cost":0.000016}`) {
 		t.Errorf("message_delta does not bill the provider's usage: %s", a.body)
+	}
+}
+
+// TestPassThroughExactlyOnce: a keyed Messages stream passed through is
+// replayed byte for byte, a retry while it runs joins it, and neither
+// calls the provider again; a pass-through route that fails before output
+// falls back to a translated one.
+func TestPassThroughExactlyOnce(t *testing.T) {
+	url, claude, openai := pairGateway(t, "anthropic")
+	claude.Script(providertest.Response{Body: claudeStream, HeaderDelay: 300 * time.Millisecond, Header: map[string]string{"Content-Type": "text/event-stream"}})
+	body := `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	key := []string{"Idempotency-Key", "pass-once", "anthropic-version", "2023-06-01"}
+	var wg sync.WaitGroup
+	answers := make([]answer, 2)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 1 {
+				time.Sleep(100 * time.Millisecond) // while the first runs
+			}
+			answers[i] = callURL(context.Background(), url+"/api/v1/messages", body, key...)
+		}()
+	}
+	wg.Wait()
+	replay := callPath(t, url+"/api/v1/messages", body, key...)
+	for i, a := range append(answers, replay) {
+		if a.err != nil || a.status != 200 || a.body != answers[0].body {
+			t.Errorf("answer %d: %v, status %d, same bytes as the first: %v", i, a.err, a.status, a.body == answers[0].body)
+		}
+	}
+	if replay.replayed != "true" || claude.Calls() != 1 || openai.Calls() != 0 {
+		t.Errorf("replayed %q; upstream calls anthropic %d, openai %d; want true, 1, 0", replay.replayed, claude.Calls(), openai.Calls())
+	}
+	checkPassedEvents(t, readEvents(t, claudeStream), readEvents(t, answers[0].body))
+
+	// The anthropic route fails before output: the openai route answers,
+	// translated, in the client's protocol.
+	claude.Script(providertest.Response{Status: 529})
+	a := callPath(t, url+"/api/v1/messages", body, "anthropic-version", "2023-06-01")
+	if a.status != 200 || a.provider != "p1" || a.depth != "1" || !strings.Contains(a.body, "event: message_stop") {
+		t.Errorf("fallback: status %d, provider %q, depth %q: %.300s", a.status, a.provider, a.depth, a.body)
+	}
+}
+
+// TestResponsesPassThroughReplay: a keyed Responses stream passed through
+// to a Responses upstream is replayed byte for byte, terminal event and
+// its cost included, without a second call.
+func TestResponsesPassThroughReplay(t *testing.T) {
+	up := providertest.NewResponses(t)
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: up, api: openai-responses, base_url: %q}
+models:
+  - id: m
+    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, up.URL(), testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	body := `{"model":"m","stream":true,"store":false,"input":"hi","client_metadata":{"k":"v"}}`
+	first := callPath(t, srv.URL+"/api/v1/responses", body, "Idempotency-Key", "rs-once")
+	again := callPath(t, srv.URL+"/api/v1/responses", body, "Idempotency-Key", "rs-once")
+	if first.status != 200 || again.body != first.body || again.replayed != "true" || up.Calls() != 1 {
+		t.Fatalf("status %d, same bytes %v, replayed %q, calls %d", first.status, again.body == first.body, again.replayed, up.Calls())
+	}
+	if !strings.Contains(first.body, "event: response.completed") || !strings.Contains(first.body, `"cost":`) {
+		t.Errorf("the stream lacks its terminal event with the cost: %.400s", first.body)
+	}
+	if _, ok := up.Requests()[0].JSON["client_metadata"]; !ok {
+		t.Errorf("client_metadata did not pass through")
 	}
 }

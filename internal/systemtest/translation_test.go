@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"regexp"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
@@ -24,8 +29,8 @@ const translationDoc = "../../docs/translation.md"
 // tableCell is one cell of the doc's tables.
 type tableCell struct {
 	api, row, upstream string
-	kind               string // native, pending, translated, hint, refused
-	path               string // translated: the path; hint and refused: the name
+	kind               string // native, translated, absent, hint, refused
+	path               string // translated, absent: the path; hint and refused: the name
 	value              string // translated: the JSON value, "" for any
 	stream             string // an answer row's text the stream must contain
 }
@@ -100,9 +105,9 @@ func parseCell(s string) (tableCell, error) {
 	c := tableCell{kind: strings.TrimSpace(kind)}
 	spec = strings.TrimSpace(spec)
 	switch c.kind {
-	case "native", "pending":
+	case "native":
 		return c, nil
-	case "hint", "refused":
+	case "hint", "refused", "absent":
 		c.path = spec
 	case "translated":
 		spec, stream, _ := strings.Cut(spec, "; stream: ")
@@ -169,7 +174,7 @@ func hasValue(doc any, path, value string) bool {
 // tableCase is how one row is exercised: body is the request (without
 // stream); mark is a text of the request that a hint must not carry to the
 // upstream; up, for an answer row, scripts the upstream's stream per
-// protocol.
+// column.
 type tableCase struct {
 	body string
 	mark string
@@ -193,8 +198,8 @@ func hinted(c tableCase, mark string) tableCase {
 	return c
 }
 
-func answered(c tableCase, openai, anthropic string) tableCase {
-	c.up = map[string]string{"openai": openai, "anthropic": anthropic}
+func answered(c tableCase, openai, anthropic, responses string) tableCase {
+	c.up = map[string]string{"openai": openai, "anthropic": anthropic, "openai-responses": responses}
 	return c
 }
 
@@ -218,7 +223,66 @@ var (
 	antJSONOutput = antStream(`{"type":"tool_use","id":"toolu_1","name":"answer","input":{}}`, `{"type":"input_json_delta","partial_json":"{\"a\":1}"}`, "tool_use", "null")
 	oaiUsage      = oaiStream(`{"content":"Hello"}`, `"stop"`, `{"prompt_tokens":9112,"completion_tokens":40,"total_tokens":9152,"prompt_tokens_details":{"cached_tokens":9000,"cache_write_tokens":100},"completion_tokens_details":{"reasoning_tokens":7}}`)
 	antUsage      = antStream(`{"type":"text","text":""}`, `{"type":"text_delta","text":"Hello"}`, "end_turn", "null")
+	rsToolAnswer  = rsStream(rsCall(""), `"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"city\":\"Paris\"}"`, rsCall(`{\"city\":\"Paris\"}`), "completed")
+	rsLength      = rsStream(rsMessage(""), rsTextDelta("Hello"), rsMessage("Hello"), "incomplete")
+	rsThinking    = rsStream(`{"id":"rs_1","type":"reasoning","summary":[]}`, `"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":"Let me think."`,
+		`{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Let me think."}]}`, "completed")
+	rsJSONOutput = rsStream(rsMessage(""), rsTextDelta(`{"a":1}`), rsMessage(`{"a":1}`), "completed")
+	rsUsage      = rsStream(rsMessage(""), rsTextDelta("Hello"), rsMessage("Hello"), "completed")
 )
+
+// rsStream is a Responses stream of one output item: as added, one delta
+// event (its type as a JSON string, a comma, its other fields), the item
+// done; then response.completed or, for end "incomplete",
+// response.incomplete for max_output_tokens, with usage of cached and
+// reasoning tokens.
+func rsStream(added, delta, done, end string) string {
+	seq := 0
+	ev := func(typ, fields string) string {
+		seq++
+		return fmt.Sprintf("event: %s\ndata: {\"type\":%q,\"sequence_number\":%d,%s}\n\n", typ, typ, seq-1, fields)
+	}
+	response := func(status, output, usage string) string {
+		details := "null"
+		if status == "incomplete" {
+			details = `{"reason":"max_output_tokens"}`
+		}
+		return `"response":{"id":"resp_1","object":"response","created_at":1,"status":"` + status + `","incomplete_details":` + details +
+			`,"model":"up-rs","output":` + output + `,"usage":` + usage + `}`
+	}
+	deltaType, deltaFields, _ := strings.Cut(strings.TrimPrefix(delta, `"`), `",`)
+	return ev("response.created", response("in_progress", "[]", "null")) +
+		ev("response.output_item.added", `"output_index":0,"item":`+added) +
+		ev(deltaType, deltaFields) +
+		ev("response.output_item.done", `"output_index":0,"item":`+done) +
+		ev("response."+end, response(end, "["+done+"]",
+			`{"input_tokens":9112,"input_tokens_details":{"cached_tokens":9000},"output_tokens":40,"output_tokens_details":{"reasoning_tokens":7},"total_tokens":9152}`))
+}
+
+// rsMessage is a Responses message item of text ("" for one just added).
+func rsMessage(text string) string {
+	if text == "" {
+		return `{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`
+	}
+	q, _ := json.Marshal(text)
+	return `{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":` + string(q) + `}]}`
+}
+
+// rsTextDelta is the output_text.delta event (type and fields) of msg_1.
+func rsTextDelta(text string) string {
+	q, _ := json.Marshal(text)
+	return `"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":` + string(q)
+}
+
+// rsCall is a Responses function_call item of get_weather with args (JSON
+// text inside a JSON string; "" for one just added).
+func rsCall(args string) string {
+	status := "completed"
+	if args == "" {
+		status = "in_progress"
+	}
+	return `{"id":"fc_1","type":"function_call","status":"` + status + `","call_id":"call_1","name":"get_weather","arguments":"` + args + `"}`
+}
 
 // oaiStream is a Chat Completions stream of one delta, then the finish
 // (its JSON text, which may carry more fields of the choice), then usage.
@@ -271,7 +335,7 @@ var tableCases = map[string]tableCase{
 	"chat/presence_penalty":                hinted(chatCase(`,"presence_penalty":0.25`), "presence_penalty"),
 	"chat/frequency_penalty":               hinted(chatCase(`,"frequency_penalty":0.25`), "frequency_penalty"),
 	"chat/service_tier":                    hinted(chatCase(`,"service_tier":"flex"`), "flex"),
-	"chat/store":                           hinted(chatCase(`,"store":true`), "store"),
+	"chat/store":                           hinted(chatCase(`,"store":true`), `"store":true`),
 	"chat/metadata":                        hinted(chatCase(`,"metadata":{"k":"meta-mark"}`), "meta-mark"),
 	"chat/prediction":                      hinted(chatCase(`,"prediction":{"type":"content","content":"pred-mark"}`), "pred-mark"),
 	"chat/prompt_cache_key":                hinted(chatCase(`,"prompt_cache_key":"pck-mark"`), "pck-mark"),
@@ -284,15 +348,16 @@ var tableCases = map[string]tableCase{
 	"chat/logit_bias":                      chatCase(`,"logit_bias":{"50256":-100}`),
 	"chat/audio":                           chatCase(`,"audio":{"voice":"alloy","format":"wav"}`),
 	"chat/functions":                       chatCase(`,"functions":[{"name":"f","parameters":{"type":"object"}}]`),
-	"chat/answer: tool call":               answered(chatCase(chatTool), oaiToolAnswer, antToolAnswer),
-	"chat/answer: stop reason tool_use":    answered(chatCase(chatTool), oaiToolAnswer, antToolAnswer),
-	"chat/answer: stop reason max_tokens":  answered(chatCase(""), oaiLength, antLength),
-	"chat/answer: stop sequence":           answered(chatCase(`,"stop":["END"]`), oaiStopSeq, antStopSeq),
-	"chat/answer: thinking":                answered(chatCase(`,"reasoning_effort":"low"`), oaiThinking, antThinking),
-	"chat/answer: JSON output tool":        answered(chatCase(`,"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object"}}}`), oaiUsage, antJSONOutput),
-	"chat/answer: cache read tokens":       answered(chatCase(""), oaiUsage, antUsage),
-	"chat/answer: cache write tokens":      answered(chatCase(""), oaiUsage, antUsage),
-	"chat/answer: prompt tokens":           answered(chatCase(""), oaiUsage, antUsage),
+	"chat/answer: tool call":               answered(chatCase(chatTool), oaiToolAnswer, antToolAnswer, rsToolAnswer),
+	"chat/answer: stop reason tool_use":    answered(chatCase(chatTool), oaiToolAnswer, antToolAnswer, rsToolAnswer),
+	"chat/answer: stop reason max_tokens":  answered(chatCase(""), oaiLength, antLength, rsLength),
+	"chat/answer: stop sequence":           answered(chatCase(`,"stop":["END"]`), oaiStopSeq, antStopSeq, ""),
+	"chat/answer: thinking":                answered(chatCase(`,"reasoning_effort":"low"`), oaiThinking, antThinking, rsThinking),
+	"chat/answer: JSON output tool":        answered(chatCase(`,"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object"}}}`), oaiUsage, antJSONOutput, rsJSONOutput),
+	"chat/answer: cache read tokens":       answered(chatCase(""), oaiUsage, antUsage, rsUsage),
+	"chat/answer: cache write tokens":      answered(chatCase(""), oaiUsage, antUsage, rsUsage),
+	"chat/answer: prompt tokens":           answered(chatCase(""), oaiUsage, antUsage, rsUsage),
+	"chat/answer: reasoning tokens":        answered(chatCase(""), oaiUsage, antUsage, rsUsage),
 
 	// Messages.
 	"messages/max_tokens":                            msgCase(""),
@@ -307,7 +372,7 @@ var tableCases = map[string]tableCase{
 	"messages/stop_sequences":                        msgCase(`,"stop_sequences":["END"]`),
 	"messages/temperature":                           msgCase(`,"temperature":0.5`),
 	"messages/top_p":                                 msgCase(`,"top_p":0.9`),
-	"messages/top_k":                                 msgCase(`,"top_k":5`),
+	"messages/top_k":                                 hinted(msgCase(`,"top_k":5`), "top_k"),
 	"messages/thinking enabled":                      msgCase(`,"thinking":{"type":"enabled","budget_tokens":8000}`),
 	"messages/thinking adaptive":                     msgCase(`,"thinking":{"type":"adaptive"}`),
 	"messages/output_config.effort":                  msgCase(`,"output_config":{"effort":"high"}`),
@@ -326,14 +391,14 @@ var tableCases = map[string]tableCase{
 	"messages/service_tier":                          hinted(msgCase(`,"service_tier":"standard_only"`), "standard_only"),
 	"messages/container":                             hinted(msgCase(`,"container":"container-mark"`), "container-mark"),
 	"messages/mcp_servers":                           hinted(msgCase(`,"mcp_servers":[{"type":"url","url":"https://example.com/mcp","name":"mcp-mark"}]`), "mcp-mark"),
-	"messages/answer: tool call":                     answered(msgCase(msgTool), oaiToolAnswer, antToolAnswer),
-	"messages/answer: stop reason tool_use":          answered(msgCase(msgTool), oaiToolAnswer, antToolAnswer),
-	"messages/answer: stop reason max_tokens":        answered(msgCase(""), oaiLength, antLength),
-	"messages/answer: stop sequence":                 answered(msgCase(`,"stop_sequences":["END"]`), oaiStopSeq, antStopSeq),
-	"messages/answer: thinking":                      answered(msgCase(`,"thinking":{"type":"enabled","budget_tokens":1024}`), oaiThinking, antThinking),
-	"messages/answer: cache read tokens":             answered(msgCase(""), oaiUsage, antUsage),
-	"messages/answer: cache write tokens":            answered(msgCase(""), oaiUsage, antUsage),
-	"messages/answer: input tokens":                  answered(msgCase(""), oaiUsage, antUsage),
+	"messages/answer: tool call":                     answered(msgCase(msgTool), oaiToolAnswer, antToolAnswer, rsToolAnswer),
+	"messages/answer: stop reason tool_use":          answered(msgCase(msgTool), oaiToolAnswer, antToolAnswer, rsToolAnswer),
+	"messages/answer: stop reason max_tokens":        answered(msgCase(""), oaiLength, antLength, rsLength),
+	"messages/answer: stop sequence":                 answered(msgCase(`,"stop_sequences":["END"]`), oaiStopSeq, antStopSeq, ""),
+	"messages/answer: thinking":                      answered(msgCase(`,"thinking":{"type":"enabled","budget_tokens":1024}`), oaiThinking, antThinking, rsThinking),
+	"messages/answer: cache read tokens":             answered(msgCase(""), oaiUsage, antUsage, rsUsage),
+	"messages/answer: cache write tokens":            answered(msgCase(""), oaiUsage, antUsage, rsUsage),
+	"messages/answer: input tokens":                  answered(msgCase(""), oaiUsage, antUsage, rsUsage),
 
 	// Responses.
 	"responses/input string":                   rsCase(""),
@@ -372,13 +437,13 @@ var tableCases = map[string]tableCase{
 	"responses/conversation":                   rsCase(`,"conversation":"conv_1"`),
 	"responses/prompt":                         rsCase(`,"prompt":{"id":"pmpt_1"}`),
 	"responses/top_logprobs":                   rsCase(`,"top_logprobs":2`),
-	"responses/answer: tool call":              answered(rsCase(rsTool), oaiToolAnswer, antToolAnswer),
-	"responses/answer: stop reason tool_use":   answered(rsCase(rsTool), oaiToolAnswer, antToolAnswer),
-	"responses/answer: stop reason max_tokens": answered(rsCase(""), oaiLength, antLength),
-	"responses/answer: thinking":               answered(rsCase(`,"reasoning":{"effort":"low"}`), oaiThinking, antThinking),
-	"responses/answer: cache read tokens":      answered(rsCase(""), oaiUsage, antUsage),
-	"responses/answer: input tokens":           answered(rsCase(""), oaiUsage, antUsage),
-	"responses/answer: reasoning tokens":       answered(rsCase(""), oaiUsage, antUsage),
+	"responses/answer: tool call":              answered(rsCase(rsTool), oaiToolAnswer, antToolAnswer, rsToolAnswer),
+	"responses/answer: stop reason tool_use":   answered(rsCase(rsTool), oaiToolAnswer, antToolAnswer, rsToolAnswer),
+	"responses/answer: stop reason max_tokens": answered(rsCase(""), oaiLength, antLength, rsLength),
+	"responses/answer: thinking":               answered(rsCase(`,"reasoning":{"effort":"low"}`), oaiThinking, antThinking, rsThinking),
+	"responses/answer: cache read tokens":      answered(rsCase(""), oaiUsage, antUsage, rsUsage),
+	"responses/answer: input tokens":           answered(rsCase(""), oaiUsage, antUsage, rsUsage),
+	"responses/answer: reasoning tokens":       answered(rsCase(""), oaiUsage, antUsage, rsUsage),
 }
 
 const (
@@ -404,8 +469,15 @@ func TestTranslationTable(t *testing.T) {
 	for _, c := range cells {
 		key := c.api + "/" + c.row
 		rows[key] = true
-		if _, ok := tableCases[key]; !ok {
+		tc, ok := tableCases[key]
+		if !ok {
 			t.Errorf("row %q of the %s table has no test case", c.row, c.api)
+		}
+		if _, ok := tableUpstreams[c.upstream]; !ok {
+			t.Errorf("the %s table has a column %q of no upstream", c.api, c.upstream)
+		}
+		if ok && tc.up != nil && (c.kind == "translated" || c.kind == "absent") && tc.up[c.upstream] == "" {
+			t.Errorf("row %q of the %s table has no scripted answer for %s", c.row, c.api, c.upstream)
 		}
 	}
 	for key := range tableCases {
@@ -413,16 +485,23 @@ func TestTranslationTable(t *testing.T) {
 			t.Errorf("test case %q has no row in %s", key, translationDoc)
 		}
 	}
+	// Every field the openai-responses adapter drops is a hint the table
+	// checks the answer names.
+	for _, f := range openairesponses.DroppedFields {
+		if !slices.ContainsFunc(cells, func(c tableCell) bool { return c.upstream == "openai-responses" && c.kind == "hint" && c.path == f }) {
+			t.Errorf("the openai-responses adapter drops %s, which no openai-responses cell names as a hint", f)
+		}
+	}
 	if t.Failed() {
 		return
 	}
 	for _, c := range cells {
-		if c.kind == "native" || c.kind == "pending" {
+		if c.kind == "native" {
 			continue
 		}
 		t.Run(c.api+"/"+c.row+"/"+c.upstream, func(t *testing.T) {
 			tc := tableCases[c.api+"/"+c.row]
-			if tc.up != nil {
+			if tc.up != nil && c.kind != "refused" {
 				runAnswerCell(t, c, tc)
 				return
 			}
@@ -431,29 +510,78 @@ func TestTranslationTable(t *testing.T) {
 	}
 }
 
-// onlyRoute pins a request to the upstream of the column (pairGateway's
-// provider of that protocol): a request without a form for the other
-// protocol is then refused rather than served by the other route.
+// tableUpstreams are the tables' columns: each upstream's provider name in
+// tableGateway.
+var tableUpstreams = map[string]string{"openai": "p1", "anthropic": "claude", "openai-responses": "rs"}
+
+// tableGateway is a gateway whose model "m" has a route to a fake of each
+// upstream protocol, the column's first; up is that fake, all are the
+// three.
+func tableGateway(t *testing.T, upstream string) (url string, up *providertest.Server, all []*providertest.Server) {
+	t.Helper()
+	fakes := map[string]*providertest.Server{
+		"openai": providertest.New(t), "anthropic": providertest.NewAnthropic(t), "openai-responses": providertest.NewResponses(t),
+	}
+	models := map[string]string{"openai": "up-1", "anthropic": "claude-x", "openai-responses": "up-rs"}
+	routes := ""
+	for _, u := range append([]string{upstream}, slices.DeleteFunc([]string{"openai", "anthropic", "openai-responses"}, func(s string) bool { return s == upstream })...) {
+		routes += fmt.Sprintf("      - {provider: %s, model: %s, input_price: 1, output_price: 2}\n", tableUpstreams[u], models[u])
+		all = append(all, fakes[u])
+	}
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: claude, api: anthropic, base_url: %q, api_key_env: CLAUDE_KEY}
+  - {name: p1, api: openai, base_url: %q}
+  - {name: rs, api: openai-responses, base_url: %q}
+models:
+  - id: m
+    routes:
+%sprojects:
+  - id: proj
+    keys: [{key: %s}]
+`, fakes["anthropic"].URL(), fakes["openai"].URL(), fakes["openai-responses"].URL(), routes, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.FromConfig(cfg, app.Options{Getenv: func(k string) string {
+		if k == "CLAUDE_KEY" {
+			return "claude-secret"
+		}
+		return ""
+	}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	return srv.URL, fakes[upstream], all
+}
+
+// onlyRoute pins a request to the upstream of the column: a request
+// without a form for another protocol is then refused rather than served
+// by another route.
 func onlyRoute(body, upstream string) string {
-	name := map[string]string{"openai": "p1", "anthropic": "claude"}[upstream]
-	return strings.TrimSuffix(body, "}") + `,"provider":{"only":["` + name + `"]}}`
+	return strings.TrimSuffix(body, "}") + `,"provider":{"only":["` + tableUpstreams[upstream] + `"]}}`
 }
 
 func runRequestCell(t *testing.T, c tableCell, tc tableCase) {
-	url, up, other := pairGateway(t, c.upstream)
+	url, up, all := tableGateway(t, c.upstream)
 	p := tablePaths[c.api]
 	a := callPath(t, url+p.path, onlyRoute(tc.body, c.upstream), p.hdr...)
+	calls := 0
+	for _, u := range all {
+		calls += u.Calls()
+	}
 	if c.kind == "refused" {
 		if a.status != 400 || !(strings.Contains(a.body, `"param":"`+c.path+`"`) || strings.Contains(a.body, c.path+": ")) {
 			t.Errorf("status %d, body %s; want 400 naming %s", a.status, a.body, c.path)
 		}
-		if n := up.Calls() + other.Calls(); n != 0 {
-			t.Errorf("%d upstream calls, want 0", n)
+		if calls != 0 {
+			t.Errorf("%d upstream calls, want 0", calls)
 		}
 		return
 	}
-	if a.status != 200 || up.Calls() != 1 {
-		t.Fatalf("status %d, %d upstream calls: %s", a.status, up.Calls(), a.body)
+	if a.status != 200 || up.Calls() != 1 || calls != 1 {
+		t.Fatalf("status %d, %d calls to %s, %d in all: %s", a.status, up.Calls(), c.upstream, calls, a.body)
 	}
 	got := up.Requests()[0]
 	dropped := droppedNames(a)
@@ -461,6 +589,10 @@ func runRequestCell(t *testing.T, c tableCell, tc tableCase) {
 	case "translated":
 		if !hasValue(got.JSON, c.path, c.value) {
 			t.Errorf("upstream request has not %s = %s:\n%s", c.path, c.value, got.Body)
+		}
+	case "absent":
+		if hasValue(got.JSON, c.path, "") {
+			t.Errorf("upstream request has %s:\n%s", c.path, got.Body)
 		}
 	case "hint":
 		if !slices.Contains(dropped, c.path) {
@@ -475,8 +607,11 @@ func runRequestCell(t *testing.T, c tableCell, tc tableCase) {
 // runAnswerCell scripts the upstream's answer and checks the client's,
 // whole and streamed.
 func runAnswerCell(t *testing.T, c tableCell, tc tableCase) {
+	if c.kind != "translated" && c.kind != "absent" {
+		t.Fatalf("an answer row's cell is translated, absent or refused, not %s", c.kind)
+	}
 	for _, stream := range []bool{false, true} {
-		url, up, _ := pairGateway(t, c.upstream)
+		url, up, _ := tableGateway(t, c.upstream)
 		up.Script(providertest.Response{Body: tc.up[c.upstream], Header: map[string]string{"Content-Type": "text/event-stream"}})
 		p := tablePaths[c.api]
 		body := tc.body
@@ -488,21 +623,27 @@ func runAnswerCell(t *testing.T, c tableCell, tc tableCase) {
 			body += "}"
 		}
 		a := callPath(t, url+p.path, onlyRoute(body, c.upstream), p.hdr...)
-		if a.status != 200 {
-			t.Fatalf("stream %v: status %d: %s", stream, a.status, a.body)
+		if a.status != 200 || up.Calls() != 1 {
+			t.Fatalf("stream %v: status %d, %d calls to %s: %s", stream, a.status, up.Calls(), c.upstream, a.body)
 		}
 		if !stream {
 			var doc any
 			if err := json.Unmarshal([]byte(a.body), &doc); err != nil {
 				t.Fatalf("answer is not JSON: %v: %s", err, a.body)
 			}
-			if !hasValue(doc, c.path, c.value) {
+			switch {
+			case c.kind == "absent" && hasValue(doc, c.path, ""):
+				t.Errorf("answer has %s:\n%s", c.path, a.body)
+			case c.kind == "translated" && !hasValue(doc, c.path, c.value):
 				t.Errorf("answer has not %s = %s:\n%s", c.path, c.value, a.body)
 			}
 			continue
 		}
 		if c.stream != "" && !strings.Contains(a.body, c.stream) {
 			t.Errorf("stream lacks %s:\n%s", c.stream, a.body)
+		}
+		if key := c.path[strings.LastIndexAny(c.path, ".]")+1:]; c.kind == "absent" && strings.Contains(a.body, `"`+key+`":`) {
+			t.Errorf("stream has %q:\n%s", key, a.body)
 		}
 	}
 }

@@ -44,21 +44,36 @@ var anthropicDropped = []string{
 	"verbosity", "web_search_options",
 }
 
+// responsesDropped are the Chat Completions fields an openai-responses
+// route leaves out, hints that Responses has no field for (that adapter's
+// DroppedFields).
+var responsesDropped = []string{"seed", "prediction", "store", "top_k"}
+
 // routeDropped names the request's Chat Completions fields that the
 // answering route's translation left out (docs/translation.md): an
 // anthropic route's hints, and reasoning_effort next to a JSON
-// response_format, which forces a tool that thinking does not allow.
+// response_format, which forces a tool that thinking does not allow; an
+// openai-responses route's hints.
 func routeDropped(req *llm.ChatRequest, ans *router.Answer) []string {
-	if ans.Proto != llm.ProtoChat || ans.API != "anthropic" {
+	if ans.Proto != llm.ProtoChat {
+		return nil
+	}
+	var list []string
+	switch ans.API {
+	case "anthropic":
+		list = anthropicDropped
+	case "openai-responses":
+		list = responsesDropped
+	default:
 		return nil
 	}
 	var names []string
-	for _, f := range anthropicDropped {
+	for _, f := range list {
 		if req.Has(f) {
 			names = append(names, f)
 		}
 	}
-	if req.Has("reasoning_effort") && req.Has("response_format") {
+	if ans.API == "anthropic" && req.Has("reasoning_effort") && req.Has("response_format") {
 		names = append(names, "reasoning_effort")
 	}
 	return names

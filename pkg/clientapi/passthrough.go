@@ -81,7 +81,7 @@ func (p *PassStream) Run() gateway.Result {
 		if !priced && p.UsageEvent(&ch) {
 			usage, priced = p.Ans.Usage(), true
 			p.Out.Price(usage)
-			ev.Data, ev.Usage = WithCost(ch.Raw, usage.Cost, p.UsagePath...), true
+			ev.Data = WithCost(ch.Raw, usage.Cost, p.UsagePath...)
 		}
 		if err := p.Out.Event(ev, true); err != nil {
 			if !priced {

@@ -27,7 +27,7 @@ func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gate
 			var md messageDelta
 			md.Type, md.Usage = "message_delta", toAnthropicUsage(u)
 			b, _ := json.Marshal(md)
-			return []idempotency.Event{{Name: "message_delta", Data: b, Usage: true}}
+			return []idempotency.Event{{Name: "message_delta", Data: b}}
 		},
 	}
 	return p.Run()

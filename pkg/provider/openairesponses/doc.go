@@ -88,12 +88,15 @@
 //	or response_format
 //
 // Dropped, having no Responses counterpart and no effect on what the answer
-// is:
+// is; the gateway names those of DroppedFields a client set in the answer's
+// x-gateway-dropped header:
 //
 //	seed                                    best-effort determinism only, on Chat too
-//	stream_options                          the stream always reports usage
 //	prediction                              a latency hint (predicted outputs)
 //	store                                   always false upstream (above)
+//	top_k                                   a sampling hint Responses has no field for (a
+//	                                        Messages client's top_k)
+//	stream_options                          the gateway's own: the stream always reports usage
 //	a message's name                        Responses items have no name
 //	any other field                         as the anthropic adapter drops what it does not know
 //

@@ -86,6 +86,14 @@ type functionCallOutput struct {
 	Output string `json:"output"`
 }
 
+// DroppedFields are the Chat Completions fields that have no Responses
+// counterpart and are left out of the upstream request: hints that do not
+// change what the answer is (the gateway names those a client set in the
+// answer's x-gateway-dropped header, docs/translation.md). A field that
+// would change the answer and has no counterpart is refused instead
+// (refusedField).
+var DroppedFields = []string{"seed", "prediction", "store", "top_k"}
+
 // translated are the Chat Completions fields TranslateRequest reads; any
 // other field is checked by refusedField or dropped.
 var translated = map[string]bool{

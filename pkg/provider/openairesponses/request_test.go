@@ -200,3 +200,25 @@ func TestTranslateRequestSameMembers(t *testing.T) {
 		t.Errorf("(-first +second):\n%s", diff)
 	}
 }
+
+// TestDroppedFields: each of DroppedFields, set, is left out (the gateway
+// names it in x-gateway-dropped): the request goes out as it would
+// without it, and is not refused.
+func TestDroppedFields(t *testing.T) {
+	values := map[string]string{"seed": "7", "prediction": `{"type":"content","content":"x"}`, "store": "true", "top_k": "40"}
+	for _, f := range openairesponses.DroppedFields {
+		t.Run(f, func(t *testing.T) {
+			v, ok := values[f]
+			if !ok {
+				t.Fatalf("no test value for %s", f)
+			}
+			got, err := translate(t, chatBody(`"`+f+`":`+v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != responsesBody("") {
+				t.Errorf("translated to\n%s\nwant\n%s", got, responsesBody(""))
+			}
+		})
+	}
+}
