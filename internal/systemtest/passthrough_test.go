@@ -429,3 +429,46 @@ projects:
 		t.Errorf("client_metadata did not pass through")
 	}
 }
+
+// TestTranslatedRoutesNameWhatTheyDrop: a Chat Completions field that a
+// translating adapter does not read (one it knows as a hint, one nobody
+// knows, a message's name) is named in x-gateway-dropped, on the anthropic
+// and openai-responses routes, and does not reach the upstream.
+func TestTranslatedRoutesNameWhatTheyDrop(t *testing.T) {
+	for _, api := range []string{"anthropic", "openai-responses"} {
+		var up *providertest.Server
+		if api == "anthropic" {
+			up = providertest.NewAnthropic(t)
+		} else {
+			up = providertest.NewResponses(t)
+		}
+		cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: up, api: %s, base_url: %q}
+models:
+  - id: m
+    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, api, up.URL(), testKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(a.Handler)
+		t.Cleanup(srv.Close)
+		res := callPath(t, srv.URL+"/api/v1/chat/completions", `{"model":"m","seed":7,"frobnicate":{"x":1},"messages":[{"role":"user","name":"ann","content":"hi"}]}`)
+		if res.status != 200 {
+			t.Fatalf("%s: status %d: %s", api, res.status, res.body)
+		}
+		if got, want := res.header.Get("X-Gateway-Dropped"), "frobnicate, seed, messages[].name"; got != want {
+			t.Errorf("%s: x-gateway-dropped = %q, want %q", api, got, want)
+		}
+		if b := string(up.Requests()[0].Body); strings.Contains(b, "frobnicate") || strings.Contains(b, "ann") {
+			t.Errorf("%s: a dropped field reached the upstream: %s", api, b)
+		}
+	}
+}

@@ -26,57 +26,13 @@ func AnswerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, cont
 		"X-Gateway-Provider":    ans.Provider,
 		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
 	}, req, ans)
-	if names := routeDropped(req, ans); len(names) > 0 {
+	if names := ans.Dropped; len(names) > 0 {
 		if prior := head["X-Gateway-Dropped"]; prior != "" {
 			names = append([]string{prior}, names...)
 		}
 		head["X-Gateway-Dropped"] = strings.Join(names, ", ")
 	}
 	return head
-}
-
-// anthropicDropped are the Chat Completions fields an anthropic route
-// leaves out, hints that Messages has no field for (the adapter's
-// DroppedFields: the HTTP layer does not import adapters).
-var anthropicDropped = []string{
-	"presence_penalty", "frequency_penalty", "seed", "service_tier", "store", "metadata",
-	"prediction", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
-	"verbosity", "web_search_options",
-}
-
-// responsesDropped are the Chat Completions fields an openai-responses
-// route leaves out, hints that Responses has no field for (that adapter's
-// DroppedFields).
-var responsesDropped = []string{"seed", "prediction", "store", "top_k"}
-
-// routeDropped names the request's Chat Completions fields that the
-// answering route's translation left out (docs/translation.md): an
-// anthropic route's hints, and reasoning_effort next to a JSON
-// response_format, which forces a tool that thinking does not allow; an
-// openai-responses route's hints.
-func routeDropped(req *llm.ChatRequest, ans *router.Answer) []string {
-	if ans.Proto != llm.ProtoChat {
-		return nil
-	}
-	var list []string
-	switch ans.API {
-	case "anthropic":
-		list = anthropicDropped
-	case "openai-responses":
-		list = responsesDropped
-	default:
-		return nil
-	}
-	var names []string
-	for _, f := range list {
-		if req.Has(f) {
-			names = append(names, f)
-		}
-	}
-	if ans.API == "anthropic" && req.Has("reasoning_effort") && req.Has("response_format") {
-		names = append(names, "reasoning_effort")
-	}
-	return names
 }
 
 // Assemble reads a non-streaming answer to its end, with the ending rules

@@ -502,7 +502,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	log.Metrics.UpstreamAPI = ans.API
 	log.Metrics.PassThrough = log.Metrics.ClientAPI == ans.Speaks.String()
 	if !log.Metrics.PassThrough {
-		log.Metrics.Dropped = req.Chat.Dropped
+		log.Metrics.Dropped = append(append([]string(nil), req.Chat.Dropped...), ans.Dropped...)
 	}
 
 	if exec == nil {

@@ -431,6 +431,9 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 		stream: stream, cancel: cancel, health: r.health, now: r.now, promptBytes: promptBytes,
 	}
 	a.pending = a.firstChunks[:0]
+	if dr, ok := stream.(llm.DropReporter); ok {
+		a.Dropped = dr.Dropped()
+	}
 	for {
 		ch, ok, err := a.read()
 		if err != nil {
@@ -467,6 +470,9 @@ type Answer struct {
 	// Proto is the protocol of the answer's chunks: ProtoChat, or the
 	// client's own when its request was passed through.
 	Proto llm.Proto
+	// Dropped are the request's fields the adapter's translation left out
+	// (llm.DropReporter), nil for a request passed through.
+	Dropped []string
 	// API is the provider's upstream API (catalog.Provider.API), and
 	// Speaks the protocol it speaks (llm.ProtoChat unless it is an
 	// llm.NativeProvider).

@@ -98,9 +98,10 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	native := req.Proto == llm.ProtoMessages
 	body := req.Body
 	var outputTool string
+	var dropped []string
 	if !native {
 		var err error
-		if body, outputTool, err = translate(req); err != nil {
+		if body, outputTool, dropped, err = translate(req); err != nil {
 			return nil, err
 		}
 	}
@@ -134,7 +135,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		resp.Body.Close()
 		return nil, upstream.StatusError(resp.StatusCode, resp.Header, b, c.now())
 	}
-	s := &stream{ctx: ctx, body: resp.Body}
+	s := &stream{ctx: ctx, body: resp.Body, dropped: dropped}
 	if native {
 		s.obs = new(Observer)
 	} else {
@@ -160,6 +161,8 @@ type stream struct {
 	// through, obs observes them.
 	dec *Decoder
 	obs *Observer
+	// dropped are the fields the request's translation left out.
+	dropped []string
 
 	pending  []llm.Chunk
 	jsonRead bool
@@ -243,6 +246,10 @@ func (s *stream) decode(name string, data []byte) ([]llm.Chunk, error) {
 	}
 	return append(s.pending[:0], c), nil
 }
+
+// Dropped implements llm.DropReporter: the request's fields its
+// translation left out.
+func (s *stream) Dropped() []string { return s.dropped }
 
 // UsageSoFar implements llm.UsageReporter.
 func (s *stream) UsageSoFar() json.RawMessage {

@@ -183,13 +183,44 @@ type tool struct {
 //   - "stream" is always true; DroppedFields are left out; RefusedFields
 //     set beyond their default refuse the request, naming the field.
 func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	b, _, err := translate(req)
+	b, _, _, err := translate(req)
 	return b, err
 }
 
+// readFields are the top-level Chat Completions fields translate reads (or
+// the gateway sets); the others are left out and named (Dropped).
+var readFields = llm.JSONFields(chatRequest{}, "stream", "stream_options")
+
 // translate is TranslateRequest, also returning the name of the tool a
-// JSON response_format is forced through ("" for none).
-func translate(req *llm.UpstreamRequest) ([]byte, string, error) {
+// JSON response_format is forced through ("" for none), and the fields the
+// translation leaves out: the top-level ones it does not read
+// (DroppedFields among them, and any it does not know), a message's name,
+// and reasoning_effort beside a JSON response_format.
+func translate(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
+	body, tool, err := translateBody(req)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	dropped := llm.UnreadFields(req.Body, readFields)
+	var in struct {
+		Messages []map[string]json.RawMessage `json:"messages"`
+		Effort   json.RawMessage              `json:"reasoning_effort"`
+	}
+	if json.Unmarshal(req.Body, &in) == nil {
+		for _, m := range in.Messages {
+			if name, ok := m["name"]; ok && string(name) != "null" {
+				dropped = append(dropped, "messages[].name")
+				break
+			}
+		}
+		if tool != "" && nonNull(in.Effort) != nil {
+			dropped = append(dropped, "reasoning_effort")
+		}
+	}
+	return body, tool, dropped, nil
+}
+
+func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if k := foldedKey(req.Body, requestShape); k != "" {
 		return nil, "", rejected(fmt.Sprintf("the request has two keys that differ only in case (%q): which one counts is ambiguous", truncate(k, 64)), nil)
 	}

@@ -115,7 +115,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		if body, err = TranslateRequest(req); err != nil {
 			return nil, err
 		}
-		conv = &translation{dec: NewDecoder(c.now().Unix())}
+		conv = &translation{dec: NewDecoder(c.now().Unix()), dropped: Dropped(req.Body)}
 	default:
 		// A router that sends this adapter another protocol's body has a
 		// bug; the next provider may still serve the request.

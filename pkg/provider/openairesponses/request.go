@@ -94,6 +94,35 @@ type functionCallOutput struct {
 // (refusedField).
 var DroppedFields = []string{"seed", "prediction", "store", "top_k"}
 
+// Dropped names the fields of a Chat Completions body that TranslateRequest
+// leaves out (for the answer's x-gateway-dropped): the top-level ones it
+// does not read (DroppedFields among them, and any it does not know), and
+// a message's name.
+func Dropped(body []byte) []string {
+	dropped := llm.UnreadFields(body, readFields)
+	var in struct {
+		Messages []map[string]json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &in) == nil {
+		for _, m := range in.Messages {
+			if name, ok := m["name"]; ok && string(name) != "null" {
+				dropped = append(dropped, "messages[].name")
+				break
+			}
+		}
+	}
+	return dropped
+}
+
+// readFields are translated and the fields the gateway sets.
+var readFields = func() map[string]bool {
+	m := map[string]bool{"stream": true, "stream_options": true}
+	for k := range translated {
+		m[k] = true
+	}
+	return m
+}()
+
 // translated are the Chat Completions fields TranslateRequest reads; any
 // other field is checked by refusedField or dropped.
 var translated = map[string]bool{

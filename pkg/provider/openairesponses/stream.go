@@ -39,13 +39,26 @@ func (p *passThrough) done() bool                  { return p.obs.Done() }
 func (p *passThrough) usageSoFar() json.RawMessage { return p.obs.UsageSoFar() }
 
 // translation decodes the events into chat.completion.chunk values.
-type translation struct{ dec *Decoder }
+type translation struct {
+	dec *Decoder
+	// dropped are the request's fields the translation left out.
+	dropped []string
+}
 
 func (t *translation) add(out []llm.Chunk, name string, data []byte) ([]llm.Chunk, error) {
 	chunks, err := t.dec.Decode(name, data)
 	return append(out, chunks...), err
 }
-func (t *translation) done() bool                  { return t.dec.Done() }
+func (t *translation) done() bool { return t.dec.Done() }
+
+// Dropped implements llm.DropReporter.
+func (s *stream) Dropped() []string {
+	if t, ok := s.conv.(*translation); ok {
+		return t.dropped
+	}
+	return nil
+}
+
 func (t *translation) usageSoFar() json.RawMessage { return t.dec.UsageSoFar() }
 
 // stream is an upstream's 200 answer: an event stream, or, when events is
