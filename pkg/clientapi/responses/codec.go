@@ -85,6 +85,10 @@ type responsesCodec struct {
 	// after Price and before the last bytes, so that the turn can be kept
 	// for previous_response_id. A failed answer is no turn.
 	turn func(response json.RawMessage, output []json.RawMessage, usage llm.Usage)
+	// store, when set, is the "store" of a response object: what the
+	// request asked while the answer runs, whether the turn was kept once
+	// it is final.
+	store func(final bool) bool
 }
 
 var _ gateway.Codec = (*responsesCodec)(nil)
@@ -223,6 +227,8 @@ type responseObject struct {
 	TopP               float64            `json:"top_p"`
 	Usage              *responsesUsage    `json:"usage"`
 	Metadata           json.RawMessage    `json:"metadata"`
+	// Store is whether the turn is kept, when the codec is told (store).
+	Store *bool `json:"store,omitempty"`
 }
 
 // requestSettings are the request's sampling and tool settings, as the
@@ -331,6 +337,10 @@ func (c *responsesCodec) object(s requestSettings, status string, output []any, 
 	}
 	if r.Output == nil {
 		r.Output = []any{}
+	}
+	if c.store != nil {
+		v := c.store(status != "in_progress")
+		r.Store = &v
 	}
 	if len(r.Metadata) == 0 || string(r.Metadata) == "null" {
 		r.Metadata = json.RawMessage(`{}`)
@@ -743,6 +753,10 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 		r := c.object(s, status, w.output, &usage)
 		r.IncompleteDetails = details
 		c.keepTurn(r, w.turnText.String(), w.turnRefusal.String(), w.calls, usage)
+		if c.store != nil {
+			v := c.store(true) // known now that keepTurn ran
+			r.Store = &v
+		}
 		w.send("response."+status, responseEvent{r})
 		if end == io.EOF {
 			return gateway.Result{Usage: usage, Answered: true}

@@ -109,6 +109,12 @@ func (s *Service) prepareResponses(p clientapi.Caller, id string, body []byte) (
 		c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
 			metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: s.now().Unix(),
 			echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}
+		c.store = func(final bool) bool {
+			if final {
+				return k.kept
+			}
+			return k.want
+		}
 		if k.want {
 			c.turn = func(response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
 				k.keep(c.responseID(), response, output)

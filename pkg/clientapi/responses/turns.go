@@ -295,27 +295,16 @@ func (c *turnCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Resu
 	return c.responsesCodec.Answer(ans, &storeEmitter{Emitter: out, k: c.k})
 }
 
-// storeEmitter sets "store" in the response objects of a translated answer:
-// in a stream's response.created and response.in_progress, what was asked;
-// in the whole response and the stream's last event (response.completed,
-// response.incomplete, response.failed), whether the turn was kept, which
-// is known by then (the codec keeps it before the last bytes).
+// storeEmitter sets "store" in the whole response of a translated answer:
+// whether the turn was kept, which is known only once the body is written
+// (the codec keeps the turn between its price and its bytes). A stream's
+// events get it from the codec itself (responsesCodec.store).
 type storeEmitter struct {
 	gateway.Emitter
 	k *turnKeeper
 }
 
 func (e *storeEmitter) Body(b []byte) { e.Emitter.Body(withStore(b, e.k.kept)) }
-
-func (e *storeEmitter) Event(ev idempotency.Event, send bool) error {
-	switch ev.Name {
-	case "response.created", "response.in_progress":
-		ev.Data = eventWithStore(ev.Data, e.k.want)
-	case "response.completed", "response.incomplete", "response.failed":
-		ev.Data = eventWithStore(ev.Data, e.k.kept)
-	}
-	return e.Emitter.Event(ev, send)
-}
 
 // withStore is the response object obj (and what follows it: a newline)
 // with "store" set.
@@ -330,18 +319,4 @@ func withStore(obj []byte, kept bool) []byte {
 		return obj
 	}
 	return append(out, obj[len(body):]...)
-}
-
-// eventWithStore is an event's data with "store" set in its response.
-func eventWithStore(data []byte, kept bool) []byte {
-	ms, err := llm.Members(data)
-	if err != nil {
-		return data
-	}
-	for _, m := range ms {
-		if m.Key == "response" {
-			return llm.Splice(ms, len(data)+16, map[string][]byte{"response": withStore(m.Value, kept)})
-		}
-	}
-	return data
 }
