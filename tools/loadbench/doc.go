@@ -56,7 +56,9 @@
 //	                DIR/allocs.pprof (allocations during the run) from the
 //	                gateway during its unkeyed closed loop, and
 //	                DIR/keyed-cpu.pprof and DIR/keyed-allocs.pprof during
-//	                its keyed one; look at them with
+//	                its keyed one, DIR/size-cpu.pprof and
+//	                DIR/size-allocs.pprof during the largest body size (the
+//	                three kinds of requests taking turns); look at them with
 //	                `go tool pprof -top DIR/cpu.pprof`
 //
 // Examples:

@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 64, "connections of the closed loop")
 	flag.StringVar(&o.out, "out", defaultOut, "write the report to OUT.md and the plot to OUT.png, OUT relative to the working directory (the default to the repository's root); empty: stdout only")
 	flag.StringVar(&o.label, "label", "", "a line saying what was measured, in the report's title")
-	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop, keyed-cpu.pprof and keyed-allocs.pprof during its keyed one")
+	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop, keyed-cpu.pprof and keyed-allocs.pprof during its keyed one, size-cpu.pprof and size-allocs.pprof during the largest body size")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "the gateway's BUZZGATE_LOG_LEVEL (its log goes to a file in the temp dir)")
 	flag.BoolVar(&o.flushEach, "flush-each", false, "the mock flushes after every SSE event (default: once, after the last)")
 	flag.IntVar(&o.chunkWords, "chunk-words", 0, "words of text per chunk in the mock's streams (0: the whole text in one chunk; 1: a chunk per word, as a provider streams tokens)")
@@ -278,7 +278,20 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		k := newSizeKinds(mockAddr, gwAddr, size, fmt.Sprintf("loadbench-%d-size-%d-", started.UnixNano(), size))
+		var profErr <-chan error
+		if o.profile != "" && size == slices.Max(o.sizes) {
+			profErr = fetchProfiles(ctx, pprofAddr, o.profile, "size-", o.warmup+o.sizeDuration)
+			res.profiled = true
+		}
 		s := measureSize(ctx, k, size, mockPID, gwPID, o.warmup, o.sizeDuration)
+		if profErr != nil {
+			for range 2 {
+				if err := <-profErr; err != nil {
+					return fmt.Errorf("profiling the gateway: %w", err)
+				}
+			}
+			logf("wrote %s and %s", filepath.Join(o.profile, "size-cpu.pprof"), filepath.Join(o.profile, "size-allocs.pprof"))
+		}
 		d, u, kd := &s.direct.lat, &s.unkeyed.lat, &s.keyed.lat
 		logf("body %-7s direct p50 %s, gateway unkeyed p50 %s (%s), keyed p50 %s (%s) ms, %d requests each",
 			sizeString(size), ms(d.Percentile(50)), ms(u.Percentile(50)), signedMS(u.Percentile(50)-d.Percentile(50)),

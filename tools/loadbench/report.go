@@ -479,7 +479,7 @@ func report(h header, res *results) string {
 		notes = res.generatorNotes()
 	}
 	if res.profiled {
-		notes = append(notes, fmt.Sprintf("The gateway's unkeyed and keyed closed loops ran while pprof collected CPU and allocation profiles into %s: their figures include the profiler's cost.", o.profile))
+		notes = append(notes, fmt.Sprintf("The gateway's unkeyed and keyed closed loops and its largest body size ran while pprof collected CPU and allocation profiles into %s: their figures include the profiler's cost.", o.profile))
 	}
 	notes = append(notes, res.errorNotes()...)
 	notes = append(notes, sizeErrorNotes(res.sizes)...)
