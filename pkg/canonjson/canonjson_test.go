@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/buzzgate/buzzgate/internal/benchbody"
 )
 
 func TestCanonicalize(t *testing.T) {
@@ -798,6 +800,17 @@ func BenchmarkCanonicalize(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := CanonicalizeWithout(benchRequest, "stream_options", "include_usage"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// A coding agent's 1 MB body: long texts with escapes and non-ASCII.
+	large := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
+	b.Run("CanonicalizeWithout-1MB", func(b *testing.B) {
+		b.SetBytes(int64(len(large)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := CanonicalizeWithout(large, "stream_options", "include_usage"); err != nil {
 				b.Fatal(err)
 			}
 		}
