@@ -71,6 +71,15 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		fail(err)
 		return
 	}
+	// A keyed request's fingerprint covers the client's own body, as it
+	// sent it; a large body's is computed while the request is decoded.
+	keys := r.Header.Values(HeaderIdempotencyKey)
+	var fingerprint func() (string, error)
+	if len(keys) == 1 && keys[0] != "" && len(keys[0]) <= idempotency.MaxKeyLength {
+		var join func()
+		fingerprint, join = startFingerprint(r.Method, r.URL.Path, body)
+		defer join()
+	}
 	chatBody, mkCodec := body, api.codec
 	var resolve func(context.Context) ([]byte, error)
 	switch {
@@ -106,13 +115,12 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 			return llm.DecodeChatRequest(whole)
 		}
 	}
-	if keys := r.Header.Values(HeaderIdempotencyKey); len(keys) > 0 {
-		if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
+	if len(keys) > 0 {
+		if fingerprint == nil {
 			fail(llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength))
 			return
 		}
-		// The fingerprint covers the client's own body, as it sent it.
-		fp, err := idempotency.Fingerprint(r.Method, r.URL.Path, body)
+		fp, err := fingerprint()
 		if err != nil {
 			fail(llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err))
 			return
@@ -120,4 +128,30 @@ func (s *Server) generate(w *recorder, r *http.Request, id string, log *gateway.
 		g.IdempotencyKey, g.Fingerprint = keys[0], fp
 	}
 	s.svc.Run(r.Context(), g, newWire(w, s.cfg.Server.WriteTimeout.D(), api.errorf), mkCodec(id, req, g.IdempotencyKey != ""))
+}
+
+// concurrentFingerprint is the body size from which a keyed request's
+// fingerprint is computed on a goroutine of its own, while the request is
+// decoded and planned: for a large body each takes about a millisecond a
+// megabyte, and a second CPU (the local server's) does the two at once.
+const concurrentFingerprint = 64 << 10
+
+// startFingerprint starts the fingerprint of a keyed request's body: wait
+// returns it (computing it then for a small body), join waits for the
+// goroutine computing a large body's, so that it ends with the request.
+func startFingerprint(method, path string, body []byte) (wait func() (string, error), join func()) {
+	if len(body) < concurrentFingerprint {
+		return func() (string, error) { return idempotency.Fingerprint(method, path, body) }, func() {}
+	}
+	var fp string
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fp, err = idempotency.Fingerprint(method, path, body)
+	}()
+	return func() (string, error) {
+		<-done
+		return fp, err
+	}, func() { <-done }
 }
