@@ -145,13 +145,20 @@ func startFingerprint(method, path string, body []byte) (wait func() (string, er
 	}
 	var fp string
 	var err error
+	var panicked any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// A panic goes on in the request's goroutine, whose recovery
+		// answers 500, rather than ending the process here.
+		defer func() { panicked = recover() }()
 		fp, err = idempotency.Fingerprint(method, path, body)
 	}()
 	return func() (string, error) {
 		<-done
+		if panicked != nil {
+			panic(panicked)
+		}
 		return fp, err
 	}, func() { <-done }
 }
