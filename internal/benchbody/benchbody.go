@@ -3,8 +3,10 @@
 // (internal/systemtest's BenchmarkBodySize, tools/loadbench's -sizes): a
 // system prompt, tool definitions, and a long conversation of user and
 // assistant turns with tool calls and tool results, whose text has escapes
-// (newlines, tabs, quotes, backslashes, \u escapes) and non-ASCII characters,
-// as source code and prose do. The body is the same for the same arguments.
+// (newlines, tabs, quotes, backslashes, \u00XX for other control
+// characters) and non-ASCII characters, as source code and prose do, written
+// as JSON.stringify writes them. The body is the same for the same
+// arguments.
 package benchbody
 
 import (
@@ -44,12 +46,17 @@ func Chat(model string, size int, extra string) []byte {
 	return []byte(b.String())
 }
 
+// quote writes s as JSON.stringify does (the agents' clients are mostly
+// JavaScript, TypeScript and Rust): \", \\, \n, \t and the like, \u00XX
+// for the other control characters, and <, >, & and non-ASCII as they are.
 func quote(s string) string {
-	b, err := json.Marshal(s)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
 		panic(err)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 const systemPrompt = "You are a coding agent working in the user's repository.\n" +

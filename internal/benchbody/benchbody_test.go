@@ -30,7 +30,7 @@ func TestChat(t *testing.T) {
 		if v.Model != "m" || v.MaxTokens != 128 || len(v.Tools) != 4 || len(v.Messages) < 4 {
 			t.Errorf("size %d: model %q, max_tokens %d, %d tools, %d messages", size, v.Model, v.MaxTokens, len(v.Tools), len(v.Messages))
 		}
-		for _, want := range []string{`\n`, `\t`, `\"`, `\\`, `\u003c`, `\u001b`, "é", "你好", "🚀"} {
+		for _, want := range []string{`\n`, `\t`, `\"`, `\\`, `\u001b`, "<", "&&", "é", "你好", "🚀"} {
 			if !bytes.Contains(b, []byte(want)) {
 				t.Errorf("size %d: no %s in the body", size, want)
 			}
