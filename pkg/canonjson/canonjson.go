@@ -220,11 +220,6 @@ func (p *parser) parse(data []byte) (value, error) {
 	p.data = data
 	p.pos = 0
 	p.depth = 0
-	if cap(p.arena) < len(data) {
-		// Room for every string value to have escapes: the arena is
-		// not grown (and copied) step by step for a large input.
-		p.arena = make([]byte, 0, len(data))
-	}
 	p.skipSpace()
 	if err := p.value(); err != nil {
 		return value{}, err

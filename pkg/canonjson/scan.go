@@ -3,17 +3,19 @@ package canonjson
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // The fast path for string values, which are most of a large request's
 // bytes: a value is checked eight bytes at a time, and kept where it is
-// when it has no escape; one with escapes is copied into the arena already
-// in canonical form, its escapes turned into what appendString would write
-// for the characters they stand for. Either way the value's text is its
-// canonical form (value.canon), which the writer copies as it is. Member
-// names, which must be decoded to be sorted, go through str.
+// when its escapes, if any, are their own canonical form (\n, \", ...);
+// one with another escape (\/, \u...) is copied into the arena already in
+// canonical form, each escape turned into what appendString writes for the
+// character it stands for. Either way the value's text is its canonical
+// form (value.canon), which the writer copies as it is. Member names,
+// which must be decoded to be sorted, go through str.
 
 const (
 	ones  = 0x0101010101010101
@@ -52,8 +54,14 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 	start := i
 	var high uint64 // the OR of every word read: its high bits say non-ASCII
 	next := i       // the first byte not yet consumed (escapes are skipped)
+	// The first byte that is not ASCII, where the UTF-8 check starts (the
+	// bytes before it are ASCII); past the end: none yet.
+	firstHigh := len(b)
 	for i < len(b) {
 		x := word(b, i)
+		if h := x & highs; h != 0 && high&highs == 0 {
+			firstHigh = i + bits.TrailingZeros64(h)>>3
+		}
 		high |= x
 		for m := stopMask(x); m != 0; m &= m - 1 {
 			j := i + bits.TrailingZeros64(m)>>3
@@ -62,12 +70,18 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 			}
 			switch c := b[j]; {
 			case c == '"':
-				if high&highs != 0 && !utf8.Valid(b[start:j]) {
+				if firstHigh < j && !utf8.Valid(b[firstHigh:j]) {
 					return span{}, false
 				}
 				p.pos = j + 1
 				return span{start: int32(start), end: int32(j)}, true
 			case c == '\\':
+				// An escape written as it is lets the string stay
+				// where it is.
+				if n := canonEscapeLen(b, j); n > 0 {
+					next = j + n
+					continue
+				}
 				return p.scanEscaped(start, j, high)
 			case c < 0x20:
 				return span{}, false
@@ -78,7 +92,43 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 	return span{}, false
 }
 
-// scanEscaped goes on with scanString's string from its first escape, at
+// canonEscapeLen is the length of the escape at b[i] (a backslash) when it
+// is its own canonical form (what appendString writes for the character),
+// else 0: \", \\, \b, \f, \n, \r, \t, and \u00xx in lowercase for another
+// control character. JSON.stringify, encoding/json without HTML escaping
+// and most encoders write no other escape, so most strings with escapes
+// stay in the input.
+func canonEscapeLen(b []byte, i int) int {
+	if i+1 >= len(b) {
+		return 0
+	}
+	switch b[i+1] {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if i+5 >= len(b) || b[i+2] != '0' || b[i+3] != '0' || (b[i+4] != '0' && b[i+4] != '1') {
+			return 0
+		}
+		lo := b[i+5]
+		switch {
+		case '0' <= lo && lo <= '9':
+			lo -= '0'
+		case 'a' <= lo && lo <= 'f':
+			lo -= 'a' - 10
+		default:
+			return 0
+		}
+		switch c := (b[i+4]-'0')<<4 | lo; c {
+		case '\b', '\t', '\n', '\f', '\r':
+			return 0 // written \b, \t, ...
+		}
+		return 6
+	}
+	return 0
+}
+
+// scanEscaped goes on with scanString's string from its first escape that
+// is not its own canonical form (\/ or a \u escape), at
 // data[i], writing its canonical form to the arena: the bytes before it,
 // then each escape's canonical form and the bytes between. Each word read
 // is stored whole at the end of the arena before it is looked at, and the
@@ -86,15 +136,13 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 // copy per run of plain bytes. high is scanString's so far.
 func (p *parser) scanEscaped(start, i int, high uint64) (s span, ok bool) {
 	b := p.data
-	// The canonical form is no longer than the input (an escape's is at
-	// most as long as the escape), so the room for the rest of the input
-	// and one word is room enough.
-	if free := cap(p.arena) - len(p.arena); free < len(b)-start+8 {
-		p.arena = append(make([]byte, 0, 2*cap(p.arena)+len(b)-start+8), p.arena...)
-	}
 	a0 := len(p.arena)
 	out := append(p.arena, b[start:i]...)
 	for i < len(b) {
+		if cap(out)-len(out) < 16 {
+			// Room for a word and an escape's canonical form (at most 6).
+			out = slices.Grow(out, max(len(out), 256))
+		}
 		x := word(b, i)
 		high |= x
 		n := len(out)

@@ -108,3 +108,15 @@ func TestFingerprintStable(t *testing.T) {
 		t.Errorf("1 MB body: fingerprint %s, %v; want %x", got, err, h.Sum(nil))
 	}
 }
+
+// BenchmarkFingerprint: a coding agent's 1 MB body.
+func BenchmarkFingerprint(b *testing.B) {
+	body := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Fingerprint("POST", "/api/v1/chat/completions", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
