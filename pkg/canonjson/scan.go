@@ -78,6 +78,10 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 			case c == '\\':
 				// An escape written as it is lets the string stay
 				// where it is.
+				if j+1 < len(b) && canonShort[b[j+1]] {
+					next = j + 2
+					continue
+				}
 				if n := canonEscapeLen(b, j); n > 0 {
 					next = j + n
 					continue
@@ -91,6 +95,10 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 	}
 	return span{}, false
 }
+
+// canonShort marks the characters of the two-byte escapes that are their
+// own canonical form.
+var canonShort = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
 
 // canonEscapeLen is the length of the escape at b[i] (a backslash) when it
 // is its own canonical form (what appendString writes for the character),
