@@ -43,6 +43,7 @@
 package canonjson
 
 import (
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -97,7 +98,35 @@ func CanonicalizeWithout(data []byte, path ...string) ([]byte, error) {
 	if len(path) > 0 && root.kind == kindObject {
 		p.remove(&root, path)
 	}
-	return p.write(make([]byte, 0, len(data)), &root), nil
+	o := out{buf: make([]byte, 0, len(data))}
+	p.write(&o, &root)
+	return o.buf, nil
+}
+
+// WriteWithout writes what [CanonicalizeWithout] returns to w without
+// holding it in memory: it calls length with the canonical form's length
+// in bytes, then writes the form to w, in pieces. It returns the first
+// error of parsing (an [*Error], and then nothing was written and length
+// was not called) or of w. For a hash of a length-prefixed form, such as
+// a request's fingerprint, it saves a copy of the whole form.
+func WriteWithout(w io.Writer, length func(n int), data []byte, path ...string) error {
+	p := parserPool.Get().(*parser)
+	defer p.release()
+	root, err := p.parse(data)
+	if err != nil {
+		return err
+	}
+	if len(path) > 0 && root.kind == kindObject {
+		p.remove(&root, path)
+	}
+	if length != nil {
+		length(p.size(&root))
+	}
+	o := out{buf: p.out[:0], w: w}
+	p.write(&o, &root)
+	o.flush()
+	p.out = o.buf
+	return o.err
 }
 
 type kind uint8
@@ -107,7 +136,7 @@ const (
 	kindTrue
 	kindFalse
 	kindNumber // text is the canonical number
-	kindString // text is the decoded string (valid UTF-8)
+	kindString // text is the decoded string (valid UTF-8), or see canon
 	kindArray
 	kindObject
 )
@@ -123,6 +152,9 @@ type value struct {
 	n       int32
 	kind    kind
 	removed bool // dropped by CanonicalizeWithout
+	// canon: text is a string's contents already in canonical form
+	// (strValue), not decoded.
+	canon bool
 }
 
 // span locates bytes in the input, or in the arena if arena is set.
@@ -154,17 +186,26 @@ type parser struct {
 	vals  []value
 	// arena holds decoded strings and formatted floats.
 	arena []byte
+	// out is WriteWithout's buffer.
+	out []byte
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
-const maxPooled = 1 << 16 // elements; larger scratch buffers are dropped
+const (
+	maxPooled      = 1 << 16 // elements; larger scratch buffers are dropped
+	maxPooledArena = 4 << 20 // bytes: the arena of an input of up to 4 MiB
+)
 
 func (p *parser) release() {
-	if cap(p.stack) > maxPooled || cap(p.vals) > maxPooled || cap(p.arena) > maxPooled*16 {
+	if cap(p.stack) > maxPooled || cap(p.vals) > maxPooled || cap(p.arena) > maxPooledArena {
 		return
 	}
-	*p = parser{stack: p.stack[:0], vals: p.vals[:0], arena: p.arena[:0]}
+	out := p.out[:0]
+	if cap(out) > 4*flushAt {
+		out = nil // a long member name grew it
+	}
+	*p = parser{stack: p.stack[:0], vals: p.vals[:0], arena: p.arena[:0], out: out}
 	parserPool.Put(p)
 }
 
@@ -213,11 +254,11 @@ func (p *parser) value() error {
 	case c == '[':
 		return p.array()
 	case c == '"':
-		s, err := p.str()
+		s, canon, err := p.strValue()
 		if err != nil {
 			return err
 		}
-		p.stack = append(p.stack, value{kind: kindString, text: s, off: int32(off)})
+		p.stack = append(p.stack, value{kind: kindString, text: s, canon: canon, off: int32(off)})
 		return nil
 	case c == 't':
 		return p.literal("true", kindTrue)
@@ -726,29 +767,40 @@ func (p *parser) empty(obj *value) bool {
 	return true
 }
 
-func (p *parser) write(dst []byte, v *value) []byte {
+func (p *parser) write(o *out, v *value) {
 	switch v.kind {
 	case kindNull:
-		return append(dst, "null"...)
+		o.buf = append(o.buf, "null"...)
+		o.check()
 	case kindTrue:
-		return append(dst, "true"...)
+		o.buf = append(o.buf, "true"...)
+		o.check()
 	case kindFalse:
-		return append(dst, "false"...)
+		o.buf = append(o.buf, "false"...)
+		o.check()
 	case kindNumber:
-		return append(dst, p.bytes(v.text)...)
+		o.buf = append(o.buf, p.bytes(v.text)...)
+		o.check()
 	case kindString:
-		return appendString(dst, p.bytes(v.text))
+		if v.canon {
+			o.buf = append(o.buf, '"')
+			o.bytes(p.bytes(v.text))
+			o.buf = append(o.buf, '"')
+			return
+		}
+		o.buf = appendString(o.buf, p.bytes(v.text))
+		o.check()
 	case kindArray:
-		dst = append(dst, '[')
+		o.buf = append(o.buf, '[')
 		for i := range v.n {
 			if i > 0 {
-				dst = append(dst, ',')
+				o.buf = append(o.buf, ',')
 			}
-			dst = p.write(dst, &p.vals[v.start+i])
+			p.write(o, &p.vals[v.start+i])
 		}
-		return append(dst, ']')
+		o.buf = append(o.buf, ']')
 	default: // kindObject
-		dst = append(dst, '{')
+		o.buf = append(o.buf, '{')
 		first := true
 		for i := range v.n {
 			m := &p.vals[v.start+i]
@@ -756,18 +808,105 @@ func (p *parser) write(dst []byte, v *value) []byte {
 				continue
 			}
 			if !first {
-				dst = append(dst, ',')
+				o.buf = append(o.buf, ',')
 			}
 			first = false
-			dst = appendString(dst, p.bytes(m.key))
-			dst = append(dst, ':')
-			dst = p.write(dst, m)
+			o.buf = appendString(o.buf, p.bytes(m.key))
+			o.buf = append(o.buf, ':')
+			p.write(o, m)
 		}
-		return append(dst, '}')
+		o.buf = append(o.buf, '}')
 	}
 }
 
+// size is the length of v's canonical form: what write writes.
+func (p *parser) size(v *value) int {
+	switch v.kind {
+	case kindNull, kindTrue:
+		return 4
+	case kindFalse:
+		return 5
+	case kindNumber:
+		return int(v.text.end - v.text.start)
+	case kindString:
+		if v.canon {
+			return int(v.text.end-v.text.start) + 2
+		}
+		return stringSize(p.bytes(v.text))
+	case kindArray:
+		n := 2 + max(int(v.n)-1, 0) // the brackets and the commas
+		for i := range v.n {
+			n += p.size(&p.vals[v.start+i])
+		}
+		return n
+	default: // kindObject
+		n, members := 2, 0
+		for i := range v.n {
+			m := &p.vals[v.start+i]
+			if m.removed {
+				continue
+			}
+			members++
+			n += stringSize(p.bytes(m.key)) + 1 + p.size(m)
+		}
+		return n + max(members-1, 0)
+	}
+}
+
+// out is where write writes: a buffer, that is the whole canonical form
+// when w is nil, and otherwise is written to w whenever it holds flushAt
+// bytes or more (a long string goes to w straight from the input).
+type out struct {
+	buf []byte
+	w   io.Writer
+	err error
+}
+
+// flushAt is how much out buffers before it writes to w.
+const flushAt = 16 << 10
+
+// bytes appends b, or writes it to w without a copy when it is long.
+func (o *out) bytes(b []byte) {
+	if o.w == nil || len(b) < flushAt {
+		o.buf = append(o.buf, b...)
+		o.check()
+		return
+	}
+	o.flush()
+	if o.err == nil {
+		_, o.err = o.w.Write(b)
+	}
+}
+
+// check writes the buffer to w once it holds flushAt bytes.
+func (o *out) check() {
+	if o.w != nil && len(o.buf) >= flushAt {
+		o.flush()
+	}
+}
+
+func (o *out) flush() {
+	if len(o.buf) > 0 && o.err == nil {
+		_, o.err = o.w.Write(o.buf)
+	}
+	o.buf = o.buf[:0]
+}
+
 const hexDigits = "0123456789abcdef"
+
+// stringSize is len(appendString(nil, s)).
+func stringSize(s []byte) int {
+	n := len(s) + 2
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	return n
+}
 
 // appendString appends s (valid UTF-8) as a JSON string with RFC 8785
 // escaping.

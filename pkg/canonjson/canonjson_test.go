@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/buzzgate/buzzgate/internal/benchbody"
 )
 
 func TestCanonicalize(t *testing.T) {
@@ -802,6 +804,32 @@ func BenchmarkCanonicalize(b *testing.B) {
 			}
 		}
 	})
+	// A coding agent's 1 MB body: long texts with escapes and non-ASCII.
+	large := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
+	// The same written by encoding/json, which escapes <, > and & as \u003c
+	// and so on: those strings are copied into canonical form.
+	var v any
+	if err := json.Unmarshal(large, &v); err != nil {
+		b.Fatal(err)
+	}
+	escaped, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{{"CanonicalizeWithout-1MB", large}, {"CanonicalizeWithout-1MB-escaped", escaped}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := CanonicalizeWithout(c.body, "stream_options", "include_usage"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	// For scale: what a plain encoding/json round trip costs.
 	b.Run("baseline-json-Unmarshal-Marshal", func(b *testing.B) {
 		b.SetBytes(int64(len(benchRequest)))

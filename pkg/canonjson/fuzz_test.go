@@ -49,6 +49,18 @@ func FuzzCanonicalize(f *testing.F) {
 		if (errWithout != nil) != (err != nil) {
 			t.Fatalf("CanonicalizeWithout(%q) error = %v, Canonicalize error = %v", data, errWithout, err)
 		}
+		// WriteWithout writes the same form in pieces, after its length.
+		var written bytes.Buffer
+		length := -1
+		errWrite := WriteWithout(&written, func(n int) { length = n }, data, "a", "b")
+		switch {
+		case errWithout != nil:
+			if errWrite == nil || errWrite.Error() != errWithout.Error() || written.Len() != 0 || length != -1 {
+				t.Fatalf("WriteWithout(%q) = %v after %q (length %d), CanonicalizeWithout error = %v", data, errWrite, written.Bytes(), length, errWithout)
+			}
+		case errWrite != nil || !bytes.Equal(written.Bytes(), without) || length != len(without):
+			t.Fatalf("WriteWithout(%q) = %q, %v (length %d), CanonicalizeWithout %q", data, written.Bytes(), errWrite, length, without)
+		}
 		if err != nil {
 			return
 		}
@@ -464,4 +476,47 @@ func refWithout(v any, path ...string) any {
 		delete(parent, path[i])
 	}
 	return root
+}
+
+// FuzzStringValue checks the fast path for string values (scanString,
+// scanEscaped) against str, the exact decoder: for any contents, at any
+// offset in the input, a string the fast path takes is one str takes, and
+// its canonical form is what appendString writes for str's decoding; a
+// string it refuses gets str's error, as Canonicalize reports it.
+func FuzzStringValue(f *testing.F) {
+	for _, s := range []string{``, `a`, `plain ASCII text longer than a word`, `\n`, `\"`, `\\`, `\/`, `\u00e9`, `\u0000`,
+		`\ud83d\ude00`, `\ud800`, `\udc00`, `\ud800\u0041`, `\x`, `\u12`, "a\x01b", "\xff", "é😀", `ab\"cd\\ef\ngh\tij\u0022kl\u005cmn`,
+		`0123456\"`, `01234567\\\\\\\\\"`, "tab\there", `\u00`, `\`, `\ud83d\ude0`, strings.Repeat(`x\n`, 20)} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, contents []byte, pad uint8) {
+		// The string at an offset of pad%8 spaces, closed or not (the
+		// fuzzer may put a quote inside).
+		in := append(bytes.Repeat([]byte(" "), int(pad%8)), '"')
+		in = append(in, contents...)
+		in = append(in, '"')
+		exact := &parser{data: in, pos: int(pad % 8)}
+		want, wantErr := exact.str()
+		fast := &parser{data: in, pos: int(pad % 8)}
+		got, canon, err := fast.strValue()
+		if (err != nil) != (wantErr != nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("%q: strValue error %v, str error %v", in, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if fast.pos != exact.pos {
+			t.Fatalf("%q: strValue ends at %d, str at %d", in, fast.pos, exact.pos)
+		}
+		var gotForm []byte
+		if canon {
+			gotForm = append(append([]byte{'"'}, fast.bytes(got)...), '"')
+		} else {
+			gotForm = appendString(nil, fast.bytes(got))
+		}
+		if wantForm := appendString(nil, exact.bytes(want)); !bytes.Equal(gotForm, wantForm) {
+			t.Fatalf("%q: canonical form %q, want %q", in, gotForm, wantForm)
+		}
+	})
 }

@@ -56,7 +56,7 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 // reads is decoded now, and the translation to Chat Completions waits
 // until a route of another protocol needs it (llm.NewRoutingRequest), so a
 // request that passes through never pays for it.
-func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member) (gateway.Codec, bool, error) {
+func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, fp func() (string, error)) (gateway.Codec, bool, error) {
 	routing, err := llm.DecodeChatRequest(routingBody(members))
 	if err != nil {
 		return nil, false, nil // the full decoding names the problem
@@ -66,7 +66,7 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 	if err != nil || !plan.Speaks(api.Proto) {
 		return nil, false, nil
 	}
-	keyed, err := s.fingerprint(r, g, body)
+	keyed, err := s.fingerprint(r, g, fp)
 	if err != nil {
 		return nil, true, err
 	}
@@ -107,22 +107,62 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 }
 
 // fingerprint checks the Idempotency-Key header and sets the request's key
-// and fingerprint; keyed reports whether it has one.
-func (s *Server) fingerprint(r *http.Request, g *gateway.Request, body []byte) (keyed bool, err error) {
+// and fingerprint (fp's, started by startFingerprint); keyed reports
+// whether it has one.
+func (s *Server) fingerprint(r *http.Request, g *gateway.Request, fp func() (string, error)) (keyed bool, err error) {
 	keys := r.Header.Values(HeaderIdempotencyKey)
 	if len(keys) == 0 {
 		return false, nil
 	}
-	if len(keys) > 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
+	if fp == nil {
 		return false, llm.Errorf(llm.CodeInvalidRequest, HeaderIdempotencyKey, "send one Idempotency-Key header, a non-empty string of at most %d bytes", idempotency.MaxKeyLength)
 	}
-	// The fingerprint covers the client's own body, as it sent it.
-	fp, err := idempotency.Fingerprint(r.Method, r.URL.Path, body)
+	sum, err := fp()
 	if err != nil {
 		return false, llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
 	}
-	g.IdempotencyKey, g.Fingerprint = keys[0], fp
+	g.IdempotencyKey, g.Fingerprint = keys[0], sum
 	return true, nil
+}
+
+// concurrentFingerprint is the body size from which a keyed request's
+// fingerprint is computed on a goroutine of its own while the request is
+// decoded and planned: for a large body each takes about a millisecond a
+// megabyte, and a second CPU does the two at once.
+const concurrentFingerprint = 64 << 10
+
+// startFingerprint starts the fingerprint of a keyed request's body (nil
+// when its Idempotency-Key header is not one valid key): wait returns it
+// (computing it then for a small body); join waits for the goroutine
+// computing a large body's, so that it ends with the request. The
+// fingerprint covers the client's own body, as it sent it.
+func startFingerprint(r *http.Request, body []byte) (wait func() (string, error), join func()) {
+	keys := r.Header.Values(HeaderIdempotencyKey)
+	if len(keys) != 1 || keys[0] == "" || len(keys[0]) > idempotency.MaxKeyLength {
+		return nil, func() {}
+	}
+	method, path := r.Method, r.URL.Path
+	if len(body) < concurrentFingerprint {
+		return func() (string, error) { return idempotency.Fingerprint(method, path, body) }, func() {}
+	}
+	var fp string
+	var err error
+	var panicked any
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// A panic goes on in the request's goroutine, whose recovery
+		// answers 500, rather than ending the process here.
+		defer func() { panicked = recover() }()
+		fp, err = idempotency.Fingerprint(method, path, body)
+	}()
+	return func() (string, error) {
+		<-done
+		if panicked != nil {
+			panic(panicked)
+		}
+		return fp, err
+	}, func() { <-done }
 }
 
 // protoCodec encodes an answer that passed through with pass, and one
@@ -151,6 +191,8 @@ type lateCodec struct{ gateway.Codec }
 // it, and fills in g; it returns the request's codec.
 func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte) (gateway.Codec, error) {
 	id, log := g.ID, g.Log
+	fp, join := startFingerprint(r, body)
+	defer join()
 	members, membersErr := llm.Members(body)
 	if membersErr == nil {
 		if name, bad := llm.CaseVariant(members, api.Owned...); bad {
@@ -159,7 +201,7 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	}
 	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
 	if native {
-		if c, ok, err := s.validateNative(r, p, g, api, body, members); ok || err != nil {
+		if c, ok, err := s.validateNative(r, p, g, api, body, members, fp); ok || err != nil {
 			return c, err
 		}
 	}
@@ -218,7 +260,7 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 			return llm.DecodeChatRequest(whole)
 		}
 	}
-	keyed, err := s.fingerprint(r, g, body)
+	keyed, err := s.fingerprint(r, g, fp)
 	if err != nil {
 		return nil, err
 	}

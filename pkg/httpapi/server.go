@@ -7,6 +7,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -18,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
@@ -371,7 +373,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	rc := http.NewResponseController(w)
 	timeout := s.cfg.Server.BodyTimeout.D()
 	deadlineSet := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if deadlineSet {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
@@ -390,3 +392,61 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	return body, nil
 }
+
+// readAll is io.ReadAll for a body that says its length n (-1: unknown).
+// A large body is read into pooled chunks and copied once, at the end,
+// into one buffer of its size: a 1 MB body allocates 1 MB (io.ReadAll's
+// doubling buffer, each time copied, allocates twice that), and what a
+// client pins by announcing a length and sending less stays what it sent.
+func readAll(r io.Reader, n int64) ([]byte, error) {
+	switch {
+	case n < 0:
+		return io.ReadAll(r)
+	case n < readChunk:
+		// One byte more than n: the read that finds the end needs room.
+		b := make([]byte, 0, n+1)
+		for {
+			m, err := r.Read(b[len(b):cap(b)])
+			b = b[:len(b)+m]
+			if err == io.EOF {
+				return b, nil
+			}
+			if err != nil {
+				return b, err
+			}
+			if len(b) == cap(b) {
+				// More than announced cannot come: net/http ends the
+				// body at its Content-Length.
+				b = append(b, 0)[:len(b)]
+			}
+		}
+	}
+	var chunks [][]byte
+	defer func() {
+		for _, c := range chunks {
+			c := c[:0]
+			chunkPool.Put(&c)
+		}
+	}()
+	for {
+		c := (*chunkPool.Get().(*[]byte))[:0]
+		chunks = append(chunks, c)
+		for len(c) < cap(c) {
+			m, err := r.Read(c[len(c):cap(c)])
+			c = c[:len(c)+m]
+			chunks[len(chunks)-1] = c
+			if err == io.EOF {
+				return bytes.Join(chunks, nil), nil
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// readChunk is the size of readAll's chunks, and the body size from which
+// it reads into them.
+const readChunk = 64 << 10
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, readChunk); return &b }}

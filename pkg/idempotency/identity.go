@@ -32,15 +32,19 @@ func Identity(project string, apiKeyHash [32]byte, idempotencyKey, demand, resid
 // stream_options when that leaves it empty). Any other change to the body
 // changes it. The body must be valid JSON (it was decoded already).
 func Fingerprint(method, path string, body []byte) (string, error) {
-	canon, err := canonjson.CanonicalizeWithout(body, "stream_options", "include_usage")
-	if err != nil {
-		return "", err
-	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(method), []byte(path), canon} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write(part)
+	prefix := func(n int) {
+		var b [24]byte
+		h.Write(append(strconv.AppendInt(b[:0], int64(n), 10), ':'))
+	}
+	for _, part := range []string{method, path} {
+		prefix(len(part))
+		h.Write([]byte(part))
+	}
+	// The canonical body goes into the hash as it is written, after its
+	// length, never whole in memory.
+	if err := canonjson.WriteWithout(h, prefix, body, "stream_options", "include_usage"); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

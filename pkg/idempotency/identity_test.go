@@ -2,7 +2,12 @@ package idempotency
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
 	"testing"
+
+	"github.com/buzzgate/buzzgate/internal/benchbody"
+	"github.com/buzzgate/buzzgate/pkg/canonjson"
 )
 
 func TestIdentity(t *testing.T) {
@@ -69,5 +74,49 @@ func TestFingerprint(t *testing.T) {
 	}
 	if _, err := Fingerprint("POST", "/x", []byte(`{"a":1,"a":2}`)); err == nil {
 		t.Error("a body with duplicate keys is ambiguous and must not get a fingerprint")
+	}
+}
+
+// Fingerprints are stored with their records (in DynamoDB, across deploys):
+// the same body must keep the same fingerprint, or a retry after a deploy
+// would be refused as another request.
+func TestFingerprintStable(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+			"029a16789901d63a0b30ca5fd2f5170d9c4c52cf290c53caada2721f9a85ce5a"},
+		{`{"model":"m","messages":[{"role":"user","content":"Zo\u00e9 \"q\" \ud83d\ude00 \n\t\/ <&>"}],"stream_options":{"include_usage":true},"temperature":0.50,"n":1e2}`,
+			"9d82a5a4874b662b54fe9ed12f1186f094a22dc89082b46929fcc5ed934f1524"},
+	} {
+		got, err := Fingerprint("POST", "/api/v1/chat/completions", []byte(c.body))
+		if err != nil || got != c.want {
+			t.Errorf("%s: fingerprint %s, %v; want %s", c.body, got, err, c.want)
+		}
+	}
+	// A large body: the SHA-256 of the length-prefixed method, path and
+	// canonical body.
+	body := benchbody.Chat("m", 1<<20, `"max_tokens":128,"stream_options":{"include_usage":true}`)
+	canon, err := canonjson.CanonicalizeWithout(body, "stream_options", "include_usage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte("POST"), []byte("/api/v1/chat/completions"), canon} {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":"))
+		h.Write(part)
+	}
+	if got, err := Fingerprint("POST", "/api/v1/chat/completions", body); err != nil || got != hex.EncodeToString(h.Sum(nil)) {
+		t.Errorf("1 MB body: fingerprint %s, %v; want %x", got, err, h.Sum(nil))
+	}
+}
+
+// BenchmarkFingerprint: a coding agent's 1 MB body.
+func BenchmarkFingerprint(b *testing.B) {
+	body := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Fingerprint("POST", "/api/v1/chat/completions", body); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -144,41 +144,11 @@ func (s *scanner) array(elem func() bool) bool {
 // skipString consumes a string at s.i (which is '"'), checking it as JSON
 // does; esc reports a backslash in it.
 func (s *scanner) skipString() (esc, ok bool) {
-	i := s.i + 1
-	for i < len(s.b) {
-		c := s.b[i]
-		switch {
-		case c == '"':
-			s.i = i + 1
-			return esc, true
-		case c < 0x20:
-			return false, false
-		case c == '\\':
-			esc = true
-			if i+1 >= len(s.b) {
-				return false, false
-			}
-			switch s.b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(s.b) {
-					return false, false
-				}
-				for _, h := range s.b[i+2 : i+6] {
-					if !isHex(h) {
-						return false, false
-					}
-				}
-				i += 6
-			default:
-				return false, false
-			}
-		default:
-			i++
-		}
+	end, esc, ok := stringEnd(s.b, s.i+1)
+	if ok {
+		s.i = end
 	}
-	return false, false
+	return esc, ok
 }
 
 func isHex(c byte) bool {

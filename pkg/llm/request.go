@@ -148,7 +148,8 @@ func invalid(param, format string, args ...any) *Error {
 // Every problem is an *Error with code invalid_request naming the field.
 // The request keeps slices of body: body must not be changed afterwards.
 func DecodeChatRequest(body []byte) (*ChatRequest, error) {
-	fields, ok := splitObject(body) // the fast path: no copies, no reflection
+	// The fast path: one scan, no copies, no reflection.
+	fields, msgsOK, ok := splitChat(body)
 	if !ok {
 		if err := json.Unmarshal(body, &fields); err != nil {
 			if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
@@ -176,8 +177,10 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 		}
 	}
 
-	if err := checkMessages(fields["messages"]); err != nil {
-		return nil, err
+	if !msgsOK {
+		if err := checkMessages(fields["messages"]); err != nil {
+			return nil, err
+		}
 	}
 	if r.Stream, err = boolField(fields, "stream", "stream"); err != nil {
 		return nil, err
@@ -532,22 +535,30 @@ func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
 	// The values are the client's own, already validated by the decoder, so
 	// they are copied as they are rather than re-encoded; the model and the
 	// keys are written as encoding/json writes strings (jsonstr, html on).
-	n := len(upstreamModel) + len(opts) + 64
+	// The small pieces are written into head first, and the whole is
+	// joined in one copy (into memory that is not cleared first: a large
+	// body is mostly its values).
+	head := make([]byte, 0, len(upstreamModel)+len(opts)+64+16*len(keys))
+	head = append(head, `{"model":`...)
+	head = jsonstr.Append(head, upstreamModel, true)
+	head = append(head, `,"stream":true,"stream_options":`...)
+	head = append(head, opts...)
+	ends := make([]int, 1, 1+len(keys))
+	ends[0] = len(head)
 	for _, k := range keys {
-		n += len(k) + len(r.fields[k]) + 4
+		head = append(head, ',')
+		head = jsonstr.Append(head, k, true)
+		head = append(head, ':')
+		ends = append(ends, len(head))
 	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"model":`...)
-	b = jsonstr.Append(b, upstreamModel, true)
-	b = append(b, `,"stream":true,"stream_options":`...)
-	b = append(b, opts...)
-	for _, k := range keys {
-		b = append(b, ',')
-		b = jsonstr.Append(b, k, true)
-		b = append(b, ':')
-		b = append(b, r.fields[k]...)
+	head = append(head, '}')
+	parts := make([][]byte, 0, 2*len(keys)+2)
+	parts = append(parts, head[:ends[0]])
+	for i, k := range keys {
+		parts = append(parts, head[ends[i]:ends[i+1]], r.fields[k])
 	}
-	return append(b, '}'), nil
+	parts = append(parts, head[len(head)-1:])
+	return bytes.Join(parts, nil), nil
 }
 
 // DataDemand is what a request demands of a provider's data handling, from
@@ -606,27 +617,8 @@ func (r *ChatRequest) Demand(project DataDemand) DataDemand {
 // malformed. A key given twice keeps its last value, as encoding/json's
 // map decoding does. FuzzSplitObject checks the two against each other.
 func splitObject(body []byte) (map[string]json.RawMessage, bool) {
-	s := scanner{b: body}
-	if s.peek() != '{' {
-		return nil, false
-	}
-	fields := make(map[string]json.RawMessage, 8)
-	ok := s.object(func(key []byte, esc bool) bool {
-		if esc || !utf8.Valid(key) {
-			return false
-		}
-		var v json.RawMessage
-		if !s.raw(&v) {
-			return false
-		}
-		fields[string(key)] = v
-		return true
-	})
-	if !ok {
-		return nil, false
-	}
-	s.ws()
-	return fields, s.i == len(body)
+	fields, _, ok := splitChat(body)
+	return fields, ok
 }
 
 // messageFields are the message fields messagesOK reads.
@@ -640,23 +632,7 @@ var messageFields = []string{"role"}
 // problem. FuzzMessagesOK checks that true is never wrong.
 func messagesOK(raw json.RawMessage) bool {
 	s := scanner{b: raw}
-	if s.peek() != '[' {
-		return false
-	}
-	n := 0
-	ok := s.array(func() bool {
-		n++
-		if s.peek() != '{' {
-			return false
-		}
-		var role string
-		return s.fields(messageFields, func(i int) bool {
-			if i < 0 {
-				return s.skip(2)
-			}
-			return s.peek() == '"' && s.str(&role)
-		}) && role != ""
-	})
+	ok := s.messages()
 	s.ws()
-	return ok && n > 0 && s.i == len(raw)
+	return ok && s.i == len(raw)
 }

@@ -20,7 +20,11 @@
 //
 // for unkeyed requests, keyed ones (a new Idempotency-Key each), replays
 // (the keys and body of completed keyed requests) and streams (time to the
-// first and the last byte, -stream-rates). It prints one Markdown table and
+// first and the last byte, -stream-rates). Last, the size section sends
+// requests one at a time with a coding agent's Chat Completions body
+// (internal/benchbody) of each size in -sizes (10 KB, 200 KB, 1 MB), direct
+// and through the gateway, unkeyed and keyed, taking turns, and reports the
+// p50 the gateway adds at each size. It prints Markdown tables and
 // the performance targets with whether each is met, writes them to OUT.md
 // and a plot of p50 and p99 latency against rate to OUT.png (-out, default
 // bin/bench-load/load under the repository's root, which git ignores;
@@ -43,12 +47,18 @@
 //	                default: the whole text in one chunk; 1: one per word,
 //	                as providers stream tokens; the gateway's cost per
 //	                request grows with the chunks it reads)
+//	-sizes LIST     body sizes of the size section, in bytes or with KB or
+//	                MB (default 10KB,200KB,1MB; none: no size section)
+//	-size-duration  measured length of the size section per size (3s)
+//	-sizes-only     run only the size section (about 15 s)
 //	-profile DIR    build the gateway with -tags pprof, set BUZZGATE_PPROF_ADDR
 //	                and collect DIR/cpu.pprof and
 //	                DIR/allocs.pprof (allocations during the run) from the
 //	                gateway during its unkeyed closed loop, and
 //	                DIR/keyed-cpu.pprof and DIR/keyed-allocs.pprof during
-//	                its keyed one; look at them with
+//	                its keyed one, DIR/size-cpu.pprof and
+//	                DIR/size-allocs.pprof during the largest body size (the
+//	                three kinds of requests taking turns); look at them with
 //	                `go tool pprof -top DIR/cpu.pprof`
 //
 // Examples:
@@ -57,6 +67,7 @@
 //	make bench-load UPDATE=1
 //	make bench-load ARGS='-gateway /tmp/buzzgate-api-old -out bin/bench-load/old -label "the previous release"'
 //	make bench-load ARGS='-profile /tmp/prof -out ""'
+//	make bench-load ARGS='-sizes-only -out ""'
 //
 // The generator's HTTP client is its own (client.go), so that it takes as
 // little as it can of the CPUs it shares with the system under test:

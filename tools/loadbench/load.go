@@ -46,12 +46,19 @@ type target struct {
 func newTarget(name, addr, path, model string) *target {
 	body := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Write one paragraph about load benchmarks."}],"max_tokens":128}`, model)
 	streamBody := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Write one paragraph about load benchmarks."}],"max_tokens":128,"stream":true,"stream_options":{"include_usage":true}}`, model)
+	t := newTargetBody(name, addr, path, body)
+	t.plainStream = fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+		path, addr, gatewayKey, len(streamBody), streamBody)
+	return t
+}
+
+// newTargetBody is a target whose unkeyed and keyed requests carry body
+// (no streaming request).
+func newTargetBody(name, addr, path string, body []byte) *target {
 	head := fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n",
 		path, addr, gatewayKey, len(body))
 	t := &target{name: name, addr: addr, head: head, tail: append([]byte("\r\n"), body...), pool: newPool(addr, maxOpenConns)}
 	t.plain = append(slices.Clone(t.head), t.tail...)
-	t.plainStream = fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
-		path, addr, gatewayKey, len(streamBody), streamBody)
 	return t
 }
 

@@ -29,6 +29,9 @@ type options struct {
 	logLevel            string
 	flushEach           bool
 	chunkWords          int
+	sizes               []int // request body sizes of the size section (empty: none)
+	sizeDuration        time.Duration
+	sizesOnly           bool
 	args                []string
 }
 
@@ -50,10 +53,13 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 64, "connections of the closed loop")
 	flag.StringVar(&o.out, "out", defaultOut, "write the report to OUT.md and the plot to OUT.png, OUT relative to the working directory (the default to the repository's root); empty: stdout only")
 	flag.StringVar(&o.label, "label", "", "a line saying what was measured, in the report's title")
-	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop, keyed-cpu.pprof and keyed-allocs.pprof during its keyed one")
+	flag.StringVar(&o.profile, "profile", "", "a directory: collect cpu.pprof and allocs.pprof from the gateway (BUZZGATE_PPROF_ADDR) during its unkeyed closed loop, keyed-cpu.pprof and keyed-allocs.pprof during its keyed one, size-cpu.pprof and size-allocs.pprof during the largest body size")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "the gateway's BUZZGATE_LOG_LEVEL (its log goes to a file in the temp dir)")
 	flag.BoolVar(&o.flushEach, "flush-each", false, "the mock flushes after every SSE event (default: once, after the last)")
 	flag.IntVar(&o.chunkWords, "chunk-words", 0, "words of text per chunk in the mock's streams (0: the whole text in one chunk; 1: a chunk per word, as a provider streams tokens)")
+	flag.Func("sizes", "request body sizes of the sequential size section, comma-separated, in bytes or with KB or MB (default 10KB,200KB,1MB; none: no size section)", sizeList(&o.sizes))
+	flag.DurationVar(&o.sizeDuration, "size-duration", 3*time.Second, "measured length of the size section per body size, after -warmup")
+	flag.BoolVar(&o.sizesOnly, "sizes-only", false, "run only the size section")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { o.outSet = o.outSet || f.Name == "out" })
 	if len(o.rates) == 0 {
@@ -61,6 +67,13 @@ func main() {
 	}
 	if len(o.streamRates) == 0 {
 		o.streamRates = []int{500, 1000, 2000}
+	}
+	if o.sizes == nil {
+		o.sizes = defaultSizes
+	}
+	if o.sizesOnly && len(o.sizes) == 0 {
+		fmt.Fprintln(os.Stderr, "loadbench: -sizes-only with -sizes none measures nothing")
+		os.Exit(2)
 	}
 	o.args = os.Args[1:]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -233,27 +246,59 @@ func run(ctx context.Context, o options) error {
 		}
 		return nil
 	}
-	if err := runs(unkeyed, o.rates, true, nil); err != nil {
-		return err
-	}
-	var keyedRuns []*requester
-	if err := runs(keyed, o.rates, false, func(r *requester) {
-		r.prefix = fmt.Sprintf("loadbench-%d-%d-", started.UnixNano(), len(keyedRuns))
-		keyedRuns = append(keyedRuns, r)
-	}); err != nil {
-		return err
-	}
 	var primed []string
-	for _, r := range keyedRuns {
-		primed = append(primed, r.done...)
+	if !o.sizesOnly {
+		if err := runs(unkeyed, o.rates, true, nil); err != nil {
+			return err
+		}
+		var keyedRuns []*requester
+		if err := runs(keyed, o.rates, false, func(r *requester) {
+			r.prefix = fmt.Sprintf("loadbench-%d-%d-", started.UnixNano(), len(keyedRuns))
+			keyedRuns = append(keyedRuns, r)
+		}); err != nil {
+			return err
+		}
+		for _, r := range keyedRuns {
+			primed = append(primed, r.done...)
+		}
+		if len(primed) == 0 {
+			return errors.New("no keyed request succeeded: nothing to replay")
+		}
+		if err := runs(replay, o.rates, false, func(r *requester) { r.keys = primed }); err != nil {
+			return err
+		}
+		if err := runs(stream, o.streamRates, true, nil); err != nil {
+			return err
+		}
 	}
-	if len(primed) == 0 {
-		return errors.New("no keyed request succeeded: nothing to replay")
+	// The size section runs last, so that the memory its large bodies
+	// leave in the gateway does not count in the runs' peak RSS above.
+	for _, size := range o.sizes {
+		if err := alive(); err != nil {
+			return err
+		}
+		k := newSizeKinds(mockAddr, gwAddr, size, fmt.Sprintf("loadbench-%d-size-%d-", started.UnixNano(), size))
+		var profErr <-chan error
+		if o.profile != "" && size == slices.Max(o.sizes) {
+			profErr = fetchProfiles(ctx, pprofAddr, o.profile, "size-", o.warmup+o.sizeDuration)
+			res.profiled = true
+		}
+		s := measureSize(ctx, k, size, mockPID, gwPID, o.warmup, o.sizeDuration)
+		if profErr != nil {
+			for range 2 {
+				if err := <-profErr; err != nil {
+					return fmt.Errorf("profiling the gateway: %w", err)
+				}
+			}
+			logf("wrote %s and %s", filepath.Join(o.profile, "size-cpu.pprof"), filepath.Join(o.profile, "size-allocs.pprof"))
+		}
+		d, u, kd := &s.direct.lat, &s.unkeyed.lat, &s.keyed.lat
+		logf("body %-7s direct p50 %s, gateway unkeyed p50 %s (%s), keyed p50 %s (%s) ms, %d requests each",
+			sizeString(size), ms(d.Percentile(50)), ms(u.Percentile(50)), signedMS(u.Percentile(50)-d.Percentile(50)),
+			ms(kd.Percentile(50)), signedMS(kd.Percentile(50)-d.Percentile(50)), min(s.direct.n, s.unkeyed.n, s.keyed.n))
+		res.sizes = append(res.sizes, s)
 	}
-	if err := runs(replay, o.rates, false, func(r *requester) { r.keys = primed }); err != nil {
-		return err
-	}
-	if err := runs(stream, o.streamRates, true, nil); err != nil {
+	if err := alive(); err != nil {
 		return err
 	}
 	rss.peak()
@@ -281,6 +326,10 @@ func run(ctx context.Context, o options) error {
 	}
 	if err := os.WriteFile(o.out+".md", []byte(md), 0o644); err != nil {
 		return err
+	}
+	if o.sizesOnly {
+		logf("wrote %s.md in %s", o.out, time.Since(started).Round(time.Second))
+		return nil
 	}
 	png, err := plotPNG(res, plotTitle(h))
 	if err != nil {

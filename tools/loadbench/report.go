@@ -25,6 +25,7 @@ type results struct {
 	rssResets       bool  // per-run peaks (clear_refs works); else peaks since start
 	overallRSSKB    int64 // the gateway's peak RSS over the whole run
 	profiled        bool  // the gateway's closed loops (unkeyed, keyed) ran under pprof
+	sizes           []*sizeResult
 }
 
 func newResults() *results {
@@ -445,6 +446,11 @@ func report(h header, res *results) string {
 		flags = "`" + strings.Join(h.args, " ") + "`"
 	}
 	o := h.opts
+	settings := fmt.Sprintf("open loop %s per run after %s warm-up at rates %s/s (streams %s/s); closed loop %s after %s warm-up, %d conns; gateway BUZZGATE_LOG_LEVEL=%s, memory store; mock flush-each=%v, chunk-words=%d (%s); %d keys primed for replays",
+		o.duration, o.warmup, intsString(o.rates), intsString(o.streamRates), o.closed, o.warmup, o.conns, o.logLevel, o.flushEach, o.chunkWords, chunkText(o.chunkWords), h.replayKeys)
+	if o.sizesOnly {
+		settings = fmt.Sprintf("the size section only; gateway BUZZGATE_LOG_LEVEL=%s, memory store", o.logLevel)
+	}
 	for _, kv := range [][2]string{
 		{"date", h.date.UTC().Format("2006-01-02 15:04 MST") + fmt.Sprintf(" (run took %s)", h.elapsed.Round(time.Second))},
 		{"machine", fmt.Sprintf("%d CPUs, %s, %s/%s, generator built with %s", runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.Version())},
@@ -452,11 +458,44 @@ func report(h header, res *results) string {
 		{"gateway", fmt.Sprintf("%s: commit %s", bin, h.gatewayID)},
 		{"harness", "commit " + h.harness},
 		{"flags", flags},
-		{"settings", fmt.Sprintf("open loop %s per run after %s warm-up at rates %s/s (streams %s/s); closed loop %s after %s warm-up, %d conns; gateway BUZZGATE_LOG_LEVEL=%s, memory store; mock flush-each=%v, chunk-words=%d (%s); %d keys primed for replays",
-			o.duration, o.warmup, intsString(o.rates), intsString(o.streamRates), o.closed, o.warmup, o.conns, o.logLevel, o.flushEach, o.chunkWords, chunkText(o.chunkWords), h.replayKeys)},
+		{"settings", settings},
 	} {
 		fmt.Fprintf(&b, "- %s: %s\n", kv[0], kv[1])
 	}
+	var verdicts []verdict
+	if !o.sizesOnly {
+		b.WriteString(mainSection(res))
+		verdicts = res.withErrors(res.verdicts())
+	}
+	if len(res.sizes) > 0 {
+		b.WriteString(sizeSection(res.sizes, o))
+		verdicts = append(verdicts, sizeVerdicts(res.sizes)...)
+	}
+	b.WriteString("\n## Targets\n\n")
+	b.WriteString(markdownTable([]string{"target", "measured", "met"}, verdictRows(verdicts), nil))
+	b.WriteString("\n")
+	var notes []string
+	if !o.sizesOnly {
+		notes = res.generatorNotes()
+	}
+	if res.profiled {
+		notes = append(notes, fmt.Sprintf("The gateway's unkeyed and keyed closed loops and its largest body size ran while pprof collected CPU and allocation profiles into %s: their figures include the profiler's cost.", o.profile))
+	}
+	notes = append(notes, res.errorNotes()...)
+	notes = append(notes, sizeErrorNotes(res.sizes)...)
+	for _, n := range notes {
+		if !strings.HasPrefix(n, "  - ") {
+			n = "- " + n
+		}
+		b.WriteString(n + "\n")
+	}
+	return b.String()
+}
+
+// mainSection is the explanation and the table of the rate and
+// closed-loop runs.
+func mainSection(res *results) string {
+	var b strings.Builder
 	b.WriteString(`
 Three processes on 127.0.0.1: this generator, the mock upstream
 (tools/loadbench/mockupstream: a 448-byte chat.completion, or the same text
@@ -491,20 +530,6 @@ the closed loop, where the three processes share the CPUs.
 		right[i] = true
 	}
 	b.WriteString(markdownTable(mainHeader, res.mainRows(), right))
-	b.WriteString("\n## Targets\n\n")
-	b.WriteString(markdownTable([]string{"target", "measured", "met"}, verdictRows(res.withErrors(res.verdicts())), nil))
-	b.WriteString("\n")
-	notes := res.generatorNotes()
-	if res.profiled {
-		notes = append(notes, fmt.Sprintf("The gateway's unkeyed and keyed closed loops ran while pprof collected CPU and allocation profiles into %s: their figures include the profiler's cost.", o.profile))
-	}
-	notes = append(notes, res.errorNotes()...)
-	for _, n := range notes {
-		if !strings.HasPrefix(n, "  - ") {
-			n = "- " + n
-		}
-		b.WriteString(n + "\n")
-	}
 	return b.String()
 }
 

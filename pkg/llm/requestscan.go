@@ -1,0 +1,80 @@
+package llm
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// splitChat is splitObject for a Chat Completions body, which also checks
+// the "messages" value as messagesOK does while it splits, so that a large
+// body is scanned once: msgsOK is messagesOK(fields["messages"]) (false
+// when there is no such field). ok is splitObject's.
+func splitChat(body []byte) (fields map[string]json.RawMessage, msgsOK, ok bool) {
+	s := scanner{b: body}
+	if s.peek() != '{' {
+		return nil, false, false
+	}
+	fields = make(map[string]json.RawMessage, 8)
+	ok = s.object(func(key []byte, esc bool) bool {
+		if esc || !utf8.Valid(key) {
+			return false
+		}
+		var v json.RawMessage
+		if string(key) == "messages" {
+			// A key given twice keeps its last value: msgsOK follows it.
+			start := s.i
+			if msgsOK = s.messages(); msgsOK {
+				v = body[start:s.i:s.i]
+			} else {
+				s.i = start
+			}
+		}
+		if v == nil && !s.raw(&v) {
+			return false
+		}
+		fields[string(key)] = v
+		return true
+	})
+	if !ok {
+		return nil, false, false
+	}
+	s.ws()
+	if s.i != len(body) {
+		return nil, false, false
+	}
+	return fields, msgsOK, true
+}
+
+// messages consumes a messages array when messagesOK's checks pass for
+// sure (see messagesOK), leaving s.i after it; otherwise it returns false
+// with s.i anywhere.
+func (s *scanner) messages() bool {
+	if s.peek() != '[' {
+		return false
+	}
+	n := 0
+	ok := s.array(func() bool {
+		n++
+		if s.peek() != '{' {
+			return false
+		}
+		// The role is checked, not decoded: a string whose text is not
+		// empty decodes to a string that is not empty.
+		role := false
+		return s.fields(messageFields, func(i int) bool {
+			if i < 0 {
+				return s.skip(2)
+			}
+			if s.peek() != '"' {
+				return false
+			}
+			start := s.i
+			if _, ok := s.skipString(); !ok {
+				return false
+			}
+			role = s.i-start > 2
+			return true
+		}) && role
+	})
+	return ok && n > 0
+}

@@ -1,0 +1,113 @@
+package llm
+
+import (
+	"testing"
+
+	"github.com/buzzgate/buzzgate/internal/benchbody"
+)
+
+// BenchmarkDecodeChatRequest: a coding agent's 1 MB body, decoded and
+// turned into the upstream body.
+func BenchmarkDecodeChatRequest(b *testing.B) {
+	body := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeChatRequest(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	req, err := DecodeChatRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("upstream", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := req.UpstreamBody("up"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// skipStringRef is the byte-at-a-time string check stringEnd replaces, the
+// reference FuzzStringEnd holds it to.
+func skipStringRef(b []byte, i int) (end int, esc, ok bool) {
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, esc, true
+		case c < 0x20:
+			return 0, false, false
+		case c == '\\':
+			esc = true
+			if i+1 >= len(b) {
+				return 0, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return 0, false, false
+					}
+				}
+				i += 6
+			default:
+				return 0, false, false
+			}
+		default:
+			i++
+		}
+	}
+	return 0, false, false
+}
+
+// FuzzStringEnd: the word-at-a-time string check agrees with the
+// byte-at-a-time one on any input, from any offset.
+func FuzzStringEnd(f *testing.F) {
+	for _, s := range []string{``, `a"`, `plain text longer than one word"`, `\n"`, `\""`, `\\"`, `\\\"x"`, `\u00e9"`, `\u00"`, `\x"`,
+		"a\x01b\"", "é😀\"", `0123456\"7"`, `01234567\\\\\\\\\"`, `ab\"cd\\ef\ngh\tij\u0022kl"`, `\`, `\u12`, "tab\there\""} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, at uint8) {
+		i := int(at) % (len(b) + 1)
+		end, esc, ok := stringEnd(b, i)
+		wEnd, wEsc, wOK := skipStringRef(b, i)
+		if end != wEnd || esc != wEsc || ok != wOK {
+			t.Fatalf("%q from %d: stringEnd %d %v %v, byte at a time %d %v %v", b, i, end, esc, ok, wEnd, wEsc, wOK)
+		}
+	})
+}
+
+// FuzzSplitChat: splitChat splits as splitObject does (FuzzSplitObject
+// holds that to encoding/json), and what it says of the messages is what
+// messagesOK says of the value it split.
+func FuzzSplitChat(f *testing.F) {
+	for _, s := range splitSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"messages":[{"role":"user"}],"messages":[{"Role":"user"}]}`))
+	f.Add([]byte(`{"messages":[{"Role":"user"}],"messages":[{"role":"user"}]}`))
+	f.Add([]byte(`{"messages":[{"role":"\u0000"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fields, msgsOK, ok := splitChat(body)
+		if !ok {
+			return
+		}
+		raw, present := fields["messages"]
+		if want := present && messagesOK(raw); msgsOK != want {
+			t.Fatalf("%q: splitChat says the messages pass %v, messagesOK(%q) %v", body, msgsOK, raw, want)
+		}
+	})
+}
