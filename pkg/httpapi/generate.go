@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -165,6 +166,10 @@ func startFingerprint(r *http.Request, body []byte) (wait func() (string, error)
 	}, func() { <-done }
 }
 
+// errNotSplit: the body was not split into members (a Chat Completions
+// body, which its decoder splits).
+var errNotSplit = errors.New("not split")
+
 // protoCodec encodes an answer that passed through with pass, and one
 // translated from another protocol with the codec the translation made.
 type protoCodec struct {
@@ -193,10 +198,19 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	id, log := g.ID, g.Log
 	fp, join := startFingerprint(r, body)
 	defer join()
-	members, membersErr := llm.Members(body)
-	if membersErr == nil {
-		if name, bad := llm.CaseVariant(members, api.Owned...); bad {
-			return nil, llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(api.Owned, ", "))
+	caseVariant := func(name string) error {
+		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(api.Owned, ", "))
+	}
+	// A Chat Completions body is split once, by its decoder, which the
+	// case check then reads; another API's is split here, for the body
+	// passed through as much as for the check.
+	var members []llm.Member
+	membersErr := errNotSplit
+	if api.Proto != llm.ProtoChat {
+		if members, membersErr = llm.Members(body); membersErr == nil {
+			if name, bad := llm.CaseVariant(members, api.Owned...); bad {
+				return nil, caseVariant(name)
+			}
 		}
 	}
 	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
@@ -229,6 +243,11 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	req, err := llm.DecodeChatRequest(chatBody)
 	if err != nil {
 		return nil, err
+	}
+	if api.Proto == llm.ProtoChat {
+		if name, bad := req.CaseVariant(api.Owned...); bad {
+			return nil, caseVariant(name)
+		}
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	demand := req.Demand(p.Policy)

@@ -153,3 +153,19 @@ func sortedKeys(m map[string][]byte) []string {
 
 // AppendString appends s as a JSON string.
 func AppendString(b []byte, s string) []byte { return jsonstr.Append(b, s, true) }
+
+// CaseVariant is the package's CaseVariant for a decoded request: a
+// top-level field that differs from one of names only in case (a key given
+// twice is one field here, the last, as the decoder and the upstream body
+// keep it). Several are reported in key order, the first.
+func (r *ChatRequest) CaseVariant(names ...string) (string, bool) {
+	var found string
+	for k := range r.fields {
+		for _, n := range names {
+			if k != n && len(k) == len(n) && strings.EqualFold(k, n) && (found == "" || k < found) {
+				found = k
+			}
+		}
+	}
+	return found, found != ""
+}
