@@ -95,9 +95,7 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 		translated = mkCodec(g.ID, full, keyed)
 		return full, nil
 	})
-	if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
-		return nil, true, err
-	}
+	req.Native = nativeOf(api, r.Header, members, len(body))
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	pass := api.Codec
@@ -264,9 +262,7 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 			req.Dropped = presentHints(members, api.Hints)
 		}
 		if plan.Speaks(api.Proto) {
-			if req.Native, err = nativeOf(api, r.Header, members, len(body), req.Stream); err != nil {
-				return nil, err
-			}
+			req.Native = nativeOf(api, r.Header, members, len(body))
 		}
 	}
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
@@ -286,20 +282,19 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	return mkCodec(id, req, keyed), nil
 }
 
-// nativeOf is the client's request kept in its own protocol: its body
-// without the gateway-owned fields, and its protocol headers.
-func nativeOf(api clientapi.API, h http.Header, members []llm.Member, size int, stream bool) (*llm.Native, error) {
-	n := &llm.Native{Proto: api.Proto, Stream: stream,
-		Body: llm.Splice(members, size, map[string][]byte{"gateway": nil, "provider": nil})}
+// nativeOf is the client's request kept in its own protocol: its body's
+// members, and its protocol headers.
+func nativeOf(api clientapi.API, h http.Header, members []llm.Member, size int) *llm.Native {
+	var header http.Header
 	for _, name := range api.Forward {
 		if v := h.Values(name); len(v) > 0 {
-			if n.Header == nil {
-				n.Header = make(http.Header, len(api.Forward))
+			if header == nil {
+				header = make(http.Header, len(api.Forward))
 			}
-			n.Header[name] = v
+			header[name] = v
 		}
 	}
-	return n, nil
+	return llm.NewNative(api.Proto, members, size, header)
 }
 
 // routingBody is the Chat Completions request that stands for a client's

@@ -44,22 +44,29 @@ type NativeProvider interface {
 // Completions form the pipeline reads, for routes that speak it.
 type Native struct {
 	Proto Proto
-	// Body is the client's body without the gateway-owned fields; Body's
-	// "model" is replaced per route (WithModel).
-	Body []byte
 	// Header holds the protocol's own request headers to forward
 	// (anthropic-version, anthropic-beta), canonical names.
 	Header http.Header
-	// Stream is whether the client asked for a stream: the upstream is
-	// always called streaming.
-	Stream bool
+
+	// members are the client's body split (Members), size its length.
+	members []Member
+	size    int
+}
+
+// NewNative keeps a client's body, already split into its top-level
+// members (which share its memory), in protocol proto.
+func NewNative(proto Proto, members []Member, size int, header http.Header) *Native {
+	return &Native{Proto: proto, Header: header, members: members, size: size}
 }
 
 // BodyFor is the upstream body for a route serving model: the client's body
-// with "model" set to it and "stream" true.
+// with "model" set to it, "stream" true and the gateway-owned "gateway"
+// and "provider" left out, made in one copy.
 func (n *Native) BodyFor(model string) ([]byte, error) {
-	return SetTopLevel(n.Body, map[string][]byte{
-		"model":  AppendString(nil, model),
-		"stream": []byte("true"),
-	})
+	return Splice(n.members, n.size, map[string][]byte{
+		"model":    AppendString(nil, model),
+		"stream":   []byte("true"),
+		"gateway":  nil,
+		"provider": nil,
+	}), nil
 }

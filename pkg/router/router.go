@@ -85,7 +85,7 @@ type Plan struct {
 // protocol p as they are (llm.NativeProvider).
 func (p *Plan) Speaks(proto llm.Proto) bool {
 	for _, c := range p.Candidates {
-		if np, ok := c.adapter.(llm.NativeProvider); ok && np.Native() == proto {
+		if speaks(c.adapter) == proto {
 			return true
 		}
 	}
@@ -259,7 +259,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	try := func(i int) (*Answer, error) {
 		c := plan.Candidates[i]
 		up := llm.UpstreamRequest{Model: c.Route.Model, Proto: llm.ProtoChat}
-		if np, ok := c.adapter.(llm.NativeProvider); ok && req.Native != nil && np.Native() == req.Native.Proto {
+		if req.Native != nil && speaks(c.adapter) == req.Native.Proto {
 			up.Proto, up.Header = req.Native.Proto, req.Native.Header
 		} else if req.ChatErr != nil {
 			return nil, nil // this route cannot serve the request (Plan.Speaks)
