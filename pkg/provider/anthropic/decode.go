@@ -63,11 +63,10 @@ type Decoder struct {
 	outputTool  string
 	outputBlock int
 
-	output   bool
-	usage    usageCounts
-	sawUsage bool
-	finish   string
-	done     bool
+	output bool
+	usage  usageCounts
+	finish string
+	done   bool
 }
 
 type toolBlock struct {
@@ -75,8 +74,11 @@ type toolBlock struct {
 	argsOut bool
 }
 
+// usageCounts are the usage counts a stream reported so far; saw is
+// whether it reported any.
 type usageCounts struct {
 	input, output, cacheCreate, cacheRead int64
+	saw                                   bool
 }
 
 // NewDecoder returns a Decoder whose chunks carry created as their
@@ -153,7 +155,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			return nil, malformedEvent("message_start without message")
 		}
 		d.id, d.model = ev.Message.ID, ev.Message.Model
-		d.addUsage(ev.Message.Usage)
+		d.usage.add(ev.Message.Usage)
 		empty := ""
 		return d.emit(nil, chunkwire.Delta{Role: "assistant", Content: &empty}, nil)
 	case "content_block_start":
@@ -230,7 +232,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			Index: tb.index, Function: &chunkwire.Function{Arguments: &args},
 		}}}, nil)
 	case "message_delta":
-		d.addUsage(ev.Usage)
+		d.usage.add(ev.Usage)
 		if ev.Delta == nil || ev.Delta.StopReason == "" {
 			return nil, nil
 		}
@@ -256,10 +258,10 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		return append(out, c...), err
 	case "message_stop":
 		d.done = true
-		if !d.sawUsage {
+		if !d.usage.saw {
 			return nil, nil
 		}
-		return d.emit(d.usageJSON(), chunkwire.Delta{}, nil)
+		return d.emit(d.usage.json(), chunkwire.Delta{}, nil)
 	case "error":
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
@@ -287,42 +289,47 @@ func malformedEvent(what string) *llm.ProviderError {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.New(what)}
 }
 
-func (d *Decoder) addUsage(u *eventUsage) {
+// add takes an event's usage: message_delta's counts are cumulative, so
+// the last one wins.
+func (c *usageCounts) add(u *eventUsage) {
 	if u == nil {
 		return
 	}
 	set := func(dst *int64, v *int64) {
 		if v != nil && *v >= 0 {
 			*dst = *v
-			d.sawUsage = true
+			c.saw = true
 		}
 	}
-	// message_delta's counts are cumulative, so the last one wins.
-	set(&d.usage.input, u.InputTokens)
-	set(&d.usage.output, u.OutputTokens)
-	set(&d.usage.cacheCreate, u.CacheCreationInputTokens)
-	set(&d.usage.cacheRead, u.CacheReadInputTokens)
+	set(&c.input, u.InputTokens)
+	set(&c.output, u.OutputTokens)
+	set(&c.cacheCreate, u.CacheCreationInputTokens)
+	set(&c.cacheRead, u.CacheReadInputTokens)
+}
+
+// soFar is the usage reported so far as a usage chunk would carry it, or
+// nil when none was reported.
+func (c *usageCounts) soFar() json.RawMessage {
+	if !c.saw {
+		return nil
+	}
+	return c.json()
+}
+
+// json is the counts as the Chat Completions usage object.
+func (c *usageCounts) json() json.RawMessage {
+	prompt := c.input + c.cacheCreate + c.cacheRead
+	w := chunkUsage{PromptTokens: prompt, CompletionTokens: c.output, TotalTokens: prompt + c.output}
+	if c.cacheRead > 0 || c.cacheCreate > 0 {
+		w.PromptTokensDetails = &promptDetails{CachedTokens: c.cacheRead, CacheWriteTokens: c.cacheCreate}
+	}
+	return marshal(w)
 }
 
 // UsageSoFar is the usage reported by the events decoded so far (the
 // counts of message_start, then message_delta's), as a usage chunk would
 // carry it, or nil when none was reported.
-func (d *Decoder) UsageSoFar() json.RawMessage {
-	if !d.sawUsage {
-		return nil
-	}
-	return d.usageJSON()
-}
-
-func (d *Decoder) usageJSON() json.RawMessage {
-	u := d.usage
-	prompt := u.input + u.cacheCreate + u.cacheRead
-	w := chunkUsage{PromptTokens: prompt, CompletionTokens: u.output, TotalTokens: prompt + u.output}
-	if u.cacheRead > 0 || u.cacheCreate > 0 {
-		w.PromptTokensDetails = &promptDetails{CachedTokens: u.cacheRead, CacheWriteTokens: u.cacheCreate}
-	}
-	return marshal(w)
-}
+func (d *Decoder) UsageSoFar() json.RawMessage { return d.usage.soFar() }
 
 // emit builds one chunk: a usage-only chunk when usage is set, else one
 // choice with delta and finish.

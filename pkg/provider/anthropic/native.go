@@ -21,9 +21,8 @@ var ForwardedHeaders = []string{"Anthropic-Version", "Anthropic-Beta"}
 // in itself (tool_use, server_tool_use, redacted_thinking, and block types
 // added after this was written). The zero Observer is ready.
 type Observer struct {
-	usage    usageCounts
-	sawUsage bool
-	done     bool
+	usage usageCounts
+	done  bool
 }
 
 // Done reports whether message_stop has been read.
@@ -47,7 +46,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 			return llm.Chunk{}, malformedEvent("message_start without message")
 		}
 		c.ID, c.Model = ev.Message.ID, ev.Message.Model
-		o.addUsage(ev.Message.Usage)
+		o.usage.add(ev.Message.Usage)
 	case "content_block_start":
 		cb := ev.ContentBlock
 		if cb == nil {
@@ -67,10 +66,8 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		c.TextLen = len(ev.Delta.Text) + len(ev.Delta.Thinking) + len(ev.Delta.PartialJSON)
 		c.Output = c.TextLen > 0
 	case "message_delta":
-		o.addUsage(ev.Usage)
-		if o.sawUsage {
-			c.Usage = o.usageJSON()
-		}
+		o.usage.add(ev.Usage)
+		c.Usage = o.usage.soFar()
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
 			c.FinishReason = ev.Delta.StopReason
 			c.Seen, c.Finished = 1, 1
@@ -89,23 +86,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 
 // UsageSoFar is the usage reported so far, in the Chat Completions shape
 // the pipeline reads, or nil.
-func (o *Observer) UsageSoFar() json.RawMessage {
-	if !o.sawUsage {
-		return nil
-	}
-	return o.usageJSON()
-}
-
-func (o *Observer) addUsage(u *eventUsage) {
-	d := Decoder{usage: o.usage, sawUsage: o.sawUsage}
-	d.addUsage(u)
-	o.usage, o.sawUsage = d.usage, d.sawUsage
-}
-
-func (o *Observer) usageJSON() json.RawMessage {
-	d := Decoder{usage: o.usage}
-	return d.usageJSON()
-}
+func (o *Observer) UsageSoFar() json.RawMessage { return o.usage.soFar() }
 
 // NativeEvents turns a whole Message (an upstream that answered a streaming
 // request with JSON) into the events that stream it: message_start with the
