@@ -1,14 +1,9 @@
 package systemtest_test
 
 import (
-	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/buzzgate/buzzgate/pkg/app"
-	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
@@ -36,24 +31,7 @@ func TestAgentFixturesOnEveryRoute(t *testing.T) {
 				default:
 					up = providertest.NewResponses(t)
 				}
-				cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
-  - {name: up, api: %s, base_url: %q, api_key_env: UP_KEY}
-models:
-  - id: m
-    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
-projects:
-  - id: proj
-    keys: [{key: %s}]
-`, api, up.URL(), testKey))
-				if err != nil {
-					t.Fatal(err)
-				}
-				a, err := app.FromConfig(cfg, app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv := httptest.NewServer(a.Handler)
-				t.Cleanup(srv.Close)
+				url := oneRouteGateway(t, api, up.URL())
 
 				f := loadFixture(t, fx.file)
 				body := withTop(t, f.Body, map[string]string{"model": `"m"`})
@@ -61,7 +39,7 @@ projects:
 				for k, v := range f.Headers {
 					hdr = append(hdr, k, v)
 				}
-				res := callPath(t, srv.URL+"/api"+f.Path, string(body), hdr...)
+				res := callPath(t, url+"/api"+f.Path, string(body), hdr...)
 				if res.status != 200 || up.Calls() != 1 {
 					t.Fatalf("status %d, upstream calls %d: %.500s", res.status, up.Calls(), res.body)
 				}

@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -18,49 +16,30 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/codexcli"
-	"github.com/buzzgate/buzzgate/pkg/app"
-	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 const codexEncrypted = "gAAAAB-scripted-encrypted-content-7f3a"
 
-// codexGateway serves model codex-model from one route to upstream (a
-// provider of the given api at baseURL), and records every body a client
-// posts to it.
+// codexGateway serves model m from one route to upstream (a provider of
+// the given api at baseURL), and records every body a client posts to it.
 func codexGateway(t *testing.T, api, baseURL string) (url string, sent func() [][]byte) {
 	t.Helper()
-	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
-  - {name: up, api: %s, base_url: %q}
-models:
-  - id: codex-model
-    routes:
-      - {provider: up, model: up-model, input_price: 1, output_price: 2}
-projects:
-  - id: proj
-    keys: [{key: %s}]
-`, api, baseURL, testKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var bodies [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if r.Method == http.MethodPost {
-			mu.Lock()
-			bodies = append(bodies, b)
-			mu.Unlock()
-		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		a.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, func() [][]byte {
+	record := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if r.Method == http.MethodPost {
+				mu.Lock()
+				bodies = append(bodies, b)
+				mu.Unlock()
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			next.ServeHTTP(w, r)
+		})
+	}
+	return oneRouteGateway(t, api, baseURL, record), func() [][]byte {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(bodies)
@@ -74,7 +53,7 @@ func runCodex(t *testing.T, url, prompt string) codexcli.Result {
 		t.Fatal(err)
 	}
 	res, err := codexcli.Run(context.Background(), codexcli.Options{
-		Binary: bin, BaseURL: url + "/api/v1", APIKey: testKey, Model: "codex-model",
+		Binary: bin, BaseURL: url + "/api/v1", APIKey: testKey, Model: "m",
 		Prompt: prompt, Dir: t.TempDir(), Timeout: 2 * time.Minute,
 	})
 	if err != nil || res.ExitCode != 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -399,27 +400,10 @@ func TestPassThroughExactlyOnce(t *testing.T) {
 // its cost included, without a second call.
 func TestResponsesPassThroughReplay(t *testing.T) {
 	up := providertest.NewResponses(t)
-	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
-  - {name: up, api: openai-responses, base_url: %q}
-models:
-  - id: m
-    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
-projects:
-  - id: proj
-    keys: [{key: %s}]
-`, up.URL(), testKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler)
-	t.Cleanup(srv.Close)
+	url := oneRouteGateway(t, "openai-responses", up.URL())
 	body := `{"model":"m","stream":true,"store":false,"input":"hi","client_metadata":{"k":"v"}}`
-	first := callPath(t, srv.URL+"/api/v1/responses", body, "Idempotency-Key", "rs-once")
-	again := callPath(t, srv.URL+"/api/v1/responses", body, "Idempotency-Key", "rs-once")
+	first := callPath(t, url+"/api/v1/responses", body, "Idempotency-Key", "rs-once")
+	again := callPath(t, url+"/api/v1/responses", body, "Idempotency-Key", "rs-once")
 	if first.status != 200 || again.body != first.body || again.replayed != "true" || up.Calls() != 1 {
 		t.Fatalf("status %d, same bytes %v, replayed %q, calls %d", first.status, again.body == first.body, again.replayed, up.Calls())
 	}
@@ -443,25 +427,8 @@ func TestTranslatedRoutesNameWhatTheyDrop(t *testing.T) {
 		} else {
 			up = providertest.NewResponses(t)
 		}
-		cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
-  - {name: up, api: %s, base_url: %q}
-models:
-  - id: m
-    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
-projects:
-  - id: proj
-    keys: [{key: %s}]
-`, api, up.URL(), testKey))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(a.Handler)
-		t.Cleanup(srv.Close)
-		res := callPath(t, srv.URL+"/api/v1/chat/completions", `{"model":"m","seed":7,"frobnicate":{"x":1},"messages":[{"role":"user","name":"ann","content":"hi"}]}`)
+		url := oneRouteGateway(t, api, up.URL())
+		res := callPath(t, url+"/api/v1/chat/completions", `{"model":"m","seed":7,"frobnicate":{"x":1},"messages":[{"role":"user","name":"ann","content":"hi"}]}`)
 		if res.status != 200 {
 			t.Fatalf("%s: status %d: %s", api, res.status, res.body)
 		}
@@ -472,4 +439,34 @@ projects:
 			t.Errorf("%s: a dropped field reached the upstream: %s", api, b)
 		}
 	}
+}
+
+// oneRouteGateway serves model m from one route, to a provider of the given
+// api at baseURL (its key "up-secret"), on loopback, its handler wrapped in
+// wrap when given; it returns the server's URL.
+func oneRouteGateway(t *testing.T, api, baseURL string, wrap ...func(http.Handler) http.Handler) string {
+	t.Helper()
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: up, api: %s, base_url: %q, api_key_env: UP_KEY}
+models:
+  - id: m
+    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, api, baseURL, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.FromConfig(cfg, app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Handler
+	for _, w := range wrap {
+		h = w(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
