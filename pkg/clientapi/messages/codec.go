@@ -419,16 +419,8 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 			return gateway.Result{Usage: usage, Answered: true}
 		}
 	default:
-		e := clientapi.CutShort(ans.Provider, end)
-		typ := "api_error"
-		var pe *llm.ProviderError
-		switch {
-		case e.Code == llm.CodeRequestTimeout:
-			typ = "timeout_error"
-		case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
-			typ = "overloaded_error"
-		}
-		w.send("error", clientapi.AnthropicEnvelope(e, typ))
+		ev := anthropicErrorEvent(clientapi.CutShort(ans.Provider, end), end)
+		w.send(ev.Name, json.RawMessage(ev.Data))
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
 }

@@ -913,5 +913,3 @@ func mdToolChoice(raw json.RawMessage, tools map[string]bool) (choice, parallel 
 	}
 	return choice, parallel, nil
 }
-
-// Object builds a JSON object with its keys in the order added.

@@ -13,7 +13,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
-// PassStream relays a Messages stream passed through: the provider's
+// passStream relays a Messages stream passed through: the provider's
 // events as it sent them, message_delta with the cost in its usage.
 func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)

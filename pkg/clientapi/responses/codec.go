@@ -776,12 +776,19 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 // Responses' "error" event (there is no Response to fail; its
 // sequence_number is 0, as the codec does not know the stream's count).
 func (c *responsesCodec) JoinBroken(reason string) idempotency.Event {
+	return errorEvent(llm.CodeReplayUnavailable, reason)
+}
+
+// errorEvent is Responses' "error" event: a stream that cannot go on
+// (its sequence_number is 0: the gateway does not count the events of a
+// stream it did not write).
+func errorEvent(code llm.Code, message string) idempotency.Event {
 	b, _ := json.Marshal(struct {
 		Type           string  `json:"type"`
 		Code           string  `json:"code"`
 		Message        string  `json:"message"`
 		Param          *string `json:"param"`
 		SequenceNumber int     `json:"sequence_number"`
-	}{"error", string(llm.CodeReplayUnavailable), reason, nil, 0})
+	}{"error", string(code), message, nil, 0})
 	return idempotency.Event{Name: "error", Data: b}
 }

@@ -21,7 +21,7 @@ func responsesTerminal(ch *llm.Chunk) bool {
 	return ch.Usage != nil && ch.FinishReason != ""
 }
 
-// PassStream relays a Responses stream passed through: the provider's
+// passStream relays a Responses stream passed through: the provider's
 // events as it sent them, the terminal event with the cost in its
 // response's usage.
 func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
@@ -29,16 +29,8 @@ func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gat
 	p := clientapi.PassStream{Ans: ans, Out: out,
 		UsageEvent: responsesTerminal,
 		UsagePath:  []string{"response", "usage"},
-		Broken: func(e *llm.Error, _ error) idempotency.Event {
-			b, _ := json.Marshal(struct {
-				Type    string  `json:"type"`
-				Code    string  `json:"code"`
-				Message string  `json:"message"`
-				Param   *string `json:"param"`
-			}{"error", string(e.Code), e.Message, nil})
-			return idempotency.Event{Name: "error", Data: b}
-		},
-		Stopped: func(llm.Usage) []idempotency.Event { return nil },
+		Broken:     func(e *llm.Error, _ error) idempotency.Event { return errorEvent(e.Code, e.Message) },
+		Stopped:    func(llm.Usage) []idempotency.Event { return nil },
 	}
 	return p.Run()
 }

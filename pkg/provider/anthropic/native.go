@@ -117,7 +117,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		}
 	}
 	var blocks []json.RawMessage
-	if len(content) > 0 && string(content) != "null" {
+	if !isNull(content) {
 		if err := json.Unmarshal(content, &blocks); err != nil {
 			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 		}
@@ -139,7 +139,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		delta = append(append(delta, `,"stop_sequence":`...), stopSeq...)
 	}
 	delta = append(delta, '}')
-	if len(usage) > 0 && string(usage) != "null" {
+	if !isNull(usage) {
 		delta = append(append(delta, `,"usage":`...), usage...)
 	}
 	events = append(events, append(delta, '}'), []byte(`{"type":"message_stop"}`))
