@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
@@ -446,6 +448,13 @@ func TestTranslatedRoutesNameWhatTheyDrop(t *testing.T) {
 // wrap when given; it returns the server's URL.
 func oneRouteGateway(t *testing.T, api, baseURL string, wrap ...func(http.Handler) http.Handler) string {
 	t.Helper()
+	return oneRouteGatewayWith(t, api, baseURL, nil, wrap...)
+}
+
+// oneRouteGatewayWith is oneRouteGateway writing its metric lines to
+// metricsOut when it is not nil.
+func oneRouteGatewayWith(t *testing.T, api, baseURL string, metricsOut io.Writer, wrap ...func(http.Handler) http.Handler) string {
+	t.Helper()
 	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
   - {name: up, api: %s, base_url: %q, api_key_env: UP_KEY}
 models:
@@ -458,7 +467,11 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.FromConfig(cfg, app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler)})
+	opts := app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler)}
+	if metricsOut != nil {
+		opts.Metrics = metrics.NewEMF(metricsOut, "test")
+	}
+	a, err := app.FromConfig(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,4 +482,62 @@ projects:
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestPairMetrics: an answered request's metric lines name its client API
+// and the answering upstream's, say whether it passed through, and count
+// each field its translation dropped, as x-gateway-dropped names them.
+func TestPairMetrics(t *testing.T) {
+	body := `{"model":"m","max_tokens":50,"context_management":{"edits":[]},"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		api     string
+		pass    float64
+		dropped []string
+	}{
+		{"anthropic", 1, nil},
+		{"openai", 0, []string{"context_management"}},
+	} {
+		var up *providertest.Server
+		if tc.api == "anthropic" {
+			up = providertest.NewAnthropic(t)
+		} else {
+			up = providertest.New(t)
+		}
+		buf := &syncBuffer{}
+		url := oneRouteGatewayWith(t, tc.api, up.URL(), buf)
+		a := callPath(t, url+"/api/v1/messages", body)
+		if a.status != 200 {
+			t.Fatalf("%s: status %d: %s", tc.api, a.status, a.body)
+		}
+		if got := a.header.Get("X-Gateway-Dropped"); got != strings.Join(tc.dropped, ", ") {
+			t.Errorf("%s: x-gateway-dropped %q, want %q", tc.api, got, strings.Join(tc.dropped, ", "))
+		}
+		var pair map[string]any
+		var fields []string
+		deadline := time.Now().Add(5 * time.Second)
+		for pair == nil && time.Now().Before(deadline) { // the lines are written after the answer
+			pair, fields = nil, nil
+			for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(l), &m) != nil {
+					continue
+				}
+				if _, ok := m["PairRequests"]; ok {
+					pair = m
+				}
+				if f, ok := m["Field"].(string); ok && m["DroppedFields"] == 1.0 {
+					fields = append(fields, f)
+				}
+			}
+			if pair == nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		if pair["ClientAPI"] != "messages" || pair["UpstreamAPI"] != tc.api || pair["PassThrough"] != tc.pass {
+			t.Errorf("%s: pair line %v", tc.api, pair)
+		}
+		if strings.Join(fields, ", ") != strings.Join(tc.dropped, ", ") {
+			t.Errorf("%s: DroppedFields lines for %v, want %v", tc.api, fields, tc.dropped)
+		}
+	}
 }

@@ -20,16 +20,13 @@ import (
 
 // AnswerHead is the headers of an answer served by a provider.
 func AnswerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, contentType string) map[string]string {
-	head := DroppedHeader(map[string]string{
+	head := map[string]string{
 		"Content-Type":          contentType,
 		"X-Request-Id":          requestID,
 		"X-Gateway-Provider":    ans.Provider,
 		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
-	}, req, ans)
-	if names := ans.Dropped; len(names) > 0 {
-		if prior := head["X-Gateway-Dropped"]; prior != "" {
-			names = append([]string{prior}, names...)
-		}
+	}
+	if names := ans.DroppedFrom(req); len(names) > 0 {
 		head["X-Gateway-Dropped"] = strings.Join(names, ", ")
 	}
 	return head

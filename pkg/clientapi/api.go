@@ -21,14 +21,13 @@ import (
 // answers and errors go back in its shapes. Everything between is the same
 // pipeline (gateway.Service) for every API.
 type API struct {
-	// Decode turns the client's body into a Chat Completions body; nil
-	// for Chat Completions itself.
-	Decode func(body []byte) ([]byte, error)
 	// Codec encodes the answer of req.
 	Codec CodecFunc
-	// Prepare, when set, replaces Decode and Codec: for an API whose
-	// request needs more than its body (Responses: the kept turn of its
-	// previous_response_id) and whose codec depends on the request. When
+	// Prepare, when set, turns the client's body into a Chat Completions
+	// body and replaces Codec (nil for Chat Completions itself): the codec
+	// may depend on the request, and for an API whose request needs more
+	// than its body (Responses: the kept turn of its
+	// previous_response_id), when
 	// the body alone is not the whole request, resolve returns the whole
 	// Chat Completions body; it runs after the idempotency lookup
 	// (gateway.Request.Resolve).

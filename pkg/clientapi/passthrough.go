@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -117,14 +116,4 @@ func (p *PassStream) Run() gateway.Result {
 		p.Out.Event(p.Broken(CutShort(p.Ans.Provider, end), end), true)
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
-}
-
-// DroppedHeader names, in x-gateway-dropped, the request's fields that a
-// translation to another protocol left out; nothing when the request
-// passed through.
-func DroppedHeader(head map[string]string, req *llm.ChatRequest, ans *router.Answer) map[string]string {
-	if ans.Proto == llm.ProtoChat && len(req.Dropped) > 0 {
-		head["X-Gateway-Dropped"] = strings.Join(req.Dropped, ", ")
-	}
-	return head
 }

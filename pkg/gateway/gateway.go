@@ -500,10 +500,8 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		slog.Float64("first_output_ms", float64(ans.FirstOutput.Microseconds())/1000))
 	log.Metrics.Provider, log.Metrics.RouteDepth, log.Metrics.TimeToFirstToken = ans.Provider, ans.Depth, ans.FirstOutput
 	log.Metrics.UpstreamAPI = ans.API
-	log.Metrics.PassThrough = log.Metrics.ClientAPI == ans.Speaks.String()
-	if !log.Metrics.PassThrough {
-		log.Metrics.Dropped = append(append([]string(nil), req.Chat.Dropped...), ans.Dropped...)
-	}
+	log.Metrics.PassThrough = log.Metrics.ClientAPI == ans.Proto.String()
+	log.Metrics.Dropped = ans.DroppedFrom(req.Chat)
 
 	if exec == nil {
 		// The client's writer may send a burst of events in one write

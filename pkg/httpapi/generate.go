@@ -75,11 +75,8 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 	req := llm.NewRoutingRequest(routing, len(body), func() (*llm.ChatRequest, error) {
 		chatBody, mkCodec := body, api.Codec
 		var err error
-		switch {
-		case api.Prepare != nil:
+		if api.Prepare != nil {
 			chatBody, mkCodec, _, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, g.ID, body)
-		case api.Decode != nil:
-			chatBody, err = api.Decode(body)
 		}
 		if err != nil {
 			return nil, err
@@ -220,11 +217,8 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	chatBody, mkCodec := body, api.Codec
 	var resolve func(context.Context) ([]byte, error)
 	var err error
-	switch {
-	case api.Prepare != nil:
+	if api.Prepare != nil {
 		chatBody, mkCodec, resolve, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
-	case api.Decode != nil:
-		chatBody, err = api.Decode(body)
 	}
 	var chatErr error
 	if err != nil && native && llm.AsError(err).Code == llm.CodeInvalidRequest {

@@ -133,13 +133,6 @@ func (r *ChatRequest) AllowFallbacks() bool {
 // Size is the request body's length in bytes.
 func (r *ChatRequest) Size() int { return r.size }
 
-// Has reports whether the request sets the top-level field name (not
-// null).
-func (r *ChatRequest) Has(name string) bool {
-	_, ok := present(r.fields, name)
-	return ok
-}
-
 func invalid(param, format string, args ...any) *Error {
 	return Errorf(CodeInvalidRequest, param, format, args...)
 }

@@ -427,7 +427,7 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 		return fail(err)
 	}
 	a := &Answer{
-		Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API, Speaks: speaks(c.adapter),
+		Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API,
 		stream: stream, cancel: cancel, health: r.health, now: r.now, promptBytes: promptBytes,
 	}
 	a.pending = a.firstChunks[:0]
@@ -473,11 +473,8 @@ type Answer struct {
 	// Dropped are the request's fields the adapter's translation left out
 	// (llm.DropReporter), nil for a request passed through.
 	Dropped []string
-	// API is the provider's upstream API (catalog.Provider.API), and
-	// Speaks the protocol it speaks (llm.ProtoChat unless it is an
-	// llm.NativeProvider).
-	API    string
-	Speaks llm.Proto
+	// API is the provider's upstream API (catalog.Provider.API).
+	API string
 	// Calls is the number of provider calls the request made, this one
 	// included.
 	Calls       int
@@ -497,6 +494,21 @@ type Answer struct {
 	usage      json.RawMessage
 	textLen    int
 	err        error
+}
+
+// DroppedFrom names the fields of req the answer's path left out (for
+// x-gateway-dropped and the DroppedFields metric): nothing when req passed
+// through; else the hints the client API's translation to Chat Completions
+// dropped (req.Dropped), then those the adapter's translation to its own
+// protocol did.
+func (a *Answer) DroppedFrom(req *llm.ChatRequest) []string {
+	if a.Proto != llm.ProtoChat {
+		return nil
+	}
+	if len(a.Dropped) == 0 {
+		return req.Dropped
+	}
+	return append(append([]string(nil), req.Dropped...), a.Dropped...)
 }
 
 // Model is the model the provider says it answered with: that of its first
