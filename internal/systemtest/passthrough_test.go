@@ -366,16 +366,16 @@ func TestPassThroughExactlyOnce(t *testing.T) {
 	key := []string{"Idempotency-Key", "pass-once", "anthropic-version", "2023-06-01"}
 	var wg sync.WaitGroup
 	answers := make([]answer, 2)
-	for i := range answers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i == 1 {
-				time.Sleep(100 * time.Millisecond) // while the first runs
-			}
-			answers[i] = callURL(context.Background(), url+"/api/v1/messages", body, key...)
-		}()
+	call := func(i int) {
+		defer wg.Done()
+		answers[i] = callURL(context.Background(), url+"/api/v1/messages", body, key...)
 	}
+	wg.Add(2)
+	go call(0)
+	// The second joins while the first waits for the provider's head
+	// (HeaderDelay): its call has reached the provider.
+	waitCalls(t, claude, 1)
+	go call(1)
 	wg.Wait()
 	replay := callPath(t, url+"/api/v1/messages", body, key...)
 	for i, a := range append(answers, replay) {

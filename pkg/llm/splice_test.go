@@ -62,12 +62,35 @@ func FuzzSetTopLevel(f *testing.F) {
 			t.Fatalf("Members accepted invalid JSON %q", body)
 		}
 		out := Splice(ms, len(body), map[string][]byte{"model": []byte(`"x"`), "gateway": nil})
-		var m map[string]json.RawMessage
+		var in, m map[string]json.RawMessage
 		if err := json.Unmarshal(out, &m); err != nil {
 			t.Fatalf("spliced %q into invalid JSON %q: %v", body, out, err)
 		}
+		if err := json.Unmarshal(body, &in); err != nil {
+			t.Fatal(err)
+		}
 		if string(m["model"]) != `"x"` {
 			t.Fatalf("model = %s in %q", m["model"], out)
+		}
+		if _, ok := m["gateway"]; ok {
+			t.Fatalf("gateway left in %q", out)
+		}
+		// Every other member is the input's, byte for byte (encoding/json
+		// keeps the last of a repeated key, as Splice keeps the first: the
+		// comparison skips keys the input repeats).
+		seen := map[string]int{}
+		for _, mb := range ms {
+			seen[mb.Key]++
+		}
+		delete(in, "model")
+		delete(in, "gateway")
+		for k, v := range in {
+			if seen[k] == 1 && string(m[k]) != string(v) {
+				t.Fatalf("member %q changed: %s, was %s", k, m[k], v)
+			}
+		}
+		if len(m) != len(in)+1 {
+			t.Fatalf("%d members out of %d in (less gateway, with model): %q", len(m), len(in), out)
 		}
 	})
 }
