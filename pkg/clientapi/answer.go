@@ -107,12 +107,12 @@ func CutShort(provider string, end error) *llm.Error {
 // than an interface: the codec's writer then stays on its stack.)
 type DeltaSink struct {
 	Text, Refusal func(s string)
-	// reasoning takes a reasoning model's thinking (nil: dropped);
-	// stopSequence the stop sequence that ended the answer, when the
+	// Reasoning takes a reasoning model's thinking (nil: dropped);
+	// StopSequence the stop sequence that ended the answer, when the
 	// upstream says (nil: not wanted).
 	Reasoning, StopSequence func(s string)
 	ToolCall                func(index int, id, name, args string)
-	// failed is the Emitter's error: the client is gone.
+	// Failed is the Emitter's error: the client is gone.
 	Failed func() error
 }
 

@@ -103,7 +103,11 @@ func (p *PassStream) Run() gateway.Result {
 	case errors.Is(end, router.ErrIncomplete):
 		if !priced {
 			p.Out.Price(usage)
-			for _, ev := range p.Stopped(usage) {
+			var evs []idempotency.Event
+			if p.Stopped != nil {
+				evs = p.Stopped(usage)
+			}
+			for _, ev := range evs {
 				if p.Out.Event(ev, true) != nil {
 					break
 				}

@@ -12,9 +12,9 @@ type Recorder struct {
 	http.ResponseWriter
 	Status int
 	Wrote  bool
-	// code is the error code written, if any.
+	// Code is the error code written, if any.
 	Code llm.Code
-	// aborted: the client is to be dropped when the handler returns
+	// Aborted: the client is to be dropped when the handler returns
 	// (wire.Abort).
 	Aborted bool
 }

@@ -152,7 +152,7 @@ func (p pieces) Write(b []byte) (int, error) {
 }
 
 // errAborted is what every write returns once Abort was called.
-var errAborted = errors.New("httpapi: the client was dropped")
+var errAborted = errors.New("clientapi: the client was dropped")
 
 // Abort drops the client: every later write fails, and when the handler
 // returns the connection is cut without the response's proper end (a

@@ -86,9 +86,6 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 			return nil, err
 		}
 		full.Dropped = presentHints(members, api.Hints)
-		if full.Dropped == nil {
-			full.Dropped = []string{}
-		}
 		translated = mkCodec(g.ID, full, keyed)
 		return full, nil
 	})

@@ -30,8 +30,6 @@ func (r *ChatRequest) translated() error {
 		return err
 	}
 	r.fields = full.fields
-	if full.Dropped != nil {
-		r.Dropped = full.Dropped
-	}
+	r.Dropped = full.Dropped
 	return nil
 }

@@ -30,7 +30,6 @@ func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gat
 		UsageEvent: responsesTerminal,
 		UsagePath:  []string{"response", "usage"},
 		Broken:     func(e *llm.Error, _ error) idempotency.Event { return errorEvent(e.Code, e.Message) },
-		Stopped:    func(llm.Usage) []idempotency.Event { return nil },
 	}
 	return p.Run()
 }
