@@ -20,6 +20,18 @@ func keepAliveFake(t *testing.T, p Protocol, s Script) Fake {
 	} else {
 		body += "event: ping\ndata: {\"type\":\"ping\"}\n\n"
 	}
+	path := ""
+	if p == ChatCompletions {
+		path = "/v1"
+	}
+	return stallServer(t, body, path, func(b []byte) Received { return readRequest(t, p, b) })
+}
+
+// stallServer serves every call with body, then nothing until the client
+// goes; the Fake's URL is the server's with path, and read reads a request
+// body received.
+func stallServer(t *testing.T, body, path string, read func([]byte) Received) Fake {
+	t.Helper()
 	var (
 		mu       sync.Mutex
 		received [][]byte
@@ -46,22 +58,21 @@ func keepAliveFake(t *testing.T, p Protocol, s Script) Fake {
 		close(done)
 		srv.Close()
 	})
-	f := Fake{URL: srv.URL, Calls: func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(received)
-	}}
-	if p == ChatCompletions {
-		f.URL += "/v1"
+	return Fake{
+		URL: srv.URL + path,
+		Calls: func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(received)
+		},
+		Received: func() []Received {
+			mu.Lock()
+			defer mu.Unlock()
+			var out []Received
+			for _, b := range received {
+				out = append(out, read(b))
+			}
+			return out
+		},
 	}
-	f.Received = func() []Received {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []Received
-		for _, b := range received {
-			out = append(out, readRequest(t, p, b))
-		}
-		return out
-	}
-	return f
 }

@@ -3,11 +3,7 @@ package adaptertest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -101,49 +97,7 @@ func responsesKeepAliveFake(t *testing.T, s Script) Fake {
 	t.Helper()
 	body := responsesStreamStart(s.Text[:s.CutAfter]) +
 		"event: keepalive\ndata: {\"type\":\"keepalive\",\"sequence_number\":99}\n\n"
-	var (
-		mu       sync.Mutex
-		received [][]byte
-		done     = make(chan struct{})
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			return
-		}
-		mu.Lock()
-		received = append(received, b)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		if _, err := io.WriteString(w, body); err != nil || http.NewResponseController(w).Flush() != nil {
-			return
-		}
-		select {
-		case <-r.Context().Done():
-		case <-done:
-		}
-	}))
-	t.Cleanup(func() {
-		close(done)
-		srv.Close()
-	})
-	return Fake{
-		URL: srv.URL + "/v1",
-		Calls: func() int {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(received)
-		},
-		Received: func() []Received {
-			mu.Lock()
-			defer mu.Unlock()
-			var out []Received
-			for _, b := range received {
-				out = append(out, readResponsesRequest(t, b))
-			}
-			return out
-		},
-	}
+	return stallServer(t, body, "/v1", func(b []byte) Received { return readResponsesRequest(t, b) })
 }
 
 // readResponsesRequest reads a Responses request body in the suite's terms:
