@@ -1,11 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -148,41 +145,7 @@ func (s *Server) callCounter(r *http.Request, counters []router.TokenCounter, bo
 }
 
 // withoutGatewayFields is the JSON object body less the fields the gateway
-// owns ("gateway", "provider"), the others in their order, their values as
-// they are.
+// owns ("gateway", "provider"), the others in their order, as written.
 func withoutGatewayFields(body []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
-	}
-	out := make([]byte, 0, len(body))
-	out = append(out, '{')
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, err
-		}
-		if key == "gateway" || key == "provider" {
-			continue
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		k, _ := json.Marshal(key)
-		out = append(out, k...)
-		out = append(out, ':')
-		out = append(out, value...)
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, errors.New("not a JSON object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
-	}
-	return append(out, '}'), nil
+	return llm.SetTopLevel(body, map[string][]byte{"gateway": nil, "provider": nil})
 }

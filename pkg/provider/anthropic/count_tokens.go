@@ -91,45 +91,19 @@ func (c *Client) CountTokens(ctx context.Context, req *llm.TokenCountRequest) (*
 }
 
 // withModel is the JSON object body with its "model" replaced by model,
-// written first; the other top-level fields follow in their order, their
-// values as they are.
+// written first; the other top-level fields follow in their order, as
+// written.
 func withModel(body []byte, model string) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
+	ms, err := llm.Members(body)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]byte, 0, len(body)+len(model)+16)
-	out = append(out, `{"model":`...)
-	out = append(out, jsonString(model)...)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
+	out := make([]llm.Member, 0, len(ms)+1)
+	out = append(out, llm.Member{Key: "model", KeyRaw: []byte(`"model"`), Value: llm.AppendString(nil, model)})
+	for _, m := range ms {
+		if m.Key != "model" {
+			out = append(out, m)
 		}
-		key, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, err
-		}
-		if key == "model" {
-			continue
-		}
-		out = append(out, ',')
-		out = append(out, jsonString(key)...)
-		out = append(out, ':')
-		out = append(out, value...)
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, errors.New("not a JSON object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
-	}
-	return append(out, '}'), nil
-}
-
-// jsonString is s as a JSON string.
-func jsonString(s string) []byte {
-	b, _ := json.Marshal(s) // a string always encodes
-	return b
+	return llm.Splice(out, len(body)+len(model), nil), nil
 }
