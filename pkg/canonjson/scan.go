@@ -6,6 +6,8 @@ import (
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/internal/jsonscan"
 )
 
 // The fast path for string values, which are most of a large request's
@@ -16,21 +18,6 @@ import (
 // character it stands for. Either way the value's text is its canonical
 // form (value.canon), which the writer copies as it is. Member names,
 // which must be decoded to be sorted, go through str.
-
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// stopMask flags, in the high bit of each byte of x (little-endian), the
-// bytes that are '"', '\\' or below 0x20. The lowest flag is always right;
-// a flag above a flagged byte may be wrong (a borrow runs upwards), so a
-// flagged byte is looked at before it is acted on.
-func stopMask(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	b := x ^ (ones * '\\')
-	return (((q - ones) &^ q) | ((b - ones) &^ b) | ((x - ones*0x20) &^ x)) & highs
-}
 
 // strValue parses a string value at p.pos (the opening quote) into its
 // canonical form (see above). Only the strings str accepts pass here; for
@@ -58,12 +45,12 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 	// bytes before it are ASCII); past the end: none yet.
 	firstHigh := len(b)
 	for i < len(b) {
-		x := word(b, i)
-		if h := x & highs; h != 0 && high&highs == 0 {
+		x := jsonscan.Word(b, i)
+		if h := x & jsonscan.Highs; h != 0 && high&jsonscan.Highs == 0 {
 			firstHigh = i + bits.TrailingZeros64(h)>>3
 		}
 		high |= x
-		for m := stopMask(x); m != 0; m &= m - 1 {
+		for m := jsonscan.StopMask(x); m != 0; m &= m - 1 {
 			j := i + bits.TrailingZeros64(m)>>3
 			if j < next {
 				continue
@@ -151,11 +138,11 @@ func (p *parser) scanEscaped(start, i int, high uint64) (s span, ok bool) {
 			// Room for a word and an escape's canonical form (at most 6).
 			out = slices.Grow(out, max(len(out), 256))
 		}
-		x := word(b, i)
+		x := jsonscan.Word(b, i)
 		high |= x
 		n := len(out)
 		binary.LittleEndian.PutUint64(out[n:n+8], x)
-		m := stopMask(x)
+		m := jsonscan.StopMask(x)
 		if m == 0 {
 			out = out[:n+8]
 			i += 8
@@ -166,7 +153,7 @@ func (p *parser) scanEscaped(start, i int, high uint64) (s span, ok bool) {
 		j := i + k
 		switch c := b[j]; {
 		case c == '"':
-			if high&highs != 0 && !utf8.Valid(b[start:j]) {
+			if high&jsonscan.Highs != 0 && !utf8.Valid(b[start:j]) {
 				return span{}, false
 			}
 			p.arena = out
@@ -184,17 +171,6 @@ func (p *parser) scanEscaped(start, i int, high uint64) (s span, ok bool) {
 		}
 	}
 	return span{}, false
-}
-
-// word is the eight bytes of b from i, little-endian; past the end of b
-// they are 'a', which stopMask never flags.
-func word(b []byte, i int) uint64 {
-	if i+8 <= len(b) {
-		return binary.LittleEndian.Uint64(b[i:])
-	}
-	w := [8]byte{'a', 'a', 'a', 'a', 'a', 'a', 'a', 'a'}
-	copy(w[:], b[i:])
-	return binary.LittleEndian.Uint64(w[:])
 }
 
 // transcode appends to dst the canonical form of the escape at b[i] (a

@@ -1,28 +1,10 @@
 package llm
 
 import (
-	"encoding/binary"
 	"math/bits"
-)
 
-// Strings are scanned eight bytes at a time: each word is checked at once
-// for the bytes that end a run of plain string bytes, so that the long texts
-// of a large request (a coding agent sends up to megabytes every turn) cost
-// a fraction of a nanosecond a byte.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
+	"github.com/buzzgate/buzzgate/internal/jsonscan"
 )
-
-// stopMask flags, in the high bit of each byte of x (little-endian), the
-// bytes that are '"', '\\' or below 0x20. The lowest flag is always right;
-// a flag above a flagged byte may be wrong (a borrow runs upwards), so a
-// flagged byte is looked at before it is acted on.
-func stopMask(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	b := x ^ (ones * '\\')
-	return (((q - ones) &^ q) | ((b - ones) &^ b) | ((x - ones*0x20) &^ x)) & highs
-}
 
 // stringEnd checks the string whose contents start at b[i] as JSON does
 // (its escapes well-formed, no control characters) and returns the index
@@ -33,7 +15,7 @@ func stringEnd(b []byte, i int) (end int, esc, ok bool) {
 	// quote or a backslash among them) are skipped.
 	next := i
 	for i < len(b) {
-		for m := stopMask(word(b, i)); m != 0; m &= m - 1 {
+		for m := jsonscan.StopMask(jsonscan.Word(b, i)); m != 0; m &= m - 1 {
 			j := i + bits.TrailingZeros64(m)>>3
 			if j < next {
 				continue
@@ -59,17 +41,6 @@ func stringEnd(b []byte, i int) (end int, esc, ok bool) {
 		i = max(i+8, next)
 	}
 	return 0, false, false
-}
-
-// word is the eight bytes of b from i, little-endian; past the end of b
-// they are 'a', which stopMask never flags.
-func word(b []byte, i int) uint64 {
-	if i+8 <= len(b) {
-		return binary.LittleEndian.Uint64(b[i:])
-	}
-	w := [8]byte{'a', 'a', 'a', 'a', 'a', 'a', 'a', 'a'}
-	copy(w[:], b[i:])
-	return binary.LittleEndian.Uint64(w[:])
 }
 
 // shortEscape marks the characters that make a two-byte escape.
