@@ -51,8 +51,8 @@ type API struct {
 	// through (what they refer to is the gateway's: a Responses
 	// previous_response_id names a turn the gateway kept).
 	NotNative []string
-	// PassCodec is the codec of a request that can only pass through (it
-	// has no Chat Completions form).
+	// PassCodec, when set, is the codec of an answer passed through, for
+	// an API whose Codec needs the translated request (Responses).
 	PassCodec CodecFunc
 }
 

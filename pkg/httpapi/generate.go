@@ -217,16 +217,10 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	if api.Prepare != nil {
 		chatBody, mkCodec, resolve, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
 	}
-	var chatErr error
-	if err != nil && native && llm.AsError(err).Code == llm.CodeInvalidRequest {
-		// No Chat Completions form: the request may still pass through to
-		// a route of its own protocol, whose provider validates it.
-		chatErr, chatBody, err = err, routingBody(members), nil
-		if api.PassCodec != nil {
-			mkCodec, resolve = api.PassCodec, nil
-		}
-	}
 	if err != nil {
+		// validateNative took every request a route of its own protocol
+		// could serve untranslated: this one has none, so the translation's
+		// error is the answer.
 		return nil, err
 	}
 	req, err := llm.DecodeChatRequest(chatBody)
@@ -244,14 +238,8 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	if err != nil {
 		return nil, err
 	}
-	if chatErr != nil && !plan.Speaks(api.Proto) {
-		return nil, chatErr
-	}
 	if native {
-		req.ChatErr = chatErr
-		if chatErr == nil {
-			req.Dropped = presentHints(members, api.Hints)
-		}
+		req.Dropped = presentHints(members, api.Hints)
 		if plan.Speaks(api.Proto) {
 			req.Native = nativeOf(api, r.Header, members, len(body))
 		}

@@ -58,9 +58,9 @@ type ChatRequest struct {
 	// as it is to a route that speaks it (NativeProvider).
 	Native *Native
 	// ChatErr, when set, is why the client's request has no Chat
-	// Completions form: only a route that speaks its protocol can serve it
-	// (the others are passed over), and the request is refused with ChatErr
-	// when none can.
+	// Completions form (its translation failed, NewRoutingRequest): only a
+	// route that speaks its protocol can serve it, and the others are
+	// passed over.
 	ChatErr error
 	// Dropped are the client's fields a translation to Chat Completions
 	// leaves out (hints that do not change the answer), named in the

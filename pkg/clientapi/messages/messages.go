@@ -42,9 +42,7 @@ func prepareMessages(_ clientapi.Caller, _ string, body []byte) ([]byte, clienta
 		return nil, nil, nil, err
 	}
 	mk := func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		if req.ChatErr == nil {
-			req.Dropped = append(req.Dropped, dropped...)
-		}
+		req.Dropped = append(req.Dropped, dropped...)
 		return newMessagesCodec(id, req, keyed)
 	}
 	return chat, mk, nil, nil

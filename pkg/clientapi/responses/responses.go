@@ -103,9 +103,7 @@ func (s *Service) prepareResponses(p clientapi.Caller, id string, body []byte) (
 		}
 	}
 	mk := func(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		if req.ChatErr == nil {
-			req.Dropped = append(req.Dropped, rr.Dropped...)
-		}
+		req.Dropped = append(req.Dropped, rr.Dropped...)
 		c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
 			metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: s.now().Unix(),
 			echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}
