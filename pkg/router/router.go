@@ -545,24 +545,17 @@ func (a *Answer) read() (ch llm.Chunk, ok bool, err error) {
 	if err != nil {
 		return llm.Chunk{}, false, err
 	}
-	if ch.Proto != llm.ProtoChat {
-		// An event passed through goes to the client as it is: its usage
-		// is noted, not taken out.
-		if ch.Usage != nil {
-			a.usage = ch.Usage
-		}
-		a.seen |= ch.Seen
-		a.done |= ch.Finished
-		a.finished = a.seen != 0 && a.seen&^a.done == 0
-		a.textLen += ch.TextLen
-		return ch, true, nil
-	}
+	// A chat chunk's usage is taken out (the gateway sends it, with its
+	// cost, in a chunk of its own); an event passed through goes to the
+	// client as it is, its usage only noted.
 	if ch.Usage != nil {
 		a.usage = ch.Usage
-		if !ch.HasChoices {
-			return llm.Chunk{}, false, nil
+		if ch.Proto == llm.ProtoChat {
+			if !ch.HasChoices {
+				return llm.Chunk{}, false, nil
+			}
+			ch.Raw = withoutUsage(ch.Raw)
 		}
-		ch.Raw = withoutUsage(ch.Raw)
 	}
 	// Finished once every choice seen so far has its finish_reason (n over
 	// 1: one choice's finish while another still streams is not the end).
