@@ -248,14 +248,7 @@ next:
 			}
 		}
 		ms := [1]metric{{MetricProviderErrors, unitCount, float64(n)}}
-		b = appendHead(b, ts, `[["`+DimStage+`","`+DimProvider+`"]]`)
-		b = appendDefinitions(b, ms[:])
-		b = append(b, `]}]},"`+DimStage+`":`...)
-		b = appendString(b, e.stage)
-		b = append(b, `,"`+DimProvider+`":`...)
-		b = appendString(b, name)
-		b = appendValues(b, ms[:])
-		b = append(b, "}\n"...)
+		b = e.appendLine(b, ts, `[["`+DimStage+`","`+DimProvider+`"]]`, ms[:], DimProvider, name)
 	}
 	return b
 }
@@ -268,30 +261,32 @@ func (e *EMF) appendPair(b []byte, ts int64, r *Request) []byte {
 	}
 	client := dimensionValue(r.ClientAPI)
 	ms := [2]metric{{MetricPairRequests, unitCount, 1}, {MetricPassThrough, unitCount, b2f(r.PassThrough)}}
-	b = appendHead(b, ts, `[["`+DimStage+`","`+DimClientAPI+`","`+DimUpstreamAPI+`"]]`)
-	b = appendDefinitions(b, ms[:])
-	b = append(b, `]}]},"`+DimStage+`":`...)
-	b = appendString(b, e.stage)
-	b = append(b, `,"`+DimClientAPI+`":`...)
-	b = appendString(b, client)
-	b = append(b, `,"`+DimUpstreamAPI+`":`...)
-	b = appendString(b, dimensionValue(r.UpstreamAPI))
-	b = appendValues(b, ms[:])
-	b = append(b, "}\n"...)
+	b = e.appendLine(b, ts, `[["`+DimStage+`","`+DimClientAPI+`","`+DimUpstreamAPI+`"]]`, ms[:],
+		DimClientAPI, client, DimUpstreamAPI, dimensionValue(r.UpstreamAPI))
 	for _, f := range r.Dropped {
 		d := [1]metric{{MetricDroppedFields, unitCount, 1}}
-		b = appendHead(b, ts, `[["`+DimStage+`","`+DimClientAPI+`","`+DimField+`"]]`)
-		b = appendDefinitions(b, d[:])
-		b = append(b, `]}]},"`+DimStage+`":`...)
-		b = appendString(b, e.stage)
-		b = append(b, `,"`+DimClientAPI+`":`...)
-		b = appendString(b, client)
-		b = append(b, `,"`+DimField+`":`...)
-		b = appendString(b, dimensionValue(f))
-		b = appendValues(b, d[:])
-		b = append(b, "}\n"...)
+		b = e.appendLine(b, ts, `[["`+DimStage+`","`+DimClientAPI+`","`+DimField+`"]]`, d[:],
+			DimClientAPI, client, DimField, dimensionValue(f))
 	}
 	return b
+}
+
+// appendLine appends one line of metrics ms under the dimension set
+// dimensions (JSON), Stage and then the dimensions named in dims, each
+// followed by its value (already valid dimension values).
+func (e *EMF) appendLine(b []byte, ts int64, dimensions string, ms []metric, dims ...string) []byte {
+	b = appendHead(b, ts, dimensions)
+	b = appendDefinitions(b, ms)
+	b = append(b, `]}]},"`+DimStage+`":`...)
+	b = appendString(b, e.stage)
+	for i := 0; i+1 < len(dims); i += 2 {
+		b = append(b, ',', '"')
+		b = append(b, dims[i]...)
+		b = append(b, '"', ':')
+		b = appendString(b, dims[i+1])
+	}
+	b = appendValues(b, ms)
+	return append(b, "}\n"...)
 }
 
 // appendHead appends a line's start, up to the opening of the directive's
