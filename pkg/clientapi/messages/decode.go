@@ -84,16 +84,11 @@ var mdIgnoredFields = []string{"service_tier", "container", "mcp_servers", "cont
 // mdImageTypes are the media types Anthropic accepts for a base64 image.
 var mdImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 
-// decodeMessages validates an Anthropic Messages request body and returns the
-// equivalent Chat Completions request body (JSON) that llm.DecodeChatRequest
-// accepts, so the gateway's router, idempotency and billing run unchanged.
-func decodeMessages(body []byte) (chat []byte, err error) {
-	chat, _, err = decodeMessagesHints(body)
-	return chat, err
-}
-
-// decodeMessagesHints is decodeMessages, also returning the nested hints
-// the translation drops (the top-level ones are mdIgnoredFields).
+// decodeMessagesHints validates an Anthropic Messages request body and
+// returns the equivalent Chat Completions request body (JSON) that
+// llm.DecodeChatRequest accepts, so the gateway's router, idempotency and
+// billing run unchanged, and the nested hints the translation drops (the
+// top-level ones are mdIgnoredFields).
 func decodeMessagesHints(body []byte) (chat []byte, dropped []string, err error) {
 	h := &clientapi.HintSet{}
 	chat, err = decodeMessagesInto(body, h)

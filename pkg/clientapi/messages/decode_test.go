@@ -490,3 +490,9 @@ func TestDecodeMessagesRoundTrip(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s\ngot %s", diff, back)
 	}
 }
+
+// decodeMessages is decodeMessagesHints without the hints.
+func decodeMessages(body []byte) (chat []byte, err error) {
+	chat, _, err = decodeMessagesHints(body)
+	return chat, err
+}
