@@ -16,7 +16,7 @@ import (
 
 // The Anthropic Messages request, as POST /api/v1/messages reads it.
 //
-// decodeMessages translates it into a Chat Completions body; the gateway
+// decodeMessagesHints translates it into a Chat Completions body; the gateway
 // then decodes that with llm.DecodeChatRequest like any chat request, so the
 // router, the idempotency layer and billing run unchanged. The translation
 // (Messages → Chat Completions; docs/translation.md is the whole table,
