@@ -242,3 +242,17 @@ func BoolField(m map[string]json.RawMessage, name, param string) (*bool, error) 
 	}
 	return &b, nil
 }
+
+// ObjectBody reads a request body into its top-level fields: a body that
+// is not JSON, or not an object, is an invalid request saying which.
+func ObjectBody(body []byte) (map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		trimmed := bytes.TrimSpace(body)
+		if err != nil && (len(trimmed) == 0 || trimmed[0] == '{') {
+			return nil, Invalid("", "request body is not valid JSON: %s", JSONProblem(err))
+		}
+		return nil, Invalid("", "request body must be a JSON object")
+	}
+	return fields, nil
+}

@@ -99,13 +99,9 @@ func decodeMessagesHints(body []byte) (chat []byte, dropped []string, err error)
 }
 
 func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		trimmed := bytes.TrimSpace(body)
-		if err != nil && (len(trimmed) == 0 || trimmed[0] == '{') {
-			return nil, clientapi.Invalid("", "request body is not valid JSON: %s", clientapi.JSONProblem(err))
-		}
-		return nil, clientapi.Invalid("", "request body must be a JSON object")
+	fields, err := clientapi.ObjectBody(body)
+	if err != nil {
+		return nil, err
 	}
 	known := []string{
 		"model", "max_tokens", "system", "messages", "stop_sequences", "temperature", "top_p", "top_k",

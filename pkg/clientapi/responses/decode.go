@@ -204,13 +204,9 @@ func (r *responsesRequest) preview() ([]byte, error) {
 // parseResponses validates a Responses request body and translates all of
 // it but the messages before this turn's; Chat is left nil until build.
 func parseResponses(body []byte) (*responsesRequest, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		trimmed := bytes.TrimSpace(body)
-		if err != nil && (len(trimmed) == 0 || trimmed[0] == '{') {
-			return nil, clientapi.Invalid("", "request body is not valid JSON: %s", clientapi.JSONProblem(err))
-		}
-		return nil, clientapi.Invalid("", "request body must be a JSON object")
+	fields, err := clientapi.ObjectBody(body)
+	if err != nil {
+		return nil, err
 	}
 	known := []string{
 		"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
