@@ -496,11 +496,15 @@ func TestTranslationTable(t *testing.T) {
 		return
 	}
 	for _, c := range cells {
-		if c.kind == "native" {
-			continue
+		tc := tableCases[c.api+"/"+c.row]
+		if c.kind == "native" && tc.up != nil {
+			continue // an answer passed through: the provider's own events (TestClaudeCodePassesThrough)
 		}
 		t.Run(c.api+"/"+c.row+"/"+c.upstream, func(t *testing.T) {
-			tc := tableCases[c.api+"/"+c.row]
+			if c.kind == "native" {
+				runNativeCell(t, c, tc)
+				return
+			}
 			if tc.up != nil && c.kind != "refused" {
 				runAnswerCell(t, c, tc)
 				return
@@ -561,6 +565,30 @@ models:
 // by another route.
 func onlyRoute(body, upstream string) string {
 	return strings.TrimSuffix(body, "}") + `,"provider":{"only":["` + tableUpstreams[upstream] + `"]}}`
+}
+
+// runNativeCell checks a request row's cell of a pair of one protocol: the
+// upstream gets the client's body member for member, but for the route's
+// model, stream (and, on Chat Completions, stream_options).
+func runNativeCell(t *testing.T, c tableCell, tc tableCase) {
+	url, up, _ := tableGateway(t, c.upstream)
+	p := tablePaths[c.api]
+	a := callPath(t, url+p.path, onlyRoute(tc.body, c.upstream), p.hdr...)
+	if a.status != 200 || up.Calls() != 1 {
+		t.Fatalf("status %d, %d calls to %s: %s", a.status, up.Calls(), c.upstream, a.body)
+	}
+	got := up.Requests()[0]
+	model, _ := json.Marshal(got.JSON["model"])
+	except := map[string]string{"model": string(model), "stream": "true"}
+	if c.api == "chat" {
+		// Chat Completions also asks for the stream's usage.
+		opts, _ := json.Marshal(got.JSON["stream_options"])
+		if !strings.Contains(string(opts), `"include_usage":true`) {
+			t.Errorf("stream_options %s lacks include_usage", opts)
+		}
+		except["stream_options"] = string(opts)
+	}
+	sameMembers(t, got.Body, []byte(tc.body), except)
 }
 
 func runRequestCell(t *testing.T, c tableCell, tc tableCase) {
