@@ -72,7 +72,17 @@ func Envelope(e *llm.Error) ErrorObject {
 // that is not an *llm.Error is internal: its text stays in the logs.
 func WriteError(w http.ResponseWriter, err error) int {
 	e := llm.AsError(err)
-	k := kindOf(e.Code)
+	status := errorHead(w, e)
+	body, _ := json.Marshal(errorBody{Error: Envelope(e)})
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+	return status
+}
+
+// errorHead sets the headers of error e's answer on w (and the recorder's
+// code) and returns its status, writing nothing: every API's envelope goes
+// out with them.
+func errorHead(w http.ResponseWriter, e *llm.Error) int {
 	if rec, ok := w.(*Recorder); ok {
 		rec.Code = e.Code
 	}
@@ -89,10 +99,7 @@ func WriteError(w http.ResponseWriter, err error) int {
 		// never succeed with the same key.
 		h.Set("X-Should-Retry", "false")
 	}
-	body, _ := json.Marshal(errorBody{Error: Envelope(e)})
-	w.WriteHeader(k.status)
-	w.Write(append(body, '\n'))
-	return k.status
+	return kindOf(e.Code).status
 }
 
 // anthropicErrorBody is Anthropic's error envelope; the error event of a
@@ -152,7 +159,7 @@ func anthropicErrorType(status int) string {
 // request_id is the response's X-Request-Id.
 func WriteAnthropicError(w http.ResponseWriter, err error) int {
 	e := llm.AsError(err)
-	status := errorHead(w, err)
+	status := errorHead(w, e)
 	typ := anthropicErrorType(status)
 	if k := kindOf(e.Code); k.typ == "idempotency_error" {
 		// docs/api.md#errors gives this type to the idempotency errors on
@@ -169,20 +176,3 @@ func WriteAnthropicError(w http.ResponseWriter, err error) int {
 	w.Write(append(b, '\n'))
 	return status
 }
-
-// errorHead sets WriteError's headers on w (and the recorder's code) and
-// returns its status, writing nothing: WriteError runs against a writer that
-// shares w's headers and drops its status line and body. (Once errors.go
-// splits WriteError into a head and a body, this is that head.)
-func errorHead(w http.ResponseWriter, err error) int {
-	if rec, ok := w.(*Recorder); ok {
-		rec.Code = llm.AsError(err).Code
-	}
-	return WriteError(headOnly{w.Header()}, err)
-}
-
-type headOnly struct{ h http.Header }
-
-func (h headOnly) Header() http.Header       { return h.h }
-func (headOnly) Write(b []byte) (int, error) { return len(b), nil }
-func (headOnly) WriteHeader(int)             {}
