@@ -380,12 +380,8 @@ type turnMessage struct {
 	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
 }
 
-func (c *responsesCodec) keepTurn(response any, text, refusal string, calls []llm.ToolCall, usage llm.Usage) {
+func (c *responsesCodec) keepTurn(resp json.RawMessage, text, refusal string, calls []llm.ToolCall, usage llm.Usage) {
 	if c.turn == nil {
-		return
-	}
-	resp, err := json.Marshal(response)
-	if err != nil {
 		return
 	}
 	m := turnMessage{Role: "assistant", ToolCalls: calls}
@@ -470,7 +466,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		return gateway.Result{Usage: usage, Err: err}
 	}
 	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, func() {
-		c.keepTurn(r, text, refusal, calls, usage)
+		c.keepTurn(body, text, refusal, calls, usage)
 	})
 }
 
@@ -752,7 +748,11 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 		out.Price(usage)
 		r := c.object(s, status, w.output, &usage)
 		r.IncompleteDetails = details
-		c.keepTurn(r, w.turnText.String(), w.turnRefusal.String(), w.calls, usage)
+		if c.turn != nil {
+			if resp, err := json.Marshal(r); err == nil {
+				c.keepTurn(resp, w.turnText.String(), w.turnRefusal.String(), w.calls, usage)
+			}
+		}
 		if c.store != nil {
 			v := c.store(true) // known now that keepTurn ran
 			r.Store = &v
