@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,11 +20,34 @@ type UpstreamRequest struct {
 	// the client's body with "model" replaced and "stream" true. The
 	// gateway always calls upstream streaming, so that one rule (fallback
 	// until the first output) and one timeout (first_token_timeout) cover
-	// both kinds of client request.
+	// both kinds of client request. Nil when Parts holds the body.
 	Body []byte
+	// Parts is the body as the pieces the router spliced it from, in
+	// order: the client's own values where they are, between the
+	// gateway's few bytes. A body this large is sent as its pieces, never
+	// joined (Bytes joins them for an adapter that reads the body).
+	Parts [][]byte
 	// Header holds the protocol's request headers to forward with a body
 	// passed through (anthropic-version, anthropic-beta).
 	Header map[string][]string
+}
+
+// Bytes is the body in one piece: Body, or Parts joined once (and kept in
+// Body).
+func (r *UpstreamRequest) Bytes() []byte {
+	if r.Body == nil && r.Parts != nil {
+		r.Body = bytes.Join(r.Parts, nil)
+	}
+	return r.Body
+}
+
+// Pieces is the body as pieces to send in order, without joining them:
+// Parts, or Body as one piece.
+func (r *UpstreamRequest) Pieces() [][]byte {
+	if r.Parts != nil {
+		return r.Parts
+	}
+	return [][]byte{r.Body}
 }
 
 // Provider is one upstream, as the router uses it. Adapters

@@ -61,9 +61,10 @@ func NewNative(proto Proto, members []Member, size int, header http.Header) *Nat
 
 // BodyFor is the upstream body for a route serving model: the client's body
 // with "model" set to it, "stream" true and the gateway-owned "gateway"
-// and "provider" left out, made in one copy.
-func (n *Native) BodyFor(model string) ([]byte, error) {
-	return Splice(n.members, n.size, map[string][]byte{
+// and "provider" left out, as pieces (SpliceParts): the client's large
+// values are sent from where they are, never copied.
+func (n *Native) BodyFor(model string) ([][]byte, error) {
+	return SpliceParts(n.members, map[string][]byte{
 		"model":    AppendString(nil, model),
 		"stream":   []byte("true"),
 		"gateway":  nil,

@@ -495,12 +495,21 @@ func (r *ChatRequest) decodeProvider(raw json.RawMessage) error {
 	return nil
 }
 
-// UpstreamBody is the body sent to a provider: the client's fields without
-// the gateway-owned "gateway" and "provider", with "model" replaced, and
-// always streaming with usage, whatever the client asked (the answer is
-// reassembled for a non-streaming client and usage is dropped again when the
-// client did not ask for it).
+// UpstreamBody is UpstreamParts joined into one body.
 func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
+	parts, err := r.UpstreamParts(upstreamModel)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
+}
+
+// UpstreamParts is the body sent to a provider, as pieces to send in order:
+// the client's fields without the gateway-owned "gateway" and "provider",
+// with "model" replaced, and always streaming with usage, whatever the
+// client asked (the answer is reassembled for a non-streaming client and
+// usage is dropped again when the client did not ask for it).
+func (r *ChatRequest) UpstreamParts(upstreamModel string) ([][]byte, error) {
 	if r.translate != nil || r.ChatErr != nil {
 		if err := r.translated(); err != nil {
 			return nil, err
@@ -526,32 +535,22 @@ func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
 	}
 	sort.Strings(keys)
 	// The values are the client's own, already validated by the decoder, so
-	// they are copied as they are rather than re-encoded; the model and the
-	// keys are written as encoding/json writes strings (jsonstr, html on).
-	// The small pieces are written into head first, and the whole is
-	// joined in one copy (into memory that is not cleared first: a large
-	// body is mostly its values).
-	head := make([]byte, 0, len(upstreamModel)+len(opts)+64+16*len(keys))
-	head = append(head, `{"model":`...)
-	head = jsonstr.Append(head, upstreamModel, true)
-	head = append(head, `,"stream":true,"stream_options":`...)
-	head = append(head, opts...)
-	ends := make([]int, 1, 1+len(keys))
-	ends[0] = len(head)
+	// they are sent as they are rather than re-encoded, the large ones from
+	// where they are; the model and the keys are written as encoding/json
+	// writes strings (jsonstr, html on).
+	p := newPartsWriter(len(upstreamModel) + len(opts) + 64 + 16*len(keys))
+	p.buf = append(p.buf, `{"model":`...)
+	p.buf = jsonstr.Append(p.buf, upstreamModel, true)
+	p.buf = append(p.buf, `,"stream":true,"stream_options":`...)
+	p.buf = append(p.buf, opts...)
 	for _, k := range keys {
-		head = append(head, ',')
-		head = jsonstr.Append(head, k, true)
-		head = append(head, ':')
-		ends = append(ends, len(head))
+		p.buf = append(p.buf, ',')
+		p.buf = jsonstr.Append(p.buf, k, true)
+		p.buf = append(p.buf, ':')
+		p.value(r.fields[k])
 	}
-	head = append(head, '}')
-	parts := make([][]byte, 0, 2*len(keys)+2)
-	parts = append(parts, head[:ends[0]])
-	for i, k := range keys {
-		parts = append(parts, head[ends[i]:ends[i+1]], r.fields[k])
-	}
-	parts = append(parts, head[len(head)-1:])
-	return bytes.Join(parts, nil), nil
+	p.buf = append(p.buf, '}')
+	return p.done(), nil
 }
 
 // DataDemand is what a request demands of a provider's data handling, from

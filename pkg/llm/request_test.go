@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -131,6 +132,38 @@ func TestUpstreamBody(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("upstream body (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpstreamPartsShareLargeValues: a large value goes upstream from the
+// client's body, not from a copy, and the pieces make UpstreamBody.
+func TestUpstreamPartsShareLargeValues(t *testing.T) {
+	text := strings.Repeat("y", 2*partMin)
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + text + `"}],"temperature":0.5}`)
+	req, err := DecodeChatRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := req.UpstreamParts("up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, _ := req.UpstreamBody("up")
+	if !bytes.Equal(bytes.Join(parts, nil), joined) {
+		t.Fatalf("parts joined %q, UpstreamBody %q", bytes.Join(parts, nil), joined)
+	}
+	i := bytes.Index(body, []byte(`[{"role"`))
+	found := false
+	for _, p := range parts {
+		if len(p) > partMin && unsafe.SliceData(p) == &body[i] {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("messages were copied: no piece is the body's own %d bytes", len(body)-i-20)
+	}
+	if want := `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":`; !bytes.HasPrefix(joined, []byte(want)) {
+		t.Errorf("body starts %.80s", joined)
 	}
 }
 

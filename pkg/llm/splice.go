@@ -106,9 +106,8 @@ func Splice(ms []Member, size int, set map[string][]byte) []byte {
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '{')
-	done := make(map[string]bool, len(set))
 	first := true
-	member := func(key []byte, value []byte) {
+	spliceMembers(ms, set, func(key, value []byte) {
 		if !first {
 			b = append(b, ',')
 		}
@@ -116,7 +115,75 @@ func Splice(ms []Member, size int, set map[string][]byte) []byte {
 		b = append(b, key...)
 		b = append(b, ':')
 		b = append(b, value...)
+	})
+	return append(b, '}')
+}
+
+// SpliceParts is Splice without the copy: the result as pieces to write in
+// order, in which every value of at least partMin bytes is the member's
+// own memory (which must not change while the pieces are in use), and the
+// rest is copied into a few small pieces between them.
+func SpliceParts(ms []Member, set map[string][]byte) [][]byte {
+	p := newPartsWriter(128)
+	p.buf = append(p.buf, '{')
+	first := true
+	spliceMembers(ms, set, func(key, value []byte) {
+		if !first {
+			p.buf = append(p.buf, ',')
+		}
+		first = false
+		p.buf = append(p.buf, key...)
+		p.buf = append(p.buf, ':')
+		p.value(value)
+	})
+	p.buf = append(p.buf, '}')
+	return p.done()
+}
+
+// partMin is the size from which a value becomes a piece of its own rather
+// than being copied: below it, a copy costs less than a write of its own.
+const partMin = 4 << 10
+
+// partsWriter collects pieces: small bytes in buf, large values as they are.
+type partsWriter struct {
+	parts [][]byte
+	buf   []byte
+	start int // buf[start:] is not yet in parts
+}
+
+func newPartsWriter(size int) *partsWriter {
+	return &partsWriter{parts: make([][]byte, 0, 8), buf: make([]byte, 0, size)}
+}
+
+// value writes v: copied when small, a piece of its own when large.
+func (p *partsWriter) value(v []byte) {
+	if len(v) < partMin {
+		p.buf = append(p.buf, v...)
+		return
 	}
+	p.flush()
+	p.parts = append(p.parts, v)
+}
+
+// flush makes what buf holds past start a piece. Later appends to buf
+// write past the piece's end, or into a new array, never into it.
+func (p *partsWriter) flush() {
+	if len(p.buf) > p.start {
+		p.parts = append(p.parts, p.buf[p.start:len(p.buf):len(p.buf)])
+		p.start = len(p.buf)
+	}
+}
+
+func (p *partsWriter) done() [][]byte {
+	p.flush()
+	return p.parts
+}
+
+// spliceMembers calls member for each member of the result of splicing set
+// into ms, in order: ms's members as written (a set one with its new value,
+// a removed or repeated one left out), then the names set adds, sorted.
+func spliceMembers(ms []Member, set map[string][]byte, member func(key, value []byte)) {
+	done := make(map[string]bool, len(set))
 	for _, m := range ms {
 		v, ok := set[m.Key]
 		if !ok {
@@ -135,7 +202,6 @@ func Splice(ms []Member, size int, set map[string][]byte) []byte {
 			member(jsonstr.Append(nil, k, true), v)
 		}
 	}
-	return append(b, '}')
 }
 
 func sortedKeys(m map[string][]byte) []string {

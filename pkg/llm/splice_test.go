@@ -1,8 +1,11 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestSetTopLevel(t *testing.T) {
@@ -61,7 +64,11 @@ func FuzzSetTopLevel(f *testing.F) {
 		if !json.Valid(body) {
 			t.Fatalf("Members accepted invalid JSON %q", body)
 		}
-		out := Splice(ms, len(body), map[string][]byte{"model": []byte(`"x"`), "gateway": nil})
+		set := map[string][]byte{"model": []byte(`"x"`), "gateway": nil}
+		out := Splice(ms, len(body), set)
+		if parts := bytes.Join(SpliceParts(ms, set), nil); !bytes.Equal(parts, out) {
+			t.Fatalf("SpliceParts(%q) = %q, Splice %q", body, parts, out)
+		}
 		var in, m map[string]json.RawMessage
 		if err := json.Unmarshal(out, &m); err != nil {
 			t.Fatalf("spliced %q into invalid JSON %q: %v", body, out, err)
@@ -93,4 +100,39 @@ func FuzzSetTopLevel(f *testing.F) {
 			t.Fatalf("%d members out of %d in (less gateway, with model): %q", len(m), len(in), out)
 		}
 	})
+}
+
+// TestSpliceParts: the pieces joined are Splice's body, a large value is a
+// piece of its own in the body's own memory, and small ones are copied
+// into few pieces.
+func TestSpliceParts(t *testing.T) {
+	big := `"` + strings.Repeat("x", partMin) + `"`
+	body := []byte(`{"model":"a","messages":[` + big + `],"n":1,"tools":` + big + `,"gateway":{}}`)
+	ms, err := Members(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string][]byte{"model": []byte(`"b"`), "gateway": nil, "stream": []byte("true")}
+	parts := SpliceParts(ms, set)
+	if got, want := string(bytes.Join(parts, nil)), string(Splice(ms, len(body), set)); got != want {
+		t.Fatalf("joined %s\nwant %s", got, want)
+	}
+	within := func(p []byte) bool {
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+		return at >= start && at+uintptr(len(p)) <= start+uintptr(len(body))
+	}
+	var shared []string
+	for _, p := range parts {
+		if within(p) {
+			shared = append(shared, string(p))
+		}
+	}
+	if len(shared) != 2 || shared[0] != "["+big+"]" || shared[1] != big {
+		t.Errorf("pieces in the body's memory: %d, want the two large values", len(shared))
+	}
+	// {"model":"b","messages": | [big] | ,"n":1,"tools": | big | ,"stream":true}
+	if len(parts) != 5 {
+		t.Errorf("%d pieces, want 5", len(parts))
+	}
 }

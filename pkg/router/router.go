@@ -253,7 +253,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		calls     = make([]int, len(plan.Candidates))
 		throttled []int
 		hint      time.Duration
-		bodies    = map[bodyKey][]byte{}
+		bodies    = map[bodyKey][][]byte{}
 		nThrottle int
 	)
 	try := func(i int) (*Answer, error) {
@@ -269,7 +269,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		if !ok {
 			var err error
 			if up.Proto == llm.ProtoChat {
-				body, err = req.UpstreamBody(c.Route.Model)
+				body, err = req.UpstreamParts(c.Route.Model)
 				if err != nil && req.Native != nil && req.ChatErr != nil {
 					return nil, nil // no Chat Completions form: this route cannot serve it
 				}
@@ -281,7 +281,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 			}
 			bodies[key] = body
 		}
-		up.Body = body
+		up.Parts = body
 		calls[i]++
 		ans, err := r.attempt(ctx, c, i, &up, req.Size())
 		if ans != nil {

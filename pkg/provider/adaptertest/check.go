@@ -36,13 +36,17 @@ const ClientBody = `{"model":"` + RouteModel + `","messages":[` +
 // to an upstream that has none (Cannot has StopSequences).
 var ClientBodyNoStop = strings.Replace(ClientBody, `"stop":["END"],`, "", 1)
 
-// request is a fresh copy of the suite's request to up.
+// request is a fresh copy of the suite's request to up, its body in three
+// pieces as the router hands a body over (Parts).
 func request(up Upstream) *llm.UpstreamRequest {
 	body := ClientBody
 	if up.noStop {
 		body = ClientBodyNoStop
 	}
-	return &llm.UpstreamRequest{Model: RouteModel, Body: []byte(body)}
+	third := len(body) / 3
+	return &llm.UpstreamRequest{Model: RouteModel, Parts: [][]byte{
+		[]byte(body[:third]), []byte(body[third : 2*third]), []byte(body[2*third:]),
+	}}
 }
 
 // Bounds of the waits the suite checks. They are generous, for a loaded

@@ -96,16 +96,21 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
 	}
 	native := req.Proto == llm.ProtoMessages
-	body := req.Body
-	var outputTool string
-	var dropped []string
-	if !native {
-		var err error
-		if body, outputTool, dropped, err = translate(req); err != nil {
+	var (
+		pieces     [][]byte
+		outputTool string
+		dropped    []string
+	)
+	if native {
+		pieces = req.Pieces()
+	} else {
+		body, tool, d, err := translate(req)
+		if err != nil {
 			return nil, err
 		}
+		pieces, outputTool, dropped = [][]byte{body}, tool, d
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	httpReq, err := upstream.NewRequest(ctx, c.endpoint, pieces)
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
 	}

@@ -201,12 +201,12 @@ func translate(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 	if err != nil {
 		return nil, "", nil, err
 	}
-	dropped := llm.UnreadFields(req.Body, readFields)
+	dropped := llm.UnreadFields(req.Bytes(), readFields)
 	var in struct {
 		Messages []map[string]json.RawMessage `json:"messages"`
 		Effort   json.RawMessage              `json:"reasoning_effort"`
 	}
-	if json.Unmarshal(req.Body, &in) == nil {
+	if json.Unmarshal(req.Bytes(), &in) == nil {
 		for _, m := range in.Messages {
 			if name, ok := m["name"]; ok && string(name) != "null" {
 				dropped = append(dropped, "messages[].name")
@@ -221,11 +221,11 @@ func translate(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 }
 
 func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
-	if k := foldedKey(req.Body, requestShape); k != "" {
+	if k := foldedKey(req.Bytes(), requestShape); k != "" {
 		return nil, "", rejected(fmt.Sprintf("the request has two keys that differ only in case (%q): which one counts is ambiguous", truncate(k, 64)), nil)
 	}
 	var in chatRequest
-	if err := json.Unmarshal(req.Body, &in); err != nil {
+	if err := json.Unmarshal(req.Bytes(), &in); err != nil {
 		return nil, "", rejected("request body is not a valid chat completions request", err)
 	}
 	if err := refuseUnsupported(&in); err != nil {

@@ -58,29 +58,33 @@ type Client struct {
 // call.
 func (c *Client) SetMaxTokensField(name string) { c.legacyMaxTokens = name == "max_tokens" }
 
-// upstreamBody is the body to send: req.Body, with max_completion_tokens
-// renamed for an upstream that takes max_tokens.
-func (c *Client) upstreamBody(body []byte) []byte {
-	if !c.legacyMaxTokens || !bytes.Contains(body, []byte(`"max_completion_tokens"`)) {
-		return body
+// upstreamBody is the body to send, as pieces: req's, with
+// max_completion_tokens renamed for an upstream that takes max_tokens.
+func (c *Client) upstreamBody(req *llm.UpstreamRequest) [][]byte {
+	if !c.legacyMaxTokens {
+		return req.Pieces()
+	}
+	body := req.Bytes()
+	if !bytes.Contains(body, []byte(`"max_completion_tokens"`)) {
+		return req.Pieces()
 	}
 	ms, err := llm.Members(body)
 	if err != nil {
-		return body
+		return req.Pieces()
 	}
 	var limit []byte
 	for _, m := range ms {
 		switch m.Key {
 		case "max_tokens":
-			return body
+			return req.Pieces()
 		case "max_completion_tokens":
 			limit = m.Value
 		}
 	}
 	if limit == nil {
-		return body
+		return req.Pieces()
 	}
-	return llm.Splice(ms, len(body), map[string][]byte{"max_completion_tokens": nil, "max_tokens": limit})
+	return llm.SpliceParts(ms, map[string][]byte{"max_completion_tokens": nil, "max_tokens": limit})
 }
 
 // New returns the upstream called name at baseURL (such as
@@ -100,7 +104,7 @@ func New(name, baseURL, apiKey string, hc *http.Client) *Client {
 // Name returns the upstream's name.
 func (c *Client) Name() string { return c.name }
 
-// ChatStream sends req.Body as it is and returns the answer as a stream, or
+// ChatStream sends req's body as it is and returns the answer as a stream, or
 // the failure classified:
 //
 //   - the caller's context done: its error, wrapped (not a ProviderError);
@@ -120,7 +124,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if c.urlErr != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(c.upstreamBody(req.Body)))
+	httpReq, err := upstreamhttp.NewRequest(ctx, c.endpoint, c.upstreamBody(req))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
 	}

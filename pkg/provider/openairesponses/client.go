@@ -1,7 +1,6 @@
 package openairesponses
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -103,25 +102,26 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
 	}
 	var (
-		body []byte
-		conv converter
+		pieces [][]byte
+		conv   converter
 	)
 	switch req.Proto {
 	case llm.ProtoResponses:
-		body = req.Body
+		pieces = req.Pieces()
 		conv = &passThrough{}
 	case llm.ProtoChat:
-		var err error
-		if body, err = TranslateRequest(req); err != nil {
+		body, err := TranslateRequest(req)
+		if err != nil {
 			return nil, err
 		}
-		conv = &translation{dec: NewDecoder(c.now().Unix()), dropped: Dropped(req.Body)}
+		pieces = [][]byte{body}
+		conv = &translation{dec: NewDecoder(c.now().Unix()), dropped: Dropped(req.Bytes())}
 	default:
 		// A router that sends this adapter another protocol's body has a
 		// bug; the next provider may still serve the request.
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "the adapter cannot send a " + req.Proto.String() + " request"}
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	httpReq, err := upstream.NewRequest(ctx, c.endpoint, pieces)
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
 	}

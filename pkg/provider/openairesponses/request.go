@@ -140,7 +140,7 @@ var translated = map[string]bool{
 // is read exactly as written (a "Model" is not "model"), so that what is sent
 // depends on the body's members, never on their order.
 func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	top, err := parseObject(req.Body)
+	top, err := parseObject(req.Bytes())
 	if err != nil {
 		return nil, rejected("the request body is not a JSON object", err)
 	}

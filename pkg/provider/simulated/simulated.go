@@ -95,7 +95,7 @@ func (p *Provider) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (ll
 	var body []byte
 	var routeModel string
 	if req != nil {
-		body, routeModel = req.Body, req.Model
+		body, routeModel = req.Bytes(), req.Model
 	}
 	r, err := parseRequest(body)
 	if err != nil {

@@ -6,12 +6,16 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +137,33 @@ func HTTPClient(hc *http.Client) *http.Client {
 	own := *hc
 	own.CheckRedirect = noRedirects
 	return &own
+}
+
+// NewRequest is a POST to url of a JSON body given as pieces, sent in
+// order without being joined: a large piece is written to the connection
+// from where it is, never copied into a buffer of the body's size.
+func NewRequest(ctx context.Context, url string, pieces [][]byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	if n == 0 {
+		return req, nil
+	}
+	// Each reader reads its own copy of the list (net.Buffers consumes the
+	// slice it reads), never the pieces' bytes.
+	open := func() (io.ReadCloser, error) {
+		b := net.Buffers(slices.Clone(pieces))
+		return io.NopCloser(&b), nil
+	}
+	req.Body, _ = open()
+	req.GetBody = open
+	req.ContentLength = int64(n)
+	return req, nil
 }
 
 // Send makes one call through hc, as hc.Do does for an HTTPClient (no

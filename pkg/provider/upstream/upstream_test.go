@@ -199,3 +199,48 @@ func TestSend(t *testing.T) {
 		t.Errorf("a client with a timeout: %v, want its timeout", err)
 	}
 }
+
+// TestNewRequest: the pieces reach the upstream in order as one body with
+// its Content-Length, twice from one request (GetBody), and the pieces
+// themselves are left as they were.
+func TestNewRequest(t *testing.T) {
+	var got []string
+	var lengths []int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b))
+		lengths = append(lengths, r.ContentLength)
+	}))
+	defer srv.Close()
+	big := strings.Repeat("z", 1<<20)
+	pieces := [][]byte{[]byte(`{"a":`), []byte(`"` + big + `"`), []byte(`,"b":1}`)}
+	want := `{"a":"` + big + `","b":1}`
+	req, err := NewRequest(t.Context(), srv.URL, pieces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := Send(srv.Client(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	again, err := req.GetBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req2, _ := NewRequest(t.Context(), srv.URL, nil)
+	req2.Body, req2.ContentLength = again, req.ContentLength
+	if resp, err = Send(srv.Client(), req2); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(got) != 2 || got[0] != want || got[1] != want {
+		t.Errorf("the upstream received %d bodies; first %.40q…", len(got), got)
+	}
+	if lengths[0] != int64(len(want)) {
+		t.Errorf("Content-Length %d, want %d", lengths[0], len(want))
+	}
+	if string(pieces[0]) != `{"a":` || len(pieces[1]) != len(big)+2 || string(pieces[2]) != `,"b":1}` {
+		t.Error("sending changed the pieces")
+	}
+}
