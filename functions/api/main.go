@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/buzzgate/buzzgate/internal/gcfloor"
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
@@ -32,6 +33,9 @@ func main() {
 			level = slog.LevelInfo
 		}
 	}
+	// The live heap is a few MiB: without a floor, every few large request
+	// bodies would start a collection (internal/gcfloor).
+	defer gcfloor.Start(gcfloor.Floor)()
 	run := serveHTTP
 	var out io.Writer = os.Stderr
 	if os.Getenv("AWS_LAMBDA_RUNTIME_API") != "" {
