@@ -485,6 +485,16 @@ func TestTranslationTable(t *testing.T) {
 			t.Errorf("test case %q has no row in %s", key, translationDoc)
 		}
 	}
+	// An absent cell says which field the answer lacks: another column of
+	// its row translates that very path, so that a misspelt path (which
+	// nothing has) cannot pass.
+	for _, c := range cells {
+		if c.kind == "absent" && !slices.ContainsFunc(cells, func(o tableCell) bool {
+			return o.api == c.api && o.row == c.row && o.kind == "translated" && o.path == c.path
+		}) {
+			t.Errorf("row %q of the %s table: %s is absent for %s, but no cell of the row translates it", c.row, c.api, c.path, c.upstream)
+		}
+	}
 	// Every field the openai-responses adapter drops is a hint the table
 	// checks the answer names.
 	for _, f := range openairesponses.DroppedFields {
@@ -591,10 +601,24 @@ func runNativeCell(t *testing.T, c tableCell, tc tableCase) {
 	sameMembers(t, got.Body, []byte(tc.body), except)
 }
 
+// runRequestCell checks what reaches the upstream, for a request that
+// asks for a whole answer and for one that streams.
 func runRequestCell(t *testing.T, c tableCell, tc tableCase) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "whole", true: "stream"}[stream], func(t *testing.T) {
+			body := tc.body
+			if stream {
+				body = strings.TrimSuffix(body, "}") + `,"stream":true}`
+			}
+			runRequest(t, c, tc, body)
+		})
+	}
+}
+
+func runRequest(t *testing.T, c tableCell, tc tableCase, body string) {
 	url, up, all := tableGateway(t, c.upstream)
 	p := tablePaths[c.api]
-	a := callPath(t, url+p.path, onlyRoute(tc.body, c.upstream), p.hdr...)
+	a := callPath(t, url+p.path, onlyRoute(body, c.upstream), p.hdr...)
 	calls := 0
 	for _, u := range all {
 		calls += u.Calls()
