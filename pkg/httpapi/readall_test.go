@@ -38,7 +38,7 @@ func TestReadAll(t *testing.T) {
 
 func TestReadAllError(t *testing.T) {
 	boom := errors.New("boom")
-	for _, size := range []int{10, readChunk + 10} {
+	for _, size := range []int{10, readChunk + 10, 3 * readChunk} {
 		r := io.MultiReader(bytes.NewReader(make([]byte, size)), iotest.ErrReader(boom))
 		if _, err := readAll(r, int64(size)+5); !errors.Is(err, boom) {
 			t.Errorf("size %d: error %v, want %v", size, err, boom)

@@ -394,32 +394,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 }
 
 // readAll is io.ReadAll for a body that says its length n (-1: unknown).
-// A large body is read into pooled chunks and copied once, at the end,
-// into one buffer of its size: a 1 MB body allocates 1 MB (io.ReadAll's
-// doubling buffer, each time copied, allocates twice that), and what a
-// client pins by announcing a length and sending less stays what it sent.
+// A large body is read into pooled chunks until half of it has come; the
+// rest is read straight into one buffer of its size, into which the
+// chunks are copied. A 1 MB body allocates 1 MB (io.ReadAll's doubling
+// buffer, each time copied, allocates twice that) and is copied half, and
+// what a client pins by announcing a length stays within twice what it
+// sent.
 func readAll(r io.Reader, n int64) ([]byte, error) {
 	switch {
 	case n < 0:
 		return io.ReadAll(r)
 	case n < readChunk:
-		// One byte more than n: the read that finds the end needs room.
-		b := make([]byte, 0, n+1)
-		for {
-			m, err := r.Read(b[len(b):cap(b)])
-			b = b[:len(b)+m]
-			if err == io.EOF {
-				return b, nil
-			}
-			if err != nil {
-				return b, err
-			}
-			if len(b) == cap(b) {
-				// More than announced cannot come: net/http ends the
-				// body at its Content-Length.
-				b = append(b, 0)[:len(b)]
-			}
-		}
+		return readInto(r, make([]byte, 0, n+1))
 	}
 	var chunks [][]byte
 	defer func() {
@@ -428,12 +414,14 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 			chunkPool.Put(&c)
 		}
 	}()
-	for {
+	got := int64(0)
+	for got < n/2 {
 		c := (*chunkPool.Get().(*[]byte))[:0]
 		chunks = append(chunks, c)
 		for len(c) < cap(c) {
 			m, err := r.Read(c[len(c):cap(c)])
 			c = c[:len(c)+m]
+			got += int64(m)
 			chunks[len(chunks)-1] = c
 			if err == io.EOF {
 				return bytes.Join(chunks, nil), nil
@@ -441,6 +429,31 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
+		}
+	}
+	b := make([]byte, 0, n+1)
+	for _, c := range chunks {
+		b = append(b, c...)
+	}
+	return readInto(r, b)
+}
+
+// readInto reads r to its end into b, which has room for one byte more
+// than r holds (the read that finds the end needs room); more than
+// announced cannot come (net/http ends a body at its Content-Length), but
+// if it does, b grows.
+func readInto(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
 		}
 	}
 }
