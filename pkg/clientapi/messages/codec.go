@@ -196,9 +196,9 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 		msg.Content = append(msg.Content, textBlock(*m.Content))
 	}
 	refused := false
-	if m := ch.Message; m.Refusal != nil && *m.Refusal != "" {
+	if r, ok := clientapi.Refusal(&ch.Message); ok && r != "" {
 		refused = true
-		msg.Content = append(msg.Content, textBlock(*m.Refusal))
+		msg.Content = append(msg.Content, textBlock(r))
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		id := tc.ID

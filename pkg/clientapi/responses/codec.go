@@ -425,8 +425,8 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 	if m := ch.Message; m.Content != nil {
 		text = *m.Content
 	}
-	if m := ch.Message; m.Refusal != nil {
-		refusal = *m.Refusal
+	if r, ok := clientapi.Refusal(&ch.Message); ok {
+		refusal = r
 	}
 	if text != "" || refusal != "" {
 		msg := messageItem{Type: "message", ID: c.messageID(len(output)), Status: "completed", Role: "assistant", Content: []any{}}
@@ -447,7 +447,7 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		}
 		output = append(output, &functionCallItem{Type: "function_call", ID: c.functionCallID(i), CallID: id,
 			Name: tc.Function.Name, Arguments: tc.Function.Arguments, Status: "completed"})
-		calls = append(calls, llm.ToolCall{ID: id, Type: "function", Function: tc.Function})
+		calls = append(calls, llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall(tc.Function)})
 	}
 	if status != "completed" && len(output) > 0 {
 		switch it := output[len(output)-1].(type) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // RefusalText is the refusal sent to the client when Anthropic stops with
@@ -157,7 +157,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		d.id, d.model = ev.Message.ID, ev.Message.Model
 		d.usage.add(ev.Message.Usage)
 		empty := ""
-		return d.emit(nil, chunkwire.Delta{Role: "assistant", Content: &empty}, nil)
+		return d.emit(nil, chat.Delta{Role: "assistant", Content: &empty}, nil)
 	case "content_block_start":
 		cb := ev.ContentBlock
 		if cb == nil {
@@ -168,12 +168,12 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			if cb.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{Content: &cb.Text}, nil)
+			return d.emit(nil, chat.Delta{Content: &cb.Text}, nil)
 		case "thinking":
 			if cb.Thinking == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{ReasoningContent: &cb.Thinking}, nil)
+			return d.emit(nil, chat.Delta{ReasoningContent: &cb.Thinking}, nil)
 		case "tool_use":
 			if d.outputTool != "" && cb.Name == d.outputTool && d.outputBlock < 0 {
 				d.outputBlock = ev.Index
@@ -183,9 +183,9 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			d.tools++
 			d.blocks[ev.Index] = tb
 			empty := ""
-			return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
+			return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
 				Index: tb.index, ID: cb.ID, Type: "function",
-				Function: &chunkwire.Function{Name: &cb.Name, Arguments: &empty},
+				Function: &chat.DeltaFunction{Name: &cb.Name, Arguments: &empty},
 			}}}, nil)
 		}
 		return nil, nil // redacted thinking, server tools: nothing a Chat Completions client reads
@@ -198,26 +198,26 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			if ev.Delta.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{Content: &ev.Delta.Text}, nil)
+			return d.emit(nil, chat.Delta{Content: &ev.Delta.Text}, nil)
 		case "thinking_delta":
 			if ev.Delta.Thinking == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
+			return d.emit(nil, chat.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
 		case "input_json_delta":
 			if ev.Index == d.outputBlock && d.outputBlock >= 0 {
 				if ev.Delta.PartialJSON == "" {
 					return nil, nil
 				}
-				return d.emit(nil, chunkwire.Delta{Content: &ev.Delta.PartialJSON}, nil)
+				return d.emit(nil, chat.Delta{Content: &ev.Delta.PartialJSON}, nil)
 			}
 			tb := d.blocks[ev.Index]
 			if tb == nil || ev.Delta.PartialJSON == "" {
 				return nil, nil
 			}
 			tb.argsOut = true
-			return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
-				Index: tb.index, Function: &chunkwire.Function{Arguments: &ev.Delta.PartialJSON},
+			return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
+				Index: tb.index, Function: &chat.DeltaFunction{Arguments: &ev.Delta.PartialJSON},
 			}}}, nil)
 		}
 		return nil, nil
@@ -228,8 +228,8 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		}
 		tb.argsOut = true
 		args := "{}"
-		return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
-			Index: tb.index, Function: &chunkwire.Function{Arguments: &args},
+		return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
+			Index: tb.index, Function: &chat.DeltaFunction{Arguments: &args},
 		}}}, nil)
 	case "message_delta":
 		d.usage.add(ev.Usage)
@@ -244,7 +244,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		var out []llm.Chunk
 		if ev.Delta.StopReason == "refusal" && !d.output {
 			refusal := RefusalText
-			c, err := d.emit(nil, chunkwire.Delta{Refusal: &refusal}, nil)
+			c, err := d.emit(nil, chat.Delta{Refusal: &refusal}, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -254,14 +254,14 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		if ev.Delta.StopReason == "stop_sequence" && ev.Delta.StopSequence != nil {
 			stopSeq = ev.Delta.StopSequence
 		}
-		c, err := d.emitStop(chunkwire.Delta{}, &finish, stopSeq)
+		c, err := d.emitStop(chat.Delta{}, &finish, stopSeq)
 		return append(out, c...), err
 	case "message_stop":
 		d.done = true
 		if !d.usage.saw {
 			return nil, nil
 		}
-		return d.emit(d.usage.json(), chunkwire.Delta{}, nil)
+		return d.emit(d.usage.json(), chat.Delta{}, nil)
 	case "error":
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
@@ -319,9 +319,9 @@ func (c *usageCounts) soFar() json.RawMessage {
 // json is the counts as the Chat Completions usage object.
 func (c *usageCounts) json() json.RawMessage {
 	prompt := c.input + c.cacheCreate + c.cacheRead
-	w := chunkUsage{PromptTokens: prompt, CompletionTokens: c.output, TotalTokens: prompt + c.output}
+	w := chat.Usage{PromptTokens: prompt, CompletionTokens: c.output, TotalTokens: prompt + c.output}
 	if c.cacheRead > 0 || c.cacheCreate > 0 {
-		w.PromptTokensDetails = &promptDetails{CachedTokens: c.cacheRead, CacheWriteTokens: c.cacheCreate}
+		w.PromptTokensDetails = &chat.PromptTokensDetails{CachedTokens: c.cacheRead, CacheWriteTokens: c.cacheCreate}
 	}
 	return marshal(w)
 }
@@ -333,21 +333,21 @@ func (d *Decoder) UsageSoFar() json.RawMessage { return d.usage.soFar() }
 
 // emit builds one chunk: a usage-only chunk when usage is set, else one
 // choice with delta and finish.
-func (d *Decoder) emit(usage json.RawMessage, delta chunkwire.Delta, finish *string) ([]llm.Chunk, error) {
+func (d *Decoder) emit(usage json.RawMessage, delta chat.Delta, finish *string) ([]llm.Chunk, error) {
 	if usage == nil {
 		return d.emitStop(delta, finish, nil)
 	}
-	return d.write(chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model, Usage: usage, Choices: []chunkwire.Choice{}})
+	return d.write(chat.Chunk{ID: d.id, Object: chat.ObjectChunk, Created: d.created, Model: d.model, Usage: usage, Choices: []chat.ChunkChoice{}})
 }
 
 // emitStop builds one chunk of one choice with delta, finish and the stop
 // sequence that ended the answer (nil for none).
-func (d *Decoder) emitStop(delta chunkwire.Delta, finish, stopSeq *string) ([]llm.Chunk, error) {
-	return d.write(chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model,
-		Choices: []chunkwire.Choice{{Delta: delta, FinishReason: finish, StopReason: stopSeq}}})
+func (d *Decoder) emitStop(delta chat.Delta, finish, stopSeq *string) ([]llm.Chunk, error) {
+	return d.write(chat.Chunk{ID: d.id, Object: chat.ObjectChunk, Created: d.created, Model: d.model,
+		Choices: []chat.ChunkChoice{{Delta: delta, FinishReason: finish, StopReason: stopSeq}}})
 }
 
-func (d *Decoder) write(w chunkwire.Chunk) ([]llm.Chunk, error) {
+func (d *Decoder) write(w chat.Chunk) ([]llm.Chunk, error) {
 	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
@@ -356,16 +356,4 @@ func (d *Decoder) write(w chunkwire.Chunk) ([]llm.Chunk, error) {
 		d.output = true
 	}
 	return []llm.Chunk{c}, nil
-}
-
-type chunkUsage struct {
-	PromptTokens        int64          `json:"prompt_tokens"`
-	CompletionTokens    int64          `json:"completion_tokens"`
-	TotalTokens         int64          `json:"total_tokens"`
-	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
-}
-
-type promptDetails struct {
-	CachedTokens     int64 `json:"cached_tokens"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }

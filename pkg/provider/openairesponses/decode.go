@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // Decoder turns the events of a Responses stream into OpenAI
@@ -103,9 +103,9 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		}
 		d.follow(&ev, "message").textOut = true
 		if ev.Type == "response.refusal.delta" {
-			return d.emit(out, chunkwire.Delta{Refusal: &s}, nil)
+			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
-		return d.emit(out, chunkwire.Delta{Content: &s}, nil)
+		return d.emit(out, chat.Delta{Content: &s}, nil)
 	case "response.function_call_arguments.delta", "response.function_call_arguments.done":
 		st := d.lookup(index(ev.OutputIndex), str(ev.ItemID))
 		if st == nil || st.kind != "function_call" {
@@ -134,7 +134,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			s = "\n\n" + s // a new summary part
 		}
 		st.reasoningOut, st.summary = true, part
-		return d.emit(out, chunkwire.Delta{ReasoningContent: &s}, nil)
+		return d.emit(out, chat.Delta{ReasoningContent: &s}, nil)
 	case "response.output_item.done":
 		it, err := parseItem(ev.Item)
 		if err != nil {
@@ -200,15 +200,15 @@ func (d *Decoder) startCall(out []llm.Chunk, st *itemState, it *wireItem, done b
 		args = "{}"
 	}
 	st.argsOut = args != ""
-	return d.emit(out, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
+	return d.emit(out, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
 		Index: st.tool, ID: it.CallID, Type: "function",
-		Function: &chunkwire.Function{Name: &it.Name, Arguments: &args},
+		Function: &chat.DeltaFunction{Name: &it.Name, Arguments: &args},
 	}}}, nil)
 }
 
 func (d *Decoder) emitArgs(out []llm.Chunk, st *itemState, args string) ([]llm.Chunk, error) {
-	return d.emit(out, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
-		Index: st.tool, Function: &chunkwire.Function{Arguments: &args},
+	return d.emit(out, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
+		Index: st.tool, Function: &chat.DeltaFunction{Arguments: &args},
 	}}}, nil)
 }
 
@@ -245,12 +245,12 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 			refusal.WriteString(p.Refusal)
 		}
 		if s := text.String(); s != "" {
-			if out, err = d.emit(out, chunkwire.Delta{Content: &s}, nil); err != nil {
+			if out, err = d.emit(out, chat.Delta{Content: &s}, nil); err != nil {
 				return nil, err
 			}
 		}
 		if s := refusal.String(); s != "" {
-			return d.emit(out, chunkwire.Delta{Refusal: &s}, nil)
+			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
 	case "reasoning":
 		if st.kind != "reasoning" || st.reasoningOut {
@@ -266,7 +266,7 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 			}
 		}
 		if s := strings.Join(parts, "\n\n"); s != "" {
-			return d.emit(out, chunkwire.Delta{ReasoningContent: &s}, nil)
+			return d.emit(out, chat.Delta{ReasoningContent: &s}, nil)
 		}
 	}
 	return out, nil
@@ -300,7 +300,7 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 	case d.tools > 0:
 		finish = "tool_calls"
 	}
-	if out, err = d.emit(out, chunkwire.Delta{}, &finish); err != nil {
+	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
 	}
 	d.usage = ChatUsage(r.Usage)
@@ -331,26 +331,26 @@ func (d *Decoder) start(out []llm.Chunk) ([]llm.Chunk, error) {
 	}
 	d.started = true
 	empty := ""
-	return d.chunk(out, chunkwire.Chunk{Choices: []chunkwire.Choice{{Delta: chunkwire.Delta{Role: "assistant", Content: &empty}}}})
+	return d.chunk(out, chat.Chunk{Choices: []chat.ChunkChoice{{Delta: chat.Delta{Role: "assistant", Content: &empty}}}})
 }
 
 // emit appends one chunk of one choice with delta and finish, after the
 // role chunk when it is not out yet.
-func (d *Decoder) emit(out []llm.Chunk, delta chunkwire.Delta, finish *string) ([]llm.Chunk, error) {
+func (d *Decoder) emit(out []llm.Chunk, delta chat.Delta, finish *string) ([]llm.Chunk, error) {
 	out, err := d.start(out)
 	if err != nil {
 		return nil, err
 	}
-	return d.chunk(out, chunkwire.Chunk{Choices: []chunkwire.Choice{{Delta: delta, FinishReason: finish}}})
+	return d.chunk(out, chat.Chunk{Choices: []chat.ChunkChoice{{Delta: delta, FinishReason: finish}}})
 }
 
 // emitUsage appends the usage-only chunk.
 func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk, error) {
-	return d.chunk(out, chunkwire.Chunk{Choices: []chunkwire.Choice{}, Usage: usage})
+	return d.chunk(out, chat.Chunk{Choices: []chat.ChunkChoice{}, Usage: usage})
 }
 
-func (d *Decoder) chunk(out []llm.Chunk, w chunkwire.Chunk) ([]llm.Chunk, error) {
-	w.ID, w.Object, w.Created, w.Model = d.id, "chat.completion.chunk", d.created, d.model
+func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
+	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
 	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
 		return nil, malformed(err)
