@@ -6,6 +6,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // RefusalText is the refusal sent to the client when Anthropic stops with
@@ -94,44 +95,6 @@ func (d *Decoder) SetOutputTool(name string) { d.outputTool = name }
 // Done reports whether message_stop has been decoded.
 func (d *Decoder) Done() bool { return d.done }
 
-// event is what is read of any stream event.
-type event struct {
-	Type    string `json:"type"`
-	Message *struct {
-		ID    string      `json:"id"`
-		Model string      `json:"model"`
-		Usage *eventUsage `json:"usage"`
-	} `json:"message"`
-	Index        int `json:"index"`
-	ContentBlock *struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-	} `json:"content_block"`
-	Delta *struct {
-		Type         string  `json:"type"`
-		Text         string  `json:"text"`
-		Thinking     string  `json:"thinking"`
-		PartialJSON  string  `json:"partial_json"`
-		StopReason   string  `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
-	} `json:"delta"`
-	Usage *eventUsage `json:"usage"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-type eventUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-}
-
 // Decode reads one event's data (its JSON; name is the SSE event name, used
 // only when the data has no "type") and returns the chunks it becomes, none
 // for most events. An error event is a FailTransient *llm.ProviderError with
@@ -142,7 +105,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	if d.done {
 		return nil, nil
 	}
-	var ev event
+	var ev messages.Event
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.Join(errMalformed, err)}
 	}
@@ -150,7 +113,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		ev.Type = name
 	}
 	switch ev.Type {
-	case "message_start":
+	case messages.EventMessageStart:
 		if ev.Message == nil {
 			return nil, malformedEvent("message_start without message")
 		}
@@ -158,23 +121,23 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		d.usage.add(ev.Message.Usage)
 		empty := ""
 		return d.emit(nil, chat.Delta{Role: "assistant", Content: &empty}, nil)
-	case "content_block_start":
+	case messages.EventContentBlockStart:
 		cb := ev.ContentBlock
 		if cb == nil {
 			return nil, malformedEvent("content_block_start without content_block")
 		}
 		switch cb.Type {
-		case "text":
-			if cb.Text == "" {
+		case messages.BlockText:
+			if cb.Text == nil || *cb.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{Content: &cb.Text}, nil)
-		case "thinking":
-			if cb.Thinking == "" {
+			return d.emit(nil, chat.Delta{Content: cb.Text}, nil)
+		case messages.BlockThinking:
+			if cb.Thinking == nil || *cb.Thinking == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{ReasoningContent: &cb.Thinking}, nil)
-		case "tool_use":
+			return d.emit(nil, chat.Delta{ReasoningContent: cb.Thinking}, nil)
+		case messages.BlockToolUse:
 			if d.outputTool != "" && cb.Name == d.outputTool && d.outputBlock < 0 {
 				d.outputBlock = ev.Index
 				return nil, nil
@@ -189,39 +152,39 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			}}}, nil)
 		}
 		return nil, nil // redacted thinking, server tools: nothing a Chat Completions client reads
-	case "content_block_delta":
+	case messages.EventContentBlockDelta:
 		if ev.Delta == nil {
 			return nil, malformedEvent("content_block_delta without delta")
 		}
 		switch ev.Delta.Type {
-		case "text_delta":
-			if ev.Delta.Text == "" {
+		case messages.DeltaText:
+			if !nonEmpty(ev.Delta.Text) {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{Content: &ev.Delta.Text}, nil)
-		case "thinking_delta":
-			if ev.Delta.Thinking == "" {
+			return d.emit(nil, chat.Delta{Content: ev.Delta.Text}, nil)
+		case messages.DeltaThinking:
+			if !nonEmpty(ev.Delta.Thinking) {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
-		case "input_json_delta":
+			return d.emit(nil, chat.Delta{ReasoningContent: ev.Delta.Thinking}, nil)
+		case messages.DeltaInputJSON:
 			if ev.Index == d.outputBlock && d.outputBlock >= 0 {
-				if ev.Delta.PartialJSON == "" {
+				if !nonEmpty(ev.Delta.PartialJSON) {
 					return nil, nil
 				}
-				return d.emit(nil, chat.Delta{Content: &ev.Delta.PartialJSON}, nil)
+				return d.emit(nil, chat.Delta{Content: ev.Delta.PartialJSON}, nil)
 			}
 			tb := d.blocks[ev.Index]
-			if tb == nil || ev.Delta.PartialJSON == "" {
+			if tb == nil || !nonEmpty(ev.Delta.PartialJSON) {
 				return nil, nil
 			}
 			tb.argsOut = true
 			return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
-				Index: tb.index, Function: &chat.DeltaFunction{Arguments: &ev.Delta.PartialJSON},
+				Index: tb.index, Function: &chat.DeltaFunction{Arguments: ev.Delta.PartialJSON},
 			}}}, nil)
 		}
 		return nil, nil
-	case "content_block_stop":
+	case messages.EventContentBlockStop:
 		tb := d.blocks[ev.Index]
 		if tb == nil || tb.argsOut {
 			return nil, nil
@@ -231,18 +194,19 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
 			Index: tb.index, Function: &chat.DeltaFunction{Arguments: &args},
 		}}}, nil)
-	case "message_delta":
+	case messages.EventMessageDelta:
 		d.usage.add(ev.Usage)
-		if ev.Delta == nil || ev.Delta.StopReason == "" {
+		if ev.Delta == nil || !nonEmpty(ev.Delta.StopReason) {
 			return nil, nil
 		}
-		finish := FinishReason(ev.Delta.StopReason)
-		if finish == "tool_calls" && d.outputBlock >= 0 && d.tools == 0 {
-			finish = "stop" // the output tool's call is the answer
+		stop := *ev.Delta.StopReason
+		finish := FinishReason(stop)
+		if finish == chat.FinishToolCalls && d.outputBlock >= 0 && d.tools == 0 {
+			finish = chat.FinishStop // the output tool's call is the answer
 		}
 		d.finish = finish
 		var out []llm.Chunk
-		if ev.Delta.StopReason == "refusal" && !d.output {
+		if stop == messages.StopRefusal && !d.output {
 			refusal := RefusalText
 			c, err := d.emit(nil, chat.Delta{Refusal: &refusal}, nil)
 			if err != nil {
@@ -251,18 +215,18 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			out = append(out, c...)
 		}
 		var stopSeq *string
-		if ev.Delta.StopReason == "stop_sequence" && ev.Delta.StopSequence != nil {
+		if stop == messages.StopStopSequence && ev.Delta.StopSequence != nil {
 			stopSeq = ev.Delta.StopSequence
 		}
 		c, err := d.emitStop(chat.Delta{}, &finish, stopSeq)
 		return append(out, c...), err
-	case "message_stop":
+	case messages.EventMessageStop:
 		d.done = true
 		if !d.usage.saw {
 			return nil, nil
 		}
 		return d.emit(d.usage.json(), chat.Delta{}, nil)
-	case "error":
+	case messages.EventError:
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
 			msg = ev.Error.Message
@@ -275,15 +239,18 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 // FinishReason maps an Anthropic stop_reason to an OpenAI finish_reason.
 func FinishReason(stopReason string) string {
 	switch stopReason {
-	case "max_tokens", "model_context_window_exceeded":
-		return "length"
-	case "tool_use":
-		return "tool_calls"
-	case "refusal":
-		return "content_filter"
+	case messages.StopMaxTokens, messages.StopModelContextWindowExceeded:
+		return chat.FinishLength
+	case messages.StopToolUse:
+		return chat.FinishToolCalls
+	case messages.StopRefusal:
+		return chat.FinishContentFilter
 	}
-	return "stop" // end_turn, stop_sequence, pause_turn and anything new
+	return chat.FinishStop // end_turn, stop_sequence, pause_turn and anything new
 }
+
+// nonEmpty reports whether s is set and not "".
+func nonEmpty(s *string) bool { return s != nil && *s != "" }
 
 func malformedEvent(what string) *llm.ProviderError {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.New(what)}
@@ -291,7 +258,7 @@ func malformedEvent(what string) *llm.ProviderError {
 
 // add takes an event's usage: message_delta's counts are cumulative, so
 // the last one wins.
-func (c *usageCounts) add(u *eventUsage) {
+func (c *usageCounts) add(u *messages.Usage) {
 	if u == nil {
 		return
 	}
