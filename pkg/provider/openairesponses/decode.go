@@ -7,6 +7,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Decoder turns the events of a Responses stream into OpenAI
@@ -72,7 +73,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	}
 	var out []llm.Chunk
 	switch ev.Type {
-	case "response.created", "response.in_progress", "response.queued":
+	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
 		if !isNull(ev.Response) {
 			r, err := parseResponse(ev.Response, false)
 			if err != nil {
@@ -80,10 +81,10 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			}
 			d.note(&r)
 		}
-		if ev.Type == "response.created" {
+		if ev.Type == responses.EventCreated {
 			return d.start(nil)
 		}
-	case "response.output_item.added":
+	case responses.EventOutputItemAdded:
 		it, err := parseItem(ev.Item)
 		if err != nil {
 			return nil, err
@@ -93,25 +94,25 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			return nil, nil // added twice: the first counts
 		}
 		st = d.register(index(ev.OutputIndex), it.ID, it.Type)
-		if it.Type == "function_call" {
+		if it.Type == responses.ItemFunctionCall {
 			return d.startCall(out, st, &it, false)
 		}
-	case "response.output_text.delta", "response.refusal.delta":
+	case responses.EventOutputTextDelta, responses.EventRefusalDelta:
 		s := str(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
-		d.follow(&ev, "message").textOut = true
-		if ev.Type == "response.refusal.delta" {
+		d.follow(&ev, responses.ItemMessage).textOut = true
+		if ev.Type == responses.EventRefusalDelta {
 			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
 		return d.emit(out, chat.Delta{Content: &s}, nil)
-	case "response.function_call_arguments.delta", "response.function_call_arguments.done":
+	case responses.EventFunctionCallArgumentsDelta, responses.EventFunctionCallArgumentsDone:
 		st := d.lookup(index(ev.OutputIndex), str(ev.ItemID))
-		if st == nil || st.kind != "function_call" {
+		if st == nil || st.kind != responses.ItemFunctionCall {
 			return nil, nil
 		}
-		if ev.Type == "response.function_call_arguments.delta" {
+		if ev.Type == responses.EventFunctionCallArgumentsDelta {
 			s := str(ev.Delta)
 			if s == "" {
 				return nil, nil
@@ -123,32 +124,32 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			st.argsOut = true
 			return d.emitArgs(out, st, s)
 		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+	case responses.EventReasoningSummaryTextDelta, responses.EventReasoningTextDelta:
 		s := str(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
-		st := d.follow(&ev, "reasoning")
+		st := d.follow(&ev, responses.ItemReasoning)
 		part := index(ev.SummaryIndex)
-		if ev.Type == "response.reasoning_summary_text.delta" && st.reasoningOut && part > st.summary {
+		if ev.Type == responses.EventReasoningSummaryTextDelta && st.reasoningOut && part > st.summary {
 			s = "\n\n" + s // a new summary part
 		}
 		st.reasoningOut, st.summary = true, part
 		return d.emit(out, chat.Delta{ReasoningContent: &s}, nil)
-	case "response.output_item.done":
+	case responses.EventOutputItemDone:
 		it, err := parseItem(ev.Item)
 		if err != nil {
 			return nil, err
 		}
 		return d.itemDone(out, index(ev.OutputIndex), &it)
-	case evCompleted, evIncomplete:
+	case responses.EventCompleted, responses.EventIncomplete:
 		return d.finish(out, &ev)
-	case evFailed:
+	case responses.EventFailed:
 		if r, err := parseResponse(ev.Response, false); err == nil {
 			d.usage = ChatUsage(r.Usage)
 		}
 		return nil, failure(&ev)
-	case evError:
+	case responses.EventError:
 		return nil, failure(&ev)
 	}
 	return nil, nil // content parts, the .done events, annotations, and kinds added after this was written
@@ -219,14 +220,14 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 	st := d.lookup(idx, it.ID)
 	if st == nil {
 		st = d.register(idx, it.ID, it.Type)
-		if it.Type == "function_call" {
+		if it.Type == responses.ItemFunctionCall {
 			return d.startCall(out, st, it, true)
 		}
 	}
 	var err error
 	switch it.Type {
-	case "function_call":
-		if st.kind == "function_call" && !st.argsOut {
+	case responses.ItemFunctionCall:
+		if st.kind == responses.ItemFunctionCall && !st.argsOut {
 			st.argsOut = true
 			args := it.Arguments
 			if args == "" {
@@ -234,8 +235,8 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 			}
 			return d.emitArgs(out, st, args)
 		}
-	case "message":
-		if st.kind != "message" || st.textOut {
+	case responses.ItemMessage:
+		if st.kind != responses.ItemMessage || st.textOut {
 			return out, nil
 		}
 		st.textOut = true
@@ -252,8 +253,8 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 		if s := refusal.String(); s != "" {
 			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
-	case "reasoning":
-		if st.kind != "reasoning" || st.reasoningOut {
+	case responses.ItemReasoning:
+		if st.kind != responses.ItemReasoning || st.reasoningOut {
 			return out, nil
 		}
 		st.reasoningOut = true
@@ -290,15 +291,15 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 			return nil, err
 		}
 	}
-	finish := "stop"
+	finish := chat.FinishStop
 	switch {
-	case ev.Type == evIncomplete || r.Status == "incomplete":
-		finish = "length"
-		if r.IncompleteReason == "content_filter" {
-			finish = "content_filter"
+	case ev.Type == responses.EventIncomplete || r.Status == responses.StatusIncomplete:
+		finish = chat.FinishLength
+		if r.IncompleteReason == responses.ReasonContentFilter {
+			finish = chat.FinishContentFilter
 		}
 	case d.tools > 0:
-		finish = "tool_calls"
+		finish = chat.FinishToolCalls
 	}
 	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
