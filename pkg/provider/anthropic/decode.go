@@ -128,15 +128,15 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		}
 		switch cb.Type {
 		case messages.BlockText:
-			if cb.Text == nil || *cb.Text == "" {
+			if cb.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{Content: cb.Text}, nil)
+			return d.emit(nil, chat.Delta{Content: &cb.Text}, nil)
 		case messages.BlockThinking:
-			if cb.Thinking == nil || *cb.Thinking == "" {
+			if cb.Thinking == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{ReasoningContent: cb.Thinking}, nil)
+			return d.emit(nil, chat.Delta{ReasoningContent: &cb.Thinking}, nil)
 		case messages.BlockToolUse:
 			if d.outputTool != "" && cb.Name == d.outputTool && d.outputBlock < 0 {
 				d.outputBlock = ev.Index
@@ -158,29 +158,29 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		}
 		switch ev.Delta.Type {
 		case messages.DeltaText:
-			if !nonEmpty(ev.Delta.Text) {
+			if ev.Delta.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{Content: ev.Delta.Text}, nil)
+			return d.emit(nil, chat.Delta{Content: &ev.Delta.Text}, nil)
 		case messages.DeltaThinking:
-			if !nonEmpty(ev.Delta.Thinking) {
+			if ev.Delta.Thinking == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chat.Delta{ReasoningContent: ev.Delta.Thinking}, nil)
+			return d.emit(nil, chat.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
 		case messages.DeltaInputJSON:
 			if ev.Index == d.outputBlock && d.outputBlock >= 0 {
-				if !nonEmpty(ev.Delta.PartialJSON) {
+				if ev.Delta.PartialJSON == "" {
 					return nil, nil
 				}
-				return d.emit(nil, chat.Delta{Content: ev.Delta.PartialJSON}, nil)
+				return d.emit(nil, chat.Delta{Content: &ev.Delta.PartialJSON}, nil)
 			}
 			tb := d.blocks[ev.Index]
-			if tb == nil || !nonEmpty(ev.Delta.PartialJSON) {
+			if tb == nil || ev.Delta.PartialJSON == "" {
 				return nil, nil
 			}
 			tb.argsOut = true
 			return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
-				Index: tb.index, Function: &chat.DeltaFunction{Arguments: ev.Delta.PartialJSON},
+				Index: tb.index, Function: &chat.DeltaFunction{Arguments: &ev.Delta.PartialJSON},
 			}}}, nil)
 		}
 		return nil, nil
@@ -196,10 +196,10 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		}}}, nil)
 	case messages.EventMessageDelta:
 		d.usage.add(ev.Usage)
-		if ev.Delta == nil || !nonEmpty(ev.Delta.StopReason) {
+		if ev.Delta == nil || ev.Delta.StopReason == "" {
 			return nil, nil
 		}
-		stop := *ev.Delta.StopReason
+		stop := ev.Delta.StopReason
 		finish := FinishReason(stop)
 		if finish == chat.FinishToolCalls && d.outputBlock >= 0 && d.tools == 0 {
 			finish = chat.FinishStop // the output tool's call is the answer
@@ -248,9 +248,6 @@ func FinishReason(stopReason string) string {
 	}
 	return chat.FinishStop // end_turn, stop_sequence, pause_turn and anything new
 }
-
-// nonEmpty reports whether s is set and not "".
-func nonEmpty(s *string) bool { return s != nil && *s != "" }
 
 func malformedEvent(what string) *llm.ProviderError {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.New(what)}

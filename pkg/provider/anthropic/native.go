@@ -55,7 +55,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		}
 		switch cb.Type {
 		case messages.BlockText, messages.BlockThinking:
-			c.TextLen = strLen(cb.Text)
+			c.TextLen = len(cb.Text)
 		default:
 			c.TextLen = len(cb.Name) + 1
 		}
@@ -64,13 +64,13 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		if ev.Delta == nil {
 			return llm.Chunk{}, malformedEvent("content_block_delta without delta")
 		}
-		c.TextLen = strLen(ev.Delta.Text) + strLen(ev.Delta.Thinking) + strLen(ev.Delta.PartialJSON)
+		c.TextLen = len(ev.Delta.Text) + len(ev.Delta.Thinking) + len(ev.Delta.PartialJSON)
 		c.Output = c.TextLen > 0
 	case messages.EventMessageDelta:
 		o.usage.add(ev.Usage)
 		c.Usage = o.usage.soFar()
-		if ev.Delta != nil && nonEmpty(ev.Delta.StopReason) {
-			c.FinishReason = *ev.Delta.StopReason
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			c.FinishReason = ev.Delta.StopReason
 			c.Seen, c.Finished = 1, 1
 		}
 	case messages.EventMessageStop:
@@ -83,14 +83,6 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		return llm.Chunk{}, &llm.ProviderError{Class: llm.FailTransient, Message: msg, Err: &llm.ChunkError{Message: msg}}
 	}
 	return c, nil
-}
-
-// strLen is the length of s, 0 when nil.
-func strLen(s *string) int {
-	if s == nil {
-		return 0
-	}
-	return len(*s)
 }
 
 // UsageSoFar is the usage reported so far, in the Chat Completions shape

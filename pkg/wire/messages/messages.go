@@ -179,21 +179,46 @@ type ErrorBody struct {
 }
 
 // Event is any stream event as a reader decodes it: the fields of every
-// event type, each set only by the events that have it.
+// event type that readers use, each set only by the events that have it.
+// Its parts are the readers' views, not the writers' structs: strings where
+// absent and empty read alike (no pointer to allocate for every delta),
+// and only the members readers use (a message's content is not read).
 type Event struct {
 	Type         string        `json:"type"`
-	Message      *Message      `json:"message"`
+	Message      *EventMessage `json:"message"`
 	Index        int           `json:"index"`
-	ContentBlock *ContentBlock `json:"content_block"`
+	ContentBlock *EventBlock   `json:"content_block"`
 	Delta        *EventDelta   `json:"delta"`
 	Usage        *Usage        `json:"usage"`
 	Error        *ErrorBody    `json:"error"`
 }
 
-// EventDelta is the delta of content_block_delta or of message_delta.
+// EventMessage is what readers use of message_start's message.
+type EventMessage struct {
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	Usage *Usage `json:"usage"`
+}
+
+// EventBlock is what readers use of content_block_start's block.
+type EventBlock struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Thinking string `json:"thinking"`
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+}
+
+// EventDelta is the delta of content_block_delta or of message_delta;
+// StopSequence is nil when absent or null.
 type EventDelta struct {
-	Delta
-	StopDelta
+	Type         string  `json:"type"`
+	Text         string  `json:"text"`
+	Thinking     string  `json:"thinking"`
+	PartialJSON  string  `json:"partial_json"`
+	Signature    string  `json:"signature"`
+	StopReason   string  `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
 }
 
 // RawEvent is any stream event with its parts kept as they are, for the
