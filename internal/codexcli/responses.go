@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // CreatedAt is the created_at of every scripted response, fixed so that
@@ -33,19 +36,19 @@ type Item struct {
 // Reasoning is a reasoning item carrying encrypted_content, with optional
 // summary texts.
 func Reasoning(id, encryptedContent string, summary ...string) Item {
-	return Item{Type: "reasoning", ID: id, EncryptedContent: encryptedContent, Summary: summary}
+	return Item{Type: responses.ItemReasoning, ID: id, EncryptedContent: encryptedContent, Summary: summary}
 }
 
 // FunctionCall is a function_call item: the model asks the client to run
 // the function name with the JSON arguments and to answer with a
 // function_call_output carrying callID.
 func FunctionCall(id, callID, name, arguments string) Item {
-	return Item{Type: "function_call", ID: id, CallID: callID, Name: name, Arguments: arguments}
+	return Item{Type: responses.ItemFunctionCall, ID: id, CallID: callID, Name: name, Arguments: arguments}
 }
 
 // Message is an assistant message with one output_text part.
 func Message(id, text string) Item {
-	return Item{Type: "message", ID: id, Text: text}
+	return Item{Type: responses.ItemMessage, ID: id, Text: text}
 }
 
 // Usage is a response's token counts.
@@ -83,97 +86,32 @@ func (e Event) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// The wire shapes, with their fields in the order OpenAI sends them.
-type (
-	wireResponse struct {
-		ID                string      `json:"id"`
-		Object            string      `json:"object"`
-		CreatedAt         int64       `json:"created_at"`
-		Status            string      `json:"status"`
-		Error             any         `json:"error"`
-		IncompleteDetails any         `json:"incomplete_details"`
-		Model             string      `json:"model"`
-		Output            []any       `json:"output"`
-		ParallelToolCalls bool        `json:"parallel_tool_calls"`
-		Store             bool        `json:"store"`
-		Usage             *wireUsage  `json:"usage"`
-		Metadata          struct{}    `json:"metadata"`
-		Reasoning         wireSummary `json:"reasoning"`
-	}
-	wireSummary struct {
-		Effort  string `json:"effort"`
-		Summary string `json:"summary"`
-	}
-	wireUsage struct {
-		InputTokens        int `json:"input_tokens"`
-		InputTokensDetails struct {
-			CachedTokens int `json:"cached_tokens"`
-		} `json:"input_tokens_details"`
-		OutputTokens        int `json:"output_tokens"`
-		OutputTokensDetails struct {
-			ReasoningTokens int `json:"reasoning_tokens"`
-		} `json:"output_tokens_details"`
-		TotalTokens int `json:"total_tokens"`
-	}
-	wireReasoning struct {
-		ID               string        `json:"id"`
-		Type             string        `json:"type"`
-		EncryptedContent string        `json:"encrypted_content,omitempty"`
-		Summary          []wireSumText `json:"summary"`
-	}
-	wireSumText struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	wireFunctionCall struct {
-		ID        string `json:"id"`
-		Type      string `json:"type"`
-		Status    string `json:"status"`
-		Arguments string `json:"arguments"`
-		CallID    string `json:"call_id"`
-		Name      string `json:"name"`
-	}
-	wireMessage struct {
-		ID      string           `json:"id"`
-		Type    string           `json:"type"`
-		Status  string           `json:"status"`
-		Content []wireOutputText `json:"content"`
-		Role    string           `json:"role"`
-	}
-	wireOutputText struct {
-		Type        string `json:"type"`
-		Annotations []any  `json:"annotations"`
-		Logprobs    []any  `json:"logprobs"`
-		Text        string `json:"text"`
-	}
-)
-
 // wire is it as output_item.added (done false) or output_item.done
 // (done true) and response.completed carry it. A reasoning item's
 // encrypted_content and summary come with output_item.done only.
 func (it Item) wire(done bool) any {
-	status := "in_progress"
+	status := responses.StatusInProgress
 	if done {
-		status = "completed"
+		status = responses.StatusCompleted
 	}
 	switch it.Type {
-	case "reasoning":
-		r := wireReasoning{ID: it.ID, Type: "reasoning", Summary: []wireSumText{}}
+	case responses.ItemReasoning:
+		r := responses.ReasoningItem{ID: it.ID, Type: responses.ItemReasoning, Summary: []responses.SummaryText{}}
 		if done {
 			r.EncryptedContent = it.EncryptedContent
 			for _, s := range it.Summary {
-				r.Summary = append(r.Summary, wireSumText{Type: "summary_text", Text: s})
+				r.Summary = append(r.Summary, responses.SummaryText{Type: responses.PartSummaryText, Text: s})
 			}
 		}
 		return r
-	case "function_call":
-		f := wireFunctionCall{ID: it.ID, Type: "function_call", Status: status, CallID: it.CallID, Name: it.Name}
+	case responses.ItemFunctionCall:
+		f := responses.FunctionCallItem{ID: it.ID, Type: responses.ItemFunctionCall, Status: status, CallID: it.CallID, Name: it.Name}
 		if done {
 			f.Arguments = it.Arguments
 		}
 		return f
 	default:
-		m := wireMessage{ID: it.ID, Type: "message", Status: status, Content: []wireOutputText{}, Role: "assistant"}
+		m := responses.MessageItem{ID: it.ID, Type: responses.ItemMessage, Status: status, Content: []any{}, Role: responses.RoleAssistant}
 		if done {
 			m.Content = append(m.Content, outputText(it.Text))
 		}
@@ -181,8 +119,8 @@ func (it Item) wire(done bool) any {
 	}
 }
 
-func outputText(s string) wireOutputText {
-	return wireOutputText{Type: "output_text", Annotations: []any{}, Logprobs: []any{}, Text: s}
+func outputText(s string) responses.OutputText {
+	return responses.OutputText{Type: responses.PartOutputText, Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}, Text: s}
 }
 
 // Events is r's answer to a request for model as the Responses API streams
@@ -199,50 +137,63 @@ func Events(r Response, model string) []Event {
 	if id == "" {
 		id = "resp_scripted"
 	}
-	resp := wireResponse{
-		ID: id, Object: "response", CreatedAt: CreatedAt, Status: "in_progress",
+	no := false
+	resp := responses.Response{
+		ID: id, Object: responses.ObjectResponse, CreatedAt: CreatedAt, Status: responses.StatusInProgress,
 		Model: model, Output: []any{}, ParallelToolCalls: true,
-		Reasoning: wireSummary{Effort: "medium", Summary: "detailed"},
+		Reasoning: &responses.Reasoning{Effort: "medium", Summary: "detailed"}, Store: &no,
+		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`),
 	}
 	var events []Event
-	add := func(fields ...any) {
-		typ := fields[1].(string)
-		fields = append(fields, "sequence_number", len(events))
-		events = append(events, Event{Name: typ, Data: mustJSON(ordered(fields))})
+	// add encodes an event at once: resp changes after.
+	add := func(typ string, v any) {
+		events = append(events, Event{Name: typ, Data: mustJSON(v)})
 	}
-	add("type", "response.created", "response", resp)
-	add("type", "response.in_progress", "response", resp)
+	add(responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: len(events), Response: &resp})
+	add(responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: len(events), Response: &resp})
 	for i, it := range r.Items {
-		add("type", "response.output_item.added", "output_index", i, "item", it.wire(false))
+		add(responses.EventOutputItemAdded, responses.OutputItemEvent{Type: responses.EventOutputItemAdded, SequenceNumber: len(events), OutputIndex: i, Item: it.wire(false)})
 		switch it.Type {
-		case "reasoning":
+		case responses.ItemReasoning:
 			for j, s := range it.Summary {
-				part := wireSumText{Type: "summary_text"}
-				add("type", "response.reasoning_summary_part.added", "item_id", it.ID, "output_index", i, "summary_index", j, "part", part)
-				add("type", "response.reasoning_summary_text.delta", "item_id", it.ID, "output_index", i, "summary_index", j, "delta", s)
-				add("type", "response.reasoning_summary_text.done", "item_id", it.ID, "output_index", i, "summary_index", j, "text", s)
-				part.Text = s
-				add("type", "response.reasoning_summary_part.done", "item_id", it.ID, "output_index", i, "summary_index", j, "part", part)
+				part := func(typ, text string) responses.SummaryPartEvent {
+					return responses.SummaryPartEvent{Type: typ, SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, SummaryIndex: j,
+						Part: responses.SummaryText{Type: responses.PartSummaryText, Text: text}}
+				}
+				add(responses.EventReasoningSummaryPartAdded, part(responses.EventReasoningSummaryPartAdded, ""))
+				add(responses.EventReasoningSummaryTextDelta, responses.SummaryTextDeltaEvent{Type: responses.EventReasoningSummaryTextDelta,
+					SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, SummaryIndex: j, Delta: s})
+				add(responses.EventReasoningSummaryTextDone, responses.SummaryTextDoneEvent{Type: responses.EventReasoningSummaryTextDone,
+					SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, SummaryIndex: j, Text: s})
+				add(responses.EventReasoningSummaryPartDone, part(responses.EventReasoningSummaryPartDone, s))
 			}
-		case "function_call":
-			add("type", "response.function_call_arguments.delta", "item_id", it.ID, "output_index", i, "delta", it.Arguments)
-			add("type", "response.function_call_arguments.done", "item_id", it.ID, "output_index", i, "arguments", it.Arguments)
+		case responses.ItemFunctionCall:
+			add(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{Type: responses.EventFunctionCallArgumentsDelta,
+				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Delta: it.Arguments})
+			add(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{Type: responses.EventFunctionCallArgumentsDone,
+				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Arguments: it.Arguments})
 		default:
-			add("type", "response.content_part.added", "item_id", it.ID, "output_index", i, "content_index", 0, "part", outputText(""))
-			add("type", "response.output_text.delta", "item_id", it.ID, "output_index", i, "content_index", 0, "delta", it.Text, "logprobs", []any{})
-			add("type", "response.output_text.done", "item_id", it.ID, "output_index", i, "content_index", 0, "text", it.Text, "logprobs", []any{})
-			add("type", "response.content_part.done", "item_id", it.ID, "output_index", i, "content_index", 0, "part", outputText(it.Text))
+			add(responses.EventContentPartAdded, responses.ContentPartEvent{Type: responses.EventContentPartAdded,
+				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Part: outputText("")})
+			add(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
+				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Delta: it.Text, Logprobs: []json.RawMessage{}})
+			add(responses.EventOutputTextDone, responses.OutputTextDoneEvent{Type: responses.EventOutputTextDone,
+				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Text: it.Text, Logprobs: []json.RawMessage{}})
+			add(responses.EventContentPartDone, responses.ContentPartEvent{Type: responses.EventContentPartDone,
+				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Part: outputText(it.Text)})
 		}
-		add("type", "response.output_item.done", "output_index", i, "item", it.wire(true))
+		add(responses.EventOutputItemDone, responses.OutputItemEvent{Type: responses.EventOutputItemDone, SequenceNumber: len(events), OutputIndex: i, Item: it.wire(true)})
 		resp.Output = append(resp.Output, it.wire(true))
 	}
-	resp.Status = "completed"
-	u := &wireUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
-		TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
-	u.InputTokensDetails.CachedTokens = r.Usage.CachedTokens
-	u.OutputTokensDetails.ReasoningTokens = r.Usage.ReasoningTokens
-	resp.Usage = u
-	add("type", "response.completed", "response", resp)
+	resp.Status = responses.StatusCompleted
+	resp.Usage = &responses.Usage{
+		InputTokens:         int64(r.Usage.InputTokens),
+		InputTokensDetails:  responses.InputTokensDetails{CachedTokens: int64(r.Usage.CachedTokens)},
+		OutputTokens:        int64(r.Usage.OutputTokens),
+		OutputTokensDetails: responses.OutputTokensDetails{ReasoningTokens: int64(r.Usage.ReasoningTokens)},
+		TotalTokens:         int64(r.Usage.InputTokens + r.Usage.OutputTokens),
+	}
+	add(responses.EventCompleted, responses.ResponseEvent{Type: responses.EventCompleted, SequenceNumber: len(events), Response: &resp})
 	return events
 }
 
@@ -272,31 +223,7 @@ func WriteError(w http.ResponseWriter, status int, message string) {
 	if status >= 500 {
 		typ = "server_error"
 	}
-	body := ordered{"error", ordered{"message", message, "type", typ, "param", nil, "code", nil}}
-	_, _ = w.Write(mustJSON(body))
-}
-
-// ordered is a JSON object whose keys keep their order: key, value, key,
-// value…
-type ordered []any
-
-func (o ordered) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
-	for i := 0; i+1 < len(o); i += 2 {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		k, err := json.Marshal(o[i])
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(o[i+1])
-		if err != nil {
-			return nil, err
-		}
-		b = append(append(append(b, k...), ':'), v...)
-	}
-	return append(b, '}'), nil
+	_, _ = w.Write(mustJSON(chat.Error{Error: chat.ErrorBody{Message: message, Type: typ}}))
 }
 
 func mustJSON(v any) []byte {

@@ -12,6 +12,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // The steps every client API's codec shares: the answer's headers, reading
@@ -122,43 +123,15 @@ type DeltaSink struct {
 // an unkeyed client cancelled) and res is the request's result, with
 // nothing more to write.
 func RelayDeltas(ans *router.Answer, w DeltaSink) (finish string, usage llm.Usage, res gateway.Result, gone bool, end error) {
+	funcs := llm.DeltaFuncs{Text: w.Text, Refusal: w.Refusal, Reasoning: w.Reasoning, StopSequence: w.StopSequence, ToolCall: w.ToolCall}
 	for w.Failed() == nil {
 		ch, err := ans.Next()
 		if err != nil {
 			end = err
 			break
 		}
-		var d chatDelta
-		if json.Unmarshal(ch.Raw, &d) != nil {
-			continue // the router forwards only chunks that parsed
-		}
-		for _, choice := range d.Choices {
-			if choice.Index != 0 {
-				continue // one answer: the first choice
-			}
-			if w.Reasoning != nil {
-				if s := reasoningText(choice.Delta.ReasoningContent, choice.Delta.Reasoning); s != "" {
-					w.Reasoning(s)
-				}
-			}
-			if s := choice.Delta.Content; s != nil {
-				w.Text(*s)
-			}
-			if s := choice.Delta.Refusal; s != nil {
-				w.Refusal(*s)
-			}
-			for _, tc := range choice.Delta.ToolCalls {
-				w.ToolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
-			}
-			if f := choice.FinishReason; f != nil && *f != "" && finish == "" {
-				finish = *f
-			}
-			if w.StopSequence != nil && len(choice.StopReason) > 0 && choice.StopReason[0] == '"' {
-				var seq string
-				if json.Unmarshal(choice.StopReason, &seq) == nil {
-					w.StopSequence(seq)
-				}
-			}
+		if f := ch.FirstChoice(&funcs); f != "" && finish == "" {
+			finish = f
 		}
 	}
 	usage = ans.Usage()
@@ -171,64 +144,26 @@ func RelayDeltas(ans *router.Answer, w DeltaSink) (finish string, usage llm.Usag
 	return finish, usage, gateway.Result{}, false, end
 }
 
-// chatDelta is the part of a chat.completion.chunk a reshaping codec needs.
-type chatDelta struct {
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index int `json:"index"`
-				llm.ToolCall
-			} `json:"tool_calls"`
-			ReasoningContent json.RawMessage `json:"reasoning_content"`
-			Reasoning        json.RawMessage `json:"reasoning"`
-		} `json:"delta"`
-		FinishReason *string         `json:"finish_reason"`
-		StopReason   json.RawMessage `json:"stop_reason"`
-	} `json:"choices"`
-}
-
-// reasoningText is a delta's reasoning text: reasoning_content (vLLM,
-// DeepSeek, the anthropic adapter) or reasoning (Groq, OpenRouter), when a
-// string.
-func reasoningText(fields ...json.RawMessage) string {
-	for _, r := range fields {
-		var s string
-		if len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &s) == nil && s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-// Assembled is the part of the Assembler's chat.completion a Message needs.
-// ReadAssembled reads the assembled chat.completion back, for the APIs that
+// ReadAssembled is the assembled chat.completion, for the APIs that
 // reshape it.
-func ReadAssembled(asm *llm.Assembler, usage llm.Usage) (*Assembled, error) {
-	chat, err := asm.Completion(usage, "")
+func ReadAssembled(asm *llm.Assembler, usage llm.Usage) (*chat.Completion, error) {
+	a, err := asm.Answer(usage)
 	if err != nil {
 		return nil, err
 	}
-	var a Assembled
-	if err := json.Unmarshal(chat, &a); err != nil || len(a.Choices) == 0 {
+	if len(a.Choices) == 0 {
 		return nil, llm.AsError(errors.New("assembled answer unreadable"))
 	}
-	return &a, nil
+	return a, nil
 }
 
-type Assembled struct {
-	Choices []struct {
-		Message struct {
-			Content          *string        `json:"content"`
-			Refusal          *string        `json:"refusal"`
-			ToolCalls        []llm.ToolCall `json:"tool_calls"`
-			ReasoningContent *string        `json:"reasoning_content"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-		StopReason   *string `json:"stop_reason"`
-	} `json:"choices"`
+// Refusal is an assembled message's refusal text, and whether it has one.
+func Refusal(m *chat.Message) (string, bool) {
+	var s string
+	if len(m.Refusal) == 0 || m.Refusal[0] != '"' || json.Unmarshal(m.Refusal, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // UsageDetail reads one count of an upstream usage details object.

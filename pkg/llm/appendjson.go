@@ -4,13 +4,14 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/internal/jsonstr"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // appendCompletion appends out as json.Marshal(out) encodes it, byte for
 // byte (FuzzAppendCompletion compares them), without reflection: the
 // chat.completion body is built once per non-streaming answer. Usage and
 // Logprobs are already compact JSON from json.Marshal, so they are copied.
-func appendCompletion(b []byte, out *completionWire) []byte {
+func appendCompletion(b []byte, out *chat.Completion) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, out.ID)
 	b = append(b, `,"object":`...)
@@ -34,18 +35,18 @@ func appendCompletion(b []byte, out *completionWire) []byte {
 	}
 	b = append(b, `,"usage":`...)
 	b = appendRaw(b, out.Usage)
-	if out.SystemFingerprint != "" {
-		b = append(b, `,"system_fingerprint":`...)
-		b = appendJSONString(b, out.SystemFingerprint)
-	}
 	if out.ServiceTier != "" {
 		b = append(b, `,"service_tier":`...)
 		b = appendJSONString(b, out.ServiceTier)
 	}
+	if out.SystemFingerprint != "" {
+		b = append(b, `,"system_fingerprint":`...)
+		b = appendJSONString(b, out.SystemFingerprint)
+	}
 	return append(b, '}')
 }
 
-func appendChoice(b []byte, c *choiceWire) []byte {
+func appendChoice(b []byte, c *chat.Choice) []byte {
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(c.Index), 10)
 	m := &c.Message
@@ -53,8 +54,10 @@ func appendChoice(b []byte, c *choiceWire) []byte {
 	b = appendJSONString(b, m.Role)
 	b = append(b, `,"content":`...)
 	b = appendStringPtr(b, m.Content)
-	b = append(b, `,"refusal":`...)
-	b = appendStringPtr(b, m.Refusal)
+	if m.Refusal != nil {
+		b = append(b, `,"refusal":`...)
+		b = append(b, m.Refusal...)
+	}
 	if len(m.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
 		for i := range m.ToolCalls {
@@ -95,7 +98,7 @@ func appendChoice(b []byte, c *choiceWire) []byte {
 	return append(b, '}')
 }
 
-func appendFunction(b []byte, f *FunctionCall) []byte {
+func appendFunction(b []byte, f *chat.Function) []byte {
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, f.Name)
 	b = append(b, `,"arguments":`...)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // Assembler builds a chat.completion from the chunks of a streamed answer:
@@ -21,8 +23,8 @@ type choiceAcc struct {
 	hasContent   bool
 	refusal      strings.Builder
 	hasRefusal   bool
-	toolCalls    map[int]*toolCallAcc
-	function     *FunctionCall
+	toolCalls    map[int]*chat.ToolCall
+	function     *chat.Function
 	finishReason string
 	// reasoning is a reasoning model's thinking (reasoning_content or
 	// reasoning, when a string); stopReason the stop sequence that ended
@@ -34,12 +36,6 @@ type choiceAcc struct {
 		content, refusal []json.RawMessage
 		seen             bool
 	}
-}
-
-type toolCallAcc struct {
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
 }
 
 type deltaWire struct {
@@ -154,11 +150,11 @@ func (a *Assembler) add(w *deltaWire) {
 				continue
 			}
 			if c.toolCalls == nil {
-				c.toolCalls = map[int]*toolCallAcc{}
+				c.toolCalls = map[int]*chat.ToolCall{}
 			}
 			t := c.toolCalls[tc.Index]
 			if t == nil {
-				t = &toolCallAcc{Type: "function"}
+				t = &chat.ToolCall{Type: "function"}
 				c.toolCalls[tc.Index] = t
 			}
 			if tc.ID != "" {
@@ -186,7 +182,7 @@ func (a *Assembler) add(w *deltaWire) {
 		}
 		if d.FunctionCall != nil {
 			if c.function == nil {
-				c.function = &FunctionCall{}
+				c.function = &chat.Function{}
 			}
 			c.function.Name += d.FunctionCall.Name
 			c.function.Arguments += d.FunctionCall.Arguments
@@ -202,35 +198,9 @@ func (a *Assembler) add(w *deltaWire) {
 	}
 }
 
-type completionWire struct {
-	ID                string          `json:"id"`
-	Object            string          `json:"object"`
-	Created           int64           `json:"created"`
-	Model             string          `json:"model"`
-	Choices           []choiceWire    `json:"choices"`
-	Usage             json.RawMessage `json:"usage"`
-	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
-	ServiceTier       string          `json:"service_tier,omitempty"`
-}
-
-type choiceWire struct {
-	Index        int             `json:"index"`
-	Message      messageWire     `json:"message"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
-	StopReason   *string         `json:"stop_reason,omitempty"`
-}
-
-type messageWire struct {
-	Role         string        `json:"role"`
-	Content      *string       `json:"content"`
-	Refusal      *string       `json:"refusal"`
-	ToolCalls    []toolCallAcc `json:"tool_calls,omitempty"`
-	FunctionCall *FunctionCall `json:"function_call,omitempty"`
-	// ReasoningContent is the thinking a reasoning model streamed, under
-	// the name vLLM and DeepSeek give it.
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
-}
+// jsonNull is a choice's logprobs, and its message's refusal, when it has
+// none. (Shared: nothing appends to it.)
+var jsonNull = json.RawMessage("null")
 
 // Completion returns the chat.completion JSON with usage. finishOverride,
 // when not empty, replaces every choice's finish_reason (the gateway marks a
@@ -241,6 +211,12 @@ func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, erro
 		return nil, err
 	}
 	return appendCompletion(make([]byte, 0, 256+len(out.Usage)+a.textLen()), out), nil
+}
+
+// Answer returns the chat.completion with usage as a value, for the
+// client APIs that reshape it.
+func (a *Assembler) Answer(usage Usage) (*chat.Completion, error) {
+	return a.completion(usage, "")
 }
 
 // textLen is about how many bytes of text the answer holds, to size its
@@ -257,15 +233,15 @@ func (a *Assembler) textLen() int {
 }
 
 // completion is the answer as the structure encoding/json would encode.
-func (a *Assembler) completion(usage Usage, finishOverride string) (*completionWire, error) {
+func (a *Assembler) completion(usage Usage, finishOverride string) (*chat.Completion, error) {
 	u, err := usage.appendJSON(make([]byte, 0, 96))
 	if err != nil {
 		return nil, err
 	}
-	out := completionWire{
-		ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
+	out := chat.Completion{
+		ID: a.id, Object: chat.ObjectCompletion, Created: a.created, Model: a.model,
 		Usage: u, SystemFingerprint: a.fingerprint, ServiceTier: a.serviceTier,
-		Choices: []choiceWire{},
+		Choices: make([]chat.Choice, 0, max(len(a.choices), 1)),
 	}
 	idx := make([]int, 0, len(a.choices))
 	for i := range a.choices {
@@ -284,14 +260,13 @@ func (a *Assembler) completion(usage Usage, finishOverride string) (*completionW
 		if role == "" {
 			role = "assistant"
 		}
-		m := messageWire{Role: role}
+		m := chat.Message{Role: role, Refusal: jsonNull}
 		if c.hasContent || (!c.hasRefusal && len(c.toolCalls) == 0 && c.function == nil) {
 			s := c.content.String()
 			m.Content = &s
 		}
 		if c.hasRefusal {
-			s := c.refusal.String()
-			m.Refusal = &s
+			m.Refusal = appendJSONString(nil, c.refusal.String())
 		}
 		if len(c.toolCalls) > 0 {
 			ti := make([]int, 0, len(c.toolCalls))
@@ -308,7 +283,7 @@ func (a *Assembler) completion(usage Usage, finishOverride string) (*completionW
 			s := c.reasoning.String()
 			m.ReasoningContent = &s
 		}
-		cw := choiceWire{Index: i, Message: m, Logprobs: json.RawMessage("null")}
+		cw := chat.Choice{Index: i, Message: m, Logprobs: jsonNull}
 		if c.stopReason != "" {
 			stop := c.stopReason
 			cw.StopReason = &stop

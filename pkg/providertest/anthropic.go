@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // AnthropicPath is the messages path a server made by NewAnthropic serves;
@@ -15,7 +17,8 @@ import (
 const AnthropicPath = "/v1/messages"
 
 // anthropicMidStreamError is the event a CutError sends in Anthropic mode.
-const anthropicMidStreamError = `{"type":"error","error":{"type":"overloaded_error","message":"scripted mid-stream error"}}`
+var anthropicMidStreamError = messages.Error{Type: messages.TypeError,
+	Error: messages.ErrorBody{Type: "overloaded_error", Message: "scripted mid-stream error"}}
 
 // NewAnthropic starts a fake upstream that speaks the Anthropic Messages API
 // instead: POST /v1/messages, answered with Messages' event sequence
@@ -50,7 +53,7 @@ func (s *Server) errorBody(msg string, status int) []byte {
 	if !s.anthropic {
 		return errorEnvelope(msg, errorType(status))
 	}
-	return marshal(anthropicError{Type: "error", Error: anthropicErrorBody{Type: anthropicErrorType(status), Message: msg}})
+	return marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: anthropicErrorType(status), Message: msg}})
 }
 
 // requestError is the envelope for a request to a wrong path or method:
@@ -102,12 +105,12 @@ func newAnthropicAnswer(a answer, resp Response) anthropicAnswer {
 			aa.toolID = "toolu_" + strings.TrimPrefix(a.id, "chatcmpl-")
 		}
 		if aa.stopReason == "" {
-			aa.stopReason = "tool_use"
+			aa.stopReason = messages.StopToolUse
 		}
 	case resp.Refusal != "":
 		aa.texts = []string{resp.Refusal}
 		if aa.stopReason == "" {
-			aa.stopReason = "refusal"
+			aa.stopReason = messages.StopRefusal
 		}
 	default:
 		for _, d := range a.deltas {
@@ -115,7 +118,7 @@ func newAnthropicAnswer(a answer, resp Response) anthropicAnswer {
 		}
 	}
 	if aa.stopReason == "" {
-		aa.stopReason = "end_turn"
+		aa.stopReason = messages.StopEndTurn
 	}
 	return aa
 }
@@ -132,12 +135,9 @@ func (s *Server) respondAnthropic(ctx context.Context, w http.ResponseWriter, a 
 // streamAnthropic sends a Messages event stream.
 func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
 	send, rc := startStream(w, resp)
-	sendEvent := func(v ordered) bool {
-		return send(v[1].(string), marshal(v))
-	}
 	cutStream := func(how CutMode) {
 		if how == CutError {
-			send("error", []byte(anthropicMidStreamError))
+			send(messages.EventError, marshal(anthropicMidStreamError))
 			return
 		}
 		s.cutStream(ctx, w, how, func([]byte) bool { return true })
@@ -148,54 +148,60 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 			return
 		}
 	} else {
-		msg := obj(
-			"id", a.id, "type", "message", "role", "assistant", "model", a.model,
-			"content", []any{}, "stop_reason", nil, "stop_sequence", nil,
-		)
+		msg := messages.Message{ID: a.id, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: a.model,
+			Content: []messages.ContentBlock{}}
 		if !resp.NoUsage {
-			msg = append(msg, "usage", obj("input_tokens", a.usage.PromptTokens, "output_tokens", 1))
+			msg.Usage = tokens(a.usage.PromptTokens, 1)
 		}
-		if !sendEvent(obj("type", "message_start", "message", msg)) ||
-			!sendEvent(obj("type", "ping")) {
+		if !send(messages.EventMessageStart, marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: msg})) ||
+			!send(messages.EventPing, marshal(messages.Ping{Type: messages.EventPing})) {
 			return
 		}
 	}
 
 	// The content deltas: text pieces, or a tool call's input in two halves.
-	var deltas []ordered
-	block := obj("type", "text", "text", "")
+	var deltas []messages.Delta
+	empty := ""
+	block := messages.ContentBlock{Type: messages.BlockText, Text: &empty}
 	if a.toolCall != nil {
-		block = obj("type", "tool_use", "id", a.toolID, "name", a.toolCall.Name, "input", obj())
+		block = messages.ContentBlock{Type: messages.BlockToolUse, ID: a.toolID, Name: a.toolCall.Name, Input: json.RawMessage("{}")}
 		first, second := splitHalf(a.toolCall.Arguments)
-		for _, part := range []string{first, second} {
-			deltas = append(deltas, obj("type", "input_json_delta", "partial_json", part))
-		}
+		deltas = append(deltas, messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &first},
+			messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &second})
 	} else {
-		for _, t := range a.texts {
-			deltas = append(deltas, obj("type", "text_delta", "text", t))
+		for i := range a.texts {
+			deltas = append(deltas, messages.Delta{Type: messages.DeltaText, Text: &a.texts[i]})
 		}
 	}
 	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
-		if i == 0 && !sendEvent(obj("type", "content_block_start", "index", 0, "content_block", block)) {
+		if i == 0 && !send(messages.EventContentBlockStart, marshal(messages.ContentBlockStart{
+			Type: messages.EventContentBlockStart, ContentBlock: block})) {
 			return false
 		}
-		return sendEvent(obj("type", "content_block_delta", "index", 0, "delta", deltas[i]))
+		return send(messages.EventContentBlockDelta, marshal(messages.ContentBlockDelta{
+			Type: messages.EventContentBlockDelta, Delta: deltas[i]}))
 	}, cutStream) {
 		return
 	}
-	if len(deltas) > 0 && !sendEvent(obj("type", "content_block_stop", "index", 0)) {
+	if len(deltas) > 0 && !send(messages.EventContentBlockStop, marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop})) {
 		return
 	}
-	md := obj("type", "message_delta", "delta", obj("stop_reason", a.stopReason, "stop_sequence", nil))
+	md := messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: &a.stopReason}}
 	if !resp.NoUsage {
-		md = append(md, "usage", obj("output_tokens", a.usage.CompletionTokens))
+		out := a.usage.CompletionTokens
+		md.Usage = &messages.Usage{OutputTokens: &out}
 	}
-	if !sendEvent(md) {
+	if !send(messages.EventMessageDelta, marshal(md)) {
 		return
 	}
 	if !resp.NoDone {
-		sendEvent(obj("type", "message_stop"))
+		send(messages.EventMessageStop, marshal(messages.MessageStop{Type: messages.EventMessageStop}))
 	}
+}
+
+// tokens is a usage of input and output tokens.
+func tokens(input, output int64) *messages.Usage {
+	return &messages.Usage{InputTokens: &input, OutputTokens: &output}
 }
 
 // completeAnthropic sends a Message object.
@@ -211,34 +217,23 @@ func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a
 	if !s.sleep(ctx, wait) {
 		return
 	}
-	var content []any
+	var block messages.ContentBlock
 	if a.toolCall != nil {
 		input := json.RawMessage(a.toolCall.Arguments)
 		if !json.Valid(input) {
 			input = json.RawMessage("{}")
 		}
-		content = append(content, obj("type", "tool_use", "id", a.toolID, "name", a.toolCall.Name, "input", input))
+		block = messages.ContentBlock{Type: messages.BlockToolUse, ID: a.toolID, Name: a.toolCall.Name, Input: input}
 	} else {
-		content = append(content, obj("type", "text", "text", strings.Join(a.texts, "")))
+		text := strings.Join(a.texts, "")
+		block = messages.ContentBlock{Type: messages.BlockText, Text: &text}
 	}
-	msg := obj(
-		"id", a.id, "type", "message", "role", "assistant", "model", a.model,
-		"content", content, "stop_reason", a.stopReason, "stop_sequence", nil,
-	)
+	msg := messages.Message{ID: a.id, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: a.model,
+		Content: []messages.ContentBlock{block}, StopReason: &a.stopReason}
 	if !resp.NoUsage {
-		msg = append(msg, "usage", obj("input_tokens", a.usage.PromptTokens, "output_tokens", a.usage.CompletionTokens))
+		msg.Usage = tokens(a.usage.PromptTokens, a.usage.CompletionTokens)
 	}
 	s.writeWhole(ctx, w, marshal(msg), resp)
-}
-
-type anthropicError struct {
-	Type  string             `json:"type"`
-	Error anthropicErrorBody `json:"error"`
-}
-
-type anthropicErrorBody struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
 }
 
 // ordered is a JSON object whose fields keep their order, as Anthropic's

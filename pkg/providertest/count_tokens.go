@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // CountTokensPath is the second path a server made by NewAnthropic serves:
@@ -83,7 +85,8 @@ func (s *Server) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	if resp.Usage != nil {
 		n = resp.Usage.PromptTokens
 	}
-	b := []byte(`{"input_tokens":` + strconv.Itoa(n) + `}`)
+	count := int64(n)
+	b := marshal(messages.TokenCount{InputTokens: &count})
 	w.Header().Set("Content-Type", "application/json")
 	setHeaders(w, resp.Header)
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))

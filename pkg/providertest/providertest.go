@@ -32,8 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/internal/wait"
-	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // Created is the "created" timestamp of every answer, fixed so that outputs
@@ -489,9 +488,9 @@ func startStream(w http.ResponseWriter, resp Response) (event func(name string, 
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
 	event, rc := startStream(w, resp)
 	send := func(data []byte) bool { return event("", data) }
-	sendChunk := func(choices []chunkwire.Choice, usage json.RawMessage) bool {
-		return send(marshal(chunkwire.Chunk{
-			ID: a.id, Object: "chat.completion.chunk", Created: Created, Model: a.model,
+	sendChunk := func(choices []chat.ChunkChoice, usage json.RawMessage) bool {
+		return send(marshal(chat.Chunk{
+			ID: a.id, Object: chat.ObjectChunk, Created: Created, Model: a.model,
 			Choices: choices, Usage: usage,
 		}))
 	}
@@ -502,8 +501,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	if wantUsage {
 		nullUsage = json.RawMessage("null")
 	}
-	choice := func(d chunkwire.Delta, finish *string) []chunkwire.Choice {
-		return []chunkwire.Choice{{Index: 0, Delta: d, FinishReason: finish}}
+	choice := func(d chat.Delta, finish *string) []chat.ChunkChoice {
+		return []chat.ChunkChoice{{Index: 0, Delta: d, FinishReason: finish}}
 	}
 
 	if resp.NoRoleChunk {
@@ -518,10 +517,10 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	}, func(how CutMode) { s.cutStream(ctx, w, how, send) }) {
 		return
 	}
-	if !sendChunk(choice(chunkwire.Delta{}, &a.finish), nullUsage) {
+	if !sendChunk(choice(chat.Delta{}, &a.finish), nullUsage) {
 		return
 	}
-	if wantUsage && !sendChunk([]chunkwire.Choice{}, marshal(a.usage)) {
+	if wantUsage && !sendChunk([]chat.ChunkChoice{}, marshal(a.usage)) {
 		return
 	}
 	if !resp.NoDone {
@@ -613,13 +612,13 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 	if !s.sleep(ctx, wait) {
 		return
 	}
-	msg := message{Role: "assistant"}
+	msg := chat.Message{Role: "assistant", Refusal: json.RawMessage("null")}
 	switch {
 	case a.toolCall != nil:
-		msg.ToolCalls = []llm.ToolCall{{ID: a.toolCall.ID, Type: "function",
-			Function: llm.FunctionCall{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
+		msg.ToolCalls = []chat.ToolCall{{ID: a.toolCall.ID, Type: "function",
+			Function: chat.Function{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
 	case resp.Refusal != "":
-		msg.Refusal = &resp.Refusal
+		msg.Refusal = marshal(resp.Refusal)
 	default:
 		var text strings.Builder
 		for _, d := range a.deltas {
@@ -628,10 +627,10 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 		content := text.String()
 		msg.Content = &content
 	}
-	body := marshal(completion{
-		ID: a.id, Object: "chat.completion", Created: Created, Model: a.model,
-		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: a.finish}},
-		Usage:   a.usage,
+	body := marshal(chat.Completion{
+		ID: a.id, Object: chat.ObjectCompletion, Created: Created, Model: a.model,
+		Choices: []chat.Choice{{Index: 0, Message: msg, FinishReason: &a.finish}},
+		Usage:   marshal(a.usage),
 	})
 	s.writeWhole(ctx, w, body, resp)
 }
@@ -697,15 +696,7 @@ func errorType(status int) string {
 }
 
 func errorEnvelope(msg, typ string) []byte {
-	type body struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Code    *string `json:"code"`
-		Param   *string `json:"param"`
-	}
-	return marshal(struct {
-		Error body `json:"error"`
-	}{body{Message: msg, Type: typ}})
+	return marshal(chat.Error{Error: chat.ErrorBody{Message: msg, Type: typ}})
 }
 
 func includeUsage(req Request) bool {
@@ -719,10 +710,10 @@ type answer struct {
 	req      Request
 	id       string
 	model    string
-	deltas   []chunkwire.Delta // the content chunks
+	deltas   []chat.Delta // the content chunks
 	toolCall *ToolCall
 	finish   string
-	usage    usage
+	usage    chat.Usage
 }
 
 func newAnswer(call int, req Request, resp Response) answer {
@@ -739,27 +730,27 @@ func newAnswer(call int, req Request, resp Response) answer {
 		}
 		a.toolCall = &tc
 		first, second := splitHalf(tc.Arguments)
-		a.deltas = []chunkwire.Delta{
-			{ToolCalls: []chunkwire.ToolCall{{Index: 0, ID: tc.ID, Type: "function", Function: functionPiece(tc.Name, "")}}},
-			{ToolCalls: []chunkwire.ToolCall{{Index: 0, Function: functionPiece("", first)}}},
-			{ToolCalls: []chunkwire.ToolCall{{Index: 0, Function: functionPiece("", second)}}},
+		a.deltas = []chat.Delta{
+			{ToolCalls: []chat.DeltaToolCall{{Index: 0, ID: tc.ID, Type: "function", Function: functionPiece(tc.Name, "")}}},
+			{ToolCalls: []chat.DeltaToolCall{{Index: 0, Function: functionPiece("", first)}}},
+			{ToolCalls: []chat.DeltaToolCall{{Index: 0, Function: functionPiece("", second)}}},
 		}
 		if a.finish == "" {
 			a.finish = "tool_calls"
 		}
 	case resp.Refusal != "":
-		a.deltas = []chunkwire.Delta{{Refusal: &resp.Refusal}}
+		a.deltas = []chat.Delta{{Refusal: &resp.Refusal}}
 	default:
 		text := resp.Text
 		if text == nil {
 			text = []string{"Hello", " world"}
 		}
 		for _, t := range text {
-			a.deltas = append(a.deltas, chunkwire.Delta{Content: &t})
+			a.deltas = append(a.deltas, chat.Delta{Content: &t})
 		}
 		if resp.PadBytes > 0 {
 			pad := strings.Repeat("x", resp.PadBytes)
-			a.deltas = append(a.deltas, chunkwire.Delta{Content: &pad})
+			a.deltas = append(a.deltas, chat.Delta{Content: &pad})
 		}
 	}
 	if a.finish == "" {
@@ -769,8 +760,8 @@ func newAnswer(call int, req Request, resp Response) answer {
 	if resp.Usage != nil {
 		u = *resp.Usage
 	}
-	a.usage = usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-		TotalTokens: u.PromptTokens + u.CompletionTokens}
+	a.usage = chat.Usage{PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens),
+		TotalTokens: int64(u.PromptTokens + u.CompletionTokens)}
 	return a
 }
 
@@ -785,17 +776,17 @@ func splitHalf(s string) (string, string) {
 
 // functionPiece is a tool call piece's function as OpenAI streams it: the name
 // when there is one, the arguments always (empty in the first piece).
-func functionPiece(name, args string) *chunkwire.Function {
-	f := &chunkwire.Function{Arguments: &args}
+func functionPiece(name, args string) *chat.DeltaFunction {
+	f := &chat.DeltaFunction{Arguments: &args}
 	if name != "" {
 		f.Name = &name
 	}
 	return f
 }
 
-func roleDelta() chunkwire.Delta {
+func roleDelta() chat.Delta {
 	empty := ""
-	return chunkwire.Delta{Role: "assistant", Content: &empty}
+	return chat.Delta{Role: "assistant", Content: &empty}
 }
 
 // marshal encodes compactly, without net/http-style HTML escaping: OpenAI
@@ -808,35 +799,4 @@ func marshal(v any) []byte {
 		panic("providertest: " + err.Error()) // our own types always encode
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-// The wire types. Field order is OpenAI's.
-
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-type completion struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   usage              `json:"usage"`
-}
-
-type completionChoice struct {
-	Index        int       `json:"index"`
-	Message      message   `json:"message"`
-	Logprobs     *struct{} `json:"logprobs"` // always null, as OpenAI sends it
-	FinishReason string    `json:"finish_reason"`
-}
-
-type message struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"`
-	Refusal   *string        `json:"refusal"`
-	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
 }

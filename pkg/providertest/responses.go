@@ -2,10 +2,13 @@ package providertest
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // ResponsesPath is the only path a server made by NewResponses serves.
@@ -78,22 +81,22 @@ type responsesAnswer struct {
 	texts     []string // the message's pieces
 	callID    string
 	reasoning bool
-	usage     any // the usage object, or nil
+	usage     *responses.Usage // nil: null
 }
 
 func newResponsesAnswer(a answer, resp Response) responsesAnswer {
-	r := responsesAnswer{answer: a, respID: "resp_" + strings.TrimPrefix(a.id, "chatcmpl-"), status: "completed"}
+	r := responsesAnswer{answer: a, respID: "resp_" + strings.TrimPrefix(a.id, "chatcmpl-"), status: responses.StatusCompleted}
 	if resp.Responses != nil {
 		r.extra = *resp.Responses
 	}
 	r.reasoning = len(r.extra.Reasoning) > 0 || r.extra.EncryptedContent != ""
 	switch resp.FinishReason {
 	case "length", "max_output_tokens":
-		r.status, r.reason = "incomplete", "max_output_tokens"
+		r.status, r.reason = responses.StatusIncomplete, responses.ReasonMaxOutputTokens
 	case "content_filter":
-		r.status, r.reason = "incomplete", "content_filter"
+		r.status, r.reason = responses.StatusIncomplete, responses.ReasonContentFilter
 	case "failed":
-		r.status = "failed"
+		r.status = responses.StatusFailed
 	}
 	switch {
 	case a.toolCall != nil:
@@ -107,13 +110,13 @@ func newResponsesAnswer(a answer, resp Response) responsesAnswer {
 		}
 	}
 	if !resp.NoUsage {
-		r.usage = obj(
-			"input_tokens", a.usage.PromptTokens,
-			"input_tokens_details", obj("cached_tokens", r.extra.CachedTokens),
-			"output_tokens", a.usage.CompletionTokens,
-			"output_tokens_details", obj("reasoning_tokens", r.extra.ReasoningTokens),
-			"total_tokens", a.usage.PromptTokens+a.usage.CompletionTokens,
-		)
+		r.usage = &responses.Usage{
+			InputTokens:         a.usage.PromptTokens,
+			InputTokensDetails:  responses.InputTokensDetails{CachedTokens: int64(r.extra.CachedTokens)},
+			OutputTokens:        a.usage.CompletionTokens,
+			OutputTokensDetails: responses.OutputTokensDetails{ReasoningTokens: int64(r.extra.ReasoningTokens)},
+			TotalTokens:         a.usage.PromptTokens + a.usage.CompletionTokens,
+		}
 	}
 	return r
 }
@@ -121,53 +124,53 @@ func newResponsesAnswer(a answer, resp Response) responsesAnswer {
 func (r *responsesAnswer) n() string { return strings.TrimPrefix(r.respID, "resp_") }
 
 // object is the Response with status and output.
-func (r *responsesAnswer) object(status string, output []any, usage any) ordered {
-	var errObj, details any
-	if status == "failed" {
-		errObj = obj("code", "server_error", "message", "scripted failure")
+func (r *responsesAnswer) object(status string, output []any, usage *responses.Usage) *responses.Response {
+	no := false
+	o := &responses.Response{
+		ID: r.respID, Object: responses.ObjectResponse, CreatedAt: Created, Status: status, Background: &no,
+		Model: r.model, Output: output, ParallelToolCalls: true, Store: &no,
+		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`),
 	}
-	if status == "incomplete" {
-		details = obj("reason", r.reason)
+	if status == responses.StatusFailed {
+		o.Error = &responses.Error{Code: "server_error", Message: "scripted failure"}
 	}
-	if output == nil {
-		output = []any{}
+	if status == responses.StatusIncomplete {
+		o.IncompleteDetails = &responses.IncompleteDetails{Reason: r.reason}
 	}
-	return obj(
-		"id", r.respID, "object", "response", "created_at", Created, "status", status,
-		"background", false, "error", errObj, "incomplete_details", details,
-		"model", r.model, "output", output, "parallel_tool_calls", true,
-		"store", false, "tool_choice", "auto", "tools", []any{}, "usage", usage, "metadata", obj(),
-	)
+	if o.Output == nil {
+		o.Output = []any{}
+	}
+	if usage != nil {
+		o.Usage = usage
+	}
+	return o
 }
 
 // The output items, as they end.
 
-func (r *responsesAnswer) reasoningItem() ordered {
-	summary := []any{}
+func (r *responsesAnswer) reasoningItem() *responses.ReasoningItem {
+	summary := []responses.SummaryText{}
 	for _, s := range r.extra.Reasoning {
-		summary = append(summary, obj("type", "summary_text", "text", s))
+		summary = append(summary, responses.SummaryText{Type: responses.PartSummaryText, Text: s})
 	}
-	it := obj("id", "rs_"+r.n(), "type", "reasoning", "summary", summary)
-	if r.extra.EncryptedContent != "" {
-		it = append(it, "encrypted_content", r.extra.EncryptedContent)
-	}
-	return it
+	return &responses.ReasoningItem{ID: "rs_" + r.n(), Type: responses.ItemReasoning, Summary: summary,
+		EncryptedContent: r.extra.EncryptedContent}
 }
 
-func (r *responsesAnswer) messagePart(text string) ordered {
+func (r *responsesAnswer) messagePart(text string) any {
 	if r.refusal != "" {
-		return obj("type", "refusal", "refusal", text)
+		return responses.RefusalPart{Type: responses.PartRefusal, Refusal: text}
 	}
-	return obj("type", "output_text", "annotations", []any{}, "logprobs", []any{}, "text", text)
+	return responses.OutputText{Type: responses.PartOutputText, Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}, Text: text}
 }
 
-func (r *responsesAnswer) messageItem(status string, content []any) ordered {
-	return obj("id", "msg_"+r.n(), "type", "message", "status", status, "content", content, "role", "assistant")
+func (r *responsesAnswer) messageItem(status string, content []any) *responses.MessageItem {
+	return &responses.MessageItem{ID: "msg_" + r.n(), Type: responses.ItemMessage, Status: status, Content: content, Role: responses.RoleAssistant}
 }
 
-func (r *responsesAnswer) callItem(status, args string) ordered {
-	return obj("id", "fc_"+r.n(), "type", "function_call", "status", status,
-		"arguments", args, "call_id", r.callID, "name", r.toolCall.Name)
+func (r *responsesAnswer) callItem(status, args string) *responses.FunctionCallItem {
+	return &responses.FunctionCallItem{ID: "fc_" + r.n(), Type: responses.ItemFunctionCall, Status: status,
+		Arguments: args, CallID: r.callID, Name: r.toolCall.Name}
 }
 
 // output is the answer's items, whole; the last one's status is
@@ -196,14 +199,16 @@ func (s *Server) respondResponses(ctx context.Context, w http.ResponseWriter, a 
 func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r responsesAnswer, resp Response) {
 	send, rc := startStream(w, resp)
 	seq := 0
-	sendEvent := func(typ string, kv ...any) bool {
-		ev := append(obj("type", typ, "sequence_number", seq), kv...)
-		seq++
-		return send(typ, marshal(ev))
+	next := func() int { seq++; return seq - 1 }
+	sendEvent := func(typ string, v any) bool { return send(typ, marshal(v)) }
+	itemEvent := func(typ string, oi int, item any) bool {
+		return sendEvent(typ, responses.OutputItemEvent{Type: typ, SequenceNumber: next(), OutputIndex: oi, Item: item})
 	}
 	cutStream := func(how CutMode) {
 		if how == CutError {
-			sendEvent("error", "code", "server_error", "message", "scripted mid-stream error", "param", nil)
+			// sequence_number second, as in the other events.
+			sendEvent(responses.EventError, obj("type", responses.EventError, "sequence_number", next(),
+				"code", "server_error", "message", "scripted mid-stream error", "param", nil))
 			return
 		}
 		s.cutStream(ctx, w, how, func([]byte) bool { return true })
@@ -214,27 +219,33 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 			return
 		}
 	} else {
-		head := r.object("in_progress", nil, nil)
-		if !sendEvent("response.created", "response", head) || !sendEvent("response.in_progress", "response", head) {
+		head := r.object(responses.StatusInProgress, nil, nil)
+		if !sendEvent(responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head}) ||
+			!sendEvent(responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head}) {
 			return
 		}
 	}
 	oi := 0
 	if r.reasoning {
 		id := "rs_" + r.n()
-		if !sendEvent("response.output_item.added", "output_index", oi, "item", obj("id", id, "type", "reasoning", "summary", []any{})) {
+		if !itemEvent(responses.EventOutputItemAdded, oi, responses.ReasoningItem{ID: id, Type: responses.ItemReasoning, Summary: []responses.SummaryText{}}) {
 			return
 		}
 		for k, text := range r.extra.Reasoning {
-			at := []any{"item_id", id, "output_index", oi, "summary_index", k}
-			if !sendEvent("response.reasoning_summary_part.added", append(at, "part", obj("type", "summary_text", "text", ""))...) ||
-				!sendEvent("response.reasoning_summary_text.delta", append(at, "delta", text)...) ||
-				!sendEvent("response.reasoning_summary_text.done", append(at, "text", text)...) ||
-				!sendEvent("response.reasoning_summary_part.done", append(at, "part", obj("type", "summary_text", "text", text))...) {
+			part := func(typ, text string) responses.SummaryPartEvent {
+				return responses.SummaryPartEvent{Type: typ, SequenceNumber: next(), ItemID: id, OutputIndex: oi, SummaryIndex: k,
+					Part: responses.SummaryText{Type: responses.PartSummaryText, Text: text}}
+			}
+			if !sendEvent(responses.EventReasoningSummaryPartAdded, part(responses.EventReasoningSummaryPartAdded, "")) ||
+				!sendEvent(responses.EventReasoningSummaryTextDelta, responses.SummaryTextDeltaEvent{Type: responses.EventReasoningSummaryTextDelta,
+					SequenceNumber: next(), ItemID: id, OutputIndex: oi, SummaryIndex: k, Delta: text}) ||
+				!sendEvent(responses.EventReasoningSummaryTextDone, responses.SummaryTextDoneEvent{Type: responses.EventReasoningSummaryTextDone,
+					SequenceNumber: next(), ItemID: id, OutputIndex: oi, SummaryIndex: k, Text: text}) ||
+				!sendEvent(responses.EventReasoningSummaryPartDone, part(responses.EventReasoningSummaryPartDone, text)) {
 				return
 			}
 		}
-		if !sendEvent("response.output_item.done", "output_index", oi, "item", r.reasoningItem()) {
+		if !itemEvent(responses.EventOutputItemDone, oi, r.reasoningItem()) {
 			return
 		}
 		oi++
@@ -245,49 +256,52 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	var pieces []string
 	if r.toolCall != nil {
 		id := "fc_" + r.n()
-		at := []any{"item_id", id, "output_index", oi}
 		first, second := splitHalf(r.toolCall.Arguments)
 		pieces = []string{first, second}
 		open = func() bool {
-			return sendEvent("response.output_item.added", "output_index", oi, "item", r.callItem("in_progress", ""))
+			return itemEvent(responses.EventOutputItemAdded, oi, r.callItem(responses.StatusInProgress, ""))
 		}
 		send := func(i int) bool {
-			return sendEvent("response.function_call_arguments.delta", append(at[:len(at):len(at)], "delta", pieces[i])...)
+			return sendEvent(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{Type: responses.EventFunctionCallArgumentsDelta,
+				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: pieces[i]})
 		}
 		finish = func() bool {
-			return sendEvent("response.function_call_arguments.done", append(at[:len(at):len(at)], "arguments", r.toolCall.Arguments)...) &&
-				sendEvent("response.output_item.done", "output_index", oi, "item", r.callItem(r.itemStatus(), r.toolCall.Arguments))
+			return sendEvent(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{Type: responses.EventFunctionCallArgumentsDone,
+				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Arguments: r.toolCall.Arguments}) &&
+				itemEvent(responses.EventOutputItemDone, oi, r.callItem(r.itemStatus(), r.toolCall.Arguments))
 		}
 		if !s.streamItem(ctx, resp, pieces, open, send, finish, cutStream) {
 			return
 		}
 	} else {
 		id := "msg_" + r.n()
-		at := []any{"item_id", id, "output_index", oi, "content_index", 0}
-		delta, done, field := "response.output_text.delta", "response.output_text.done", "text"
-		if r.refusal != "" {
-			delta, done, field = "response.refusal.delta", "response.refusal.done", "refusal"
+		part := func(typ string, p any) bool {
+			return sendEvent(typ, responses.ContentPartEvent{Type: typ, SequenceNumber: next(), ItemID: id, OutputIndex: oi, Part: p})
 		}
 		whole := strings.Join(r.texts, "")
 		open = func() bool {
-			return sendEvent("response.output_item.added", "output_index", oi, "item", r.messageItem("in_progress", []any{})) &&
-				sendEvent("response.content_part.added", append(at[:len(at):len(at)], "part", r.messagePart(""))...)
+			return itemEvent(responses.EventOutputItemAdded, oi, r.messageItem(responses.StatusInProgress, []any{})) &&
+				part(responses.EventContentPartAdded, r.messagePart(""))
 		}
 		send := func(i int) bool {
-			kv := append(at[:len(at):len(at)], "delta", r.texts[i])
-			if r.refusal == "" {
-				kv = append(kv, "logprobs", []any{})
+			if r.refusal != "" {
+				return sendEvent(responses.EventRefusalDelta, responses.RefusalDeltaEvent{Type: responses.EventRefusalDelta,
+					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.texts[i]})
 			}
-			return sendEvent(delta, kv...)
+			return sendEvent(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
+				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.texts[i], Logprobs: []json.RawMessage{}})
 		}
 		finish = func() bool {
-			kv := append(at[:len(at):len(at)], field, whole)
-			if r.refusal == "" {
-				kv = append(kv, "logprobs", []any{})
+			var done bool
+			if r.refusal != "" {
+				done = sendEvent(responses.EventRefusalDone, responses.RefusalDoneEvent{Type: responses.EventRefusalDone,
+					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Refusal: whole})
+			} else {
+				done = sendEvent(responses.EventOutputTextDone, responses.OutputTextDoneEvent{Type: responses.EventOutputTextDone,
+					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Text: whole, Logprobs: []json.RawMessage{}})
 			}
-			return sendEvent(done, kv...) &&
-				sendEvent("response.content_part.done", append(at[:len(at):len(at)], "part", r.messagePart(whole))...) &&
-				sendEvent("response.output_item.done", "output_index", oi, "item", r.messageItem(r.itemStatus(), []any{r.messagePart(whole)}))
+			return done && part(responses.EventContentPartDone, r.messagePart(whole)) &&
+				itemEvent(responses.EventOutputItemDone, oi, r.messageItem(r.itemStatus(), []any{r.messagePart(whole)}))
 		}
 		if !s.streamItem(ctx, resp, r.texts, open, send, finish, cutStream) {
 			return
@@ -296,17 +310,18 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	if resp.NoDone {
 		return
 	}
-	end := map[string]string{"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed"}[r.status]
-	sendEvent(end, "response", r.object(r.status, r.output(r.itemStatus()), r.usage))
+	end := map[string]string{responses.StatusCompleted: responses.EventCompleted, responses.StatusIncomplete: responses.EventIncomplete,
+		responses.StatusFailed: responses.EventFailed}[r.status]
+	sendEvent(end, responses.ResponseEvent{Type: end, SequenceNumber: next(), Response: r.object(r.status, r.output(r.itemStatus()), r.usage)})
 }
 
 // itemStatus is the status of the answer's last item: incomplete when the
 // Response is.
 func (r *responsesAnswer) itemStatus() string {
-	if r.status == "completed" {
-		return "completed"
+	if r.status == responses.StatusCompleted {
+		return responses.StatusCompleted
 	}
-	return "incomplete"
+	return responses.StatusIncomplete
 }
 
 // streamItem sends an item: open before its first piece (or, with none,

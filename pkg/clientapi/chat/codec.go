@@ -12,6 +12,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // chatCodec encodes answers as OpenAI Chat Completions: one
@@ -76,7 +77,7 @@ type streamTail struct {
 func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	var tail streamTail
-	tail.Object = "chat.completion.chunk"
+	tail.Object = chatwire.ObjectChunk
 	var end error
 	for {
 		ch, err := ans.Next()
@@ -129,7 +130,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 // chunk as a provider failure after the start.
 func (c *chatCodec) JoinBroken(reason string) idempotency.Event {
 	obj := clientapi.Envelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason})
-	b, _ := json.Marshal(streamTail{Object: "chat.completion.chunk",
+	b, _ := json.Marshal(streamTail{Object: chatwire.ObjectChunk,
 		Choices: json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`), Error: &obj})
 	return idempotency.Event{Data: b}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // messagesCodec encodes answers as the Anthropic Messages API: one Message
@@ -89,74 +91,77 @@ func (c *messagesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.
 	return c.message(ans, out)
 }
 
-// anthropicUsage is the usage object of a Message and of message_delta,
-// plus the gateway's cost.
-type anthropicUsage struct {
-	InputTokens int `json:"input_tokens"`
-	// CacheCreationInputTokens is the prompt's part written to the
-	// provider's cache (prompt_tokens_details.cache_write_tokens, as the
-	// anthropic adapter and OpenRouter report it).
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
-	// CacheReadInputTokens is the prompt's part read from the provider's
-	// cache, which Anthropic counts apart from input_tokens (Chat
-	// Completions counts it in prompt_tokens, with the part in
-	// prompt_tokens_details.cached_tokens).
-	CacheReadInputTokens int     `json:"cache_read_input_tokens,omitempty"`
-	OutputTokens         int     `json:"output_tokens"`
-	Cost                 float64 `json:"cost"`
-	Estimated            bool    `json:"estimated,omitempty"`
+// counts is a Messages usage whose counts point into it, so that one
+// allocation holds both.
+type counts struct {
+	messageswire.Usage
+	n [4]int64
 }
 
-func toAnthropicUsage(u llm.Usage) anthropicUsage {
+// set sets the counts; a cache count of 0 is left out.
+func (c *counts) set(input, cacheCreation, cacheRead, output int) {
+	c.n = [4]int64{int64(input), int64(cacheCreation), int64(cacheRead), int64(output)}
+	c.InputTokens, c.OutputTokens = &c.n[0], &c.n[3]
+	if cacheCreation != 0 {
+		c.CacheCreationInputTokens = &c.n[1]
+	}
+	if cacheRead != 0 {
+		c.CacheReadInputTokens = &c.n[2]
+	}
+}
+
+// clientUsage is the usage object of a Message and of message_delta, plus
+// the gateway's cost. cache_creation_input_tokens is the prompt's part
+// written to the provider's cache (prompt_tokens_details.cache_write_tokens,
+// as the anthropic adapter and OpenRouter report it);
+// cache_read_input_tokens the part read from it, which Anthropic counts
+// apart from input_tokens (Chat Completions counts it in prompt_tokens, with
+// the part in prompt_tokens_details.cached_tokens).
+type clientUsage struct {
+	counts
+	Cost      float64 `json:"cost"`
+	Estimated bool    `json:"estimated,omitempty"`
+}
+
+func toAnthropicUsage(u llm.Usage) *clientUsage {
 	cached := min(clientapi.UsageDetail(u, "prompt_tokens_details", "cached_tokens"), u.PromptTokens)
 	written := min(clientapi.UsageDetail(u, "prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cached)
-	return anthropicUsage{InputTokens: u.PromptTokens - cached - written, CacheReadInputTokens: cached,
-		CacheCreationInputTokens: written, OutputTokens: u.CompletionTokens, Cost: u.Cost, Estimated: u.Estimated}
+	cu := &clientUsage{Cost: u.Cost, Estimated: u.Estimated}
+	cu.set(u.PromptTokens-cached-written, written, cached, u.CompletionTokens)
+	return cu
 }
 
-// anthropicBlock is a content block: text (Text set) or tool_use.
-type anthropicBlock struct {
-	Type      string          `json:"type"`
-	Thinking  *string         `json:"thinking,omitempty"`
-	Signature *string         `json:"signature,omitempty"`
-	Text      *string         `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
+func textBlock(s string) messageswire.ContentBlock {
+	return messageswire.ContentBlock{Type: messageswire.BlockText, Text: &s}
 }
 
-func textBlock(s string) anthropicBlock { return anthropicBlock{Type: "text", Text: &s} }
-
-func thinkingBlock(s string) anthropicBlock {
+func thinkingBlock(s string) messageswire.ContentBlock {
 	sig := ""
-	return anthropicBlock{Type: "thinking", Thinking: &s, Signature: &sig}
+	return messageswire.ContentBlock{Type: messageswire.BlockThinking, Thinking: &s, Signature: &sig}
 }
 
-type anthropicMessage struct {
-	ID           string           `json:"id"`
-	Type         string           `json:"type"`
-	Role         string           `json:"role"`
-	Model        string           `json:"model"`
-	Content      []anthropicBlock `json:"content"`
-	StopReason   *string          `json:"stop_reason"`
-	StopSequence *string          `json:"stop_sequence"`
-	Usage        any              `json:"usage"`
+// clientMessage is a Message whose usage is the gateway's (a *clientUsage,
+// or message_start's *counts). (Its Usage hides the Message's, and as the
+// last field it stays in the same place.)
+type clientMessage struct {
+	messageswire.Message
+	Usage any `json:"usage"`
 }
 
 // stopReason maps a chat finish_reason to Anthropic's stop_reason; seq is
 // the stop sequence the upstream says ended the answer ("" for none).
 func stopReason(finish string, toolUse, refused bool, seq string) string {
 	switch {
-	case seq != "" && (finish == "stop" || finish == ""):
-		return "stop_sequence"
-	case finish == "content_filter" || refused:
-		return "refusal"
-	case finish == "length":
-		return "max_tokens"
-	case finish == "tool_calls" || finish == "function_call" || toolUse:
-		return "tool_use"
+	case seq != "" && (finish == chatwire.FinishStop || finish == ""):
+		return messageswire.StopStopSequence
+	case finish == chatwire.FinishContentFilter || refused:
+		return messageswire.StopRefusal
+	case finish == chatwire.FinishLength:
+		return messageswire.StopMaxTokens
+	case finish == chatwire.FinishToolCalls || finish == chatwire.FinishFunctionCall || toolUse:
+		return messageswire.StopToolUse
 	}
-	return "end_turn"
+	return messageswire.StopEndTurn
 }
 
 // toolInput is a tool call's arguments as the tool_use block's input, which
@@ -187,8 +192,8 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 		return gateway.Result{Usage: usage, Err: err}
 	}
 	ch := a.Choices[0]
-	msg := anthropicMessage{ID: c.messageID(), Type: "message", Role: "assistant", Model: c.model,
-		Content: []anthropicBlock{}, Usage: toAnthropicUsage(usage)}
+	msg := clientMessage{Message: messageswire.Message{ID: c.messageID(), Type: messageswire.TypeMessage,
+		Role: messageswire.RoleAssistant, Model: c.model, Content: []messageswire.ContentBlock{}}, Usage: toAnthropicUsage(usage)}
 	if m := ch.Message; m.ReasoningContent != nil && *m.ReasoningContent != "" {
 		msg.Content = append(msg.Content, thinkingBlock(*m.ReasoningContent))
 	}
@@ -196,16 +201,17 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 		msg.Content = append(msg.Content, textBlock(*m.Content))
 	}
 	refused := false
-	if m := ch.Message; m.Refusal != nil && *m.Refusal != "" {
+	if r, ok := clientapi.Refusal(&ch.Message); ok && r != "" {
 		refused = true
-		msg.Content = append(msg.Content, textBlock(*m.Refusal))
+		msg.Content = append(msg.Content, textBlock(r))
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		id := tc.ID
 		if id == "" {
 			id = c.toolUseID(len(msg.Content))
 		}
-		msg.Content = append(msg.Content, anthropicBlock{Type: "tool_use", ID: id, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
+		msg.Content = append(msg.Content, messageswire.ContentBlock{Type: messageswire.BlockToolUse, ID: id, Name: tc.Function.Name,
+			Input: toolInput(tc.Function.Arguments)})
 	}
 	if end == io.EOF {
 		finish := ""
@@ -218,7 +224,7 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 		}
 		sr := stopReason(finish, len(ch.Message.ToolCalls) > 0, refused, seq)
 		msg.StopReason = &sr
-		if sr == "stop_sequence" {
+		if sr == messageswire.StopStopSequence {
 			msg.StopSequence = &seq
 		}
 	}
@@ -266,39 +272,17 @@ func (w *blockWriter) send(name string, v any) {
 	w.err = w.out.Event(idempotency.Event{Name: name, Data: b}, true)
 }
 
-type blockStart struct {
-	Type         string         `json:"type"`
-	Index        int            `json:"index"`
-	ContentBlock anthropicBlock `json:"content_block"`
-}
-
-type blockDelta struct {
-	Type  string `json:"type"`
-	Index int    `json:"index"`
-	Delta struct {
-		Type        string  `json:"type"`
-		Thinking    *string `json:"thinking,omitempty"`
-		Text        *string `json:"text,omitempty"`
-		PartialJSON *string `json:"partial_json,omitempty"`
-	} `json:"delta"`
-}
-
-type blockStop struct {
-	Type  string `json:"type"`
-	Index int    `json:"index"`
-}
-
 func (w *blockWriter) close() {
 	if w.open == "" {
 		return
 	}
-	w.send("content_block_stop", blockStop{Type: "content_block_stop", Index: w.next - 1})
+	w.send(messageswire.EventContentBlockStop, messageswire.ContentBlockStop{Type: messageswire.EventContentBlockStop, Index: w.next - 1})
 	w.open = ""
 }
 
-func (w *blockWriter) start(b anthropicBlock) {
+func (w *blockWriter) start(b messageswire.ContentBlock) {
 	w.close()
-	w.send("content_block_start", blockStart{Type: "content_block_start", Index: w.next, ContentBlock: b})
+	w.send(messageswire.EventContentBlockStart, messageswire.ContentBlockStart{Type: messageswire.EventContentBlockStart, Index: w.next, ContentBlock: b})
 	w.open = b.Type
 	w.next++
 }
@@ -307,12 +291,10 @@ func (w *blockWriter) text(s string) {
 	if s == "" {
 		return
 	}
-	if w.open != "text" {
+	if w.open != messageswire.BlockText {
 		w.start(textBlock(""))
 	}
-	d := blockDelta{Type: "content_block_delta", Index: w.next - 1}
-	d.Delta.Type, d.Delta.Text = "text_delta", &s
-	w.send("content_block_delta", d)
+	w.delta(messageswire.Delta{Type: messageswire.DeltaText, Text: &s})
 }
 
 // thinking takes a reasoning model's thinking: a thinking block, as
@@ -321,12 +303,15 @@ func (w *blockWriter) thinking(s string) {
 	if s == "" {
 		return
 	}
-	if w.open != "thinking" {
+	if w.open != messageswire.BlockThinking {
 		w.start(thinkingBlock(""))
 	}
-	d := blockDelta{Type: "content_block_delta", Index: w.next - 1}
-	d.Delta.Type, d.Delta.Thinking = "thinking_delta", &s
-	w.send("content_block_delta", d)
+	w.delta(messageswire.Delta{Type: messageswire.DeltaThinking, Thinking: &s})
+}
+
+// delta sends a content_block_delta of the open block.
+func (w *blockWriter) delta(d messageswire.Delta) {
+	w.send(messageswire.EventContentBlockDelta, messageswire.ContentBlockDelta{Type: messageswire.EventContentBlockDelta, Index: w.next - 1, Delta: d})
 }
 
 func (w *blockWriter) stopSequence(s string) { w.stopSeq = s }
@@ -337,62 +322,55 @@ func (w *blockWriter) stopSequence(s string) { w.stopSeq = s }
 // after another; a name fragment after the first delta is dropped, and a
 // call resumed after another began opens a new block.
 func (w *blockWriter) toolCall(index int, id, name, args string) {
-	if w.open != "tool_use" || w.tool != index {
+	if w.open != messageswire.BlockToolUse || w.tool != index {
 		if id == "" {
 			id = w.c.toolUseID(w.next)
 		}
-		w.start(anthropicBlock{Type: "tool_use", ID: id, Name: name, Input: json.RawMessage(`{}`)})
+		w.start(messageswire.ContentBlock{Type: messageswire.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(`{}`)})
 		w.tool, w.tools = index, true
 	}
 	if args == "" {
 		return
 	}
-	d := blockDelta{Type: "content_block_delta", Index: w.next - 1}
-	d.Delta.Type, d.Delta.PartialJSON = "input_json_delta", &args
-	w.send("content_block_delta", d)
+	w.delta(messageswire.Delta{Type: messageswire.DeltaInputJSON, PartialJSON: &args})
 }
 
+// messageStart is message_start with the gateway's message.
 type messageStart struct {
-	Type    string           `json:"type"`
-	Message anthropicMessage `json:"message"`
+	messageswire.MessageStart
+	Message clientMessage `json:"message"`
 }
 
 // startUsage is message_start's usage: the prompt's counts when the
 // upstream reported them with its first output (the usage is then not the
 // gateway's estimate), else 0; output_tokens 0. The counts of the end are
 // message_delta's.
-func startUsage(ans *router.Answer) any {
-	var s struct {
-		InputTokens              int `json:"input_tokens"`
-		CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
-		CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
-		OutputTokens             int `json:"output_tokens"`
-	}
+func startUsage(ans *router.Answer) *counts {
+	var s counts
 	if u := ans.Usage(); !u.Estimated {
 		au := toAnthropicUsage(u)
-		s.InputTokens, s.CacheCreationInputTokens, s.CacheReadInputTokens = au.InputTokens, au.CacheCreationInputTokens, au.CacheReadInputTokens
+		s.set(int(au.n[0]), int(au.n[1]), int(au.n[2]), 0)
+	} else {
+		s.set(0, 0, 0, 0)
 	}
-	return s
+	return &s
 }
 
+// messageDelta is message_delta with the gateway's usage.
 type messageDelta struct {
-	Type  string `json:"type"`
-	Delta struct {
-		StopReason   *string `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
-	} `json:"delta"`
-	Usage anthropicUsage `json:"usage"`
+	messageswire.MessageDelta
+	Usage *clientUsage `json:"usage"`
 }
 
 // stream relays the answer as Anthropic's event sequence (see messagesCodec).
 func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	w := &blockWriter{c: c, out: out}
-	w.send("message_start", messageStart{Type: "message_start", Message: anthropicMessage{ID: c.messageID(),
-		Type: "message", Role: "assistant", Model: c.model, Content: []anthropicBlock{}, Usage: startUsage(ans)}})
-	w.send("ping", struct {
-		Type string `json:"type"`
-	}{"ping"})
+	start := messageStart{Message: clientMessage{Message: messageswire.Message{ID: c.messageID(), Type: messageswire.TypeMessage,
+		Role: messageswire.RoleAssistant, Model: c.model, Content: []messageswire.ContentBlock{}}, Usage: startUsage(ans)}}
+	start.Type = messageswire.EventMessageStart
+	w.send(messageswire.EventMessageStart, start)
+	w.send(messageswire.EventPing, messageswire.Ping{Type: messageswire.EventPing})
 	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.thinking,
 		StopSequence: w.stopSequence, ToolCall: w.toolCall, Failed: w.failed})
 	if gone {
@@ -403,19 +381,17 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 	switch {
 	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
 		var md messageDelta
-		md.Type, md.Usage = "message_delta", toAnthropicUsage(usage)
+		md.Type, md.Usage = messageswire.EventMessageDelta, toAnthropicUsage(usage)
 		if end == io.EOF {
 			sr := stopReason(finish, w.tools, w.refused, w.stopSeq)
 			md.Delta.StopReason = &sr
-			if sr == "stop_sequence" {
+			if sr == messageswire.StopStopSequence {
 				md.Delta.StopSequence = &w.stopSeq
 			}
 		}
-		w.send("message_delta", md)
+		w.send(messageswire.EventMessageDelta, md)
 		if end == io.EOF {
-			w.send("message_stop", struct {
-				Type string `json:"type"`
-			}{"message_stop"})
+			w.send(messageswire.EventMessageStop, messageswire.MessageStop{Type: messageswire.EventMessageStop})
 			return gateway.Result{Usage: usage, Answered: true}
 		}
 	default:
@@ -429,5 +405,5 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 // event as a provider failure after the start.
 func (c *messagesCodec) JoinBroken(reason string) idempotency.Event {
 	b, _ := json.Marshal(clientapi.AnthropicEnvelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason}, "idempotency_error"))
-	return idempotency.Event{Name: "error", Data: b}
+	return idempotency.Event{Name: messageswire.EventError, Data: b}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // passStream relays a Messages stream passed through: the provider's
@@ -19,15 +20,15 @@ func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gate
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	p := clientapi.PassStream{Ans: ans, Out: out,
 		UsageEvent: func(ch *llm.Chunk) bool {
-			return ch.Event == "message_delta" || ch.Usage != nil && ch.FinishReason != ""
+			return ch.Event == messageswire.EventMessageDelta || ch.Usage != nil && ch.FinishReason != ""
 		},
 		UsagePath: []string{"usage"},
 		Broken:    anthropicErrorEvent,
 		Stopped: func(u llm.Usage) []idempotency.Event {
 			var md messageDelta
-			md.Type, md.Usage = "message_delta", toAnthropicUsage(u)
+			md.Type, md.Usage = messageswire.EventMessageDelta, toAnthropicUsage(u)
 			b, _ := json.Marshal(md)
-			return []idempotency.Event{{Name: "message_delta", Data: b}}
+			return []idempotency.Event{{Name: messageswire.EventMessageDelta, Data: b}}
 		},
 	}
 	return p.Run()
@@ -76,24 +77,15 @@ type blockAsm struct {
 	cites   [][]byte
 }
 
-type passEvent struct {
-	Type         string          `json:"type"`
-	Index        int             `json:"index"`
-	Message      json.RawMessage `json:"message"`
-	ContentBlock json.RawMessage `json:"content_block"`
-	Delta        json.RawMessage `json:"delta"`
-	Usage        json.RawMessage `json:"usage"`
-}
-
 func (m *messageAssembler) add(ch *llm.Chunk) {
-	var ev passEvent
+	var ev messageswire.RawEvent
 	if json.Unmarshal(ch.Raw, &ev) != nil {
 		return
 	}
 	switch ev.Type {
-	case "message_start":
+	case messageswire.EventMessageStart:
 		m.message0, _ = llm.Members(ev.Message)
-	case "content_block_start":
+	case messageswire.EventContentBlockStart:
 		ms, err := llm.Members(ev.ContentBlock)
 		if err != nil || ev.Index < 0 || ev.Index > 1<<16 {
 			return
@@ -102,12 +94,12 @@ func (m *messageAssembler) add(ch *llm.Chunk) {
 			m.blocks = append(m.blocks, nil)
 		}
 		m.blocks[ev.Index] = &blockAsm{start: ms, strings: map[string]string{}, set: map[string][]byte{}}
-	case "content_block_delta":
+	case messageswire.EventContentBlockDelta:
 		if ev.Index < 0 || ev.Index >= len(m.blocks) || m.blocks[ev.Index] == nil {
 			return
 		}
 		m.blocks[ev.Index].add(ev.Delta)
-	case "message_delta":
+	case messageswire.EventMessageDelta:
 		if ms, err := llm.Members(ev.Delta); err == nil {
 			m.delta = append(m.delta, ms...)
 		}
@@ -131,15 +123,15 @@ func (b *blockAsm) add(delta json.RawMessage) {
 	for _, f := range ms {
 		switch {
 		case f.Key == "type":
-		case typ == "input_json_delta" && f.Key == "partial_json":
+		case typ == messageswire.DeltaInputJSON && f.Key == "partial_json":
 			var s string
 			if json.Unmarshal(f.Value, &s) == nil {
 				b.json += s
 				b.hasJSON = true
 			}
-		case typ == "citations_delta" && f.Key == "citation":
+		case typ == messageswire.DeltaCitations && f.Key == "citation":
 			b.cites = append(b.cites, f.Value)
-		case typ == "signature_delta" && f.Key == "signature":
+		case typ == messageswire.DeltaSignature && f.Key == "signature":
 			b.set["signature"] = f.Value
 		case len(f.Value) > 0 && f.Value[0] == '"':
 			var s string
@@ -242,5 +234,5 @@ func anthropicErrorEvent(e *llm.Error, end error) idempotency.Event {
 		typ = "overloaded_error"
 	}
 	b, _ := json.Marshal(clientapi.AnthropicEnvelope(e, typ))
-	return idempotency.Event{Name: "error", Data: b}
+	return idempotency.Event{Name: messageswire.EventError, Data: b}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
+	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // responsesCodec encodes answers as the OpenAI Responses API: one Response
@@ -131,105 +133,33 @@ func (c *responsesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway
 
 // responsesUsage is the Responses usage object plus the gateway's cost.
 type responsesUsage struct {
-	InputTokens        int `json:"input_tokens"`
-	InputTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokens        int `json:"output_tokens"`
-	OutputTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-	TotalTokens int     `json:"total_tokens"`
-	Cost        float64 `json:"cost"`
-	Estimated   bool    `json:"estimated,omitempty"`
+	responseswire.Usage
+	Cost      float64 `json:"cost"`
+	Estimated bool    `json:"estimated,omitempty"`
 }
 
 func toResponsesUsage(u llm.Usage) *responsesUsage {
-	r := &responsesUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
-		Cost: u.Cost, Estimated: u.Estimated}
+	r := &responsesUsage{Cost: u.Cost, Estimated: u.Estimated}
+	r.InputTokens, r.OutputTokens, r.TotalTokens = int64(u.PromptTokens), int64(u.CompletionTokens), int64(u.TotalTokens)
 	if r.TotalTokens < r.InputTokens+r.OutputTokens {
 		r.TotalTokens = r.InputTokens + r.OutputTokens
 	}
-	r.InputTokensDetails.CachedTokens = clientapi.UsageDetail(u, "prompt_tokens_details", "cached_tokens")
-	r.OutputTokensDetails.ReasoningTokens = clientapi.UsageDetail(u, "completion_tokens_details", "reasoning_tokens")
+	r.InputTokensDetails.CachedTokens = int64(clientapi.UsageDetail(u, "prompt_tokens_details", "cached_tokens"))
+	r.OutputTokensDetails.ReasoningTokens = int64(clientapi.UsageDetail(u, "completion_tokens_details", "reasoning_tokens"))
 	return r
 }
 
-// Output items and their content parts.
-type (
-	messageItem struct {
-		Type    string `json:"type"`
-		ID      string `json:"id"`
-		Status  string `json:"status"`
-		Role    string `json:"role"`
-		Content []any  `json:"content"`
-	}
-	functionCallItem struct {
-		Type      string `json:"type"`
-		ID        string `json:"id"`
-		CallID    string `json:"call_id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-		Status    string `json:"status"`
-	}
-	outputTextPart struct {
-		Type        string            `json:"type"`
-		Text        string            `json:"text"`
-		Annotations []json.RawMessage `json:"annotations"`
-	}
-	refusalPart struct {
-		Type    string `json:"type"`
-		Refusal string `json:"refusal"`
-	}
-	reasoningItem struct {
-		Type    string        `json:"type"`
-		ID      string        `json:"id"`
-		Summary []summaryPart `json:"summary"`
-		Status  string        `json:"status"`
-	}
-	summaryPart struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-)
-
-func outputText(s string) outputTextPart {
-	return outputTextPart{Type: "output_text", Text: s, Annotations: []json.RawMessage{}}
+func outputText(s string) *responseswire.OutputText {
+	return &responseswire.OutputText{Type: responseswire.PartOutputText, Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}, Text: s}
 }
 
-// responseError is a failed Response's error.
-type responseError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+func summaryText(s string) responseswire.SummaryText {
+	return responseswire.SummaryText{Type: responseswire.PartSummaryText, Text: s}
 }
 
-type incompleteDetails struct {
-	Reason string `json:"reason"`
-}
-
-// responseObject is OpenAI's Response.
-type responseObject struct {
-	ID                 string             `json:"id"`
-	Object             string             `json:"object"`
-	CreatedAt          int64              `json:"created_at"`
-	Status             string             `json:"status"`
-	Error              *responseError     `json:"error"`
-	IncompleteDetails  *incompleteDetails `json:"incomplete_details"`
-	Instructions       *string            `json:"instructions"`
-	MaxOutputTokens    *int64             `json:"max_output_tokens"`
-	Model              string             `json:"model"`
-	Output             []any              `json:"output"`
-	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
-	PreviousResponseID *string            `json:"previous_response_id"`
-	Temperature        float64            `json:"temperature"`
-	ToolChoice         json.RawMessage    `json:"tool_choice"`
-	Tools              []json.RawMessage  `json:"tools"`
-	TopP               float64            `json:"top_p"`
-	Usage              *responsesUsage    `json:"usage"`
-	Metadata           json.RawMessage    `json:"metadata"`
-	// Store is whether the turn is kept, when the codec is told (store).
-	Store *bool `json:"store,omitempty"`
-}
+// jsonNull is a Response's instructions, max_output_tokens or
+// previous_response_id when it has none. (Shared: nothing appends to it.)
+var jsonNull = json.RawMessage("null")
 
 // requestSettings are the request's sampling and tool settings, as the
 // Response echoes them.
@@ -328,28 +258,31 @@ func (c *responsesCodec) settings() requestSettings {
 
 // object is the Response with the given status and output; usage nil (an
 // in-progress Response) is null.
-func (c *responsesCodec) object(s requestSettings, status string, output []any, usage *llm.Usage) responseObject {
-	r := responseObject{
-		ID: c.responseID(), Object: "response", CreatedAt: c.createdAt, Status: status,
-		MaxOutputTokens: s.maxOutput, Model: c.model, Output: output, ParallelToolCalls: s.parallel,
-		Temperature: s.temperature, ToolChoice: s.toolChoice, Tools: s.tools, TopP: s.topP,
+func (c *responsesCodec) object(s *requestSettings, status string, output []any, usage *llm.Usage) *responseswire.Response {
+	r := &responseswire.Response{
+		ID: c.responseID(), Object: responseswire.ObjectResponse, CreatedAt: c.createdAt, Status: status,
+		Instructions: jsonNull, MaxOutputTokens: jsonNull, Model: c.model, Output: output, ParallelToolCalls: s.parallel,
+		PreviousResponseID: jsonNull, Temperature: &s.temperature, ToolChoice: s.toolChoice, Tools: s.tools, TopP: &s.topP,
 		Metadata: c.metadata,
 	}
 	if r.Output == nil {
 		r.Output = []any{}
 	}
 	if c.store != nil {
-		v := c.store(status != "in_progress")
+		v := c.store(status != responseswire.StatusInProgress)
 		r.Store = &v
 	}
 	if len(r.Metadata) == 0 || string(r.Metadata) == "null" {
 		r.Metadata = json.RawMessage(`{}`)
 	}
 	if c.instructions != "" {
-		r.Instructions = &c.instructions
+		r.Instructions, _ = json.Marshal(c.instructions)
+	}
+	if s.maxOutput != nil {
+		r.MaxOutputTokens = strconv.AppendInt(nil, *s.maxOutput, 10)
 	}
 	if c.previousID != "" {
-		r.PreviousResponseID = &c.previousID
+		r.PreviousResponseID, _ = json.Marshal(c.previousID)
 	}
 	if usage != nil {
 		r.Usage = toResponsesUsage(*usage)
@@ -359,16 +292,16 @@ func (c *responsesCodec) object(s requestSettings, status string, output []any, 
 
 // ending is how a finished or cut answer reads: its status and
 // incomplete_details.
-func responsesEnding(end error, finish string) (string, *incompleteDetails) {
+func responsesEnding(end error, finish string) (string, *responseswire.IncompleteDetails) {
 	switch {
 	case errors.Is(end, router.ErrIncomplete):
-		return "incomplete", &incompleteDetails{Reason: "interrupted"}
-	case finish == "length":
-		return "incomplete", &incompleteDetails{Reason: "max_output_tokens"}
-	case finish == "content_filter":
-		return "incomplete", &incompleteDetails{Reason: "content_filter"}
+		return responseswire.StatusIncomplete, &responseswire.IncompleteDetails{Reason: "interrupted"}
+	case finish == chatwire.FinishLength:
+		return responseswire.StatusIncomplete, &responseswire.IncompleteDetails{Reason: responseswire.ReasonMaxOutputTokens}
+	case finish == chatwire.FinishContentFilter:
+		return responseswire.StatusIncomplete, &responseswire.IncompleteDetails{Reason: responseswire.ReasonContentFilter}
 	}
-	return "completed", nil
+	return responseswire.StatusCompleted, nil
 }
 
 // turnMessage is the answer as a Chat Completions assistant message, the
@@ -418,25 +351,26 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 	status, details := responsesEnding(end, finish)
 	var output []any
 	if m := ch.Message; m.ReasoningContent != nil && *m.ReasoningContent != "" {
-		output = append(output, &reasoningItem{Type: "reasoning", ID: c.reasoningID(0),
-			Summary: []summaryPart{{Type: "summary_text", Text: *m.ReasoningContent}}, Status: "completed"})
+		output = append(output, &responseswire.ReasoningItem{ID: c.reasoningID(0), Type: responseswire.ItemReasoning,
+			Summary: []responseswire.SummaryText{summaryText(*m.ReasoningContent)}, Status: responseswire.StatusCompleted})
 	}
 	text, refusal := "", ""
 	if m := ch.Message; m.Content != nil {
 		text = *m.Content
 	}
-	if m := ch.Message; m.Refusal != nil {
-		refusal = *m.Refusal
+	if r, ok := clientapi.Refusal(&ch.Message); ok {
+		refusal = r
 	}
 	if text != "" || refusal != "" {
-		msg := messageItem{Type: "message", ID: c.messageID(len(output)), Status: "completed", Role: "assistant", Content: []any{}}
+		msg := &responseswire.MessageItem{ID: c.messageID(len(output)), Type: responseswire.ItemMessage, Status: responseswire.StatusCompleted,
+			Content: []any{}, Role: responseswire.RoleAssistant}
 		if text != "" {
 			msg.Content = append(msg.Content, outputText(text))
 		}
 		if refusal != "" {
-			msg.Content = append(msg.Content, refusalPart{Type: "refusal", Refusal: refusal})
+			msg.Content = append(msg.Content, &responseswire.RefusalPart{Type: responseswire.PartRefusal, Refusal: refusal})
 		}
-		output = append(output, &msg)
+		output = append(output, msg)
 	}
 	var calls []llm.ToolCall
 	for _, tc := range ch.Message.ToolCalls {
@@ -445,21 +379,22 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 		if id == "" {
 			id = c.callID(i)
 		}
-		output = append(output, &functionCallItem{Type: "function_call", ID: c.functionCallID(i), CallID: id,
-			Name: tc.Function.Name, Arguments: tc.Function.Arguments, Status: "completed"})
-		calls = append(calls, llm.ToolCall{ID: id, Type: "function", Function: tc.Function})
+		output = append(output, &responseswire.FunctionCallItem{ID: c.functionCallID(i), Type: responseswire.ItemFunctionCall,
+			Status: responseswire.StatusCompleted, Arguments: tc.Function.Arguments, CallID: id, Name: tc.Function.Name})
+		calls = append(calls, llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall(tc.Function)})
 	}
-	if status != "completed" && len(output) > 0 {
+	if status != responseswire.StatusCompleted && len(output) > 0 {
 		switch it := output[len(output)-1].(type) {
-		case *messageItem:
-			it.Status = "incomplete"
-		case *functionCallItem:
-			it.Status = "incomplete"
-		case *reasoningItem:
-			it.Status = "incomplete"
+		case *responseswire.MessageItem:
+			it.Status = responseswire.StatusIncomplete
+		case *responseswire.FunctionCallItem:
+			it.Status = responseswire.StatusIncomplete
+		case *responseswire.ReasoningItem:
+			it.Status = responseswire.StatusIncomplete
 		}
 	}
-	r := c.object(c.settings(), status, output, &usage)
+	settings := c.settings()
+	r := c.object(&settings, status, output, &usage)
 	r.IncompleteDetails = details
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -481,13 +416,13 @@ type itemWriter struct {
 
 	open  string // the open item's type ("message", "function_call"), "" for none
 	index int    // the open item's output_index
-	msg   *messageItem
+	msg   *responseswire.MessageItem
 	part  string // the open part's type ("output_text", "refusal"), "" for none
 	buf   strings.Builder
-	fc    *functionCallItem
+	fc    *responseswire.FunctionCallItem
 	tool  int // the chat tool-call index of the open function_call
 	args  strings.Builder
-	rs    *reasoningItem
+	rs    *responseswire.ReasoningItem
 	rbuf  strings.Builder
 
 	// The turn.
@@ -497,12 +432,18 @@ type itemWriter struct {
 
 func (w *itemWriter) failed() error { return w.err }
 
-func (w *itemWriter) text(s string) { w.content("output_text", s) }
+func (w *itemWriter) text(s string) { w.content(responseswire.PartOutputText, s) }
 
-func (w *itemWriter) refusal(s string) { w.content("refusal", s) }
+func (w *itemWriter) refusal(s string) { w.content(responseswire.PartRefusal, s) }
 
-// send emits one event: its data is {"type":name,"sequence_number":n} and
-// v's fields.
+// next is the next event's sequence_number.
+func (w *itemWriter) next() int {
+	w.seq++
+	return w.seq - 1
+}
+
+// send emits one event named name, v being its data (with "type" and
+// "sequence_number" first).
 func (w *itemWriter) send(name string, v any) {
 	if w.err != nil {
 		return
@@ -512,74 +453,24 @@ func (w *itemWriter) send(name string, v any) {
 		w.err = err
 		return
 	}
-	head, _ := json.Marshal(struct {
-		Type           string `json:"type"`
-		SequenceNumber int    `json:"sequence_number"`
-	}{name, w.seq})
-	w.seq++
-	if len(b) > 2 {
-		head = append(head[:len(head)-1], ',')
-		head = append(head, b[1:]...)
-	}
-	w.err = w.out.Event(idempotency.Event{Name: name, Data: head}, true)
+	w.err = w.out.Event(idempotency.Event{Name: name, Data: b}, true)
 }
 
-type itemEvent struct {
-	OutputIndex int `json:"output_index"`
-	Item        any `json:"item"`
+// item sends response.output_item.added or .done.
+func (w *itemWriter) item(name string, item any) {
+	w.send(name, responseswire.OutputItemEvent{Type: name, SequenceNumber: w.next(), OutputIndex: w.index, Item: item})
 }
 
-type partEvent struct {
-	ItemID       string `json:"item_id"`
-	OutputIndex  int    `json:"output_index"`
-	ContentIndex int    `json:"content_index"`
-	Part         any    `json:"part"`
+// contentPart sends response.content_part.added or .done.
+func (w *itemWriter) contentPart(name string, ci int, part any) {
+	w.send(name, responseswire.ContentPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.msg.ID, OutputIndex: w.index,
+		ContentIndex: ci, Part: part})
 }
 
-type textDeltaEvent struct {
-	ItemID       string            `json:"item_id"`
-	OutputIndex  int               `json:"output_index"`
-	ContentIndex int               `json:"content_index"`
-	Delta        string            `json:"delta"`
-	Logprobs     []json.RawMessage `json:"logprobs"`
-}
-
-type textDoneEvent struct {
-	ItemID       string            `json:"item_id"`
-	OutputIndex  int               `json:"output_index"`
-	ContentIndex int               `json:"content_index"`
-	Text         string            `json:"text"`
-	Logprobs     []json.RawMessage `json:"logprobs"`
-}
-
-type refusalDeltaEvent struct {
-	ItemID       string `json:"item_id"`
-	OutputIndex  int    `json:"output_index"`
-	ContentIndex int    `json:"content_index"`
-	Delta        string `json:"delta"`
-}
-
-type refusalDoneEvent struct {
-	ItemID       string `json:"item_id"`
-	OutputIndex  int    `json:"output_index"`
-	ContentIndex int    `json:"content_index"`
-	Refusal      string `json:"refusal"`
-}
-
-type argumentsDeltaEvent struct {
-	ItemID      string `json:"item_id"`
-	OutputIndex int    `json:"output_index"`
-	Delta       string `json:"delta"`
-}
-
-type argumentsDoneEvent struct {
-	ItemID      string `json:"item_id"`
-	OutputIndex int    `json:"output_index"`
-	Arguments   string `json:"arguments"`
-}
-
-type responseEvent struct {
-	Response responseObject `json:"response"`
+// summaryPart sends response.reasoning_summary_part.added or .done.
+func (w *itemWriter) summaryPart(name, text string) {
+	w.send(name, responseswire.SummaryPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index,
+		Part: summaryText(text)})
 }
 
 func (w *itemWriter) closePart() {
@@ -589,38 +480,19 @@ func (w *itemWriter) closePart() {
 	ci := len(w.msg.Content)
 	s := w.buf.String()
 	var part any
-	if w.part == "refusal" {
-		w.send("response.refusal.done", refusalDoneEvent{w.msg.ID, w.index, ci, s})
-		part = refusalPart{Type: "refusal", Refusal: s}
+	if w.part == responseswire.PartRefusal {
+		w.send(responseswire.EventRefusalDone, responseswire.RefusalDoneEvent{Type: responseswire.EventRefusalDone, SequenceNumber: w.next(),
+			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Refusal: s})
+		part = &responseswire.RefusalPart{Type: responseswire.PartRefusal, Refusal: s}
 	} else {
-		w.send("response.output_text.done", textDoneEvent{w.msg.ID, w.index, ci, s, []json.RawMessage{}})
+		w.send(responseswire.EventOutputTextDone, responseswire.OutputTextDoneEvent{Type: responseswire.EventOutputTextDone, SequenceNumber: w.next(),
+			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Text: s, Logprobs: []json.RawMessage{}})
 		part = outputText(s)
 	}
-	w.send("response.content_part.done", partEvent{w.msg.ID, w.index, ci, part})
+	w.contentPart(responseswire.EventContentPartDone, ci, part)
 	w.msg.Content = append(w.msg.Content, part)
 	w.part = ""
 	w.buf.Reset()
-}
-
-type summaryPartEvent struct {
-	ItemID       string      `json:"item_id"`
-	OutputIndex  int         `json:"output_index"`
-	SummaryIndex int         `json:"summary_index"`
-	Part         summaryPart `json:"part"`
-}
-
-type summaryDeltaEvent struct {
-	ItemID       string `json:"item_id"`
-	OutputIndex  int    `json:"output_index"`
-	SummaryIndex int    `json:"summary_index"`
-	Delta        string `json:"delta"`
-}
-
-type summaryDoneEvent struct {
-	ItemID       string `json:"item_id"`
-	OutputIndex  int    `json:"output_index"`
-	SummaryIndex int    `json:"summary_index"`
-	Text         string `json:"text"`
 }
 
 // reasoning takes a reasoning model's thinking: it opens a reasoning item
@@ -629,40 +501,43 @@ func (w *itemWriter) reasoning(s string) {
 	if s == "" {
 		return
 	}
-	if w.open != "reasoning" {
-		w.closeItem("completed")
-		w.open, w.index = "reasoning", len(w.output)
-		w.rs = &reasoningItem{Type: "reasoning", ID: w.c.reasoningID(w.index), Summary: []summaryPart{}, Status: "in_progress"}
-		w.send("response.output_item.added", itemEvent{w.index, *w.rs})
-		w.send("response.reasoning_summary_part.added", summaryPartEvent{w.rs.ID, w.index, 0, summaryPart{Type: "summary_text"}})
+	if w.open != responseswire.ItemReasoning {
+		w.closeItem(responseswire.StatusCompleted)
+		w.open, w.index = responseswire.ItemReasoning, len(w.output)
+		w.rs = &responseswire.ReasoningItem{ID: w.c.reasoningID(w.index), Type: responseswire.ItemReasoning,
+			Summary: []responseswire.SummaryText{}, Status: responseswire.StatusInProgress}
+		w.item(responseswire.EventOutputItemAdded, *w.rs)
+		w.summaryPart(responseswire.EventReasoningSummaryPartAdded, "")
 	}
 	w.rbuf.WriteString(s)
-	w.send("response.reasoning_summary_text.delta", summaryDeltaEvent{w.rs.ID, w.index, 0, s})
+	w.send(responseswire.EventReasoningSummaryTextDelta, responseswire.SummaryTextDeltaEvent{Type: responseswire.EventReasoningSummaryTextDelta,
+		SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index, Delta: s})
 }
 
 // closeItem ends the open item with status.
 func (w *itemWriter) closeItem(status string) {
 	switch w.open {
-	case "reasoning":
+	case responseswire.ItemReasoning:
 		text := w.rbuf.String()
-		w.send("response.reasoning_summary_text.done", summaryDoneEvent{w.rs.ID, w.index, 0, text})
-		part := summaryPart{Type: "summary_text", Text: text}
-		w.send("response.reasoning_summary_part.done", summaryPartEvent{w.rs.ID, w.index, 0, part})
-		w.rs.Summary, w.rs.Status = []summaryPart{part}, status
-		w.send("response.output_item.done", itemEvent{w.index, w.rs})
+		w.send(responseswire.EventReasoningSummaryTextDone, responseswire.SummaryTextDoneEvent{Type: responseswire.EventReasoningSummaryTextDone,
+			SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index, Text: text})
+		w.summaryPart(responseswire.EventReasoningSummaryPartDone, text)
+		w.rs.Summary, w.rs.Status = []responseswire.SummaryText{summaryText(text)}, status
+		w.item(responseswire.EventOutputItemDone, w.rs)
 		w.output = append(w.output, w.rs)
 		w.rs = nil
 		w.rbuf.Reset()
-	case "message":
+	case responseswire.ItemMessage:
 		w.closePart()
 		w.msg.Status = status
-		w.send("response.output_item.done", itemEvent{w.index, w.msg})
+		w.item(responseswire.EventOutputItemDone, w.msg)
 		w.output = append(w.output, w.msg)
 		w.msg = nil
-	case "function_call":
+	case responseswire.ItemFunctionCall:
 		w.fc.Arguments, w.fc.Status = w.args.String(), status
-		w.send("response.function_call_arguments.done", argumentsDoneEvent{w.fc.ID, w.index, w.fc.Arguments})
-		w.send("response.output_item.done", itemEvent{w.index, w.fc})
+		w.send(responseswire.EventFunctionCallArgumentsDone, responseswire.ArgumentsDoneEvent{Type: responseswire.EventFunctionCallArgumentsDone,
+			SequenceNumber: w.next(), ItemID: w.fc.ID, OutputIndex: w.index, Arguments: w.fc.Arguments})
+		w.item(responseswire.EventOutputItemDone, w.fc)
 		w.output = append(w.output, w.fc)
 		w.calls = append(w.calls, llm.ToolCall{ID: w.fc.CallID, Type: "function",
 			Function: llm.FunctionCall{Name: w.fc.Name, Arguments: w.fc.Arguments}})
@@ -680,30 +555,33 @@ func (w *itemWriter) content(kind, s string) {
 	if s == "" {
 		return
 	}
-	if w.open != "message" {
-		w.closeItem("completed")
-		w.open, w.index = "message", len(w.output)
-		w.msg = &messageItem{Type: "message", ID: w.c.messageID(w.index), Status: "in_progress", Role: "assistant", Content: []any{}}
-		w.send("response.output_item.added", itemEvent{w.index, messageItem{Type: "message", ID: w.msg.ID,
-			Status: "in_progress", Role: "assistant", Content: []any{}}})
+	if w.open != responseswire.ItemMessage {
+		w.closeItem(responseswire.StatusCompleted)
+		w.open, w.index = responseswire.ItemMessage, len(w.output)
+		w.msg = &responseswire.MessageItem{ID: w.c.messageID(w.index), Type: responseswire.ItemMessage, Status: responseswire.StatusInProgress,
+			Content: []any{}, Role: responseswire.RoleAssistant}
+		w.item(responseswire.EventOutputItemAdded, responseswire.MessageItem{ID: w.msg.ID, Type: responseswire.ItemMessage,
+			Status: responseswire.StatusInProgress, Content: []any{}, Role: responseswire.RoleAssistant})
 	}
 	if w.part != kind {
 		w.closePart()
 		w.part = kind
 		var part any = outputText("")
-		if kind == "refusal" {
-			part = refusalPart{Type: "refusal"}
+		if kind == responseswire.PartRefusal {
+			part = &responseswire.RefusalPart{Type: responseswire.PartRefusal}
 		}
-		w.send("response.content_part.added", partEvent{w.msg.ID, w.index, len(w.msg.Content), part})
+		w.contentPart(responseswire.EventContentPartAdded, len(w.msg.Content), part)
 	}
 	w.buf.WriteString(s)
 	ci := len(w.msg.Content)
-	if kind == "refusal" {
+	if kind == responseswire.PartRefusal {
 		w.turnRefusal.WriteString(s)
-		w.send("response.refusal.delta", refusalDeltaEvent{w.msg.ID, w.index, ci, s})
+		w.send(responseswire.EventRefusalDelta, responseswire.RefusalDeltaEvent{Type: responseswire.EventRefusalDelta, SequenceNumber: w.next(),
+			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Delta: s})
 	} else {
 		w.turnText.WriteString(s)
-		w.send("response.output_text.delta", textDeltaEvent{w.msg.ID, w.index, ci, s, []json.RawMessage{}})
+		w.send(responseswire.EventOutputTextDelta, responseswire.OutputTextDeltaEvent{Type: responseswire.EventOutputTextDelta, SequenceNumber: w.next(),
+			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Delta: s, Logprobs: []json.RawMessage{}})
 	}
 }
 
@@ -713,20 +591,27 @@ func (w *itemWriter) content(kind, s string) {
 // after the first delta is dropped, and a call resumed after another began
 // opens a new item.
 func (w *itemWriter) toolCall(index int, id, name, args string) {
-	if w.open != "function_call" || w.tool != index {
-		w.closeItem("completed")
-		w.open, w.index, w.tool = "function_call", len(w.output), index
+	if w.open != responseswire.ItemFunctionCall || w.tool != index {
+		w.closeItem(responseswire.StatusCompleted)
+		w.open, w.index, w.tool = responseswire.ItemFunctionCall, len(w.output), index
 		if id == "" {
 			id = w.c.callID(w.index)
 		}
-		w.fc = &functionCallItem{Type: "function_call", ID: w.c.functionCallID(w.index), CallID: id, Name: name, Status: "in_progress"}
-		w.send("response.output_item.added", itemEvent{w.index, *w.fc})
+		w.fc = &responseswire.FunctionCallItem{ID: w.c.functionCallID(w.index), Type: responseswire.ItemFunctionCall,
+			Status: responseswire.StatusInProgress, CallID: id, Name: name}
+		w.item(responseswire.EventOutputItemAdded, *w.fc)
 	}
 	if args == "" {
 		return
 	}
 	w.args.WriteString(args)
-	w.send("response.function_call_arguments.delta", argumentsDeltaEvent{w.fc.ID, w.index, args})
+	w.send(responseswire.EventFunctionCallArgumentsDelta, responseswire.ArgumentsDeltaEvent{Type: responseswire.EventFunctionCallArgumentsDelta,
+		SequenceNumber: w.next(), ItemID: w.fc.ID, OutputIndex: w.index, Delta: args})
+}
+
+// responseEvent sends a response.* event carrying r.
+func (w *itemWriter) responseEvent(name string, r *responseswire.Response) {
+	w.send(name, responseswire.ResponseEvent{Type: name, SequenceNumber: w.next(), Response: r})
 }
 
 // stream relays the answer as the Responses event sequence (see
@@ -735,8 +620,8 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	s := c.settings()
 	w := &itemWriter{c: c, out: out}
-	w.send("response.created", responseEvent{c.object(s, "in_progress", nil, nil)})
-	w.send("response.in_progress", responseEvent{c.object(s, "in_progress", nil, nil)})
+	w.responseEvent(responseswire.EventCreated, c.object(&s, responseswire.StatusInProgress, nil, nil))
+	w.responseEvent(responseswire.EventInProgress, c.object(&s, responseswire.StatusInProgress, nil, nil))
 	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.reasoning, ToolCall: w.toolCall, Failed: w.failed})
 	if gone {
 		return res
@@ -746,7 +631,7 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 		status, details := responsesEnding(end, finish)
 		w.closeItem(status)
 		out.Price(usage)
-		r := c.object(s, status, w.output, &usage)
+		r := c.object(&s, status, w.output, &usage)
 		r.IncompleteDetails = details
 		if c.turn != nil {
 			if resp, err := json.Marshal(r); err == nil {
@@ -757,17 +642,21 @@ func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway
 			v := c.store(true) // known now that keepTurn ran
 			r.Store = &v
 		}
-		w.send("response."+status, responseEvent{r})
+		name := responseswire.EventCompleted
+		if status == responseswire.StatusIncomplete {
+			name = responseswire.EventIncomplete
+		}
+		w.responseEvent(name, r)
 		if end == io.EOF {
 			return gateway.Result{Usage: usage, Answered: true}
 		}
 	default:
-		w.closeItem("incomplete")
+		w.closeItem(responseswire.StatusIncomplete)
 		out.Price(usage)
 		e := clientapi.CutShort(ans.Provider, end)
-		r := c.object(s, "failed", w.output, &usage)
-		r.Error = &responseError{Code: string(e.Code), Message: e.Message}
-		w.send("response.failed", responseEvent{r})
+		r := c.object(&s, responseswire.StatusFailed, w.output, &usage)
+		r.Error = &responseswire.Error{Code: string(e.Code), Message: e.Message}
+		w.responseEvent(responseswire.EventFailed, r)
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
 }
@@ -783,12 +672,7 @@ func (c *responsesCodec) JoinBroken(reason string) idempotency.Event {
 // (its sequence_number is 0: the gateway does not count the events of a
 // stream it did not write).
 func errorEvent(code llm.Code, message string) idempotency.Event {
-	b, _ := json.Marshal(struct {
-		Type           string  `json:"type"`
-		Code           string  `json:"code"`
-		Message        string  `json:"message"`
-		Param          *string `json:"param"`
-		SequenceNumber int     `json:"sequence_number"`
-	}{"error", string(code), message, nil, 0})
-	return idempotency.Event{Name: "error", Data: b}
+	c := string(code)
+	b, _ := json.Marshal(responseswire.ErrorEvent{Type: responseswire.EventError, Code: &c, Message: message})
+	return idempotency.Event{Name: responseswire.EventError, Data: b}
 }

@@ -90,10 +90,10 @@ func respObject(status, output, usage, tail string) string {
 
 const (
 	okTail   = `"error":null,"incomplete_details":null,`
-	msgText  = `{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello","annotations":[]}]}`
-	toolsOut = `[{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Let me look.","annotations":[]}]},` +
-		`{"type":"function_call","id":"fc_0123abcd_1","call_id":"call_1","name":"weather","arguments":"{\"city\": \"Paris\"}","status":"completed"},` +
-		`{"type":"function_call","id":"fc_0123abcd_2","call_id":"call_2","name":"time","arguments":"{}","status":"completed"}]`
+	msgText  = `{"id":"msg_0123abcd_0","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Hello"}],"role":"assistant"}`
+	toolsOut = `[{"id":"msg_0123abcd_0","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Let me look."}],"role":"assistant"},` +
+		`{"id":"fc_0123abcd_1","type":"function_call","status":"completed","arguments":"{\"city\": \"Paris\"}","call_id":"call_1","name":"weather"},` +
+		`{"id":"fc_0123abcd_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"time"}]`
 	toolsTurn = `{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\": \"Paris\"}"}},{"id":"call_2","type":"function","function":{"name":"time","arguments":"{}"}}]}`
 )
 
@@ -112,19 +112,19 @@ func TestResponsesNonStream(t *testing.T) {
 		{"tool call", clientapitest.ToolChunks, nil,
 			respObject("completed", toolsOut, respUsageJSON, okTail), toolsTurn, nil},
 		{"refusal", []string{clientapitest.Chunk(`{"role":"assistant","refusal":"I can't help with that."}`, "stop"), clientapitest.UsageChunk}, nil,
-			respObject("completed", `[{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]}]`, respUsageJSON, okTail),
+			respObject("completed", `[{"id":"msg_0123abcd_0","type":"message","status":"completed","content":[{"type":"refusal","refusal":"I can't help with that."}],"role":"assistant"}]`, respUsageJSON, okTail),
 			`{"role":"assistant","content":null,"refusal":"I can't help with that."}`, nil},
 		{"length", []string{clientapitest.Chunk(`{"content":"Once upon"}`, "length"), clientapitest.UsageChunk}, nil,
-			respObject("incomplete", `[{"type":"message","id":"msg_0123abcd_0","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"Once upon","annotations":[]}]}]`, respUsageJSON,
+			respObject("incomplete", `[{"id":"msg_0123abcd_0","type":"message","status":"incomplete","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Once upon"}],"role":"assistant"}]`, respUsageJSON,
 				`"error":null,"incomplete_details":{"reason":"max_output_tokens"},`),
 			`{"role":"assistant","content":"Once upon"}`, nil},
 		{"content filter", []string{clientapitest.Chunk(`{"content":"Partial"}`, "content_filter"), clientapitest.UsageChunk}, nil,
-			respObject("incomplete", `[{"type":"message","id":"msg_0123abcd_0","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"Partial","annotations":[]}]}]`, respUsageJSON,
+			respObject("incomplete", `[{"id":"msg_0123abcd_0","type":"message","status":"incomplete","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Partial"}],"role":"assistant"}]`, respUsageJSON,
 				`"error":null,"incomplete_details":{"reason":"content_filter"},`),
 			`{"role":"assistant","content":"Partial"}`, nil},
 		{"incomplete", []string{clientapitest.Chunk(`{"content":"Once upon"}`, ""), clientapitest.UsageChunk, clientapitest.Chunk(`{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":"}}]}`, "")}, llm.ErrStreamCut,
-			respObject("incomplete", `[{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Once upon","annotations":[]}]},`+
-				`{"type":"function_call","id":"fc_0123abcd_1","call_id":"call_0123abcd_1","name":"f","arguments":"{\"a\":","status":"incomplete"}]`, respUsageJSON,
+			respObject("incomplete", `[{"id":"msg_0123abcd_0","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Once upon"}],"role":"assistant"},`+
+				`{"id":"fc_0123abcd_1","type":"function_call","status":"incomplete","arguments":"{\"a\":","call_id":"call_0123abcd_1","name":"f"}]`, respUsageJSON,
 				`"error":null,"incomplete_details":{"reason":"interrupted"},`),
 			`{"role":"assistant","content":"Once upon","tool_calls":[{"id":"call_0123abcd_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}`, router.ErrIncomplete},
 	} {
@@ -250,8 +250,8 @@ func respStart() []string {
 
 func TestResponsesStream(t *testing.T) {
 	const (
-		msgAdded  = `"output_index":0,"item":{"type":"message","id":"msg_0123abcd_0","status":"in_progress","role":"assistant","content":[]}`
-		partAdded = `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}`
+		msgAdded  = `"output_index":0,"item":{"id":"msg_0123abcd_0","type":"message","status":"in_progress","content":[],"role":"assistant"}`
+		partAdded = `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`
 	)
 	delta := func(s string) string {
 		return `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"delta":"` + s + `","logprobs":[]`
@@ -260,10 +260,10 @@ func TestResponsesStream(t *testing.T) {
 		return `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"text":"` + s + `","logprobs":[]`
 	}
 	partDone := func(s string) string {
-		return `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"part":{"type":"output_text","text":"` + s + `","annotations":[]}`
+		return `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":"` + s + `"}`
 	}
 	msgDone := func(s, status string) string {
-		return `"output_index":0,"item":{"type":"message","id":"msg_0123abcd_0","status":"` + status + `","role":"assistant","content":[{"type":"output_text","text":"` + s + `","annotations":[]}]}`
+		return `"output_index":0,"item":{"id":"msg_0123abcd_0","type":"message","status":"` + status + `","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"` + s + `"}],"role":"assistant"}`
 	}
 	for _, tc := range []struct {
 		name string
@@ -291,15 +291,15 @@ func TestResponsesStream(t *testing.T) {
 			respEv("response.output_text.done", 5, textDone("Let me look.")),
 			respEv("response.content_part.done", 6, partDone("Let me look.")),
 			respEv("response.output_item.done", 7, msgDone("Let me look.", "completed")),
-			respEv("response.output_item.added", 8, `"output_index":1,"item":{"type":"function_call","id":"fc_0123abcd_1","call_id":"call_1","name":"weather","arguments":"","status":"in_progress"}`),
+			respEv("response.output_item.added", 8, `"output_index":1,"item":{"id":"fc_0123abcd_1","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"weather"}`),
 			respEv("response.function_call_arguments.delta", 9, `"item_id":"fc_0123abcd_1","output_index":1,"delta":"{\"city\":"`),
 			respEv("response.function_call_arguments.delta", 10, `"item_id":"fc_0123abcd_1","output_index":1,"delta":" \"Paris\"}"`),
 			respEv("response.function_call_arguments.done", 11, `"item_id":"fc_0123abcd_1","output_index":1,"arguments":"{\"city\": \"Paris\"}"`),
-			respEv("response.output_item.done", 12, `"output_index":1,"item":{"type":"function_call","id":"fc_0123abcd_1","call_id":"call_1","name":"weather","arguments":"{\"city\": \"Paris\"}","status":"completed"}`),
-			respEv("response.output_item.added", 13, `"output_index":2,"item":{"type":"function_call","id":"fc_0123abcd_2","call_id":"call_2","name":"time","arguments":"","status":"in_progress"}`),
+			respEv("response.output_item.done", 12, `"output_index":1,"item":{"id":"fc_0123abcd_1","type":"function_call","status":"completed","arguments":"{\"city\": \"Paris\"}","call_id":"call_1","name":"weather"}`),
+			respEv("response.output_item.added", 13, `"output_index":2,"item":{"id":"fc_0123abcd_2","type":"function_call","status":"in_progress","arguments":"","call_id":"call_2","name":"time"}`),
 			respEv("response.function_call_arguments.delta", 14, `"item_id":"fc_0123abcd_2","output_index":2,"delta":"{}"`),
 			respEv("response.function_call_arguments.done", 15, `"item_id":"fc_0123abcd_2","output_index":2,"arguments":"{}"`),
-			respEv("response.output_item.done", 16, `"output_index":2,"item":{"type":"function_call","id":"fc_0123abcd_2","call_id":"call_2","name":"time","arguments":"{}","status":"completed"}`),
+			respEv("response.output_item.done", 16, `"output_index":2,"item":{"id":"fc_0123abcd_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"time"}`),
 			"PRICE",
 			respEv("response.completed", 17, `"response":`+respObject("completed", toolsOut, respUsageJSON, okTail)),
 		), []string{toolsTurn}, nil},
@@ -309,9 +309,9 @@ func TestResponsesStream(t *testing.T) {
 			respEv("response.refusal.delta", 4, `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"delta":"No."`),
 			respEv("response.refusal.done", 5, `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"refusal":"No."`),
 			respEv("response.content_part.done", 6, `"item_id":"msg_0123abcd_0","output_index":0,"content_index":0,"part":{"type":"refusal","refusal":"No."}`),
-			respEv("response.output_item.done", 7, `"output_index":0,"item":{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}`),
+			respEv("response.output_item.done", 7, `"output_index":0,"item":{"id":"msg_0123abcd_0","type":"message","status":"completed","content":[{"type":"refusal","refusal":"No."}],"role":"assistant"}`),
 			"PRICE",
-			respEv("response.completed", 8, `"response":`+respObject("completed", `[{"type":"message","id":"msg_0123abcd_0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`, respUsageJSON, okTail)),
+			respEv("response.completed", 8, `"response":`+respObject("completed", `[{"id":"msg_0123abcd_0","type":"message","status":"completed","content":[{"type":"refusal","refusal":"No."}],"role":"assistant"}]`, respUsageJSON, okTail)),
 		), []string{`{"role":"assistant","content":null,"refusal":"No."}`}, nil},
 		{"length", []string{clientapitest.Chunk(`{"content":"Hi"}`, "length"), clientapitest.UsageChunk}, nil, append(respStart(),
 			respEv("response.output_item.added", 2, msgAdded),
@@ -336,12 +336,12 @@ func TestResponsesStream(t *testing.T) {
 				`"error":{"code":"stream_interrupted","message":"provider p failed after its answer had started; the answer is cut short"},"incomplete_details":null,`)),
 		), nil, &llm.ProviderError{}},
 		{"timeout in a tool call", []string{clientapitest.Chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{"}}]}`, ""), clientapitest.UsageChunk}, context.DeadlineExceeded, append(respStart(),
-			respEv("response.output_item.added", 2, `"output_index":0,"item":{"type":"function_call","id":"fc_0123abcd_0","call_id":"call_1","name":"f","arguments":"","status":"in_progress"}`),
+			respEv("response.output_item.added", 2, `"output_index":0,"item":{"id":"fc_0123abcd_0","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"f"}`),
 			respEv("response.function_call_arguments.delta", 3, `"item_id":"fc_0123abcd_0","output_index":0,"delta":"{"`),
 			respEv("response.function_call_arguments.done", 4, `"item_id":"fc_0123abcd_0","output_index":0,"arguments":"{"`),
-			respEv("response.output_item.done", 5, `"output_index":0,"item":{"type":"function_call","id":"fc_0123abcd_0","call_id":"call_1","name":"f","arguments":"{","status":"incomplete"}`),
+			respEv("response.output_item.done", 5, `"output_index":0,"item":{"id":"fc_0123abcd_0","type":"function_call","status":"incomplete","arguments":"{","call_id":"call_1","name":"f"}`),
 			"PRICE",
-			respEv("response.failed", 6, `"response":`+respObject("failed", `[{"type":"function_call","id":"fc_0123abcd_0","call_id":"call_1","name":"f","arguments":"{","status":"incomplete"}]`, respUsageJSON,
+			respEv("response.failed", 6, `"response":`+respObject("failed", `[{"id":"fc_0123abcd_0","type":"function_call","status":"incomplete","arguments":"{","call_id":"call_1","name":"f"}]`, respUsageJSON,
 				`"error":{"code":"request_timeout","message":"the request reached its time limit; the answer is cut short"},"incomplete_details":null,`)),
 		), nil, context.DeadlineExceeded},
 		{"incomplete", []string{clientapitest.Chunk(`{"content":"Hi"}`, ""), clientapitest.UsageChunk}, llm.ErrStreamCut, append(respStart(),

@@ -9,13 +9,14 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // responsesTerminal reports whether a Responses event ends the response
 // (and carries its usage).
 func responsesTerminal(ch *llm.Chunk) bool {
 	switch ch.Event {
-	case "response.completed", "response.incomplete", "response.failed":
+	case responseswire.EventCompleted, responseswire.EventIncomplete, responseswire.EventFailed:
 		return true
 	}
 	return ch.Usage != nil && ch.FinishReason != ""
@@ -46,7 +47,7 @@ func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) g
 			end = err
 			break
 		}
-		if responsesTerminal(&ch) || ch.Event == "response.created" || ch.Event == "response.in_progress" {
+		if responsesTerminal(&ch) || ch.Event == responseswire.EventCreated || ch.Event == responseswire.EventInProgress {
 			last = ch.Raw
 		}
 	}

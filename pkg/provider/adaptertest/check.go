@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // RouteModel is the route's model name in every request the suite sends.
@@ -350,7 +351,7 @@ func checkChunk(t *testing.T, i int, c llm.Chunk) wireChunk {
 	if err := json.Unmarshal(c.Raw, &w); err != nil {
 		t.Fatalf("chunk %d: Raw %q is not a chunk: %v", i, c.Raw, err)
 	}
-	if w.Object != "chat.completion.chunk" {
+	if w.Object != chat.ObjectChunk {
 		t.Errorf("chunk %d: object %q, want chat.completion.chunk", i, w.Object)
 	}
 	if w.ID == "" || c.ID != w.ID {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // Protocol is a wire protocol pkg/providertest's fake upstreams speak.
@@ -125,24 +127,23 @@ func finishReason(p Protocol, f Finish) string {
 	}
 	switch f {
 	case FinishStopSequence:
-		return "stop_sequence"
+		return messages.StopStopSequence
 	case FinishLength:
-		return "max_tokens"
+		return messages.StopMaxTokens
 	case FinishToolCalls:
-		return "tool_use"
+		return messages.StopToolUse
 	case FinishContentFilter:
-		return "refusal"
+		return messages.StopRefusal
 	}
-	return "end_turn"
+	return messages.StopEndTurn
 }
 
 // errorEnvelope is the protocol's error body with message msg.
 func errorEnvelope(p Protocol, msg string) string {
-	body := map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}}
 	if p == Messages {
-		body = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": msg}}
+		return string(mustJSON(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: "invalid_request_error", Message: msg}}))
 	}
-	return string(mustJSON(body))
+	return string(mustJSON(chat.Error{Error: chat.ErrorBody{Message: msg, Type: "invalid_request_error"}}))
 }
 
 // malformedBody is an answer whose opening and first s.CutAfter pieces
@@ -150,14 +151,15 @@ func errorEnvelope(p Protocol, msg string) string {
 // middle of its JSON; with s.JSON, a JSON answer cut off in the middle.
 func malformedBody(p Protocol, s Script) (string, map[string]string) {
 	if s.JSON {
-		return `{"id":"chatcmpl-malformed","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist`,
+		return `{"id":"chatcmpl-malformed","object":"` + chat.ObjectCompletion + `","choices":[{"index":0,"message":{"role":"assist`,
 			map[string]string{"Content-Type": "application/json"}
 	}
 	body := streamStart(p, s.Text[:s.CutAfter])
 	if p == ChatCompletions {
-		body += `data: {"id":"chatcmpl-malformed","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"wor` + "\n\n"
+		body += `data: {"id":"chatcmpl-malformed","object":"` + chat.ObjectChunk + `","choices":[{"index":0,"delta":{"content":"wor` + "\n\n"
 	} else {
-		body += "event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"wor` + "\n\n"
+		body += "event: " + messages.EventContentBlockDelta + "\n" +
+			`data: {"type":"` + messages.EventContentBlockDelta + `","index":0,"delta":{"type":"` + messages.DeltaText + `","text":"wor` + "\n\n"
 	}
 	return body, map[string]string{"Content-Type": "text/event-stream"}
 }
@@ -173,23 +175,26 @@ func streamStart(p Protocol, pieces []string) string {
 		fmt.Fprintf(&b, "data: %s\n\n", mustJSON(v))
 	}
 	if p == ChatCompletions {
-		chunk := func(delta map[string]any) map[string]any {
-			return map[string]any{"id": "chatcmpl-malformed", "object": "chat.completion.chunk", "created": providertest.Created,
-				"model": RouteModel, "choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}}
+		chunk := func(delta chat.Delta) chat.Chunk {
+			return chat.Chunk{ID: "chatcmpl-malformed", Object: chat.ObjectChunk, Created: providertest.Created,
+				Model: RouteModel, Choices: []chat.ChunkChoice{{Delta: delta}}}
 		}
-		event("", chunk(map[string]any{"role": "assistant", "content": ""}))
+		empty := ""
+		event("", chunk(chat.Delta{Role: "assistant", Content: &empty}))
 		for _, piece := range pieces {
-			event("", chunk(map[string]any{"content": piece}))
+			event("", chunk(chat.Delta{Content: &piece}))
 		}
 	} else {
-		event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-			"id": "msg_malformed", "type": "message", "role": "assistant", "model": RouteModel, "content": []any{},
-			"stop_reason": nil, "usage": map[string]any{"input_tokens": 11, "output_tokens": 1}}})
-		event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "text", "text": ""}})
+		input, output := int64(11), int64(1)
+		event(messages.EventMessageStart, messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
+			ID: "msg_malformed", Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: RouteModel,
+			Content: []messages.ContentBlock{}, Usage: &messages.Usage{InputTokens: &input, OutputTokens: &output}}})
+		empty := ""
+		event(messages.EventContentBlockStart, messages.ContentBlockStart{Type: messages.EventContentBlockStart,
+			ContentBlock: messages.ContentBlock{Type: messages.BlockText, Text: &empty}})
 		for _, piece := range pieces {
-			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "text_delta", "text": piece}})
+			event(messages.EventContentBlockDelta, messages.ContentBlockDelta{Type: messages.EventContentBlockDelta,
+				Delta: messages.Delta{Type: messages.DeltaText, Text: &piece}})
 		}
 	}
 	return b.String()
@@ -198,7 +203,7 @@ func streamStart(p Protocol, pieces []string) string {
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic("adaptertest: " + err.Error()) // maps of strings and numbers always encode
+		panic("adaptertest: " + err.Error()) // the wire types always encode
 	}
 	return b
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // NewResponsesFake starts a fake upstream that speaks the OpenAI Responses
@@ -54,24 +55,24 @@ func NewResponsesFake(t *testing.T, s Script) Fake {
 func responsesStreamStart(pieces []string) string {
 	var b strings.Builder
 	seq := 0
-	event := func(typ string, kv ...any) {
-		m := map[string]any{"type": typ, "sequence_number": seq}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		seq++
-		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, mustJSON(m))
+	event := func(typ string, v any) {
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, mustJSON(v))
 	}
-	head := map[string]any{"id": "resp_malformed", "object": "response", "created_at": providertest.Created,
-		"status": "in_progress", "model": RouteModel, "output": []any{}, "usage": nil}
-	event("response.created", "response", head)
-	event("response.in_progress", "response", head)
-	event("response.output_item.added", "output_index", 0, "item",
-		map[string]any{"id": "msg_malformed", "type": "message", "status": "in_progress", "content": []any{}, "role": "assistant"})
-	event("response.content_part.added", "item_id", "msg_malformed", "output_index", 0, "content_index", 0,
-		"part", map[string]any{"type": "output_text", "annotations": []any{}, "text": ""})
+	next := func() int { seq++; return seq - 1 }
+	head := &responses.Response{ID: "resp_malformed", Object: responses.ObjectResponse, CreatedAt: providertest.Created,
+		Status: responses.StatusInProgress, Model: RouteModel, Output: []any{},
+		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`)}
+	event(responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head})
+	event(responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head})
+	event(responses.EventOutputItemAdded, responses.OutputItemEvent{Type: responses.EventOutputItemAdded, SequenceNumber: next(),
+		Item: responses.MessageItem{ID: "msg_malformed", Type: responses.ItemMessage, Status: responses.StatusInProgress,
+			Content: []any{}, Role: responses.RoleAssistant}})
+	event(responses.EventContentPartAdded, responses.ContentPartEvent{Type: responses.EventContentPartAdded, SequenceNumber: next(),
+		ItemID: "msg_malformed", Part: responses.OutputText{Type: responses.PartOutputText,
+			Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}}})
 	for _, piece := range pieces {
-		event("response.output_text.delta", "item_id", "msg_malformed", "output_index", 0, "content_index", 0, "delta", piece)
+		event(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta, SequenceNumber: next(),
+			ItemID: "msg_malformed", Delta: piece, Logprobs: []json.RawMessage{}})
 	}
 	return b.String()
 }
@@ -81,12 +82,12 @@ func responsesStreamStart(pieces []string) string {
 // middle of its JSON; with s.JSON, a Response cut off in the middle.
 func responsesMalformedBody(s Script) (string, map[string]string) {
 	if s.JSON {
-		return `{"id":"resp_malformed","object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_te`,
+		return `{"id":"resp_malformed","object":"` + responses.ObjectResponse + `","status":"completed","output":[{"type":"message","content":[{"type":"output_te`,
 			map[string]string{"Content-Type": "application/json"}
 	}
 	body := responsesStreamStart(s.Text[:s.CutAfter]) +
-		"event: response.output_text.delta\n" +
-		`data: {"type":"response.output_text.delta","item_id":"msg_malformed","output_index":0,"content_index":0,"delta":"wor` + "\n\n"
+		"event: " + responses.EventOutputTextDelta + "\n" +
+		`data: {"type":"` + responses.EventOutputTextDelta + `","item_id":"msg_malformed","output_index":0,"content_index":0,"delta":"wor` + "\n\n"
 	return body, map[string]string{"Content-Type": "text/event-stream"}
 }
 

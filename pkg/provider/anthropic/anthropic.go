@@ -24,6 +24,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/sse"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 var _ llm.NativeProvider = (*Client)(nil)
@@ -317,56 +318,42 @@ func (s *stream) Close() error {
 // is its error event.
 func MessageEvents(body []byte) ([][]byte, error) {
 	var m struct {
-		Type       string            `json:"type"`
-		ID         string            `json:"id"`
-		Model      string            `json:"model"`
-		Content    []json.RawMessage `json:"content"`
-		StopReason string            `json:"stop_reason"`
-		Usage      json.RawMessage   `json:"usage"`
-		Error      json.RawMessage   `json:"error"`
+		messages.Message
+		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 	}
-	if m.Type == "error" || !isNull(m.Error) {
+	if m.Type == messages.TypeError || !isNull(m.Error) {
 		return [][]byte{body}, nil
 	}
-	usage := nonNull(m.Usage)
-	if usage == nil {
-		usage = json.RawMessage("null")
-	}
-	events := [][]byte{marshal(map[string]any{"type": "message_start", "message": map[string]any{
-		"id": m.ID, "model": m.Model, "usage": usage}})}
-	for i, raw := range m.Content {
-		var b struct {
-			Type  string          `json:"type"`
-			Text  string          `json:"text"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
-		}
+	events := [][]byte{marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
+		ID: m.ID, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: m.Model,
+		Content: []messages.ContentBlock{}, Usage: m.Usage}})}
+	empty := ""
+	for i, b := range m.Content {
+		var start messages.ContentBlock
+		var delta messages.Delta
 		switch b.Type {
-		case "text":
-			events = append(events,
-				marshal(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}}),
-				marshal(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b.Text}}))
-		case "tool_use":
+		case messages.BlockText:
+			start = messages.ContentBlock{Type: messages.BlockText, Text: &empty}
+			delta = messages.Delta{Type: messages.DeltaText, Text: b.Text}
+		case messages.BlockToolUse:
 			input := string(nonNull(b.Input))
-			events = append(events,
-				marshal(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}}),
-				marshal(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": input}}))
+			start = messages.ContentBlock{Type: messages.BlockToolUse, ID: b.ID, Name: b.Name, Input: json.RawMessage("{}")}
+			delta = messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &input}
 		default:
 			continue
 		}
-		events = append(events, marshal(map[string]any{"type": "content_block_stop", "index": i}))
-	}
-	if m.StopReason != "" {
 		events = append(events,
-			marshal(map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": m.StopReason}}),
-			[]byte(`{"type":"message_stop"}`))
+			marshal(messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: i, ContentBlock: start}),
+			marshal(messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: i, Delta: delta}),
+			marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: i}))
+	}
+	if m.StopReason != nil && *m.StopReason != "" {
+		events = append(events,
+			marshal(messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: m.StopReason}}),
+			marshal(messages.MessageStop{Type: messages.EventMessageStop}))
 	}
 	return events, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 var _ llm.TokenCounter = (*Client)(nil)
@@ -78,9 +79,7 @@ func (c *Client) CountTokens(ctx context.Context, req *llm.TokenCountRequest) (*
 	case len(b) > maxCountBody:
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"}
 	}
-	var count struct {
-		InputTokens *int64 `json:"input_tokens"`
-	}
+	var count messages.TokenCount
 	if err := json.Unmarshal(b, &count); err != nil || count.InputTokens == nil || *count.InputTokens < 0 || *count.InputTokens > 1<<40 {
 		if err == nil {
 			err = errors.New("no input_tokens")

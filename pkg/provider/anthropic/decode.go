@@ -5,7 +5,8 @@ import (
 	"errors"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // RefusalText is the refusal sent to the client when Anthropic stops with
@@ -94,44 +95,6 @@ func (d *Decoder) SetOutputTool(name string) { d.outputTool = name }
 // Done reports whether message_stop has been decoded.
 func (d *Decoder) Done() bool { return d.done }
 
-// event is what is read of any stream event.
-type event struct {
-	Type    string `json:"type"`
-	Message *struct {
-		ID    string      `json:"id"`
-		Model string      `json:"model"`
-		Usage *eventUsage `json:"usage"`
-	} `json:"message"`
-	Index        int `json:"index"`
-	ContentBlock *struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-	} `json:"content_block"`
-	Delta *struct {
-		Type         string  `json:"type"`
-		Text         string  `json:"text"`
-		Thinking     string  `json:"thinking"`
-		PartialJSON  string  `json:"partial_json"`
-		StopReason   string  `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
-	} `json:"delta"`
-	Usage *eventUsage `json:"usage"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-type eventUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-}
-
 // Decode reads one event's data (its JSON; name is the SSE event name, used
 // only when the data has no "type") and returns the chunks it becomes, none
 // for most events. An error event is a FailTransient *llm.ProviderError with
@@ -142,7 +105,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	if d.done {
 		return nil, nil
 	}
-	var ev event
+	var ev messages.Event
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.Join(errMalformed, err)}
 	}
@@ -150,31 +113,31 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		ev.Type = name
 	}
 	switch ev.Type {
-	case "message_start":
+	case messages.EventMessageStart:
 		if ev.Message == nil {
 			return nil, malformedEvent("message_start without message")
 		}
 		d.id, d.model = ev.Message.ID, ev.Message.Model
 		d.usage.add(ev.Message.Usage)
 		empty := ""
-		return d.emit(nil, chunkwire.Delta{Role: "assistant", Content: &empty}, nil)
-	case "content_block_start":
+		return d.emit(nil, chat.Delta{Role: "assistant", Content: &empty}, nil)
+	case messages.EventContentBlockStart:
 		cb := ev.ContentBlock
 		if cb == nil {
 			return nil, malformedEvent("content_block_start without content_block")
 		}
 		switch cb.Type {
-		case "text":
+		case messages.BlockText:
 			if cb.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{Content: &cb.Text}, nil)
-		case "thinking":
+			return d.emit(nil, chat.Delta{Content: &cb.Text}, nil)
+		case messages.BlockThinking:
 			if cb.Thinking == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{ReasoningContent: &cb.Thinking}, nil)
-		case "tool_use":
+			return d.emit(nil, chat.Delta{ReasoningContent: &cb.Thinking}, nil)
+		case messages.BlockToolUse:
 			if d.outputTool != "" && cb.Name == d.outputTool && d.outputBlock < 0 {
 				d.outputBlock = ev.Index
 				return nil, nil
@@ -183,86 +146,87 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			d.tools++
 			d.blocks[ev.Index] = tb
 			empty := ""
-			return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
+			return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
 				Index: tb.index, ID: cb.ID, Type: "function",
-				Function: &chunkwire.Function{Name: &cb.Name, Arguments: &empty},
+				Function: &chat.DeltaFunction{Name: &cb.Name, Arguments: &empty},
 			}}}, nil)
 		}
 		return nil, nil // redacted thinking, server tools: nothing a Chat Completions client reads
-	case "content_block_delta":
+	case messages.EventContentBlockDelta:
 		if ev.Delta == nil {
 			return nil, malformedEvent("content_block_delta without delta")
 		}
 		switch ev.Delta.Type {
-		case "text_delta":
+		case messages.DeltaText:
 			if ev.Delta.Text == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{Content: &ev.Delta.Text}, nil)
-		case "thinking_delta":
+			return d.emit(nil, chat.Delta{Content: &ev.Delta.Text}, nil)
+		case messages.DeltaThinking:
 			if ev.Delta.Thinking == "" {
 				return nil, nil
 			}
-			return d.emit(nil, chunkwire.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
-		case "input_json_delta":
+			return d.emit(nil, chat.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
+		case messages.DeltaInputJSON:
 			if ev.Index == d.outputBlock && d.outputBlock >= 0 {
 				if ev.Delta.PartialJSON == "" {
 					return nil, nil
 				}
-				return d.emit(nil, chunkwire.Delta{Content: &ev.Delta.PartialJSON}, nil)
+				return d.emit(nil, chat.Delta{Content: &ev.Delta.PartialJSON}, nil)
 			}
 			tb := d.blocks[ev.Index]
 			if tb == nil || ev.Delta.PartialJSON == "" {
 				return nil, nil
 			}
 			tb.argsOut = true
-			return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
-				Index: tb.index, Function: &chunkwire.Function{Arguments: &ev.Delta.PartialJSON},
+			return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
+				Index: tb.index, Function: &chat.DeltaFunction{Arguments: &ev.Delta.PartialJSON},
 			}}}, nil)
 		}
 		return nil, nil
-	case "content_block_stop":
+	case messages.EventContentBlockStop:
 		tb := d.blocks[ev.Index]
 		if tb == nil || tb.argsOut {
 			return nil, nil
 		}
 		tb.argsOut = true
 		args := "{}"
-		return d.emit(nil, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
-			Index: tb.index, Function: &chunkwire.Function{Arguments: &args},
+		return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
+			Index: tb.index, Function: &chat.DeltaFunction{Arguments: &args},
 		}}}, nil)
-	case "message_delta":
+	case messages.EventMessageDelta:
 		d.usage.add(ev.Usage)
 		if ev.Delta == nil || ev.Delta.StopReason == "" {
 			return nil, nil
 		}
-		finish := FinishReason(ev.Delta.StopReason)
-		if finish == "tool_calls" && d.outputBlock >= 0 && d.tools == 0 {
-			finish = "stop" // the output tool's call is the answer
+		stop := ev.Delta.StopReason
+		finish := FinishReason(stop)
+		if finish == chat.FinishToolCalls && d.outputBlock >= 0 && d.tools == 0 {
+			finish = chat.FinishStop // the output tool's call is the answer
 		}
 		d.finish = finish
 		var out []llm.Chunk
-		if ev.Delta.StopReason == "refusal" && !d.output {
+		if stop == messages.StopRefusal && !d.output {
 			refusal := RefusalText
-			c, err := d.emit(nil, chunkwire.Delta{Refusal: &refusal}, nil)
+			c, err := d.emit(nil, chat.Delta{Refusal: &refusal}, nil)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, c...)
 		}
 		var stopSeq *string
-		if ev.Delta.StopReason == "stop_sequence" && ev.Delta.StopSequence != nil {
+		if stop == messages.StopStopSequence && ev.Delta.StopSequence != nil {
 			stopSeq = ev.Delta.StopSequence
 		}
-		c, err := d.emitStop(chunkwire.Delta{}, &finish, stopSeq)
+		c, err := d.emitStop(chat.Delta{}, &finish, stopSeq)
 		return append(out, c...), err
-	case "message_stop":
+	case messages.EventMessageStop:
 		d.done = true
 		if !d.usage.saw {
 			return nil, nil
 		}
-		return d.emit(d.usage.json(), chunkwire.Delta{}, nil)
-	case "error":
+		return d.emit(d.usage.json(), chat.Delta{}, nil)
+	case messages.EventError:
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
 			msg = ev.Error.Message
@@ -275,14 +239,14 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 // FinishReason maps an Anthropic stop_reason to an OpenAI finish_reason.
 func FinishReason(stopReason string) string {
 	switch stopReason {
-	case "max_tokens", "model_context_window_exceeded":
-		return "length"
-	case "tool_use":
-		return "tool_calls"
-	case "refusal":
-		return "content_filter"
+	case messages.StopMaxTokens, messages.StopModelContextWindowExceeded:
+		return chat.FinishLength
+	case messages.StopToolUse:
+		return chat.FinishToolCalls
+	case messages.StopRefusal:
+		return chat.FinishContentFilter
 	}
-	return "stop" // end_turn, stop_sequence, pause_turn and anything new
+	return chat.FinishStop // end_turn, stop_sequence, pause_turn and anything new
 }
 
 func malformedEvent(what string) *llm.ProviderError {
@@ -291,7 +255,7 @@ func malformedEvent(what string) *llm.ProviderError {
 
 // add takes an event's usage: message_delta's counts are cumulative, so
 // the last one wins.
-func (c *usageCounts) add(u *eventUsage) {
+func (c *usageCounts) add(u *messages.Usage) {
 	if u == nil {
 		return
 	}
@@ -319,9 +283,9 @@ func (c *usageCounts) soFar() json.RawMessage {
 // json is the counts as the Chat Completions usage object.
 func (c *usageCounts) json() json.RawMessage {
 	prompt := c.input + c.cacheCreate + c.cacheRead
-	w := chunkUsage{PromptTokens: prompt, CompletionTokens: c.output, TotalTokens: prompt + c.output}
+	w := chat.Usage{PromptTokens: prompt, CompletionTokens: c.output, TotalTokens: prompt + c.output}
 	if c.cacheRead > 0 || c.cacheCreate > 0 {
-		w.PromptTokensDetails = &promptDetails{CachedTokens: c.cacheRead, CacheWriteTokens: c.cacheCreate}
+		w.PromptTokensDetails = &chat.PromptTokensDetails{CachedTokens: c.cacheRead, CacheWriteTokens: c.cacheCreate}
 	}
 	return marshal(w)
 }
@@ -333,21 +297,21 @@ func (d *Decoder) UsageSoFar() json.RawMessage { return d.usage.soFar() }
 
 // emit builds one chunk: a usage-only chunk when usage is set, else one
 // choice with delta and finish.
-func (d *Decoder) emit(usage json.RawMessage, delta chunkwire.Delta, finish *string) ([]llm.Chunk, error) {
+func (d *Decoder) emit(usage json.RawMessage, delta chat.Delta, finish *string) ([]llm.Chunk, error) {
 	if usage == nil {
 		return d.emitStop(delta, finish, nil)
 	}
-	return d.write(chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model, Usage: usage, Choices: []chunkwire.Choice{}})
+	return d.write(chat.Chunk{ID: d.id, Object: chat.ObjectChunk, Created: d.created, Model: d.model, Usage: usage, Choices: []chat.ChunkChoice{}})
 }
 
 // emitStop builds one chunk of one choice with delta, finish and the stop
 // sequence that ended the answer (nil for none).
-func (d *Decoder) emitStop(delta chunkwire.Delta, finish, stopSeq *string) ([]llm.Chunk, error) {
-	return d.write(chunkwire.Chunk{ID: d.id, Object: "chat.completion.chunk", Created: d.created, Model: d.model,
-		Choices: []chunkwire.Choice{{Delta: delta, FinishReason: finish, StopReason: stopSeq}}})
+func (d *Decoder) emitStop(delta chat.Delta, finish, stopSeq *string) ([]llm.Chunk, error) {
+	return d.write(chat.Chunk{ID: d.id, Object: chat.ObjectChunk, Created: d.created, Model: d.model,
+		Choices: []chat.ChunkChoice{{Delta: delta, FinishReason: finish, StopReason: stopSeq}}})
 }
 
-func (d *Decoder) write(w chunkwire.Chunk) ([]llm.Chunk, error) {
+func (d *Decoder) write(w chat.Chunk) ([]llm.Chunk, error) {
 	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
@@ -356,16 +320,4 @@ func (d *Decoder) write(w chunkwire.Chunk) ([]llm.Chunk, error) {
 		d.output = true
 	}
 	return []llm.Chunk{c}, nil
-}
-
-type chunkUsage struct {
-	PromptTokens        int64          `json:"prompt_tokens"`
-	CompletionTokens    int64          `json:"completion_tokens"`
-	TotalTokens         int64          `json:"total_tokens"`
-	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
-}
-
-type promptDetails struct {
-	CachedTokens     int64 `json:"cached_tokens"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }

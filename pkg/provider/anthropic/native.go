@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // ForwardedHeaders are the request headers of a Messages client sent on
@@ -33,7 +34,7 @@ func (o *Observer) Done() bool { return o.done }
 // is data that is not an event object.
 func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	c := llm.Chunk{Proto: llm.ProtoMessages, Event: name, Raw: data, HasChoices: true}
-	var ev event
+	var ev messages.Event
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return llm.Chunk{}, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.Join(errMalformed, err)}
 	}
@@ -41,40 +42,40 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		ev.Type = name
 	}
 	switch ev.Type {
-	case "message_start":
+	case messages.EventMessageStart:
 		if ev.Message == nil {
 			return llm.Chunk{}, malformedEvent("message_start without message")
 		}
 		c.ID, c.Model = ev.Message.ID, ev.Message.Model
 		o.usage.add(ev.Message.Usage)
-	case "content_block_start":
+	case messages.EventContentBlockStart:
 		cb := ev.ContentBlock
 		if cb == nil {
 			return llm.Chunk{}, malformedEvent("content_block_start without content_block")
 		}
 		switch cb.Type {
-		case "text", "thinking":
+		case messages.BlockText, messages.BlockThinking:
 			c.TextLen = len(cb.Text)
 		default:
 			c.TextLen = len(cb.Name) + 1
 		}
 		c.Output = c.TextLen > 0
-	case "content_block_delta":
+	case messages.EventContentBlockDelta:
 		if ev.Delta == nil {
 			return llm.Chunk{}, malformedEvent("content_block_delta without delta")
 		}
 		c.TextLen = len(ev.Delta.Text) + len(ev.Delta.Thinking) + len(ev.Delta.PartialJSON)
 		c.Output = c.TextLen > 0
-	case "message_delta":
+	case messages.EventMessageDelta:
 		o.usage.add(ev.Usage)
 		c.Usage = o.usage.soFar()
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
 			c.FinishReason = ev.Delta.StopReason
 			c.Seen, c.Finished = 1, 1
 		}
-	case "message_stop":
+	case messages.EventMessageStop:
 		o.done = true
-	case "error":
+	case messages.EventError:
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
 			msg = ev.Error.Message
@@ -103,7 +104,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 	for _, m := range ms {
 		switch m.Key {
 		case "type":
-			if string(m.Value) == `"error"` {
+			if string(m.Value) == `"`+messages.TypeError+`"` {
 				return [][]byte{body}, nil
 			}
 		case "content":
@@ -123,17 +124,17 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		}
 	}
 	start := llm.Splice(ms, len(body), map[string][]byte{"content": []byte("[]"), "stop_reason": []byte("null"), "stop_sequence": []byte("null")})
-	events := [][]byte{append(append([]byte(`{"type":"message_start","message":`), start...), '}')}
+	events := [][]byte{append(append([]byte(`{"type":"`+messages.EventMessageStart+`","message":`), start...), '}')}
 	for i, b := range blocks {
 		idx := strconv.Itoa(i)
-		ev := []byte(`{"type":"content_block_start","index":` + idx + `,"content_block":`)
+		ev := []byte(`{"type":"` + messages.EventContentBlockStart + `","index":` + idx + `,"content_block":`)
 		ev = append(append(ev, b...), '}')
-		events = append(events, ev, []byte(`{"type":"content_block_stop","index":`+idx+`}`))
+		events = append(events, ev, []byte(`{"type":"`+messages.EventContentBlockStop+`","index":`+idx+`}`))
 	}
 	if len(stop) == 0 || string(stop) == "null" {
 		return events, nil
 	}
-	delta := []byte(`{"type":"message_delta","delta":{"stop_reason":`)
+	delta := []byte(`{"type":"` + messages.EventMessageDelta + `","delta":{"stop_reason":`)
 	delta = append(delta, stop...)
 	if len(stopSeq) > 0 {
 		delta = append(append(delta, `,"stop_sequence":`...), stopSeq...)
@@ -142,6 +143,6 @@ func NativeEvents(body []byte) ([][]byte, error) {
 	if !isNull(usage) {
 		delta = append(append(delta, `,"usage":`...), usage...)
 	}
-	events = append(events, append(delta, '}'), []byte(`{"type":"message_stop"}`))
+	events = append(events, append(delta, '}'), []byte(`{"type":"`+messages.EventMessageStop+`"}`))
 	return events, nil
 }

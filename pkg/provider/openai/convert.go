@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // completionChunks turns a chat.completion, the answer of an upstream that
@@ -103,7 +104,7 @@ func (o *object) bytes() []byte {
 // to usage or left out.
 func chunkObject(top []member, choices, usage json.RawMessage) []byte {
 	var o object
-	chunkType := []byte(`"chat.completion.chunk"`)
+	chunkType := []byte(`"` + chat.ObjectChunk + `"`)
 	sawObject, sawChoices := false, false
 	for _, m := range top {
 		switch m.key {

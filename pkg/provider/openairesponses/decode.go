@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Decoder turns the events of a Responses stream into OpenAI
@@ -72,7 +73,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	}
 	var out []llm.Chunk
 	switch ev.Type {
-	case "response.created", "response.in_progress", "response.queued":
+	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
 		if !isNull(ev.Response) {
 			r, err := parseResponse(ev.Response, false)
 			if err != nil {
@@ -80,10 +81,10 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			}
 			d.note(&r)
 		}
-		if ev.Type == "response.created" {
+		if ev.Type == responses.EventCreated {
 			return d.start(nil)
 		}
-	case "response.output_item.added":
+	case responses.EventOutputItemAdded:
 		it, err := parseItem(ev.Item)
 		if err != nil {
 			return nil, err
@@ -93,25 +94,25 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			return nil, nil // added twice: the first counts
 		}
 		st = d.register(index(ev.OutputIndex), it.ID, it.Type)
-		if it.Type == "function_call" {
+		if it.Type == responses.ItemFunctionCall {
 			return d.startCall(out, st, &it, false)
 		}
-	case "response.output_text.delta", "response.refusal.delta":
+	case responses.EventOutputTextDelta, responses.EventRefusalDelta:
 		s := str(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
-		d.follow(&ev, "message").textOut = true
-		if ev.Type == "response.refusal.delta" {
-			return d.emit(out, chunkwire.Delta{Refusal: &s}, nil)
+		d.follow(&ev, responses.ItemMessage).textOut = true
+		if ev.Type == responses.EventRefusalDelta {
+			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
-		return d.emit(out, chunkwire.Delta{Content: &s}, nil)
-	case "response.function_call_arguments.delta", "response.function_call_arguments.done":
+		return d.emit(out, chat.Delta{Content: &s}, nil)
+	case responses.EventFunctionCallArgumentsDelta, responses.EventFunctionCallArgumentsDone:
 		st := d.lookup(index(ev.OutputIndex), str(ev.ItemID))
-		if st == nil || st.kind != "function_call" {
+		if st == nil || st.kind != responses.ItemFunctionCall {
 			return nil, nil
 		}
-		if ev.Type == "response.function_call_arguments.delta" {
+		if ev.Type == responses.EventFunctionCallArgumentsDelta {
 			s := str(ev.Delta)
 			if s == "" {
 				return nil, nil
@@ -123,32 +124,32 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			st.argsOut = true
 			return d.emitArgs(out, st, s)
 		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+	case responses.EventReasoningSummaryTextDelta, responses.EventReasoningTextDelta:
 		s := str(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
-		st := d.follow(&ev, "reasoning")
+		st := d.follow(&ev, responses.ItemReasoning)
 		part := index(ev.SummaryIndex)
-		if ev.Type == "response.reasoning_summary_text.delta" && st.reasoningOut && part > st.summary {
+		if ev.Type == responses.EventReasoningSummaryTextDelta && st.reasoningOut && part > st.summary {
 			s = "\n\n" + s // a new summary part
 		}
 		st.reasoningOut, st.summary = true, part
-		return d.emit(out, chunkwire.Delta{ReasoningContent: &s}, nil)
-	case "response.output_item.done":
+		return d.emit(out, chat.Delta{ReasoningContent: &s}, nil)
+	case responses.EventOutputItemDone:
 		it, err := parseItem(ev.Item)
 		if err != nil {
 			return nil, err
 		}
 		return d.itemDone(out, index(ev.OutputIndex), &it)
-	case evCompleted, evIncomplete:
+	case responses.EventCompleted, responses.EventIncomplete:
 		return d.finish(out, &ev)
-	case evFailed:
+	case responses.EventFailed:
 		if r, err := parseResponse(ev.Response, false); err == nil {
 			d.usage = ChatUsage(r.Usage)
 		}
 		return nil, failure(&ev)
-	case evError:
+	case responses.EventError:
 		return nil, failure(&ev)
 	}
 	return nil, nil // content parts, the .done events, annotations, and kinds added after this was written
@@ -200,15 +201,15 @@ func (d *Decoder) startCall(out []llm.Chunk, st *itemState, it *wireItem, done b
 		args = "{}"
 	}
 	st.argsOut = args != ""
-	return d.emit(out, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
+	return d.emit(out, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
 		Index: st.tool, ID: it.CallID, Type: "function",
-		Function: &chunkwire.Function{Name: &it.Name, Arguments: &args},
+		Function: &chat.DeltaFunction{Name: &it.Name, Arguments: &args},
 	}}}, nil)
 }
 
 func (d *Decoder) emitArgs(out []llm.Chunk, st *itemState, args string) ([]llm.Chunk, error) {
-	return d.emit(out, chunkwire.Delta{ToolCalls: []chunkwire.ToolCall{{
-		Index: st.tool, Function: &chunkwire.Function{Arguments: &args},
+	return d.emit(out, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
+		Index: st.tool, Function: &chat.DeltaFunction{Arguments: &args},
 	}}}, nil)
 }
 
@@ -219,14 +220,14 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 	st := d.lookup(idx, it.ID)
 	if st == nil {
 		st = d.register(idx, it.ID, it.Type)
-		if it.Type == "function_call" {
+		if it.Type == responses.ItemFunctionCall {
 			return d.startCall(out, st, it, true)
 		}
 	}
 	var err error
 	switch it.Type {
-	case "function_call":
-		if st.kind == "function_call" && !st.argsOut {
+	case responses.ItemFunctionCall:
+		if st.kind == responses.ItemFunctionCall && !st.argsOut {
 			st.argsOut = true
 			args := it.Arguments
 			if args == "" {
@@ -234,8 +235,8 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 			}
 			return d.emitArgs(out, st, args)
 		}
-	case "message":
-		if st.kind != "message" || st.textOut {
+	case responses.ItemMessage:
+		if st.kind != responses.ItemMessage || st.textOut {
 			return out, nil
 		}
 		st.textOut = true
@@ -245,15 +246,15 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 			refusal.WriteString(p.Refusal)
 		}
 		if s := text.String(); s != "" {
-			if out, err = d.emit(out, chunkwire.Delta{Content: &s}, nil); err != nil {
+			if out, err = d.emit(out, chat.Delta{Content: &s}, nil); err != nil {
 				return nil, err
 			}
 		}
 		if s := refusal.String(); s != "" {
-			return d.emit(out, chunkwire.Delta{Refusal: &s}, nil)
+			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
-	case "reasoning":
-		if st.kind != "reasoning" || st.reasoningOut {
+	case responses.ItemReasoning:
+		if st.kind != responses.ItemReasoning || st.reasoningOut {
 			return out, nil
 		}
 		st.reasoningOut = true
@@ -266,7 +267,7 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 			}
 		}
 		if s := strings.Join(parts, "\n\n"); s != "" {
-			return d.emit(out, chunkwire.Delta{ReasoningContent: &s}, nil)
+			return d.emit(out, chat.Delta{ReasoningContent: &s}, nil)
 		}
 	}
 	return out, nil
@@ -290,17 +291,17 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 			return nil, err
 		}
 	}
-	finish := "stop"
+	finish := chat.FinishStop
 	switch {
-	case ev.Type == evIncomplete || r.Status == "incomplete":
-		finish = "length"
-		if r.IncompleteReason == "content_filter" {
-			finish = "content_filter"
+	case ev.Type == responses.EventIncomplete || r.Status == responses.StatusIncomplete:
+		finish = chat.FinishLength
+		if r.IncompleteReason == responses.ReasonContentFilter {
+			finish = chat.FinishContentFilter
 		}
 	case d.tools > 0:
-		finish = "tool_calls"
+		finish = chat.FinishToolCalls
 	}
-	if out, err = d.emit(out, chunkwire.Delta{}, &finish); err != nil {
+	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
 	}
 	d.usage = ChatUsage(r.Usage)
@@ -331,26 +332,26 @@ func (d *Decoder) start(out []llm.Chunk) ([]llm.Chunk, error) {
 	}
 	d.started = true
 	empty := ""
-	return d.chunk(out, chunkwire.Chunk{Choices: []chunkwire.Choice{{Delta: chunkwire.Delta{Role: "assistant", Content: &empty}}}})
+	return d.chunk(out, chat.Chunk{Choices: []chat.ChunkChoice{{Delta: chat.Delta{Role: "assistant", Content: &empty}}}})
 }
 
 // emit appends one chunk of one choice with delta and finish, after the
 // role chunk when it is not out yet.
-func (d *Decoder) emit(out []llm.Chunk, delta chunkwire.Delta, finish *string) ([]llm.Chunk, error) {
+func (d *Decoder) emit(out []llm.Chunk, delta chat.Delta, finish *string) ([]llm.Chunk, error) {
 	out, err := d.start(out)
 	if err != nil {
 		return nil, err
 	}
-	return d.chunk(out, chunkwire.Chunk{Choices: []chunkwire.Choice{{Delta: delta, FinishReason: finish}}})
+	return d.chunk(out, chat.Chunk{Choices: []chat.ChunkChoice{{Delta: delta, FinishReason: finish}}})
 }
 
 // emitUsage appends the usage-only chunk.
 func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk, error) {
-	return d.chunk(out, chunkwire.Chunk{Choices: []chunkwire.Choice{}, Usage: usage})
+	return d.chunk(out, chat.Chunk{Choices: []chat.ChunkChoice{}, Usage: usage})
 }
 
-func (d *Decoder) chunk(out []llm.Chunk, w chunkwire.Chunk) ([]llm.Chunk, error) {
-	w.ID, w.Object, w.Created, w.Model = d.id, "chat.completion.chunk", d.created, d.model
+func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
+	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
 	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
 		return nil, malformed(err)

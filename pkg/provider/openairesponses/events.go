@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Event is one Responses stream event: its name and its data.
@@ -67,7 +68,7 @@ func ResponseEvents(body []byte) ([]Event, error) {
 		if msg == "" {
 			msg = "unspecified upstream error"
 		}
-		w.event(evError, "code", nullable(code), "message", llm.AppendString(nil, msg), "param", []byte("null"))
+		w.event(responses.EventError, "code", nullable(code), "message", llm.AppendString(nil, msg), "param", []byte("null"))
 		return w.events, nil
 	}
 	r, err := parseResponse(body, true)
@@ -75,23 +76,23 @@ func ResponseEvents(body []byte) ([]Event, error) {
 		return nil, malformedAnswer(err)
 	}
 	start := llm.Splice(ms, len(body), map[string][]byte{
-		"status": []byte(`"in_progress"`), "output": []byte("[]"), "usage": []byte("null"),
+		"status": []byte(`"` + responses.StatusInProgress + `"`), "output": []byte("[]"), "usage": []byte("null"),
 		"incomplete_details": []byte("null"), "error": []byte("null"),
 	})
-	w.event("response.created", "response", start)
-	w.event("response.in_progress", "response", start)
+	w.event(responses.EventCreated, "response", start)
+	w.event(responses.EventInProgress, "response", start)
 	for i, raw := range r.Output {
 		if err := w.item(i, raw); err != nil {
 			return nil, malformedAnswer(err)
 		}
 	}
 	switch r.Status {
-	case "completed":
-		w.event(evCompleted, "response", body)
-	case "incomplete":
-		w.event(evIncomplete, "response", body)
-	case "failed":
-		w.event(evFailed, "response", body)
+	case responses.StatusCompleted:
+		w.event(responses.EventCompleted, "response", body)
+	case responses.StatusIncomplete:
+		w.event(responses.EventIncomplete, "response", body)
+	case responses.StatusFailed:
+		w.event(responses.EventFailed, "response", body)
 	}
 	return w.events, nil
 }
@@ -154,20 +155,20 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 	id := llm.AppendString(nil, it.ID)
 	added := raw
 	switch it.Type {
-	case "message":
-		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"in_progress"`), "content": []byte("[]")})
-	case "function_call":
-		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"in_progress"`), "arguments": emptyString})
-	case "reasoning":
+	case responses.ItemMessage:
+		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"` + responses.StatusInProgress + `"`), "content": []byte("[]")})
+	case responses.ItemFunctionCall:
+		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"` + responses.StatusInProgress + `"`), "arguments": emptyString})
+	case responses.ItemReasoning:
 		set := map[string][]byte{"summary": []byte("[]"), "encrypted_content": nil}
 		if hasMember(ms, "content") {
 			set["content"] = []byte("[]")
 		}
 		added = llm.Splice(ms, len(raw), set)
 	}
-	w.event("response.output_item.added", "output_index", oi, "item", added)
+	w.event(responses.EventOutputItemAdded, "output_index", oi, "item", added)
 	switch it.Type {
-	case "message":
+	case responses.ItemMessage:
 		parts, err := rawParts(ms, "content")
 		if err != nil {
 			return err
@@ -177,30 +178,30 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 				return err
 			}
 		}
-	case "function_call":
+	case responses.ItemFunctionCall:
 		args := llm.AppendString(nil, it.Arguments)
 		if it.Arguments != "" {
-			w.event("response.function_call_arguments.delta", "item_id", id, "output_index", oi, "delta", args)
+			w.event(responses.EventFunctionCallArgumentsDelta, "item_id", id, "output_index", oi, "delta", args)
 		}
-		w.event("response.function_call_arguments.done", "item_id", id, "output_index", oi, "arguments", args)
-	case "reasoning":
+		w.event(responses.EventFunctionCallArgumentsDone, "item_id", id, "output_index", oi, "arguments", args)
+	case responses.ItemReasoning:
 		for k, p := range it.Summary {
 			si := strconv.AppendInt(nil, int64(k), 10)
 			text := p.RawText
 			if text == nil {
 				text = emptyString
 			}
-			w.event("response.reasoning_summary_part.added", "item_id", id, "output_index", oi, "summary_index", si,
+			w.event(responses.EventReasoningSummaryPartAdded, "item_id", id, "output_index", oi, "summary_index", si,
 				"part", summaryPart(emptyString))
 			if p.Text != "" {
-				w.event("response.reasoning_summary_text.delta", "item_id", id, "output_index", oi, "summary_index", si, "delta", text)
+				w.event(responses.EventReasoningSummaryTextDelta, "item_id", id, "output_index", oi, "summary_index", si, "delta", text)
 			}
-			w.event("response.reasoning_summary_text.done", "item_id", id, "output_index", oi, "summary_index", si, "text", text)
-			w.event("response.reasoning_summary_part.done", "item_id", id, "output_index", oi, "summary_index", si,
+			w.event(responses.EventReasoningSummaryTextDone, "item_id", id, "output_index", oi, "summary_index", si, "text", text)
+			w.event(responses.EventReasoningSummaryPartDone, "item_id", id, "output_index", oi, "summary_index", si,
 				"part", summaryPart(text))
 		}
 		for j, p := range it.Content {
-			if p.Type != "reasoning_text" {
+			if p.Type != responses.PartReasoningText {
 				continue
 			}
 			ci := strconv.AppendInt(nil, int64(j), 10)
@@ -209,12 +210,12 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 				text = emptyString
 			}
 			if p.Text != "" {
-				w.event("response.reasoning_text.delta", "item_id", id, "output_index", oi, "content_index", ci, "delta", text)
+				w.event(responses.EventReasoningTextDelta, "item_id", id, "output_index", oi, "content_index", ci, "delta", text)
 			}
-			w.event("response.reasoning_text.done", "item_id", id, "output_index", oi, "content_index", ci, "text", text)
+			w.event(responses.EventReasoningTextDone, "item_id", id, "output_index", oi, "content_index", ci, "text", text)
 		}
 	}
-	w.event("response.output_item.done", "output_index", oi, "item", []byte(raw))
+	w.event(responses.EventOutputItemDone, "output_index", oi, "item", []byte(raw))
 	return nil
 }
 
@@ -234,36 +235,36 @@ func (w *eventWriter) messagePart(oi, id []byte, j int, raw json.RawMessage) err
 	at := []any{"item_id", id, "output_index", oi, "content_index", ci}
 	with := func(kv ...any) []any { return append(at[:len(at):len(at)], kv...) }
 	switch p.Type {
-	case "output_text":
+	case responses.PartOutputText:
 		text := p.RawText
 		if text == nil {
 			text = emptyString
 		}
-		w.event("response.content_part.added", with("part", llm.Splice(ms, len(raw), map[string][]byte{"text": emptyString, "annotations": []byte("[]")}))...)
+		w.event(responses.EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"text": emptyString, "annotations": []byte("[]")}))...)
 		if p.Text != "" {
-			w.event("response.output_text.delta", with("delta", text, "logprobs", []byte("[]"))...)
+			w.event(responses.EventOutputTextDelta, with("delta", text, "logprobs", []byte("[]"))...)
 		}
-		w.event("response.output_text.done", with("text", text, "logprobs", []byte("[]"))...)
-	case "refusal":
+		w.event(responses.EventOutputTextDone, with("text", text, "logprobs", []byte("[]"))...)
+	case responses.PartRefusal:
 		refusal := p.RawRefusal
 		if refusal == nil {
 			refusal = emptyString
 		}
-		w.event("response.content_part.added", with("part", llm.Splice(ms, len(raw), map[string][]byte{"refusal": emptyString}))...)
+		w.event(responses.EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"refusal": emptyString}))...)
 		if p.Refusal != "" {
-			w.event("response.refusal.delta", with("delta", refusal)...)
+			w.event(responses.EventRefusalDelta, with("delta", refusal)...)
 		}
-		w.event("response.refusal.done", with("refusal", refusal)...)
+		w.event(responses.EventRefusalDone, with("refusal", refusal)...)
 	default:
-		w.event("response.content_part.added", with("part", []byte(raw))...)
+		w.event(responses.EventContentPartAdded, with("part", []byte(raw))...)
 	}
-	w.event("response.content_part.done", with("part", []byte(raw))...)
+	w.event(responses.EventContentPartDone, with("part", []byte(raw))...)
 	return nil
 }
 
 // summaryPart is a summary_text part of text, a JSON string.
 func summaryPart(text []byte) []byte {
-	b := append([]byte(`{"type":"summary_text","text":`), text...)
+	b := append([]byte(`{"type":"`+responses.PartSummaryText+`","text":`), text...)
 	return append(b, '}')
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Observer reads the events of a Responses stream passed through to a
@@ -63,22 +64,22 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	// hold back.
 	c := llm.Chunk{Proto: llm.ProtoResponses, Event: name, Raw: data, HasChoices: true}
 	switch ev.Type {
-	case "response.created", "response.in_progress", "response.queued":
+	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
 		if err := o.noteResponse(ev.Response); err != nil {
 			return llm.Chunk{}, err
 		}
-	case "response.output_item.added", "response.output_item.done":
+	case responses.EventOutputItemAdded, responses.EventOutputItemDone:
 		it, err := parseItem(ev.Item)
 		if err != nil {
 			return llm.Chunk{}, err
 		}
 		c.Output = it.hasOutput()
-		if ev.Type == "response.output_item.added" {
+		if ev.Type == responses.EventOutputItemAdded {
 			c.TextLen = len(it.Name) + len(it.Arguments)
 		}
-	case "response.image_generation_call.partial_image":
+	case responses.EventImageGenerationCallPartialImage:
 		c.Output = true
-	case evCompleted, evIncomplete:
+	case responses.EventCompleted, responses.EventIncomplete:
 		r, err := parseResponse(ev.Response, false)
 		if err != nil {
 			return llm.Chunk{}, err
@@ -87,17 +88,17 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		o.usage = ChatUsage(r.Usage)
 		o.done = true
 		c.Usage = o.usage
-		c.FinishReason = "completed"
-		if ev.Type == evIncomplete {
-			c.FinishReason = "incomplete"
+		c.FinishReason = responses.StatusCompleted
+		if ev.Type == responses.EventIncomplete {
+			c.FinishReason = responses.StatusIncomplete
 		}
 		c.Seen, c.Finished = 1, 1
-	case evFailed:
+	case responses.EventFailed:
 		if r, err := parseResponse(ev.Response, false); err == nil {
 			o.usage = ChatUsage(r.Usage)
 		}
 		return llm.Chunk{}, failure(&ev)
-	case evError:
+	case responses.EventError:
 		return llm.Chunk{}, failure(&ev)
 	default:
 		// A non-empty string delta, its length as written (escapes

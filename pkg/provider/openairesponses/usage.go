@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // ChatUsage converts a Responses usage object into the Chat Completions
@@ -28,24 +30,18 @@ func ChatUsage(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	in, out := count(u.Input), count(u.Output)
-	b := make([]byte, 0, 160)
-	b = append(b, `{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, in, 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, out, 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, in+out, 10)
+	w := chat.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out}
 	if n, ok := detail(u.InputD, "cached_tokens"); ok {
-		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
-		b = strconv.AppendInt(b, n, 10)
-		b = append(b, '}')
+		w.PromptTokensDetails = &chat.PromptTokensDetails{CachedTokens: n}
 	}
 	if n, ok := detail(u.OutputD, "reasoning_tokens"); ok {
-		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
-		b = strconv.AppendInt(b, n, 10)
-		b = append(b, '}')
+		w.CompletionTokensDetails = &chat.CompletionTokensDetails{ReasoningTokens: n}
 	}
-	return append(b, '}')
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // count reads a token count: a non-negative number, whole tokens, at most

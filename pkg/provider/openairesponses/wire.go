@@ -8,14 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-)
-
-// The terminal events, and the others read for what they end.
-const (
-	evCompleted  = "response.completed"
-	evIncomplete = "response.incomplete"
-	evFailed     = "response.failed"
-	evError      = "error"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // wireEvent is what is read of any event's data: its type, and the members
@@ -68,7 +61,7 @@ func parseEvent(name string, data []byte) (wireEvent, error) {
 			ev.Arguments = value
 		case "response":
 			ev.Response = value
-		case "message":
+		case responses.ItemMessage:
 			ev.Message = value
 		case "error":
 			ev.Error = value
@@ -95,16 +88,16 @@ func parseEvent(name string, data []byte) (wireEvent, error) {
 var eventTypes = func() map[string]string {
 	m := map[string]string{}
 	for _, t := range []string{
-		"response.created", "response.in_progress", "response.queued",
-		"response.output_item.added", "response.output_item.done",
-		"response.content_part.added", "response.content_part.done",
-		"response.output_text.delta", "response.output_text.done", "response.refusal.delta", "response.refusal.done",
-		"response.function_call_arguments.delta", "response.function_call_arguments.done",
-		"response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
-		"response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
-		"response.reasoning_text.delta", "response.reasoning_text.done",
-		"response.custom_tool_call_input.delta", "response.image_generation_call.partial_image",
-		evCompleted, evIncomplete, evFailed, evError,
+		responses.EventCreated, responses.EventInProgress, responses.EventQueued,
+		responses.EventOutputItemAdded, responses.EventOutputItemDone,
+		responses.EventContentPartAdded, responses.EventContentPartDone,
+		responses.EventOutputTextDelta, responses.EventOutputTextDone, responses.EventRefusalDelta, responses.EventRefusalDone,
+		responses.EventFunctionCallArgumentsDelta, responses.EventFunctionCallArgumentsDone,
+		responses.EventReasoningSummaryPartAdded, responses.EventReasoningSummaryPartDone,
+		responses.EventReasoningSummaryTextDelta, responses.EventReasoningSummaryTextDone,
+		responses.EventReasoningTextDelta, responses.EventReasoningTextDone,
+		responses.EventCustomToolCallInputDelta, responses.EventImageGenerationCallPartialImage,
+		responses.EventCompleted, responses.EventIncomplete, responses.EventFailed, responses.EventError,
 	} {
 		m[`"`+t+`"`] = t
 	}
@@ -253,7 +246,7 @@ func parseItem(raw json.RawMessage) (wireItem, error) {
 		it.Arguments = str(m.Arguments)
 	}
 	switch it.Type {
-	case "message", "reasoning":
+	case responses.ItemMessage, responses.ItemReasoning:
 		var err error
 		if it.Content, err = parseParts(m.Content); err != nil {
 			return wireItem{}, err
@@ -311,7 +304,7 @@ func (it *wireItem) hasOutput() bool {
 	switch it.Type {
 	case "":
 		return false
-	case "message", "reasoning":
+	case responses.ItemMessage, responses.ItemReasoning:
 		if it.EncryptedContent != "" {
 			return true
 		}
@@ -405,7 +398,7 @@ func errorText(raw json.RawMessage) (message, code string) {
 // falls back when it comes before any output).
 func failure(ev *wireEvent) error {
 	var msg string
-	if ev.Type == evFailed {
+	if ev.Type == responses.EventFailed {
 		if r, err := parseResponse(ev.Response, false); err == nil {
 			msg = r.ErrorMessage
 		}

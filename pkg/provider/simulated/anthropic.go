@@ -15,6 +15,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // simulatedURL is the base URL of an Anthropic-protocol simulated provider:
@@ -213,13 +214,15 @@ func (b *eventBody) next() ([]byte, error) {
 	var data any
 	switch s := b.step; {
 	case s == 0:
-		name = "message_start"
-		data = map[string]any{"type": name, "message": map[string]any{
-			"id": b.id, "type": "message", "role": "assistant", "model": b.model, "content": []any{},
-			"stop_reason": nil, "usage": map[string]int{"input_tokens": b.promptTokens, "output_tokens": 1}}}
+		name = messages.EventMessageStart
+		input, output := int64(b.promptTokens), int64(1)
+		data = messages.MessageStart{Type: name, Message: messages.Message{
+			ID: b.id, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: b.model, Content: []messages.ContentBlock{},
+			Usage: &messages.Usage{InputTokens: &input, OutputTokens: &output}}}
 	case s == 1:
-		name = "content_block_start"
-		data = map[string]any{"type": name, "index": 0, "content_block": map[string]string{"type": "text", "text": ""}}
+		name = messages.EventContentBlockStart
+		empty := ""
+		data = messages.ContentBlockStart{Type: name, ContentBlock: messages.ContentBlock{Type: messages.BlockText, Text: &empty}}
 	case s <= words+1:
 		wait := b.cfg.ChunkLatency.D()
 		if s == 2 {
@@ -232,18 +235,19 @@ func (b *eventBody) next() ([]byte, error) {
 		if s == 2 {
 			text = b.prefix + text
 		}
-		name = "content_block_delta"
-		data = map[string]any{"type": name, "index": 0, "delta": map[string]string{"type": "text_delta", "text": text}}
+		name = messages.EventContentBlockDelta
+		data = messages.ContentBlockDelta{Type: name, Delta: messages.Delta{Type: messages.DeltaText, Text: &text}}
 	case s == words+2:
-		name = "content_block_stop"
-		data = map[string]any{"type": name, "index": 0}
+		name = messages.EventContentBlockStop
+		data = messages.ContentBlockStop{Type: name}
 	case s == words+3:
-		name = "message_delta"
-		data = map[string]any{"type": name, "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
-			"usage": map[string]int{"output_tokens": words}}
+		name = messages.EventMessageDelta
+		stop, output := messages.StopEndTurn, int64(words)
+		data = messages.MessageDelta{Type: name, Delta: messages.StopDelta{StopReason: &stop},
+			Usage: &messages.Usage{OutputTokens: &output}}
 	case s == words+4:
-		name = "message_stop"
-		data = map[string]string{"type": name}
+		name = messages.EventMessageStop
+		data = messages.MessageStop{Type: name}
 	default:
 		return nil, io.EOF
 	}

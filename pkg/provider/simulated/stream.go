@@ -10,7 +10,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/llm/chunkwire"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // stream is one simulated answer. It runs no goroutine: each chunk is made,
@@ -47,13 +47,6 @@ type stream struct {
 	closeOnce sync.Once
 }
 
-// wireUsage is the usage chunk's usage, in the field order OpenAI sends.
-type wireUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
 // Next returns the next chunk, waiting first as the config says: the first
 // token latency before the first content chunk, the chunk latency before each
 // later one.
@@ -72,12 +65,12 @@ func (s *stream) Next() (llm.Chunk, error) {
 		return s.cut(err)
 	}
 
-	w := chunkwire.Chunk{ID: s.id, Object: "chat.completion.chunk", Created: created, Model: s.model}
+	w := chat.Chunk{ID: s.id, Object: chat.ObjectChunk, Created: created, Model: s.model}
 	words := s.cfg.Words
 	switch {
 	case s.step == 0:
 		empty := ""
-		w.Choices = []chunkwire.Choice{{Delta: chunkwire.Delta{Role: "assistant", Content: &empty}}}
+		w.Choices = []chat.ChunkChoice{{Delta: chat.Delta{Role: "assistant", Content: &empty}}}
 	case s.step <= words:
 		wait := s.cfg.ChunkLatency.D()
 		if s.step == 1 {
@@ -90,18 +83,18 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if s.step == 1 {
 			text = s.prefix + text
 		}
-		w.Choices = []chunkwire.Choice{{Delta: chunkwire.Delta{Content: &text}}}
+		w.Choices = []chat.ChunkChoice{{Delta: chat.Delta{Content: &text}}}
 	case s.step == words+1:
-		stop := "stop"
-		w.Choices = []chunkwire.Choice{{FinishReason: &stop}}
+		stop := chat.FinishStop
+		w.Choices = []chat.ChunkChoice{{FinishReason: &stop}}
 	case s.step == words+2:
 		// The gateway always asks for usage (stream_options.include_usage),
 		// so it always comes, in a chunk of its own with no choices.
-		w.Choices = []chunkwire.Choice{}
-		u, err := json.Marshal(wireUsage{
-			PromptTokens:     s.promptTokens,
-			CompletionTokens: words,
-			TotalTokens:      s.promptTokens + words,
+		w.Choices = []chat.ChunkChoice{}
+		u, err := json.Marshal(chat.Usage{
+			PromptTokens:     int64(s.promptTokens),
+			CompletionTokens: int64(words),
+			TotalTokens:      int64(s.promptTokens + words),
 		})
 		if err != nil {
 			return s.malformed(err)

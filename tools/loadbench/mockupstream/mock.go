@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // CompletionSize is the size in bytes of the non-streaming answer.
@@ -28,50 +30,22 @@ const words = "Load benchmarks measure what a gateway adds to every request: par
 	"It carries no meaning beyond its length and shape, and repeats: load load load " +
 	"load load load load load load load load load load load load load load load load"
 
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type completion struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		Logprobs     any     `json:"logprobs"`
-		FinishReason string  `json:"finish_reason"`
-	} `json:"choices"`
-	Usage             usage  `json:"usage"`
-	SystemFingerprint string `json:"system_fingerprint"`
-}
-
-func usageOf(text string) usage {
-	n := len(strings.Fields(text))
-	return usage{PromptTokens: promptTokens, CompletionTokens: n, TotalTokens: promptTokens + n}
+func usageOf(text string) json.RawMessage {
+	n := int64(len(strings.Fields(text)))
+	b, err := json.Marshal(chat.Usage{PromptTokens: promptTokens, CompletionTokens: n, TotalTokens: promptTokens + n})
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func marshalCompletion(text string) []byte {
-	var c completion
-	c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = completionID, "chat.completion", created, model, fingerprint
-	c.Choices = make([]struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		Logprobs     any     `json:"logprobs"`
-		FinishReason string  `json:"finish_reason"`
-	}, 1)
-	c.Choices[0].Message = message{Role: "assistant", Content: text}
-	c.Choices[0].FinishReason = "stop"
-	c.Usage = usageOf(text)
-	b, err := json.Marshal(c)
+	stop := chat.FinishStop
+	b, err := json.Marshal(chat.Completion{
+		ID: completionID, Object: chat.ObjectCompletion, Created: created, Model: model,
+		Choices: []chat.Choice{{Message: chat.Message{Role: "assistant", Content: &text}, FinishReason: &stop}},
+		Usage:   usageOf(text), SystemFingerprint: fingerprint,
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -103,29 +77,10 @@ func answerText() string {
 // words each (with the space before a word; 0: the whole text in one
 // chunk), a finish chunk, the usage chunk when withUsage, and [DONE].
 func sseEvents(text string, withUsage bool, chunkWords int) [][]byte {
-	type delta struct {
-		Role    string `json:"role,omitempty"`
-		Content string `json:"content"`
-	}
-	type choice struct {
-		Index        int     `json:"index"`
-		Delta        delta   `json:"delta"`
-		Logprobs     any     `json:"logprobs"`
-		FinishReason *string `json:"finish_reason"`
-	}
-	type chunk struct {
-		ID                string   `json:"id"`
-		Object            string   `json:"object"`
-		Created           int64    `json:"created"`
-		Model             string   `json:"model"`
-		SystemFingerprint string   `json:"system_fingerprint"`
-		Choices           []choice `json:"choices"`
-		Usage             *usage   `json:"usage,omitempty"`
-	}
-	event := func(c chunk) []byte {
-		c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = completionID, "chat.completion.chunk", created, model, fingerprint
+	event := func(c chat.Chunk) []byte {
+		c.ID, c.Object, c.Created, c.Model, c.SystemFingerprint = completionID, chat.ObjectChunk, created, model, fingerprint
 		if c.Choices == nil {
-			c.Choices = []choice{}
+			c.Choices = []chat.ChunkChoice{}
 		}
 		b, err := json.Marshal(c)
 		if err != nil {
@@ -133,8 +88,14 @@ func sseEvents(text string, withUsage bool, chunkWords int) [][]byte {
 		}
 		return []byte("data: " + string(b) + "\n\n")
 	}
+	// choice is one choice with content and finish_reason, and logprobs
+	// null as OpenAI writes it.
+	choice := func(d chat.Delta, content string, finish *string) []chat.ChunkChoice {
+		d.Content = &content
+		return []chat.ChunkChoice{{Delta: d, Logprobs: null, FinishReason: finish}}
+	}
 	var events [][]byte
-	events = append(events, event(chunk{Choices: []choice{{Delta: delta{Role: "assistant"}}}}))
+	events = append(events, event(chat.Chunk{Choices: choice(chat.Delta{Role: "assistant"}, "", nil)}))
 	fields := strings.Fields(text)
 	if chunkWords <= 0 {
 		chunkWords = len(fields)
@@ -144,13 +105,12 @@ func sseEvents(text string, withUsage bool, chunkWords int) [][]byte {
 		if i > 0 {
 			part = " " + part
 		}
-		events = append(events, event(chunk{Choices: []choice{{Delta: delta{Content: part}}}}))
+		events = append(events, event(chat.Chunk{Choices: choice(chat.Delta{}, part, nil)}))
 	}
-	stop := "stop"
-	events = append(events, event(chunk{Choices: []choice{{FinishReason: &stop}}}))
+	stop := chat.FinishStop
+	events = append(events, event(chat.Chunk{Choices: choice(chat.Delta{}, "", &stop)}))
 	if withUsage {
-		u := usageOf(text)
-		events = append(events, event(chunk{Usage: &u}))
+		events = append(events, event(chat.Chunk{Usage: usageOf(text)}))
 	}
 	return append(events, []byte("data: [DONE]\n\n"))
 }
@@ -268,6 +228,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 var (
+	null        = json.RawMessage("null")
 	contentJSON = []string{"application/json"}
 	contentSSE  = []string{"text/event-stream"}
 	noCache     = []string{"no-cache"}
@@ -317,6 +278,6 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+	b, _ := json.Marshal(chat.Error{Error: chat.ErrorBody{Message: msg, Type: "invalid_request_error"}})
 	w.Write(b)
 }

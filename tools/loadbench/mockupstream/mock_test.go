@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 func post(t *testing.T, h http.Handler, body string) *httptest.ResponseRecorder {
@@ -26,11 +28,15 @@ func TestCompletionIs448Bytes(t *testing.T) {
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("content type %q", ct)
 	}
-	var c completion
+	var c chat.Completion
 	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" || c.Usage.TotalTokens == 0 {
+	var u chat.Usage
+	if err := json.Unmarshal(c.Usage, &u); err != nil {
+		t.Fatal(err)
+	}
+	if c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content == nil || *c.Choices[0].Message.Content == "" || u.TotalTokens == 0 {
 		t.Fatalf("unexpected completion %+v", c)
 	}
 }
@@ -58,7 +64,7 @@ func streamText(t *testing.T, body string) (text string, usageChunks int, done b
 					Content string `json:"content"`
 				} `json:"delta"`
 			} `json:"choices"`
-			Usage *usage `json:"usage"`
+			Usage *chat.Usage `json:"usage"`
 		}
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
 			t.Fatalf("chunk %q: %v", data, err)
@@ -83,9 +89,9 @@ func TestStreamIsTheSameText(t *testing.T) {
 	}{{false, 0}, {true, 0}, {false, 1}, {true, 3}} {
 		flushEach := tc.flushEach
 		h := newHandler(flushEach, tc.chunkWords)
-		var c completion
+		var c chat.Completion
 		json.Unmarshal(post(t, h, `{}`).Body.Bytes(), &c)
-		want := c.Choices[0].Message.Content
+		want := *c.Choices[0].Message.Content
 
 		rec := post(t, h, `{"stream":true,"stream_options":{"include_usage":true}}`)
 		if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream" {

@@ -1,0 +1,117 @@
+// Package chat is OpenAI's Chat Completions wire shape: the chat.completion
+// object with its choices, message, tool calls and usage, the streamed
+// chat.completion.chunk, and the error envelope. Fields are in OpenAI's
+// order, so that what a writer encodes reads like OpenAI's own bytes; a
+// field the API leaves out when it has nothing to say is omitempty, and
+// one a reader must tell absent from zero is a pointer or json.RawMessage.
+//
+// The codecs, the adapters, the fake upstreams and the load mock all write
+// and read these types; the package imports only the standard library.
+package chat
+
+import "encoding/json"
+
+// The object names.
+const (
+	ObjectCompletion = "chat.completion"
+	ObjectChunk      = "chat.completion.chunk"
+)
+
+// The finish reasons.
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishToolCalls     = "tool_calls"
+	FinishContentFilter = "content_filter"
+	FinishFunctionCall  = "function_call"
+)
+
+// Completion is a chat.completion. Usage is the usage object as it is
+// (null when nil).
+type Completion struct {
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	Created           int64           `json:"created"`
+	Model             string          `json:"model"`
+	Choices           []Choice        `json:"choices"`
+	Usage             json.RawMessage `json:"usage"`
+	ServiceTier       string          `json:"service_tier,omitempty"`
+	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+}
+
+// Choice is one choice of a chat.completion. Logprobs is written as it is
+// (null when nil).
+type Choice struct {
+	Index        int             `json:"index"`
+	Message      Message         `json:"message"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+	// StopReason, with finish_reason "stop", is the stop sequence that
+	// ended the answer, as vLLM reports it; left out when none did.
+	StopReason *string `json:"stop_reason,omitempty"`
+}
+
+// Message is a choice's message.
+type Message struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// Refusal is a string or null as OpenAI writes it, and left out (nil)
+	// as the compatible servers that have no refusals (vLLM) do.
+	Refusal      json.RawMessage `json:"refusal,omitempty"`
+	ToolCalls    []ToolCall      `json:"tool_calls,omitempty"`
+	FunctionCall *Function       `json:"function_call,omitempty"`
+	// ReasoningContent is the thinking a reasoning model streamed, under
+	// the name vLLM and DeepSeek give it.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
+}
+
+// ToolCall is one tool call of a message.
+type ToolCall struct {
+	ID       string   `json:"id,omitempty"`
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
+}
+
+// Function is a tool call's function (or a message's legacy function_call).
+type Function struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Usage is the usage object of a chat.completion and of a stream's last
+// chunk.
+type Usage struct {
+	PromptTokens            int64                    `json:"prompt_tokens"`
+	CompletionTokens        int64                    `json:"completion_tokens"`
+	TotalTokens             int64                    `json:"total_tokens"`
+	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// PromptTokensDetails is the prompt's breakdown: cached_tokens (the part
+// read from the provider's cache, counted in prompt_tokens), and
+// cache_write_tokens (the part written to it, OpenRouter's name, left out
+// when none).
+type PromptTokensDetails struct {
+	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// CompletionTokensDetails is the completion's breakdown: the reasoning
+// tokens it counts.
+type CompletionTokensDetails struct {
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+}
+
+// Error is the error envelope {"error":{...}}.
+type Error struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody is the envelope's error; param and code are null when nil.
+type ErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}

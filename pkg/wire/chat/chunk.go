@@ -1,0 +1,57 @@
+package chat
+
+import "encoding/json"
+
+// Chunk is one chat.completion.chunk. Usage is written as it is, and left
+// out when empty, as on every chunk but a stream's usage chunk.
+type Chunk struct {
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	Created           int64           `json:"created"`
+	Model             string          `json:"model"`
+	ServiceTier       string          `json:"service_tier,omitempty"`
+	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+	Choices           []ChunkChoice   `json:"choices"`
+	Usage             json.RawMessage `json:"usage,omitempty"`
+}
+
+// ChunkChoice is one choice of a chunk; finish_reason is always written
+// (null until the choice finishes).
+type ChunkChoice struct {
+	Index int   `json:"index"`
+	Delta Delta `json:"delta"`
+	// Logprobs is written as it is; left out when nil, as by the servers
+	// that stream none.
+	Logprobs     json.RawMessage `json:"logprobs,omitempty"`
+	FinishReason *string         `json:"finish_reason"`
+	// StopReason, with finish_reason "stop", is the stop sequence that
+	// ended the answer, as vLLM reports it; left out when none did.
+	StopReason *string `json:"stop_reason,omitempty"`
+}
+
+// Delta is what a chunk adds to its choice; an unset field is left out.
+type Delta struct {
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	Refusal   *string         `json:"refusal,omitempty"`
+	ToolCalls []DeltaToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is a reasoning model's thinking, as vLLM, DeepSeek
+	// and Together stream it, and as the gateway's own translations do.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
+}
+
+// DeltaToolCall is a piece of a tool call: its id, type and name in the
+// first piece, its arguments in pieces after.
+type DeltaToolCall struct {
+	Index    int            `json:"index"`
+	ID       string         `json:"id,omitempty"`
+	Type     string         `json:"type,omitempty"`
+	Function *DeltaFunction `json:"function,omitempty"`
+}
+
+// DeltaFunction is a tool call piece's function; an unset field is left
+// out.
+type DeltaFunction struct {
+	Name      *string `json:"name,omitempty"`
+	Arguments *string `json:"arguments,omitempty"`
+}
