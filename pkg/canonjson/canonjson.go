@@ -89,15 +89,9 @@ func Canonicalize(data []byte) ([]byte, error) {
 // top-level object itself is never removed. With an empty path,
 // CanonicalizeWithout is Canonicalize.
 func CanonicalizeWithout(data []byte, path ...string) ([]byte, error) {
-	return canonicalize(data, parallelMin, path...)
-}
-
-// canonicalize is CanonicalizeWithout with a second goroutine for inputs
-// of at least parallel bytes (tail.go).
-func canonicalize(data []byte, parallel int, path ...string) ([]byte, error) {
 	p := parserPool.Get().(*parser)
 	defer p.release()
-	root, err := p.parse(data, parallel)
+	root, err := p.parse(data)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +112,7 @@ func canonicalize(data []byte, parallel int, path ...string) ([]byte, error) {
 func WriteWithout(w io.Writer, length func(n int), data []byte, path ...string) error {
 	p := parserPool.Get().(*parser)
 	defer p.release()
-	root, err := p.parse(data, parallelMin)
+	root, err := p.parse(data)
 	if err != nil {
 		return err
 	}
@@ -145,9 +139,6 @@ const (
 	kindString // text is the decoded string (valid UTF-8), or see canon
 	kindArray
 	kindObject
-	// kindRaw is a run of array elements already in canonical form,
-	// joined by commas: the tail at parser.tails[start] (tail.go).
-	kindRaw
 )
 
 // value is one parsed JSON value. The children of arrays and objects are
@@ -197,12 +188,6 @@ type parser struct {
 	arena []byte
 	// out is WriteWithout's buffer.
 	out []byte
-	// maxDepth is the deepest depth reached.
-	maxDepth int
-	// tail is the second goroutine's work until the parse reaches it;
-	// tails are those whose forms the parse took (kindRaw values).
-	tail  *tail
-	tails []*tail
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
@@ -213,11 +198,6 @@ const (
 )
 
 func (p *parser) release() {
-	p.endTail()
-	for _, t := range p.tails {
-		p.dropTail(t)
-	}
-	clear(p.tails)
 	if cap(p.stack) > maxPooled || cap(p.vals) > maxPooled || cap(p.arena) > maxPooledArena {
 		return
 	}
@@ -225,7 +205,7 @@ func (p *parser) release() {
 	if cap(out) > 4*flushAt {
 		out = nil // a long member name grew it
 	}
-	*p = parser{stack: p.stack[:0], vals: p.vals[:0], arena: p.arena[:0], out: out, tails: p.tails[:0]}
+	*p = parser{stack: p.stack[:0], vals: p.vals[:0], arena: p.arena[:0], out: out}
 	parserPool.Put(p)
 }
 
@@ -233,16 +213,13 @@ func (p *parser) fail(off int, msg string) error {
 	return &Error{Offset: off, Msg: msg}
 }
 
-// parse parses data, with a second goroutine from parallel bytes.
-func (p *parser) parse(data []byte, parallel int) (value, error) {
+func (p *parser) parse(data []byte) (value, error) {
 	if len(data) > maxInput {
 		return value{}, &Error{Offset: maxInput, Msg: "input larger than " + strconv.Itoa(maxInput) + " bytes"}
 	}
 	p.data = data
 	p.pos = 0
 	p.depth = 0
-	p.tail = startTail(data, parallel)
-	defer p.endTail()
 	p.skipSpace()
 	if err := p.value(); err != nil {
 		return value{}, err
@@ -307,7 +284,6 @@ func (p *parser) literal(lit string, k kind) error {
 
 func (p *parser) enter() error {
 	p.depth++
-	p.maxDepth = max(p.maxDepth, p.depth)
 	if p.depth > MaxDepth {
 		return p.fail(p.pos, "nesting deeper than "+strconv.Itoa(MaxDepth))
 	}
@@ -339,9 +315,7 @@ func (p *parser) array() error {
 	}
 	for {
 		p.skipSpace()
-		if p.tail != nil && p.pos == p.tail.at && p.takeTail() {
-			// The rest of the array's elements, from the second goroutine.
-		} else if err := p.value(); err != nil {
+		if err := p.value(); err != nil {
 			return err
 		}
 		p.skipSpace()
@@ -816,8 +790,6 @@ func (p *parser) write(o *out, v *value) {
 		}
 		o.buf = appendString(o.buf, p.bytes(v.text))
 		o.check()
-	case kindRaw:
-		o.bytes(p.tails[v.start].text)
 	case kindArray:
 		o.buf = append(o.buf, '[')
 		for i := range v.n {
@@ -861,8 +833,6 @@ func (p *parser) size(v *value) int {
 			return int(v.text.end-v.text.start) + 2
 		}
 		return stringSize(p.bytes(v.text))
-	case kindRaw:
-		return len(p.tails[v.start].text)
 	case kindArray:
 		n := 2 + max(int(v.n)-1, 0) // the brackets and the commas
 		for i := range v.n {
