@@ -85,6 +85,24 @@ func TestLargeBody(t *testing.T) {
 	if a := mustCall(t, g.url, malformed, "Idempotency-Key", key(t)+"-malformed"); a.status != 400 || a.code != "invalid_request" || !strings.Contains(a.body, "not valid JSON") {
 		t.Errorf("a body cut in half: %d %q %s, want 400 invalid_request from the decoder", a.status, a.code, a.body)
 	}
+	// A keyed body's message texts are checked by its fingerprint, not
+	// twice: a bad escape or a raw control character in one is refused
+	// all the same, and nothing is sent.
+	j := bytes.Index(body, []byte(`\n`))
+	if j < 0 {
+		t.Fatal("no escape in the body")
+	}
+	for name, bad := range map[string]string{
+		"bad escape":        string(body[:j]) + `\q` + string(body[j+2:]),
+		"control character": string(body[:j]) + "\x01" + string(body[j+2:]),
+	} {
+		if a := mustCall(t, g.url, bad, "Idempotency-Key", key(t)+"-"+name); a.status != 400 || a.code != "invalid_request" {
+			t.Errorf("a keyed body with a %s in a text: %d %q %s, want 400 invalid_request", name, a.status, a.code, a.body)
+		}
+		if a := mustCall(t, g.url, bad); a.status != 400 || a.code != "invalid_request" || !strings.Contains(a.body, "not valid JSON") {
+			t.Errorf("the same unkeyed: %d %q %s, want 400 invalid_request from the decoder", a.status, a.code, a.body)
+		}
+	}
 	if diff := cmp.Diff([]int{2, 0}, g.calls()); diff != "" {
 		t.Errorf("upstream calls (-want +got):\n%s", diff)
 	}

@@ -223,7 +223,14 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 		// error is the answer.
 		return nil, err
 	}
-	req, err := llm.DecodeChatRequest(chatBody)
+	decode := llm.DecodeChatRequest
+	if fp != nil && api.Prepare == nil {
+		// The body is the client's, which its fingerprint checks in full
+		// before the request goes on (s.fingerprint, below): what the
+		// decoder skips over need not be checked twice.
+		decode = llm.DecodeCheckedChatRequest
+	}
+	req, err := decode(chatBody)
 	if err != nil {
 		return nil, err
 	}

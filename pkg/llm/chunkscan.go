@@ -35,6 +35,9 @@ const maxScanDepth = 512
 type scanner struct {
 	b []byte
 	i int
+	// quotesOnly: skipString finds where a string ends and checks nothing
+	// else, for a body whose strings another parser checks in full.
+	quotesOnly bool
 }
 
 func (s *scanner) ws() {
@@ -144,7 +147,12 @@ func (s *scanner) array(elem func() bool) bool {
 // skipString consumes a string at s.i (which is '"'), checking it as JSON
 // does; esc reports a backslash in it.
 func (s *scanner) skipString() (esc, ok bool) {
-	end, esc, ok := stringEnd(s.b, s.i+1)
+	end, esc, ok := 0, false, false
+	if s.quotesOnly {
+		end, esc, ok = quoteEnd(s.b, s.i+1)
+	} else {
+		end, esc, ok = stringEnd(s.b, s.i+1)
+	}
 	if ok {
 		s.i = end
 	}

@@ -141,8 +141,22 @@ func invalid(param, format string, args ...any) *Error {
 // Every problem is an *Error with code invalid_request naming the field.
 // The request keeps slices of body: body must not be changed afterwards.
 func DecodeChatRequest(body []byte) (*ChatRequest, error) {
+	return decodeChatRequest(body, false)
+}
+
+// DecodeCheckedChatRequest is DecodeChatRequest for a body that another
+// parser checks in full, as a keyed request's fingerprint does (its
+// canonical form refuses whatever encoding/json refuses, and more): the
+// strings it skips over (message contents, tool schemas) are searched for
+// their end only, not checked again, so that a large body is not checked
+// twice. The caller must refuse the request if that other check fails.
+func DecodeCheckedChatRequest(body []byte) (*ChatRequest, error) {
+	return decodeChatRequest(body, true)
+}
+
+func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 	// The fast path: one scan, no copies, no reflection.
-	fields, msgsOK, ok := splitChat(body)
+	fields, msgsOK, ok := splitChat(body, checked)
 	if !ok {
 		if err := json.Unmarshal(body, &fields); err != nil {
 			if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
@@ -609,7 +623,7 @@ func (r *ChatRequest) Demand(project DataDemand) DataDemand {
 // malformed. A key given twice keeps its last value, as encoding/json's
 // map decoding does. FuzzSplitObject checks the two against each other.
 func splitObject(body []byte) (map[string]json.RawMessage, bool) {
-	fields, _, ok := splitChat(body)
+	fields, _, ok := splitChat(body, false)
 	return fields, ok
 }
 

@@ -9,8 +9,9 @@ import (
 // the "messages" value as messagesOK does while it splits, so that a large
 // body is scanned once: msgsOK is messagesOK(fields["messages"]) (false
 // when there is no such field). ok is splitObject's.
-func splitChat(body []byte) (fields map[string]json.RawMessage, msgsOK, ok bool) {
-	s := scanner{b: body}
+// quotesOnly: see scanner.
+func splitChat(body []byte, quotesOnly bool) (fields map[string]json.RawMessage, msgsOK, ok bool) {
+	s := scanner{b: body, quotesOnly: quotesOnly}
 	if s.peek() != '{' {
 		return nil, false, false
 	}

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/internal/benchbody"
@@ -101,7 +103,7 @@ func FuzzSplitChat(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"Role":"user"}],"messages":[{"role":"user"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"\u0000"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fields, msgsOK, ok := splitChat(body)
+		fields, msgsOK, ok := splitChat(body, false)
 		if !ok {
 			return
 		}
@@ -110,4 +112,45 @@ func FuzzSplitChat(f *testing.F) {
 			t.Fatalf("%q: splitChat says the messages pass %v, messagesOK(%q) %v", body, msgsOK, raw, want)
 		}
 	})
+}
+
+// FuzzCheckedChatRequest: on a body encoding/json accepts (as the
+// fingerprint's parser does, and more), the decoder that only searches
+// strings for their end decodes what the one that checks them decodes.
+func FuzzCheckedChatRequest(f *testing.F) {
+	for _, s := range splitSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a \\\" b \\\\\\"}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"\\u00e9\\n\\\\"}],"tools":[{"x":"\\""}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"bad \\q"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checked, errChecked := DecodeCheckedChatRequest(body)
+		if !json.Valid(body) {
+			return // the fingerprint refuses it, whatever this said
+		}
+		full, errFull := DecodeChatRequest(body)
+		if (errFull == nil) != (errChecked == nil) || (errFull != nil && errFull.Error() != errChecked.Error()) {
+			t.Fatalf("%q: checked decoder %v, full %v", body, errChecked, errFull)
+		}
+		if errFull == nil && !reflect.DeepEqual(full.fields, checked.fields) {
+			t.Fatalf("%q: checked decoder split %v, full %v", body, checked.fields, full.fields)
+		}
+	})
+}
+
+// TestQuoteEnd: on a well-formed string, quoteEnd finds stringEnd's end
+// and escape report.
+func TestQuoteEnd(t *testing.T) {
+	for _, s := range []string{`"`, `a"`, `\\"`, `\\\""`, `x\\\\"y`, `\\u00e9\\n\\\\\\""`, `é"`, `\\/"`} {
+		b := []byte(s + `,"next"`)
+		e1, esc1, ok1 := stringEnd(b, 0)
+		e2, esc2, ok2 := quoteEnd(b, 0)
+		if !ok1 || e1 != e2 || esc1 != esc2 || ok1 != ok2 {
+			t.Errorf("%s: stringEnd %d %v %v, quoteEnd %d %v %v", s, e1, esc1, ok1, e2, esc2, ok2)
+		}
+	}
+	if _, _, ok := quoteEnd([]byte(`abc\"`), 0); ok {
+		t.Error("an escaped last quote ends the string")
+	}
 }
