@@ -1,6 +1,10 @@
 package upstream
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"time"
 )
@@ -60,6 +64,14 @@ const (
 //   - Proxies: HTTP_PROXY, HTTPS_PROXY and NO_PROXY, as net/http reads them.
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return bodyConn{c}, nil
+	}
 	t.MaxIdleConns = maxIdle
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.IdleConnTimeout = idleTimeout
@@ -70,3 +82,34 @@ func newTransport() *http.Transport {
 	t.HTTP2 = &http.HTTP2Config{SendPingTimeout: h2PingAfter, PingTimeout: h2PingTimeout}
 	return t
 }
+
+// bodyConn is a plain connection that writes a request body given as
+// pieces (NewRequest's, which net/http hands to the connection's ReadFrom
+// behind an io.LimitedReader) in one writev, where a net.Conn's own
+// ReadFrom copies it through a 32 KiB buffer, one write each: on loopback
+// each write wakes the upstream's reader, and a 1 MB body took 0.3 ms
+// longer. Any other body is copied as net.Conn would. (Over TLS the
+// connection is tls.Conn's, which reads the body itself.)
+type bodyConn struct{ net.Conn }
+
+func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if p, ok := lr.R.(*bodyPieces); ok && p.len() <= lr.N {
+			n, err := p.b.WriteTo(c.Conn)
+			lr.N -= n
+			return n, err
+		}
+	}
+	return io.Copy(writerOnly{c.Conn}, r)
+}
+
+// CloseWrite is the connection's own, for net/http's upgraded connections.
+func (c bodyConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// writerOnly hides a writer's ReadFrom, so that io.Copy copies.
+type writerOnly struct{ io.Writer }

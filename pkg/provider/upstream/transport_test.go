@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -748,5 +749,86 @@ func TestTransportChunkedCutIsUnexpectedEOF(t *testing.T) {
 	}
 	if err := read("zz\r\n" + sseEvent + "\r\n"); err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("malformed chunk size: %v, want an error that is not a cut", err)
+	}
+}
+
+// A body given as pieces (NewRequest) reaches the upstream whole, with its
+// length, on a connection that is then reused.
+func TestTransportSendsPieces(t *testing.T) {
+	var conns connCounter
+	var got []string
+	var mu sync.Mutex
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, strconv.FormatInt(r.ContentLength, 10)+":"+string(b))
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = conns.hook
+	srv.Start()
+	defer srv.Close()
+	c, _ := newClient()
+	big := strings.Repeat("x", 1<<20)
+	want := `{"a":"` + big + `","b":1}`
+	for range 2 {
+		req, err := NewRequest(t.Context(), srv.URL, [][]byte{[]byte(`{"a":`), []byte(`"` + big + `"`), []byte(`,"b":1}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := Send(c, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, g := range got {
+		if g != strconv.Itoa(len(want))+":"+want {
+			t.Errorf("call %d: the upstream received %d bytes (%.40q…), want %d", i, len(g), g, len(want))
+		}
+	}
+	if len(got) != 2 || conns.n.Load() != 1 {
+		t.Errorf("%d calls on %d connections, want 2 on 1", len(got), conns.n.Load())
+	}
+}
+
+// writeLog is a connection that records its writes.
+type writeLog struct {
+	net.Conn
+	writes []string
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// bodyConn writes each piece of a body once, as it is, rather than in
+// copies of 32 KiB; a body longer than its announced length, or a body of
+// another kind, is copied as net.Conn would, never past the length.
+func TestBodyConnWritesPiecesWhole(t *testing.T) {
+	pieces := [][]byte{[]byte(`{"a":`), bytes.Repeat([]byte("y"), 100<<10), []byte(`}`)}
+	total := int64(0)
+	for _, p := range pieces {
+		total += int64(len(p))
+	}
+	w := &writeLog{}
+	// net.Buffers consumes the list it writes: each reader has its own.
+	n, err := bodyConn{w}.ReadFrom(&io.LimitedReader{R: &bodyPieces{b: net.Buffers(slices.Clone(pieces))}, N: total})
+	if err != nil || n != total || len(w.writes) != 3 || w.writes[1] != string(pieces[1]) {
+		t.Errorf("ReadFrom = %d, %v in %d writes; want %d in 3, one a piece", n, err, len(w.writes), total)
+	}
+	for name, r := range map[string]io.Reader{
+		"pieces over the length": &bodyPieces{b: net.Buffers(slices.Clone(pieces))},
+		"another reader":         bytes.NewReader(bytes.Join(pieces, nil)),
+	} {
+		w := &writeLog{}
+		n, err := bodyConn{w}.ReadFrom(&io.LimitedReader{R: r, N: total - 10})
+		if err != nil || n != total-10 || strings.Join(w.writes, "") != string(bytes.Join(pieces, nil)[:total-10]) {
+			t.Errorf("%s: ReadFrom = %d, %v; want the first %d bytes copied", name, n, err, total-10)
+		}
 	}
 }

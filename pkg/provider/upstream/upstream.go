@@ -157,8 +157,7 @@ func NewRequest(ctx context.Context, url string, pieces [][]byte) (*http.Request
 	// Each reader reads its own copy of the list (net.Buffers consumes the
 	// slice it reads), never the pieces' bytes.
 	open := func() (io.ReadCloser, error) {
-		b := net.Buffers(slices.Clone(pieces))
-		return io.NopCloser(&b), nil
+		return &bodyPieces{b: net.Buffers(slices.Clone(pieces))}, nil
 	}
 	req.Body, _ = open()
 	req.GetBody = open
@@ -224,4 +223,21 @@ func Endpoint(baseURL, path string) (string, error) {
 		return endpoint, fmt.Errorf("base URL %q is not an absolute http(s) URL", baseURL)
 	}
 	return endpoint, nil
+}
+
+// bodyPieces is a request body as pieces, read in order. On a plain
+// connection, bodyConn writes what is left of it in one writev.
+type bodyPieces struct{ b net.Buffers }
+
+func (p *bodyPieces) Read(b []byte) (int, error)         { return p.b.Read(b) }
+func (p *bodyPieces) WriteTo(w io.Writer) (int64, error) { return p.b.WriteTo(w) }
+func (p *bodyPieces) Close() error                       { return nil }
+
+// len is how many bytes are left.
+func (p *bodyPieces) len() int64 {
+	n := int64(0)
+	for _, b := range p.b {
+		n += int64(len(b))
+	}
+	return n
 }
