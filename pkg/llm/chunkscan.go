@@ -38,6 +38,9 @@ type scanner struct {
 	// quotesOnly: skipString finds where a string ends and checks nothing
 	// else, for a body whose strings another parser checks in full.
 	quotesOnly bool
+	// split: messages checks a body of this many bytes or more on two
+	// goroutines (msgtail.go); 0: never.
+	split int
 }
 
 func (s *scanner) ws() {

@@ -11,7 +11,13 @@ import (
 // when there is no such field). ok is splitObject's.
 // quotesOnly: see scanner.
 func splitChat(body []byte, quotesOnly bool) (fields map[string]json.RawMessage, msgsOK, ok bool) {
-	s := scanner{b: body, quotesOnly: quotesOnly}
+	return splitChatFrom(body, quotesOnly, parallelMessages)
+}
+
+// splitChatFrom is splitChat with the messages of a body of split bytes or
+// more checked on two goroutines (0: never).
+func splitChatFrom(body []byte, quotesOnly bool, split int) (fields map[string]json.RawMessage, msgsOK, ok bool) {
+	s := scanner{b: body, quotesOnly: quotesOnly, split: split}
 	if s.peek() != '{' {
 		return nil, false, false
 	}
@@ -48,34 +54,54 @@ func splitChat(body []byte, quotesOnly bool) (fields map[string]json.RawMessage,
 
 // messages consumes a messages array when messagesOK's checks pass for
 // sure (see messagesOK), leaving s.i after it; otherwise it returns false
-// with s.i anywhere.
+// with s.i anywhere. A large body's second half of messages is checked on
+// a second goroutine (msgTail).
 func (s *scanner) messages() bool {
 	if s.peek() != '[' {
 		return false
 	}
+	t := startMsgTail(s)
+	defer t.finish()
 	n := 0
 	ok := s.array(func() bool {
-		n++
-		if s.peek() != '{' {
-			return false
+		if t != nil && s.i == t.at {
+			at := t
+			t = nil
+			if m, end, ok := at.result(); ok {
+				// The rest of the array's messages, checked there; the
+				// array ends at end.
+				n += m
+				s.i = end
+				return true
+			}
 		}
-		// The role is checked, not decoded: a string whose text is not
-		// empty decodes to a string that is not empty.
-		role := false
-		return s.fields(messageFields, func(i int) bool {
-			if i < 0 {
-				return s.skip(2)
-			}
-			if s.peek() != '"' {
-				return false
-			}
-			start := s.i
-			if _, ok := s.skipString(); !ok {
-				return false
-			}
-			role = s.i-start > 2
-			return true
-		}) && role
+		n++
+		return s.message()
 	})
 	return ok && n > 0
+}
+
+// message consumes one element of a messages array when messagesOK's
+// checks pass for sure.
+func (s *scanner) message() bool {
+	if s.peek() != '{' {
+		return false
+	}
+	// The role is checked, not decoded: a string whose text is not empty
+	// decodes to a string that is not empty.
+	role := false
+	return s.fields(messageFields, func(i int) bool {
+		if i < 0 {
+			return s.skip(2)
+		}
+		if s.peek() != '"' {
+			return false
+		}
+		start := s.i
+		if _, ok := s.skipString(); !ok {
+			return false
+		}
+		role = s.i-start > 2
+		return true
+	}) && role
 }
