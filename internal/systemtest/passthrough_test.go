@@ -504,33 +504,39 @@ func TestPairMetrics(t *testing.T) {
 			up = providertest.New(t)
 		}
 		buf := &syncBuffer{}
-		url := oneRouteGatewayWith(t, tc.api, up.URL(), buf)
+		// The metric lines are written once the handler has answered:
+		// served says it returned.
+		served := make(chan struct{}, 1)
+		url := oneRouteGatewayWith(t, tc.api, up.URL(), buf, func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				h.ServeHTTP(w, r)
+				served <- struct{}{}
+			})
+		})
 		a := callPath(t, url+"/api/v1/messages", body)
 		if a.status != 200 {
 			t.Fatalf("%s: status %d: %s", tc.api, a.status, a.body)
+		}
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the handler never returned", tc.api)
 		}
 		if got := a.header.Get("X-Gateway-Dropped"); got != strings.Join(tc.dropped, ", ") {
 			t.Errorf("%s: x-gateway-dropped %q, want %q", tc.api, got, strings.Join(tc.dropped, ", "))
 		}
 		var pair map[string]any
 		var fields []string
-		deadline := time.Now().Add(5 * time.Second)
-		for pair == nil && time.Now().Before(deadline) { // the lines are written after the answer
-			pair, fields = nil, nil
-			for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-				var m map[string]any
-				if json.Unmarshal([]byte(l), &m) != nil {
-					continue
-				}
-				if _, ok := m["PairRequests"]; ok {
-					pair = m
-				}
-				if f, ok := m["Field"].(string); ok && m["DroppedFields"] == 1.0 {
-					fields = append(fields, f)
-				}
+		for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil {
+				continue
 			}
-			if pair == nil {
-				time.Sleep(10 * time.Millisecond)
+			if _, ok := m["PairRequests"]; ok {
+				pair = m
+			}
+			if f, ok := m["Field"].(string); ok && m["DroppedFields"] == 1.0 {
+				fields = append(fields, f)
 			}
 		}
 		if pair["ClientAPI"] != "messages" || pair["UpstreamAPI"] != tc.api || pair["PassThrough"] != tc.pass {
