@@ -5,8 +5,10 @@
 // collect every two or three requests, each collection taking a CPU for
 // milliseconds and handing freed pages back to the kernel only to fault
 // them in again. Start raises GOGC while the live heap is small, so that
-// the goal stays at the floor, and gives the default back as the live heap
-// reaches it: above the floor the runtime behaves as it would without it.
+// the goal stays at the floor, and gives the default back once the live
+// heap (with the stacks and globals to scan) reaches half the floor, where
+// the default's goal is the floor or more: from there the runtime behaves
+// as it would without it.
 // A memory limit (GOMEMLIMIT) still bounds the heap, whatever GOGC says.
 package gcfloor
 
