@@ -58,22 +58,20 @@ func messageAt(b []byte, from int) int {
 		if j < 0 {
 			return -1
 		}
-		k := skipWS(b, i+j+1)
-		if k < len(b) && b[k] == ',' {
-			if k = skipWS(b, k+1); k < len(b) && b[k] == '{' && bytes.HasPrefix(b[skipWS(b, k+1):], []byte(`"role"`)) {
-				return k
+		s := scanner{b: b, i: i + j + 1}
+		if s.peek() == ',' {
+			s.i++
+			if s.peek() == '{' {
+				k := s.i
+				s.i++
+				if s.ws(); bytes.HasPrefix(b[s.i:], []byte(`"role"`)) {
+					return k
+				}
 			}
 		}
 		i += j + 1
 	}
 	return -1
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // run checks messages from t.at to the array's end.
