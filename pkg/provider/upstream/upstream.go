@@ -147,10 +147,7 @@ func NewRequest(ctx context.Context, url string, pieces [][]byte) (*http.Request
 	if err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, p := range pieces {
-		n += len(p)
-	}
+	n := (&bodyPieces{b: pieces}).len()
 	if n == 0 {
 		return req, nil
 	}
@@ -161,7 +158,7 @@ func NewRequest(ctx context.Context, url string, pieces [][]byte) (*http.Request
 	}
 	req.Body, _ = open()
 	req.GetBody = open
-	req.ContentLength = int64(n)
+	req.ContentLength = n
 	return req, nil
 }
 
