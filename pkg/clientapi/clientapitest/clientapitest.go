@@ -1,6 +1,7 @@
 // Package clientapitest holds what the client APIs' tests share: a
-// scripted provider, an Emitter that records what a codec emits, chat
-// chunks, and the recorded agent requests used as fuzz seeds.
+// scripted provider and a real answer from it, an Emitter that records what
+// a codec emits, chat chunks, and the recorded agent requests used as fuzz
+// seeds.
 package clientapitest
 
 import (
@@ -14,13 +15,53 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
 const (
 	UsageChunk = `{"id":"c","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5}}`
 )
+
+// ScriptedAnswer starts a real router.Answer for the Chat Completions
+// request body (model "m") from a ScriptedProvider that sends raws then end,
+// at prices 1 and 2 USD per million tokens; it returns the decoded request
+// too.
+func ScriptedAnswer(t *testing.T, body string, end error, raws ...string) (*router.Answer, *llm.ChatRequest) {
+	t.Helper()
+	cfg, err := catalog.Parse([]byte(`providers:
+  - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
+models:
+  - id: m
+    routes: [{provider: p, model: u, input_price: 1, output_price: 2}]
+projects:
+  - id: proj
+    keys: [{key: sk-test}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(cfg, map[string]llm.Provider{"p": &ScriptedProvider{Raws: raws, End: end}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat, err := llm.DecodeChatRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := rt.Plan(chat, router.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, _, err := rt.Start(context.Background(), plan, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ans.Close)
+	return ans, chat
+}
 
 // ScriptedProvider answers with the given chunk payloads, then end (io.EOF
 // when nil).

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -25,39 +24,11 @@ import (
 // raws then end, at prices 1 and 2 USD per million tokens.
 func messagesAnswer(t *testing.T, stream bool, end error, raws ...string) (*router.Answer, *messagesCodec) {
 	t.Helper()
-	cfg, err := catalog.Parse([]byte(`providers:
-  - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
-models:
-  - id: m
-    routes: [{provider: p, model: u, input_price: 1, output_price: 2}]
-projects:
-  - id: proj
-    keys: [{key: sk-test}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := router.New(cfg, map[string]llm.Provider{"p": &clientapitest.ScriptedProvider{Raws: raws, End: end}}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	if stream {
 		body = `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`
 	}
-	chat, err := llm.DecodeChatRequest([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := rt.Plan(chat, router.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ans, _, err := rt.Start(context.Background(), plan, chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ans.Close)
+	ans, chat := clientapitest.ScriptedAnswer(t, body, end, raws...)
 	return ans, &messagesCodec{requestID: "req_0123abcd", req: chat, model: "claude-x"}
 }
 

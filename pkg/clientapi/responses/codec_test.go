@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -23,36 +22,8 @@ import (
 // request with body's extra fields (a Responses request as converted).
 func responsesAnswer(t *testing.T, stream bool, extra string, end error, raws ...string) (*router.Answer, *responsesCodec) {
 	t.Helper()
-	cfg, err := catalog.Parse([]byte(`providers:
-  - {name: p, api: openai, base_url: "http://127.0.0.1:1/v1"}
-models:
-  - id: m
-    routes: [{provider: p, model: u, input_price: 1, output_price: 2}]
-projects:
-  - id: proj
-    keys: [{key: sk-test}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := router.New(cfg, map[string]llm.Provider{"p": &clientapitest.ScriptedProvider{Raws: raws, End: end}}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	body := fmt.Sprintf(`{"model":"m","stream":%v,"messages":[{"role":"user","content":"x"}]%s}`, stream, extra)
-	chat, err := llm.DecodeChatRequest([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := rt.Plan(chat, router.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ans, _, err := rt.Start(context.Background(), plan, chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ans.Close)
+	ans, chat := clientapitest.ScriptedAnswer(t, body, end, raws...)
 	return ans, &responsesCodec{requestID: "req_0123abcd", req: chat, model: "gpt-x", createdAt: 1700000000}
 }
 
