@@ -184,6 +184,19 @@ func CheckNamesParam(t *testing.T, err error) {
 	}
 }
 
+// CheckInvalid fails unless err is an invalid_request *llm.Error naming
+// param, whose message contains msg.
+func CheckInvalid(t *testing.T, err error, param, msg string) {
+	t.Helper()
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T %v, want *llm.Error", err, err)
+	}
+	if e.Code != llm.CodeInvalidRequest || e.Param != param || !strings.Contains(e.Message, msg) {
+		t.Errorf("got code %q param %q message %q; want invalid_request param %q message containing %q", e.Code, e.Param, e.Message, param, msg)
+	}
+}
+
 // AgentBodies are the bodies of the recorded agent requests whose file
 // name starts with prefix (internal/systemtest/testdata/agents), as fuzz
 // seeds.

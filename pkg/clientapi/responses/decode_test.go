@@ -592,13 +592,7 @@ func TestDecodeResponsesErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error; got %s", r.Chat)
 			}
-			var e *llm.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("error %T %v, want *llm.Error", err, err)
-			}
-			if e.Code != llm.CodeInvalidRequest || e.Param != tt.param || !strings.Contains(e.Message, tt.msg) {
-				t.Errorf("got code %q param %q message %q; want invalid_request param %q message containing %q", e.Code, e.Param, e.Message, tt.param, tt.msg)
-			}
+			clientapitest.CheckInvalid(t, err, tt.param, tt.msg)
 		})
 	}
 }
