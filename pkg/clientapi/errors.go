@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // errorKind is how one error code is shown over HTTP: the one table that maps
@@ -126,32 +127,13 @@ func AnthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
 	return anthropicErrorBody{Type: "error", Error: o}
 }
 
-// anthropicErrorType is Anthropic's error type for an HTTP status
-// (docs.claude.com/en/api/errors: other 4xx are invalid_request_error; 503,
-// which Anthropic does not use, is its 529 overloaded_error).
+// anthropicErrorType is Anthropic's error type for an HTTP status; 503,
+// which Anthropic does not use, is its 529 overloaded_error.
 func anthropicErrorType(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusPaymentRequired:
-		return "billing_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case http.StatusServiceUnavailable, 529:
-		return "overloaded_error"
+	if status == http.StatusServiceUnavailable {
+		return messageswire.ErrorType(529)
 	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
+	return messageswire.ErrorType(status)
 }
 
 // WriteAnthropicError sends err as Anthropic's error envelope, with

@@ -53,7 +53,7 @@ func (s *Server) errorBody(msg string, status int) []byte {
 	if !s.anthropic {
 		return errorEnvelope(msg, errorType(status))
 	}
-	return marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: anthropicErrorType(status), Message: msg}})
+	return marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
 }
 
 // requestError is the envelope for a request to a wrong path or method:
@@ -63,28 +63,6 @@ func (s *Server) requestError(msg string, status int) []byte {
 		return errorEnvelope(msg, "invalid_request_error")
 	}
 	return s.errorBody(msg, status)
-}
-
-// anthropicErrorType is Anthropic's error type for a status.
-func anthropicErrorType(status int) string {
-	switch status {
-	case 529:
-		return "overloaded_error"
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
 }
 
 // anthropicAnswer is an answer in Messages' terms.

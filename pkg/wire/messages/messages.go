@@ -237,3 +237,30 @@ type RawEvent struct {
 type TokenCount struct {
 	InputTokens *int64 `json:"input_tokens"`
 }
+
+// ErrorType is Anthropic's error type for an HTTP status, as its API
+// documents them: other 4xx are invalid_request_error, other 5xx api_error.
+func ErrorType(status int) string {
+	switch status {
+	case 401:
+		return "authentication_error"
+	case 402:
+		return "billing_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 504:
+		return "timeout_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
