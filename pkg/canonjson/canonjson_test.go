@@ -845,3 +845,71 @@ func BenchmarkCanonicalize(b *testing.B) {
 		}
 	})
 }
+
+// TestLargeInputUTF8: an input large enough to have its UTF-8 checked apart
+// gives the same form, and for invalid UTF-8 the same error, as one parse
+// that checks each string itself.
+func TestLargeInputUTF8(t *testing.T) {
+	body := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
+	if len(body) < checkUTF8Apart {
+		t.Fatalf("body of %d bytes is not checked apart", len(body))
+	}
+	once := func(data []byte) ([]byte, error) {
+		p := new(parser)
+		root, err := p.parseOnce(data)
+		if err != nil {
+			return nil, err
+		}
+		o := out{}
+		p.write(&o, &root)
+		return o.buf, nil
+	}
+	content := strings.Index(string(body), `"content":"`) + len(`"content":"`)
+	// A message's content past the middle whose first 16 bytes are
+	// letters and spaces, for the edits.
+	last := len(body) / 2
+	for {
+		last += strings.Index(string(body[last:]), `"content":"`) + len(`"content":"`)
+		if strings.Trim(string(body[last:last+16]), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ") == "" {
+			break
+		}
+	}
+	key := strings.Index(string(body), `"max_tokens"`) + 1
+	cases := []struct {
+		name string
+		edit func(b []byte) []byte
+	}{
+		{"valid", func(b []byte) []byte { return b }},
+		{"bad byte in first content", func(b []byte) []byte { b[content+3] = 0xff; return b }},
+		{"bad byte in last content", func(b []byte) []byte { b[last+6] = 0xc3; b[last+7] = 'a'; return b }},
+		{"bad byte in a member name", func(b []byte) []byte { b[key+2] = 0xfe; return b }},
+		{"surrogate encoded in UTF-8", func(b []byte) []byte { copy(b[last+10:], "\xed\xa0\x80"); return b }},
+		{"bad byte, then a syntax error", func(b []byte) []byte {
+			b[last+5] = 0xff
+			b[len(b)-1] = ','
+			return b
+		}},
+		{"syntax error, then a bad byte", func(b []byte) []byte {
+			b[content-2] = ';'
+			b[last+5] = 0xff
+			return b
+		}},
+		{"bad byte outside strings", func(b []byte) []byte { b[key-2] = 0x80; return b }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := c.edit(append([]byte(nil), body...))
+			want, wantErr := once(in)
+			got, err := Canonicalize(in)
+			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("error %v, want %v", err, wantErr)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("form differs from one parse's (%d against %d bytes)", len(got), len(want))
+			}
+			if c.name != "valid" && err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}

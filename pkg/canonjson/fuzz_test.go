@@ -520,3 +520,34 @@ func FuzzStringValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLargeInput checks that an input large enough to have its UTF-8
+// checked apart (the fuzzer's data inside a long string's object) gives
+// the form and the error of one parse that checks each string itself.
+func FuzzLargeInput(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte("\"\xff\""))
+	f.Add([]byte("[\"a\xc3\", tru]"))
+	pad := strings.Repeat("padding ", checkUTF8Apart/8)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := append([]byte(`{"pad":"`+pad+`","v":`), data...)
+		in = append(in, '}')
+		p := new(parser)
+		root, wantErr := p.parseOnce(in)
+		var want []byte
+		if wantErr == nil {
+			o := out{}
+			p.write(&o, &root)
+			want = o.buf
+		}
+		got, err := Canonicalize(in)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("Canonicalize(%q in a large object): error %v, one parse's %v", data, err, wantErr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Canonicalize(%q in a large object): form differs from one parse's", data)
+		}
+	})
+}

@@ -57,7 +57,7 @@ func (p *parser) scanString(i int) (s span, ok bool) {
 			}
 			switch c := b[j]; {
 			case c == '"':
-				if firstHigh < j && !utf8.Valid(b[firstHigh:j]) {
+				if firstHigh < j && !p.validUTF8 && !utf8.Valid(b[firstHigh:j]) {
 					return span{}, false
 				}
 				p.pos = j + 1
@@ -153,7 +153,7 @@ func (p *parser) scanEscaped(start, i int, high uint64) (s span, ok bool) {
 		j := i + k
 		switch c := b[j]; {
 		case c == '"':
-			if high&jsonscan.Highs != 0 && !utf8.Valid(b[start:j]) {
+			if high&jsonscan.Highs != 0 && !p.validUTF8 && !utf8.Valid(b[start:j]) {
 				return span{}, false
 			}
 			p.arena = out
