@@ -16,7 +16,8 @@ import (
 // streaming on. Keyed, the same body serialized another way is replayed
 // and one character changed is a conflict; a body the fingerprint cannot
 // take (a key given twice) is refused only after the checks that come
-// before it, and a malformed body by the decoder, as for any body.
+// before it, and a malformed body by the decoder, as for any body; the
+// fingerprint refuses what the decoder lets through (invalid UTF-8).
 func TestLargeBody(t *testing.T) {
 	g := newGateway(t, setup{})
 	body := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
@@ -102,6 +103,11 @@ func TestLargeBody(t *testing.T) {
 		if a := mustCall(t, g.url, bad); a.status != 400 || a.code != "invalid_request" || !strings.Contains(a.body, "not valid JSON") {
 			t.Errorf("the same unkeyed: %d %q %s, want 400 invalid_request from the decoder", a.status, a.code, a.body)
 		}
+	}
+	// Invalid UTF-8, which encoding/json lets through as U+FFFD, leaves a
+	// keyed body's fingerprint ambiguous.
+	if a := mustCall(t, g.url, string(body[:j])+"\xff"+string(body[j+2:]), "Idempotency-Key", key(t)+"-utf8"); a.status != 400 || a.code != "invalid_request" || !strings.Contains(a.body, "invalid UTF-8") {
+		t.Errorf("a keyed body with invalid UTF-8 in a text: %d %q %s, want 400 invalid_request", a.status, a.code, a.body)
 	}
 	if diff := cmp.Diff([]int{2, 0}, g.calls()); diff != "" {
 		t.Errorf("upstream calls (-want +got):\n%s", diff)
