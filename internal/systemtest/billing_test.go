@@ -374,3 +374,90 @@ func TestIssuedKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestClientGoneAfterOutputIsBilled: an unkeyed client that leaves once
+// the provider's answer has started made the provider produce, and bill,
+// what it produced; the gateway bills it too, on every client API, whole
+// or streamed, from the usage read so far.
+func TestClientGoneAfterOutputIsBilled(t *testing.T) {
+	apis := []struct{ name, path, body string }{
+		{"chat", "/api/v1/chat/completions", chatBody("")},
+		{"chat-stream", "/api/v1/chat/completions", chatBody(`"stream":true`)},
+		{"messages", "/api/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"Say hello"}]}`},
+		{"responses", "/api/v1/responses", `{"model":"m","input":"Say hello"}`},
+	}
+	for _, b := range backends {
+		for _, api := range apis {
+			t.Run(b.name+"/"+api.name, func(t *testing.T) {
+				store, acc := b.new(t)
+				g := newGateway(t, setup{store: store, accounts: acc})
+				// Each attempt's client leaves once the upstream flushed the
+				// answer's first piece (and a little more, for the gateway
+				// to read it). An attempt whose log says the gateway had not
+				// seen it is not billed, rightly: it is counted apart.
+				started := 0
+				for attempt := 0; attempt < 5 && started == 0; attempt++ {
+					sent := make(chan struct{})
+					g.ups[0].Script(providertest.Response{Text: []string{"a", "b", "c"}, ChunkDelay: time.Minute,
+						Sent: func(i int) {
+							if i == 0 {
+								close(sent)
+							}
+						}})
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan answer, 1)
+					go func() { done <- callURL(ctx, g.url+api.path, api.body) }()
+					<-sent
+					time.Sleep(50 * time.Millisecond)
+					cancel()
+					<-done
+					line := waitLogLine(t, g, attempt+1)
+					if line["status"] != 499.0 {
+						t.Fatalf("attempt %d logged status %v, want 499", attempt, line["status"])
+					}
+					if _, ok := line["first_output_ms"]; ok {
+						started++
+						if cost, _ := line["cost"].(float64); cost <= 0 {
+							t.Errorf("log line %v: want a cost", line)
+						}
+					}
+				}
+				if started == 0 {
+					t.Fatal("in 5 attempts the client never left after the answer started")
+				}
+				g.settle(t)
+				tot := totals(t, acc)
+				acct, err := acc.Ledger.Account(context.Background(), "proj", billing.ConfigKeyID(acc.Pepper, testKey))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tot.Total.Requests != int64(started) || tot.Total.CostNanos <= 0 || acct.SpentNanos != tot.Total.CostNanos {
+					t.Errorf("%d requests left after output; ledger %+v; account spent %d", started, tot.Total, acct.SpentNanos)
+				}
+			})
+		}
+	}
+}
+
+// waitLogLine waits for the gateway's n-th request log line (one with a
+// status) and returns it decoded.
+func waitLogLine(t *testing.T, g *gateway, n int) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var lines []map[string]any
+		for _, l := range strings.Split(g.logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["status"] != nil {
+				lines = append(lines, m)
+			}
+		}
+		if len(lines) >= n {
+			return lines[n-1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line for request %d: %s", n, g.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

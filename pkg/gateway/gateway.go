@@ -130,7 +130,8 @@ type Codec interface {
 // Result is how an answer ended.
 type Result struct {
 	Usage llm.Usage
-	// Answered: a 200 answer was written (and is billed).
+	// Answered: a 200 answer was written (and is billed). A request
+	// whose unkeyed client left after the answer started is billed too.
 	Answered bool
 	// Err is why it ended early (nil: it finished).
 	Err error
@@ -529,7 +530,12 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		}
 		log.Add(slog.String("end", endReason(res.Err)))
 	}
-	if !res.Answered {
+	// An unkeyed client that left after the answer had started (a keyed
+	// request reads its answer to the end whatever its client does) has
+	// made the provider produce, and bill, what it produced: the gateway
+	// bills the same, from the usage read so far.
+	leftAfterOutput := !res.Answered && exec == nil && clientCtx.Err() != nil && errors.Is(res.Err, context.Canceled)
+	if !res.Answered && !leftAfterOutput {
 		unhold()
 		if exec != nil {
 			s.idemDo(req.Log, "idempotency tombstone", exec.Fail, exec.Abandon)

@@ -101,6 +101,9 @@ type Response struct {
 	// ChunkDelay is waited between content chunks. When not streaming,
 	// FirstChunkDelay and every ChunkDelay add up before the answer.
 	ChunkDelay time.Duration
+	// Sent, if set, is called with i once streamed content chunk i was
+	// written and flushed.
+	Sent func(i int)
 	// FinishReason defaults to "stop" ("tool_calls" when ToolCall is set).
 	FinishReason string
 	// Usage nil means computed: PromptTokens, and one completion token per
@@ -549,6 +552,9 @@ func (s *Server) pace(ctx context.Context, resp Response, n int, send func(i int
 		}
 		if !send(i) {
 			return false
+		}
+		if resp.Sent != nil {
+			resp.Sent(i)
 		}
 	}
 	if cut != nil {
