@@ -52,11 +52,13 @@
 //     conditional PutItem of the entry, pending. Priced or billed already:
 //     the payload is compared.
 //   - Bill: step 1 is Price (so a priced entry's Bill skips to step 2), then
-//     2. PutItem of the index item (unconditional: a function of the entry);
-//     3. on each of its two counters (the project shard of the rid, the
-//     key's item), UpdateItem ADD spent :c SET m#<h> = :rid on the
-//     condition attribute_not_exists(m#<h>) AND epoch = :e (skipped for a
-//     zero cost); 4. UpdateItem of the entry: state = applied; 5. DeleteItem
+//     2. PutItem of the index item (unconditional: a function of the entry)
+//     and, at the same time, 3. on each of its two counters (the project
+//     shard of the rid, the key's item), UpdateItem ADD spent :c SET
+//     m#<h> = :rid on the condition attribute_not_exists(m#<h>) AND
+//     epoch = :e (skipped for a zero cost): each of the three is idempotent
+//     on its own, so their order does not matter; 4. once all three
+//     landed, UpdateItem of the entry: state = applied; 5. DeleteItem
 //     of the due pointer (best effort: Reconcile removes the pointer of an
 //     applied entry). A Bill that finds the entry applied returns.
 //   - Unhold: DeleteItem of the entry on state = held (ALL_OLD gives its
