@@ -461,3 +461,75 @@ func waitLogLine(t *testing.T, g *gateway, n int) map[string]any {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestNextRequestSeesSpend: a client that got its answer and sends the
+// next request at once, to another instance (or on another connection, or
+// another HTTP/2 stream: anything but the same HTTP/1 connection, which
+// the server reads only once the first request's handler has returned), is
+// checked against a balance (or key limit) that counts that answer: once
+// spent, the next request is a 402, never a 200 that the bill lands after.
+// (TestNextRequestSeesSpendSlowStore runs it on DynamoDB with a real
+// store's latency.)
+func TestNextRequestSeesSpend(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { nextRequestSeesSpend(t, b.new) })
+	}
+}
+
+func nextRequestSeesSpend(t *testing.T, newBackend func(t testing.TB) (idempotency.Store, httpapi.Accounts)) {
+	for _, c := range []struct {
+		name, extra  string
+		keyed, limit bool
+	}{
+		{"whole", "", false, false},
+		{"stream", `"stream":true`, false, false},
+		{"keyed", "", true, false},
+		{"key-limit", "", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store, acc := newBackend(t)
+			g := newGateway(t, setup{store: store, accounts: acc, balance: "1"})
+			other := g.instance(t, store)
+			ctx := context.Background()
+			keyID := billing.ConfigKeyID(acc.Pepper, testKey)
+			for i := range 5 {
+				// Room for one answer (each costs 14,000 nano-USD).
+				acct, err := acc.Ledger.Account(ctx, "proj", keyID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.limit {
+					limit := acct.KeySpentNanos + 10_000
+					err = acc.Ledger.SetKeyLimit(ctx, "proj", keyID, &limit)
+				} else {
+					remaining := int64(10_000)
+					err = acc.Ledger.SetBalance(ctx, "proj", &remaining)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var header []string
+				if c.keyed {
+					header = []string{"Idempotency-Key", fmt.Sprintf("%s-%d", key(t), i)}
+				}
+				if a := mustCall(t, g.url, chatBody(c.extra), header...); a.status != 200 {
+					t.Fatalf("round %d: first request %d %s", i, a.status, a.body)
+				}
+				if c.keyed {
+					header = []string{"Idempotency-Key", fmt.Sprintf("%s-%d-next", key(t), i)}
+				}
+				code := "insufficient_balance"
+				if c.limit {
+					code = "key_limit_reached"
+				}
+				if a := mustCall(t, other, chatBody(c.extra), header...); a.status != 402 || a.code != code {
+					t.Fatalf("round %d: the request after the answer that spent the balance: %d %q, want 402 %s", i, a.status, a.code, code)
+				}
+			}
+			g.settle(t)
+			if tot := totals(t, acc); tot.Total.Requests != 5 || tot.Total.CostNanos != 5*14_000 {
+				t.Errorf("ledger %+v, want 5 requests of 14,000 nano-USD", tot.Total)
+			}
+		})
+	}
+}

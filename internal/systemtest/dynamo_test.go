@@ -213,3 +213,24 @@ func dynamoCalls(b *testing.B, endpoint string) {
 		})
 	}
 }
+
+// TestNextRequestSeesSpendSlowStore is TestNextRequestSeesSpend on a
+// DynamoDB table 10 ms away each way, as a real one is: a bill applied
+// after the answer's last bytes (five writes in a row) lands after the
+// client's next balance check.
+func TestNextRequestSeesSpendSlowStore(t *testing.T) {
+	endpoint := dynaliteServer.Endpoint(t)
+	nextRequestSeesSpend(t, func(t testing.TB) (idempotency.Store, httpapi.Accounts) {
+		proxy, err := faultproxy.New(strings.TrimPrefix(endpoint, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = proxy.Close() })
+		proxy.SetLatency(10*time.Millisecond, 10*time.Millisecond)
+		direct := dynalite.NewClient(endpoint)
+		table := dynalite.Table(t, direct, "slow")
+		client := dynalite.NewClient(proxy.URL())
+		l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
+		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
+	})
+}

@@ -52,7 +52,10 @@ func (s *Service) seed(ctx context.Context, c *Caller) error {
 // checkBalance refuses a new request (402) when the project's prepaid
 // balance or the key's limit is spent. It runs after the idempotency lookup,
 // so that a replay of a completed request is served whatever the balance.
-func (s *Service) checkBalance(ctx context.Context, c *Caller) error {
+// A request of a bounded account is marked to have its bill applied with
+// its price (Request.settleAtPrice).
+func (s *Service) checkBalance(ctx context.Context, req *Request) error {
+	c := req.Caller
 	if s.accounts.Ledger == nil {
 		return nil
 	}
@@ -75,5 +78,6 @@ func (s *Service) checkBalance(ctx context.Context, c *Caller) error {
 	case err != nil:
 		return BillingUnavailable(err)
 	}
+	req.settleAtPrice = acct.BalanceNanos != nil || acct.KeyLimitNanos != nil
 	return nil
 }

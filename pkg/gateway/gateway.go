@@ -100,6 +100,11 @@ type Request struct {
 	// that decoding a body costs an admission slot. Its error refuses the
 	// request, storing nothing.
 	Validate func() error
+
+	// settleAtPrice is set by the balance check when the account is bounded
+	// (a balance, a key limit): its bill is applied when the answer is
+	// priced, before the last bytes (tee.Price).
+	settleAtPrice bool
 }
 
 // Writer is the client's side of one request: one implementation per wire
@@ -270,7 +275,7 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 	if req.IdempotencyKey == "" {
 		err := s.resolve(ctx, req)
 		if err == nil {
-			err = s.checkBalance(ctx, req.Caller)
+			err = s.checkBalance(ctx, req)
 		}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -413,7 +418,7 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 		w.Error(err)
 		return
 	}
-	if err := s.checkBalance(ctx, req.Caller); err != nil {
+	if err := s.checkBalance(ctx, req); err != nil {
 		s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
 		w.Error(err)
 		return
@@ -512,7 +517,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 			c.SetMore(ans.More)
 		}
 	}
-	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, entry: billing.Entry{
+	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, entry: billing.Entry{
 		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
 	}}
 	res := codec.Answer(ans, out)
@@ -555,7 +560,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if exec != nil {
 		s.idemDo(req.Log, "idempotency complete", exec.Complete, exec.Abandon)
 	}
-	if s.accounts.Ledger != nil {
+	if s.accounts.Ledger != nil && !out.settled {
 		// out.entry is final: the codec is done with out. The Finisher
 		// may retry the bill for half an hour (a ledger outage): out
 		// must then keep nothing else of the request alive (the client's
@@ -602,6 +607,9 @@ type tee struct {
 	entry     billing.Entry // the request's bill, priced by setCost
 	clientErr error
 	priced    bool
+	// settle: Price applies the bill (Ledger.Bill), not only its price;
+	// settled: it did.
+	settle, settled bool
 }
 
 func (t *tee) Start(status int, header map[string]string, stream bool) {
@@ -639,8 +647,11 @@ func (t *tee) setCost(u llm.Usage) {
 	t.priced = true
 }
 
-// Price writes the answer's cost before its last bytes go out. A failure
-// (the store unreachable) does not hold the answer back: the Finisher bills.
+// Price writes the answer's cost before its last bytes go out; for a
+// bounded account (tee.settle) it applies the bill, so that the client's
+// next request, sent once this answer is received, is checked against a
+// balance that counts it. A failure (the store unreachable) does not hold
+// the answer back: the Finisher bills.
 func (t *tee) Price(u llm.Usage) {
 	// What the writer held back goes out before the ledger write: only the
 	// answer's last bytes wait for the price.
@@ -654,6 +665,15 @@ func (t *tee) Price(u llm.Usage) {
 	// The price is written even when the client is gone.
 	ctx, cancel := storecall.Detached(t.ctx, priceTimeout, t.svc.ledgerLocal)
 	defer cancel()
+	if t.settle {
+		err := t.svc.accounts.Ledger.Bill(ctx, t.entry)
+		if err == nil {
+			t.settled = true
+			return
+		}
+		t.svc.log.Warn("billing not applied with the price; the finisher bills", "request_id", t.entry.RequestID, "error", err)
+		return
+	}
 	if err := t.svc.accounts.Ledger.Price(ctx, t.entry); err != nil {
 		t.svc.log.Warn("billing price not recorded; the finisher bills", "request_id", t.entry.RequestID, "error", err)
 	}
