@@ -18,6 +18,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/internal/dynalite"
 	"github.com/buzzgate/buzzgate/internal/faultproxy"
+	"github.com/buzzgate/buzzgate/internal/rie"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -318,4 +319,57 @@ func TestStoppedOwner(t *testing.T) {
 	if n := r.up.Calls(); n != 1 {
 		t.Errorf("upstream calls %d, want 1", n)
 	}
+}
+
+// TestInvocationWaitsForItsOwnWrites: under Lambda an invocation stays
+// open after its answer while its own finishing writes are being retried
+// (here a bill whose every UpdateItem loses its answer), until its
+// deadline less 5 s; the next invocation in the same execution
+// environment (a 401) is not held by the earlier one's writes.
+func TestInvocationWaitsForItsOwnWrites(t *testing.T) {
+	endpoint, table := newTable(t)
+	proxy, err := faultproxy.New(strings.TrimPrefix(endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetGentleUpstream(true) // fault the link, not dynalite
+	t.Cleanup(func() { proxy.Close() })
+	const timeout = 8 // seconds: an invocation with pending writes is held for 3
+	emu := startEmulator(t, []string{
+		"BUZZGATE_STORE=dynamodb",
+		"BUZZGATE_TABLE=" + table,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + proxy.URL(),
+		"AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=x",
+		"AWS_SECRET_ACCESS_KEY=x",
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", timeout),
+	})
+	timed := func(event string) (*rie.Response, time.Duration) {
+		start := time.Now()
+		r := invokeEvent(t, emu, event)
+		return r, time.Since(start)
+	}
+	// A first request seeds the account and caches the key.
+	if r, _ := timed("chat-completion.json"); r.StatusCode != 200 {
+		t.Fatalf("first request: %d %s", r.StatusCode, r.Body)
+	}
+	proxy.DropResponses(1_000_000, faultproxy.DynamoDBOp("UpdateItem"))
+	r, held := timed("chat-completion.json")
+	if r.StatusCode != 200 {
+		t.Fatalf("the request whose bill fails: %d %s", r.StatusCode, r.Body)
+	}
+	if held < 2*time.Second {
+		t.Errorf("the invocation whose bill is being retried ended after %v: not held for its own writes", held)
+	}
+	r, took := timed("chat-completion-bad-key.json")
+	if r.StatusCode != 401 {
+		t.Fatalf("bad key: %d %s", r.StatusCode, r.Body)
+	}
+	if took > held/2 {
+		t.Errorf("a 401 after it took %v (the invocation before was held %v): held by another request's writes", took, held)
+	}
+	if n := strings.Count(emu.Output(), "finishing steps still pending at the invocation's end"); n != 1 {
+		t.Errorf("%d invocations ended with writes pending, want 1 (the one whose bill failed)", n)
+	}
+	proxy.DropResponses(0, nil)
 }

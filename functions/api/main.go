@@ -100,7 +100,9 @@ func samLocal(getenv func(string) string) bool {
 }
 
 // finishWithin keeps each invocation open after its answer (flushed) while
-// the finisher retries a write that failed (a record's completion, a bill):
+// the finisher retries a write of its own request that failed (a record's
+// completion, a bill; steps an earlier invocation left retrying do not
+// hold it):
 // a Lambda execution environment is frozen between invocations, so a retry
 // left for later might never run. It waits until the invocation's deadline
 // less a margin; what is still undone then, the SweepFunction settles
@@ -110,8 +112,9 @@ func samLocal(getenv func(string) string) bool {
 // limit, when positive, bounds the wait further.
 func finishWithin(a *app.App, logger *slog.Logger, limit time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.Handler.ServeHTTP(w, r)
-		if a.Finisher.Pending() == 0 {
+		gctx, group := gateway.WithGroup(r.Context())
+		a.Handler.ServeHTTP(w, r.WithContext(gctx))
+		if group.Pending() == 0 {
 			return
 		}
 		_ = http.NewResponseController(w).Flush()
@@ -126,8 +129,8 @@ func finishWithin(a *app.App, logger *slog.Logger, limit time.Duration) http.Han
 			ctx, cancel = context.WithTimeout(ctx, limit)
 			defer cancel()
 		}
-		if err := a.Finisher.Wait(ctx); err != nil {
-			logger.Warn("finishing steps still pending at the invocation's end", "pending", a.Finisher.Pending())
+		if err := group.Wait(ctx); err != nil {
+			logger.Warn("finishing steps still pending at the invocation's end", "pending", group.Pending())
 		}
 	})
 }

@@ -78,13 +78,14 @@ func retryable(err error) bool {
 // store that cannot be reached. giveUp (may be nil) runs when it stops
 // without success.
 func (f *Finisher) Do(what string, step func(context.Context) error, giveUp func()) {
-	f.do(what, step, giveUp, false)
+	f.do(nil, what, step, giveUp, false)
 }
 
-// do is Do; local says the step's store is in this process (storecall):
-// its first attempt then has no deadline of its own. It reports whether
-// the first attempt succeeded.
-func (f *Finisher) do(what string, step func(context.Context) error, giveUp func(), local bool) bool {
+// do is Do for a step of a request served under g (nil: none); local says
+// the step's store is in this process (storecall): its first attempt then
+// has no deadline of its own. It reports whether the first attempt
+// succeeded.
+func (f *Finisher) do(g *Group, what string, step func(context.Context) error, giveUp func(), local bool) bool {
 	ctx, cancel := storecall.Bound(context.Background(), stepTimeout, local)
 	err := step(ctx)
 	cancel()
@@ -100,10 +101,12 @@ func (f *Finisher) do(what string, step func(context.Context) error, giveUp func
 	}
 	f.opts.Log.Warn("finishing step failed; retrying in the background", "step", what, "error", err)
 	f.pending.Add(1)
+	g.add(1)
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
 		defer f.pending.Add(-1)
+		defer g.add(-1)
 		deadline := time.Now().Add(f.opts.Horizon)
 		wait := f.opts.MinBackoff
 		for attempt := 2; ; attempt++ {
@@ -180,4 +183,51 @@ func (f *Finisher) Drain(ctx context.Context) error {
 		<-done
 		return ctx.Err()
 	}
+}
+
+// A Group counts the finishing steps being retried for the requests served
+// under one context: under Lambda, one invocation's. The invocation waits
+// for its own steps (Group.Wait), never for those an earlier invocation
+// left retrying in the same execution environment.
+type Group struct {
+	pending atomic.Int64
+}
+
+type groupKey struct{}
+
+// WithGroup returns ctx carrying a new Group: the finishing steps of a
+// request served under ctx (Service.Run) count in it.
+func WithGroup(ctx context.Context) (context.Context, *Group) {
+	g := &Group{}
+	return context.WithValue(ctx, groupKey{}, g), g
+}
+
+// groupOf is ctx's Group, or nil.
+func groupOf(ctx context.Context) *Group {
+	g, _ := ctx.Value(groupKey{}).(*Group)
+	return g
+}
+
+func (g *Group) add(n int64) {
+	if g != nil {
+		g.pending.Add(n)
+	}
+}
+
+// Pending is the number of the group's steps being retried.
+func (g *Group) Pending() int64 { return g.pending.Load() }
+
+// Wait waits until none of the group's steps is being retried, or ctx
+// ends.
+func (g *Group) Wait(ctx context.Context) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for g.pending.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }

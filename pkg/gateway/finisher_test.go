@@ -99,3 +99,49 @@ func TestFinisherDrainAndTrack(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A Group waits for its own steps only: a step of another group, or of
+// none, still being retried does not hold it.
+func TestGroupWaitsForItsOwnSteps(t *testing.T) {
+	f := fastFinisher(time.Minute)
+	var land atomic.Bool
+	down := func(context.Context) error {
+		if land.Load() {
+			return nil
+		}
+		return fmt.Errorf("%w: down", billing.ErrUnavailable)
+	}
+	_, first := WithGroup(context.Background())
+	_, second := WithGroup(context.Background())
+	f.do(first, "first's step", down, nil, true)
+	f.do(nil, "a step of no group", down, nil, true)
+	if first.Pending() != 1 || second.Pending() != 0 || f.Pending() != 2 {
+		t.Fatalf("pending: first %d, second %d, finisher %d; want 1, 0, 2", first.Pending(), second.Pending(), f.Pending())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := second.Wait(ctx); err != nil {
+		t.Fatalf("the second group waited for the others' steps: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	if err := first.Wait(short); err == nil {
+		t.Fatal("the first group did not wait for its step")
+	}
+	land.Store(true)
+	if err := first.Wait(ctx); err != nil || first.Pending() != 0 {
+		t.Fatalf("the first group's step landed: wait %v, pending %d", err, first.Pending())
+	}
+	if err := f.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The group follows the request's context, a keyed request's detached one
+// included: Service.Run counts the request's steps in it.
+func TestGroupOfRequestContext(t *testing.T) {
+	ctx, g := WithGroup(context.Background())
+	if groupOf(ctx) != g || groupOf(context.WithoutCancel(ctx)) != g || groupOf(context.Background()) != nil {
+		t.Fatal("the group does not follow the context")
+	}
+}

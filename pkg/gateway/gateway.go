@@ -101,6 +101,9 @@ type Request struct {
 	// request, storing nothing.
 	Validate func() error
 
+	// group is the Group of the context the request is served under (nil:
+	// none): its finishing steps count in it.
+	group *Group
 	// settleAtPrice is set by the balance check when the account is bounded
 	// (a balance, a key limit): its bill is applied when the answer is
 	// priced, before the last bytes (tee.Price).
@@ -260,6 +263,7 @@ func BillingUnavailable(err error) error {
 // Run serves one request through w. ctx is the client's: a keyed request
 // outlives it.
 func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) {
+	req.group = groupOf(ctx)
 	slot, ok := s.admit()
 	if !ok {
 		w.Error(capacity())
@@ -370,9 +374,9 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 // IdempotencyStoreErrors the template's alarm watches), as a 503
 // store_unavailable is: the client may have its answer, but the store was
 // not reached, and a retry may find no record of it.
-func (s *Service) idemDo(log *Log, what string, step func(context.Context) error, giveUp func()) {
-	if !s.fin.do(what, step, giveUp, s.idemLocal) && log != nil {
-		log.Metrics.StoreError = true
+func (s *Service) idemDo(req *Request, what string, step func(context.Context) error, giveUp func()) {
+	if !s.fin.do(req.group, what, step, giveUp, s.idemLocal) && req.Log != nil {
+		req.Log.Metrics.StoreError = true
 	}
 }
 
@@ -406,7 +410,7 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 		// A panic (a bug) must not leave the record in progress with a
 		// live lease: end it as failed, so that retries answer 409.
 		if !exec.Finished() {
-			s.idemDo(req.Log, "idempotency tombstone", exec.Fail, exec.Abandon)
+			s.idemDo(req, "idempotency tombstone", exec.Fail, exec.Abandon)
 		}
 	}()
 	// The rest of the request, balance and limits come after the lookup,
@@ -414,12 +418,12 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 	// refusal here releases the record, and a retry with the key runs
 	// normally.
 	if err := s.resolve(ctx, req); err != nil {
-		s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
+		s.idemDo(req, "idempotency release", exec.Release, exec.Abandon)
 		w.Error(err)
 		return
 	}
 	if err := s.checkBalance(ctx, req); err != nil {
-		s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
+		s.idemDo(req, "idempotency release", exec.Release, exec.Abandon)
 		w.Error(err)
 		return
 	}
@@ -437,7 +441,9 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	}
 	// Made only on the paths that release the hold: a closure over hold
 	// made up front would be two allocations on every request.
-	unhold := func() { s.fin.do("billing unhold", s.unholdStep(hold.Project, hold.RequestID), nil, s.ledgerLocal) }
+	unhold := func() {
+		s.fin.do(req.group, "billing unhold", s.unholdStep(hold.Project, hold.RequestID), nil, s.ledgerLocal)
+	}
 	if err := s.hold(ctx, hold); err != nil {
 		// An unkeyed request's hold runs under the client's context: one
 		// cut short by the client leaving is the client gone. (A keyed
@@ -454,7 +460,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 			unhold()
 		}
 		if exec != nil {
-			s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
+			s.idemDo(req, "idempotency release", exec.Release, exec.Abandon)
 		}
 		if gone {
 			log.ClientGone = true
@@ -471,7 +477,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		cancel()
 		if err != nil {
 			unhold()
-			s.idemDo(req.Log, "idempotency release", exec.Release, exec.Abandon)
+			s.idemDo(req, "idempotency release", exec.Release, exec.Abandon)
 			if errors.Is(err, idempotency.ErrNotOwner) {
 				// Another request took the reservation over (this one's
 				// lease lapsed before it started): that one runs it.
@@ -492,7 +498,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if err != nil {
 		unhold()
 		if exec != nil {
-			s.idemDo(req.Log, "idempotency tombstone", exec.Fail, exec.Abandon)
+			s.idemDo(req, "idempotency tombstone", exec.Fail, exec.Abandon)
 		}
 		if errors.Is(err, context.Canceled) && clientCtx.Err() != nil {
 			log.ClientGone = true
@@ -543,7 +549,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if !res.Answered && !leftAfterOutput {
 		unhold()
 		if exec != nil {
-			s.idemDo(req.Log, "idempotency tombstone", exec.Fail, exec.Abandon)
+			s.idemDo(req, "idempotency tombstone", exec.Fail, exec.Abandon)
 		}
 		if res.Err != nil && !(errors.Is(res.Err, context.Canceled) && clientCtx.Err() != nil) {
 			w.Error(res.Err)
@@ -558,7 +564,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	// durable already (or being retried), and a retry should find the
 	// answer as soon as possible.
 	if exec != nil {
-		s.idemDo(req.Log, "idempotency complete", exec.Complete, exec.Abandon)
+		s.idemDo(req, "idempotency complete", exec.Complete, exec.Abandon)
 	}
 	if s.accounts.Ledger != nil && !out.settled {
 		// out.entry is final: the codec is done with out. The Finisher
@@ -566,7 +572,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		// must then keep nothing else of the request alive (the client's
 		// writer, the upstream stream, the recorded answer).
 		out.w, out.exec, out.ctx = nil, nil, nil
-		s.fin.do("billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, out.entry) }, nil, s.ledgerLocal)
+		s.fin.do(req.group, "billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, out.entry) }, nil, s.ledgerLocal)
 	}
 }
 
