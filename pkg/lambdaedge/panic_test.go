@@ -14,11 +14,13 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
 )
 
-// panickingPrice is a ledger with a bug: Price, which runs before a
-// stream's last events, panics.
+// panickingPrice is a ledger with a bug: Price and Bill, one of which runs
+// before a stream's last events (Bill for an account with a balance, as
+// the demo project has), panic.
 type panickingPrice struct{ billing.Ledger }
 
 func (panickingPrice) Price(context.Context, billing.Entry) error { panic("ledger bug") }
+func (panickingPrice) Bill(context.Context, billing.Entry) error  { panic("ledger bug") }
 
 // TestGatewayPanicMidStreamEndsWithError: as the package documents,
 // a handler that panics after its response started ends the stream with an
