@@ -161,10 +161,13 @@ func defineReconcile(fs *flag.FlagSet, now func() time.Time) action {
 		},
 		run: func(ctx context.Context, e *env) error {
 			r, err := e.store.Reconcile(ctx, at.t, *apply)
-			if err != nil {
-				return err
+			if werr := writeReconciliation(e.stdout, at.t, *apply, r); werr != nil {
+				return werr
 			}
-			return writeReconciliation(e.stdout, at.t, *apply, r)
+			if err != nil {
+				return fmt.Errorf("the run stopped after what is listed above: %w", err)
+			}
+			return nil
 		},
 	}
 }
@@ -192,8 +195,17 @@ func writeReconciliation(w io.Writer, at time.Time, applied bool, r billing.Reco
 	if applied {
 		what = "done"
 	}
-	_, err := fmt.Fprintf(w, "as of %s, %s: %d settled (%s), %d written off\n", at.UTC().Format(time.RFC3339), what, len(r.Settled), formatUSD(cost), len(r.WrittenOff))
-	return err
+	if _, err := fmt.Fprintf(w, "as of %s, %s: %d settled (%s), %d written off, %d skipped\n", at.UTC().Format(time.RFC3339), what, len(r.Settled), formatUSD(cost), len(r.WrittenOff), len(r.Skipped)); err != nil {
+		return err
+	}
+	// What could not be settled, left for the next run: the operator's to
+	// look at.
+	for _, sk := range r.Skipped {
+		if _, err := fmt.Fprintf(w, "skipped %s (project %s): %s\n", sk.RequestID, sk.Project, sk.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func lookup(name string) *command {

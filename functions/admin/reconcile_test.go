@@ -75,3 +75,19 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("bad --now: %v", r)
 	}
 }
+
+// A hold the run could not settle is listed after the totals, with its
+// project and the reason, for the operator to look at.
+func TestReconcileListsSkipped(t *testing.T) {
+	var out strings.Builder
+	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	r := billing.Reconciliation{Skipped: []billing.Skip{{RequestID: "req_1", Project: "proj", Reason: "entry req_1: cost is not a number"}}}
+	if err := writeReconciliation(&out, at, true, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0 settled", "0 written off, 1 skipped", "skipped req_1 (project proj): entry req_1: cost is not a number"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

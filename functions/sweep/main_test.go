@@ -76,7 +76,7 @@ func emfLine(t *testing.T, out string) map[string]any {
 		t.Errorf("namespace/dimensions: %+v, Stage %v", cw, m["Stage"])
 	}
 	units := map[string]string{
-		"SweepSettled": "Count", "SweepWrittenOff": "Count", "SweepSettledCost": "None", "SweepDuration": "Milliseconds",
+		"SweepSettled": "Count", "SweepWrittenOff": "Count", "SweepSkipped": "Count", "SweepSettledCost": "None", "SweepDuration": "Milliseconds",
 	}
 	if len(cw.Metrics) != len(units) {
 		t.Errorf("metrics %+v, want %v", cw.Metrics, units)
@@ -99,27 +99,35 @@ func TestRunReportsCounts(t *testing.T) {
 			{RequestID: secretReqID + "2", Project: secretProj, KeyID: secretKeyID, CostNanos: 250_000_000},
 		},
 		WrittenOff: []billing.Hold{{RequestID: secretReqID + "3", Project: secretProj, KeyID: secretKeyID}},
+		Skipped:    []billing.Skip{{RequestID: secretReqID + "4", Project: secretProj, Reason: "an entry " + secretReqID + "4 it cannot read"}},
 	}}
 	s, logs, emf := newTestSweeper(f)
 	res, err := s.run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Result{Settled: 2, WrittenOff: 1, SettledCostNanos: 1_750_000_000}); res != want {
+	if want := (Result{Settled: 2, WrittenOff: 1, Skipped: 1, SettledCostNanos: 1_750_000_000}); res != want {
 		t.Errorf("Result = %+v, want %+v", res, want)
 	}
 	if len(f.calls) != 1 || !f.calls[0] || !f.nows[0].Equal(time.Date(2026, 11, 5, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("Reconcile calls: apply %v at %v; want one with apply at the run's start", f.calls, f.nows)
 	}
 	m := emfLine(t, emf.String())
-	if m["SweepSettled"] != 2.0 || m["SweepWrittenOff"] != 1.0 || m["SweepSettledCost"] != 1.75 || m["SweepDuration"] != 1500.0 {
+	if m["SweepSettled"] != 2.0 || m["SweepWrittenOff"] != 1.0 || m["SweepSkipped"] != 1.0 || m["SweepSettledCost"] != 1.75 || m["SweepDuration"] != 1500.0 {
 		t.Errorf("metric values: %v", m)
 	}
-	var line map[string]any
-	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
-		t.Fatalf("log %q: %v", logs, err)
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("log %q: %v", logs, err)
+		}
+		lines = append(lines, line)
 	}
-	if line["level"] != "INFO" || line["settled"] != 2.0 || line["written_off"] != 1.0 || line["settled_cost_usd"] != 1.75 {
+	if len(lines) != 2 || lines[0]["level"] != "ERROR" || lines[0]["skipped"] != 1.0 {
+		t.Fatalf("log lines %v: want an error line for the skipped hold, then the run's", lines)
+	}
+	if line := lines[1]; line["level"] != "INFO" || line["settled"] != 2.0 || line["written_off"] != 1.0 || line["skipped"] != 1.0 || line["settled_cost_usd"] != 1.75 {
 		t.Errorf("log line %v", line)
 	}
 	for _, secret := range []string{secretKeyID, secretReqID, secretProj} {

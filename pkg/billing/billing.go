@@ -259,7 +259,11 @@ type Reconciler interface {
 	// hold is removed and no entry is written, so a late Bill of that
 	// request still bills normally). Without apply it only reports. It is
 	// safe to run concurrently with Bills and with itself: nothing is
-	// counted twice.
+	// counted twice. A hold it cannot settle is skipped and reported, and
+	// the run goes on; it stops early only when the store cannot be
+	// reached or ctx ends, and then returns what it did so far with the
+	// error. It settles as it reads: a long backlog is drained page by
+	// page, not read whole first.
 	Reconcile(ctx context.Context, now time.Time, apply bool) (Reconciliation, error)
 }
 
@@ -269,6 +273,18 @@ type Reconciliation struct {
 	Settled []Entry
 	// WrittenOff are the holds past their deadline that never got a price.
 	WrittenOff []Hold
+	// Skipped are the holds this run could not settle or write off (an
+	// entry it cannot read, a bill refused, the store failing on that one
+	// item): left as they are for the next run.
+	Skipped []Skip
+}
+
+// Skip is a hold a Reconcile left, and why.
+type Skip struct {
+	RequestID string
+	// Project is the hold's, when its entry could be read ("" if not).
+	Project string
+	Reason  string
 }
 
 // NanosPerUSD is the number of nano-dollars in a dollar.

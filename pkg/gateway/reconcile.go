@@ -37,8 +37,12 @@ func Reconcile(ctx context.Context, r billing.Reconciler, every time.Duration, n
 		rctx, cancel := context.WithTimeout(ctx, every)
 		rep, err := r.Reconcile(rctx, now(), true)
 		cancel()
+		if len(rep.Skipped) > 0 {
+			// Which ones and why: `admin reconcile` lists them.
+			log.Error("reconcile could not settle some holds; the next run tries them again", "skipped", len(rep.Skipped))
+		}
 		if err != nil {
-			log.Warn("reconcile failed; the next run tries again", "error", err)
+			log.Warn("reconcile stopped; the next run goes on", "error", err, "settled", len(rep.Settled), "written_off", len(rep.WrittenOff))
 			continue
 		}
 		if len(rep.Settled) > 0 || len(rep.WrittenOff) > 0 {

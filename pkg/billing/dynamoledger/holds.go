@@ -1,10 +1,9 @@
 package dynamoledger
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -209,18 +208,91 @@ type pointer struct {
 	deadline  time.Time
 }
 
-// Reconcile implements billing.Reconciler: one consistent Query per hold
-// partition (HoldShards of them) for the pointers due before now, one
-// consistent BatchGetItem per 100 of their entries, then per entry: priced
-// (pending) is billed; held is written off (a conditional DeleteItem, then
-// the pointer's); applied, or a stray pointer (its entry has another, or
-// none for StrayAfter past its deadline), loses its pointer.
+// Reconcile implements billing.Reconciler. Per hold partition (HoldShards
+// of them), a consistent Query reads a page of the pointers due before now
+// (ReconcilePage at most), one consistent BatchGetItem their entries, and
+// each is settled before the next page is read: priced (pending) is
+// billed; held is written off (a conditional DeleteItem, then the
+// pointer's); applied, or a stray pointer (its entry has another, or none
+// for StrayAfter past its deadline), loses its pointer. An entry that
+// cannot be settled is skipped and reported (Reconciliation.Skipped); the
+// run stops only when the store cannot be reached (a Query or a page's
+// entries, or maxUnreachable entries in a row).
 func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billing.Reconciliation, error) {
 	var r billing.Reconciliation
+	unreachable := 0 // entries in a row that failed with the store unreachable
+	for i := range s.opts.HoldShards {
+		pk := fmt.Sprintf("%s%02d", PKHold, i)
+		in := &dynamodb.QueryInput{
+			TableName:                aws.String(s.table),
+			KeyConditionExpression:   aws.String("#pk = :pk AND #sk < :now"),
+			ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": attrS(pk), ":now": attrS(formatTime(clampTime(now))),
+			},
+			ConsistentRead: aws.Bool(true),
+			Limit:          aws.Int32(int32(s.opts.ReconcilePage)),
+		}
+		for {
+			out, err := s.client.Query(ctx, in)
+			if err != nil {
+				return r, unavailable("Query", err)
+			}
+			var ptrs []pointer
+			for _, item := range out.Items {
+				sk := str(item, AttrSK)
+				dl, rid, ok := strings.Cut(sk, "#")
+				t, err := parseTime(dl)
+				if !ok || err != nil {
+					continue // not a pointer of this package
+				}
+				ptrs = append(ptrs, pointer{pk: pk, sk: sk, requestID: rid, deadline: t})
+			}
+			rids := make([]string, len(ptrs))
+			for i, p := range ptrs {
+				rids[i] = p.requestID
+			}
+			items, err := s.getEntries(ctx, rids)
+			if err != nil {
+				return r, err
+			}
+			for _, p := range ptrs {
+				item, ok := items[p.requestID]
+				err := s.reconcileOne(ctx, &r, p, item, ok, now, apply)
+				switch {
+				case err == nil:
+					unreachable = 0
+					continue
+				case ctx.Err() != nil:
+					return r, unavailable("Reconcile", ctx.Err())
+				case errors.Is(err, billing.ErrUnavailable):
+					if unreachable++; unreachable >= maxUnreachable {
+						return r, err
+					}
+				}
+				r.Skipped = append(r.Skipped, billing.Skip{RequestID: p.requestID, Project: str(item, attrProject), Reason: err.Error()})
+			}
+			if len(out.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	return r, nil
+}
+
+// maxUnreachable is how many entries in a row Reconcile skips because the
+// store could not be reached before it stops: then the store is gone, not
+// one item busy.
+const maxUnreachable = 3
+
+// reconcileOne settles the entry of one due pointer p (item, when found)
+// into r.
+func (s *Store) reconcileOne(ctx context.Context, r *billing.Reconciliation, p pointer, item map[string]types.AttributeValue, found bool, now time.Time, apply bool) error {
 	// settle bills the priced entry of item (without apply, it only reports
 	// it).
-	settle := func(item map[string]types.AttributeValue, requestID string) error {
-		e, err := decodeEntry(item, requestID)
+	settle := func(item map[string]types.AttributeValue) error {
+		e, err := decodeEntry(item, p.requestID)
 		if err != nil {
 			return err
 		}
@@ -234,93 +306,43 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billi
 		}
 		return err
 	}
-	var ptrs []pointer
-	for i := range s.opts.HoldShards {
-		pk := fmt.Sprintf("%s%02d", PKHold, i)
-		in := &dynamodb.QueryInput{
-			TableName:                aws.String(s.table),
-			KeyConditionExpression:   aws.String("#pk = :pk AND #sk < :now"),
-			ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": attrS(pk), ":now": attrS(formatTime(clampTime(now))),
-			},
-			ConsistentRead: aws.Bool(true),
+	mine := found && str(item, attrHoldPK) == p.pk && str(item, attrHoldSK) == p.sk
+	switch {
+	case !found && !p.deadline.Add(s.opts.StrayAfter).Before(now):
+		// A Hold, Price or Bill may be between its two writes: wait.
+	case !found, !mine, str(item, attrState) == stateApplied:
+		if apply {
+			return s.deletePointer(ctx, p.pk, p.sk)
 		}
-		for {
-			out, err := s.client.Query(ctx, in)
-			if err != nil {
-				return r, unavailable("Query", err)
-			}
-			for _, item := range out.Items {
-				sk := str(item, AttrSK)
-				dl, rid, ok := strings.Cut(sk, "#")
-				t, err := parseTime(dl)
-				if !ok || err != nil {
-					continue // not a pointer of this package
-				}
-				ptrs = append(ptrs, pointer{pk: pk, sk: sk, requestID: rid, deadline: t})
-			}
-			if len(out.LastEvaluatedKey) == 0 {
-				break
-			}
-			in.ExclusiveStartKey = out.LastEvaluatedKey
+	case str(item, attrState) == statePending:
+		return settle(item)
+	case str(item, attrState) == stateHeld:
+		h, err := decodeHold(item, p.requestID)
+		if err != nil {
+			return err
 		}
-	}
-	slices.SortFunc(ptrs, func(a, b pointer) int {
-		return cmp.Or(a.deadline.Compare(b.deadline), cmp.Compare(a.requestID, b.requestID))
-	})
-	rids := make([]string, len(ptrs))
-	for i, p := range ptrs {
-		rids[i] = p.requestID
-	}
-	items, err := s.getEntries(ctx, rids)
-	if err != nil {
-		return r, err
-	}
-	for _, p := range ptrs {
-		item, ok := items[p.requestID]
-		mine := ok && str(item, attrHoldPK) == p.pk && str(item, attrHoldSK) == p.sk
-		switch {
-		case !ok && !p.deadline.Add(s.opts.StrayAfter).Before(now):
-			// A Hold, Price or Bill may be between its two writes: wait.
-		case !ok, !mine, str(item, attrState) == stateApplied:
-			if apply {
-				if err := s.deletePointer(ctx, p.pk, p.sk); err != nil {
-					return r, err
-				}
-			}
-		case str(item, attrState) == statePending:
-			if err := settle(item, p.requestID); err != nil {
-				return r, err
-			}
-		case str(item, attrState) == stateHeld:
-			h, err := decodeHold(item, p.requestID)
-			if err != nil {
-				return r, err
-			}
-			if !apply {
-				r.WrittenOff = append(r.WrittenOff, h)
-				continue
-			}
-			done, err := s.writeOff(ctx, h.Project, h.RequestID, p.sk)
-			if err != nil {
-				return r, err
-			}
-			if done {
-				r.WrittenOff = append(r.WrittenOff, h)
-				continue
-			}
-			// Priced (or billed) meanwhile: settle it now.
-			again, err := s.getEntry(ctx, p.requestID)
-			if err != nil {
-				return r, err
-			}
-			if str(again, attrState) == statePending {
-				if err := settle(again, p.requestID); err != nil {
-					return r, err
-				}
-			}
+		if !apply {
+			r.WrittenOff = append(r.WrittenOff, h)
+			return nil
 		}
+		done, err := s.writeOff(ctx, h.Project, h.RequestID, p.sk)
+		if err != nil {
+			return err
+		}
+		if done {
+			r.WrittenOff = append(r.WrittenOff, h)
+			return nil
+		}
+		// Priced (or billed) meanwhile: settle it now.
+		again, err := s.getEntry(ctx, p.requestID)
+		if err != nil {
+			return err
+		}
+		if str(again, attrState) == statePending {
+			return settle(again)
+		}
+	default:
+		return fmt.Errorf("dynamoledger: entry %s in an unknown state %q", p.requestID, str(item, attrState))
 	}
-	return r, nil
+	return nil
 }

@@ -23,6 +23,8 @@ const (
 	DefaultShards      = 16
 	DefaultHoldShards  = 16
 	DefaultStrayAfter  = time.Hour
+	// DefaultReconcilePage is BatchGetItem's most keys.
+	DefaultReconcilePage = 100
 	// MaxShards bounds Options.Shards (Account reads them all in one
 	// BatchGetItem of at most 100 keys).
 	MaxShards = 64
@@ -53,6 +55,10 @@ type Options struct {
 	// Reconcile queries (DefaultHoldShards when <= 0). The same on every
 	// instance; it may grow, never shrink.
 	HoldShards int
+	// ReconcilePage is the most due pointers Reconcile reads in one Query
+	// page and settles before it reads the next (DefaultReconcilePage when
+	// <= 0): one BatchGetItem of their entries.
+	ReconcilePage int
 	// StrayAfter is how long past its deadline a due pointer whose entry
 	// was never written is kept (a writer slower than that would leave an
 	// entry nobody finds); DefaultStrayAfter when <= 0.
@@ -91,6 +97,9 @@ func New(client *dynamodb.Client, table string, opts Options) *Store {
 	opts.Shards = min(opts.Shards, MaxShards)
 	if opts.HoldShards <= 0 {
 		opts.HoldShards = DefaultHoldShards
+	}
+	if opts.ReconcilePage <= 0 {
+		opts.ReconcilePage = DefaultReconcilePage
 	}
 	if opts.StrayAfter <= 0 {
 		opts.StrayAfter = DefaultStrayAfter

@@ -251,12 +251,13 @@ func (s *Store) Reconcile(ctx context.Context, now time.Time, apply bool) (billi
 	var r billing.Reconciliation
 	for _, h := range due {
 		if h.priced != nil {
-			r.Settled = append(r.Settled, *h.priced)
 			if apply {
 				if err := s.bill(*h.priced); err != nil {
-					return r, err
+					r.Skipped = append(r.Skipped, billing.Skip{RequestID: h.h.RequestID, Project: h.h.Project, Reason: err.Error()})
+					continue
 				}
 			}
+			r.Settled = append(r.Settled, *h.priced)
 			continue
 		}
 		r.WrittenOff = append(r.WrittenOff, h.h)
