@@ -847,8 +847,8 @@ func TestModels(t *testing.T) {
 	want := map[string]any{"object": "list", "data": []any{map[string]any{
 		"id": "m", "object": "model", "created": 0.0, "owned_by": "buzzgate",
 		"providers": []any{
-			map[string]any{"name": "p0", "model": "up-0", "input_price": 1.0, "output_price": 2.0, "zdr": false, "data_collection": "allow"},
-			map[string]any{"name": "p1", "model": "up-1", "input_price": 2.0, "output_price": 4.0, "zdr": false, "data_collection": "allow"},
+			map[string]any{"name": "p0", "model": "up-0", "input_price": 1.0, "output_price": 2.0, "cache_read_price": 1.0, "cache_write_price": 1.0, "zdr": false, "data_collection": "allow"},
+			map[string]any{"name": "p1", "model": "up-1", "input_price": 2.0, "output_price": 4.0, "cache_read_price": 2.0, "cache_write_price": 2.0, "zdr": false, "data_collection": "allow"},
 		},
 	}}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -38,7 +38,7 @@ func TestModelsOpenAI(t *testing.T) {
 		l.Data[1].ID != "vendor/b" || list.header.Get("Vary") != "Anthropic-Version" {
 		t.Errorf("list: %d %s %v", list.status, list.body, list.header)
 	}
-	want := `{"id":"vendor/b","object":"model","created":0,"owned_by":"buzzgate","providers":[{"name":"p1","model":"up-b","input_price":1,"output_price":2,"zdr":false,"data_collection":"allow"}]}` + "\n"
+	want := `{"id":"vendor/b","object":"model","created":0,"owned_by":"buzzgate","providers":[{"name":"p1","model":"up-b","input_price":1,"output_price":2,"cache_read_price":1,"cache_write_price":1,"zdr":false,"data_collection":"allow"}]}` + "\n"
 	for _, path := range []string{"/api/v1/models/vendor/b", "/api/v1/models/vendor%2Fb"} {
 		a := send(t, http.MethodGet, g.url+path, "", "Authorization", "Bearer "+testKey)
 		if a.status != 200 || a.body != want || a.header.Get("Content-Type") != "application/json" || a.header.Get("Vary") != "Anthropic-Version" {

@@ -83,9 +83,32 @@ type Route struct {
 	Provider string `yaml:"provider"`
 	// Model is the name sent upstream.
 	Model string `yaml:"model"`
-	// Prices in USD per million tokens.
-	InputPrice  float64 `yaml:"input_price"`
-	OutputPrice float64 `yaml:"output_price"`
+	// Prices in USD per million tokens. OutputPrice covers reasoning
+	// tokens too (they are output tokens). CacheReadPrice is the price of
+	// a prompt token read from the provider's prompt cache, CacheWritePrice
+	// of one written to it; nil means InputPrice.
+	InputPrice      float64  `yaml:"input_price"`
+	OutputPrice     float64  `yaml:"output_price"`
+	CacheReadPrice  *float64 `yaml:"cache_read_price"`
+	CacheWritePrice *float64 `yaml:"cache_write_price"`
+}
+
+// CacheRead is the route's price of a cached prompt token read, in USD per
+// million tokens.
+func (r Route) CacheRead() float64 {
+	if r.CacheReadPrice != nil {
+		return *r.CacheReadPrice
+	}
+	return r.InputPrice
+}
+
+// CacheWrite is the route's price of a prompt token written to the cache,
+// in USD per million tokens.
+func (r Route) CacheWrite() float64 {
+	if r.CacheWritePrice != nil {
+		return *r.CacheWritePrice
+	}
+	return r.InputPrice
 }
 
 // Project is a customer account with its API keys.

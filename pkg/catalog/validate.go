@@ -250,6 +250,12 @@ func (c *Config) validateModels(idx *index) error {
 			if !isAmount(r.OutputPrice) {
 				return fieldErr(rat+".output_price", "must be a finite number >= 0, got %v", r.OutputPrice)
 			}
+			if r.CacheReadPrice != nil && !isAmount(*r.CacheReadPrice) {
+				return fieldErr(rat+".cache_read_price", "must be a finite number >= 0, got %v", *r.CacheReadPrice)
+			}
+			if r.CacheWritePrice != nil && !isAmount(*r.CacheWritePrice) {
+				return fieldErr(rat+".cache_write_price", "must be a finite number >= 0, got %v", *r.CacheWritePrice)
+			}
 		}
 	}
 	return nil

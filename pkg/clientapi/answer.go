@@ -165,16 +165,3 @@ func Refusal(m *chat.Message) (string, bool) {
 	}
 	return s, true
 }
-
-// UsageDetail reads one count of an upstream usage details object.
-func UsageDetail(u llm.Usage, object, field string) int {
-	var d map[string]json.RawMessage
-	if json.Unmarshal(u.Extra[object], &d) != nil {
-		return 0
-	}
-	var n float64
-	if json.Unmarshal(d[field], &n) != nil || n < 0 || n > 1<<31-1 {
-		return 0
-	}
-	return int(n)
-}

@@ -59,6 +59,8 @@ type modelProvider struct {
 	Model          string  `json:"model"`
 	InputPrice     float64 `json:"input_price"`
 	OutputPrice    float64 `json:"output_price"`
+	CacheRead      float64 `json:"cache_read_price"`
+	CacheWrite     float64 `json:"cache_write_price"`
 	Region         string  `json:"region,omitempty"`
 	ZDR            bool    `json:"zdr"`
 	DataCollection string  `json:"data_collection"`
@@ -100,7 +102,7 @@ func newModelCatalog(cfg *catalog.Config) *modelCatalog {
 		for _, rt := range m.Routes {
 			p, _ := cfg.Provider(rt.Provider)
 			e.Providers = append(e.Providers, modelProvider{
-				Name: rt.Provider, Model: rt.Model, InputPrice: rt.InputPrice, OutputPrice: rt.OutputPrice,
+				Name: rt.Provider, Model: rt.Model, InputPrice: rt.InputPrice, OutputPrice: rt.OutputPrice, CacheRead: rt.CacheRead(), CacheWrite: rt.CacheWrite(),
 				Region: p.Region, ZDR: p.ZDR, DataCollection: p.DataCollection,
 			})
 		}

@@ -180,8 +180,54 @@ func appendFloat(b []byte, f float64) []byte {
 // ledger counts in, so that the cost on an answer is exactly what the
 // ledger holds, and sums show no binary noise such as 1.4999999999e-06.
 func Cost(promptTokens, completionTokens int, inputPrice, outputPrice float64) float64 {
-	c := (float64(promptTokens)*inputPrice + float64(completionTokens)*outputPrice) / 1e6
+	return PriceOf(Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens}, Prices{Input: inputPrice, Output: outputPrice})
+}
+
+// Prices are a route's prices in USD per million tokens: an uncached
+// prompt token, an output token (reasoning included), a prompt token read
+// from the provider's prompt cache, one written to it.
+type Prices struct {
+	Input, Output, CacheRead, CacheWrite float64
+}
+
+// PriceOf is the cost of usage u at prices p in USD, as the provider bills
+// it: the prompt's cached reads, cache writes and the rest each at their
+// price (PromptParts), the completion at the output price; rounded to whole
+// nano-dollars as Cost is.
+func PriceOf(u Usage, p Prices) float64 {
+	uncached, read, write := u.PromptParts()
+	c := (float64(uncached)*p.Input + float64(read)*p.CacheRead + float64(write)*p.CacheWrite +
+		float64(u.CompletionTokens)*p.Output) / 1e6
 	return math.Round(c*1e9) / 1e9
+}
+
+// PromptParts splits the prompt tokens as the upstream reported them (in
+// the Chat Completions shape every adapter gives): read from the
+// provider's prompt cache (prompt_tokens_details.cached_tokens), written
+// to it (prompt_tokens_details.cache_write_tokens), and the rest. Each part
+// is clamped so that the three add up to PromptTokens.
+func (u Usage) PromptParts() (uncached, cacheRead, cacheWrite int) {
+	cacheRead = min(u.Detail("prompt_tokens_details", "cached_tokens"), u.PromptTokens)
+	cacheWrite = min(u.Detail("prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cacheRead)
+	return u.PromptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite
+}
+
+// Detail reads one count of an upstream usage details object (such as
+// prompt_tokens_details.cached_tokens): 0 when absent or not a count.
+func (u Usage) Detail(object, field string) int {
+	raw, ok := u.Extra[object]
+	if !ok {
+		return 0
+	}
+	var d map[string]json.RawMessage
+	if json.Unmarshal(raw, &d) != nil {
+		return 0
+	}
+	var n float64
+	if json.Unmarshal(d[field], &n) != nil || n < 0 || n > math.MaxInt32 {
+		return 0
+	}
+	return int(n)
 }
 
 // EstimateTokens counts tokens the way the gateway does when an upstream

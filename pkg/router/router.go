@@ -673,7 +673,7 @@ func (a *Answer) Usage() llm.Usage {
 			u.TotalTokens = u.PromptTokens + u.CompletionTokens
 		}
 	}
-	u.Cost = llm.Cost(u.PromptTokens, u.CompletionTokens, a.Route.InputPrice, a.Route.OutputPrice)
+	u.Cost = llm.PriceOf(u, llm.Prices{Input: a.Route.InputPrice, Output: a.Route.OutputPrice, CacheRead: a.Route.CacheRead(), CacheWrite: a.Route.CacheWrite()})
 	return u
 }
 

@@ -124,10 +124,9 @@ type clientUsage struct {
 }
 
 func toAnthropicUsage(u llm.Usage) *clientUsage {
-	cached := min(clientapi.UsageDetail(u, "prompt_tokens_details", "cached_tokens"), u.PromptTokens)
-	written := min(clientapi.UsageDetail(u, "prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cached)
+	uncached, cached, written := u.PromptParts()
 	cu := &clientUsage{Cost: u.Cost, Estimated: u.Estimated}
-	cu.set(u.PromptTokens-cached-written, written, cached, u.CompletionTokens)
+	cu.set(uncached, written, cached, u.CompletionTokens)
 	return cu
 }
 

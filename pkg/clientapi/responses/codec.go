@@ -144,8 +144,8 @@ func toResponsesUsage(u llm.Usage) *responsesUsage {
 	if r.TotalTokens < r.InputTokens+r.OutputTokens {
 		r.TotalTokens = r.InputTokens + r.OutputTokens
 	}
-	r.InputTokensDetails.CachedTokens = int64(clientapi.UsageDetail(u, "prompt_tokens_details", "cached_tokens"))
-	r.OutputTokensDetails.ReasoningTokens = int64(clientapi.UsageDetail(u, "completion_tokens_details", "reasoning_tokens"))
+	r.InputTokensDetails.CachedTokens = int64(u.Detail("prompt_tokens_details", "cached_tokens"))
+	r.OutputTokensDetails.ReasoningTokens = int64(u.Detail("completion_tokens_details", "reasoning_tokens"))
 	return r
 }
 
