@@ -208,3 +208,41 @@ func costIn(body string) (float64, error) {
 	return *last, nil
 }
 
+// TestServiceTier: a service_tier the provider bills at other prices than
+// the route's (OpenAI's flex, priority, scale) is refused with a 400 naming
+// it, before any provider call; the standard tiers of each API pass.
+func TestServiceTier(t *testing.T) {
+	g := newGateway(t, setup{})
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/api/v1/chat/completions", chatBody(`"service_tier":"auto"`), 200},
+		{"/api/v1/chat/completions", chatBody(`"service_tier":"default"`), 200},
+		{"/api/v1/chat/completions", chatBody(`"service_tier":null`), 200},
+		{"/api/v1/chat/completions", chatBody(`"service_tier":"priority"`), 400},
+		{"/api/v1/chat/completions", chatBody(`"service_tier":"flex"`), 400},
+		{"/api/v1/chat/completions", chatBody(`"service_tier":"scale"`), 400},
+		{"/api/v1/chat/completions", chatBody(`"service_tier":1`), 400},
+		{"/api/v1/responses", `{"model":"m","input":"hi","service_tier":"default"}`, 200},
+		{"/api/v1/responses", `{"model":"m","input":"hi","service_tier":"priority"}`, 400},
+		{"/api/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"service_tier":"standard_only"}`, 200},
+		{"/api/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"service_tier":"priority"}`, 400},
+	} {
+		before := g.ups[0].Calls()
+		a := callPath(t, g.url+c.path, c.body)
+		if a.status != c.status {
+			t.Errorf("%s %s: %d %s, want %d", c.path, c.body, a.status, a.body, c.status)
+			continue
+		}
+		if c.status != 400 {
+			continue
+		}
+		if !strings.Contains(a.body, `service_tier`) || a.code != "invalid_request" && !strings.Contains(a.body, "invalid_request_error") {
+			t.Errorf("%s %s: %s, want invalid_request naming service_tier", c.path, c.body, a.body)
+		}
+		if g.ups[0].Calls() != before {
+			t.Errorf("%s %s: the provider was called", c.path, c.body)
+		}
+	}
+}

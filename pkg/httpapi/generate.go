@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -223,6 +224,13 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 			if name, bad := llm.CaseVariant(members, api.Owned...); bad {
 				return nil, caseVariant(name)
 			}
+			for _, m := range members {
+				if m.Key == "service_tier" {
+					if err := checkServiceTier(api.Proto, m.Value); err != nil {
+						return nil, err
+					}
+				}
+			}
 		}
 	}
 	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
@@ -257,6 +265,11 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	if api.Proto == llm.ProtoChat {
 		if name, bad := req.CaseVariant(api.Owned...); bad {
 			return nil, caseVariant(name)
+		}
+		if v, ok := req.Field("service_tier"); ok {
+			if err := checkServiceTier(api.Proto, v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
@@ -326,4 +339,30 @@ func presentHints(members []llm.Member, hints []string) []string {
 		}
 	}
 	return out
+}
+
+// standardTiers are the service_tier values of each client API that ask
+// for the provider's standard prices, which a route's prices are: OpenAI's
+// "auto" and "default", Anthropic's "auto" and "standard_only" (its
+// Priority Tier, which "auto" may use, is a commitment an operator prices
+// into the route).
+var standardTiers = map[llm.Proto][]string{
+	llm.ProtoChat:      {"auto", "default"},
+	llm.ProtoResponses: {"auto", "default"},
+	llm.ProtoMessages:  {"auto", "standard_only"},
+}
+
+// checkServiceTier refuses a service_tier the provider bills at other
+// prices than the route's (OpenAI's "flex", "priority" and "scale"): the
+// gateway bills as the provider does, and a route has one set of prices.
+func checkServiceTier(proto llm.Proto, raw json.RawMessage) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	var tier string
+	if json.Unmarshal(raw, &tier) == nil && slices.Contains(standardTiers[proto], tier) {
+		return nil
+	}
+	return llm.Errorf(llm.CodeInvalidRequest, "service_tier", "service_tier %s is not served: a route is priced at the provider's standard tier; send %s or leave it out",
+		clientapi.Sanitize(string(raw)), strings.Join(standardTiers[proto], " or "))
 }

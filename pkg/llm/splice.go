@@ -220,6 +220,13 @@ func sortedKeys(m map[string][]byte) []string {
 // AppendString appends s as a JSON string.
 func AppendString(b []byte, s string) []byte { return jsonstr.Append(b, s, true) }
 
+// Field is a top-level member of the request's body as the client sent it
+// (the last of a key given twice), and whether it is there.
+func (r *ChatRequest) Field(name string) (json.RawMessage, bool) {
+	v, ok := r.fields[name]
+	return v, ok
+}
+
 // CaseVariant is the package's CaseVariant for a decoded request: a
 // top-level field that differs from one of names only in case (a key given
 // twice is one field here, the last, as the decoder and the upstream body
