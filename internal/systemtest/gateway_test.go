@@ -64,6 +64,9 @@ type setup struct {
 	accounts httpapi.Accounts
 	// balance and keyLimit (USD) go into project proj and its key testKey.
 	balance, keyLimit string
+	// projectYAML is added to project proj's entry (lines indented by four
+	// spaces, e.g. "    max_in_flight: 1\n").
+	projectYAML string
 	// now is every instance's clock (app.Options.Now); nil means time.Now.
 	now func() time.Time
 }
@@ -97,6 +100,7 @@ func newGateway(t testing.TB, s setup) *gateway {
 	if s.balance != "" {
 		cfg.WriteString("    balance: " + s.balance + "\n")
 	}
+	cfg.WriteString(s.projectYAML)
 	cfg.WriteString("  - id: other\n    keys: [{key: " + otherProjectKey + "}]\n")
 	cfg.WriteString(s.extraYAML)
 	c, err := catalog.Parse([]byte(cfg.String()))
@@ -982,5 +986,37 @@ func TestMetrics(t *testing.T) {
 	}
 	if c, _ := lines[0]["Cost"].(float64); c != 2.8e-05 {
 		t.Errorf("Cost %v, want the answer's 2.8e-05", lines[0]["Cost"])
+	}
+}
+
+// TestProjectMaxInFlight: a project at its max_in_flight on an instance gets
+// 429 capacity, before any provider call, while another project is served;
+// its slot comes back when its request ends.
+func TestProjectMaxInFlight(t *testing.T) {
+	g := newGateway(t, setup{projectYAML: "    max_in_flight: 1\n"})
+	release := holdFirstCall(t, g.ups[0])
+	first := make(chan answer, 1)
+	go func() { first <- call(context.Background(), g.url, chatBody("")) }()
+	for deadline := time.Now().Add(10 * time.Second); g.ups[0].Calls() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never reached the provider")
+		}
+	}
+	a := mustCall(t, g.url, chatBody(`"n":2`))
+	if a.status != 429 || a.code != "capacity" || a.header.Get("Retry-After") == "" || !strings.Contains(a.body, "max_in_flight") {
+		t.Errorf("the project's second request while its first runs: %d %q %v %s, want 429 capacity", a.status, a.code, a.header, a.body)
+	}
+	if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+otherProjectKey); a.status != 200 {
+		t.Errorf("another project meanwhile: %d %s", a.status, a.body)
+	}
+	if got := g.ups[0].Calls(); got != 2 {
+		t.Errorf("%d provider calls, want 2 (the held one and the other project's)", got)
+	}
+	release()
+	if a := <-first; a.status != 200 {
+		t.Fatalf("the first request: %d %s", a.status, a.body)
+	}
+	if a := mustCall(t, g.url, chatBody(`"n":3`)); a.status != 200 {
+		t.Errorf("after the first ended: %d %s", a.status, a.body)
 	}
 }

@@ -120,7 +120,11 @@ type Project struct {
 	DataPolicy string `yaml:"data_policy"`
 	// Residency is "anywhere" (default) or "eu".
 	Residency string `yaml:"residency"`
-	Keys      []Key  `yaml:"keys"`
+	// MaxInFlight bounds the project's requests running at once on one
+	// instance (its share of server.max_in_flight); 0 means no bound but
+	// the server's.
+	MaxInFlight int   `yaml:"max_in_flight"`
+	Keys        []Key `yaml:"keys"`
 }
 
 // Key is one bearer token of a project.

@@ -291,6 +291,9 @@ func (c *Config) validateProjects(idx *index) error {
 		default:
 			return fieldErr(at+".residency", `must be "anywhere" or "eu", got %q`, p.Residency)
 		}
+		if p.MaxInFlight < 0 {
+			return fieldErr(at+".max_in_flight", "must be >= 0 (0: no bound but server.max_in_flight), got %d", p.MaxInFlight)
+		}
 
 		for j := range p.Keys {
 			k := &p.Keys[j]

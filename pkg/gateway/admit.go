@@ -5,8 +5,8 @@ package gateway
 // call), without waiting: ok is false when none is free. release gives the
 // slot back; only its first call does.
 func (s *Service) TryAdmit() (release func(), ok bool) {
-	slot, ok := s.admit()
-	if !ok {
+	slot, err := s.admit(nil)
+	if err != nil {
 		return func() {}, false
 	}
 	return slot.release, true

@@ -190,8 +190,9 @@ type Service struct {
 	log      *slog.Logger
 	now      func() time.Time
 
-	sem    chan struct{}
-	seeded sync.Map // project id -> struct{}
+	sem         chan struct{}
+	projectSems sync.Map // project id -> chan struct{} of its max_in_flight
+	seeded      sync.Map // project id -> struct{}
 
 	// A store whose calls never wait on I/O (the memory stores) gets no
 	// deadline per call (storecall).
@@ -223,28 +224,55 @@ func New(cfg Config, rt *router.Router, idem *idempotency.Service, accounts Acco
 		ledgerLocal: storecall.InProcess(accounts.Ledger), idemLocal: idem != nil && idem.InProcess()}
 }
 
-// admission is a request's slot among MaxInFlight, held from admit to
-// release.
+// admission is a request's slot among MaxInFlight, and among its
+// project's max_in_flight when it has one, held from admit to release.
 type admission struct {
-	sem  chan struct{}
-	held bool
+	sem, project chan struct{}
+	held         bool
 }
 
-// release gives the slot back; only the first call does.
+// release gives the slots back; only the first call does.
 func (a *admission) release() {
 	if a.held {
 		a.held = false
 		<-a.sem
+		if a.project != nil {
+			<-a.project
+		}
 	}
 }
 
-func (s *Service) admit() (admission, bool) {
+// admit takes a slot without waiting, or returns the 429 capacity error:
+// the instance's, or the project's when its own bound is reached (p may
+// be nil: no project bound).
+func (s *Service) admit(p *catalog.Project) (admission, error) {
+	var project chan struct{}
+	if p != nil && p.MaxInFlight > 0 {
+		project = s.projectSem(p)
+		select {
+		case project <- struct{}{}:
+		default:
+			return admission{}, &llm.Error{Code: llm.CodeCapacity, Message: "this project has as many requests running on this instance as it may (projects[].max_in_flight); retry shortly", RetryAfter: time.Second}
+		}
+	}
 	select {
 	case s.sem <- struct{}{}:
-		return admission{sem: s.sem, held: true}, true
+		return admission{sem: s.sem, project: project, held: true}, nil
 	default:
-		return admission{}, false
+		if project != nil {
+			<-project
+		}
+		return admission{}, capacity()
 	}
+}
+
+// projectSem is the semaphore of a project with a max_in_flight.
+func (s *Service) projectSem(p *catalog.Project) chan struct{} {
+	if sem, ok := s.projectSems.Load(p.ID); ok {
+		return sem.(chan struct{})
+	}
+	sem, _ := s.projectSems.LoadOrStore(p.ID, make(chan struct{}, p.MaxInFlight))
+	return sem.(chan struct{})
 }
 
 func capacity() error {
@@ -264,9 +292,9 @@ func BillingUnavailable(err error) error {
 // outlives it.
 func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) {
 	req.group = groupOf(ctx)
-	slot, ok := s.admit()
-	if !ok {
-		w.Error(capacity())
+	slot, err := s.admit(req.Caller.Project)
+	if err != nil {
+		w.Error(err)
 		return
 	}
 	defer slot.release()
@@ -342,9 +370,9 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		case errors.Is(err, idempotency.ErrRunAgain):
 			// It may run the request itself now: admitted again, like any
 			// new request.
-			again, ok := s.admit()
-			if !ok {
-				w.Error(capacity())
+			again, err := s.admit(req.Caller.Project)
+			if err != nil {
+				w.Error(err)
 				return
 			}
 			slot = again
