@@ -97,6 +97,77 @@ type Account struct {
 	KeySpentNanos int64
 	// KeyLimitNanos is the key's spend limit; nil means none.
 	KeyLimitNanos *int64
+	// PeriodSpent and KeyPeriodSpent are the project's and the key's spend
+	// in the current UTC day, week and month (indexed by Period), at the
+	// ledger's clock.
+	PeriodSpent, KeyPeriodSpent [NumPeriods]int64
+}
+
+// Period is a budget's calendar period, in UTC.
+type Period int
+
+// The periods: a day, an ISO week (Monday to Sunday), a month.
+const (
+	Day Period = iota
+	Week
+	Month
+	NumPeriods
+)
+
+// ParsePeriod reads a budget period's name: day, week or month.
+func ParsePeriod(name string) (Period, bool) {
+	switch name {
+	case "day":
+		return Day, true
+	case "week":
+		return Week, true
+	case "month":
+		return Month, true
+	}
+	return 0, false
+}
+
+func (p Period) String() string {
+	return [...]string{"day", "week", "month"}[p]
+}
+
+// Label names the period of p that holds t (UTC): 2026-12-03, 2026-W49,
+// 2026-12. A bill counts in the periods of its entry's At.
+func (p Period) Label(t time.Time) string {
+	t = t.UTC()
+	switch p {
+	case Day:
+		return t.Format("2006-01-02")
+	case Week:
+		y, w := t.ISOWeek()
+		return fmt.Sprintf("%04d-W%02d", y, w)
+	}
+	return t.Format("2006-01")
+}
+
+// Start is when the period of p that holds t began; End when it ends.
+func (p Period) Start(t time.Time) time.Time {
+	t = t.UTC()
+	d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	switch p {
+	case Week:
+		return d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
+	case Month:
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return d
+}
+
+// End is when the period of p that holds t ends (the next one's Start).
+func (p Period) End(t time.Time) time.Time {
+	s := p.Start(t)
+	switch p {
+	case Week:
+		return s.AddDate(0, 0, 7)
+	case Month:
+		return s.AddDate(0, 1, 0)
+	}
+	return s.AddDate(0, 0, 1)
 }
 
 // Check is the 402 decision: ErrInsufficientBalance when the balance is

@@ -129,6 +129,33 @@ var ledgerCases = []struct {
 	{"ConcurrentDistinct", testConcurrentDistinct},
 	{"ConcurrentSame", testConcurrentSame},
 	{"ConcurrentCollisions", testConcurrentCollisions},
+	{"PeriodSpend", testPeriodSpend},
+}
+
+// testPeriodSpend: a bill counts in the day, week and month of its entry's
+// At; Account reports the current ones (the ledger's clock is the real
+// one), for the project and for each key, and a bill billed twice counts
+// once there too.
+func testPeriodSpend(t *testing.T, l billing.Ledger) {
+	project, k1, k2 := ID("p"), ID("k"), ID("k")
+	now := time.Now().UTC()
+	today := NewEntry(project, k1, 1_000)
+	today.At = now
+	alsoToday := NewEntry(project, k2, 20_000)
+	alsoToday.At = now
+	old := NewEntry(project, k1, 300_000) // two months ago: no current period
+	old.At = now.AddDate(0, -2, 0)
+	for _, e := range []billing.Entry{today, alsoToday, old, today} {
+		MustBill(t, l, e)
+	}
+	a := MustAccount(t, l, project, k1)
+	want := [billing.NumPeriods]int64{21_000, 21_000, 21_000}
+	if a.PeriodSpent != want || a.KeyPeriodSpent != [billing.NumPeriods]int64{1_000, 1_000, 1_000} || a.SpentNanos != 321_000 {
+		t.Fatalf("account %+v: want the project's day, week and month at 21000 and key k1's at 1000, 321000 in all", a)
+	}
+	if a := MustAccount(t, l, project, k2); a.KeyPeriodSpent != [billing.NumPeriods]int64{20_000, 20_000, 20_000} {
+		t.Fatalf("key k2: %+v", a)
+	}
 }
 
 func testBillOnce(t *testing.T, l billing.Ledger) {

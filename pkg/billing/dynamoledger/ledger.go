@@ -184,8 +184,10 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 	if keyID != "" {
 		keys = append(keys, key(kc.pk, kc.sk))
 	}
-	items, err := s.batchGet(ctx, keys, "#pk, #sk, #cr, #sp, #ep, #lim",
-		map[string]string{"#pk": AttrPK, "#sk": AttrSK, "#cr": attrCredit, "#sp": attrSpent, "#ep": attrEpoch, "#lim": attrLimit})
+	now := periodAttrs(s.opts.Now())
+	items, err := s.batchGet(ctx, keys, "#pk, #sk, #cr, #sp, #ep, #lim, #p0, #p1, #p2",
+		map[string]string{"#pk": AttrPK, "#sk": AttrSK, "#cr": attrCredit, "#sp": attrSpent, "#ep": attrEpoch, "#lim": attrLimit,
+			"#p0": now[0], "#p1": now[1], "#p2": now[2]})
 	if err != nil {
 		return billing.Account{}, err
 	}
@@ -199,6 +201,11 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 		n, _, err := num(item, attrSpent)
 		errs = append(errs, err)
 		out.SpentNanos += n
+		for p, name := range now {
+			n, _, err := num(item, name)
+			errs = append(errs, err)
+			out.PeriodSpent[p] += n
+		}
 	}
 	if keyID != "" {
 		item := items[kc.pk+"\x00"+kc.sk]
@@ -207,6 +214,11 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 		out.KeySpentNanos, _, err1 = num(item, attrSpent)
 		out.KeyLimitNanos, err2 = optNum(item, attrLimit)
 		errs = append(errs, err1, err2)
+		for p, name := range now {
+			n, _, err := num(item, name)
+			errs = append(errs, err)
+			out.KeyPeriodSpent[p] = n
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return billing.Account{}, fmt.Errorf("dynamoledger: account %s: %w", project, err)
@@ -296,6 +308,14 @@ func (s *Store) bill(ctx context.Context, e billing.Entry, collect bool) (applie
 	if err := s.markApplied(ctx, e.RequestID); err != nil {
 		return false, err
 	}
+	// Past periods' spend leaves the counters (best effort: the next
+	// bill of a new period tries again), so that an item does not grow
+	// by a few attributes a day.
+	for i, c := range cs {
+		if stale := stalePeriods(views[i], e.At, s.opts.Now()); len(stale) > 0 {
+			_ = s.removeAttrs(ctx, c, stale)
+		}
+	}
 	// Close the hold. Best effort: Reconcile removes a pointer whose entry
 	// is applied.
 	_ = s.deletePointer(ctx, str(item, attrHoldPK), str(item, attrHoldSK))
@@ -319,8 +339,15 @@ func (s *Store) apply(ctx context.Context, c counter, e billing.Entry, epoch int
 	for attempt := 1; ; attempt++ {
 		names := map[string]string{"#sp": attrSpent, "#m": marker}
 		values := map[string]types.AttributeValue{":c": attrN(e.CostNanos), ":rid": attrS(e.RequestID)}
+		// The spend of the entry's day, week and month count with the
+		// total, under the same marker.
+		add := "ADD #sp :c"
+		for p, name := range periodAttrs(e.At) {
+			names[fmt.Sprintf("#p%d", p)] = name
+			add += fmt.Sprintf(", #p%d :c", p)
+		}
 		cond := "attribute_not_exists(#m) AND " + epochCondition(epoch, names, values)
-		view, done, err := s.updateIf(ctx, c.pk, c.sk, "ADD #sp :c SET #m = :rid", cond, names, values)
+		view, done, err := s.updateIf(ctx, c.pk, c.sk, add+" SET #m = :rid", cond, names, values)
 		if err != nil {
 			return nil, false, err
 		}
@@ -825,4 +852,56 @@ func (s *Store) found(ctx context.Context, op string, err error, pk, sk string) 
 		return ccf.Item, nil
 	}
 	return s.get(ctx, pk, sk)
+}
+
+// attrPeriodPrefix begins the name of a counter's spend in one period:
+// per#2026-12-03, per#2026-W49, per#2026-12 (billing.Period.Label).
+const attrPeriodPrefix = "per#"
+
+// periodAttrs are the attributes of the spend in the day, week and month
+// that hold t.
+func periodAttrs(t time.Time) [billing.NumPeriods]string {
+	var out [billing.NumPeriods]string
+	for p := range billing.NumPeriods {
+		out[p] = attrPeriodPrefix + p.Label(t)
+	}
+	return out
+}
+
+// stalePeriods are the period attributes of a counter item that are
+// neither of the periods of at (a bill's) nor of now.
+func stalePeriods(item map[string]types.AttributeValue, at, now time.Time) []string {
+	a, n := periodAttrs(at), periodAttrs(now)
+	keep := append(a[:], n[:]...)
+	var stale []string
+	for name := range item {
+		if strings.HasPrefix(name, attrPeriodPrefix) && !slices.Contains(keep, name) {
+			stale = append(stale, name)
+		}
+	}
+	slices.Sort(stale)
+	return stale
+}
+
+// removeAttrs removes attributes from a counter item, unconditionally.
+func (s *Store) removeAttrs(ctx context.Context, c counter, attrs []string) error {
+	names := map[string]string{"#pk": AttrPK}
+	expr := "REMOVE "
+	for i, a := range attrs {
+		n := fmt.Sprintf("#r%d", i)
+		names[n] = a
+		if i > 0 {
+			expr += ", "
+		}
+		expr += n
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: key(c.pk, c.sk),
+		UpdateExpression: aws.String(expr), ExpressionAttributeNames: names,
+		ConditionExpression: aws.String("attribute_exists(#pk)"),
+	})
+	if err != nil {
+		return unavailable("UpdateItem", err)
+	}
+	return nil
 }

@@ -136,3 +136,45 @@ func (f *failQueries) Do(req *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultClient.Do(req)
 }
+
+// TestPastPeriodsLeaveTheCounters: a counter keeps the spend of the
+// current day, week and month only: the first bill of a new period
+// removes the attributes of the ones before, so that an item does not
+// grow by three attributes a day.
+func TestPastPeriodsLeaveTheCounters(t *testing.T) {
+	s, client, table := ownTable(t, dynamoledger.Options{Shards: 1})
+	project, keyID := billingtest.ID("p"), billingtest.ID("k")
+	now := time.Now().UTC()
+	old := billingtest.NewEntry(project, keyID, 5)
+	old.At = now.AddDate(0, -2, 0)
+	billingtest.MustBill(t, s, old)
+	periods := func() []string {
+		out, err := client.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamoledger.PKKeyAccount + keyID}, "sk": &types.AttributeValueMemberS{Value: project}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for name := range out.Item {
+			if strings.HasPrefix(name, "per#") {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got := periods(); len(got) != 3 {
+		t.Fatalf("after a bill two months ago: %v, want its day, week and month", got)
+	}
+	cur := billingtest.NewEntry(project, keyID, 7)
+	cur.At = now
+	billingtest.MustBill(t, s, cur)
+	want := []string{"per#" + billing.Day.Label(now), "per#" + billing.Month.Label(now), "per#" + billing.Week.Label(now)}
+	slices.Sort(want)
+	if got := periods(); !slices.Equal(got, want) {
+		t.Errorf("after a bill now: %v, want %v", got, want)
+	}
+	if a := billingtest.MustAccount(t, s, project, keyID); a.KeyPeriodSpent != [billing.NumPeriods]int64{7, 7, 7} || a.KeySpentNanos != 12 {
+		t.Errorf("account %+v", a)
+	}
+}

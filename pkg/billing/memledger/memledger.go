@@ -56,13 +56,46 @@ type account struct {
 	creditSet bool   // credit was seeded or set (nil then means unlimited)
 	credit    *int64 // total credit; remaining = credit - spent
 	spent     int64
+	periods   periodSpend
 	keys      map[string]*keyAccount
 }
 
 type keyAccount struct {
 	spent    int64
+	periods  periodSpend
 	limitSet bool
 	limit    *int64
+}
+
+// periodSpend is a spend per period label (billing.Period.Label), only the
+// current ones kept: a bill counts in the periods of its entry's At.
+type periodSpend map[string]int64
+
+func (p *periodSpend) add(at time.Time, cost int64) {
+	if *p == nil {
+		*p = periodSpend{}
+	}
+	for q := range billing.NumPeriods {
+		(*p)[q.Label(at)] += cost
+	}
+}
+
+// current is the spend in the periods that hold now; the labels of other
+// periods are dropped (a late bill of an earlier period counts in none
+// that is checked).
+func (p periodSpend) current(now time.Time) (out [billing.NumPeriods]int64) {
+	keep := map[string]bool{}
+	for q := range billing.NumPeriods {
+		l := q.Label(now)
+		out[q] = p[l]
+		keep[l] = true
+	}
+	for l := range p {
+		if !keep[l] {
+			delete(p, l)
+		}
+	}
+	return out
 }
 
 var (
@@ -138,11 +171,14 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 	if a == nil {
 		return out, nil
 	}
+	now := s.opts.Now()
 	out.SpentNanos = a.spent
 	out.BalanceNanos = billing.Balance(a.credit, a.spent)
+	out.PeriodSpent = a.periods.current(now)
 	if k := a.keys[keyID]; k != nil {
 		out.KeySpentNanos = k.spent
 		out.KeyLimitNanos = clone(k.limit)
+		out.KeyPeriodSpent = k.periods.current(now)
 	}
 	return out, nil
 }
@@ -217,7 +253,10 @@ func (s *Store) bill(e billing.Entry) error {
 	s.byProject[e.Project] = append(s.byProject[e.Project], i)
 	a := s.acct(e.Project)
 	a.spent += e.CostNanos
-	a.key(e.KeyID).spent += e.CostNanos
+	a.periods.add(e.At, e.CostNanos)
+	k := a.key(e.KeyID)
+	k.spent += e.CostNanos
+	k.periods.add(e.At, e.CostNanos)
 	return nil
 }
 
