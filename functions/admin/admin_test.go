@@ -5,6 +5,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -247,7 +250,29 @@ func TestUsage(t *testing.T) {
 	r = c.ok("usage", "--project", p, "--from", "2025-06-15T09:00:00Z", "--to", "2025-06-15T11:00:00Z")
 	checkRows(t, r, usageRows(t, r.stdout), map[string]string{"total": "1 1000 200 $2.50"})
 
-	wantFields(t, c.ok("show", "--project", p), map[string]string{"balance": "unlimited", "spent": "$3.500014"})
+	wantFields(t, c.ok("show", "--project", p), map[string]string{"balance": "unlimited", "spent": "$3.500014",
+		// Sunday 15 June 2025: the entry of the day before is in the same
+		// ISO week and month.
+		"spent this day":   "$2.500014, from 2025-06-15T00:00:00Z",
+		"spent this week":  "$3.500014, from 2025-06-09T00:00:00Z",
+		"spent this month": "$3.500014, from 2025-06-01T00:00:00Z",
+	})
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `providers:
+  - {name: up, api: simulated}
+models:
+  - id: m
+    routes: [{provider: up, model: sim-small}]
+projects:
+  - id: %s
+    budget: {amount: 3, period: day}
+    keys: [{key: sk-admin-budget-0123456789}]
+`, p), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantFields(t, c.ok("show", "--project", p, "--config", cfg), map[string]string{
+		"budget": "$3.00 a day ($0.499986 left, renews 2025-06-16T00:00:00Z)",
+	})
 }
 
 // usageRows reads usage's tables: "section/name" (or "total") -> the

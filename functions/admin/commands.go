@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 )
 
 // command is one subcommand.
@@ -103,8 +104,11 @@ against it), or removes its limit. The key must belong to the project.`,
 		name:     "show",
 		synopsis: "--project ID [--key-id ID]",
 		summary:  "show a project's balance and spend, and a key's spend and limit",
-		about: `Shows a project's remaining balance and what it spent, and with --key-id
-the key's status, spend and limit. Amounts are in US dollars.`,
+		about: `Shows a project's remaining balance and what it spent, in all and in the
+current UTC day, week and month, and with --key-id the key's status, spend
+and limit. With --config, the gateway's config file, also the budgets it
+gives the project (and the key) and what is left of them in the current
+period. Amounts are in US dollars.`,
 		examples: []string{
 			"admin show --project acme",
 			"admin show --project acme --key-id key_0123456789abcdef",
@@ -375,6 +379,7 @@ func defineSetLimit(fs *flag.FlagSet, _ func() time.Time) action {
 func defineShow(fs *flag.FlagSet, _ func() time.Time) action {
 	project := fs.String("project", "", "the project `ID` (required)")
 	keyID := fs.String("key-id", "", "also show this key's status, spend and limit (key `ID`, key_...)")
+	config := fs.String("config", "", "the gateway's config `FILE`: also show the budgets it gives the project and the key, and what is left of them")
 	return action{
 		check: func() error {
 			if err := checkID("project", *project); err != nil {
@@ -413,6 +418,33 @@ func defineShow(fs *flag.FlagSet, _ func() time.Time) action {
 					limit += fmt.Sprintf(" (%s left)", formatUSD(max(*a.KeyLimitNanos-a.KeySpentNanos, 0)))
 				}
 				fmt.Fprintf(tw, "key limit\t%s\n", limit)
+			}
+			now := e.now()
+			for q := range billing.NumPeriods {
+				line := formatUSD(a.PeriodSpent[q])
+				if *keyID != "" {
+					line += fmt.Sprintf(" (key %s)", formatUSD(a.KeyPeriodSpent[q]))
+				}
+				fmt.Fprintf(tw, "spent this %s\t%s, from %s\n", q, line, q.Start(now).Format(time.RFC3339))
+			}
+			if *config != "" {
+				cfg, err := catalog.Load(*config)
+				if err != nil {
+					return err
+				}
+				var projectBudget, keyBudget *catalog.Budget
+				if p, ok := cfg.Project(*project); ok {
+					projectBudget = p.Budget
+					for _, k := range p.Keys {
+						if *keyID != "" && billing.ConfigKeyID(e.pepper, k.Key) == *keyID {
+							keyBudget = k.Budget
+						}
+					}
+				}
+				fmt.Fprintf(tw, "budget\t%s\n", formatBudget(projectBudget, a.PeriodSpent, now))
+				if *keyID != "" {
+					fmt.Fprintf(tw, "key budget\t%s\n", formatBudget(keyBudget, a.KeyPeriodSpent, now))
+				}
 			}
 			return tw.Flush()
 		},
@@ -470,4 +502,17 @@ func unknownProject(id string) error {
 
 func unknownKey(id string) error {
 	return fmt.Errorf("unknown key id %q", id)
+}
+
+// formatBudget is a budget and what is left of it in the current period.
+func formatBudget(b *catalog.Budget, spent [billing.NumPeriods]int64, now time.Time) string {
+	if b == nil {
+		return "none"
+	}
+	q, ok := billing.ParsePeriod(b.Period)
+	if !ok {
+		return "invalid period " + b.Period
+	}
+	amount := billing.USDToNanos(b.Amount)
+	return fmt.Sprintf("%s a %s (%s left, renews %s)", formatUSD(amount), q, formatUSD(max(amount-spent[q], 0)), q.End(now).Format(time.RFC3339))
 }

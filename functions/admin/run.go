@@ -65,6 +65,8 @@ type env struct {
 	client *dynamodb.Client
 	table  string
 	store  *dynamoledger.Store
+	pepper []byte
+	now    func() time.Time
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -171,6 +173,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		client: client,
 		table:  table,
 		store:  dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte(pepper), Now: d.now}),
+		pepper: []byte(pepper),
+		now:    d.now,
 		stdout: stdout,
 		stderr: stderr,
 	}

@@ -533,3 +533,79 @@ func nextRequestSeesSpend(t *testing.T, newBackend func(t testing.TB) (idempoten
 		})
 	}
 }
+
+// TestBudgets: once the current UTC period's spend of a project's (or a
+// key's) budget is reached, a new request is a 402 budget_exceeded before
+// any provider call, costing nothing; a replay of a completed keyed request
+// is still served; another key of the project, under the project's budget
+// only, is refused by the project's and not by the key's.
+func TestBudgets(t *testing.T) {
+	for _, b := range backends {
+		for _, c := range []struct {
+			name          string
+			s             setup
+			otherKeyServe bool // otherKey has no budget of its own
+		}{
+			{"project", setup{projectYAML: "    budget: {amount: 0.00002, period: day}\n"}, false},
+			{"key", setup{keyYAML: "budget: {amount: 0.00002, period: month}"}, true},
+		} {
+			t.Run(b.name+"/"+c.name, func(t *testing.T) {
+				store, acc := b.new(t)
+				c.s.store, c.s.accounts = store, acc
+				g := newGateway(t, c.s)
+				// Each answer costs 14,000 nano-USD: two fit under 20,000.
+				first := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t))
+				if first.status != 200 {
+					t.Fatalf("first: %d %s", first.status, first.body)
+				}
+				if a := mustCall(t, g.url, chatBody(`"n":2`)); a.status != 200 {
+					t.Fatalf("second: %d %s", a.status, a.body)
+				}
+				calls := g.ups[0].Calls()
+				a := mustCall(t, g.url, chatBody(`"n":3`))
+				if a.status != 402 || a.code != "budget_exceeded" || !strings.Contains(a.body, "renews at") {
+					t.Fatalf("past the budget: %d %q %s, want 402 budget_exceeded", a.status, a.code, a.body)
+				}
+				if g.ups[0].Calls() != calls {
+					t.Errorf("a refused request called the provider")
+				}
+				if a := mustCall(t, g.url, chatBody(""), "Idempotency-Key", key(t)); a.status != 200 || a.replayed != "true" {
+					t.Errorf("the replay past the budget: %d replayed=%q", a.status, a.replayed)
+				}
+				other := mustCall(t, g.url, chatBody(`"n":4`), "Authorization", "Bearer "+otherKey)
+				if c.otherKeyServe && other.status != 200 || !c.otherKeyServe && (other.status != 402 || other.code != "budget_exceeded") {
+					t.Errorf("another key of the project: %d %q", other.status, other.code)
+				}
+				g.settle(t)
+				// The usage endpoint says what was spent in each period and
+				// what is left of the budget.
+				u := send(t, http.MethodGet, g.url+"/api/v1/usage", "", "Authorization", "Bearer "+testKey)
+				var usage struct {
+					Periods map[string]struct {
+						Spent    float64
+						KeySpent float64 `json:"key_spent"`
+					}
+					Budgets []struct {
+						Scope, Period       string
+						Amount, Spent, Left float64
+						RenewsAt            time.Time `json:"renews_at"`
+					}
+				}
+				if err := json.Unmarshal([]byte(u.body), &usage); err != nil || u.status != 200 {
+					t.Fatalf("usage: %d %s", u.status, u.body)
+				}
+				if d := usage.Periods["day"]; d.KeySpent != 0.000028 || len(usage.Budgets) != 1 || usage.Budgets[0].Spent != 0.000028 ||
+					usage.Budgets[0].Left != 0 || usage.Budgets[0].Amount != 0.00002 || !usage.Budgets[0].RenewsAt.After(time.Now()) {
+					t.Errorf("usage: %s", u.body)
+				}
+				wantRequests := int64(2)
+				if c.otherKeyServe {
+					wantRequests = 3
+				}
+				if tot := totals(t, acc); tot.Total.Requests != wantRequests {
+					t.Errorf("ledger %+v, want %d requests billed", tot.Total, wantRequests)
+				}
+			})
+		}
+	}
+}

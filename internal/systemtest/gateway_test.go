@@ -65,8 +65,9 @@ type setup struct {
 	// balance and keyLimit (USD) go into project proj and its key testKey.
 	balance, keyLimit string
 	// projectYAML is added to project proj's entry (lines indented by four
-	// spaces, e.g. "    max_in_flight: 1\n").
-	projectYAML string
+	// spaces, e.g. "    max_in_flight: 1\n"); keyYAML to testKey's (flow
+	// members after a comma, e.g. "budget: {amount: 1, period: day}").
+	projectYAML, keyYAML string
 	// now is every instance's clock (app.Options.Now); nil means time.Now.
 	now func() time.Time
 }
@@ -95,6 +96,9 @@ func newGateway(t testing.TB, s setup) *gateway {
 	keyLimit := ""
 	if s.keyLimit != "" {
 		keyLimit = ", limit: " + s.keyLimit
+	}
+	if s.keyYAML != "" {
+		keyLimit += ", " + s.keyYAML
 	}
 	cfg.WriteString("projects:\n  - id: proj\n    keys: [{key: " + testKey + keyLimit + "}, {key: " + otherKey + "}]\n")
 	if s.balance != "" {

@@ -123,8 +123,20 @@ type Project struct {
 	// MaxInFlight bounds the project's requests running at once on one
 	// instance (its share of server.max_in_flight); 0 means no bound but
 	// the server's.
-	MaxInFlight int   `yaml:"max_in_flight"`
-	Keys        []Key `yaml:"keys"`
+	MaxInFlight int `yaml:"max_in_flight"`
+	// Budget bounds the project's spend per UTC calendar period; nil
+	// means none.
+	Budget *Budget `yaml:"budget"`
+	Keys   []Key   `yaml:"keys"`
+}
+
+// Budget is a spend bound per UTC calendar period: a new request once the
+// current period's spend reached Amount is refused (402 budget_exceeded).
+type Budget struct {
+	// Amount in USD.
+	Amount float64 `yaml:"amount"`
+	// Period is "day", "week" (ISO, from Monday) or "month".
+	Period string `yaml:"period"`
 }
 
 // Key is one bearer token of a project.
@@ -132,6 +144,9 @@ type Key struct {
 	Key string `yaml:"key"`
 	// Limit is the key's spend limit in USD; nil means none.
 	Limit *float64 `yaml:"limit"`
+	// Budget bounds the key's spend per UTC calendar period; nil means
+	// none.
+	Budget *Budget `yaml:"budget"`
 }
 
 // Idempotency configures the Idempotency-Key records.

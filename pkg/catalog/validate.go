@@ -294,6 +294,9 @@ func (c *Config) validateProjects(idx *index) error {
 		if p.MaxInFlight < 0 {
 			return fieldErr(at+".max_in_flight", "must be >= 0 (0: no bound but server.max_in_flight), got %d", p.MaxInFlight)
 		}
+		if err := checkBudget(at+".budget", p.Budget); err != nil {
+			return err
+		}
 
 		for j := range p.Keys {
 			k := &p.Keys[j]
@@ -316,6 +319,9 @@ func (c *Config) validateProjects(idx *index) error {
 			idx.keys[h] = keyRef{project: i, key: j}
 			if k.Limit != nil && !isAmount(*k.Limit) {
 				return fieldErr(kat+".limit", "must be a finite number >= 0, got %v", *k.Limit)
+			}
+			if err := checkBudget(kat+".budget", k.Budget); err != nil {
+				return err
 			}
 		}
 	}
@@ -469,3 +475,19 @@ func checkText(s string) string {
 
 func isASCIILetter(r rune) bool { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') }
 func isDigit(r rune) bool       { return r >= '0' && r <= '9' }
+
+// checkBudget checks an optional budget at path.
+func checkBudget(path string, b *Budget) error {
+	if b == nil {
+		return nil
+	}
+	if !isAmount(b.Amount) {
+		return fieldErr(path+".amount", "must be a finite number >= 0, got %v", b.Amount)
+	}
+	switch b.Period {
+	case "day", "week", "month":
+	default:
+		return fieldErr(path+".period", `must be "day", "week" or "month", got %q`, b.Period)
+	}
+	return nil
+}

@@ -23,6 +23,7 @@ var errorKinds = map[llm.Code]errorKind{
 	llm.CodeInvalidAPIKey:       {http.StatusUnauthorized, "authentication_error"},
 	llm.CodeInsufficientBalance: {http.StatusPaymentRequired, "insufficient_quota"},
 	llm.CodeKeyLimitReached:     {http.StatusPaymentRequired, "insufficient_quota"},
+	llm.CodeBudgetExceeded:      {http.StatusPaymentRequired, "insufficient_quota"},
 	llm.CodeModelNotFound:       {http.StatusNotFound, "not_found_error"},
 	llm.CodeNotFound:            {http.StatusNotFound, "not_found_error"},
 	llm.CodeMethodNotAllowed:    {http.StatusMethodNotAllowed, "invalid_request_error"},

@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/storecall"
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -78,6 +80,27 @@ func (s *Service) checkBalance(ctx context.Context, req *Request) error {
 	case err != nil:
 		return BillingUnavailable(err)
 	}
-	req.settleAtPrice = acct.BalanceNanos != nil || acct.KeyLimitNanos != nil
+	if err := budgetSpent(c.Project.Budget, acct.PeriodSpent, "the project's"); err != nil {
+		return err
+	}
+	if err := budgetSpent(c.KeyBudget, acct.KeyPeriodSpent, "this API key's"); err != nil {
+		return err
+	}
+	req.settleAtPrice = acct.BalanceNanos != nil || acct.KeyLimitNanos != nil || c.Project.Budget != nil || c.KeyBudget != nil
 	return nil
+}
+
+// budgetSpent is the 402 of a budget whose current period's spend reached
+// its amount (nil: none, or not reached).
+func budgetSpent(b *catalog.Budget, spent [billing.NumPeriods]int64, whose string) error {
+	if b == nil {
+		return nil
+	}
+	p, ok := billing.ParsePeriod(b.Period)
+	if !ok || spent[p] < billing.USDToNanos(b.Amount) {
+		return nil
+	}
+	return llm.Errorf(llm.CodeBudgetExceeded, "", "%s budget for this %s (UTC) is spent: $%s of $%s; it renews at %s",
+		whose, p, strconv.FormatFloat(billing.NanosToUSD(spent[p]), 'f', -1, 64), strconv.FormatFloat(b.Amount, 'f', -1, 64),
+		p.End(time.Now()).Format(time.RFC3339))
 }

@@ -55,7 +55,9 @@ type Caller struct {
 	// FromConfig: the project and key come from the config file, whose
 	// balance and limits seed the ledger on first use.
 	FromConfig bool
-	Policy     llm.DataDemand
+	// KeyBudget is the key's budget (a config key's); nil means none.
+	KeyBudget *catalog.Budget
+	Policy    llm.DataDemand
 }
 
 // Residency is the caller's residency as the idempotency identity names it.

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -109,6 +110,26 @@ type usageJSON struct {
 	Cost             float64 `json:"cost"`
 }
 
+// periodJSON is the spend of the current UTC day, week or month: the
+// project's and the calling key's.
+type periodJSON struct {
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Spent    float64   `json:"spent"`
+	KeySpent float64   `json:"key_spent"`
+}
+
+// budgetJSON is a budget that applies to the caller (the project's, the
+// calling key's) and what is left of it in the current period.
+type budgetJSON struct {
+	Scope    string    `json:"scope"`
+	Period   string    `json:"period"`
+	Amount   float64   `json:"amount"`
+	Spent    float64   `json:"spent"`
+	Left     float64   `json:"left"`
+	RenewsAt time.Time `json:"renews_at"`
+}
+
 func toUsageJSON(u billing.Usage) usageJSON {
 	return usageJSON{Requests: u.Requests, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: billing.NanosToUSD(u.CostNanos)}
 }
@@ -159,16 +180,41 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		clientapi.WriteError(w, billingUnavailable(err))
 		return
 	}
+	acct, err := s.accounts.Ledger.Account(r.Context(), p.Project.ID, p.BillingKeyID)
+	if err != nil {
+		clientapi.WriteError(w, billingUnavailable(err))
+		return
+	}
 	out := struct {
-		Object  string               `json:"object"`
-		Project string               `json:"project"`
-		From    time.Time            `json:"from"`
-		To      time.Time            `json:"to"`
-		Total   usageJSON            `json:"total"`
-		ByModel map[string]usageJSON `json:"by_model"`
-		ByKey   map[string]usageJSON `json:"by_key"`
+		Object  string                `json:"object"`
+		Project string                `json:"project"`
+		From    time.Time             `json:"from"`
+		To      time.Time             `json:"to"`
+		Total   usageJSON             `json:"total"`
+		ByModel map[string]usageJSON  `json:"by_model"`
+		ByKey   map[string]usageJSON  `json:"by_key"`
+		Periods map[string]periodJSON `json:"periods"`
+		Budgets []budgetJSON          `json:"budgets"`
 	}{Object: "usage", Project: p.Project.ID, From: from.UTC(), To: to.UTC(), Total: toUsageJSON(tot.Total),
-		ByModel: map[string]usageJSON{}, ByKey: map[string]usageJSON{}}
+		ByModel: map[string]usageJSON{}, ByKey: map[string]usageJSON{}, Periods: map[string]periodJSON{}, Budgets: []budgetJSON{}}
+	now := s.now()
+	for q := range billing.NumPeriods {
+		out.Periods[q.String()] = periodJSON{Start: q.Start(now), End: q.End(now),
+			Spent: billing.NanosToUSD(acct.PeriodSpent[q]), KeySpent: billing.NanosToUSD(acct.KeyPeriodSpent[q])}
+	}
+	for _, b := range []struct {
+		scope  string
+		budget *catalog.Budget
+		spent  [billing.NumPeriods]int64
+	}{{"project", p.Project.Budget, acct.PeriodSpent}, {"key", p.KeyBudget, acct.KeyPeriodSpent}} {
+		if b.budget == nil {
+			continue
+		}
+		q, _ := billing.ParsePeriod(b.budget.Period)
+		left := max(billing.USDToNanos(b.budget.Amount)-b.spent[q], 0)
+		out.Budgets = append(out.Budgets, budgetJSON{Scope: b.scope, Period: q.String(), Amount: b.budget.Amount,
+			Spent: billing.NanosToUSD(b.spent[q]), Left: billing.NanosToUSD(left), RenewsAt: q.End(now)})
+	}
 	for m, u := range tot.ByModel {
 		out.ByModel[m] = toUsageJSON(u)
 	}

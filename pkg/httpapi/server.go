@@ -109,7 +109,8 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 		for _, k := range p.Keys {
 			h := sha256.Sum256([]byte(k.Key))
 			s.keys[h] = &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: p, KeyHash: h,
-				Policy: llm.ParseDataPolicy(p.DataPolicy), BillingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), FromConfig: true}}
+				Policy: llm.ParseDataPolicy(p.DataPolicy), BillingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), FromConfig: true,
+				KeyBudget: k.Budget}}
 		}
 	}
 	s.models = newModelCatalog(cfg)

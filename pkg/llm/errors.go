@@ -20,6 +20,7 @@ const (
 	CodeInvalidAPIKey       Code = "invalid_api_key"
 	CodeInsufficientBalance Code = "insufficient_balance"
 	CodeKeyLimitReached     Code = "key_limit_reached"
+	CodeBudgetExceeded      Code = "budget_exceeded"
 	CodeModelNotFound       Code = "model_not_found"
 	CodeIdempotencyConflict Code = "idempotency_conflict"
 	CodeReplayUnavailable   Code = "idempotency_replay_unavailable"
