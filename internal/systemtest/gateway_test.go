@@ -944,8 +944,8 @@ func TestNeverA500(t *testing.T) {
 }
 
 // TestMetrics: one EMF line per chat completion (and one per failed
-// provider, and one for the protocol pair of an answered one), with the
-// numbers the dashboard and alarms read.
+// provider, one for the protocol pair of an answered one, and one for the
+// caller's project), with the numbers the dashboard and alarms read.
 func TestMetrics(t *testing.T) {
 	buf := &syncBuffer{}
 	g := newGateway(t, setup{metrics: buf})
@@ -962,8 +962,8 @@ func TestMetrics(t *testing.T) {
 		}
 		lines = append(lines, m)
 	}
-	if len(lines) != 5 {
-		t.Fatalf("%d metric lines, want 5 (3 requests, 1 failed provider, 1 protocol pair): %s", len(lines), buf.String())
+	if len(lines) != 8 {
+		t.Fatalf("%d metric lines, want 8 (3 requests, 1 failed provider, 1 protocol pair, 3 of the project): %s", len(lines), buf.String())
 	}
 	pick := func(m map[string]any, names ...string) map[string]any {
 		out := map[string]any{}
@@ -976,8 +976,11 @@ func TestMetrics(t *testing.T) {
 		{"Requests": 1.0, "Fallbacks": 1.0, "RouteDepth": 1.0, "ProviderErrors": 1.0, "Replays": 0.0, "IdempotencyConflicts": 0.0},
 		{"Provider": "p0", "ProviderErrors": 1.0},
 		{"ClientAPI": "chat", "UpstreamAPI": "openai", "PairRequests": 1.0, "PassThrough": 1.0},
+		{"Project": "proj", "ProjectRequests": 1.0, "ProjectCost": 2.8e-05, "BudgetRefusals": 0.0, "BalanceRefusals": 0.0},
 		{"Requests": 1.0, "Fallbacks": 0.0, "RouteDepth": nil, "ProviderErrors": 0.0, "Replays": 1.0, "IdempotencyConflicts": 0.0},
+		{"Project": "proj", "ProjectRequests": 1.0, "ProjectCost": nil},
 		{"Requests": 1.0, "Fallbacks": 0.0, "RouteDepth": nil, "ProviderErrors": 0.0, "Replays": 0.0, "IdempotencyConflicts": 1.0},
+		{"Project": "proj", "ProjectRequests": 1.0, "ProjectCost": nil},
 	}
 	for i, w := range want {
 		names := make([]string, 0, len(w))

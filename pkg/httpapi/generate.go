@@ -38,6 +38,7 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		return
 	}
 	log.Add(slog.String("project", p.Project.ID), slog.String("key_id", p.keyID))
+	log.Metrics.Project = p.Project.ID
 	body, err := s.readBody(w, r)
 	if err != nil {
 		fail(err)

@@ -250,6 +250,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.InProgress = true
 		case llm.CodeStoreUnavailable:
 			m.StoreError = true
+		case llm.CodeBudgetExceeded:
+			m.BudgetRefused = true
+		case llm.CodeInsufficientBalance, llm.CodeKeyLimitReached:
+			m.BalanceRefused = true
 		}
 		s.metrics.Record(m)
 	}

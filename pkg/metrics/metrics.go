@@ -43,6 +43,7 @@ const (
 	DimClientAPI   = "ClientAPI"
 	DimUpstreamAPI = "UpstreamAPI"
 	DimField       = "Field"
+	DimProject     = "Project"
 
 	// Metrics, all with the dimension set ["Stage"]; ProviderErrors also with
 	// ["Stage","Provider"].
@@ -68,6 +69,13 @@ const (
 	// With ["Stage","ClientAPI","Field"], one line per field a translation
 	// left out (named in x-gateway-dropped).
 	MetricDroppedFields = "DroppedFields" // Count
+	// With ["Stage","Project"], one line per request of an authenticated
+	// project: its requests, its spend, and the new requests refused for
+	// its money (a spent budget; a spent balance or key limit).
+	MetricProjectRequests = "ProjectRequests" // Count, always 1
+	MetricProjectCost     = "ProjectCost"     // None (USD); only when > 0
+	MetricBudgetRefusals  = "BudgetRefusals"  // Count: 402 budget_exceeded
+	MetricBalanceRefusals = "BalanceRefusals" // Count: 402 insufficient_balance or key_limit_reached
 )
 
 // CloudWatch units used here (MetricDatum's StandardUnit values).
@@ -111,6 +119,12 @@ type Request struct {
 	PassThrough            bool
 	// Dropped are the fields named in the answer's x-gateway-dropped.
 	Dropped []string
+	// Project is the authenticated caller's project ("" before or
+	// without authentication); BudgetRefused and BalanceRefused: the
+	// request was refused with 402 for a spent budget, or a spent balance
+	// or key limit.
+	Project                       string
+	BudgetRefused, BalanceRefused bool
 }
 
 // Recorder records requests' metrics. Implementations are safe for
@@ -163,6 +177,7 @@ func (e *EMF) Record(r Request) {
 	b := e.appendRequest((*bp)[:0], ts, &r)
 	b = e.appendProviderErrors(b, ts, r.FailedProviders)
 	b = e.appendPair(b, ts, &r)
+	b = e.appendProject(b, ts, &r)
 	e.write(b)
 	if cap(b) <= maxPooledBuffer {
 		*bp = b
@@ -269,6 +284,20 @@ func (e *EMF) appendPair(b []byte, ts int64, r *Request) []byte {
 			DimClientAPI, client, DimField, dimensionValue(f))
 	}
 	return b
+}
+
+// appendProject appends the line of the request's project, if it has one.
+func (e *EMF) appendProject(b []byte, ts int64, r *Request) []byte {
+	if r.Project == "" {
+		return b
+	}
+	var buf [4]metric
+	ms := append(buf[:0], metric{MetricProjectRequests, unitCount, 1},
+		metric{MetricBudgetRefusals, unitCount, b2f(r.BudgetRefused)}, metric{MetricBalanceRefusals, unitCount, b2f(r.BalanceRefused)})
+	if r.Cost > 0 && !math.IsInf(r.Cost, 1) {
+		ms = append(ms, metric{MetricProjectCost, unitNone, r.Cost})
+	}
+	return e.appendLine(b, ts, `[["`+DimStage+`","`+DimProject+`"]]`, ms, DimProject, dimensionValue(r.Project))
 }
 
 // appendLine appends one line of metrics ms under the dimension set

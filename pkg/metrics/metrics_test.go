@@ -30,6 +30,10 @@ var units = map[string]string{
 	"Latency":                "Milliseconds",
 	"TimeToFirstToken":       "Milliseconds",
 	"Cost":                   "None",
+	"ProjectRequests":        "Count",
+	"ProjectCost":            "None",
+	"BudgetRefusals":         "Count",
+	"BalanceRefusals":        "Count",
 	"Errors5xx":              "Count",
 	"PairRequests":           "Count",
 	"PassThrough":            "Count",
@@ -367,6 +371,24 @@ func TestRecord(t *testing.T) {
 			mainLine("prod", map[string]any{"Latency": 1000.0, "RouteDepth": 0.0, "TimeToFirstToken": 1000.0}),
 			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "ClientAPI", "UpstreamAPI"}},
 				Members: map[string]any{"Stage": "prod", "ClientAPI": "messages", "UpstreamAPI": "anthropic", "PairRequests": 1.0, "PassThrough": 1.0}}),
+		},
+	}, {
+		name:  "a project's answer, and its budget refusal",
+		stage: "prod",
+		req:   Request{Status: 200, Provider: "p0", Latency: time.Second, TimeToFirstToken: time.Second, Cost: 0.25, Project: "acme"},
+		want: []line{
+			mainLine("prod", map[string]any{"Latency": 1000.0, "RouteDepth": 0.0, "TimeToFirstToken": 1000.0, "Cost": 0.25}),
+			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "Project"}},
+				Members: map[string]any{"Stage": "prod", "Project": "acme", "ProjectRequests": 1.0, "ProjectCost": 0.25, "BudgetRefusals": 0.0, "BalanceRefusals": 0.0}}),
+		},
+	}, {
+		name:  "a budget refusal",
+		stage: "prod",
+		req:   Request{Status: 402, Latency: time.Millisecond, Project: "acme", BudgetRefused: true},
+		want: []line{
+			mainLine("prod", map[string]any{"Latency": 1.0}),
+			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "Project"}},
+				Members: map[string]any{"Stage": "prod", "Project": "acme", "ProjectRequests": 1.0, "BudgetRefusals": 1.0, "BalanceRefusals": 0.0}}),
 		},
 	}, {
 		name:  "replay",
