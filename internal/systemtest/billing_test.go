@@ -19,6 +19,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/ratelimit"
 )
 
 // backend is an idempotency store and the accounts, both in memory or both
@@ -32,7 +33,7 @@ type backend struct {
 var backends = []backend{
 	{"memory", func(testing.TB) (idempotency.Store, httpapi.Accounts) {
 		l := memledger.New(memledger.Options{Pepper: []byte("pepper")})
-		return memstore.New(1 << 30), httpapi.Accounts{Ledger: l, Keys: l, Pepper: []byte("pepper")}
+		return memstore.New(1 << 30), httpapi.Accounts{Ledger: l, Keys: l, Pepper: []byte("pepper"), Limiter: ratelimit.NewMemory()}
 	}},
 }
 
@@ -608,4 +609,68 @@ func TestBudgets(t *testing.T) {
 			})
 		}
 	}
+}
+
+// withinOneMinute is a clock that keeps to one UTC minute for 50 seconds
+// from now, so that a test of per-minute limits never crosses a window.
+func withinOneMinute() func() time.Time {
+	start := time.Now()
+	base := start.Truncate(time.Minute).Add(time.Second)
+	return func() time.Time { return base.Add(min(time.Since(start), 50*time.Second)) }
+}
+
+// TestRateLimits: a project's rpm holds across two instances on one store
+// (DynamoDB; memory: one process's), refusing before any provider call
+// with 429 rate_limited, retry-after, x-gateway-admission-refused and the
+// x-ratelimit-* headers, which every answer carries too (Anthropic's as
+// well on Messages); a key's tpm refuses a request whose reserve (prompt
+// estimate and max output tokens) does not fit; a keyed request refused
+// is not recorded.
+func TestRateLimits(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			store, acc := b.new(t)
+			g := newGateway(t, setup{store: store, accounts: acc, now: withinOneMinute(), projectYAML: "    rpm: 4\n"})
+			other := g.instance(t, store)
+			urls := []string{g.url, other}
+			for i := range 3 {
+				a := mustCall(t, urls[i%2], chatBody(fmt.Sprintf(`"n":%d`, i)))
+				if a.status != 200 || a.header.Get("x-ratelimit-limit-requests") != "4" || a.header.Get("x-ratelimit-remaining-requests") != fmt.Sprint(3-i) ||
+					a.header.Get("x-ratelimit-reset-requests") == "" {
+					t.Fatalf("request %d: %d %v", i, a.status, a.header)
+				}
+			}
+			m := callPath(t, other+"/api/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+			if m.status != 200 || m.header.Get("anthropic-ratelimit-requests-limit") != "4" || m.header.Get("anthropic-ratelimit-requests-remaining") != "0" ||
+				m.header.Get("x-ratelimit-remaining-requests") != "0" {
+				t.Fatalf("messages: %d %v", m.status, m.header)
+			}
+			calls := g.ups[0].Calls()
+			for _, url := range urls {
+				a := mustCall(t, url, chatBody(""), "Idempotency-Key", key(t))
+				if a.status != 429 || a.code != "rate_limited" || a.header.Get("Retry-After") == "" ||
+					a.header.Get("X-Gateway-Admission-Refused") != "true" || a.header.Get("x-ratelimit-remaining-requests") != "0" {
+					t.Errorf("past the rpm: %d %q %v %s", a.status, a.code, a.header, a.body)
+				}
+			}
+			if got := g.ups[0].Calls(); got != calls {
+				t.Errorf("refused requests called the provider (%d calls, want %d)", got, calls)
+			}
+		})
+	}
+	t.Run("tpm", func(t *testing.T) {
+		g := newGateway(t, setup{now: withinOneMinute(), keyYAML: "tpm: 100"})
+		a := mustCall(t, g.url, chatBody(`"max_tokens":95`))
+		if a.status != 429 || a.code != "rate_limited" || !strings.Contains(a.body, "tokens per minute") {
+			t.Fatalf("a reserve over the tpm: %d %q %s", a.status, a.code, a.body)
+		}
+		// 12 tokens used (10 prompt, 2 completion) of the 20-odd reserved:
+		// the count is corrected, and 100 leave room for more.
+		for i := range 4 {
+			a := mustCall(t, g.url, chatBody(`"max_tokens":10`))
+			if a.status != 200 || a.header.Get("x-ratelimit-limit-tokens") != "100" {
+				t.Fatalf("request %d: %d %v %s", i, a.status, a.header, a.body)
+			}
+		}
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/dynamostore"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/ratelimit"
 )
 
 // dynaliteServer is the dynalite server the package's tests share, started
@@ -35,7 +36,8 @@ func init() {
 		client := dynalite.NewClient(dynaliteServer.Endpoint(t))
 		table := dynalite.Table(t, client, "bill")
 		l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
-		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
+		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper"),
+			Limiter: ratelimit.NewDynamo(client, table)}
 	}})
 	afterTests = append(afterTests, dynaliteServer.Close)
 }

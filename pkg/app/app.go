@@ -31,6 +31,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/provider/openai"
 	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
+	"github.com/buzzgate/buzzgate/pkg/ratelimit"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
@@ -163,7 +164,7 @@ func newStores(ctx context.Context, cfg *catalog.Config, getenv func(string) str
 	switch store := getenv(EnvStore); store {
 	case "", "memory":
 		ledger := memledger.New(memledger.Options{Pepper: pepper})
-		return memstore.New(cfg.Idempotency.MemoryBytes), httpapi.Accounts{Ledger: ledger, Keys: ledger, Pepper: pepper}, nil
+		return memstore.New(cfg.Idempotency.MemoryBytes), httpapi.Accounts{Ledger: ledger, Keys: ledger, Pepper: pepper, Limiter: ratelimit.NewMemory()}, nil
 	case "dynamodb":
 		table := getenv(EnvTable)
 		if table == "" {
@@ -193,7 +194,7 @@ func newStores(ctx context.Context, cfg *catalog.Config, getenv func(string) str
 		}
 		ledger := dynamoledger.New(client, table, dynamoledger.Options{Pepper: pepper})
 		keys := billing.NewKeyCache(ledger, billing.KeyCacheOptions{})
-		return dynamostore.New(client, table), httpapi.Accounts{Ledger: ledger, Keys: keys, Pepper: pepper}, nil
+		return dynamostore.New(client, table), httpapi.Accounts{Ledger: ledger, Keys: keys, Pepper: pepper, Limiter: ratelimit.NewDynamo(client, table)}, nil
 	default:
 		return nil, httpapi.Accounts{}, fmt.Errorf("%s=%q: want memory or dynamodb", EnvStore, store)
 	}
@@ -246,6 +247,9 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	if accounts.Ledger == nil {
 		ledger := memledger.New(memledger.Options{Pepper: accounts.Pepper})
 		accounts.Ledger, accounts.Keys = ledger, ledger
+	}
+	if accounts.Limiter == nil {
+		accounts.Limiter = ratelimit.NewMemory()
 	}
 	idem := idempotency.New(store, idempotency.Config{
 		Window:           cfg.Idempotency.Window.D(),

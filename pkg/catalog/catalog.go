@@ -124,6 +124,10 @@ type Project struct {
 	// instance (its share of server.max_in_flight); 0 means no bound but
 	// the server's.
 	MaxInFlight int `yaml:"max_in_flight"`
+	// RPM and TPM bound the project's requests and tokens (prompt and
+	// completion) per minute, on every instance together; 0 means none.
+	RPM int64 `yaml:"rpm"`
+	TPM int64 `yaml:"tpm"`
 	// Budget bounds the project's spend per UTC calendar period; nil
 	// means none.
 	Budget *Budget `yaml:"budget"`
@@ -147,6 +151,10 @@ type Key struct {
 	// Budget bounds the key's spend per UTC calendar period; nil means
 	// none.
 	Budget *Budget `yaml:"budget"`
+	// RPM and TPM bound the key's requests and tokens per minute; 0 means
+	// none.
+	RPM int64 `yaml:"rpm"`
+	TPM int64 `yaml:"tpm"`
 }
 
 // Idempotency configures the Idempotency-Key records.

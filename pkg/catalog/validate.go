@@ -297,6 +297,9 @@ func (c *Config) validateProjects(idx *index) error {
 		if err := checkBudget(at+".budget", p.Budget); err != nil {
 			return err
 		}
+		if err := checkRates(at, p.RPM, p.TPM); err != nil {
+			return err
+		}
 
 		for j := range p.Keys {
 			k := &p.Keys[j]
@@ -321,6 +324,9 @@ func (c *Config) validateProjects(idx *index) error {
 				return fieldErr(kat+".limit", "must be a finite number >= 0, got %v", *k.Limit)
 			}
 			if err := checkBudget(kat+".budget", k.Budget); err != nil {
+				return err
+			}
+			if err := checkRates(kat, k.RPM, k.TPM); err != nil {
 				return err
 			}
 		}
@@ -488,6 +494,17 @@ func checkBudget(path string, b *Budget) error {
 	case "day", "week", "month":
 	default:
 		return fieldErr(path+".period", `must be "day", "week" or "month", got %q`, b.Period)
+	}
+	return nil
+}
+
+// checkRates checks a project's or key's rpm and tpm at path.
+func checkRates(path string, rpm, tpm int64) error {
+	if rpm < 0 {
+		return fieldErr(path+".rpm", "must be >= 0 (0: none), got %d", rpm)
+	}
+	if tpm < 0 {
+		return fieldErr(path+".tpm", "must be >= 0 (0: none), got %d", tpm)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ var errorKinds = map[llm.Code]errorKind{
 	llm.CodeRequestTooLarge:     {http.StatusRequestEntityTooLarge, "invalid_request_error"},
 	llm.CodeBodyTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
 	llm.CodeCapacity:            {http.StatusTooManyRequests, "rate_limit_error"},
+	llm.CodeRateLimited:         {http.StatusTooManyRequests, "rate_limit_error"},
 	llm.CodeUnavailableRoute:    {http.StatusTooManyRequests, "rate_limit_error"},
 	llm.CodeAllProvidersFailed:  {http.StatusBadGateway, "upstream_error"},
 	llm.CodeNoLiveProvider:      {http.StatusServiceUnavailable, "service_unavailable"},
@@ -93,8 +94,11 @@ func errorHead(w http.ResponseWriter, e *llm.Error) int {
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
+	for k, v := range e.Header {
+		h.Set(k, v)
+	}
 	switch e.Code {
-	case llm.CodeCapacity:
+	case llm.CodeCapacity, llm.CodeRateLimited:
 		h.Set("X-Gateway-Admission-Refused", "true")
 	case llm.CodeIdempotencyConflict, llm.CodeReplayUnavailable:
 		// The OpenAI and Anthropic SDKs retry a 409 by default; these can

@@ -37,6 +37,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/ratelimit"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
@@ -57,7 +58,9 @@ type Caller struct {
 	FromConfig bool
 	// KeyBudget is the key's budget (a config key's); nil means none.
 	KeyBudget *catalog.Budget
-	Policy    llm.DataDemand
+	// KeyRate is the key's rpm and tpm (a config key's); zero: none.
+	KeyRate ratelimit.Limit
+	Policy  llm.DataDemand
 }
 
 // Residency is the caller's residency as the idempotency identity names it.
@@ -103,9 +106,21 @@ type Request struct {
 	// request, storing nothing.
 	Validate func() error
 
+	// MaxOutputTokens is the most output the request asks for (0: it does
+	// not say), reserved with its prompt's estimate against a tpm;
+	// AnthropicRateHeaders: its answer reports rate limits in Anthropic's
+	// headers as well as OpenAI's.
+	MaxOutputTokens      int
+	AnthropicRateHeaders bool
+
 	// group is the Group of the context the request is served under (nil:
 	// none): its finishing steps count in it.
 	group *Group
+	// rate is what the rate limiter counted for the request, rateHeaders
+	// the headers that report it, usedTokens the tokens its answer used.
+	rate        ratelimit.Taken
+	rateHeaders map[string]string
+	usedTokens  int64
 	// settleAtPrice is set by the balance check when the account is bounded
 	// (a balance, a key limit): its bill is applied when the answer is
 	// priced, before the last bytes (tee.Price).
@@ -171,6 +186,8 @@ type Accounts struct {
 	Keys billing.KeyStore
 	// Pepper is mixed into config keys' ids and hashes.
 	Pepper []byte
+	// Limiter counts rpm and tpm; nil: no rate limits are enforced.
+	Limiter ratelimit.Limiter
 }
 
 // Config is the service's policy.
@@ -310,6 +327,10 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		err := s.resolve(ctx, req)
 		if err == nil {
 			err = s.checkBalance(ctx, req)
+		}
+		if err == nil {
+			err = s.takeRate(ctx, req)
+			defer s.settleRate(req)
 		}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -457,6 +478,12 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 		w.Error(err)
 		return
 	}
+	defer s.settleRate(req)
+	if err := s.takeRate(ctx, req); err != nil {
+		s.idemDo(req, "idempotency release", exec.Release, exec.Abandon)
+		w.Error(err)
+		return
+	}
 	s.execute(clientCtx, ctx, req, w, codec, exec)
 }
 
@@ -553,11 +580,12 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 			c.SetMore(ans.More)
 		}
 	}
-	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, entry: billing.Entry{
+	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, extra: req.rateHeaders, entry: billing.Entry{
 		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
 	}}
 	res := codec.Answer(ans, out)
 	u := res.Usage
+	req.usedTokens = int64(u.PromptTokens + u.CompletionTokens)
 	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Float64("cost", u.Cost))
 	switch {
 	case out.clientErr != nil:
@@ -646,10 +674,24 @@ type tee struct {
 	// settle: Price applies the bill (Ledger.Bill), not only its price;
 	// settled: it did.
 	settle, settled bool
+	// extra are headers for the client's answer alone (rate limits), not
+	// recorded for replays.
+	extra map[string]string
 }
 
 func (t *tee) Start(status int, header map[string]string, stream bool) {
-	t.w.Start(status, header, stream)
+	if len(t.extra) > 0 {
+		h := make(map[string]string, len(header)+len(t.extra))
+		for k, v := range header {
+			h[k] = v
+		}
+		for k, v := range t.extra {
+			h[k] = v
+		}
+		t.w.Start(status, h, stream)
+	} else {
+		t.w.Start(status, header, stream)
+	}
 	if t.exec != nil {
 		t.exec.Start(status, header, stream)
 	}

@@ -92,6 +92,14 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 		return full, nil
 	})
 	req.Native = nativeOf(api, r.Header, members, len(body))
+	g.MaxOutputTokens = maxOutputTokens(func(name string) (json.RawMessage, bool) {
+		for _, m := range members {
+			if m.Key == name {
+				return m.Value, true
+			}
+		}
+		return nil, false
+	})
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	pass := api.Codec
@@ -212,6 +220,7 @@ type lateCodec struct{ gateway.Codec }
 // Idempotency-Key (for a valid header), not its fingerprint.
 func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte) (gateway.Codec, error) {
 	id, log := g.ID, g.Log
+	g.AnthropicRateHeaders = api.Proto == llm.ProtoMessages
 	caseVariant := func(name string) error {
 		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(api.Owned, ", "))
 	}
@@ -286,6 +295,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		}
 	}
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
+	g.MaxOutputTokens = maxOutputTokens(req.Field)
 	if resolve != nil {
 		g.Resolve = func(ctx context.Context) (*llm.ChatRequest, error) {
 			whole, err := resolve(ctx)
@@ -366,4 +376,18 @@ func checkServiceTier(proto llm.Proto, raw json.RawMessage) error {
 	}
 	return llm.Errorf(llm.CodeInvalidRequest, "service_tier", "service_tier %s is not served: a route is priced at the provider's standard tier; send %s or leave it out",
 		clientapi.Sanitize(string(raw)), strings.Join(standardTiers[proto], " or "))
+}
+
+// maxOutputTokens is the most output a request asks for, in whichever
+// field its API names it (0: it does not say), reserved against a tpm.
+func maxOutputTokens(field func(name string) (json.RawMessage, bool)) int {
+	for _, name := range []string{"max_completion_tokens", "max_tokens", "max_output_tokens"} {
+		if v, ok := field(name); ok {
+			var n float64
+			if json.Unmarshal(v, &n) == nil && n > 0 && n < 1<<31 {
+				return int(n)
+			}
+		}
+	}
+	return 0
 }

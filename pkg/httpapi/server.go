@@ -32,6 +32,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
+	"github.com/buzzgate/buzzgate/pkg/ratelimit"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
@@ -81,6 +82,9 @@ type Accounts struct {
 	Keys billing.KeyStore
 	// Pepper is mixed into every stored key hash.
 	Pepper []byte
+	// Limiter counts the projects' and keys' rpm and tpm; nil: in the
+	// process.
+	Limiter ratelimit.Limiter
 }
 
 // New returns the handler for cfg's projects and models.
@@ -102,7 +106,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 		s.fin = gateway.NewFinisher(gateway.FinisherOptions{Log: s.log})
 	}
 	s.svc = gateway.New(gateway.Config{MaxInFlight: cfg.Server.MaxInFlight, RequestTimeout: cfg.Server.RequestTimeout.D()},
-		rt, opts.Idempotency, gateway.Accounts{Ledger: opts.Accounts.Ledger, Keys: opts.Accounts.Keys, Pepper: opts.Accounts.Pepper}, s.fin, s.log, s.now)
+		rt, opts.Idempotency, gateway.Accounts{Ledger: opts.Accounts.Ledger, Keys: opts.Accounts.Keys, Pepper: opts.Accounts.Pepper, Limiter: opts.Accounts.Limiter}, s.fin, s.log, s.now)
 	s.keys = make(map[[sha256.Size]byte]*principal)
 	for i := range cfg.Projects {
 		p := &cfg.Projects[i]
@@ -110,7 +114,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 			h := sha256.Sum256([]byte(k.Key))
 			s.keys[h] = &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: p, KeyHash: h,
 				Policy: llm.ParseDataPolicy(p.DataPolicy), BillingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), FromConfig: true,
-				KeyBudget: k.Budget}}
+				KeyBudget: k.Budget, KeyRate: ratelimit.Limit{RPM: k.RPM, TPM: k.TPM}}}
 		}
 	}
 	s.models = newModelCatalog(cfg)

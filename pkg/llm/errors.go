@@ -21,6 +21,7 @@ const (
 	CodeInsufficientBalance Code = "insufficient_balance"
 	CodeKeyLimitReached     Code = "key_limit_reached"
 	CodeBudgetExceeded      Code = "budget_exceeded"
+	CodeRateLimited         Code = "rate_limited"
 	CodeModelNotFound       Code = "model_not_found"
 	CodeIdempotencyConflict Code = "idempotency_conflict"
 	CodeReplayUnavailable   Code = "idempotency_replay_unavailable"
@@ -50,7 +51,9 @@ type Error struct {
 	Param string
 	// RetryAfter, when positive, is sent as the retry-after header.
 	RetryAfter time.Duration
-	Cause      error
+	// Header holds more headers of the answer (a rate limit's).
+	Header map[string]string
+	Cause  error
 }
 
 func (e *Error) Error() string {

@@ -67,7 +67,7 @@ func (d *Dynamo) Take(ctx context.Context, now time.Time, counters []Counter, re
 		if !fits(c.Limit, 0, 0, reserve) {
 			// More tokens than a whole window holds: it never fits.
 			d.giveBack(ctx, taken)
-			return Taken{}, []Usage{{Limit: c.Limit, Reset: windowEnd(w)}}, ErrLimited
+			return Taken{}, []Usage{{Scope: c.Scope, Limit: c.Limit, Reset: windowEnd(w)}}, ErrLimited
 		}
 		in := &dynamodb.UpdateItemInput{
 			TableName:                           aws.String(d.table),
@@ -98,11 +98,11 @@ func (d *Dynamo) Take(ctx context.Context, now time.Time, counters []Counter, re
 				}
 			}
 			r, t := counts(item)
-			return Taken{}, []Usage{{Limit: c.Limit, Requests: r, Tokens: t, Reset: windowEnd(w)}}, ErrLimited
+			return Taken{}, []Usage{{Scope: c.Scope, Limit: c.Limit, Requests: r, Tokens: t, Reset: windowEnd(w)}}, ErrLimited
 		}
 		taken.Counters = append(taken.Counters, c)
 		r, t := counts(out.Attributes)
-		usages = append(usages, Usage{Limit: c.Limit, Requests: r, Tokens: t, Reset: windowEnd(w)})
+		usages = append(usages, Usage{Scope: c.Scope, Limit: c.Limit, Requests: r, Tokens: t, Reset: windowEnd(w)})
 	}
 	return taken, usages, nil
 }

@@ -36,6 +36,8 @@ type Counter struct {
 // Usage is a counter's window after a Take: its limit, what it counted and
 // when the window ends.
 type Usage struct {
+	// Scope is its counter's ("p" or "k").
+	Scope            string
 	Limit            Limit
 	Requests, Tokens int64
 	Reset            time.Time
@@ -128,14 +130,14 @@ func (m *Memory) Take(_ context.Context, now time.Time, counters []Counter, rese
 	for _, c := range counters {
 		mw := m.window(c, w)
 		if !fits(c.Limit, mw.requests, mw.tokens, reserve) {
-			return Taken{}, []Usage{{Limit: c.Limit, Requests: mw.requests, Tokens: mw.tokens, Reset: windowEnd(w)}}, ErrLimited
+			return Taken{}, []Usage{{Scope: c.Scope, Limit: c.Limit, Requests: mw.requests, Tokens: mw.tokens, Reset: windowEnd(w)}}, ErrLimited
 		}
 	}
 	for i, c := range counters {
 		mw := m.window(c, w)
 		mw.requests++
 		mw.tokens += reserve
-		usages[i] = Usage{Limit: c.Limit, Requests: mw.requests, Tokens: mw.tokens, Reset: windowEnd(w)}
+		usages[i] = Usage{Scope: c.Scope, Limit: c.Limit, Requests: mw.requests, Tokens: mw.tokens, Reset: windowEnd(w)}
 	}
 	return Taken{Counters: counters, Window: w, Reserved: reserve}, usages, nil
 }
