@@ -659,10 +659,15 @@ func TestRateLimits(t *testing.T) {
 		})
 	}
 	t.Run("tpm", func(t *testing.T) {
-		g := newGateway(t, setup{now: withinOneMinute(), keyYAML: "tpm: 100"})
+		buf := &syncBuffer{}
+		g := newGateway(t, setup{now: withinOneMinute(), keyYAML: "tpm: 100", metrics: buf})
 		a := mustCall(t, g.url, chatBody(`"max_tokens":95`))
 		if a.status != 429 || a.code != "rate_limited" || !strings.Contains(a.body, "tokens per minute") {
 			t.Fatalf("a reserve over the tpm: %d %q %s", a.status, a.code, a.body)
+		}
+		g.settle(t)
+		if !strings.Contains(buf.String(), `"Project":"proj","ProjectRequests":1,"BudgetRefusals":0,"BalanceRefusals":0,"RateLimited":1`) {
+			t.Errorf("no RateLimited metric for the project in %s", buf.String())
 		}
 		// 12 tokens used (10 prompt, 2 completion) of the 20-odd reserved:
 		// the count is corrected, and 100 leave room for more.

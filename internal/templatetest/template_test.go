@@ -41,7 +41,7 @@ var metricNames = []string{
 	"Requests", "Replays", "IdempotencyConflicts", "ReplayUnavailable",
 	"IdempotencyInProgress", "IdempotencyStoreErrors", "Fallbacks", "RouteDepth",
 	"ProviderErrors", "Latency", "TimeToFirstToken", "Cost", "Errors5xx",
-	"PairRequests", "DroppedFields", "ProjectRequests", "ProjectCost", "BudgetRefusals", "BalanceRefusals",
+	"PairRequests", "DroppedFields", "ProjectRequests", "ProjectCost", "BudgetRefusals", "BalanceRefusals", "RateLimited",
 }
 
 const metricNamespace = "Buzzgate"

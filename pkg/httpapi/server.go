@@ -258,6 +258,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.BudgetRefused = true
 		case llm.CodeInsufficientBalance, llm.CodeKeyLimitReached:
 			m.BalanceRefused = true
+		case llm.CodeRateLimited:
+			m.RateLimited = true
 		}
 		s.metrics.Record(m)
 	}

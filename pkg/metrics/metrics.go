@@ -71,11 +71,13 @@ const (
 	MetricDroppedFields = "DroppedFields" // Count
 	// With ["Stage","Project"], one line per request of an authenticated
 	// project: its requests, its spend, and the new requests refused for
-	// its money (a spent budget; a spent balance or key limit).
+	// its money (a spent budget; a spent balance or key limit) or its
+	// rate limits.
 	MetricProjectRequests = "ProjectRequests" // Count, always 1
 	MetricProjectCost     = "ProjectCost"     // None (USD); only when > 0
 	MetricBudgetRefusals  = "BudgetRefusals"  // Count: 402 budget_exceeded
 	MetricBalanceRefusals = "BalanceRefusals" // Count: 402 insufficient_balance or key_limit_reached
+	MetricRateLimited     = "RateLimited"     // Count: 429 rate_limited (the project's or a key's rpm or tpm)
 )
 
 // CloudWatch units used here (MetricDatum's StandardUnit values).
@@ -123,8 +125,8 @@ type Request struct {
 	// without authentication); BudgetRefused and BalanceRefused: the
 	// request was refused with 402 for a spent budget, or a spent balance
 	// or key limit.
-	Project                       string
-	BudgetRefused, BalanceRefused bool
+	Project                                    string
+	BudgetRefused, BalanceRefused, RateLimited bool
 }
 
 // Recorder records requests' metrics. Implementations are safe for
@@ -291,9 +293,10 @@ func (e *EMF) appendProject(b []byte, ts int64, r *Request) []byte {
 	if r.Project == "" {
 		return b
 	}
-	var buf [4]metric
+	var buf [5]metric
 	ms := append(buf[:0], metric{MetricProjectRequests, unitCount, 1},
-		metric{MetricBudgetRefusals, unitCount, b2f(r.BudgetRefused)}, metric{MetricBalanceRefusals, unitCount, b2f(r.BalanceRefused)})
+		metric{MetricBudgetRefusals, unitCount, b2f(r.BudgetRefused)}, metric{MetricBalanceRefusals, unitCount, b2f(r.BalanceRefused)},
+		metric{MetricRateLimited, unitCount, b2f(r.RateLimited)})
 	if r.Cost > 0 && !math.IsInf(r.Cost, 1) {
 		ms = append(ms, metric{MetricProjectCost, unitNone, r.Cost})
 	}

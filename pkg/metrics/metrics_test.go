@@ -34,6 +34,7 @@ var units = map[string]string{
 	"ProjectCost":            "None",
 	"BudgetRefusals":         "Count",
 	"BalanceRefusals":        "Count",
+	"RateLimited":            "Count",
 	"Errors5xx":              "Count",
 	"PairRequests":           "Count",
 	"PassThrough":            "Count",
@@ -379,7 +380,7 @@ func TestRecord(t *testing.T) {
 		want: []line{
 			mainLine("prod", map[string]any{"Latency": 1000.0, "RouteDepth": 0.0, "TimeToFirstToken": 1000.0, "Cost": 0.25}),
 			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "Project"}},
-				Members: map[string]any{"Stage": "prod", "Project": "acme", "ProjectRequests": 1.0, "ProjectCost": 0.25, "BudgetRefusals": 0.0, "BalanceRefusals": 0.0}}),
+				Members: map[string]any{"Stage": "prod", "Project": "acme", "ProjectRequests": 1.0, "ProjectCost": 0.25, "BudgetRefusals": 0.0, "BalanceRefusals": 0.0, "RateLimited": 0.0}}),
 		},
 	}, {
 		name:  "a budget refusal",
@@ -388,7 +389,7 @@ func TestRecord(t *testing.T) {
 		want: []line{
 			mainLine("prod", map[string]any{"Latency": 1.0}),
 			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "Project"}},
-				Members: map[string]any{"Stage": "prod", "Project": "acme", "ProjectRequests": 1.0, "BudgetRefusals": 1.0, "BalanceRefusals": 0.0}}),
+				Members: map[string]any{"Stage": "prod", "Project": "acme", "ProjectRequests": 1.0, "BudgetRefusals": 1.0, "BalanceRefusals": 0.0, "RateLimited": 0.0}}),
 		},
 	}, {
 		name:  "replay",
