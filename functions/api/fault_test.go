@@ -373,3 +373,51 @@ func TestInvocationWaitsForItsOwnWrites(t *testing.T) {
 	}
 	proxy.DropResponses(0, nil)
 }
+
+// TestRateLimitAcrossProcesses: two gateway processes on one DynamoDB
+// table share a project's rpm: of 30 requests at once, spread over both,
+// exactly the 10 the limit allows are answered within the minute, and the
+// rest are 429 rate_limited before any provider call.
+func TestRateLimitAcrossProcesses(t *testing.T) {
+	r := newFaultRig(t)
+	cfg, err := os.ReadFile(r.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.Replace(string(cfg), "    keys: [{key: "+faultKey+"}]\n", "    keys: [{key: "+faultKey+"}]\n    rpm: 10\n", 1)
+	if limited == string(cfg) {
+		t.Fatal("the rig's config has no project to limit")
+	}
+	if err := os.WriteFile(r.config, []byte(limited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gs := []*gatewayProc{r.start(), r.start()}
+	// The limit counts in UTC minutes: start early in one, so that all
+	// 30 requests fall in it.
+	if s := time.Now().UTC().Second(); s > 40 {
+		time.Sleep(time.Duration(61-s) * time.Second)
+	}
+	var (
+		mu       sync.Mutex
+		statuses = map[int]int{}
+		wg       sync.WaitGroup
+	)
+	for i := range 30 {
+		wg.Go(func() {
+			a := gs[i%2].call(t, plainBody, "")
+			mu.Lock()
+			statuses[a.status]++
+			mu.Unlock()
+			if a.status == 429 && !strings.Contains(a.body, "rate_limited") {
+				t.Errorf("a 429 that is not rate_limited: %s", a.body)
+			}
+		})
+	}
+	wg.Wait()
+	if statuses[200] != 10 || statuses[429] != 20 {
+		t.Errorf("statuses %v, want 10 answered and 20 rate_limited", statuses)
+	}
+	if got := r.up.Calls(); got != 10 {
+		t.Errorf("%d provider calls, want 10", got)
+	}
+}
