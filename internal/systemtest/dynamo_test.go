@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,4 +237,65 @@ func TestNextRequestSeesSpendSlowStore(t *testing.T) {
 		l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
 		return dynamostore.New(client, table), httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper")}
 	})
+}
+
+// BenchmarkRateLimitSoak: b.N requests from 8 clients at once, over two
+// gateway instances on one DynamoDB (dynalite) table, against a project
+// rpm and a key tpm of half of them, within one minute. It reports how
+// many were answered for each one the limits allow (limit-accuracy: 1 is
+// exact; the rpm is the binding one here), and the limiter's DynamoDB
+// calls per request, each a write of one unit on an item under 1 KB
+// (a refused request adds a consistent read on dynalite, which does not
+// send the item back with the failed condition as DynamoDB does).
+func BenchmarkRateLimitSoak(b *testing.B) {
+	var counter dynalite.Counter
+	endpoint := dynaliteServer.Endpoint(b)
+	client := dynalite.NewClient(endpoint)
+	table := dynalite.Table(b, client, "rl")
+	l := dynamoledger.New(client, table, dynamoledger.Options{Pepper: []byte("pepper")})
+	acc := httpapi.Accounts{Ledger: l, Keys: billing.NewKeyCache(l, billing.KeyCacheOptions{}), Pepper: []byte("pepper"),
+		Limiter: ratelimit.NewDynamo(dynalite.NewClient(endpoint, dynalite.CountCalls(&counter)), table)}
+	store := dynamostore.New(client, table)
+	limit := max(b.N/2, 1)
+	g := newGateway(b, setup{store: store, accounts: acc, now: withinOneMinute(),
+		projectYAML: fmt.Sprintf("    rpm: %d\n", limit), keyYAML: fmt.Sprintf("tpm: %d", 1_000_000)})
+	urls := []string{g.url, g.instance(b, store)}
+	var answered, refused atomic.Int64
+	next := atomic.Int64{}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				a := call(context.Background(), urls[i%2], chatBody(""))
+				switch {
+				case a.err != nil:
+					b.Error(a.err)
+					return
+				case a.status == 200:
+					answered.Add(1)
+				case a.status == 429 && a.code == "rate_limited":
+					refused.Add(1)
+				default:
+					b.Errorf("status %d %s", a.status, a.body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	g.settle(b)
+	if answered.Load() > int64(limit) {
+		b.Errorf("%d answered past an rpm of %d", answered.Load(), limit)
+	}
+	b.ReportMetric(float64(answered.Load())/float64(limit), "limit-accuracy")
+	b.ReportMetric(float64(counter.Total())/float64(b.N), "limiter-calls/op")
+	for op, n := range counter.Snapshot() {
+		b.ReportMetric(float64(n)/float64(b.N), op+"/op")
+	}
 }
