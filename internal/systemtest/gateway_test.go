@@ -68,6 +68,9 @@ type setup struct {
 	// spaces, e.g. "    max_in_flight: 1\n"); keyYAML to testKey's (flow
 	// members after a comma, e.g. "budget: {amount: 1, period: day}").
 	projectYAML, keyYAML string
+	// routeYAML is added to every route's entry (flow members after a
+	// comma, e.g. "cache_read_price: 0.25").
+	routeYAML string
 	// now is every instance's clock (app.Options.Now); nil means time.Now.
 	now func() time.Time
 }
@@ -91,7 +94,11 @@ func newGateway(t testing.TB, s setup) *gateway {
 	}
 	cfg.WriteString("models:\n  - id: m\n    routes:\n")
 	for i := 0; i < s.providers; i++ {
-		fmt.Fprintf(&cfg, "      - {provider: p%d, model: up-%d, input_price: %d, output_price: %d}\n", i, i, i+1, 2*(i+1))
+		route := ""
+		if s.routeYAML != "" {
+			route = ", " + s.routeYAML
+		}
+		fmt.Fprintf(&cfg, "      - {provider: p%d, model: up-%d, input_price: %d, output_price: %d%s}\n", i, i, i+1, 2*(i+1), route)
 	}
 	keyLimit := ""
 	if s.keyLimit != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
+	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 // faults decides, per store call, whether it fails: before it reaches the
@@ -164,7 +165,15 @@ func BenchmarkSoak(b *testing.B) {
 	base := memledger.New(memledger.Options{})
 	store := &flakyStore{Store: memstore.New(1 << 30), f: f}
 	g := newGateway(b, setup{store: store, accounts: httpapi.Accounts{Ledger: &soakLedger{Ledger: base, f: f}, Keys: base},
-		extraYAML: "idempotency: {lease: 300ms}\n"})
+		extraYAML: "idempotency: {lease: 300ms}\n", routeYAML: "cache_read_price: 0.25"})
+	// Every other upstream answer reports cached prompt tokens and
+	// reasoning tokens, priced apart.
+	g.ups[0].SetHandler(func(call int, _ providertest.Request) providertest.Response {
+		if call%2 == 0 {
+			return scriptedSSE(cachedReasoningChunks...)
+		}
+		return providertest.Response{}
+	})
 	bodies := []string{chatBody(""), chatBody(`"stream":true,"stream_options":{"include_usage":true}`)}
 	var (
 		mu       sync.Mutex
