@@ -461,3 +461,37 @@ func TestIssueKeyLimitFails(t *testing.T) {
 		t.Errorf("a raw key in %v", r)
 	}
 }
+
+// set-key-rates sets an issued key's rpm, tpm and budget (replacing what it
+// had), which Lookup then returns and show prints; a budget needs its
+// period.
+func TestSetKeyRates(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	store := c.store()
+	p := newID("rates")
+	c.ok("create-project", "--id", p)
+	raw, kid := c.issue("--project", p)
+	r := c.ok("set-key-rates", "--project", p, "--key-id", kid, "--rpm", "60", "--tpm", "200000", "--budget", "5", "--period", "day")
+	if want := "key " + kid + " of project " + p + ": rpm 60, tpm 200000, budget $5.00 a day\n"; r.stdout != want {
+		t.Errorf("stdout %q, want %q", r.stdout, want)
+	}
+	rec, err := store.Lookup(t.Context(), billing.HashKey([]byte(testPepper), raw))
+	if err != nil || rec.Rates.RPM != 60 || rec.Rates.TPM != 200000 || rec.Rates.Budget == nil || rec.Rates.Budget.Amount != 5 || rec.Rates.Budget.Period != "day" {
+		t.Fatalf("Lookup: %+v, %v", rec.Rates, err)
+	}
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key rates": "rpm 60, tpm 200000, budget $5.00 a day"})
+	c.ok("set-key-rates", "--project", p, "--key-id", kid, "--tpm", "10")
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key rates": "rpm none, tpm 10, budget none"})
+	for _, args := range [][]string{
+		{"--budget", "5"},
+		{"--period", "day"},
+		{"--budget", "5", "--period", "year"},
+		{"--rpm", "-1"},
+	} {
+		r := c.run(append([]string{"set-key-rates", "--project", p, "--key-id", kid}, args...)...)
+		if r.code == 0 {
+			t.Errorf("set-key-rates %v: accepted", args)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -99,6 +100,20 @@ against it), or removes its limit. The key must belong to the project.`,
 			"admin set-limit --project acme --key-id key_0123456789abcdef --none",
 		},
 		define: defineSetLimit,
+	},
+	{
+		name:     "set-key-rates",
+		synopsis: "--project ID --key-id ID [--rpm N] [--tpm N] [--budget USD --period day|week|month]",
+		summary:  "set an issued API key's rate limits and budget",
+		about: `Sets an issued key's requests and tokens per minute (0 or left out: none)
+and its budget per UTC day, week or month (left out: none), replacing what
+it had. Every instance sees them within the key cache's 30 seconds. A key
+of the config file takes them from the config instead.`,
+		examples: []string{
+			"admin set-key-rates --project acme --key-id key_0123456789abcdef --rpm 60 --tpm 200000",
+			"admin set-key-rates --project acme --key-id key_0123456789abcdef --budget 5 --period day",
+		},
+		define: defineSetKeyRates,
 	},
 	{
 		name:     "show",
@@ -376,6 +391,62 @@ func defineSetLimit(fs *flag.FlagSet, _ func() time.Time) action {
 	}
 }
 
+func defineSetKeyRates(fs *flag.FlagSet, _ func() time.Time) action {
+	project := fs.String("project", "", "the project `ID` (required)")
+	keyID := fs.String("key-id", "", "the key `ID`, key_... (required)")
+	rpm := fs.Int64("rpm", 0, "requests per minute, `N` (0: none)")
+	tpm := fs.Int64("tpm", 0, "tokens per minute, `N` (0: none)")
+	var budget usdFlag
+	fs.Var(&budget, "budget", "the key's budget per period in `USD`")
+	period := fs.String("period", "", "the budget's `period`: day, week or month (with --budget)")
+	return action{
+		check: func() error {
+			if err := errors.Join(checkID("project", *project), checkID("key-id", *keyID)); err != nil {
+				return err
+			}
+			if *rpm < 0 || *tpm < 0 {
+				return usagef("--rpm and --tpm must be >= 0")
+			}
+			if _, ok := billing.ParsePeriod(*period); budget.set != ok || (*period != "" && !ok) {
+				return usagef("--budget and --period go together; --period is day, week or month")
+			}
+			return nil
+		},
+		run: func(ctx context.Context, e *env) error {
+			if err := e.requireProject(ctx, *project); err != nil {
+				return err
+			}
+			if _, err := e.requireKey(ctx, *project, *keyID); err != nil {
+				return err
+			}
+			r := billing.KeyRates{RPM: *rpm, TPM: *tpm}
+			if budget.set {
+				r.Budget = &catalog.Budget{Amount: billing.NanosToUSD(*budget.ptr()), Period: *period}
+			}
+			if err := e.store.SetKeyRates(ctx, *keyID, r); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "key %s of project %s: %s\n", *keyID, *project, formatRates(r))
+			return nil
+		},
+	}
+}
+
+// formatRates is a key's rates and budget.
+func formatRates(r billing.KeyRates) string {
+	rate := func(n int64) string {
+		if n == 0 {
+			return "none"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	budget := "none"
+	if b := r.Budget; b != nil {
+		budget = fmt.Sprintf("%s a %s", formatUSD(billing.USDToNanos(b.Amount)), b.Period)
+	}
+	return fmt.Sprintf("rpm %s, tpm %s, budget %s", rate(r.RPM), rate(r.TPM), budget)
+}
+
 func defineShow(fs *flag.FlagSet, _ func() time.Time) action {
 	project := fs.String("project", "", "the project `ID` (required)")
 	keyID := fs.String("key-id", "", "also show this key's status, spend and limit (key `ID`, key_...)")
@@ -418,6 +489,9 @@ func defineShow(fs *flag.FlagSet, _ func() time.Time) action {
 					limit += fmt.Sprintf(" (%s left)", formatUSD(max(*a.KeyLimitNanos-a.KeySpentNanos, 0)))
 				}
 				fmt.Fprintf(tw, "key limit\t%s\n", limit)
+				if kr, err := e.store.KeyByID(ctx, *keyID); err == nil || errors.Is(err, billing.ErrKeyRevoked) {
+					fmt.Fprintf(tw, "key rates\t%s\n", formatRates(kr.Rates))
+				}
 			}
 			now := e.now()
 			for q := range billing.NumPeriods {

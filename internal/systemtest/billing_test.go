@@ -658,6 +658,29 @@ func TestRateLimits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("issued key", func(t *testing.T) {
+		g := newGateway(t, setup{now: withinOneMinute()})
+		ctx := context.Background()
+		if a := mustCall(t, g.url, chatBody("")); a.status != 200 { // seeds the project
+			t.Fatalf("%d %s", a.status, a.body)
+		}
+		raw, rec, err := g.accounts.Keys.Issue(ctx, "proj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.accounts.Keys.SetKeyRates(ctx, rec.KeyID, billing.KeyRates{RPM: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 200 || a.header.Get("x-ratelimit-limit-requests") != "1" {
+			t.Fatalf("the issued key's first request: %d %v", a.status, a.header)
+		}
+		if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 429 || a.code != "rate_limited" || !strings.Contains(a.body, "API key's") {
+			t.Errorf("its second: %d %q %s", a.status, a.code, a.body)
+		}
+		if a := mustCall(t, g.url, chatBody("")); a.status != 200 {
+			t.Errorf("the config key meanwhile: %d %s", a.status, a.body)
+		}
+	})
 	t.Run("tpm", func(t *testing.T) {
 		buf := &syncBuffer{}
 		g := newGateway(t, setup{now: withinOneMinute(), keyYAML: "tpm: 100", metrics: buf})

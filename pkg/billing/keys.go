@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 )
 
 // RawKeyPrefix starts every issued key.
@@ -102,6 +104,16 @@ type KeyRecord struct {
 	KeyID     string
 	Revoked   bool
 	CreatedAt time.Time
+	// Rates are the key's own rate limits and budget (an issued key's;
+	// a config key's come from the config).
+	Rates KeyRates
+}
+
+// KeyRates are an issued key's rpm and tpm (0: none) and its budget (nil:
+// none), as the config's keys have them.
+type KeyRates struct {
+	RPM, TPM int64
+	Budget   *catalog.Budget
 }
 
 // KeyStore keeps API keys by their hash. The spend limit of a key is not
@@ -134,6 +146,9 @@ type KeyStore interface {
 	// KeyProject returns the project a key id belongs to (revoked or not),
 	// ErrUnknownKey when there is no key of that id.
 	KeyProject(ctx context.Context, keyID string) (project string, err error)
+	// SetKeyRates sets a key's rate limits and budget by its id
+	// (ErrUnknownKey when there is none); Lookup returns them.
+	SetKeyRates(ctx context.Context, keyID string, r KeyRates) error
 }
 
 // KeyCacheOptions configures a KeyCache.
@@ -229,6 +244,13 @@ func (c *KeyCache) Issue(ctx context.Context, project string) (string, KeyRecord
 // Revoke implements KeyStore.
 func (c *KeyCache) Revoke(ctx context.Context, keyID string) error {
 	err := c.KeyStore.Revoke(ctx, keyID)
+	c.forget(func(_ string, e cached) bool { return e.rec.KeyID == keyID })
+	return err
+}
+
+// SetKeyRates implements KeyStore.
+func (c *KeyCache) SetKeyRates(ctx context.Context, keyID string, r KeyRates) error {
+	err := c.KeyStore.SetKeyRates(ctx, keyID, r)
 	c.forget(func(_ string, e cached) bool { return e.rec.KeyID == keyID })
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -162,4 +163,17 @@ func NewKey(pepper []byte, project string, now time.Time) (raw string, rec KeyRe
 // the cause.
 func Unavailable(cause error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, cause)
+}
+
+// ValidateKeyRates checks a key's rates and budget before they are set.
+func ValidateKeyRates(r KeyRates) error {
+	if r.RPM < 0 || r.TPM < 0 {
+		return invalid("key rates: rpm and tpm must be >= 0")
+	}
+	if b := r.Budget; b != nil {
+		if _, ok := ParsePeriod(b.Period); !ok || math.IsNaN(b.Amount) || math.IsInf(b.Amount, 0) || b.Amount < 0 {
+			return invalid("key budget: want an amount >= 0 and a period of day, week or month")
+		}
+	}
+	return nil
 }

@@ -357,7 +357,8 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		project = &catalog.Project{ID: rec.Project, DataPolicy: "none", Residency: "anywhere"}
 	}
 	return &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: project, KeyHash: h,
-		Policy: llm.ParseDataPolicy(project.DataPolicy), BillingKeyID: rec.KeyID}}, nil
+		Policy: llm.ParseDataPolicy(project.DataPolicy), BillingKeyID: rec.KeyID,
+		KeyBudget: rec.Rates.Budget, KeyRate: ratelimit.Limit{RPM: rec.Rates.RPM, TPM: rec.Rates.TPM}}}, nil
 }
 
 // getResponse serves GET /api/v1/responses/{id}: a kept response of the

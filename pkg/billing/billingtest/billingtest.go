@@ -594,6 +594,45 @@ var keyStoreCases = []struct {
 	{"IssueLookupRevoke", testIssueLookupRevoke},
 	{"ImportKey", testImportKey},
 	{"SeedConfig", testSeedConfig},
+	{"KeyRates", testKeyRates},
+}
+
+// testKeyRates: an issued key's rates and budget are set by its id and
+// come back with Lookup; a budget set to none is gone; an unknown id is
+// ErrUnknownKey and bad rates are refused.
+func testKeyRates(t *testing.T, pepper []byte, ks billing.KeyStore) {
+	ctx := t.Context()
+	project := ID("p")
+	if err := ks.CreateProject(ctx, project, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, rec, err := ks.Issue(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Rates != (billing.KeyRates{}) {
+		t.Fatalf("a new key's rates: %+v, want none", rec.Rates)
+	}
+	want := billing.KeyRates{RPM: 60, TPM: 100_000, Budget: &catalog.Budget{Amount: 1.5, Period: "week"}}
+	if err := ks.SetKeyRates(ctx, rec.KeyID, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ks.Lookup(ctx, billing.HashKey(pepper, raw))
+	if err != nil || got.Rates.RPM != 60 || got.Rates.TPM != 100_000 || got.Rates.Budget == nil || *got.Rates.Budget != *want.Budget {
+		t.Fatalf("Lookup after SetKeyRates: %+v, %v", got.Rates, err)
+	}
+	if err := ks.SetKeyRates(ctx, rec.KeyID, billing.KeyRates{RPM: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ks.Lookup(ctx, billing.HashKey(pepper, raw)); err != nil || got.Rates != (billing.KeyRates{RPM: 5}) {
+		t.Fatalf("after clearing the budget: %+v, %v", got.Rates, err)
+	}
+	if err := ks.SetKeyRates(ctx, ID("key"), billing.KeyRates{RPM: 1}); !errors.Is(err, billing.ErrUnknownKey) {
+		t.Fatalf("an unknown key id: %v, want ErrUnknownKey", err)
+	}
+	if err := ks.SetKeyRates(ctx, rec.KeyID, billing.KeyRates{Budget: &catalog.Budget{Amount: 1, Period: "year"}}); !errors.Is(err, billing.ErrInvalid) {
+		t.Fatalf("a budget per year: %v, want ErrInvalid", err)
+	}
 }
 
 func testProjects(t *testing.T, pepper []byte, ks billing.KeyStore) {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
 )
 
 // maxIssueAttempts bounds the retries of Issue on an id or hash collision
@@ -47,7 +48,49 @@ func decodeKey(item map[string]types.AttributeValue, hash string) (billing.KeyRe
 		return billing.KeyRecord{}, err
 	}
 	rec.CreatedAt = created
+	var errs [3]error
+	rec.Rates.RPM, _, errs[0] = num(item, attrRPM)
+	rec.Rates.TPM, _, errs[1] = num(item, attrTPM)
+	if period := str(item, attrBudgetPeriod); period != "" {
+		var amount int64
+		amount, _, errs[2] = num(item, attrBudgetNanos)
+		rec.Rates.Budget = &catalog.Budget{Amount: billing.NanosToUSD(amount), Period: period}
+	}
+	if err := errors.Join(errs[:]...); err != nil {
+		return billing.KeyRecord{}, err
+	}
 	return rec, nil
+}
+
+// SetKeyRates implements billing.KeyStore: GetItem of the key id, UpdateItem
+// of the key.
+func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.KeyRates) error {
+	if err := billing.ValidateKeyRates(r); err != nil {
+		return err
+	}
+	item, err := s.getKeyID(ctx, keyID)
+	if err != nil {
+		return err
+	}
+	if item == nil {
+		return billing.ErrUnknownKey
+	}
+	names := map[string]string{"#rpm": attrRPM, "#tpm": attrTPM, "#bn": attrBudgetNanos, "#bp": attrBudgetPeriod, "#kid": attrKeyID}
+	values := map[string]types.AttributeValue{":rpm": attrN(r.RPM), ":tpm": attrN(r.TPM), ":kid": attrS(keyID)}
+	expr := "SET #rpm = :rpm, #tpm = :tpm REMOVE #bn, #bp"
+	if b := r.Budget; b != nil {
+		expr = "SET #rpm = :rpm, #tpm = :tpm, #bn = :bn, #bp = :bp"
+		values[":bn"], values[":bp"] = attrN(billing.USDToNanos(b.Amount)), attrS(b.Period)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(PKKey+str(item, attrHash), SKKey),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("#kid = :kid"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	return written("UpdateItem", err, billing.ErrUnknownKey)
 }
 
 // Issue implements billing.KeyStore: it checks that the project exists (a

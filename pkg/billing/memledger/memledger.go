@@ -473,6 +473,26 @@ func (s *Store) Revoke(ctx context.Context, keyID string) error {
 	return nil
 }
 
+// SetKeyRates implements billing.KeyStore.
+func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.KeyRates) error {
+	if err := s.begin(ctx, billing.ValidateKeyRates(r)); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	hash, ok := s.keyIDs[keyID]
+	if !ok {
+		return billing.ErrUnknownKey
+	}
+	rec := s.keys[hash]
+	if r.Budget != nil {
+		b := *r.Budget
+		r.Budget = &b
+	}
+	rec.Rates = r
+	s.keys[hash] = rec
+	return nil
+}
+
 // CreateProject implements billing.KeyStore.
 func (s *Store) CreateProject(ctx context.Context, id string, balance *int64) error {
 	if err := s.begin(ctx, billing.ValidateID("project", id)); err != nil {
