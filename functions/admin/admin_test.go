@@ -495,3 +495,23 @@ func TestSetKeyRates(t *testing.T) {
 		}
 	}
 }
+
+// set-project-rates sets a project's rpm, tpm and budget, which show
+// prints and the ledger's Account returns.
+func TestSetProjectRates(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	p := newID("prates")
+	c.ok("create-project", "--id", p)
+	r := c.ok("set-project-rates", "--project", p, "--rpm", "600", "--budget", "100", "--period", "month")
+	if want := "project " + p + ": rpm 600, tpm none, budget $100.00 a month\n"; r.stdout != want {
+		t.Errorf("stdout %q, want %q", r.stdout, want)
+	}
+	wantFields(t, c.ok("show", "--project", p), map[string]string{"rates": "rpm 600, tpm none, budget $100.00 a month"})
+	if r := c.run("set-project-rates", "--project", newID("missing"), "--rpm", "1"); r.code == 0 {
+		t.Errorf("an unknown project: accepted")
+	}
+	if r := c.run("set-project-rates", "--project", p, "--period", "week"); r.code == 0 {
+		t.Errorf("a period without a budget: accepted")
+	}
+}

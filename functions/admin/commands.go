@@ -116,6 +116,19 @@ of the config file takes them from the config instead.`,
 		define: defineSetKeyRates,
 	},
 	{
+		name:     "set-project-rates",
+		synopsis: "--project ID [--rpm N] [--tpm N] [--budget USD --period day|week|month]",
+		summary:  "set a project's rate limits and budget",
+		about: `Sets a project's requests and tokens per minute (0 or left out: none) and
+its budget per UTC day, week or month (left out: none), replacing what it
+had. A project whose config entry sets rpm, tpm or a budget keeps the
+config's.`,
+		examples: []string{
+			"admin set-project-rates --project acme --rpm 600 --tpm 2000000 --budget 100 --period month",
+		},
+		define: defineSetProjectRates,
+	},
+	{
 		name:     "show",
 		synopsis: "--project ID [--key-id ID]",
 		summary:  "show a project's balance and spend, and a key's spend and limit",
@@ -391,26 +404,69 @@ func defineSetLimit(fs *flag.FlagSet, _ func() time.Time) action {
 	}
 }
 
+func defineSetProjectRates(fs *flag.FlagSet, _ func() time.Time) action {
+	project := fs.String("project", "", "the project `ID` (required)")
+	rf := rateFlags(fs)
+	return action{
+		check: func() error {
+			return errors.Join(checkID("project", *project), rf.check())
+		},
+		run: func(ctx context.Context, e *env) error {
+			if err := e.requireProject(ctx, *project); err != nil {
+				return err
+			}
+			r := rf.rates()
+			if err := e.store.SetProjectRates(ctx, *project, r); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "project %s: %s\n", *project, formatRates(r))
+			return nil
+		},
+	}
+}
+
+// rateFlagSet is the flags of a rates command: --rpm, --tpm, --budget and
+// --period.
+type rateFlagSet struct {
+	rpm, tpm *int64
+	budget   *usdFlag
+	period   *string
+}
+
+func rateFlags(fs *flag.FlagSet) rateFlagSet {
+	rf := rateFlagSet{budget: &usdFlag{}}
+	rf.rpm = fs.Int64("rpm", 0, "requests per minute, `N` (0: none)")
+	rf.tpm = fs.Int64("tpm", 0, "tokens per minute, `N` (0: none)")
+	fs.Var(rf.budget, "budget", "the budget per period in `USD`")
+	rf.period = fs.String("period", "", "the budget's `period`: day, week or month (with --budget)")
+	return rf
+}
+
+func (rf rateFlagSet) check() error {
+	if *rf.rpm < 0 || *rf.tpm < 0 {
+		return usagef("--rpm and --tpm must be >= 0")
+	}
+	if _, ok := billing.ParsePeriod(*rf.period); rf.budget.set != ok || (*rf.period != "" && !ok) {
+		return usagef("--budget and --period go together; --period is day, week or month")
+	}
+	return nil
+}
+
+func (rf rateFlagSet) rates() billing.Rates {
+	r := billing.Rates{RPM: *rf.rpm, TPM: *rf.tpm}
+	if rf.budget.set {
+		r.Budget = &catalog.Budget{Amount: billing.NanosToUSD(*rf.budget.ptr()), Period: *rf.period}
+	}
+	return r
+}
+
 func defineSetKeyRates(fs *flag.FlagSet, _ func() time.Time) action {
 	project := fs.String("project", "", "the project `ID` (required)")
 	keyID := fs.String("key-id", "", "the key `ID`, key_... (required)")
-	rpm := fs.Int64("rpm", 0, "requests per minute, `N` (0: none)")
-	tpm := fs.Int64("tpm", 0, "tokens per minute, `N` (0: none)")
-	var budget usdFlag
-	fs.Var(&budget, "budget", "the key's budget per period in `USD`")
-	period := fs.String("period", "", "the budget's `period`: day, week or month (with --budget)")
+	rf := rateFlags(fs)
 	return action{
 		check: func() error {
-			if err := errors.Join(checkID("project", *project), checkID("key-id", *keyID)); err != nil {
-				return err
-			}
-			if *rpm < 0 || *tpm < 0 {
-				return usagef("--rpm and --tpm must be >= 0")
-			}
-			if _, ok := billing.ParsePeriod(*period); budget.set != ok || (*period != "" && !ok) {
-				return usagef("--budget and --period go together; --period is day, week or month")
-			}
-			return nil
+			return errors.Join(checkID("project", *project), checkID("key-id", *keyID), rf.check())
 		},
 		run: func(ctx context.Context, e *env) error {
 			if err := e.requireProject(ctx, *project); err != nil {
@@ -419,10 +475,7 @@ func defineSetKeyRates(fs *flag.FlagSet, _ func() time.Time) action {
 			if _, err := e.requireKey(ctx, *project, *keyID); err != nil {
 				return err
 			}
-			r := billing.KeyRates{RPM: *rpm, TPM: *tpm}
-			if budget.set {
-				r.Budget = &catalog.Budget{Amount: billing.NanosToUSD(*budget.ptr()), Period: *period}
-			}
+			r := rf.rates()
 			if err := e.store.SetKeyRates(ctx, *keyID, r); err != nil {
 				return err
 			}
@@ -433,7 +486,7 @@ func defineSetKeyRates(fs *flag.FlagSet, _ func() time.Time) action {
 }
 
 // formatRates is a key's rates and budget.
-func formatRates(r billing.KeyRates) string {
+func formatRates(r billing.Rates) string {
 	rate := func(n int64) string {
 		if n == 0 {
 			return "none"
@@ -480,6 +533,7 @@ func defineShow(fs *flag.FlagSet, _ func() time.Time) action {
 			fmt.Fprintf(tw, "project\t%s\n", *project)
 			fmt.Fprintf(tw, "balance\t%s\n", formatBalance(a.BalanceNanos))
 			fmt.Fprintf(tw, "spent\t%s\n", formatUSD(a.SpentNanos))
+			fmt.Fprintf(tw, "rates\t%s\n", formatRates(a.ProjectRates))
 			if *keyID != "" {
 				fmt.Fprintf(tw, "key id\t%s\n", *keyID)
 				fmt.Fprintf(tw, "key status\t%s\n", status)

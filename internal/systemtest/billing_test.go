@@ -668,7 +668,7 @@ func TestRateLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := g.accounts.Keys.SetKeyRates(ctx, rec.KeyID, billing.KeyRates{RPM: 1}); err != nil {
+		if err := g.accounts.Keys.SetKeyRates(ctx, rec.KeyID, billing.Rates{RPM: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 200 || a.header.Get("x-ratelimit-limit-requests") != "1" {
@@ -679,6 +679,26 @@ func TestRateLimits(t *testing.T) {
 		}
 		if a := mustCall(t, g.url, chatBody("")); a.status != 200 {
 			t.Errorf("the config key meanwhile: %d %s", a.status, a.body)
+		}
+	})
+	t.Run("admin project", func(t *testing.T) {
+		g := newGateway(t, setup{now: withinOneMinute()})
+		ctx := context.Background()
+		if err := g.accounts.Keys.CreateProject(ctx, "issued", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.accounts.Keys.SetProjectRates(ctx, "issued", billing.Rates{RPM: 1}); err != nil {
+			t.Fatal(err)
+		}
+		raw, _, err := g.accounts.Keys.Issue(ctx, "issued")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 200 || a.header.Get("x-ratelimit-limit-requests") != "1" {
+			t.Fatalf("the admin project's first request: %d %v %s", a.status, a.header, a.body)
+		}
+		if a := mustCall(t, g.url, chatBody(""), "Authorization", "Bearer "+raw); a.status != 429 || !strings.Contains(a.body, "project's") {
+			t.Errorf("its second: %d %s", a.status, a.body)
 		}
 	})
 	t.Run("tpm", func(t *testing.T) {

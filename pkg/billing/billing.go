@@ -101,6 +101,9 @@ type Account struct {
 	// in the current UTC day, week and month (indexed by Period), at the
 	// ledger's clock.
 	PeriodSpent, KeyPeriodSpent [NumPeriods]int64
+	// ProjectRates are the project's rates and budget set by the admin
+	// tool (SetProjectRates); a config project's come from the config.
+	ProjectRates Rates
 }
 
 // Period is a budget's calendar period, in UTC.

@@ -106,12 +106,13 @@ type KeyRecord struct {
 	CreatedAt time.Time
 	// Rates are the key's own rate limits and budget (an issued key's;
 	// a config key's come from the config).
-	Rates KeyRates
+	Rates Rates
 }
 
-// KeyRates are an issued key's rpm and tpm (0: none) and its budget (nil:
-// none), as the config's keys have them.
-type KeyRates struct {
+// Rates are an issued key's or an admin-created project's rpm and tpm (0:
+// none) and its budget (nil: none), as the config's keys and projects have
+// them.
+type Rates struct {
 	RPM, TPM int64
 	Budget   *catalog.Budget
 }
@@ -148,7 +149,11 @@ type KeyStore interface {
 	KeyProject(ctx context.Context, keyID string) (project string, err error)
 	// SetKeyRates sets a key's rate limits and budget by its id
 	// (ErrUnknownKey when there is none); Lookup returns them.
-	SetKeyRates(ctx context.Context, keyID string, r KeyRates) error
+	SetKeyRates(ctx context.Context, keyID string, r Rates) error
+	// SetProjectRates sets a project's rate limits and budget
+	// (ErrUnknownProject when it was neither created nor seeded);
+	// Ledger.Account returns them.
+	SetProjectRates(ctx context.Context, project string, r Rates) error
 }
 
 // KeyCacheOptions configures a KeyCache.
@@ -248,8 +253,13 @@ func (c *KeyCache) Revoke(ctx context.Context, keyID string) error {
 	return err
 }
 
+// SetProjectRates implements KeyStore.
+func (c *KeyCache) SetProjectRates(ctx context.Context, project string, r Rates) error {
+	return c.KeyStore.SetProjectRates(ctx, project, r)
+}
+
 // SetKeyRates implements KeyStore.
-func (c *KeyCache) SetKeyRates(ctx context.Context, keyID string, r KeyRates) error {
+func (c *KeyCache) SetKeyRates(ctx context.Context, keyID string, r Rates) error {
 	err := c.KeyStore.SetKeyRates(ctx, keyID, r)
 	c.forget(func(_ string, e cached) bool { return e.rec.KeyID == keyID })
 	return err

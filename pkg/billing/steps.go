@@ -165,8 +165,8 @@ func Unavailable(cause error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, cause)
 }
 
-// ValidateKeyRates checks a key's rates and budget before they are set.
-func ValidateKeyRates(r KeyRates) error {
+// ValidateRates checks a key's rates and budget before they are set.
+func ValidateRates(r Rates) error {
 	if r.RPM < 0 || r.TPM < 0 {
 		return invalid("key rates: rpm and tpm must be >= 0")
 	}

@@ -80,13 +80,19 @@ func (s *Service) checkBalance(ctx context.Context, req *Request) error {
 	case err != nil:
 		return BillingUnavailable(err)
 	}
-	if err := budgetSpent(c.Project.Budget, acct.PeriodSpent, "the project's"); err != nil {
+	// A project the config gives no rates or budget has the admin tool's.
+	pr := billing.Rates{RPM: c.Project.RPM, TPM: c.Project.TPM, Budget: c.Project.Budget}
+	if pr == (billing.Rates{}) {
+		pr = acct.ProjectRates
+	}
+	req.projectRates = pr
+	if err := budgetSpent(pr.Budget, acct.PeriodSpent, "the project's"); err != nil {
 		return err
 	}
 	if err := budgetSpent(c.KeyBudget, acct.KeyPeriodSpent, "this API key's"); err != nil {
 		return err
 	}
-	req.settleAtPrice = acct.BalanceNanos != nil || acct.KeyLimitNanos != nil || c.Project.Budget != nil || c.KeyBudget != nil
+	req.settleAtPrice = acct.BalanceNanos != nil || acct.KeyLimitNanos != nil || pr.Budget != nil || c.KeyBudget != nil
 	return nil
 }
 

@@ -121,6 +121,9 @@ type Request struct {
 	rate        ratelimit.Taken
 	rateHeaders map[string]string
 	usedTokens  int64
+	// projectRates are the project's rpm, tpm and budget: the config's, or
+	// the admin tool's (set by the balance check).
+	projectRates billing.Rates
 	// settleAtPrice is set by the balance check when the account is bounded
 	// (a balance, a key limit): its bill is applied when the answer is
 	// priced, before the last bytes (tee.Price).

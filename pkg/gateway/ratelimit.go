@@ -25,8 +25,8 @@ func (s *Service) takeRate(ctx context.Context, req *Request) error {
 		return nil
 	}
 	var counters []ratelimit.Counter
-	if p := c.Project; p.RPM > 0 || p.TPM > 0 {
-		counters = append(counters, ratelimit.Counter{Scope: "p", ID: p.ID, Limit: ratelimit.Limit{RPM: p.RPM, TPM: p.TPM}})
+	if p := req.projectRates; p.RPM > 0 || p.TPM > 0 {
+		counters = append(counters, ratelimit.Counter{Scope: "p", ID: c.Project.ID, Limit: ratelimit.Limit{RPM: p.RPM, TPM: p.TPM}})
 	}
 	if k := c.KeyRate; k.RPM > 0 || k.TPM > 0 {
 		counters = append(counters, ratelimit.Counter{Scope: "k", ID: c.BillingKeyID, Limit: k})

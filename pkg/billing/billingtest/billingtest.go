@@ -594,7 +594,39 @@ var keyStoreCases = []struct {
 	{"IssueLookupRevoke", testIssueLookupRevoke},
 	{"ImportKey", testImportKey},
 	{"SeedConfig", testSeedConfig},
+	{"ProjectRates", func(t *testing.T, _ []byte, ks billing.KeyStore) { testProjectRates(t, ks) }},
 	{"KeyRates", testKeyRates},
+}
+
+// testProjectRates is the contract of SetProjectRates, for a store that is
+// also a Ledger (Account returns the rates).
+func testProjectRates(t *testing.T, ks billing.KeyStore) {
+	ctx := t.Context()
+	project := ID("p")
+	if err := ks.SetProjectRates(ctx, project, billing.Rates{RPM: 1}); !errors.Is(err, billing.ErrUnknownProject) {
+		t.Fatalf("an unknown project: %v, want ErrUnknownProject", err)
+	}
+	if err := ks.CreateProject(ctx, project, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := billing.Rates{RPM: 100, TPM: 5000, Budget: &catalog.Budget{Amount: 20, Period: "month"}}
+	if err := ks.SetProjectRates(ctx, project, want); err != nil {
+		t.Fatal(err)
+	}
+	l, ok := ks.(billing.Ledger)
+	if !ok {
+		return
+	}
+	a := MustAccount(t, l, project, "")
+	if a.ProjectRates.RPM != 100 || a.ProjectRates.TPM != 5000 || a.ProjectRates.Budget == nil || *a.ProjectRates.Budget != *want.Budget {
+		t.Fatalf("Account after SetProjectRates: %+v", a.ProjectRates)
+	}
+	if err := ks.SetProjectRates(ctx, project, billing.Rates{}); err != nil {
+		t.Fatal(err)
+	}
+	if a := MustAccount(t, l, project, ""); a.ProjectRates != (billing.Rates{}) {
+		t.Fatalf("after clearing: %+v", a.ProjectRates)
+	}
 }
 
 // testKeyRates: an issued key's rates and budget are set by its id and
@@ -610,10 +642,10 @@ func testKeyRates(t *testing.T, pepper []byte, ks billing.KeyStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Rates != (billing.KeyRates{}) {
+	if rec.Rates != (billing.Rates{}) {
 		t.Fatalf("a new key's rates: %+v, want none", rec.Rates)
 	}
-	want := billing.KeyRates{RPM: 60, TPM: 100_000, Budget: &catalog.Budget{Amount: 1.5, Period: "week"}}
+	want := billing.Rates{RPM: 60, TPM: 100_000, Budget: &catalog.Budget{Amount: 1.5, Period: "week"}}
 	if err := ks.SetKeyRates(ctx, rec.KeyID, want); err != nil {
 		t.Fatal(err)
 	}
@@ -621,16 +653,16 @@ func testKeyRates(t *testing.T, pepper []byte, ks billing.KeyStore) {
 	if err != nil || got.Rates.RPM != 60 || got.Rates.TPM != 100_000 || got.Rates.Budget == nil || *got.Rates.Budget != *want.Budget {
 		t.Fatalf("Lookup after SetKeyRates: %+v, %v", got.Rates, err)
 	}
-	if err := ks.SetKeyRates(ctx, rec.KeyID, billing.KeyRates{RPM: 5}); err != nil {
+	if err := ks.SetKeyRates(ctx, rec.KeyID, billing.Rates{RPM: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ks.Lookup(ctx, billing.HashKey(pepper, raw)); err != nil || got.Rates != (billing.KeyRates{RPM: 5}) {
+	if got, err := ks.Lookup(ctx, billing.HashKey(pepper, raw)); err != nil || got.Rates != (billing.Rates{RPM: 5}) {
 		t.Fatalf("after clearing the budget: %+v, %v", got.Rates, err)
 	}
-	if err := ks.SetKeyRates(ctx, ID("key"), billing.KeyRates{RPM: 1}); !errors.Is(err, billing.ErrUnknownKey) {
+	if err := ks.SetKeyRates(ctx, ID("key"), billing.Rates{RPM: 1}); !errors.Is(err, billing.ErrUnknownKey) {
 		t.Fatalf("an unknown key id: %v, want ErrUnknownKey", err)
 	}
-	if err := ks.SetKeyRates(ctx, rec.KeyID, billing.KeyRates{Budget: &catalog.Budget{Amount: 1, Period: "year"}}); !errors.Is(err, billing.ErrInvalid) {
+	if err := ks.SetKeyRates(ctx, rec.KeyID, billing.Rates{Budget: &catalog.Budget{Amount: 1, Period: "year"}}); !errors.Is(err, billing.ErrInvalid) {
 		t.Fatalf("a budget per year: %v, want ErrInvalid", err)
 	}
 }

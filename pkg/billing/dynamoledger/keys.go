@@ -48,24 +48,61 @@ func decodeKey(item map[string]types.AttributeValue, hash string) (billing.KeyRe
 		return billing.KeyRecord{}, err
 	}
 	rec.CreatedAt = created
-	var errs [3]error
-	rec.Rates.RPM, _, errs[0] = num(item, attrRPM)
-	rec.Rates.TPM, _, errs[1] = num(item, attrTPM)
-	if period := str(item, attrBudgetPeriod); period != "" {
-		var amount int64
-		amount, _, errs[2] = num(item, attrBudgetNanos)
-		rec.Rates.Budget = &catalog.Budget{Amount: billing.NanosToUSD(amount), Period: period}
-	}
-	if err := errors.Join(errs[:]...); err != nil {
+	if rec.Rates, err = decodeRates(item); err != nil {
 		return billing.KeyRecord{}, err
 	}
 	return rec, nil
 }
 
+// decodeRates reads the rates and budget of a key's or an account's item.
+func decodeRates(item map[string]types.AttributeValue) (billing.Rates, error) {
+	var r billing.Rates
+	var errs [3]error
+	r.RPM, _, errs[0] = num(item, attrRPM)
+	r.TPM, _, errs[1] = num(item, attrTPM)
+	if period := str(item, attrBudgetPeriod); period != "" {
+		var amount int64
+		amount, _, errs[2] = num(item, attrBudgetNanos)
+		r.Budget = &catalog.Budget{Amount: billing.NanosToUSD(amount), Period: period}
+	}
+	return r, errors.Join(errs[:]...)
+}
+
+// ratesUpdate is the update expression, names and values that set r on an
+// item (the budget's attributes removed when it has none).
+func ratesUpdate(r billing.Rates) (string, map[string]string, map[string]types.AttributeValue) {
+	names := map[string]string{"#rpm": attrRPM, "#tpm": attrTPM, "#bn": attrBudgetNanos, "#bp": attrBudgetPeriod}
+	values := map[string]types.AttributeValue{":rpm": attrN(r.RPM), ":tpm": attrN(r.TPM)}
+	if b := r.Budget; b != nil {
+		values[":bn"], values[":bp"] = attrN(billing.USDToNanos(b.Amount)), attrS(b.Period)
+		return "SET #rpm = :rpm, #tpm = :tpm, #bn = :bn, #bp = :bp", names, values
+	}
+	return "SET #rpm = :rpm, #tpm = :tpm REMOVE #bn, #bp", names, values
+}
+
+// SetProjectRates implements billing.KeyStore: one UpdateItem of the
+// account, on its having been created or seeded.
+func (s *Store) SetProjectRates(ctx context.Context, project string, r billing.Rates) error {
+	if err := errors.Join(billing.ValidateID("project", project), billing.ValidateRates(r)); err != nil {
+		return err
+	}
+	expr, names, values := ratesUpdate(r)
+	names["#created"] = attrCreated
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(PKAccount+project, SKAccount),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("attribute_exists(#created)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	return written("UpdateItem", err, billing.ErrUnknownProject)
+}
+
 // SetKeyRates implements billing.KeyStore: GetItem of the key id, UpdateItem
 // of the key.
-func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.KeyRates) error {
-	if err := billing.ValidateKeyRates(r); err != nil {
+func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.Rates) error {
+	if err := billing.ValidateRates(r); err != nil {
 		return err
 	}
 	item, err := s.getKeyID(ctx, keyID)
@@ -75,13 +112,8 @@ func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.KeyRate
 	if item == nil {
 		return billing.ErrUnknownKey
 	}
-	names := map[string]string{"#rpm": attrRPM, "#tpm": attrTPM, "#bn": attrBudgetNanos, "#bp": attrBudgetPeriod, "#kid": attrKeyID}
-	values := map[string]types.AttributeValue{":rpm": attrN(r.RPM), ":tpm": attrN(r.TPM), ":kid": attrS(keyID)}
-	expr := "SET #rpm = :rpm, #tpm = :tpm REMOVE #bn, #bp"
-	if b := r.Budget; b != nil {
-		expr = "SET #rpm = :rpm, #tpm = :tpm, #bn = :bn, #bp = :bp"
-		values[":bn"], values[":bp"] = attrN(billing.USDToNanos(b.Amount)), attrS(b.Period)
-	}
+	expr, names, values := ratesUpdate(r)
+	names["#kid"], values[":kid"] = attrKeyID, attrS(keyID)
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(PKKey+str(item, attrHash), SKKey),

@@ -185,15 +185,17 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 		keys = append(keys, key(kc.pk, kc.sk))
 	}
 	now := periodAttrs(s.opts.Now())
-	items, err := s.batchGet(ctx, keys, "#pk, #sk, #cr, #sp, #ep, #lim, #p0, #p1, #p2",
+	items, err := s.batchGet(ctx, keys, "#pk, #sk, #cr, #sp, #ep, #lim, #p0, #p1, #p2, #rpm, #tpm, #bn, #bp",
 		map[string]string{"#pk": AttrPK, "#sk": AttrSK, "#cr": attrCredit, "#sp": attrSpent, "#ep": attrEpoch, "#lim": attrLimit,
-			"#p0": now[0], "#p1": now[1], "#p2": now[2]})
+			"#p0": now[0], "#p1": now[1], "#p2": now[2], "#rpm": attrRPM, "#tpm": attrTPM, "#bn": attrBudgetNanos, "#bp": attrBudgetPeriod})
 	if err != nil {
 		return billing.Account{}, err
 	}
 	var errs []error
 	acct := items[PKAccount+project+"\x00"+SKAccount]
 	credit, err := optNum(acct, attrCredit)
+	errs = append(errs, err)
+	out.ProjectRates, err = decodeRates(acct)
 	errs = append(errs, err)
 	for _, c := range shards {
 		item := items[c.pk+"\x00"+c.sk]

@@ -57,6 +57,7 @@ type account struct {
 	credit    *int64 // total credit; remaining = credit - spent
 	spent     int64
 	periods   periodSpend
+	rates     billing.Rates
 	keys      map[string]*keyAccount
 }
 
@@ -175,6 +176,7 @@ func (s *Store) Account(ctx context.Context, project, keyID string) (billing.Acc
 	out.SpentNanos = a.spent
 	out.BalanceNanos = billing.Balance(a.credit, a.spent)
 	out.PeriodSpent = a.periods.current(now)
+	out.ProjectRates = cloneRates(a.rates)
 	if k := a.keys[keyID]; k != nil {
 		out.KeySpentNanos = k.spent
 		out.KeyLimitNanos = clone(k.limit)
@@ -473,9 +475,31 @@ func (s *Store) Revoke(ctx context.Context, keyID string) error {
 	return nil
 }
 
+// SetProjectRates implements billing.KeyStore.
+func (s *Store) SetProjectRates(ctx context.Context, project string, r billing.Rates) error {
+	if err := s.begin(ctx, billing.ValidateRates(r)); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	a := s.accounts[project]
+	if a == nil || !a.created {
+		return billing.ErrUnknownProject
+	}
+	a.rates = cloneRates(r)
+	return nil
+}
+
+func cloneRates(r billing.Rates) billing.Rates {
+	if r.Budget != nil {
+		b := *r.Budget
+		r.Budget = &b
+	}
+	return r
+}
+
 // SetKeyRates implements billing.KeyStore.
-func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.KeyRates) error {
-	if err := s.begin(ctx, billing.ValidateKeyRates(r)); err != nil {
+func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.Rates) error {
+	if err := s.begin(ctx, billing.ValidateRates(r)); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
