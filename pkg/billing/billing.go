@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
@@ -147,6 +148,33 @@ func (p Period) Label(t time.Time) string {
 	}
 	return t.Format("2006-01")
 }
+
+// Labels are the labels of the day, week and month that hold t, as Label
+// gives them, from a one-day cache: a bill and a balance check need them
+// every time, and they change once a day.
+func Labels(t time.Time) [NumPeriods]string {
+	day := t.Unix()
+	if day < 0 {
+		day -= 86399
+	}
+	day /= 86400
+	if c := labelCache.Load(); c != nil && c.day == day {
+		return c.labels
+	}
+	var l [NumPeriods]string
+	for p := range NumPeriods {
+		l[p] = p.Label(t)
+	}
+	labelCache.Store(&dayLabels{day: day, labels: l})
+	return l
+}
+
+type dayLabels struct {
+	day    int64
+	labels [NumPeriods]string
+}
+
+var labelCache atomic.Pointer[dayLabels]
 
 // Start is when the period of p that holds t began; End when it ends.
 func (p Period) Start(t time.Time) time.Time {

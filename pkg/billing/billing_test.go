@@ -255,3 +255,29 @@ func TestKeyCache(t *testing.T) {
 	store.fail = nil
 	lookup(other, billing.ErrUnknownKey, 8)
 }
+
+// Labels gives what Label gives for each period, whatever the order of the
+// times it is asked about (its cache holds one day).
+func TestLabels(t *testing.T) {
+	times := []time.Time{
+		time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 3, 23, 59, 59, 0, time.UTC),
+		time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC),
+		time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),                          // ISO week 53 of 2026
+		time.Date(2026, 12, 31, 12, 0, 0, 0, time.FixedZone("+14", 14*3600)), // 2026-12-30 in UTC
+		time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC),
+		time.Date(1970, 1, 1, 1, 0, 0, 0, time.UTC),
+	}
+	for _, ti := range times {
+		got := billing.Labels(ti)
+		for p := range billing.NumPeriods {
+			if got[p] != p.Label(ti) {
+				t.Errorf("Labels(%v)[%s] = %q, want %q", ti, p, got[p], p.Label(ti))
+			}
+		}
+	}
+	if l := billing.Labels(times[4]); l != [billing.NumPeriods]string{"2027-01-01", "2026-W53", "2027-01"} {
+		t.Errorf("Labels(%v) = %v", times[4], l)
+	}
+}

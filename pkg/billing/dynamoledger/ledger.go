@@ -864,8 +864,8 @@ const attrPeriodPrefix = "per#"
 // that hold t.
 func periodAttrs(t time.Time) [billing.NumPeriods]string {
 	var out [billing.NumPeriods]string
-	for p := range billing.NumPeriods {
-		out[p] = attrPeriodPrefix + p.Label(t)
+	for p, l := range billing.Labels(t) {
+		out[p] = attrPeriodPrefix + l
 	}
 	return out
 }

@@ -76,8 +76,8 @@ func (p *periodSpend) add(at time.Time, cost int64) {
 	if *p == nil {
 		*p = periodSpend{}
 	}
-	for q := range billing.NumPeriods {
-		(*p)[q.Label(at)] += cost
+	for _, l := range billing.Labels(at) {
+		(*p)[l] += cost
 	}
 }
 
@@ -85,15 +85,15 @@ func (p *periodSpend) add(at time.Time, cost int64) {
 // periods are dropped (a late bill of an earlier period counts in none
 // that is checked).
 func (p periodSpend) current(now time.Time) (out [billing.NumPeriods]int64) {
-	keep := map[string]bool{}
-	for q := range billing.NumPeriods {
-		l := q.Label(now)
+	labels := billing.Labels(now)
+	for q, l := range labels {
 		out[q] = p[l]
-		keep[l] = true
 	}
-	for l := range p {
-		if !keep[l] {
-			delete(p, l)
+	if len(p) > len(labels) {
+		for l := range p {
+			if !slices.Contains(labels[:], l) {
+				delete(p, l)
+			}
 		}
 	}
 	return out
