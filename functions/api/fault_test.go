@@ -421,3 +421,38 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 		t.Errorf("%d provider calls, want 10", got)
 	}
 }
+
+// TestBudgetAcrossProcesses: two gateway processes on one DynamoDB table
+// share a project's budget: answers from either count, and once three of
+// them spent it, the next request on either process is a 402
+// budget_exceeded, before any provider call.
+func TestBudgetAcrossProcesses(t *testing.T) {
+	r := newFaultRig(t)
+	cfg, err := os.ReadFile(r.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each answer costs 14,000 nano-USD: the third reaches 40,000 nano-USD
+	// and spends the budget.
+	budgeted := strings.Replace(string(cfg), "    keys: [{key: "+faultKey+"}]\n", "    keys: [{key: "+faultKey+"}]\n    budget: {amount: 0.00004, period: month}\n", 1)
+	if budgeted == string(cfg) {
+		t.Fatal("the rig's config has no project to budget")
+	}
+	if err := os.WriteFile(r.config, []byte(budgeted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gs := []*gatewayProc{r.start(), r.start()}
+	for i := range 3 {
+		if a := gs[i%2].call(t, plainBody, ""); a.status != 200 {
+			t.Fatalf("answer %d: %d %s", i, a.status, a.body)
+		}
+	}
+	for i, g := range gs {
+		if a := g.call(t, plainBody, ""); a.status != 402 || !strings.Contains(a.body, "budget_exceeded") {
+			t.Errorf("process %d after the budget is spent: %d %s", i, a.status, a.body)
+		}
+	}
+	if got := r.up.Calls(); got != 3 {
+		t.Errorf("%d provider calls, want 3", got)
+	}
+}
