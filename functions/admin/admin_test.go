@@ -452,7 +452,7 @@ func TestIssueKeyLimitFails(t *testing.T) {
 	c.deps.dynamo = func(context.Context) (*dynamodb.Client, error) { return client, nil }
 	r := c.run("issue-key", "--project", p, "--limit", "1")
 	c.deps = healthy
-	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "its limit could not be set") || !strings.Contains(r.stderr, "it is not shown and was revoked") {
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "its limit or rates could not be set") || !strings.Contains(r.stderr, "it is not shown and was revoked") {
 		t.Fatalf("want exit 1, no key, and a revoked key: %v", r)
 	}
 	kid := regexp.MustCompile(`key_[0-9a-f]{16}`).FindString(r.stderr)
@@ -482,6 +482,12 @@ func TestSetKeyRates(t *testing.T) {
 	}
 	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key rates": "rpm 60, tpm 200000, budget $5.00 a day"})
 	c.ok("set-key-rates", "--project", p, "--key-id", kid, "--tpm", "10")
+	// issue-key takes the same flags.
+	raw2, kid2 := c.issue("--project", p, "--rpm", "7", "--budget", "2", "--period", "week")
+	if rec, err := store.Lookup(t.Context(), billing.HashKey([]byte(testPepper), raw2)); err != nil || rec.Rates.RPM != 7 || rec.Rates.Budget == nil || rec.Rates.Budget.Period != "week" {
+		t.Errorf("a key issued with rates: %+v, %v", rec.Rates, err)
+	}
+	wantFields(t, c.ok("show", "--project", p, "--key-id", kid2), map[string]string{"key rates": "rpm 7, tpm none, budget $2.00 a week"})
 	wantFields(t, c.ok("show", "--project", p, "--key-id", kid), map[string]string{"key rates": "rpm none, tpm 10, budget none"})
 	for _, args := range [][]string{
 		{"--budget", "5"},

@@ -51,15 +51,17 @@ its balance.`,
 	},
 	{
 		name:     "issue-key",
-		synopsis: "--project ID [--limit USD]",
+		synopsis: "--project ID [--limit USD] [--rpm N] [--tpm N] [--budget USD --period day|week|month]",
 		summary:  "issue an API key for a project (the key is printed once)",
 		about: `Issues an API key for a project and prints it with its key id. The key is
 printed this once and never again: the table keeps only its hash. With
 --limit the key may spend at most that much (402 key_limit_reached then);
-without, it has no limit of its own.`,
+without, it has no limit of its own. --rpm, --tpm, --budget and --period
+give it rate limits and a budget, as set-key-rates does.`,
 		examples: []string{
 			"admin issue-key --project acme",
 			"admin issue-key --project acme --limit 25",
+			"admin issue-key --project acme --rpm 60 --budget 5 --period day",
 		},
 		define: defineIssueKey,
 	},
@@ -284,8 +286,9 @@ func defineIssueKey(fs *flag.FlagSet, _ func() time.Time) action {
 	project := fs.String("project", "", "the project `ID` (required)")
 	var limit usdFlag
 	fs.Var(&limit, "limit", "the key's spend limit in `USD` (default: none)")
+	rf := rateFlags(fs)
 	return action{
-		check: func() error { return checkID("project", *project) },
+		check: func() error { return errors.Join(checkID("project", *project), rf.check()) },
 		run: func(ctx context.Context, e *env) error {
 			raw, rec, err := e.store.Issue(ctx, *project)
 			if errors.Is(err, billing.ErrUnknownProject) {
@@ -294,23 +297,30 @@ func defineIssueKey(fs *flag.FlagSet, _ func() time.Time) action {
 			if err != nil {
 				return err
 			}
+			var setErr error
 			if limit.set {
-				if err := e.store.SetKeyLimit(ctx, *project, rec.KeyID, limit.ptr()); err != nil {
-					// The raw key was never shown, so the key cannot be
-					// used; revoke it all the same, so no key without its
-					// limit is left behind.
-					rerr := e.store.Revoke(ctx, rec.KeyID)
-					state := "revoked"
-					if rerr != nil {
-						state = "not revoked either (" + rerr.Error() + ")"
-					}
-					return fmt.Errorf("key %s was issued but its limit could not be set (%w); it is not shown and was %s: issue another", rec.KeyID, err, state)
+				setErr = e.store.SetKeyLimit(ctx, *project, rec.KeyID, limit.ptr())
+			}
+			rates := rf.rates()
+			if setErr == nil && rates != (billing.Rates{}) {
+				setErr = e.store.SetKeyRates(ctx, rec.KeyID, rates)
+			}
+			if setErr != nil {
+				// The raw key was never shown, so the key cannot be used;
+				// revoke it all the same, so no key without its limit or
+				// rates is left behind.
+				rerr := e.store.Revoke(ctx, rec.KeyID)
+				state := "revoked"
+				if rerr != nil {
+					state = "not revoked either (" + rerr.Error() + ")"
 				}
+				return fmt.Errorf("key %s was issued but its limit or rates could not be set (%w); it is not shown and was %s: issue another", rec.KeyID, setErr, state)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "project\t%s\n", rec.Project)
 			fmt.Fprintf(tw, "key id\t%s\n", rec.KeyID)
 			fmt.Fprintf(tw, "limit\t%s\n", formatLimit(limit.ptr()))
+			fmt.Fprintf(tw, "rates\t%s\n", formatRates(rates))
 			fmt.Fprintf(tw, "api key\t%s\n", raw)
 			if err := tw.Flush(); err != nil {
 				return err
