@@ -98,8 +98,19 @@ func TestSweepOnDynamoDB(t *testing.T) {
 		t.Error("run succeeded while DynamoDB was cut off")
 	}
 	proxy.Restore()
-	if _, err := s.run(ctx); err != nil {
-		t.Errorf("after Restore: %v", err)
+	// The first runs may meet connections the cut reset that the SDK's
+	// transport still holds as idle (a Bill writes its items at once, so
+	// there may be several): with one attempt a call, such a run fails.
+	// Once they are spent, a run succeeds.
+	var runErr error
+	for range 10 {
+		if _, runErr = s.run(ctx); runErr == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if runErr != nil {
+		t.Errorf("after Restore: %v", runErr)
 	}
 }
 
