@@ -547,7 +547,7 @@ func TestBudgets(t *testing.T) {
 			s             setup
 			otherKeyServe bool // otherKey has no budget of its own
 		}{
-			{"project", setup{projectYAML: "    budget: {amount: 0.00002, period: day}\n"}, false},
+			{"project", setup{projectYAML: "    budget: {amount: 0.00002, period: week}\n"}, false},
 			{"key", setup{keyYAML: "budget: {amount: 0.00002, period: month}"}, true},
 		} {
 			t.Run(b.name+"/"+c.name, func(t *testing.T) {
@@ -595,7 +595,7 @@ func TestBudgets(t *testing.T) {
 				if err := json.Unmarshal([]byte(u.body), &usage); err != nil || u.status != 200 {
 					t.Fatalf("usage: %d %s", u.status, u.body)
 				}
-				if d := usage.Periods["day"]; d.KeySpent != 0.000028 || len(usage.Budgets) != 1 || usage.Budgets[0].Spent != 0.000028 ||
+				if d := usage.Periods["month"]; d.KeySpent != 0.000028 || len(usage.Budgets) != 1 || usage.Budgets[0].Spent != 0.000028 ||
 					usage.Budgets[0].Left != 0 || usage.Budgets[0].Amount != 0.00002 || !usage.Budgets[0].RenewsAt.After(time.Now()) {
 					t.Errorf("usage: %s", u.body)
 				}
