@@ -80,25 +80,32 @@ func (s *Service) checkBalance(ctx context.Context, req *Request) error {
 	case err != nil:
 		return BillingUnavailable(err)
 	}
-	// A project the config gives no rates or budget has the admin tool's.
-	pr := billing.Rates{RPM: c.Project.RPM, TPM: c.Project.TPM, Budget: c.Project.Budget}
-	if pr == (billing.Rates{}) {
-		pr = acct.ProjectRates
-	}
+	pr := ProjectRates(c.Project, acct)
 	req.projectRates = pr
-	if err := budgetSpent(pr.Budget, acct.PeriodSpent, "the project's"); err != nil {
+	now := s.now()
+	if err := budgetSpent(pr.Budget, acct.PeriodSpent, "the project's", now); err != nil {
 		return err
 	}
-	if err := budgetSpent(c.KeyBudget, acct.KeyPeriodSpent, "this API key's"); err != nil {
+	if err := budgetSpent(c.KeyRates.Budget, acct.KeyPeriodSpent, "this API key's", now); err != nil {
 		return err
 	}
-	req.settleAtPrice = acct.BalanceNanos != nil || acct.KeyLimitNanos != nil || pr.Budget != nil || c.KeyBudget != nil
+	req.settleAtPrice = acct.BalanceNanos != nil || acct.KeyLimitNanos != nil || pr.Budget != nil || c.KeyRates.Budget != nil
 	return nil
+}
+
+// ProjectRates are a project's rpm, tpm and budget: the config's, or for
+// a project the config gives none of them, those the admin tool set
+// (acct.ProjectRates).
+func ProjectRates(p *catalog.Project, acct billing.Account) billing.Rates {
+	if r := (billing.Rates{RPM: p.RPM, TPM: p.TPM, Budget: p.Budget}); r != (billing.Rates{}) {
+		return r
+	}
+	return acct.ProjectRates
 }
 
 // budgetSpent is the 402 of a budget whose current period's spend reached
 // its amount (nil: none, or not reached).
-func budgetSpent(b *catalog.Budget, spent [billing.NumPeriods]int64, whose string) error {
+func budgetSpent(b *catalog.Budget, spent [billing.NumPeriods]int64, whose string, now time.Time) error {
 	if b == nil {
 		return nil
 	}
@@ -108,5 +115,5 @@ func budgetSpent(b *catalog.Budget, spent [billing.NumPeriods]int64, whose strin
 	}
 	return llm.Errorf(llm.CodeBudgetExceeded, "", "%s budget for this %s (UTC) is spent: $%s of $%s; it renews at %s",
 		whose, p, strconv.FormatFloat(billing.NanosToUSD(spent[p]), 'f', -1, 64), strconv.FormatFloat(b.Amount, 'f', -1, 64),
-		p.End(time.Now()).Format(time.RFC3339))
+		p.End(now).Format(time.RFC3339))
 }

@@ -56,11 +56,10 @@ type Caller struct {
 	// FromConfig: the project and key come from the config file, whose
 	// balance and limits seed the ledger on first use.
 	FromConfig bool
-	// KeyBudget is the key's budget (a config key's); nil means none.
-	KeyBudget *catalog.Budget
-	// KeyRate is the key's rpm and tpm (a config key's); zero: none.
-	KeyRate ratelimit.Limit
-	Policy  llm.DataDemand
+	// KeyRates are the key's rpm, tpm and budget: a config key's from the
+	// config, an issued key's from the key store.
+	KeyRates billing.Rates
+	Policy   llm.DataDemand
 }
 
 // Residency is the caller's residency as the idempotency identity names it.

@@ -28,8 +28,8 @@ func (s *Service) takeRate(ctx context.Context, req *Request) error {
 	if p := req.projectRates; p.RPM > 0 || p.TPM > 0 {
 		counters = append(counters, ratelimit.Counter{Scope: "p", ID: c.Project.ID, Limit: ratelimit.Limit{RPM: p.RPM, TPM: p.TPM}})
 	}
-	if k := c.KeyRate; k.RPM > 0 || k.TPM > 0 {
-		counters = append(counters, ratelimit.Counter{Scope: "k", ID: c.BillingKeyID, Limit: k})
+	if k := c.KeyRates; k.RPM > 0 || k.TPM > 0 {
+		counters = append(counters, ratelimit.Counter{Scope: "k", ID: c.BillingKeyID, Limit: ratelimit.Limit{RPM: k.RPM, TPM: k.TPM}})
 	}
 	if len(counters) == 0 {
 		return nil
@@ -81,19 +81,15 @@ func (s *Service) settleRate(req *Request) {
 // requests when a counter has an rpm and for tokens when one has a tpm.
 func rateHeaders(usages []ratelimit.Usage, now time.Time, anthropic bool) map[string]string {
 	h := map[string]string{}
+	// The tightest counter with a limit of each kind.
 	var req, tok *ratelimit.Usage
 	for i := range usages {
 		u := &usages[i]
-		r, t := u.Remaining()
-		if u.Limit.RPM > 0 {
-			if rr, _ := remaining(req); req == nil || r < rr {
-				req = u
-			}
+		if u.Limit.RPM > 0 && (req == nil || u.Limit.RPM-u.Requests < req.Limit.RPM-req.Requests) {
+			req = u
 		}
-		if u.Limit.TPM > 0 {
-			if _, tt := remaining(tok); tok == nil || t < tt {
-				tok = u
-			}
+		if u.Limit.TPM > 0 && (tok == nil || u.Limit.TPM-u.Tokens < tok.Limit.TPM-tok.Tokens) {
+			tok = u
 		}
 	}
 	set := func(kind string, limit, left int64, reset time.Time) {
@@ -115,11 +111,4 @@ func rateHeaders(usages []ratelimit.Usage, now time.Time, anthropic bool) map[st
 		set("tokens", tok.Limit.TPM, t, tok.Reset)
 	}
 	return h
-}
-
-func remaining(u *ratelimit.Usage) (int64, int64) {
-	if u == nil {
-		return 0, 0
-	}
-	return u.Remaining()
 }

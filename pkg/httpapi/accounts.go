@@ -206,7 +206,7 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		scope  string
 		budget *catalog.Budget
 		spent  [billing.NumPeriods]int64
-	}{{"project", projectBudget(p.Project, acct), acct.PeriodSpent}, {"key", p.KeyBudget, acct.KeyPeriodSpent}} {
+	}{{"project", gateway.ProjectRates(p.Project, acct).Budget, acct.PeriodSpent}, {"key", p.KeyRates.Budget, acct.KeyPeriodSpent}} {
 		if b.budget == nil {
 			continue
 		}
@@ -235,13 +235,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	w.Write(b)
-}
-
-// projectBudget is a project's budget: the config's, or for a project the
-// config gives no rates or budget, the admin tool's.
-func projectBudget(p *catalog.Project, acct billing.Account) *catalog.Budget {
-	if p.Budget != nil || p.RPM > 0 || p.TPM > 0 {
-		return p.Budget
-	}
-	return acct.ProjectRates.Budget
 }

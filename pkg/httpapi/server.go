@@ -114,7 +114,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 			h := sha256.Sum256([]byte(k.Key))
 			s.keys[h] = &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: p, KeyHash: h,
 				Policy: llm.ParseDataPolicy(p.DataPolicy), BillingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), FromConfig: true,
-				KeyBudget: k.Budget, KeyRate: ratelimit.Limit{RPM: k.RPM, TPM: k.TPM}}}
+				KeyRates: billing.Rates{RPM: k.RPM, TPM: k.TPM, Budget: k.Budget}}}
 		}
 	}
 	s.models = newModelCatalog(cfg)
@@ -358,7 +358,7 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	}
 	return &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: project, KeyHash: h,
 		Policy: llm.ParseDataPolicy(project.DataPolicy), BillingKeyID: rec.KeyID,
-		KeyBudget: rec.Rates.Budget, KeyRate: ratelimit.Limit{RPM: rec.Rates.RPM, TPM: rec.Rates.TPM}}}, nil
+		KeyRates: rec.Rates}}, nil
 }
 
 // getResponse serves GET /api/v1/responses/{id}: a kept response of the
