@@ -3,8 +3,6 @@ package systemtest_test
 import (
 	"strings"
 	"testing"
-
-	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
 // TestAgentFixturesOnEveryRoute replays both agents' recorded turns, as
@@ -22,15 +20,7 @@ func TestAgentFixturesOnEveryRoute(t *testing.T) {
 	for _, api := range []string{"anthropic", "openai", "openai-responses"} {
 		for _, fx := range fixtures {
 			t.Run(api+"/"+fx.file, func(t *testing.T) {
-				var up *providertest.Server
-				switch api {
-				case "anthropic":
-					up = providertest.NewAnthropic(t)
-				case "openai":
-					up = providertest.New(t)
-				default:
-					up = providertest.NewResponses(t)
-				}
+				up := upstreamFor(t, api)
 				url := oneRouteGateway(t, api, up.URL())
 
 				f := loadFixture(t, fx.file)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/sse"
@@ -448,40 +449,73 @@ func TestTranslatedRoutesNameWhatTheyDrop(t *testing.T) {
 // wrap when given; it returns the server's URL.
 func oneRouteGateway(t *testing.T, api, baseURL string, wrap ...func(http.Handler) http.Handler) string {
 	t.Helper()
-	return oneRouteGatewayWith(t, api, baseURL, nil, wrap...)
+	url, _ := oneRoute{api: api, baseURL: baseURL, wrap: wrap}.start(t)
+	return url
 }
 
-// oneRouteGatewayWith is oneRouteGateway writing its metric lines to
-// metricsOut when it is not nil.
-func oneRouteGatewayWith(t *testing.T, api, baseURL string, metricsOut io.Writer, wrap ...func(http.Handler) http.Handler) string {
+// oneRoute is a gateway whose model m has one route, to a provider of api
+// at baseURL (its key "up-secret").
+type oneRoute struct {
+	api, baseURL string
+	// prices are the route's price members (YAML flow); "" means input 1,
+	// output 2.
+	prices string
+	// metrics, when set, receives the EMF lines; accounts, when set, are
+	// the ledger and key store.
+	metrics  io.Writer
+	accounts httpapi.Accounts
+	wrap     []func(http.Handler) http.Handler
+}
+
+// start serves the gateway on loopback; it returns its URL and the app.
+func (o oneRoute) start(t *testing.T) (string, *app.App) {
 	t.Helper()
+	if o.prices == "" {
+		o.prices = "input_price: 1, output_price: 2"
+	}
 	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
   - {name: up, api: %s, base_url: %q, api_key_env: UP_KEY}
 models:
   - id: m
-    routes: [{provider: up, model: up-model, input_price: 1, output_price: 2}]
+    routes: [{provider: up, model: up-model, %s}]
 projects:
   - id: proj
     keys: [{key: %s}]
-`, api, baseURL, testKey))
+`, o.api, o.baseURL, o.prices, testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler)}
-	if metricsOut != nil {
-		opts.Metrics = metrics.NewEMF(metricsOut, "test")
+	opts := app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler), Accounts: o.accounts}
+	if o.metrics != nil {
+		opts.Metrics = metrics.NewEMF(o.metrics, "test")
 	}
 	a, err := app.FromConfig(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := a.Handler
-	for _, w := range wrap {
+	for _, w := range o.wrap {
 		h = w(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, a
+}
+
+// upstreamFor starts a fake upstream speaking api: openai,
+// openai-responses or anthropic.
+func upstreamFor(t *testing.T, api string) *providertest.Server {
+	t.Helper()
+	switch api {
+	case "anthropic":
+		return providertest.NewAnthropic(t)
+	case "openai-responses":
+		return providertest.NewResponses(t)
+	case "openai":
+		return providertest.New(t)
+	}
+	t.Fatalf("no fake upstream for api %q", api)
+	return nil
 }
 
 // TestPairMetrics: an answered request's metric lines name its client API
@@ -507,12 +541,12 @@ func TestPairMetrics(t *testing.T) {
 		// The metric lines are written once the handler has answered:
 		// served says it returned.
 		served := make(chan struct{}, 1)
-		url := oneRouteGatewayWith(t, tc.api, up.URL(), buf, func(h http.Handler) http.Handler {
+		url, _ := oneRoute{api: tc.api, baseURL: up.URL(), metrics: buf, wrap: []func(http.Handler) http.Handler{func(h http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				h.ServeHTTP(w, r)
 				served <- struct{}{}
 			})
-		})
+		}}}.start(t)
 		a := callPath(t, url+"/api/v1/messages", body)
 		if a.status != 200 {
 			t.Fatalf("%s: status %d: %s", tc.api, a.status, a.body)

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
-	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
@@ -94,17 +90,17 @@ func TestPricing(t *testing.T) {
 	}
 	for _, u := range ups {
 		t.Run(u.name, func(t *testing.T) {
-			var up *providertest.Server
-			switch u.api {
-			case "anthropic":
-				up = providertest.NewAnthropic(t)
-			case "openai-responses":
-				up = providertest.NewResponses(t)
-			default:
-				up = providertest.New(t)
-			}
+			up := upstreamFor(t, u.api)
 			u.script(up)
-			url, ledger, settle := pricedGateway(t, u.api, up.URL(), u.prices)
+			ledger := memledger.New(memledger.Options{})
+			url, gw := oneRoute{api: u.api, baseURL: up.URL(), prices: u.prices, accounts: httpapi.Accounts{Ledger: ledger, Keys: ledger}}.start(t)
+			settle := func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := gw.Finisher.Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, c := range clients {
 				t.Run(c.name, func(t *testing.T) {
 					a := callPath(t, url+c.path, c.body, "anthropic-version", "2023-06-01")
@@ -127,42 +123,6 @@ func TestPricing(t *testing.T) {
 			}
 		})
 	}
-}
-
-// pricedGateway is a gateway whose model m has one route, to an upstream
-// of api at url with prices (YAML flow members), the ledger it bills, and
-// a settle that waits for its bills (they land after the answers).
-func pricedGateway(t *testing.T, api, url, prices string) (string, *memledger.Store, func()) {
-	t.Helper()
-	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
-  - {name: up, api: %s, base_url: %q}
-models:
-  - id: m
-    routes:
-      - {provider: up, model: up-model, %s}
-projects:
-  - id: proj
-    keys: [{key: %s}]
-`, api, url, prices, testKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := memledger.New(memledger.Options{})
-	a, err := app.FromConfig(cfg, app.Options{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler),
-		Accounts: httpapi.Accounts{Ledger: l, Keys: l}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler)
-	t.Cleanup(srv.Close)
-	settle := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Finisher.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return srv.URL, l, settle
 }
 
 // costIn is the usage.cost of an answer of any client API, whole or
