@@ -148,7 +148,8 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 		if err != nil || g.IdempotencyKey == "" {
 			return c, err
 		}
-		return c, setFingerprint(r, g, body)
+		sum, fpErr := idempotency.Fingerprint(r.Method, r.URL.Path, body)
+		return c, setFingerprint(g, sum, fpErr)
 	}
 	var c gateway.Codec
 	var err error
@@ -169,25 +170,17 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	if err != nil {
 		return nil, err
 	}
-	if fpErr != nil {
-		return nil, fingerprintError(fpErr)
-	}
-	g.Fingerprint = sum
-	return c, nil
+	return c, setFingerprint(g, sum, fpErr)
 }
 
-// setFingerprint sets a keyed request's fingerprint.
-func setFingerprint(r *http.Request, g *gateway.Request, body []byte) error {
-	sum, err := idempotency.Fingerprint(r.Method, r.URL.Path, body)
+// setFingerprint sets a keyed request's fingerprint, or refuses the
+// request when its body has none (err, the fingerprint's error).
+func setFingerprint(g *gateway.Request, sum string, err error) error {
 	if err != nil {
-		return fingerprintError(err)
+		return llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
 	}
 	g.Fingerprint = sum
 	return nil
-}
-
-func fingerprintError(err error) error {
-	return llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
 }
 
 // errNotSplit: the body was not split into members (a Chat Completions
