@@ -26,6 +26,13 @@ CODEX_VERSION := 0.169.0
 CODEX_DIR := $(TOOLS)/codex
 CODEX := $(CODEX_DIR)/bin/codex
 CODEX_STAMP := $(CODEX_DIR)/node_modules/.buzzgate-codex-$(CODEX_VERSION)
+# The tokenizer's vocabularies (pkg/tokenize), o200k_base and cl100k_base,
+# from the tiktoken npm package (MIT): the gateway reads them from
+# BUZZGATE_TOKENIZER_DIR, and the Lambda build puts them beside the
+# bootstrap. The stamp names the version, so changing the pin reinstalls.
+TIKTOKEN_VERSION := 1.0.22
+TOKENIZER_DIR := $(TOOLS)/tokenizer
+TOKENIZER := $(TOKENIZER_DIR)/.buzzgate-tiktoken-$(TIKTOKEN_VERSION)
 # The AWS Lambda Runtime Interface Emulator, from the Go module proxy. The
 # tests find it as .tools/bin/aws-lambda-rie (a link to the pinned version)
 # or through BUZZGATE_RIE.
@@ -55,8 +62,10 @@ TOOLS_BIN := bin/tools
 .PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check tidy-check unit test-all bench soak fuzz tools clean \
 	bootstrap-local invoke coldstart bench-load tools-check
 
+# The tokenizer's vocabularies are used when installed (make tools), so that
+# make run needs only Go.
 run:
-	$(GO) run ./functions/api
+	BUZZGATE_TOKENIZER_DIR=$${BUZZGATE_TOKENIZER_DIR:-$(if $(wildcard $(TOKENIZER)),$(TOKENIZER_DIR))} $(GO) run ./functions/api
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/api ./functions/api
@@ -65,10 +74,11 @@ build:
 # by hand, without it, the artifacts go under bin/ (never the file system's
 # root).
 build-ApiFunction: ARTIFACTS_DIR ?= $(CURDIR)/bin/arm64
-build-ApiFunction:
-	mkdir -p $(ARTIFACTS_DIR)
+build-ApiFunction: $(TOKENIZER)
+	mkdir -p $(ARTIFACTS_DIR)/tokenizer
 	GOOS=linux GOARCH=arm64 $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 	cp deploy/config.yaml $(ARTIFACTS_DIR)/config.yaml
+	cp $(TOKENIZER_DIR)/*.json $(ARTIFACTS_DIR)/tokenizer/
 
 # The scheduled billing sweep (no config file: it only reconciles the ledger).
 build-SweepFunction: ARTIFACTS_DIR ?= $(CURDIR)/bin/sweep-arm64
@@ -138,8 +148,8 @@ unit:
 		go test -count=1 ./...
 
 # Both tiers in one run, with the tools installed first.
-test-all: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP)
-	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) BUZZGATE_CODEX=$(CODEX) $(GO) test -race -count=1 -tags integration ./...
+test-all: $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP) $(TOKENIZER)
+	BUZZGATE_RIE=$(RIE) BUZZGATE_NODE_SDKS=$(NODE_SDKS_DIR) BUZZGATE_CODEX=$(CODEX) BUZZGATE_TOKENIZER_DIR=$(TOKENIZER_DIR) $(GO) test -race -count=1 -tags integration ./...
 
 # Every benchmark, those on dynalite included.
 bench: $(DYNALITE)
@@ -172,7 +182,7 @@ fuzz:
 	  done; \
 	done
 
-tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP)
+tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP) $(TOKENIZER)
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)/bin
@@ -197,6 +207,15 @@ $(NODE_SDKS):
 	rm -f $(NODE_SDKS_DIR)/.buzzgate-openai-*
 	npm install --prefix $(TOOLS)/sdks --no-audit --no-fund --save-exact \
 		openai@$(OPENAI_NODE_VERSION) @anthropic-ai/sdk@$(ANTHROPIC_NODE_VERSION)
+	touch $@
+
+$(TOKENIZER):
+	rm -rf $(TOKENIZER_DIR)
+	mkdir -p $(TOKENIZER_DIR)
+	cd $(TOKENIZER_DIR) && npm pack --silent tiktoken@$(TIKTOKEN_VERSION) >/dev/null
+	tar -xzf $(TOKENIZER_DIR)/tiktoken-$(TIKTOKEN_VERSION).tgz -C $(TOKENIZER_DIR) --strip-components=2 \
+		package/encoders/o200k_base.json package/encoders/cl100k_base.json
+	rm $(TOKENIZER_DIR)/tiktoken-$(TIKTOKEN_VERSION).tgz
 	touch $@
 
 $(CODEX_STAMP):
