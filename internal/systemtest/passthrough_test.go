@@ -21,6 +21,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/sse"
+	"github.com/buzzgate/buzzgate/pkg/tokenize"
 )
 
 // agentFixture is one agent request as it reached a provider
@@ -465,6 +466,8 @@ type oneRoute struct {
 	metrics  io.Writer
 	accounts httpapi.Accounts
 	wrap     []func(http.Handler) http.Handler
+	// tokens, when set, counts an answer billed without usage.
+	tokens *tokenize.Counter
 }
 
 // start serves the gateway on loopback; it returns its URL and the app.
@@ -485,7 +488,7 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler), Accounts: o.accounts}
+	opts := app.Options{Getenv: func(string) string { return "up-secret" }, Logger: slog.New(slog.DiscardHandler), Accounts: o.accounts, Tokens: o.tokens}
 	if o.metrics != nil {
 		opts.Metrics = metrics.NewEMF(o.metrics, "test")
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
 	"github.com/buzzgate/buzzgate/pkg/ratelimit"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	"github.com/buzzgate/buzzgate/pkg/tokenize"
 )
 
 // Environment variables (docs/configuration.md#environment-variables).
@@ -86,6 +87,10 @@ type Options struct {
 	// Accounts is the ledger and the issued keys; a zero value means the
 	// ones BUZZGATE_STORE names (New), or in memory (FromConfig).
 	Accounts httpapi.Accounts
+	// Tokens counts the tokens of an answer billed without the provider's
+	// usage; nil means the vocabularies of tokenize.DefaultDir (New), or
+	// of BUZZGATE_TOKENIZER_DIR (FromConfig).
+	Tokens *tokenize.Counter
 }
 
 // New builds the gateway from the environment: BUZZGATE_CONFIG names the
@@ -107,6 +112,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 	} else {
 		cfg = catalog.Demo()
+	}
+	if opts.Tokens == nil {
+		opts.Tokens = tokenize.New(tokenize.DefaultDir(getenv), opts.Logger)
 	}
 	if opts.Metrics == nil {
 		m, err := newMetrics(getenv, opts.Stdout)
@@ -239,6 +247,10 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Tokens == nil {
+		opts.Tokens = tokenize.New(getenv(tokenize.DirEnv), opts.Logger)
+	}
+	rt.CountWith(opts.Tokens)
 	store := opts.Store
 	if store == nil {
 		store = memstore.New(cfg.Idempotency.MemoryBytes)

@@ -118,14 +118,40 @@ type Chunk struct {
 	Usage json.RawMessage
 	// HasChoices is false for a usage-only chunk ("choices": []).
 	HasChoices bool
-	// TextLen is the length of the content, refusal, reasoning and tool-call
-	// text the chunk adds, used to estimate tokens when an upstream reports
-	// no usage.
-	TextLen int
+	// Text is the content, refusal, reasoning and tool-call text the chunk
+	// adds (a tool call's name, then its arguments), for counting the
+	// tokens of an answer whose upstream reported no usage.
+	Text string
 
 	// parsed keeps the decoded chunk so that the Assembler need not decode
 	// it again.
 	parsed *deltaWire
+}
+
+// addText appends s to the chunk's Text (the first piece is kept as it is,
+// without a copy).
+func (c *Chunk) addText(s string) {
+	if c.Text == "" {
+		c.Text = s
+	} else if s != "" {
+		c.Text += s
+	}
+}
+
+// NonEmptyString is the value of raw when it is a non-empty JSON string,
+// else "".
+func NonEmptyString(raw json.RawMessage) string {
+	if len(raw) <= 2 || raw[0] != '"' {
+		return ""
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // ChunkError is an error object an upstream sent inside its stream.
@@ -174,30 +200,30 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 		d := ch.Delta
 		if d.Content != nil && *d.Content != "" {
 			c.Output = true
-			c.TextLen += len(*d.Content)
+			c.addText(*d.Content)
 		}
 		if d.Refusal != nil && *d.Refusal != "" {
 			c.Output = true
-			c.TextLen += len(*d.Refusal)
+			c.addText(*d.Refusal)
 		}
 		// A reasoning model's thinking is output: the provider is
 		// answering (its first-token timeout must not end it), and it is
 		// billed as completion tokens.
 		for _, r := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
-			// A non-empty string: its length less the quotes (escapes
-			// counted as written: this is for an estimate).
-			if len(r) > 2 && r[0] == '"' {
+			if s := NonEmptyString(r); s != "" {
 				c.Output = true
-				c.TextLen += len(r) - 2
+				c.addText(s)
 			}
 		}
 		if len(d.ToolCalls) > 0 || d.FunctionCall != nil {
 			c.Output = true
 			for _, tc := range d.ToolCalls {
-				c.TextLen += len(tc.Function.Name) + len(tc.Function.Arguments)
+				c.addText(tc.Function.Name)
+				c.addText(tc.Function.Arguments)
 			}
 			if d.FunctionCall != nil {
-				c.TextLen += len(d.FunctionCall.Name) + len(d.FunctionCall.Arguments)
+				c.addText(d.FunctionCall.Name)
+				c.addText(d.FunctionCall.Arguments)
 			}
 		}
 		bit := uint64(1) << min(max(ch.Index, 0), 63)

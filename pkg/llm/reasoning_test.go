@@ -8,18 +8,19 @@ import "testing"
 // string or something other than a string is neither, and is no error.
 func TestReasoningDeltaIsOutput(t *testing.T) {
 	for _, tc := range []struct {
-		delta   string
-		output  bool
-		textLen int
+		delta  string
+		output bool
+		text   string
 	}{
-		{`{"role":"assistant","content":null,"reasoning_content":"Let me think."}`, true, 13},
-		{`{"reasoning":"hmm"}`, true, 3},
-		{`{"reasoning_content":null,"reasoning":""}`, false, 0},
-		{`{"reasoning":{"summary":"odd"}}`, false, 0},
+		{`{"role":"assistant","content":null,"reasoning_content":"Let me think."}`, true, "Let me think."},
+		{`{"reasoning":"hmm"}`, true, "hmm"},
+		{`{"reasoning":"a\n\u00e9"}`, true, "a\né"},
+		{`{"reasoning_content":null,"reasoning":""}`, false, ""},
+		{`{"reasoning":{"summary":"odd"}}`, false, ""},
 	} {
 		c, err := ParseChunk([]byte(`{"id":"c","choices":[{"index":0,"delta":` + tc.delta + `,"finish_reason":null}]}`))
-		if err != nil || c.Output != tc.output || c.TextLen != tc.textLen {
-			t.Errorf("delta %s: Output %v TextLen %d (%v), want %v %d", tc.delta, c.Output, c.TextLen, err, tc.output, tc.textLen)
+		if err != nil || c.Output != tc.output || c.Text != tc.text {
+			t.Errorf("delta %s: Output %v Text %q (%v), want %v %q", tc.delta, c.Output, c.Text, err, tc.output, tc.text)
 		}
 	}
 }

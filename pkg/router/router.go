@@ -6,6 +6,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,12 +14,15 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/internal/wait"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/tokenize"
 )
 
 // Defaults for the gateway object's bounds when the request leaves them out.
@@ -37,6 +41,7 @@ type Router struct {
 	providers map[string]llm.Provider
 	health    *Health
 	now       func() time.Time
+	tokens    *tokenize.Counter
 }
 
 // New returns a router over cfg's models. providers holds one adapter for
@@ -55,6 +60,11 @@ func New(cfg *catalog.Config, providers map[string]llm.Provider, health *Health,
 	}
 	return &Router{cfg: cfg, providers: providers, health: health, now: now}, nil
 }
+
+// CountWith makes the router count the tokens of an answer whose provider
+// reported no usage with c (nil: one token per four bytes). Call it before
+// the first request.
+func (r *Router) CountWith(c *tokenize.Counter) { r.tokens = c }
 
 // Policy is what the calling project imposes on routing.
 type Policy struct {
@@ -283,7 +293,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		}
 		up.Parts = body
 		calls[i]++
-		ans, err := r.attempt(ctx, c, i, &up, req.Size())
+		ans, err := r.attempt(ctx, c, i, &up)
 		if ans != nil {
 			ans.Calls = len(attempts) + 1
 			return ans, nil
@@ -396,7 +406,7 @@ func (r *Router) ctxError(err error) error {
 // attempt makes one provider call and reads it up to its first output. It
 // returns either an answer or an error: a *llm.ProviderError for a failure of
 // the provider, or the error of ctx when the request itself ended.
-func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.UpstreamRequest, promptBytes int) (*Answer, error) {
+func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.UpstreamRequest) (*Answer, error) {
 	actx, cancel := context.WithCancel(ctx)
 	var timedOut atomic.Bool
 	var timer *time.Timer
@@ -428,7 +438,7 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 	}
 	a := &Answer{
 		Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API,
-		stream: stream, cancel: cancel, health: r.health, now: r.now, promptBytes: promptBytes,
+		stream: stream, cancel: cancel, health: r.health, now: r.now, tokens: r.tokens, prompt: up.Parts,
 	}
 	a.pending = a.firstChunks[:0]
 	if dr, ok := stream.(llm.DropReporter); ok {
@@ -487,14 +497,26 @@ type Answer struct {
 	health      *Health
 	now         func() time.Time
 	outputAt    time.Time
-	promptBytes int
+	tokens      *tokenize.Counter
+	prompt      [][]byte // the upstream body, for counting its tokens
 
 	finished   bool
 	seen, done uint64 // the choices seen and finished (llm.Chunk.Seen)
 	usage      json.RawMessage
-	textLen    int
 	err        error
+	// textLen is the length of the answer's text (llm.Chunk.Text); text
+	// holds its first tokenize.ExactLimit bytes, in a buffer of textPool,
+	// for counting its tokens when no usage comes.
+	textLen int
+	text    *[]byte
+	counted struct {
+		done           bool
+		prompt, output int
+	}
 }
+
+// textPool holds the buffers of answers' text.
+var textPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // DroppedFrom names the fields of req the answer's path left out (for
 // x-gateway-dropped and the DroppedFields metric): nothing when req passed
@@ -562,8 +584,28 @@ func (a *Answer) read() (ch llm.Chunk, ok bool, err error) {
 	a.seen |= ch.Seen
 	a.done |= ch.Finished
 	a.finished = a.seen != 0 && a.seen&^a.done == 0
-	a.textLen += ch.TextLen
+	if t := ch.Text; t != "" {
+		a.keepText(t)
+	}
 	return ch, true, nil
+}
+
+// keepText adds t to the answer's text: its length to textLen, and as much
+// of it to text as keeps that within tokenize.ExactLimit, cut on a
+// character's boundary.
+func (a *Answer) keepText(t string) {
+	a.textLen += len(t)
+	if a.text == nil {
+		a.text = textPool.Get().(*[]byte)
+	}
+	b := *a.text
+	if room := tokenize.ExactLimit - len(b); room < len(t) {
+		for room > 0 && !utf8.RuneStart(t[room]) {
+			room--
+		}
+		t = t[:max(room, 0)]
+	}
+	*a.text = append(b, t...)
 }
 
 // withoutUsage drops a usage object that an upstream put in a chunk with
@@ -639,11 +681,12 @@ func isProviderError(err error) bool {
 }
 
 // Usage is the answer's usage with its cost at the route's prices: the
-// provider's own counts, or an estimate when it sent none (a stream that
-// broke off is billed for what it produced). A stream that ended before its
-// end with counts reported so far (an Anthropic upstream reports the
-// prompt's at its start) keeps them, its completion counted as the larger
-// of the reported and the estimated.
+// provider's own counts, or, when it sent none (a stream that broke off, or
+// that the gateway stopped reading when its client left), the tokens of the
+// prompt and of the text produced, counted with the model's tokenizer
+// (tokenize). A stream that ended before its end with counts reported so
+// far (an Anthropic upstream reports the prompt's at its start) keeps them,
+// its completion counted as the larger of the reported and the counted.
 func (a *Answer) Usage() llm.Usage {
 	var u llm.Usage
 	raw := a.usage
@@ -657,19 +700,15 @@ func (a *Answer) Usage() llm.Usage {
 	}
 	switch {
 	case u.PromptTokens == 0 && u.CompletionTokens == 0:
-		u = llm.Usage{
-			PromptTokens:     llm.EstimateTokens(a.promptBytes),
-			CompletionTokens: llm.EstimateTokens(a.textLen),
-			Estimated:        true,
-		}
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		prompt, output := a.count()
+		u = llm.Usage{PromptTokens: prompt, CompletionTokens: output, TotalTokens: prompt + output, Estimated: true}
 	case a.err != io.EOF && !a.finished:
 		// Cut short: what was produced may exceed what was reported. (A
 		// finished answer's usage is the provider's, even before its end
 		// marker is read: a stream passed through is priced at its last
 		// event.)
-		if est := llm.EstimateTokens(a.textLen); est > u.CompletionTokens {
-			u.CompletionTokens, u.Estimated = est, true
+		if _, output := a.count(); output > u.CompletionTokens {
+			u.CompletionTokens, u.Estimated = output, true
 			u.TotalTokens = u.PromptTokens + u.CompletionTokens
 		}
 	}
@@ -677,8 +716,32 @@ func (a *Answer) Usage() llm.Usage {
 	return u
 }
 
+// count is the tokens of the prompt and of the text produced so far, by the
+// route model's tokenizer, counted once: the output past the text kept
+// (tokenize.ExactLimit bytes) at the rate of the text kept.
+func (a *Answer) count() (prompt, output int) {
+	if a.counted.done {
+		return a.counted.prompt, a.counted.output
+	}
+	a.counted.done = true
+	a.counted.prompt, _ = a.tokens.Prompt(a.Route.Model, bytes.Join(a.prompt, nil))
+	if a.text != nil && len(*a.text) > 0 {
+		kept := *a.text
+		n, _ := a.tokens.Count(a.Route.Model, string(kept))
+		a.counted.output = int(int64(n) * int64(a.textLen) / int64(len(kept)))
+	}
+	return a.counted.prompt, a.counted.output
+}
+
 // Close ends the provider call. It is safe to call more than once.
 func (a *Answer) Close() {
 	a.stream.Close()
 	a.cancel()
+	if a.text != nil {
+		if cap(*a.text) <= 64<<10 { // a large one is left to the collector
+			*a.text = (*a.text)[:0]
+			textPool.Put(a.text)
+		}
+		a.text = nil
+	}
 }

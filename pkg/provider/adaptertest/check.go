@@ -301,14 +301,14 @@ func (w *wireChunk) output() bool {
 }
 
 // choices is the bits of the chunk's choices, and of those that finished
-// (llm.Chunk's Seen and Finished), and the length of the text they add
-// (llm.Chunk's TextLen; the suite's text has no escapes).
-func (w *wireChunk) choices() (seen, finished uint64, textLen int) {
-	length := func(s *string) int {
+// (llm.Chunk's Seen and Finished), and the text they add (llm.Chunk's
+// Text).
+func (w *wireChunk) choices() (seen, finished uint64, text string) {
+	str := func(s *string) string {
 		if s == nil {
-			return 0
+			return ""
 		}
-		return len(*s)
+		return *s
 	}
 	for _, c := range w.Choices {
 		bit := uint64(1) << min(max(c.Index, 0), 63)
@@ -317,12 +317,12 @@ func (w *wireChunk) choices() (seen, finished uint64, textLen int) {
 			finished |= bit
 		}
 		d := c.Delta
-		textLen += length(d.Content) + length(d.Refusal) + length(d.ReasoningContent) + length(d.Reasoning)
+		text += str(d.Content) + str(d.Refusal) + str(d.ReasoningContent) + str(d.Reasoning)
 		for _, tc := range d.ToolCalls {
-			textLen += len(tc.Function.Name) + len(tc.Function.Arguments)
+			text += tc.Function.Name + tc.Function.Arguments
 		}
 	}
-	return seen, finished, textLen
+	return seen, finished, text
 }
 
 // finish is the chunk's first non-empty finish_reason.
@@ -367,10 +367,10 @@ func checkChunk(t *testing.T, i int, c llm.Chunk) wireChunk {
 		t.Errorf("chunk %d %s: Model %q, Created %d: want the raw chunk's", i, c.Raw, c.Model, c.Created)
 	}
 	// The router reads these: a choice's finish ends the answer only once
-	// every choice seen finished, and the text's length is the estimate
+	// every choice seen finished, and the text is what is counted and
 	// billed when no usage comes.
-	if seen, finished, textLen := w.choices(); c.Seen != seen || c.Finished != finished || c.TextLen != textLen {
-		t.Errorf("chunk %d %s: Seen %b, Finished %b, TextLen %d, want %b, %b, %d", i, c.Raw, c.Seen, c.Finished, c.TextLen, seen, finished, textLen)
+	if seen, finished, text := w.choices(); c.Seen != seen || c.Finished != finished || c.Text != text {
+		t.Errorf("chunk %d %s: Seen %b, Finished %b, Text %q, want %b, %b, %q", i, c.Raw, c.Seen, c.Finished, c.Text, seen, finished, text)
 	}
 	if got, want := c.HasChoices, len(w.Choices) > 0; got != want {
 		t.Errorf("chunk %d %s: HasChoices %v, want %v", i, c.Raw, got, want)

@@ -143,7 +143,7 @@ func TestDecoderOutput(t *testing.T) {
 		}
 	}
 	chunks, _ := d.Decode("", []byte(text(0, "x")))
-	if len(chunks) != 1 || !chunks[0].Output || chunks[0].TextLen != 1 {
+	if len(chunks) != 1 || !chunks[0].Output || chunks[0].Text != "x" {
 		t.Errorf("text delta: %+v", chunks)
 	}
 }

@@ -54,18 +54,22 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 			return llm.Chunk{}, malformedEvent("content_block_start without content_block")
 		}
 		switch cb.Type {
-		case messages.BlockText, messages.BlockThinking:
-			c.TextLen = len(cb.Text)
+		case messages.BlockText:
+			c.Text = cb.Text
+			c.Output = c.Text != ""
+		case messages.BlockThinking:
+			c.Text = cb.Thinking
+			c.Output = c.Text != ""
 		default:
-			c.TextLen = len(cb.Name) + 1
+			c.Text = cb.Name
+			c.Output = true
 		}
-		c.Output = c.TextLen > 0
 	case messages.EventContentBlockDelta:
 		if ev.Delta == nil {
 			return llm.Chunk{}, malformedEvent("content_block_delta without delta")
 		}
-		c.TextLen = len(ev.Delta.Text) + len(ev.Delta.Thinking) + len(ev.Delta.PartialJSON)
-		c.Output = c.TextLen > 0
+		c.Text = ev.Delta.Text + ev.Delta.Thinking + ev.Delta.PartialJSON
+		c.Output = c.Text != ""
 	case messages.EventMessageDelta:
 		o.usage.add(ev.Usage)
 		c.Usage = o.usage.soFar()

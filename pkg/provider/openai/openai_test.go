@@ -259,7 +259,7 @@ func TestChunkFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Output || c.ID != "chatcmpl-1" || c.Model != "gpt-4o-mini" || c.TextLen != 2 || !c.HasChoices {
+	if !c.Output || c.ID != "chatcmpl-1" || c.Model != "gpt-4o-mini" || c.Text != "Hi" || !c.HasChoices {
 		t.Errorf("first chunk = %+v", c)
 	}
 	if c, _ = s.Next(); c.FinishReason != "stop" || c.Output {
@@ -780,7 +780,7 @@ func TestJSONFallback(t *testing.T) {
 	if c := got[0]; !c.Output || c.FinishReason != "tool_calls" || !c.HasChoices {
 		t.Errorf("tool call chunk = %+v", c)
 	}
-	if c := got[1]; !c.Output || c.TextLen != len("Hello there") || c.FinishReason != "stop" {
+	if c := got[1]; !c.Output || c.Text != "Hello there" || c.FinishReason != "stop" {
 		t.Errorf("text chunk = %+v", c)
 	}
 	if c := got[2]; c.HasChoices || c.Usage == nil || c.Output {

@@ -32,7 +32,7 @@ func decodeAll(t *testing.T, d *openairesponses.Decoder, events ...ev) ([]string
 		for _, c := range chunks {
 			// Every chunk is one ParseChunk reads the same way.
 			again, perr := llm.ParseChunk(c.Raw)
-			if perr != nil || again.Output != c.Output || again.FinishReason != c.FinishReason || again.TextLen != c.TextLen {
+			if perr != nil || again.Output != c.Output || again.FinishReason != c.FinishReason || again.Text != c.Text {
 				t.Errorf("chunk %s: fields %+v, parsed again %+v (%v)", c.Raw, c, again, perr)
 			}
 			out = append(out, string(c.Raw))

@@ -53,8 +53,8 @@ func FuzzObserver(f *testing.F) {
 				t.Fatalf("usage %s: %v", c.Usage, err)
 			}
 		}
-		if (c.FinishReason != "") != o.Done() || c.TextLen < 0 {
-			t.Fatalf("finish %q, Done %v, TextLen %d", c.FinishReason, o.Done(), c.TextLen)
+		if (c.FinishReason != "") != o.Done() || (c.Text != "" && !c.Output) {
+			t.Fatalf("finish %q, Done %v, Text %q, Output %v", c.FinishReason, o.Done(), c.Text, c.Output)
 		}
 	})
 }

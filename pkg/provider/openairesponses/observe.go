@@ -22,8 +22,8 @@ import (
 //     generation's partial image. response.created, response.in_progress,
 //     an empty message or reasoning item, content parts and the ".done"
 //     events are not output.
-//   - TextLen, for the estimate when no usage comes: the length of a
-//     delta as written, and a call's name and arguments when it is added.
+//   - Text, for the count when no usage comes: a delta's text, and a
+//     call's name and arguments when it is added.
 //   - FinishReason "completed" or "incomplete", Seen and Finished 1, and
 //     Usage (converted by ChatUsage) on the terminal event,
 //     response.completed or response.incomplete.
@@ -75,7 +75,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		}
 		c.Output = it.hasOutput()
 		if ev.Type == responses.EventOutputItemAdded {
-			c.TextLen = len(it.Name) + len(it.Arguments)
+			c.Text = it.Name + it.Arguments
 		}
 	case responses.EventImageGenerationCallPartialImage:
 		c.Output = true
@@ -101,11 +101,12 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	case responses.EventError:
 		return llm.Chunk{}, failure(&ev)
 	default:
-		// A non-empty string delta, its length as written (escapes
-		// counted as such: this is for an estimate).
-		if d := ev.Delta; len(d) > 2 && d[0] == '"' && strings.HasSuffix(ev.Type, ".delta") {
-			c.Output = true
-			c.TextLen = len(d) - 2
+		// A non-empty string delta.
+		if strings.HasSuffix(ev.Type, ".delta") {
+			if d := llm.NonEmptyString(ev.Delta); d != "" {
+				c.Output = true
+				c.Text = d
+			}
 		}
 	}
 	c.ID, c.Model, c.Created = o.id, o.model, o.created

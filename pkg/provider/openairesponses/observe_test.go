@@ -15,7 +15,7 @@ import (
 type observed struct {
 	Event             string
 	Output            bool
-	TextLen           int
+	Text              string
 	FinishReason      string
 	Seen, Finished    uint64
 	Usage             string
@@ -37,7 +37,7 @@ func observe(o *openairesponses.Observer, name, data string) observed {
 		return observed{Error: "provider error", ErrClass: pe.Class, ErrMessage: pe.Message}
 	}
 	return observed{
-		Event: c.Event, Output: c.Output, TextLen: c.TextLen, FinishReason: c.FinishReason,
+		Event: c.Event, Output: c.Output, Text: c.Text, FinishReason: c.FinishReason,
 		Seen: c.Seen, Finished: c.Finished, Usage: string(c.Usage), ID: c.ID, Model: c.Model, Created: c.Created,
 		RawSame: string(c.Raw) == data, Choices: c.HasChoices, Proto: c.Proto,
 	}
@@ -49,66 +49,66 @@ const created = `{"type":"response.created","sequence_number":0,"response":{"id"
 // exactly on the events that carry the answer, the finish and the usage on
 // the terminal one, and the event itself unchanged.
 func TestObserver(t *testing.T) {
-	pass := func(event string, output bool, textLen int) observed {
-		return observed{Event: event, Output: output, TextLen: textLen, ID: "resp_1", Model: "gpt-x", Created: 1700000001,
+	pass := func(event string, output bool, text string) observed {
+		return observed{Event: event, Output: output, Text: text, ID: "resp_1", Model: "gpt-x", Created: 1700000001,
 			RawSame: true, Choices: true, Proto: llm.ProtoResponses}
 	}
 	tests := []struct {
 		name, event, data string
 		want              observed
 	}{
-		{"created", "response.created", created, pass("response.created", false, 0)},
-		{"in progress", "response.in_progress", `{"type":"response.in_progress","response":{"id":"resp_1","status":"in_progress"}}`, pass("response.in_progress", false, 0)},
+		{"created", "response.created", created, pass("response.created", false, "")},
+		{"in progress", "response.in_progress", `{"type":"response.in_progress","response":{"id":"resp_1","status":"in_progress"}}`, pass("response.in_progress", false, "")},
 		{"empty message added", "response.output_item.added",
 			`{"type":"response.output_item.added","output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","content":[],"role":"assistant"}}`,
-			pass("response.output_item.added", false, 0)},
+			pass("response.output_item.added", false, "")},
 		{"empty reasoning added", "response.output_item.added",
 			`{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}`,
-			pass("response.output_item.added", false, 0)},
+			pass("response.output_item.added", false, "")},
 		{"function call added", "response.output_item.added",
 			`{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"get_weather"}}`,
-			pass("response.output_item.added", true, len("get_weather"))},
+			pass("response.output_item.added", true, "get_weather")},
 		{"custom tool call added", "response.output_item.added",
 			`{"type":"response.output_item.added","output_index":1,"item":{"id":"ctc_1","type":"custom_tool_call","call_id":"call_1","name":"apply_patch","input":""}}`,
-			pass("response.output_item.added", true, len("apply_patch"))},
+			pass("response.output_item.added", true, "apply_patch")},
 		{"built-in tool call added", "response.output_item.added",
 			`{"type":"response.output_item.added","output_index":0,"item":{"id":"ws_1","type":"web_search_call","status":"in_progress"}}`,
-			pass("response.output_item.added", true, 0)},
+			pass("response.output_item.added", true, "")},
 		{"reasoning done with encrypted content", "response.output_item.done",
 			`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gAAA"}}`,
-			pass("response.output_item.done", true, 0)},
+			pass("response.output_item.done", true, "")},
 		{"reasoning done with a summary", "response.output_item.done",
 			`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Thinking"}]}}`,
-			pass("response.output_item.done", true, 0)},
+			pass("response.output_item.done", true, "")},
 		{"empty reasoning done", "response.output_item.done",
 			`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}`,
-			pass("response.output_item.done", false, 0)},
+			pass("response.output_item.done", false, "")},
 		{"message done with text", "response.output_item.done",
 			`{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","content":[{"type":"output_text","text":"Hi","annotations":[]}]}}`,
-			pass("response.output_item.done", true, 0)},
+			pass("response.output_item.done", true, "")},
 		{"message done with a refusal", "response.output_item.done",
 			`{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","content":[{"type":"refusal","refusal":"No."}]}}`,
-			pass("response.output_item.done", true, 0)},
+			pass("response.output_item.done", true, "")},
 		{"content part added", "response.content_part.added",
 			`{"type":"response.content_part.added","item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":""}}`,
-			pass("response.content_part.added", false, 0)},
-		{"empty text delta", "response.output_text.delta", `{"type":"response.output_text.delta","delta":""}`, pass("response.output_text.delta", false, 0)},
-		{"text delta", "response.output_text.delta", `{"type":"response.output_text.delta","item_id":"msg_1","delta":"Hello"}`, pass("response.output_text.delta", true, 5)},
-		{"text delta with escapes, as written", "response.output_text.delta", `{"type":"response.output_text.delta","delta":"a\nb"}`, pass("response.output_text.delta", true, 4)},
-		{"refusal delta", "response.refusal.delta", `{"type":"response.refusal.delta","delta":"No"}`, pass("response.refusal.delta", true, 2)},
-		{"arguments delta", "response.function_call_arguments.delta", `{"type":"response.function_call_arguments.delta","delta":"{\"a\":1}"}`, pass("response.function_call_arguments.delta", true, 9)},
-		{"custom tool input delta", "response.custom_tool_call_input.delta", `{"type":"response.custom_tool_call_input.delta","delta":"*** Begin"}`, pass("response.custom_tool_call_input.delta", true, 9)},
-		{"reasoning summary delta", "response.reasoning_summary_text.delta", `{"type":"response.reasoning_summary_text.delta","delta":"Hmm"}`, pass("response.reasoning_summary_text.delta", true, 3)},
-		{"reasoning text delta", "response.reasoning_text.delta", `{"type":"response.reasoning_text.delta","delta":"Hmm"}`, pass("response.reasoning_text.delta", true, 3)},
-		{"text done", "response.output_text.done", `{"type":"response.output_text.done","text":"Hello"}`, pass("response.output_text.done", false, 0)},
-		{"partial image", "response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","partial_image_b64":"iVBO"}`, pass("response.image_generation_call.partial_image", true, 0)},
-		{"an event this code does not know", "response.future_thing", `{"type":"response.future_thing","delta":{"x":1},"item":"odd"}`, pass("response.future_thing", false, 0)},
-		{"no SSE name: the data's type", "", `{"type":"response.output_text.delta","delta":"Hi"}`, pass("response.output_text.delta", true, 2)},
-		{"no type: the SSE name", "response.output_text.delta", `{"delta":"Hi"}`, pass("response.output_text.delta", true, 2)},
+			pass("response.content_part.added", false, "")},
+		{"empty text delta", "response.output_text.delta", `{"type":"response.output_text.delta","delta":""}`, pass("response.output_text.delta", false, "")},
+		{"text delta", "response.output_text.delta", `{"type":"response.output_text.delta","item_id":"msg_1","delta":"Hello"}`, pass("response.output_text.delta", true, "Hello")},
+		{"text delta with escapes", "response.output_text.delta", `{"type":"response.output_text.delta","delta":"a\nb"}`, pass("response.output_text.delta", true, "a\nb")},
+		{"refusal delta", "response.refusal.delta", `{"type":"response.refusal.delta","delta":"No"}`, pass("response.refusal.delta", true, "No")},
+		{"arguments delta", "response.function_call_arguments.delta", `{"type":"response.function_call_arguments.delta","delta":"{\"a\":1}"}`, pass("response.function_call_arguments.delta", true, `{"a":1}`)},
+		{"custom tool input delta", "response.custom_tool_call_input.delta", `{"type":"response.custom_tool_call_input.delta","delta":"*** Begin"}`, pass("response.custom_tool_call_input.delta", true, "*** Begin")},
+		{"reasoning summary delta", "response.reasoning_summary_text.delta", `{"type":"response.reasoning_summary_text.delta","delta":"Hmm"}`, pass("response.reasoning_summary_text.delta", true, "Hmm")},
+		{"reasoning text delta", "response.reasoning_text.delta", `{"type":"response.reasoning_text.delta","delta":"Hmm"}`, pass("response.reasoning_text.delta", true, "Hmm")},
+		{"text done", "response.output_text.done", `{"type":"response.output_text.done","text":"Hello"}`, pass("response.output_text.done", false, "")},
+		{"partial image", "response.image_generation_call.partial_image", `{"type":"response.image_generation_call.partial_image","partial_image_b64":"iVBO"}`, pass("response.image_generation_call.partial_image", true, "")},
+		{"an event this code does not know", "response.future_thing", `{"type":"response.future_thing","delta":{"x":1},"item":"odd"}`, pass("response.future_thing", false, "")},
+		{"no SSE name: the data's type", "", `{"type":"response.output_text.delta","delta":"Hi"}`, pass("response.output_text.delta", true, "Hi")},
+		{"no type: the SSE name", "response.output_text.delta", `{"delta":"Hi"}`, pass("response.output_text.delta", true, "Hi")},
 		{"completed", "response.completed",
 			`{"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[],"usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":4},"output_tokens":30,"output_tokens_details":{"reasoning_tokens":20},"total_tokens":42}}}`,
 			func() observed {
-				o := pass("response.completed", false, 0)
+				o := pass("response.completed", false, "")
 				o.FinishReason, o.Seen, o.Finished = "completed", 1, 1
 				o.Usage = `{"prompt_tokens":12,"completion_tokens":30,"total_tokens":42,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":20}}`
 				return o
@@ -116,7 +116,7 @@ func TestObserver(t *testing.T) {
 		{"incomplete, no usage", "response.incomplete",
 			`{"type":"response.incomplete","response":{"id":"resp_1","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":null}}`,
 			func() observed {
-				o := pass("response.incomplete", false, 0)
+				o := pass("response.incomplete", false, "")
 				o.FinishReason, o.Seen, o.Finished = "incomplete", 1, 1
 				return o
 			}()},

@@ -217,7 +217,7 @@ func TestPassThroughEvents(t *testing.T) {
 	type got struct {
 		Event, Raw            string
 		Output                bool
-		TextLen               int
+		Text                  string
 		Finish, Usage, ID, Mo string
 		Seen, Finished        uint64
 	}
@@ -230,7 +230,7 @@ func TestPassThroughEvents(t *testing.T) {
 		if ch.Proto != llm.ProtoResponses {
 			t.Errorf("chunk %d: Proto %v", len(chunks), ch.Proto)
 		}
-		chunks = append(chunks, got{ch.Event, string(ch.Raw), ch.Output, ch.TextLen, ch.FinishReason, string(ch.Usage), ch.ID, ch.Model, ch.Seen, ch.Finished})
+		chunks = append(chunks, got{ch.Event, string(ch.Raw), ch.Output, ch.Text, ch.FinishReason, string(ch.Usage), ch.ID, ch.Model, ch.Seen, ch.Finished})
 	}
 	// The stream ends at the terminal event, with the connection still open.
 	if _, err := next(t, s); err != io.EOF {
@@ -250,9 +250,9 @@ func TestPassThroughEvents(t *testing.T) {
 		case 3, 9: // the reasoning item, done with its encrypted content; the message, done with its text
 			g.Output = true
 		case 6:
-			g.Output, g.TextLen = true, len(`Bl\u00e9u <b>`)
+			g.Output, g.Text = true, "Bl\u00e9u <b>"
 		case 7:
-			g.Output, g.TextLen = true, 1
+			g.Output, g.Text = true, "."
 		case 10:
 			g.Finish, g.Seen, g.Finished = "completed", 1, 1
 			g.Usage = `{"prompt_tokens":21,"completion_tokens":40,"total_tokens":61,"prompt_tokens_details":{"cached_tokens":16},"completion_tokens_details":{"reasoning_tokens":35}}`

@@ -195,8 +195,8 @@ func TestChunkSequence(t *testing.T) {
 			piece := regexp.MustCompile(`^ [a-z]+$`)
 			for i, c := range chunks[1 : 1+tt.wantWords] {
 				got := text(t, []llm.Chunk{c})
-				if c.TextLen != len(got) {
-					t.Errorf("content chunk %d: TextLen %d, want %d", i, c.TextLen, len(got))
+				if c.Text != got {
+					t.Errorf("content chunk %d: Text %q, want %q", i, c.Text, got)
 				}
 				if i == 0 {
 					got = strings.TrimPrefix(got, strings.TrimSuffix(prefix, " "))
