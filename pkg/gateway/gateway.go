@@ -553,6 +553,13 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	for _, a := range attempts {
 		log.Add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status))
 		log.Metrics.FailedProviders = append(log.Metrics.FailedProviders, a.Provider)
+		if a.Class == llm.FailConfig {
+			// The operator's to fix (a key, a model name, access to the
+			// model): the route is out until the health cooldown ends.
+			s.log.Error("provider configuration error: route taken out for the health cooldown",
+				"request_id", req.ID, "provider", a.Provider, "model", a.Model, "status", a.Status, "error", a.Message)
+			log.Metrics.ConfigErrors = append(log.Metrics.ConfigErrors, a.Provider)
+		}
 	}
 	if err != nil {
 		unhold()

@@ -97,6 +97,13 @@ const (
 	FailRejected
 	// FailTimeout: no output before the provider's first_token_timeout.
 	FailTimeout
+	// FailConfig: the provider's configuration is wrong, not the request:
+	// its key was refused (401, 403), or the route's model is unknown to
+	// it or not enabled for the account (404, Bedrock's
+	// AccessDeniedException and ResourceNotFoundException). The router
+	// takes the route out for the health cooldown and tries the next; the
+	// gateway logs it as an error and counts it (ProviderConfigErrors).
+	FailConfig
 )
 
 func (c FailureClass) String() string {
@@ -109,6 +116,8 @@ func (c FailureClass) String() string {
 		return "rejected"
 	case FailTimeout:
 		return "timeout"
+	case FailConfig:
+		return "config"
 	}
 	return "unknown"
 }

@@ -56,6 +56,7 @@ const (
 	MetricFallbacks              = "Fallbacks"              // Count: answered at depth > 0
 	MetricRouteDepth             = "RouteDepth"             // None; only when a provider answered
 	MetricProviderErrors         = "ProviderErrors"         // Count: failed provider calls
+	MetricProviderConfigErrors   = "ProviderConfigErrors"   // Count: provider calls failed for the provider's configuration
 	MetricLatency                = "Latency"                // Milliseconds, always
 	MetricTimeToFirstToken       = "TimeToFirstToken"       // Milliseconds; only when a provider answered
 	MetricCost                   = "Cost"                   // None (USD); only when > 0
@@ -106,6 +107,9 @@ type Request struct {
 	// FailedProviders has one entry per failed provider call, in order; a
 	// provider may appear more than once.
 	FailedProviders []string
+	// ConfigErrors has one entry per provider call that failed for the
+	// provider's configuration (llm.FailConfig), also in FailedProviders.
+	ConfigErrors []string
 	// Latency is the whole request's duration.
 	Latency time.Duration
 	// TimeToFirstToken is the time to the answering provider's first token;
@@ -177,7 +181,8 @@ func (e *EMF) Record(r Request) {
 	bp := bufPool.Get().(*[]byte)
 	ts := e.now().UnixMilli()
 	b := e.appendRequest((*bp)[:0], ts, &r)
-	b = e.appendProviderErrors(b, ts, r.FailedProviders)
+	b = e.appendProviderErrors(b, ts, MetricProviderErrors, r.FailedProviders)
+	b = e.appendProviderErrors(b, ts, MetricProviderConfigErrors, r.ConfigErrors)
 	b = e.appendPair(b, ts, &r)
 	b = e.appendProject(b, ts, &r)
 	e.write(b)
@@ -244,12 +249,12 @@ func (e *EMF) appendRequest(b []byte, ts int64, r *Request) []byte {
 	return append(b, "}\n"...)
 }
 
-// appendProviderErrors appends one line per distinct failed provider, with
-// the dimensions Stage and Provider and ProviderErrors = that provider's
-// number of failed calls. Providers are counted by their dimension value,
+// appendProviderErrors appends one line per distinct provider in failed,
+// with the dimensions Stage and Provider and metricName (ProviderErrors,
+// ProviderConfigErrors) = that provider's number of calls in failed. Providers are counted by their dimension value,
 // in order of first failure. The list is short (one entry per route step),
 // so the quadratic scan is cheaper than a map.
-func (e *EMF) appendProviderErrors(b []byte, ts int64, failed []string) []byte {
+func (e *EMF) appendProviderErrors(b []byte, ts int64, metricName string, failed []string) []byte {
 next:
 	for i, p := range failed {
 		name := dimensionValue(p)
@@ -264,7 +269,7 @@ next:
 				n++
 			}
 		}
-		ms := [1]metric{{MetricProviderErrors, unitCount, float64(n)}}
+		ms := [1]metric{{metricName, unitCount, float64(n)}}
 		b = e.appendLine(b, ts, `[["`+DimStage+`","`+DimProvider+`"]]`, ms[:], DimProvider, name)
 	}
 	return b

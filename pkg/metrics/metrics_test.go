@@ -27,6 +27,7 @@ var units = map[string]string{
 	"Fallbacks":              "Count",
 	"RouteDepth":             "None",
 	"ProviderErrors":         "Count",
+	"ProviderConfigErrors":   "Count",
 	"Latency":                "Milliseconds",
 	"TimeToFirstToken":       "Milliseconds",
 	"Cost":                   "None",
@@ -424,6 +425,16 @@ func TestRecord(t *testing.T) {
 			mainLine("prod", map[string]any{"ProviderErrors": 2.0, "Errors5xx": 1.0, "Latency": 1.5}),
 			providerLine("prod", "p0", 1),
 			providerLine("prod", "p1", 1),
+		},
+	}, {
+		name:  "a configuration error, then an answer",
+		stage: "prod",
+		req:   Request{Status: 200, Provider: "p1", RouteDepth: 1, FailedProviders: []string{"p0"}, ConfigErrors: []string{"p0"}},
+		want: []line{
+			mainLine("prod", map[string]any{"ProviderErrors": 1.0, "RouteDepth": 1.0, "Fallbacks": 1.0, "TimeToFirstToken": 0.0}),
+			providerLine("prod", "p0", 1),
+			withDefinitions(line{Namespace: "Buzzgate", Dimensions: [][]string{{"Stage", "Provider"}},
+				Members: map[string]any{"Stage": "prod", "Provider": "p0", "ProviderConfigErrors": 1.0}}),
 		},
 	}, {
 		name:  "status 500",

@@ -42,6 +42,44 @@ type Router struct {
 	health    *Health
 	now       func() time.Time
 	tokens    *tokenize.Counter
+
+	// out holds the routes taken out after a configuration failure
+	// (llm.FailConfig), until the time each comes back.
+	outMu sync.Mutex
+	out   map[routeKey]time.Time
+}
+
+// routeKey names a route: a provider and the upstream model it is called
+// with.
+type routeKey struct{ provider, model string }
+
+// takeOut takes c's route out for the health cooldown.
+func (r *Router) takeOut(c Candidate) {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	if r.out == nil {
+		r.out = map[routeKey]time.Time{}
+	}
+	r.out[routeKey{c.Route.Provider, c.Route.Model}] = r.now().Add(r.cfg.Health.Cooldown.D())
+}
+
+// usable reports whether c can be called: its provider is live and its
+// route is not out.
+func (r *Router) usable(c Candidate) bool {
+	if !r.health.Live(c.Route.Provider) {
+		return false
+	}
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	until, ok := r.out[routeKey{c.Route.Provider, c.Route.Model}]
+	if !ok {
+		return true
+	}
+	if !r.now().Before(until) {
+		delete(r.out, routeKey{c.Route.Provider, c.Route.Model})
+		return true
+	}
+	return false
 }
 
 // New returns a router over cfg's models. providers holds one adapter for
@@ -95,7 +133,7 @@ type Plan struct {
 // protocol p as they are (llm.NativeProvider).
 func (p *Plan) Speaks(proto llm.Proto) bool {
 	for _, c := range p.Candidates {
-		if speaks(c.adapter) == proto {
+		if speaks(c.adapter, c.Route.Model) == proto {
 			return true
 		}
 	}
@@ -219,9 +257,14 @@ func (r *Router) sortCandidates(c []Candidate, s llm.Sort) {
 // Attempt is one provider call, for logs and metrics.
 type Attempt struct {
 	Provider string
-	Depth    int
-	Class    llm.FailureClass
-	Status   int
+	// Model is the route's upstream model.
+	Model  string
+	Depth  int
+	Class  llm.FailureClass
+	Status int
+	// Message is the adapter's description of the failure (for the log;
+	// an adapter keeps secrets out of it).
+	Message string
 }
 
 // Start calls the plan's providers in order until one produces its first
@@ -249,7 +292,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	}
 	live := false
 	for _, c := range plan.Candidates {
-		if r.health.Live(c.Route.Provider) {
+		if r.usable(c) {
 			live = true
 			break
 		}
@@ -269,7 +312,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	try := func(i int) (*Answer, error) {
 		c := plan.Candidates[i]
 		up := llm.UpstreamRequest{Model: c.Route.Model, Proto: llm.ProtoChat}
-		if req.Native != nil && speaks(c.adapter) == req.Native.Proto {
+		if req.Native != nil && speaks(c.adapter, c.Route.Model) == req.Native.Proto {
 			up.Proto, up.Header = req.Native.Proto, req.Native.Header
 		} else if req.ChatErr != nil {
 			return nil, nil // this route cannot serve the request (Plan.Speaks)
@@ -302,7 +345,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		if !errors.As(err, &pe) {
 			return nil, r.ctxError(err) // the request's own context ended
 		}
-		attempts = append(attempts, Attempt{Provider: c.Route.Provider, Depth: i, Class: pe.Class, Status: pe.Status})
+		attempts = append(attempts, Attempt{Provider: c.Route.Provider, Model: c.Route.Model, Depth: i, Class: pe.Class, Status: pe.Status, Message: pe.Message})
 		switch pe.Class {
 		case llm.FailRejected:
 			msg := pe.Message
@@ -316,6 +359,10 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 			throttled = append(throttled, i)
 		case llm.FailTimeout:
 			r.health.Timeout(c.Route.Provider, c.Provider.FirstTokenTimeout.D())
+		case llm.FailConfig:
+			// The provider may be fine for its other models: only this
+			// route goes out.
+			r.takeOut(c)
 		default:
 			r.health.Failure(c.Route.Provider)
 		}
@@ -326,7 +373,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		if len(attempts) >= maxTotal {
 			break
 		}
-		if !r.health.Live(plan.Candidates[i].Route.Provider) {
+		if !r.usable(plan.Candidates[i]) {
 			continue
 		}
 		if ans, err := try(i); ans != nil || err != nil {
@@ -368,8 +415,11 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	return nil, attempts, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: fmt.Sprintf("every provider of model %q that was tried failed (%d calls)", plan.Model.ID, len(attempts))}
 }
 
-// speaks is the protocol p takes requests in.
-func speaks(p llm.Provider) llm.Proto {
+// speaks is the protocol p takes requests for model in.
+func speaks(p llm.Provider, model string) llm.Proto {
+	if mp, ok := p.(llm.ModelNativeProvider); ok {
+		return mp.NativeFor(model)
+	}
 	if np, ok := p.(llm.NativeProvider); ok {
 		return np.Native()
 	}

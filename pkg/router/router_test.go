@@ -461,3 +461,47 @@ func TestCeiling(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// TestConfigFailureTakesRouteOut: a provider's configuration failure (a
+// refused key, an unknown model) falls back at once and takes that route
+// out for the health cooldown, without counting against the provider's
+// health; after the cooldown the route is called again.
+func TestConfigFailureTakesRouteOut(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	config := step{err: &llm.ProviderError{Class: llm.FailConfig, Status: 403, Message: "AccessDeniedException: no access"}}
+	w := newWorld(t, map[string][]step{"a": {config, config, ok}})
+	w.r.now = clock
+	req := decode(t, plain)
+	plan, err := w.r.Plan(req, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, attempts, err := w.r.Start(context.Background(), plan, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans.Close()
+	if ans.Provider != "b" || len(attempts) != 1 || attempts[0].Class != llm.FailConfig || attempts[0].Model != "ua" || attempts[0].Message != "AccessDeniedException: no access" {
+		t.Fatalf("answer from %s, attempts %+v; want b after one config failure of a's route ua", ans.Provider, attempts)
+	}
+	for i := range 3 {
+		ans, err := run(w.r, req, Policy{})
+		if err != nil || ans.Provider != "b" {
+			t.Fatalf("request %d: %v from %v", i, err, ans)
+		}
+		ans.Close()
+	}
+	if w.fakes["a"].Calls() != 1 || !w.r.health.Live("a") {
+		t.Errorf("a called %d times, live %v; want 1 call (then out) and a live provider", w.fakes["a"].Calls(), w.r.health.Live("a"))
+	}
+	now = now.Add(time.Minute) // the cooldown
+	ans, err = run(w.r, req, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans.Close()
+	if w.fakes["a"].Calls() != 2 || ans.Provider != "b" {
+		t.Errorf("after the cooldown: a called %d times, answer from %s; want a tried again", w.fakes["a"].Calls(), ans.Provider)
+	}
+}

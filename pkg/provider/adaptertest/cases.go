@@ -258,8 +258,9 @@ func testConcurrent(w *world) {
 }
 
 // statuses are the statuses the suite answers with, and the class of each:
-// a redirect is not followed (it would be a second call), a 401 or 403 is
-// the provider's key problem and not the client's.
+// a redirect is not followed (it would be a second call), a 401, 403 or
+// 404 is the provider's configuration (its key, the route's model) and not
+// the client's problem.
 var statuses = []struct {
 	code  int
 	class llm.FailureClass
@@ -267,9 +268,9 @@ var statuses = []struct {
 	{307, llm.FailTransient},
 	{308, llm.FailTransient},
 	{400, llm.FailRejected},
-	{401, llm.FailTransient},
-	{403, llm.FailTransient},
-	{404, llm.FailTransient},
+	{401, llm.FailConfig},
+	{403, llm.FailConfig},
+	{404, llm.FailConfig},
 	{429, llm.FailThrottled},
 	{500, llm.FailTransient},
 	{502, llm.FailTransient},

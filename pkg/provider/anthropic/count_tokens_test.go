@@ -64,7 +64,7 @@ func TestCountTokensFailures(t *testing.T) {
 	}{
 		{"400", providertest.Response{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages: Field required"}}`},
 			llm.ProviderError{Class: llm.FailRejected, Status: 400, Message: "messages: Field required"}},
-		{"404", providertest.Response{Status: 404}, llm.ProviderError{Class: llm.FailTransient, Status: 404, Message: "upstream status 404"}},
+		{"404", providertest.Response{Status: 404}, llm.ProviderError{Class: llm.FailConfig, Status: 404, Message: "upstream status 404"}},
 		{"529", providertest.Response{Status: 529}, llm.ProviderError{Class: llm.FailTransient, Status: 529, Message: "upstream status 529"}},
 		{"429", providertest.Response{Status: 429, Header: map[string]string{"retry-after": "3"}},
 			llm.ProviderError{Class: llm.FailThrottled, Status: 429, Message: "upstream status 429", RetryAfter: 3 * time.Second}},

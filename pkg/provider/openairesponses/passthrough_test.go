@@ -437,8 +437,8 @@ func TestStatusFailures(t *testing.T) {
 		{429, map[string]string{"Retry-After-Ms": "1500"}, "", llm.FailThrottled, "upstream status 429", 1500 * time.Millisecond},
 		{500, nil, "", llm.FailTransient, "upstream status 500", 0},
 		{503, nil, "", llm.FailTransient, "upstream status 503", 0},
-		{401, nil, "", llm.FailTransient, "upstream status 401", 0},
-		{404, nil, "", llm.FailTransient, "upstream status 404", 0},
+		{401, nil, "", llm.FailConfig, "upstream status 401", 0},
+		{404, nil, "", llm.FailConfig, "upstream status 404", 0},
 	}
 	for _, mode := range []struct {
 		name string

@@ -29,16 +29,20 @@ func IsJSON(contentType string) bool {
 
 // StatusError classifies an answer whose status is not 200. A 429 is a
 // throttled provider, with its retry hint; a 400 rejects the request, with
-// the provider's message; anything else (a 5xx, Anthropic's 529
-// overloaded_error, a 401 or 403, which is this provider's key problem and
-// not the client's) is a transient failure, and the router tries the next
-// provider.
+// the provider's message; a 401, 403 or 404 is this provider's
+// configuration (its key, or the route's model), not the client's problem:
+// a configuration failure; anything else (a 5xx, Anthropic's 529
+// overloaded_error) is a transient failure. The router tries the next
+// provider on both.
 func StatusError(status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
 	switch status {
 	case http.StatusTooManyRequests:
 		return &llm.ProviderError{Class: llm.FailThrottled, Status: status, Message: "upstream status 429", RetryAfter: RetryAfter(h, now)}
 	case http.StatusBadRequest:
 		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: RejectedMessage(body)}
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		// The body is not kept: a refused key's message may quote the key.
+		return &llm.ProviderError{Class: llm.FailConfig, Status: status, Message: "upstream status " + strconv.Itoa(status)}
 	}
 	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
 }

@@ -49,9 +49,9 @@ func TestStatusError(t *testing.T) {
 		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"bad role"}}`, llm.FailRejected, "bad role", 0},
 		{500, "boom", llm.FailTransient, "upstream status 500", 0},
 		{529, `{"type":"error","error":{"type":"overloaded_error"}}`, llm.FailTransient, "upstream status 529", 0},
-		{401, "", llm.FailTransient, "upstream status 401", 0},
-		{403, "", llm.FailTransient, "upstream status 403", 0},
-		{404, "", llm.FailTransient, "upstream status 404", 0},
+		{401, "", llm.FailConfig, "upstream status 401", 0},
+		{403, "", llm.FailConfig, "upstream status 403", 0},
+		{404, "", llm.FailConfig, "upstream status 404", 0},
 	}
 	for _, tt := range tests {
 		pe := StatusError(tt.status, h, []byte(tt.body), now)
