@@ -23,7 +23,20 @@ import (
 // route's model in place of the client's) with the betas, and the SDK reads
 // every event, thinking and its signature included.
 func TestNodeSDKClaudeCodeOnAnthropicRoute(t *testing.T) {
-	url, claude, openai := pairGateway(t, "anthropic")
+	nodeSDKClaudeCode(t, "anthropic")
+}
+
+// TestNodeSDKClaudeCodeOnBedrockRoute: the same on a Bedrock Claude route:
+// the fake Bedrock Runtime, which checks every call's SigV4 signature, gets
+// InvokeModelWithResponseStream of the route's model with each body member
+// byte for byte but model and stream, plus anthropic_version and the betas
+// as anthropic_beta; the SDK reads the events Bedrock wrapped, unchanged.
+func TestNodeSDKClaudeCodeOnBedrockRoute(t *testing.T) {
+	nodeSDKClaudeCode(t, "bedrock")
+}
+
+func nodeSDKClaudeCode(t *testing.T, route string) {
+	url, claude, openai := pairGateway(t, route)
 	claude.SetDefault(providertest.Response{Body: claudeStream, Header: map[string]string{"Content-Type": "text/event-stream"}})
 	var got struct {
 		Sent []struct {
@@ -50,8 +63,19 @@ func TestNodeSDKClaudeCodeOnAnthropicRoute(t *testing.T) {
 			t.Errorf("request %d went to %s, want the Messages path", i, s.URL)
 		}
 		up := claude.Requests()[i]
+		if s.Beta == "" {
+			t.Fatalf("request %d: the SDK sent no anthropic-beta", i)
+		}
+		if route == "bedrock" {
+			betas, _ := json.Marshal(strings.Split(s.Beta, ","))
+			sameMembers(t, up.Body, []byte(s.Body), map[string]string{"model": "", "stream": "", "anthropic_version": `"bedrock-2023-05-31"`, "anthropic_beta": string(betas)})
+			if want := "/model/" + bedrockClaude + providertest.BedrockStreamSuffix; up.Path != want {
+				t.Errorf("request %d: Bedrock call %s, want %s", i, up.Path, want)
+			}
+			continue
+		}
 		sameMembers(t, up.Body, []byte(s.Body), map[string]string{"model": `"claude-x"`, "stream": "true"})
-		if up.Header.Get("Anthropic-Beta") != s.Beta || s.Beta == "" {
+		if up.Header.Get("Anthropic-Beta") != s.Beta {
 			t.Errorf("request %d: upstream anthropic-beta %q, SDK sent %q", i, up.Header.Get("Anthropic-Beta"), s.Beta)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/app"
@@ -15,21 +16,33 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
+// bedrockClaude is the model of the Claude route of a pairGateway on
+// Bedrock.
+const bedrockClaude = "us.anthropic.claude-x-v1:0"
+
 // pairGateway is a gateway whose model "m" routes first to a fake of the
-// protocol first ("openai" or "anthropic"), then to a fake of the other one.
+// protocol first ("openai", "anthropic", or "bedrock": Claude on Bedrock),
+// then to a fake of the other one (Claude on Anthropic's API after
+// "openai").
 func pairGateway(t *testing.T, first string) (url string, up1, up2 *providertest.Server) {
 	t.Helper()
 	claude, p1 := providertest.NewAnthropic(t), providertest.New(t)
+	claudeProvider := fmt.Sprintf(`{name: claude, api: anthropic, base_url: %q, api_key_env: CLAUDE_KEY}`, claude.URL())
 	claudeRoute := `{provider: claude, model: claude-x, input_price: 1, output_price: 2}`
+	if first == "bedrock" {
+		claude = providertest.NewBedrock(t)
+		claudeProvider = fmt.Sprintf(`{name: claude, api: bedrock, aws_region: %s, base_url: %q}`, providertest.BedrockRegion, claude.URL())
+		claudeRoute = `{provider: claude, model: "` + bedrockClaude + `", input_price: 1, output_price: 2}`
+	}
 	openaiRoute := `{provider: p1, model: up-1, input_price: 1, output_price: 2}`
 	routes := [2]string{openaiRoute, claudeRoute}
 	up1, up2 = p1, claude
-	if first == "anthropic" {
+	if first != "openai" {
 		routes = [2]string{claudeRoute, openaiRoute}
 		up1, up2 = claude, p1
 	}
 	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
-  - {name: claude, api: anthropic, base_url: %q, api_key_env: CLAUDE_KEY}
+  - %s
   - {name: p1, api: openai, base_url: %q}
 models:
   - id: m
@@ -39,7 +52,7 @@ models:
 projects:
   - id: proj
     keys: [{key: %s}]
-`, claude.URL(), p1.URL(), routes[0], routes[1], testKey))
+`, claudeProvider, p1.URL(), routes[0], routes[1], testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +61,7 @@ projects:
 			return "claude-secret"
 		}
 		return ""
-	}, Logger: slog.New(slog.DiscardHandler)})
+	}, Logger: slog.New(slog.DiscardHandler), AWSCredentials: bedrockCredentials})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +69,9 @@ projects:
 	t.Cleanup(srv.Close)
 	return srv.URL, up1, up2
 }
+
+// bedrockCredentials sign a gateway's calls to a fake Bedrock.
+var bedrockCredentials = credentials.NewStaticCredentialsProvider(providertest.BedrockAccessKeyID, providertest.BedrockSecretAccessKey, "")
 
 // pairAPI is one client API of the gateway.
 type pairAPI struct {

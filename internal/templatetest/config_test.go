@@ -17,9 +17,18 @@ func TestDeployConfigIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bedrock := false
 	for i, p := range cfg.Providers {
+		if p.API == "bedrock" {
+			// Signed with the function's role: no key, no base_url.
+			bedrock = true
+			if p.APIKeyEnv != "" || p.BaseURL != "" || p.AWSRegion == "" {
+				t.Errorf("providers[%d] (%s): a bedrock provider wants aws_region and neither api_key_env nor base_url", i, p.Name)
+			}
+			continue
+		}
 		if p.API != "openai" {
-			t.Errorf("providers[%d] (%s): api %q: production providers are real upstreams (api: openai)", i, p.Name, p.API)
+			t.Errorf("providers[%d] (%s): api %q: production providers are real upstreams (api: openai or bedrock)", i, p.Name, p.API)
 			continue
 		}
 		if u, err := url.Parse(p.BaseURL); err != nil || u.Scheme != "https" {
@@ -35,6 +44,9 @@ func TestDeployConfigIsValid(t *testing.T) {
 	}
 	if !fallback {
 		t.Error("no model has two routes: the example should show fallback")
+	}
+	if !bedrock {
+		t.Error("no bedrock provider: the example should show the deployment's own cloud")
 	}
 }
 

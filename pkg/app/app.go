@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
+	"github.com/buzzgate/buzzgate/pkg/provider/bedrock"
 	"github.com/buzzgate/buzzgate/pkg/provider/openai"
 	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
@@ -91,6 +93,10 @@ type Options struct {
 	// usage; nil means the vocabularies of tokenize.DefaultDir (New), or
 	// of BUZZGATE_TOKENIZER_DIR (FromConfig).
 	Tokens *tokenize.Counter
+	// AWSCredentials sign the calls of bedrock providers; nil means the
+	// AWS SDK's default chain (the environment, a profile, the function's
+	// role).
+	AWSCredentials aws.CredentialsProvider
 }
 
 // New builds the gateway from the environment: BUZZGATE_CONFIG names the
@@ -237,6 +243,13 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 				key = getenv(p.APIKeyEnv)
 			}
 			providers[p.Name] = anthropic.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+		case "bedrock":
+			rt, err := bedrock.NewRuntime(context.Background(), p.AWSRegion, p.BaseURL, opts.HTTPClient, opts.AWSCredentials)
+			if err != nil {
+				return nil, fmt.Errorf("provider %q: %w", p.Name, err)
+			}
+			claude := anthropic.New(p.Name, bedrock.ClaudeEndpoint, "", &http.Client{Transport: bedrock.ClaudeTransport{Runtime: rt}})
+			providers[p.Name] = bedrock.New(p.Name, rt, claude)
 		case "simulated":
 			providers[p.Name] = simulated.New(p.Name, p.Simulated)
 		default:

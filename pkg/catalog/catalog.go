@@ -25,13 +25,17 @@ type Provider struct {
 	Name string `yaml:"name"`
 	// API is "openai" (Chat Completions over HTTP), "openai-responses"
 	// (the Responses API over HTTP), "anthropic" (the Messages API over
-	// HTTP) or "simulated" (in-process).
+	// HTTP), "bedrock" (AWS Bedrock Runtime, signed with the AWS SDK's
+	// credentials) or "simulated" (in-process).
 	API string `yaml:"api"`
 	// BaseURL: for openai the URL that /chat/completions is appended to,
 	// for openai-responses the one /responses is (both usually ending in
 	// /v1); for anthropic the API root that /v1/messages is appended to
-	// (https://api.anthropic.com).
+	// (https://api.anthropic.com); for bedrock an optional endpoint
+	// override (the default is the region's Bedrock Runtime endpoint).
 	BaseURL string `yaml:"base_url"`
+	// AWSRegion is a bedrock provider's region (required for bedrock).
+	AWSRegion string `yaml:"aws_region"`
 	// APIKeyEnv names the environment variable holding the upstream key,
 	// sent as a Bearer token (openai, openai-responses) or as x-api-key
 	// (anthropic).

@@ -215,7 +215,7 @@ func TestValidate(t *testing.T) {
 		{"provider name duplicate", func(c *Config) { c.Providers[1].Name = "alpha" }, "providers[1].name", `duplicate provider name "alpha"`},
 		{"provider name too long", func(c *Config) { c.Providers[1].Name = strings.Repeat("p", MaxNameBytes+1) }, "providers[1].name", "257 bytes long: at most 256"},
 		{"api missing", func(c *Config) { c.Providers[0].API = "" }, "providers[0].api", "is required"},
-		{"api unknown", func(c *Config) { c.Providers[0].API = "gemini" }, "providers[0].api", `must be "openai", "openai-responses", "anthropic" or "simulated", got "gemini"`},
+		{"api unknown", func(c *Config) { c.Providers[0].API = "gemini" }, "providers[0].api", `must be "openai", "openai-responses", "anthropic", "bedrock" or "simulated", got "gemini"`},
 		{"openai-responses base_url missing", func(c *Config) { c.Providers[1].API, c.Providers[1].BaseURL = "openai-responses", "" }, "providers[1].base_url", `is required for api: openai-responses (e.g. "https://api.example.com/v1")`},
 		{"openai-responses base_url scheme", func(c *Config) { c.Providers[1].API, c.Providers[1].BaseURL = "openai-responses", "api.openai.com/v1" }, "providers[1].base_url", "absolute"},
 		{"openai-responses base_url credentials", func(c *Config) {

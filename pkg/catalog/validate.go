@@ -131,15 +131,27 @@ func (c *Config) validateProviders(idx *index) error {
 
 		switch p.API {
 		case "":
-			return fieldErr(at+".api", `is required: "openai", "openai-responses", "anthropic" or "simulated"`)
+			return fieldErr(at+".api", `is required: "openai", "openai-responses", "anthropic", "bedrock" or "simulated"`)
 		case "openai", "openai-responses", "anthropic":
 			if err := checkBaseURL(p.API, p.BaseURL); err != "" {
 				return fieldErr(at+".base_url", "%s", err)
 			}
+		case "bedrock":
+			if !isAWSRegion(p.AWSRegion) {
+				return fieldErr(at+".aws_region", "is required for api: bedrock, a region such as \"us-east-1\", got %q", p.AWSRegion)
+			}
+			if p.BaseURL != "" {
+				if err := checkBaseURL(p.API, p.BaseURL); err != "" {
+					return fieldErr(at+".base_url", "%s", err)
+				}
+			}
+			if p.APIKeyEnv != "" {
+				return fieldErr(at+".api_key_env", "is not used by api: bedrock, which signs its calls with the AWS SDK's credentials")
+			}
 		case "simulated":
 			// In-process: base_url is not used.
 		default:
-			return fieldErr(at+".api", `must be "openai", "openai-responses", "anthropic" or "simulated", got %q`, p.API)
+			return fieldErr(at+".api", `must be "openai", "openai-responses", "anthropic", "bedrock" or "simulated", got %q`, p.API)
 		}
 		if p.APIKeyEnv != "" && !isEnvName(p.APIKeyEnv) {
 			return fieldErr(at+".api_key_env", "invalid environment variable name %q: want letters, digits and '_', not starting with a digit", p.APIKeyEnv)
@@ -413,6 +425,27 @@ func checkBaseURL(api, s string) string {
 		return "invalid URL " + showURL(s) + ": must not have a query or fragment"
 	}
 	return ""
+}
+
+// isAWSRegion reports whether s looks like an AWS region name
+// ("us-east-1", "eu-central-2", "us-gov-west-1").
+func isAWSRegion(s string) bool {
+	parts := strings.Split(s, "-")
+	if len(parts) < 3 || len(s) > 32 {
+		return false
+	}
+	for i, p := range parts {
+		if p == "" {
+			return false
+		}
+		for _, r := range p {
+			digit, lower := r >= '0' && r <= '9', r >= 'a' && r <= 'z'
+			if !lower && !(digit && i == len(parts)-1) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // showURL quotes a base_url for an error message, unless it may hold

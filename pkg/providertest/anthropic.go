@@ -50,6 +50,9 @@ func NewAnthropic(tb testing.TB) *Server {
 
 // errorBody is the error envelope of the server's API.
 func (s *Server) errorBody(msg string, status int) []byte {
+	if s.bedrock {
+		return marshal(map[string]string{"message": msg})
+	}
 	if !s.anthropic {
 		return errorEnvelope(msg, errorType(status))
 	}
@@ -103,7 +106,11 @@ func newAnthropicAnswer(a answer, resp Response) anthropicAnswer {
 
 func (s *Server) respondAnthropic(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
 	aa := newAnthropicAnswer(a, resp)
-	if stream, _ := a.req.JSON["stream"].(bool); stream && !resp.NonStreaming {
+	stream, _ := a.req.JSON["stream"].(bool)
+	if s.bedrock {
+		stream = strings.HasSuffix(a.req.Path, BedrockStreamSuffix)
+	}
+	if stream && !resp.NonStreaming {
 		s.streamAnthropic(ctx, w, aa, resp)
 	} else {
 		s.completeAnthropic(ctx, w, aa, resp)
@@ -113,6 +120,9 @@ func (s *Server) respondAnthropic(ctx context.Context, w http.ResponseWriter, a 
 // streamAnthropic sends a Messages event stream.
 func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
 	send, rc := startStream(w, resp)
+	if s.bedrock {
+		send, rc = startBedrockStream(w, resp)
+	}
 	cutStream := func(how CutMode) {
 		if how == CutError {
 			send(messages.EventError, marshal(anthropicMidStreamError))

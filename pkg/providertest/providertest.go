@@ -52,7 +52,10 @@ const midStreamError = `{"error":{"message":"scripted mid-stream error","type":"
 // Request is one call as the server received it.
 type Request struct {
 	Header http.Header
-	Body   []byte
+	// Path is the request's path, decoded (a Bedrock call's names its
+	// model: /model/<id>/invoke-with-response-stream).
+	Path string
+	Body []byte
 	// JSON is Body decoded, or nil if Body is not a JSON object.
 	JSON map[string]any
 }
@@ -185,10 +188,12 @@ type Server struct {
 	anthropic bool
 	// responses is true for a server made by NewResponses.
 	responses bool
-	path      string
-	url       string
-	srv       *http.Server
-	served    chan struct{} // closed when Serve has returned
+	// bedrock is true for a server made by NewBedrock (anthropic is too).
+	bedrock bool
+	path    string
+	url     string
+	srv     *http.Server
+	served  chan struct{} // closed when Serve has returned
 	// done is closed by Close, to wake handlers that wait (delays, Hang,
 	// CutStall) so that Close never waits on a hung request.
 	done      chan struct{}
@@ -211,6 +216,7 @@ type Server struct {
 // demand so that every caller gets its own copy.
 type recorded struct {
 	header http.Header
+	path   string
 	body   []byte
 }
 
@@ -228,6 +234,7 @@ const (
 	chatProtocol protocol = iota
 	messagesProtocol
 	responsesProtocol
+	bedrockProtocol
 )
 
 func start(tb testing.TB, p protocol) *Server {
@@ -237,8 +244,9 @@ func start(tb testing.TB, p protocol) *Server {
 		tb.Fatalf("providertest: listen: %v", err)
 	}
 	s := &Server{
-		anthropic: p == messagesProtocol,
+		anthropic: p == messagesProtocol || p == bedrockProtocol,
 		responses: p == responsesProtocol,
+		bedrock:   p == bedrockProtocol,
 		path:      Path,
 		url:       "http://" + ln.Addr().String() + "/v1",
 		served:    make(chan struct{}),
@@ -249,6 +257,8 @@ func start(tb testing.TB, p protocol) *Server {
 		s.path, s.url = AnthropicPath, "http://"+ln.Addr().String()
 	case responsesProtocol:
 		s.path = ResponsesPath
+	case bedrockProtocol:
+		s.path, s.url = "", "http://"+ln.Addr().String()
 	}
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(s.serveHTTP),
@@ -311,6 +321,7 @@ func (s *Server) Requests() []Request {
 	out := make([]Request, len(s.reqs))
 	for i, r := range s.reqs {
 		out[i] = newRequest(r.header, r.body)
+		out[i].Path = r.path
 	}
 	return out
 }
@@ -343,7 +354,7 @@ func newRequest(h http.Header, body []byte) Request {
 
 // arrive counts and records a call and picks its answer. ok is false once
 // the server is closing.
-func (s *Server) arrive(h http.Header, body []byte) (call int, resp Response, handler func(int, Request) Response, ok bool) {
+func (s *Server) arrive(h http.Header, path string, body []byte) (call int, resp Response, handler func(int, Request) Response, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -353,7 +364,7 @@ func (s *Server) arrive(h http.Header, body []byte) (call int, resp Response, ha
 	// race with Wait.
 	s.handlers.Add(1)
 	s.calls++
-	s.reqs = append(s.reqs, recorded{header: h.Clone(), body: body})
+	s.reqs = append(s.reqs, recorded{header: h.Clone(), path: path, body: body})
 	if s.handler != nil {
 		return s.calls, Response{}, s.handler, true
 	}
@@ -366,6 +377,10 @@ func (s *Server) arrive(h http.Header, body []byte) (call int, resp Response, ha
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.bedrock {
+		s.serveBedrock(w, r)
+		return
+	}
 	if s.anthropic && r.URL.Path == CountTokensPath {
 		s.serveCountTokens(w, r)
 		return
@@ -387,13 +402,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client went away mid-request: nobody to answer
 	}
-	call, resp, handler, ok := s.arrive(r.Header, body)
+	call, resp, handler, ok := s.arrive(r.Header, r.URL.Path, body)
 	if !ok {
 		writeJSON(w, http.StatusServiceUnavailable, s.errorBody("server closing", http.StatusServiceUnavailable))
 		return
 	}
 	defer s.handlers.Done()
 	req := newRequest(r.Header, body)
+	req.Path = r.URL.Path
 	if handler != nil {
 		resp = handler(call, req)
 	}
@@ -416,10 +432,17 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, r
 	if status == 0 {
 		status = http.StatusOK
 	}
+	if s.bedrock && status == http.StatusOK && resp.Body != "" {
+		s.bedrockEvents(w, resp)
+		return
+	}
 	if resp.Body != "" || status != http.StatusOK {
 		body := []byte(resp.Body)
 		if len(body) == 0 {
 			body = s.errorBody("scripted "+strconv.Itoa(status), status)
+		}
+		if s.bedrock {
+			w.Header().Set("X-Amzn-Errortype", bedrockErrorType(status))
 		}
 		w.Header().Set("Content-Type", "application/json")
 		setHeaders(w, resp.Header)
@@ -429,6 +452,10 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, call int, r
 		return
 	}
 	a := newAnswer(call, req, resp)
+	if s.bedrock && strings.HasSuffix(req.Path, ConverseStreamSuffix) {
+		s.streamConverse(ctx, w, newAnthropicAnswer(a, resp), resp)
+		return
+	}
 	if s.anthropic {
 		s.respondAnthropic(ctx, w, a, resp)
 		return

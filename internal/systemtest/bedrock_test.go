@@ -1,0 +1,193 @@
+package systemtest_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/app"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
+	"github.com/buzzgate/buzzgate/pkg/providertest"
+)
+
+// bedrockFirst is a gateway whose model "m" routes to Claude on a fake
+// Bedrock, then to an OpenAI fake; it returns the URL, both fakes, and the
+// gateway's log and EMF metric lines.
+func bedrockFirst(t *testing.T) (url string, bedrock, openai *providertest.Server, logs, emf *syncBuffer) {
+	t.Helper()
+	bedrock, openai = providertest.NewBedrock(t), providertest.New(t)
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: aws, api: bedrock, aws_region: %s, base_url: %q}
+  - {name: p1, api: openai, base_url: %q}
+models:
+  - id: m
+    routes:
+      - {provider: aws, model: %q, input_price: 1, output_price: 2}
+      - {provider: p1, model: up-1, input_price: 1, output_price: 2}
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, providertest.BedrockRegion, bedrock.URL(), openai.URL(), bedrockClaude, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, emf = new(syncBuffer), new(syncBuffer)
+	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), AWSCredentials: bedrockCredentials,
+		Metrics: metrics.NewEMF(emf, "test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	return srv.URL, bedrock, openai, logs, emf
+}
+
+// TestBedrockFallback: a throttled Bedrock route falls back to the next
+// provider before any output, and the next request goes back to Bedrock;
+// on each client API.
+func TestBedrockFallback(t *testing.T) {
+	for _, api := range []struct{ name, path, body string }{
+		{"chat", "/api/v1/chat/completions", chatBody(`"stream":true`)},
+		{"messages", "/api/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"Say hello"}]}`},
+		{"responses", "/api/v1/responses", `{"model":"m","input":"Say hello"}`},
+	} {
+		t.Run(api.name, func(t *testing.T) {
+			url, bedrock, openai, _, _ := bedrockFirst(t)
+			bedrock.Script(providertest.Response{Status: 429}, providertest.Response{Text: []string{"From", " Bedrock"}})
+			first := callPath(t, url+api.path, api.body, "anthropic-version", "2023-06-01")
+			if first.status != 200 || first.provider != "p1" || first.header.Get("X-Gateway-Route-Depth") != "1" {
+				t.Fatalf("throttled Bedrock: %d from %q (depth %s): %s", first.status, first.provider, first.header.Get("X-Gateway-Route-Depth"), first.body)
+			}
+			again := callPath(t, url+api.path, api.body, "anthropic-version", "2023-06-01")
+			if again.status != 200 || again.provider != "aws" || !strings.Contains(again.body, "Bedrock") {
+				t.Fatalf("Bedrock again: %d from %q: %s", again.status, again.provider, again.body)
+			}
+			if bedrock.Calls() != 2 || openai.Calls() != 1 {
+				t.Errorf("calls: Bedrock %d, OpenAI %d; want 2, 1", bedrock.Calls(), openai.Calls())
+			}
+		})
+	}
+}
+
+// TestBedrockConfigErrorTakesRouteOut: Bedrock's AccessDeniedException (no
+// access to the model) is the operator's to fix: the request falls back,
+// the gateway logs an error naming the provider and the model and counts
+// ProviderConfigErrors, and the route stays out for the health cooldown
+// (the next request does not call it).
+func TestBedrockConfigErrorTakesRouteOut(t *testing.T) {
+	for _, status := range []int{403, 404} {
+		url, bedrock, openai, logs, emf := bedrockFirst(t)
+		bedrock.SetDefault(providertest.Response{Status: status})
+		for i := range 3 {
+			a := mustCall(t, url, chatBody(""))
+			if a.status != 200 || a.provider != "p1" {
+				t.Fatalf("%d, request %d: %d from %q: %s", status, i, a.status, a.provider, a.body)
+			}
+		}
+		if bedrock.Calls() != 1 || openai.Calls() != 3 {
+			t.Errorf("%d: calls Bedrock %d, OpenAI %d; want 1 (then out), 3", status, bedrock.Calls(), openai.Calls())
+		}
+		want := map[int]string{403: "AccessDeniedException", 404: "ResourceNotFoundException"}[status]
+		var line string
+		for l := range strings.SplitSeq(logs.String(), "\n") {
+			if strings.Contains(l, "provider configuration error") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, `"level":"ERROR"`) || !strings.Contains(line, `"provider":"aws"`) || !strings.Contains(line, `"model":"`+bedrockClaude+`"`) ||
+			!strings.Contains(line, want) || strings.Count(logs.String(), "provider configuration error") != 1 {
+			t.Errorf("%d: log:\n%s", status, logs.String())
+		}
+		if !strings.Contains(emf.String(), `"ProviderConfigErrors":1`) {
+			t.Errorf("%d: no ProviderConfigErrors metric:\n%s", status, emf.String())
+		}
+	}
+}
+
+// novaModel is a Bedrock model that is not Claude: it goes through Converse.
+const novaModel = "amazon.nova-pro-v1:0"
+
+// TestBedrockConverse: on a Bedrock route to a model other than Claude,
+// each client API's request, whole and streamed, is translated to a signed
+// ConverseStream call, and the Converse events come back as that API's
+// answer, priced from Converse's usage.
+func TestBedrockConverse(t *testing.T) {
+	up := providertest.NewBedrock(t)
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: aws, api: bedrock, aws_region: %s, base_url: %q}
+models:
+  - id: m
+    routes: [{provider: aws, model: %q, input_price: 1, output_price: 2}]
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, providertest.BedrockRegion, up.URL(), novaModel, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.DiscardHandler), AWSCredentials: bedrockCredentials})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	for _, c := range []struct{ name, path, body, text string }{
+		{"chat", "/api/v1/chat/completions", chatBody(`"user":"u-1"`), `"content":"Hello world"`},
+		{"chat stream", "/api/v1/chat/completions", chatBody(`"stream":true,"stream_options":{"include_usage":true}`), `"content":" world"`},
+		{"messages", "/api/v1/messages", `{"model":"m","max_tokens":50,"system":"Be brief.","messages":[{"role":"user","content":"Say hello"}]}`, `"text":"Hello world"`},
+		{"messages stream", "/api/v1/messages", `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Say hello"}]}`, `"text":" world"`},
+		{"responses", "/api/v1/responses", `{"model":"m","input":"Say hello"}`, `"text":"Hello world"`},
+		{"responses stream", "/api/v1/responses", `{"model":"m","input":"Say hello","stream":true}`, `"delta":" world"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := up.Calls()
+			r := callPath(t, srv.URL+c.path, c.body, "anthropic-version", "2023-06-01")
+			if r.status != 200 || r.provider != "aws" || !strings.Contains(r.body, c.text) {
+				t.Fatalf("%d from %q: %s", r.status, r.provider, r.body)
+			}
+			// 10 prompt tokens at 1 USD and 2 completion tokens at 2 USD a
+			// million: the usage Converse's metadata event reported.
+			if cost, err := costIn(r.body); err != nil || cost != 0.000014 {
+				t.Errorf("cost %v (%v), want 0.000014", cost, err)
+			}
+			if up.Calls() != before+1 {
+				t.Fatalf("%d Bedrock calls, want 1", up.Calls()-before)
+			}
+			req := up.Requests()[before]
+			if req.Path != "/model/"+novaModel+providertest.ConverseStreamSuffix {
+				t.Errorf("Bedrock call %s", req.Path)
+			}
+			msgs, _ := json.Marshal(req.JSON["messages"])
+			if string(msgs) != `[{"content":[{"text":"Say hello"}],"role":"user"}]` {
+				t.Errorf("Converse messages %s", msgs)
+			}
+		})
+	}
+	if r := callPath(t, srv.URL+"/api/v1/chat/completions", chatBody(`"n":2`)); r.status != 400 || !strings.Contains(r.body, "n is not supported on Bedrock Converse") || up.Calls() != 6 {
+		t.Errorf("n=2: %d %s, %d Bedrock calls; want a 400 before any call", r.status, r.body, up.Calls())
+	}
+}
+
+// TestBedrockReplay: a keyed request answered by Bedrock, Claude or
+// Converse, is answered again from its record: one Bedrock call, the same
+// body, Idempotency-Replayed.
+func TestBedrockReplay(t *testing.T) {
+	url, bedrock, _, _, _ := bedrockFirst(t)
+	for i, body := range []string{
+		`{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Say hello"}]}`,
+		`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"Say hello"}]}`,
+	} {
+		key := fmt.Sprintf("bedrock-replay-%d", i)
+		first := callPath(t, url+"/api/v1/messages", body, "Idempotency-Key", key, "anthropic-version", "2023-06-01")
+		again := callPath(t, url+"/api/v1/messages", body, "Idempotency-Key", key, "anthropic-version", "2023-06-01")
+		if first.status != 200 || first.provider != "aws" || again.status != 200 || again.body != first.body ||
+			again.header.Get("Idempotency-Replayed") != "true" || bedrock.Calls() != i+1 {
+			t.Errorf("%d: first %d from %q, again %d (replayed %q, same body %v), %d Bedrock calls",
+				i, first.status, first.provider, again.status, again.header.Get("Idempotency-Replayed"), again.body == first.body, bedrock.Calls())
+		}
+	}
+}

@@ -1,0 +1,99 @@
+// Package bedrock is the adapter of an api: bedrock provider, AWS Bedrock
+// Runtime, through the AWS SDK for Go v2 (github.com/aws/aws-sdk-go-v2/
+// service/bedrockruntime). Calls are signed with the SDK's default
+// credential chain (the function's role under Lambda; the environment or a
+// profile locally); there is no API key.
+//
+// A Claude model (IsClaude) speaks Anthropic Messages: a Messages client's
+// request passes through as on an anthropic provider, and every other is
+// translated as for one, by an anthropic adapter whose transport is
+// ClaudeTransport (InvokeModelWithResponseStream). Every other model goes
+// through ConverseStream, translated from and to Chat Completions.
+//
+// The SDK's own retries are off: the router alone decides what is called
+// again. Bedrock's failures are classified as an HTTP upstream's are (see
+// Status): throttling is a 429, a validation error the provider's 400, a
+// missing model or access to it a configuration error.
+package bedrock
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// NewRuntime is a Bedrock Runtime client for region: credentials from
+// creds, or the SDK's default chain when nil; endpoint, when not empty, in
+// place of the region's; no retries. Calls go through hc when not nil,
+// else through the SDK's own client, which honours AWS_CA_BUNDLE and the
+// proxy variables (a POST it never sends twice).
+func NewRuntime(ctx context.Context, region, endpoint string, hc *http.Client, creds aws.CredentialsProvider) (*bedrockruntime.Client, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(region),
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+	}
+	if creds != nil {
+		opts = append(opts, config.WithCredentialsProvider(creds))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		if hc != nil {
+			o.HTTPClient = hc
+		}
+	}), nil
+}
+
+// Client is an api: bedrock provider.
+type Client struct {
+	name    string
+	runtime *bedrockruntime.Client
+	claude  llm.Provider
+	now     func() time.Time
+}
+
+// New is the provider called name: Claude models through claude (an
+// anthropic adapter over ClaudeTransport{runtime}), the others through
+// runtime's ConverseStream.
+func New(name string, runtime *bedrockruntime.Client, claude llm.Provider) *Client {
+	return &Client{name: name, runtime: runtime, claude: claude, now: time.Now}
+}
+
+// Name is the provider's name.
+func (c *Client) Name() string { return c.name }
+
+// NativeFor is Messages for a Claude model, Chat Completions (translated to
+// Converse) for any other.
+func (c *Client) NativeFor(model string) llm.Proto {
+	if IsClaude(model) {
+		return llm.ProtoMessages
+	}
+	return llm.ProtoChat
+}
+
+// ChatStream calls req.Model: a Claude model through the Messages adapter,
+// any other through ConverseStream.
+func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
+	if IsClaude(req.Model) {
+		var failure string
+		s, err := c.claude.ChatStream(context.WithValue(ctx, failureKey{}, &failure), req)
+		var pe *llm.ProviderError
+		if err != nil && failure != "" && errors.As(err, &pe) && pe.Class != llm.FailRejected {
+			pe.Message = failure // Bedrock's own words: AccessDeniedException: ...
+		}
+		return s, err
+	}
+	return c.converseStream(ctx, req)
+}
