@@ -211,38 +211,63 @@ func TestFunctionEnvironment(t *testing.T) {
 			if s, ok := v.(string); ok && literalKey.MatchString(s) {
 				t.Errorf("%s: %s looks like a key in plain text", id, name)
 			}
-			if text, _ := subText(v); kind == kindSweep && strings.Contains(text, "{{resolve:") {
-				// Reconcile calls no provider and hashes no API key.
-				t.Errorf("%s: %s: the sweep needs no secret", id, name)
-				continue
+			if secretVarName.MatchString(name) && v != "" {
+				// Declared empty at most (for SAM CLI's --env-vars); in AWS
+				// the value comes from the secret at run time.
+				t.Errorf("%s: %s = %v: a secret's variable must be empty in the template", id, name, v)
 			}
-			if !secretVarName.MatchString(name) {
-				continue
-			}
-			if kind == kindSweep {
-				// Reconcile calls no provider and hashes no API key.
-				t.Errorf("%s: %s: the sweep needs no secret", id, name)
-				continue
-			}
-			text, ok := subText(v)
-			want := regexp.MustCompile(`^\{\{resolve:secretsmanager:\$\{ProviderSecretName\}:SecretString:` + regexp.QuoteMeta(name) + `\}\}$`)
-			if !ok || !want.MatchString(text) {
-				t.Errorf("%s: %s = %v, want !Sub \"{{resolve:secretsmanager:${ProviderSecretName}:SecretString:%s}}\" (never a key in plain text)", id, name, v, name)
+			if text, _ := subText(v); strings.Contains(text, "{{resolve:") || strings.Contains(fmt.Sprint(v), "{{resolve:") {
+				// A resolved secret is readable by whoever may read the
+				// function's configuration: the gateway reads it at run
+				// time instead (BUZZGATE_SECRET_ID).
+				t.Errorf("%s: %s resolves a secret into the environment", id, name)
 			}
 		}
-
-		// Every key the config names must reach the gateway.
+		if kind == kindAPI && !isRef(vars["BUZZGATE_SECRET_ID"], "ProviderSecretName") {
+			t.Errorf("%s: BUZZGATE_SECRET_ID = %v, want !Ref ProviderSecretName", id, vars["BUZZGATE_SECRET_ID"])
+		}
+		if _, ok := vars["BUZZGATE_SECRET_ID"]; ok && kind == kindSweep {
+			// Reconcile calls no provider and hashes no API key.
+			t.Errorf("%s: the sweep needs no secret", id)
+		}
+		// No provider's key has a variable of its own: each comes from the
+		// secret, so a new provider needs no template edit.
 		for i, p := range cfg.Providers {
-			if kind != kindAPI {
-				break
-			}
-			if p.APIKeyEnv == "" {
-				continue
-			}
-			if _, ok := vars[p.APIKeyEnv]; !ok {
-				t.Errorf("%s: deploy/config.yaml providers[%d] (%s) reads its key from %s, which the function's environment does not set", id, i, p.Name, p.APIKeyEnv)
+			if _, ok := vars[p.APIKeyEnv]; ok && p.APIKeyEnv != "" {
+				t.Errorf("%s: deploy/config.yaml providers[%d] (%s): %s is in the function's environment; it belongs in the secret", id, i, p.Name, p.APIKeyEnv)
 			}
 		}
+	}
+}
+
+// TestSecretPolicyIsLeastPrivilege: the API function may read the one
+// provider secret and do nothing else with Secrets Manager; the sweep
+// nothing at all.
+func TestSecretPolicyIsLeastPrivilege(t *testing.T) {
+	tpl := load(t)
+	found := 0
+	for _, id := range tpl.resources("AWS::Serverless::Function") {
+		for i, policy := range list(get(tpl.props(id), "Policies")) {
+			doc, _ := policy.(map[string]any)
+			for j, stmt := range list(doc["Statement"]) {
+				s, _ := stmt.(map[string]any)
+				actions, _ := stringList(s["Action"])
+				if !strings.Contains(strings.ToLower(strings.Join(actions, " ")), "secretsmanager:") {
+					continue
+				}
+				at := fmt.Sprintf("%s: Policies[%d].Statement[%d]", id, i, j)
+				text, _ := subText(s["Resource"])
+				if functionKind(t, id) != kindAPI || len(actions) != 1 || actions[0] != "secretsmanager:GetSecretValue" || s["Effect"] != "Allow" ||
+					text != "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${ProviderSecretName}-??????" {
+					t.Errorf("%s: %v, want the API function's GetSecretValue on the provider secret only", at, s)
+					continue
+				}
+				found++
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d statements read the provider secret, want 1", found)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
@@ -35,6 +36,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/provider/simulated"
 	"github.com/buzzgate/buzzgate/pkg/ratelimit"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	"github.com/buzzgate/buzzgate/pkg/secrets"
 	"github.com/buzzgate/buzzgate/pkg/tokenize"
 )
 
@@ -52,6 +54,13 @@ const (
 	EnvStage   = "BUZZGATE_STAGE"
 	// EnvKeyPepper is the secret mixed into stored API key hashes.
 	EnvKeyPepper = "BUZZGATE_KEY_PEPPER"
+	// EnvSecretID names the Secrets Manager secret holding the providers'
+	// keys and the pepper (pkg/secrets); EnvSecretRefresh is how often it
+	// is read again (a Go duration, default 5m).
+	EnvSecretID      = "BUZZGATE_SECRET_ID"
+	EnvSecretRefresh = "BUZZGATE_SECRET_REFRESH"
+	// SecretPepperName is the pepper's name in that secret.
+	SecretPepperName = "KEY_PEPPER"
 
 	DefaultAddr  = "127.0.0.1:8080"
 	DefaultTable = "buzzgate"
@@ -97,6 +106,11 @@ type Options struct {
 	// AWS SDK's default chain (the environment, a profile, the function's
 	// role).
 	AWSCredentials aws.CredentialsProvider
+	// Secrets, when set, holds the providers' keys by their api_key_env
+	// names, read at each call (a name it lacks is read from the
+	// environment); nil means the one BUZZGATE_SECRET_ID names (New), or
+	// none (FromConfig).
+	Secrets *secrets.Source
 }
 
 // New builds the gateway from the environment: BUZZGATE_CONFIG names the
@@ -129,6 +143,26 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 		opts.Metrics = m
 	}
+	if opts.Secrets == nil && getenv(EnvSecretID) != "" {
+		src, err := openSecrets(ctx, getenv, opts.Logger, opts.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		opts.Secrets = src
+	}
+	if src := opts.Secrets; src != nil {
+		// The pepper is read once: keys hashed with one pepper are not
+		// found with another, so it changes only with a restart.
+		base := getenv
+		getenv = func(k string) string {
+			if k == EnvKeyPepper {
+				if v, ok := src.Get(SecretPepperName); ok {
+					return v
+				}
+			}
+			return base(k)
+		}
+	}
 	if opts.Store == nil {
 		store, accounts, err := newStores(ctx, cfg, getenv, opts.Logger)
 		if err != nil {
@@ -137,6 +171,30 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		opts.Store, opts.Accounts = store, accounts
 	}
 	return FromConfig(cfg, opts)
+}
+
+// openSecrets reads the secret BUZZGATE_SECRET_ID names with the AWS SDK's
+// default configuration (its region and credentials).
+func openSecrets(ctx context.Context, getenv func(string) string, log *slog.Logger, m metrics.Recorder) (*secrets.Source, error) {
+	refresh := secrets.DefaultRefresh
+	if v := getenv(EnvSecretRefresh); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s=%q: want a positive duration such as 5m", EnvSecretRefresh, v)
+		}
+		refresh = d
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvSecretID, err)
+	}
+	counter, _ := m.(metrics.Counter)
+	id := getenv(EnvSecretID)
+	src, err := secrets.Open(ctx, secretsmanager.NewFromConfig(awsCfg), id, secrets.Options{Refresh: refresh, Log: log, Metrics: counter})
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: %w", EnvSecretID, id, err)
+	}
+	return src, nil
 }
 
 // newMetrics: BUZZGATE_METRICS=emf writes CloudWatch Embedded Metric Format
@@ -222,27 +280,41 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	}
 	providers := make(map[string]llm.Provider, len(cfg.Providers))
 	for _, p := range cfg.Providers {
+		// The key: from the environment once, or, with a secret, read at
+		// each call (a rotation needs no restart).
+		key, keyFn := "", func() string { return "" }
+		if p.APIKeyEnv != "" {
+			key = getenv(p.APIKeyEnv)
+			name := p.APIKeyEnv
+			keyFn = func() string {
+				if v, ok := opts.Secrets.Get(name); ok {
+					return v
+				}
+				return key
+			}
+		}
+		rotating := opts.Secrets != nil && p.APIKeyEnv != ""
 		switch p.API {
 		case "openai":
-			key := ""
-			if p.APIKeyEnv != "" {
-				key = getenv(p.APIKeyEnv)
+			var o []openai.Option
+			if rotating {
+				o = append(o, openai.WithKey(keyFn))
 			}
-			c := openai.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+			c := openai.New(p.Name, p.BaseURL, key, opts.HTTPClient, o...)
 			c.SetMaxTokensField(p.MaxTokensField)
 			providers[p.Name] = c
 		case "openai-responses":
-			key := ""
-			if p.APIKeyEnv != "" {
-				key = getenv(p.APIKeyEnv)
+			var o []openairesponses.Option
+			if rotating {
+				o = append(o, openairesponses.WithKey(keyFn))
 			}
-			providers[p.Name] = openairesponses.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+			providers[p.Name] = openairesponses.New(p.Name, p.BaseURL, key, opts.HTTPClient, o...)
 		case "anthropic":
-			key := ""
-			if p.APIKeyEnv != "" {
-				key = getenv(p.APIKeyEnv)
+			var o []anthropic.Option
+			if rotating {
+				o = append(o, anthropic.WithKey(keyFn))
 			}
-			providers[p.Name] = anthropic.New(p.Name, p.BaseURL, key, opts.HTTPClient)
+			providers[p.Name] = anthropic.New(p.Name, p.BaseURL, key, opts.HTTPClient, o...)
 		case "bedrock":
 			rt, err := bedrock.NewRuntime(context.Background(), p.AWSRegion, p.BaseURL, opts.HTTPClient, opts.AWSCredentials)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
@@ -113,5 +114,46 @@ projects:
 	}
 	if reqs[0].JSON["model"] != "y-upstream" || reqs[0].JSON["input"] == nil || reqs[0].JSON["store"] != false {
 		t.Errorf("the upstream received %s, want a Responses request for y-upstream", reqs[0].Body)
+	}
+}
+
+// TestSecretPepper: with BUZZGATE_SECRET_ID, the pepper comes from the
+// secret's KEY_PEPPER (not BUZZGATE_KEY_PEPPER): a config key's id is
+// derived with it.
+func TestSecretPepper(t *testing.T) {
+	sm := providertest.NewSecretsManager(t)
+	sm.Set("buzzgate/providers", `{"KEY_PEPPER":"pepper-from-the-secret"}`)
+	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", sm.URL())
+	t.Setenv("AWS_REGION", providertest.BedrockRegion)
+	t.Setenv("AWS_ACCESS_KEY_ID", providertest.BedrockAccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", providertest.BedrockSecretAccessKey)
+	t.Setenv("AWS_CA_BUNDLE", "")
+	a, err := New(context.Background(), Options{Getenv: env(map[string]string{
+		EnvSecretID: "buzzgate/providers", EnvKeyPepper: "pepper-from-the-environment"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/chat/completions", strings.NewReader(`{"model":"demo/chat","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-demo")
+	w := httptest.NewRecorder()
+	a.Handler.ServeHTTP(w, req)
+	if err := a.Finisher.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req = httptest.NewRequest(http.MethodGet, "/api/v1/usage", nil)
+	req.Header.Set("Authorization", "Bearer sk-demo")
+	w = httptest.NewRecorder()
+	a.Handler.ServeHTTP(w, req)
+	want := billing.ConfigKeyID([]byte("pepper-from-the-secret"), "sk-demo")
+	if w.Code != 200 || !strings.Contains(w.Body.String(), want) || sm.Calls() != 1 {
+		t.Errorf("usage %d %s; want the key id %s (the secret's pepper), %d reads", w.Code, w.Body, want, sm.Calls())
+	}
+	if _, err := New(context.Background(), Options{Getenv: env(map[string]string{EnvSecretID: "missing"})}); err == nil ||
+		!strings.Contains(err.Error(), `BUZZGATE_SECRET_ID="missing": secret missing:`) {
+		t.Errorf("a missing secret: %v", err)
+	}
+	if _, err := New(context.Background(), Options{Getenv: env(map[string]string{EnvSecretID: "x", EnvSecretRefresh: "soon"})}); err == nil ||
+		!strings.Contains(err.Error(), `BUZZGATE_SECRET_REFRESH="soon"`) {
+		t.Errorf("a bad refresh: %v", err)
 	}
 }

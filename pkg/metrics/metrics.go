@@ -57,6 +57,7 @@ const (
 	MetricRouteDepth             = "RouteDepth"             // None; only when a provider answered
 	MetricProviderErrors         = "ProviderErrors"         // Count: failed provider calls
 	MetricProviderConfigErrors   = "ProviderConfigErrors"   // Count: provider calls failed for the provider's configuration
+	MetricSecretRefreshFailures  = "SecretRefreshFailures"  // Count: failed reads of the provider secret (the last good value kept)
 	MetricLatency                = "Latency"                // Milliseconds, always
 	MetricTimeToFirstToken       = "TimeToFirstToken"       // Milliseconds; only when a provider answered
 	MetricCost                   = "Cost"                   // None (USD); only when > 0
@@ -191,6 +192,22 @@ func (e *EMF) Record(r Request) {
 		bufPool.Put(bp)
 	}
 }
+
+// Counter records a count that is not a request's: a background task's
+// outcome. EMF implements it; Discard too.
+type Counter interface {
+	Count(metric string, n float64)
+}
+
+// Count writes one line with metric = n (unit Count) on the Stage
+// dimension.
+func (e *EMF) Count(name string, n float64) {
+	ms := [1]metric{{name, unitCount, n}}
+	e.write(e.appendLine(nil, e.now().UnixMilli(), `[["`+DimStage+`"]]`, ms[:]))
+}
+
+// Count does nothing.
+func (Discard) Count(string, float64) {}
 
 // write writes b, a run of newline-terminated lines, one Write per line.
 func (e *EMF) write(b []byte) {

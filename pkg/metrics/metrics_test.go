@@ -713,3 +713,15 @@ func BenchmarkRecord(b *testing.B) {
 		})
 	})
 }
+
+// TestCount: a count of its own is one line on the Stage dimension.
+func TestCount(t *testing.T) {
+	var b bytes.Buffer
+	e := NewEMF(&b, "prod")
+	e.now = func() time.Time { return time.UnixMilli(1700000000000) }
+	e.Count(MetricSecretRefreshFailures, 1)
+	want := `{"_aws":{"Timestamp":1700000000000,"CloudWatchMetrics":[{"Namespace":"Buzzgate","Dimensions":[["Stage"]],"Metrics":[{"Name":"SecretRefreshFailures","Unit":"Count"}]}]},"Stage":"prod","SecretRefreshFailures":1}` + "\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -78,7 +78,7 @@ func (s *Server) serveBedrock(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	if err := verifySigV4(r, body); err != nil {
+	if err := verifySigV4(r, body, "bedrock"); err != nil {
 		w.Header().Set("X-Amzn-Errortype", "InvalidSignatureException")
 		writeJSON(w, http.StatusForbidden, marshal(map[string]string{"message": err.Error()}))
 		return
@@ -138,10 +138,10 @@ func bedrockErrorType(status int) string {
 	return "InternalServerException"
 }
 
-// verifySigV4 computes r's Signature Version 4 again, with the SDK's
-// signer, BedrockCredentials, the headers r says it signed and the time it
-// says it was signed at, and compares it with r's.
-func verifySigV4(r *http.Request, body []byte) error {
+// verifySigV4 computes r's Signature Version 4 for service again, with the
+// SDK's signer, BedrockCredentials and BedrockRegion, the headers r says it
+// signed and the time it says it was signed at, and compares it with r's.
+func verifySigV4(r *http.Request, body []byte, service string) error {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
 		return errors.New("missing authentication token")
@@ -156,8 +156,8 @@ func verifySigV4(r *http.Request, body []byte) error {
 		fields[k] = v
 	}
 	scope := strings.Split(fields["Credential"], "/")
-	if len(scope) != 5 || scope[0] != BedrockAccessKeyID || scope[2] != BedrockRegion || scope[3] != "bedrock" || scope[4] != "aws4_request" {
-		return fmt.Errorf("credential scope %q is not %s/<date>/%s/bedrock/aws4_request", fields["Credential"], BedrockAccessKeyID, BedrockRegion)
+	if len(scope) != 5 || scope[0] != BedrockAccessKeyID || scope[2] != BedrockRegion || scope[3] != service || scope[4] != "aws4_request" {
+		return fmt.Errorf("credential scope %q is not %s/<date>/%s/%s/aws4_request", fields["Credential"], BedrockAccessKeyID, BedrockRegion, service)
 	}
 	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
 	if err != nil {
@@ -176,7 +176,7 @@ func verifySigV4(r *http.Request, body []byte) error {
 		}
 	}
 	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(context.Background(), BedrockCredentials, again, hex.EncodeToString(sum[:]), "bedrock", BedrockRegion, at); err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), BedrockCredentials, again, hex.EncodeToString(sum[:]), service, BedrockRegion, at); err != nil {
 		return err
 	}
 	if got := again.Header.Get("Authorization"); got != auth {

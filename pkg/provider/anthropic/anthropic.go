@@ -46,9 +46,11 @@ type Client struct {
 	name     string
 	endpoint string
 	apiKey   string
-	hc       *http.Client
-	urlErr   error
-	now      func() time.Time
+	// cred, when set, gives the key at each call (WithKey).
+	cred   *upstream.Credential
+	hc     *http.Client
+	urlErr error
+	now    func() time.Time
 }
 
 // Option configures a Client.
@@ -57,6 +59,25 @@ type Option func(*Client)
 // WithClock sets the clock whose time becomes the chunks' "created" (the
 // Messages API sends none). The default is time.Now.
 func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
+
+// WithKey reads the key with get at each call, in place of New's apiKey:
+// a key rotated while the gateway runs is used from the next call on.
+func WithKey(get func() string) Option {
+	return func(c *Client) { c.cred = upstream.NewCredential("", get) }
+}
+
+// setKey sets the x-api-key header of a call.
+func (c *Client) setKey(h http.Header) {
+	if c.cred != nil {
+		if v := c.cred.Value(); v != nil {
+			h["X-Api-Key"] = v
+		}
+		return
+	}
+	if c.apiKey != "" {
+		h.Set("X-Api-Key", c.apiKey)
+	}
+}
 
 // New returns the upstream called name at baseURL, the API root such as
 // "https://api.anthropic.com" (requests go to baseURL + "/v1/messages"),
@@ -126,9 +147,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 			}
 		}
 	}
-	if c.apiKey != "" {
-		h.Set("X-Api-Key", c.apiKey)
-	}
+	c.setKey(h)
 	resp, err := upstream.Send(c.hc, httpReq)
 	if err != nil {
 		if ctx.Err() != nil {

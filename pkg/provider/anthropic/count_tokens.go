@@ -55,9 +55,7 @@ func (c *Client) CountTokens(ctx context.Context, req *llm.TokenCountRequest) (*
 	for _, b := range req.Beta {
 		h.Add("Anthropic-Beta", b)
 	}
-	if c.apiKey != "" {
-		h.Set("X-Api-Key", c.apiKey)
-	}
+	c.setKey(h)
 	resp, err := upstream.Send(c.hc, httpReq)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -41,6 +41,8 @@ type Client struct {
 	name     string
 	endpoint string
 	auth     string // the Authorization header, or "" for none
+	// cred, when set, gives the key at each call (WithKey).
+	cred *upstreamhttp.Credential
 	// authValue is auth as a header value, made once.
 	authValue []string
 	hc        *http.Client
@@ -91,14 +93,26 @@ func (c *Client) upstreamBody(req *llm.UpstreamRequest) [][]byte {
 // "https://api.openai.com/v1", no trailing slash), authenticated with apiKey
 // when it is not empty. hc nil means a shared client with a connection pool
 // sized for a gateway. Redirects are never followed, whichever client is used.
-func New(name, baseURL, apiKey string, hc *http.Client) *Client {
+func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client {
 	c := &Client{name: name, hc: upstreamhttp.HTTPClient(hc)}
 	c.endpoint, c.urlErr = upstreamhttp.Endpoint(baseURL, "/chat/completions")
 	if apiKey != "" {
 		c.auth = "Bearer " + apiKey
 		c.authValue = []string{c.auth}
 	}
+	for _, o := range opts {
+		o(c)
+	}
 	return c
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithKey reads the key with get at each call, in place of New's apiKey:
+// a key rotated while the gateway runs is used from the next call on.
+func WithKey(get func() string) Option {
+	return func(c *Client) { c.cred = upstreamhttp.NewCredential("Bearer ", get) }
 }
 
 // Name returns the upstream's name.
@@ -133,8 +147,12 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	// still sees at most one request.
 	// The same header values for every request: one map, no per-request
 	// value slices (the transport only reads them).
-	if c.auth != "" {
-		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept, "Authorization": c.authValue}
+	auth := c.authValue
+	if c.cred != nil {
+		auth = c.cred.Value()
+	}
+	if auth != nil {
+		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept, "Authorization": auth}
 	} else {
 		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept}
 	}

@@ -36,9 +36,11 @@ type Client struct {
 	// authValue is the Authorization header's value, made once; nil for
 	// no key.
 	authValue []string
-	hc        *http.Client
-	urlErr    error // a baseURL that cannot be used fails every call
-	now       func() time.Time
+	// cred, when set, gives the key at each call (WithKey).
+	cred   *upstream.Credential
+	hc     *http.Client
+	urlErr error // a baseURL that cannot be used fails every call
+	now    func() time.Time
 }
 
 // New returns the upstream called name at baseURL (such as
@@ -46,13 +48,25 @@ type Client struct {
 // authenticated with apiKey as a Bearer token when it is not empty. hc nil
 // means the shared client with a connection pool sized for a gateway.
 // Redirects are never followed, whichever client is used.
-func New(name, baseURL, apiKey string, hc *http.Client) *Client {
+func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client {
 	c := &Client{name: name, hc: upstream.HTTPClient(hc), now: time.Now}
 	c.endpoint, c.urlErr = upstream.Endpoint(baseURL, "/responses")
 	if apiKey != "" {
 		c.authValue = []string{"Bearer " + apiKey}
 	}
+	for _, o := range opts {
+		o(c)
+	}
 	return c
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithKey reads the key with get at each call, in place of New's apiKey:
+// a key rotated while the gateway runs is used from the next call on.
+func WithKey(get func() string) Option {
+	return func(c *Client) { c.cred = upstream.NewCredential("Bearer ", get) }
 }
 
 // Name returns the upstream's name.
@@ -134,8 +148,12 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		}
 	}
 	h["Content-Type"], h["Accept"] = jsonType, sseAccept
-	if c.authValue != nil {
-		h["Authorization"] = c.authValue
+	auth := c.authValue
+	if c.cred != nil {
+		auth = c.cred.Value()
+	}
+	if auth != nil {
+		h["Authorization"] = auth
 	}
 	httpReq.Header = h
 	resp, err := upstream.Send(c.hc, httpReq)
