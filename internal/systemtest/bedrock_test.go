@@ -19,6 +19,12 @@ import (
 // gateway's log and EMF metric lines.
 func bedrockFirst(t *testing.T) (url string, bedrock, openai *providertest.Server, logs, emf *syncBuffer) {
 	t.Helper()
+	return bedrockFirstModel(t, bedrockClaude)
+}
+
+// bedrockFirstModel is bedrockFirst with the Bedrock route's model.
+func bedrockFirstModel(t *testing.T, model string) (url string, bedrock, openai *providertest.Server, logs, emf *syncBuffer) {
+	t.Helper()
 	bedrock, openai = providertest.NewBedrock(t), providertest.New(t)
 	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
   - {name: aws, api: bedrock, aws_region: %s, base_url: %q}
@@ -31,7 +37,7 @@ models:
 projects:
   - id: proj
     keys: [{key: %s}]
-`, providertest.BedrockRegion, bedrock.URL(), openai.URL(), bedrockClaude, testKey))
+`, providertest.BedrockRegion, bedrock.URL(), openai.URL(), model, testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,5 +195,57 @@ func TestBedrockReplay(t *testing.T) {
 			t.Errorf("%d: first %d from %q, again %d (replayed %q, same body %v), %d Bedrock calls",
 				i, first.status, first.provider, again.status, again.header.Get("Idempotency-Replayed"), again.body == first.body, bedrock.Calls())
 		}
+	}
+}
+
+// TestBedrockCuts: on both Bedrock paths (Claude's chunks, Converse's
+// events), a stream cut before any output falls back to the next route; one
+// cut after output (a reset connection, an exception in the stream) ends
+// the answer as any provider's does: the text produced reaches the client,
+// then the error, with the usage; no fallback.
+func TestBedrockCuts(t *testing.T) {
+	for _, model := range []string{bedrockClaude, novaModel} {
+		t.Run(model, func(t *testing.T) {
+			for _, how := range []providertest.CutMode{providertest.CutReset, providertest.CutError} {
+				url, bedrock, openai, _, _ := bedrockFirstModel(t, model)
+				bedrock.Script(providertest.Response{Text: []string{"a", "b"}, Cut: &providertest.Cut{After: 0, How: providertest.CutReset}},
+					providertest.Response{Text: []string{"one", " two", " three"}, Cut: &providertest.Cut{After: 2, How: how}})
+				before := mustCall(t, url, chatBody(`"stream":true`))
+				if before.status != 200 || before.provider != "p1" {
+					t.Fatalf("cut before output: %d from %q", before.status, before.provider)
+				}
+				after := mustCall(t, url, chatBody(`"stream":true,"stream_options":{"include_usage":true}`))
+				if after.status != 200 || after.provider != "aws" {
+					t.Fatalf("cut after output: %d from %q", after.status, after.provider)
+				}
+				var text strings.Builder
+				finish, usage := "", false
+				for ev := range strings.SplitSeq(after.body, "\n\n") {
+					var ch struct {
+						Choices []struct {
+							Delta        struct{ Content string } `json:"delta"`
+							FinishReason *string                  `json:"finish_reason"`
+						} `json:"choices"`
+						Usage json.RawMessage `json:"usage"`
+					}
+					if json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &ch) != nil {
+						continue
+					}
+					for _, c := range ch.Choices {
+						text.WriteString(c.Delta.Content)
+						if c.FinishReason != nil {
+							finish = *c.FinishReason
+						}
+					}
+					usage = usage || (len(ch.Usage) > 0 && string(ch.Usage) != "null")
+				}
+				if text.String() != "one two" || finish != "error" || !usage {
+					t.Errorf("cut %d after output: text %q, finish %q, usage %v:\n%s", how, text.String(), finish, usage, after.body)
+				}
+				if bedrock.Calls() != 2 || openai.Calls() != 1 {
+					t.Errorf("cut %d: calls Bedrock %d, OpenAI %d; want 2, 1 (no fallback after output)", how, bedrock.Calls(), openai.Calls())
+				}
+			}
+		})
 	}
 }
