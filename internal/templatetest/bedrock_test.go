@@ -63,3 +63,22 @@ func TestBedrockPolicyIsLeastPrivilege(t *testing.T) {
 		t.Errorf("%d Bedrock statements, want 1 on the API function", found)
 	}
 }
+
+// TestDashboardShowsEveryAlarm: the dashboard's alarm widget lists every
+// alarm the template defines.
+func TestDashboardShowsEveryAlarm(t *testing.T) {
+	tpl := load(t)
+	body, ok := subText(tpl.props(tpl.one(t, "AWS::CloudWatch::Dashboard"))["DashboardBody"])
+	if !ok {
+		t.Fatal("no DashboardBody")
+	}
+	alarms := tpl.resources("AWS::CloudWatch::Alarm")
+	if len(alarms) == 0 {
+		t.Fatal("no alarms")
+	}
+	for _, id := range alarms {
+		if !strings.Contains(body, "${"+id+".Arn}") {
+			t.Errorf("alarm %s is not on the dashboard", id)
+		}
+	}
+}
