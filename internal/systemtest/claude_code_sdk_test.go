@@ -118,7 +118,18 @@ func nodeSDKClaudeCode(t *testing.T, route string) {
 // tools, betas) passes through an anthropic route member for member, and
 // the SDK reads the provider's events, thinking and signature included.
 func TestGoSDKClaudeCodeOnAnthropicRoute(t *testing.T) {
-	url, claude, openai := pairGateway(t, "anthropic")
+	goSDKClaudeCode(t, "anthropic")
+}
+
+// TestGoSDKClaudeCodeOnBedrockRoute: the same turn through a Bedrock Claude
+// route: Bedrock gets every member as the SDK wrote it but model and
+// stream, with anthropic_version and the betas in anthropic_beta.
+func TestGoSDKClaudeCodeOnBedrockRoute(t *testing.T) {
+	goSDKClaudeCode(t, "bedrock")
+}
+
+func goSDKClaudeCode(t *testing.T, route string) {
+	url, claude, openai := pairGateway(t, route)
 	claude.SetDefault(providertest.Response{Body: claudeStream, Header: map[string]string{"Content-Type": "text/event-stream"}})
 	var sent [][]byte
 	record := option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
@@ -175,7 +186,17 @@ func TestGoSDKClaudeCodeOnAnthropicRoute(t *testing.T) {
 		t.Fatalf("SDK sent %d, upstream calls anthropic %d, openai %d; want 1, 1, 0", len(sent), claude.Calls(), openai.Calls())
 	}
 	up := claude.Requests()[0]
-	sameMembers(t, up.Body, sent[0], map[string]string{"model": `"claude-x"`, "stream": "true"})
+	betas := up.Header.Get("Anthropic-Beta")
+	if route == "bedrock" {
+		var body struct {
+			Beta []string `json:"anthropic_beta"`
+		}
+		json.Unmarshal(up.Body, &body)
+		betas = strings.Join(body.Beta, ",")
+		sameMembers(t, up.Body, sent[0], map[string]string{"model": "", "stream": "", "anthropic_version": `"bedrock-2023-05-31"`, "anthropic_beta": "*"})
+	} else {
+		sameMembers(t, up.Body, sent[0], map[string]string{"model": `"claude-x"`, "stream": "true"})
+	}
 	for _, f := range []string{"thinking", "output_config", "context_management", "metadata", "system", "tools"} {
 		if _, ok := up.JSON[f]; !ok {
 			t.Errorf("the upstream got no %s", f)
@@ -185,8 +206,8 @@ func TestGoSDKClaudeCodeOnAnthropicRoute(t *testing.T) {
 		!strings.Contains(string(up.Body), `"signature":"EqQBCkYIBxgCKkA-example-signature"`) {
 		t.Errorf("upstream messages: %v", up.JSON["messages"])
 	}
-	if b := up.Header.Get("Anthropic-Beta"); !strings.Contains(b, "claude-code-20250219") || !strings.Contains(b, "effort-2025-11-24") {
-		t.Errorf("upstream anthropic-beta %q", b)
+	if !strings.Contains(betas, "claude-code-20250219") || !strings.Contains(betas, "effort-2025-11-24") {
+		t.Errorf("upstream betas %q", betas)
 	}
 	if len(types) != 16 || types[13] != "future_event" {
 		t.Errorf("SDK events %v", types)
