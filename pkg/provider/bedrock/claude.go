@@ -59,6 +59,11 @@ func (t ClaudeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.Method != http.MethodPost || req.URL.Path != "/v1/messages" {
+		// Only generation goes to Bedrock this way: anything else (a
+		// count_tokens call) must never become one.
+		return status(req, http.StatusNotFound, "not_found_error", "not served on Bedrock: "+req.URL.Path), nil
+	}
 	var head struct {
 		Model string `json:"model"`
 	}

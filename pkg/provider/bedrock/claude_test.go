@@ -182,6 +182,19 @@ func TestClaudeTransportFailures(t *testing.T) {
 		t.Errorf("a stream with an exception:\n%s", b)
 	}
 
+	// A call other than a generation is never sent as one.
+	up, tr = fake(t, nil)
+	count := messagesCall(t, body)
+	count.URL.Path = "/v1/messages/count_tokens"
+	resp, err = tr.RoundTrip(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || up.Calls() != 0 {
+		t.Errorf("count_tokens: %d, %d Bedrock calls; want 404 and none", resp.StatusCode, up.Calls())
+	}
+
 	up, tr = fake(t, credentials.NewStaticCredentialsProvider(providertest.BedrockAccessKeyID, "not-the-secret", ""))
 	resp, err = tr.RoundTrip(messagesCall(t, body))
 	if err != nil {
