@@ -658,6 +658,27 @@ func TestRateLimits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("every kind of answer", func(t *testing.T) {
+		// Streams and the Responses API carry the headers as whole Chat
+		// answers do (Messages also Anthropic's), each counted.
+		g := newGateway(t, setup{now: withinOneMinute(), projectYAML: "    rpm: 10\n    tpm: 100000\n"})
+		for i, c := range []struct{ path, body string }{
+			{"/api/v1/chat/completions", chatBody(`"stream":true`)},
+			{"/api/v1/messages", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+			{"/api/v1/responses", `{"model":"m","input":"hi"}`},
+			{"/api/v1/responses", `{"model":"m","input":"hi","stream":true}`},
+		} {
+			a := callPath(t, g.url+c.path, c.body)
+			h := a.header
+			if a.status != 200 || h.Get("x-ratelimit-limit-requests") != "10" || h.Get("x-ratelimit-remaining-requests") != fmt.Sprint(9-i) ||
+				h.Get("x-ratelimit-reset-requests") == "" || h.Get("x-ratelimit-limit-tokens") != "100000" || h.Get("x-ratelimit-remaining-tokens") == "" {
+				t.Errorf("%s %s: %d %v", c.path, c.body, a.status, h)
+			}
+			if strings.HasSuffix(c.path, "/messages") && (h.Get("anthropic-ratelimit-requests-remaining") != fmt.Sprint(9-i) || h.Get("anthropic-ratelimit-tokens-limit") != "100000") {
+				t.Errorf("messages stream: no Anthropic rate-limit headers: %v", h)
+			}
+		}
+	})
 	t.Run("issued key", func(t *testing.T) {
 		g := newGateway(t, setup{now: withinOneMinute()})
 		ctx := context.Background()
