@@ -249,3 +249,64 @@ func TestBedrockCuts(t *testing.T) {
 		})
 	}
 }
+
+// TestBedrockConverseFromMessages: a Messages client (a Claude Code-shaped
+// turn) on a Converse route is translated to Converse directly, so what the
+// two share reaches the model: cache_control becomes cache points after the
+// cached system block, message block and tool; thinking with its signature
+// becomes reasoning content; tool use and results carry their ids. The
+// answer comes back as an Anthropic event stream, priced from Converse's
+// usage, and the hints left out are named in x-gateway-dropped.
+func TestBedrockConverseFromMessages(t *testing.T) {
+	url, bedrock, _, _, _ := bedrockFirstModel(t, novaModel)
+	body := `{"model":"m","max_tokens":1024,"stream":true,
+		"system":[{"type":"text","text":"You are a coding agent."},{"type":"text","text":"Be terse.","cache_control":{"type":"ephemeral"}}],
+		"messages":[
+			{"role":"user","content":[{"type":"text","text":"Print a word."}]},
+			{"role":"assistant","content":[{"type":"thinking","thinking":"I will print it.","signature":"sig-123"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"echo hi"}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"hi","cache_control":{"type":"ephemeral"}}]}],
+		"tools":[{"name":"Bash","description":"Run a command.","input_schema":{"type":"object","properties":{"command":{"type":"string"}}},"cache_control":{"type":"ephemeral"}}],
+		"metadata":{"user_id":"u-1"}}`
+	a := callPath(t, url+"/api/v1/messages", body, "anthropic-version", "2023-06-01")
+	if a.status != 200 || a.provider != "aws" {
+		t.Fatalf("%d from %q: %s", a.status, a.provider, a.body)
+	}
+	var names []string
+	for ev := range strings.SplitSeq(a.body, "\n\n") {
+		if name, ok := strings.CutPrefix(ev, "event: "); ok {
+			names = append(names, name[:strings.IndexByte(name+"\n", '\n')])
+		}
+	}
+	want := "message_start content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop"
+	if got := strings.Join(names, " "); got != want || !strings.Contains(a.body, `"text":" world"`) || !strings.Contains(a.body, `"cost":`) {
+		t.Errorf("events %s, want %s:\n%s", got, want, a.body)
+	}
+	if d := a.header.Get("X-Gateway-Dropped"); !strings.Contains(d, "metadata") {
+		t.Errorf("x-gateway-dropped %q, want metadata named", d)
+	}
+	if bedrock.Calls() != 1 {
+		t.Fatalf("%d Bedrock calls", bedrock.Calls())
+	}
+	req := bedrock.Requests()[0]
+	if req.Path != "/model/"+novaModel+providertest.ConverseStreamSuffix {
+		t.Errorf("Bedrock call %s", req.Path)
+	}
+	j := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	if got := j(req.JSON["system"]); got != `[{"text":"You are a coding agent."},{"text":"Be terse."},{"cachePoint":{"type":"default"}}]` {
+		t.Errorf("system %s", got)
+	}
+	msgs, _ := req.JSON["messages"].([]any)
+	if len(msgs) != 3 {
+		t.Fatalf("messages %s", j(req.JSON["messages"]))
+	}
+	if got := j(msgs[1]); !strings.Contains(got, `"reasoningContent":{"reasoningText":{"signature":"sig-123","text":"I will print it."}}`) ||
+		!strings.Contains(got, `"toolUse":{"input":{"command":"echo hi"},"name":"Bash","toolUseId":"toolu_1"}`) {
+		t.Errorf("assistant turn %s", got)
+	}
+	if got := j(msgs[2]); !strings.Contains(got, `"toolResult":{"content":[{"text":"hi"}],"toolUseId":"toolu_1"}`) || !strings.HasSuffix(got, `{"cachePoint":{"type":"default"}}],"role":"user"}`) {
+		t.Errorf("tool result turn %s", got)
+	}
+	if got := j(req.JSON["toolConfig"]); !strings.Contains(got, `{"cachePoint":{"type":"default"}}`) || !strings.Contains(got, `"name":"Bash"`) {
+		t.Errorf("toolConfig %s", got)
+	}
+}

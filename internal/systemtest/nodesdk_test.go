@@ -231,6 +231,47 @@ func TestNodeSDKMessages(t *testing.T) {
 	}
 }
 
+// TestNodeSDKMessagesOnConverse: the same script on a Bedrock route to a
+// model that is not Claude: the SDK's message, stream, replay and conflict
+// come out as on Anthropic's API, from Converse's events translated to
+// Messages events.
+func TestNodeSDKMessagesOnConverse(t *testing.T) {
+	url, bedrock, openai, _, _ := bedrockFirstModel(t, novaModel)
+	var got struct {
+		Create struct {
+			ID, Type, Role, Text string
+			StopReason           string `json:"stop_reason"`
+			InputTokens          int    `json:"input_tokens"`
+			OutputTokens         int    `json:"output_tokens"`
+			Cost                 *float64
+		}
+		Stream struct {
+			Deltas, Text string
+			StopReason   string `json:"stop_reason"`
+			OutputTokens int    `json:"output_tokens"`
+		}
+		Replay struct {
+			First, Again  string
+			AgainReplayed *string `json:"again_replayed"`
+		}
+	}
+	runNodeSDK(t, "anthropic_messages.mjs", url, &got)
+	c := got.Create
+	if !strings.HasPrefix(c.ID, "msg_") || c.Type != "message" || c.Role != "assistant" || c.Text != "Hello world" || c.StopReason != "end_turn" ||
+		c.InputTokens != 10 || c.OutputTokens != 2 || c.Cost == nil || *c.Cost != 1.4e-05 {
+		t.Errorf("message: %+v (cost %v)", c, c.Cost)
+	}
+	if s := got.Stream; s.Deltas != "Hello world" || s.Text != "Hello world" || s.StopReason != "end_turn" || s.OutputTokens != 2 {
+		t.Errorf("stream: %+v", s)
+	}
+	if r := got.Replay; r.Again != r.First || r.AgainReplayed == nil || *r.AgainReplayed != "true" {
+		t.Errorf("replay: %+v", r)
+	}
+	if bedrock.Calls() != 3 || openai.Calls() != 0 {
+		t.Errorf("calls Bedrock %d, OpenAI %d; want 3, 0", bedrock.Calls(), openai.Calls())
+	}
+}
+
 // TestNodeSDKModels drives the Models API and token counting with the
 // official @anthropic-ai/sdk, the key in x-api-key alone (testdata/nodesdk/
 // anthropic_models.mjs says what it calls).

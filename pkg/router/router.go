@@ -569,13 +569,14 @@ type Answer struct {
 var textPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // DroppedFrom names the fields of req the answer's path left out (for
-// x-gateway-dropped and the DroppedFields metric): nothing when req passed
-// through; else the hints the client API's translation to Chat Completions
-// dropped (req.Dropped), then those the adapter's translation to its own
-// protocol did.
+// x-gateway-dropped and the DroppedFields metric): for a request that went
+// upstream in the client's own protocol, what the adapter's translation to
+// its upstream left out (nothing when it passed through as it is); else the
+// hints the client API's translation to Chat Completions dropped
+// (req.Dropped), then those the adapter's translation did.
 func (a *Answer) DroppedFrom(req *llm.ChatRequest) []string {
 	if a.Proto != llm.ProtoChat {
-		return nil
+		return a.Dropped
 	}
 	if len(a.Dropped) == 0 {
 		return req.Dropped

@@ -8,7 +8,9 @@
 // request passes through as on an anthropic provider, and every other is
 // translated as for one, by an anthropic adapter whose transport is
 // ClaudeTransport (InvokeModelWithResponseStream). Every other model goes
-// through ConverseStream, translated from and to Chat Completions.
+// through ConverseStream: a Messages client's request translated directly,
+// its answer as Messages events; any other from Chat Completions, its
+// answer as chunks.
 //
 // The SDK's own retries are off: the router alone decides what is called
 // again. Bedrock's failures are classified as an HTTP upstream's are (see
@@ -74,17 +76,16 @@ func New(name string, runtime *bedrockruntime.Client, claude llm.Provider) *Clie
 // Name is the provider's name.
 func (c *Client) Name() string { return c.name }
 
-// NativeFor is Messages for a Claude model, Chat Completions (translated to
-// Converse) for any other.
-func (c *Client) NativeFor(model string) llm.Proto {
-	if IsClaude(model) {
-		return llm.ProtoMessages
-	}
-	return llm.ProtoChat
-}
+// NativeFor is Messages for every model: a Claude model takes a Messages
+// request as Anthropic's API does; any other takes it translated to
+// Converse directly (messagesConverseInput), so that a Messages client's
+// cache points and thinking survive. Requests of the other client APIs
+// come as Chat Completions.
+func (c *Client) NativeFor(string) llm.Proto { return llm.ProtoMessages }
 
-// ChatStream calls req.Model: a Claude model through the Messages adapter,
-// any other through ConverseStream.
+// ChatStream calls req.Model: a Claude model through the Messages adapter;
+// any other through ConverseStream, from a Messages body or a Chat
+// Completions one.
 func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	if IsClaude(req.Model) {
 		var failure string
@@ -94,6 +95,9 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 			pe.Message = failure // Bedrock's own words: AccessDeniedException: ...
 		}
 		return s, err
+	}
+	if req.Proto == llm.ProtoMessages {
+		return c.messagesStream(ctx, req)
 	}
 	return c.converseStream(ctx, req)
 }

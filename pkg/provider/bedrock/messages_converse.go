@@ -1,0 +1,1081 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
+)
+
+// messagesConverseInput translates an Anthropic Messages request body (as a
+// Messages client sent it, "model" already the route's, "stream": true) into a
+// ConverseStream call of modelID (the body's "model" when modelID is empty).
+// dropped names the fields left out as mere hints, in body order, each once.
+// A field that changes the answer and that Converse cannot express is a
+// *llm.ProviderError{Class: llm.FailRejected, Message: "<field> ... is not supported on Bedrock Converse"};
+// a malformed one is refused the same way, naming it.
+//
+// The translation, field by field:
+//
+//	system: string | text blocks  → System text blocks (empty text left out)
+//	messages[] role system        → its text appended to System after the
+//	                                top-level system: its place in the
+//	                                conversation is lost, as Converse has
+//	                                system blocks only ahead of the turns
+//	messages[] role user, assistant → turns of that role; consecutive turns of
+//	                                one role merge, as Converse requires
+//	                                alternating roles; the first turn must be
+//	                                the user's
+//	  content: string             → a text block
+//	  text                        → a text block (empty text left out)
+//	  image, source base64        → an image block of its bytes (png, jpeg, gif, webp)
+//	  image, source url or file   → refused: Converse cannot fetch it
+//	  document, source text       → a text block: its title, its context and
+//	                                its data, joined by a blank line
+//	  document, other sources     → refused
+//	  tool_use                    → toolUse {toolUseId: id, name, input}
+//	  tool_result                 → toolResult {toolUseId, content: text and image
+//	                                blocks, status error when is_error}
+//	  thinking                    → reasoningContent reasoningText {text, signature}
+//	  redacted_thinking           → reasoningContent redactedContent (data, base64-decoded)
+//	  any other block type        → refused
+//	  cache_control on a block    → a cachePoint after it (after the tool_result
+//	                                for one inside a tool_result's content)
+//	tools[] {name, description, input_schema, strict} → toolSpec
+//	  cache_control               → a cachePoint tool after it
+//	  type other than custom      → dropped as tools[<type>]: a server tool (web_search_…, bash_…)
+//	                                only Anthropic runs
+//	tool_choice auto, any, tool   → auto, any, tool {name}; none → no toolConfig
+//	                                (Converse has no choice of none)
+//	max_tokens                    → inferenceConfig.maxTokens
+//	temperature, top_p            → inferenceConfig, as they are
+//	stop_sequences                → inferenceConfig.stopSequences (empty strings left out)
+//	output_config.format json_schema → outputConfig.textFormat, the schema as JSON text
+//	model, stream                 → read, not named (modelID and ConverseStream win)
+//
+// Dropped and named (hints: Converse has no counterpart, and the answer is
+// still an answer to the request): metadata, service_tier, top_k,
+// context_management, container, mcp_servers, thinking (other than
+// disabled: Converse has no reasoning field common to its models, which
+// reason or not on their own), output_config.effort, citations,
+// cache_control.ttl other than 5m (the default lifetime; a longer one is
+// left to the models that offer it), tool_choice.disable_parallel_tool_use,
+// a tool's other members (tools[].defer_loading, ...), a message's members
+// other than role and content (messages[].<name>), and any other top-level
+// field. Other members of a block are not read. A null field is an absent
+// one.
+func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
+	top, err := convObjectOf(body)
+	if err != nil {
+		return nil, nil, convRejected("the request body is not a JSON object")
+	}
+	members, err := llm.Members(body)
+	if err != nil {
+		return nil, nil, convRejected("the request body is not a JSON object")
+	}
+	if modelID == "" {
+		modelID, _ = top.str("model")
+	}
+	r := &msgConvRequest{}
+	var inf types.InferenceConfiguration
+	infSet := false
+	seen := map[string]bool{}
+	for _, m := range members {
+		k := m.Key
+		v := top[k]
+		if seen[k] || convIsNull(v) {
+			continue
+		}
+		seen[k] = true
+		switch k {
+		case "model", "stream":
+		case "max_tokens":
+			var f float64
+			if json.Unmarshal(v, &f) != nil || f < 1 || f > math.MaxInt32 || f != math.Trunc(f) {
+				return nil, nil, convRejected("max_tokens must be an integer from 1 to 2147483647")
+			}
+			inf.MaxTokens, infSet = aws.Int32(int32(f)), true
+		case "temperature", "top_p":
+			var f float64
+			if json.Unmarshal(v, &f) != nil || math.Abs(f) > math.MaxFloat32 {
+				return nil, nil, convRejected(k + " must be a number")
+			}
+			if k == "temperature" {
+				inf.Temperature = aws.Float32(float32(f))
+			} else {
+				inf.TopP = aws.Float32(float32(f))
+			}
+			infSet = true
+		case "stop_sequences":
+			var list []string
+			if json.Unmarshal(v, &list) != nil {
+				return nil, nil, convRejected("stop_sequences must be an array of strings")
+			}
+			for _, s := range list {
+				if s != "" {
+					inf.StopSequences = append(inf.StopSequences, s)
+					infSet = true
+				}
+			}
+		case "system":
+			if r.system, err = r.systemBlocks(v, "system"); err != nil {
+				return nil, nil, err
+			}
+		case "messages":
+			if err := r.conversation(v); err != nil {
+				return nil, nil, err
+			}
+		case "tools":
+			if err := r.toolSpecs(v); err != nil {
+				return nil, nil, err
+			}
+		case "tool_choice":
+			if err := r.toolChoice(v); err != nil {
+				return nil, nil, err
+			}
+		case "thinking":
+			t, err := convObjectOf(v)
+			if typ, _ := t.str("type"); err != nil || typ != "disabled" {
+				r.drop("thinking")
+			}
+		case "output_config":
+			if err := r.outputConfig(v); err != nil {
+				return nil, nil, err
+			}
+		default:
+			r.drop(k)
+		}
+	}
+
+	if len(r.turns) == 0 {
+		return nil, nil, convRejected("messages must contain at least one user or assistant message")
+	}
+	if r.turns[0].Role != types.ConversationRoleUser {
+		return nil, nil, convRejected("messages must start with a user message on Bedrock Converse")
+	}
+	in = &bedrockruntime.ConverseStreamInput{
+		ModelId:      aws.String(modelID),
+		Messages:     r.turns,
+		System:       append(r.system, r.msgSystem...),
+		OutputConfig: r.output,
+	}
+	if infSet {
+		in.InferenceConfig = &inf
+	}
+	if len(r.tools) > 0 && !r.noTools {
+		in.ToolConfig = &types.ToolConfiguration{Tools: r.tools, ToolChoice: r.choice}
+	}
+	return in, r.dropped, nil
+}
+
+// msgConvRequest is a Messages request being translated.
+type msgConvRequest struct {
+	system    []types.SystemContentBlock // the top-level system
+	msgSystem []types.SystemContentBlock // the system messages among the turns
+	turns     []types.Message
+	tools     []types.Tool
+	choice    types.ToolChoice
+	noTools   bool // tool_choice none
+	output    *types.OutputConfig
+	dropped   []string
+}
+
+// drop names a hint left out, once.
+func (r *msgConvRequest) drop(name string) {
+	if !slices.Contains(r.dropped, name) {
+		r.dropped = append(r.dropped, name)
+	}
+}
+
+// cached reports whether block b asks for a cache point after it, naming a
+// lifetime other than the default as a hint.
+func (r *msgConvRequest) cached(b convObject) bool {
+	if convIsNull(b["cache_control"]) {
+		return false
+	}
+	if c, err := convObjectOf(b["cache_control"]); err == nil {
+		if ttl, _ := c.str("ttl"); ttl != "" && ttl != "5m" {
+			r.drop("cache_control.ttl")
+		}
+	}
+	return true
+}
+
+func msgConvCachePoint() types.CachePointBlock {
+	return types.CachePointBlock{Type: types.CachePointTypeDefault}
+}
+
+// systemBlocks translates a system prompt (at is where it is): a string or
+// an array of text blocks.
+func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.SystemContentBlock, error) {
+	raw = bytes.TrimSpace(raw)
+	if convIsNull(raw) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, convRejected(at + " must be a string or an array of text blocks")
+		}
+		if s == "" {
+			return nil, nil
+		}
+		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: s}}, nil
+	}
+	list, err := convList(raw, at)
+	if err != nil {
+		return nil, convRejected(at + " must be a string or an array of text blocks")
+	}
+	var out []types.SystemContentBlock
+	for i, rawBlock := range list {
+		bat := fmt.Sprintf("%s[%d]", at, i)
+		b, err := convObjectOf(rawBlock)
+		if err != nil {
+			return nil, convRejected(bat + " must be a text block")
+		}
+		if typ, _ := b.str("type"); typ != "text" {
+			return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(typ, 64)))
+		}
+		text, err := r.text(b, bat)
+		if err != nil {
+			return nil, err
+		}
+		if text != "" {
+			out = append(out, &types.SystemContentBlockMemberText{Value: text})
+		}
+		if r.cached(b) && len(out) > 0 {
+			if _, ok := out[len(out)-1].(*types.SystemContentBlockMemberCachePoint); !ok {
+				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: msgConvCachePoint()})
+			}
+		}
+	}
+	return out, nil
+}
+
+// text is a text block's text, its citations named as a hint.
+func (r *msgConvRequest) text(b convObject, at string) (string, error) {
+	s, ok := b.str("text")
+	if !ok && !convIsNull(b["text"]) {
+		return "", convRejected(at + ".text must be a string")
+	}
+	if !convIsNull(b["citations"]) {
+		r.drop("citations")
+	}
+	return s, nil
+}
+
+// conversation translates the messages into turns (and system text).
+func (r *msgConvRequest) conversation(raw json.RawMessage) error {
+	list, err := convList(raw, "messages")
+	if err != nil {
+		return err
+	}
+	for i, rawMsg := range list {
+		at := fmt.Sprintf("messages[%d]", i)
+		m, err := convObjectOf(rawMsg)
+		if err != nil {
+			return convRejected(at + " must be an object")
+		}
+		keys, _ := llm.Members(rawMsg)
+		for _, k := range keys {
+			if k.Key != "role" && k.Key != "content" && !convIsNull(k.Value) {
+				r.drop("messages[]." + k.Key)
+			}
+		}
+		role, _ := m.str("role")
+		switch role {
+		case "system":
+			blocks, err := r.systemBlocks(m["content"], at+".content")
+			if err != nil {
+				return err
+			}
+			r.msgSystem = append(r.msgSystem, blocks...)
+		case "user", "assistant":
+			blocks, err := r.content(m["content"], at)
+			if err != nil {
+				return err
+			}
+			r.turns = convAppendTurn(r.turns, types.ConversationRole(role), blocks)
+		default:
+			return convRejected(fmt.Sprintf("%s.role %q is not supported on Bedrock Converse", at, convTruncate(role, 64)))
+		}
+	}
+	return nil
+}
+
+// content translates a message's content: a string or an array of blocks.
+func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
+	raw = bytes.TrimSpace(raw)
+	if convIsNull(raw) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, convRejected(at + ".content must be a string or an array of content blocks")
+		}
+		if s == "" {
+			return nil, nil
+		}
+		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
+	}
+	list, err := convList(raw, at+".content")
+	if err != nil {
+		return nil, convRejected(at + ".content must be a string or an array of content blocks")
+	}
+	var out []types.ContentBlock
+	for j, rawBlock := range list {
+		bat := fmt.Sprintf("%s.content[%d]", at, j)
+		b, err := convObjectOf(rawBlock)
+		if err != nil {
+			return nil, convRejected(bat + " must be a content block object")
+		}
+		block, cacheAfter, err := r.block(b, bat)
+		if err != nil {
+			return nil, err
+		}
+		if block != nil {
+			out = append(out, block)
+		}
+		if (r.cached(b) || cacheAfter) && len(out) > 0 {
+			if _, ok := out[len(out)-1].(*types.ContentBlockMemberCachePoint); !ok {
+				out = append(out, &types.ContentBlockMemberCachePoint{Value: msgConvCachePoint()})
+			}
+		}
+	}
+	return out, nil
+}
+
+// block translates one content block; nil for one left out (empty text or
+// thinking). cacheAfter is true for a tool_result whose content asks for a
+// cache point, which Converse has none of inside a tool result: it goes
+// after the result.
+func (r *msgConvRequest) block(b convObject, at string) (block types.ContentBlock, cacheAfter bool, err error) {
+	typ, _ := b.str("type")
+	switch typ {
+	case "tool_result":
+		return r.toolResult(b, at)
+	case "document":
+		block, err = r.document(b, at)
+	default:
+		block, err = r.simpleBlock(typ, b, at)
+	}
+	return block, false, err
+}
+
+// simpleBlock translates a content block that is not a tool_result or a
+// document.
+func (r *msgConvRequest) simpleBlock(typ string, b convObject, at string) (types.ContentBlock, error) {
+	switch typ {
+	case "text":
+		s, err := r.text(b, at)
+		if err != nil || s == "" {
+			return nil, err
+		}
+		return &types.ContentBlockMemberText{Value: s}, nil
+	case "image":
+		img, err := msgConvImage(b, at)
+		if err != nil {
+			return nil, err
+		}
+		return &types.ContentBlockMemberImage{Value: img}, nil
+	case "tool_use":
+		id, _ := b.str("id")
+		name, _ := b.str("name")
+		input := bytes.TrimSpace(b["input"])
+		if convIsNull(input) {
+			input = []byte("{}")
+		}
+		if input[0] != '{' {
+			return nil, convRejected(at + ".input must be a JSON object")
+		}
+		doc, err := convDocument(input, at+".input")
+		if err != nil {
+			return nil, err
+		}
+		return &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+			ToolUseId: aws.String(id), Name: aws.String(name), Input: doc,
+		}}, nil
+	case "thinking":
+		text, _ := b.str("thinking")
+		sig, _ := b.str("signature")
+		if text == "" && sig == "" {
+			return nil, nil
+		}
+		rt := types.ReasoningTextBlock{Text: aws.String(text)}
+		if sig != "" {
+			rt.Signature = aws.String(sig)
+		}
+		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberReasoningText{Value: rt}}, nil
+	case "redacted_thinking":
+		data, _ := b.str("data")
+		raw, err := msgConvBase64(data)
+		if err != nil || len(raw) == 0 {
+			return nil, convRejected(at + ".data must be base64")
+		}
+		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberRedactedContent{Value: raw}}, nil
+	}
+	return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", at, convTruncate(typ, 64)))
+}
+
+// document translates a document block of plain text into a text block of
+// its title, context and data; other sources are refused.
+func (r *msgConvRequest) document(b convObject, at string) (types.ContentBlock, error) {
+	src, err := convObjectOf(b["source"])
+	if err != nil {
+		return nil, convRejected(at + ".source must be an object")
+	}
+	if typ, _ := src.str("type"); typ != "text" {
+		return nil, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse", at, convTruncate(typ, 64)))
+	}
+	if !convIsNull(b["citations"]) {
+		r.drop("citations")
+	}
+	var parts []string
+	for _, s := range []struct {
+		o convObject
+		k string
+	}{{b, "title"}, {b, "context"}, {src, "data"}} {
+		if v, _ := s.o.str(s.k); v != "" {
+			parts = append(parts, v)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	return &types.ContentBlockMemberText{Value: strings.Join(parts, "\n\n")}, nil
+}
+
+// toolResult translates a tool_result block: its content, a string or text
+// and image blocks, and is_error. cacheAfter is true when a block of its
+// content has cache_control.
+func (r *msgConvRequest) toolResult(b convObject, at string) (block types.ContentBlock, cacheAfter bool, err error) {
+	id, _ := b.str("tool_use_id")
+	if id == "" {
+		return nil, false, convRejected(at + ".tool_use_id is required")
+	}
+	res := types.ToolResultBlock{ToolUseId: aws.String(id)}
+	if string(bytes.TrimSpace(b["is_error"])) == "true" {
+		res.Status = types.ToolResultStatusError
+	}
+	raw := bytes.TrimSpace(b["content"])
+	switch {
+	case convIsNull(raw):
+	case raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false, convRejected(at + ".content must be a string or an array of content blocks")
+		}
+		res.Content = append(res.Content, &types.ToolResultContentBlockMemberText{Value: s})
+	default:
+		list, err := convList(raw, at+".content")
+		if err != nil {
+			return nil, false, convRejected(at + ".content must be a string or an array of content blocks")
+		}
+		for k, rawPart := range list {
+			pat := fmt.Sprintf("%s.content[%d]", at, k)
+			p, err := convObjectOf(rawPart)
+			if err != nil {
+				return nil, false, convRejected(pat + " must be a content block object")
+			}
+			switch typ, _ := p.str("type"); typ {
+			case "text":
+				s, err := r.text(p, pat)
+				if err != nil {
+					return nil, false, err
+				}
+				if s != "" {
+					res.Content = append(res.Content, &types.ToolResultContentBlockMemberText{Value: s})
+				}
+			case "image":
+				img, err := msgConvImage(p, pat)
+				if err != nil {
+					return nil, false, err
+				}
+				res.Content = append(res.Content, &types.ToolResultContentBlockMemberImage{Value: img})
+			default:
+				return nil, false, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", pat, convTruncate(typ, 64)))
+			}
+			cacheAfter = r.cached(p) || cacheAfter
+		}
+	}
+	if len(res.Content) == 0 {
+		// Converse requires a tool result to have content.
+		res.Content = []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: ""}}
+	}
+	return &types.ContentBlockMemberToolResult{Value: res}, cacheAfter, nil
+}
+
+// msgConvImageTypes are the media types of an Anthropic base64 image
+// source Converse takes.
+var msgConvImageTypes = map[string]types.ImageFormat{
+	"image/png":  types.ImageFormatPng,
+	"image/jpeg": types.ImageFormatJpeg,
+	"image/gif":  types.ImageFormatGif,
+	"image/webp": types.ImageFormatWebp,
+}
+
+// msgConvImage translates an image block's base64 source; a url or file
+// source is refused, as Converse cannot fetch it.
+func msgConvImage(b convObject, at string) (types.ImageBlock, error) {
+	src, err := convObjectOf(b["source"])
+	if err != nil {
+		return types.ImageBlock{}, convRejected(at + ".source must be an object")
+	}
+	typ, _ := src.str("type")
+	if typ != "base64" {
+		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse, which cannot fetch an image; send it as base64", at, convTruncate(typ, 64)))
+	}
+	mediaType, _ := src.str("media_type")
+	format, ok := msgConvImageTypes[strings.ToLower(mediaType)]
+	if !ok {
+		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.media_type %q is not supported on Bedrock Converse (image/png, image/jpeg, image/gif, image/webp)", at, convTruncate(mediaType, 64)))
+	}
+	data, _ := src.str("data")
+	raw, err := msgConvBase64(data)
+	if err != nil {
+		return types.ImageBlock{}, convRejected(at + ".source.data must be base64")
+	}
+	return types.ImageBlock{Format: format, Source: &types.ImageSourceMemberBytes{Value: raw}}, nil
+}
+
+// msgConvBase64 decodes standard base64, padded or not.
+func msgConvBase64(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return base64.RawStdEncoding.DecodeString(s)
+	}
+	return b, nil
+}
+
+// toolSpecs translates the tools: custom tools to toolSpecs, each cache_control
+// to a cachePoint after its tool.
+func (r *msgConvRequest) toolSpecs(raw json.RawMessage) error {
+	list, err := convList(raw, "tools")
+	if err != nil {
+		return err
+	}
+	for i, rawTool := range list {
+		at := fmt.Sprintf("tools[%d]", i)
+		t, err := convObjectOf(rawTool)
+		if err != nil {
+			return convRejected(at + " must be a tool object")
+		}
+		if typ, _ := t.str("type"); !convIsNull(t["type"]) && typ != "custom" {
+			// A server tool (web_search_..., bash_...) that only Anthropic
+			// runs: a hint, named as the translation toward Chat
+			// Completions names it (docs/translation.md).
+			r.drop("tools[" + msgConvServerTool(typ) + "]")
+			continue
+		}
+		name, _ := t.str("name")
+		if name == "" {
+			return convRejected(at + ".name is required")
+		}
+		spec := types.ToolSpecification{Name: aws.String(name)}
+		if d, _ := t.str("description"); d != "" {
+			spec.Description = aws.String(d)
+		}
+		if string(bytes.TrimSpace(t["strict"])) == "true" {
+			spec.Strict = aws.Bool(true)
+		}
+		schema := bytes.TrimSpace(t["input_schema"])
+		if convIsNull(schema) {
+			schema = []byte(`{"type":"object","properties":{}}`)
+		}
+		if schema[0] != '{' {
+			return convRejected(at + ".input_schema must be a JSON object")
+		}
+		doc, err := convDocument(schema, at+".input_schema")
+		if err != nil {
+			return err
+		}
+		spec.InputSchema = &types.ToolInputSchemaMemberJson{Value: doc}
+		r.tools = append(r.tools, &types.ToolMemberToolSpec{Value: spec})
+		if r.cached(t) {
+			r.tools = append(r.tools, &types.ToolMemberCachePoint{Value: msgConvCachePoint()})
+		}
+		keys, _ := llm.Members(rawTool)
+		for _, k := range keys {
+			switch k.Key {
+			case "type", "name", "description", "input_schema", "strict", "cache_control":
+			default:
+				if !convIsNull(k.Value) {
+					r.drop("tools[]." + k.Key)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// toolChoice translates tool_choice: auto, any, tool {name}; none leaves
+// the tools out.
+func (r *msgConvRequest) toolChoice(raw json.RawMessage) error {
+	c, err := convObjectOf(raw)
+	if err != nil {
+		return convRejected("tool_choice must be an object")
+	}
+	r.choice, r.noTools = nil, false
+	switch typ, _ := c.str("type"); typ {
+	case "auto":
+		r.choice = &types.ToolChoiceMemberAuto{}
+	case "any":
+		r.choice = &types.ToolChoiceMemberAny{}
+	case "tool":
+		name, _ := c.str("name")
+		if name == "" {
+			return convRejected("tool_choice.name is required")
+		}
+		r.choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(name)}}
+	case "none":
+		r.noTools = true
+	default:
+		return convRejected(fmt.Sprintf("tool_choice.type %q is not supported on Bedrock Converse", convTruncate(typ, 64)))
+	}
+	if string(bytes.TrimSpace(c["disable_parallel_tool_use"])) == "true" {
+		r.drop("tool_choice.disable_parallel_tool_use")
+	}
+	return nil
+}
+
+// outputConfig translates output_config: its json_schema format to
+// Converse's textFormat; its effort is a hint.
+func (r *msgConvRequest) outputConfig(raw json.RawMessage) error {
+	c, err := convObjectOf(raw)
+	if err != nil {
+		return convRejected("output_config must be an object")
+	}
+	keys, _ := llm.Members(raw)
+	for _, k := range keys {
+		if convIsNull(k.Value) {
+			continue
+		}
+		if k.Key != "format" {
+			r.drop("output_config." + k.Key)
+			continue
+		}
+		f, err := convObjectOf(c["format"])
+		if err != nil {
+			return convRejected("output_config.format must be an object")
+		}
+		if typ, _ := f.str("type"); typ != "json_schema" {
+			return convRejected(fmt.Sprintf("output_config.format.type %q is not supported on Bedrock Converse", convTruncate(typ, 64)))
+		}
+		schema := bytes.TrimSpace(f["schema"])
+		var compact bytes.Buffer
+		if len(schema) == 0 || schema[0] != '{' || json.Compact(&compact, schema) != nil {
+			return convRejected("output_config.format.schema must be a JSON object")
+		}
+		r.output = &types.OutputConfig{TextFormat: &types.OutputFormat{
+			Type: types.OutputFormatTypeJsonSchema,
+			Structure: &types.OutputFormatStructureMemberJsonSchema{Value: types.JsonSchemaDefinition{
+				Schema: aws.String(compact.String()),
+			}},
+		}}
+	}
+	return nil
+}
+
+// messagesEvent is one Anthropic Messages stream event for the client, with
+// what the gateway reads of it.
+type messagesEvent struct {
+	Name   string          // the SSE event name: message_start, content_block_start, ...
+	Data   []byte          // its JSON, "type" equal to Name
+	Output bool            // carries answer content (non-empty text/thinking delta, a tool_use or redacted_thinking start)
+	Text   string          // the text it adds (text, thinking, partial_json; a tool_use start: the tool's name), for token counting
+	Finish string          // message_delta's stop_reason, else ""
+	Usage  json.RawMessage // on message_delta: the usage in the Chat Completions shape llm.ParseUsage reads; nil otherwise, and when Converse reported none
+}
+
+// messagesEncoder turns the events of one ConverseStream answer into the
+// Anthropic Messages stream events that say the same, as Anthropic sends
+// them:
+//
+//	messageStart                   message_start (usage 0: Converse counts at the end)
+//	contentBlockStart toolUse      content_block_start tool_use {id, name, input: {}}
+//	contentBlockDelta text         content_block_start text (on the block's first
+//	                               delta), content_block_delta text_delta
+//	contentBlockDelta reasoning    content_block_start thinking (on the block's first
+//	  text, signature              delta), thinking_delta, signature_delta
+//	contentBlockDelta reasoning    a redacted_thinking block {data: base64}, started
+//	  redactedContent              and stopped whole when the Converse block stops
+//	contentBlockDelta toolUse      content_block_delta input_json_delta
+//	contentBlockStop               content_block_stop
+//	messageStop                    content_block_stop of any block still open; a
+//	                               message_delta held until the usage comes
+//	metadata                       the held message_delta with the usage, message_stop
+//	an exception                   an error (convFailure)
+//	anything else                  nothing (images, citations, tool results, empty deltas)
+//
+// Blocks are numbered in the order they start, from 0: Converse's
+// contentBlockIndex when it numbers every block it sends, as it does. A
+// block is stopped before the next one starts, as Anthropic sends them; a
+// Converse block whose kind changes mid-block (text after reasoning) is
+// stopped and goes on as a new block.
+//
+// Stop reasons: end_turn, tool_use, max_tokens, stop_sequence keep their
+// names (stop_sequence names the sequence when the model's response fields
+// give it); guardrail_intervened and content_filtered are refusal;
+// model_context_window_exceeded keeps its name; anything else is end_turn.
+//
+// Usage: message_delta carries Anthropic's counts (input_tokens without
+// the cache reads and writes, cache_read_input_tokens,
+// cache_creation_input_tokens, output_tokens); its messagesEvent.Usage is
+// the Chat Completions usage converseDecoder gives (prompt_tokens counting
+// the cache reads and writes, prompt_tokens_details). When the stream ends
+// without usage, message_delta says output_tokens 0 and Usage is nil, so
+// that the gateway counts the tokens itself. The zero messagesEncoder is
+// not usable; use newMessagesEncoder.
+type messagesEncoder struct {
+	id, model string
+
+	started bool // message_start sent
+	blocks  map[int32]*msgConvBlock
+	open    []*msgConvBlock // started, not stopped, in start order
+	next    int             // the next block's index
+
+	stopped  bool // messageStop read
+	stop     string
+	stopSeq  *string
+	metadata bool // metadata read
+	usage    *types.TokenUsage
+	done     bool // message_stop sent
+}
+
+// msgConvBlock is the Anthropic block a Converse content block is being
+// sent as.
+type msgConvBlock struct {
+	index    int
+	kind     string // a messages.Block* type
+	started  bool
+	redacted []byte // a redacted_thinking block's data, sent at its stop
+}
+
+// newMessagesEncoder returns an encoder whose message is id, of model.
+func newMessagesEncoder(id, model string) *messagesEncoder {
+	return &messagesEncoder{id: id, model: model, blocks: map[int32]*msgConvBlock{}}
+}
+
+// encode returns the events for one ConverseStream event (possibly none).
+// An exception member is returned as an error, classified like
+// converseDecoder's (convFailure); nil members and fields are nothing.
+func (e *messagesEncoder) encode(ev types.ConverseStreamOutput) ([]messagesEvent, error) {
+	if u, ok := ev.(*types.UnknownUnionMember); ok {
+		if u == nil || !strings.HasSuffix(strings.ToLower(u.Tag), "exception") {
+			return nil, nil
+		}
+		var body struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(u.Value, &body)
+		return nil, convFailure(u.Tag, body.Message)
+	}
+	if e.done {
+		return nil, nil
+	}
+	var out []messagesEvent
+	switch ev := ev.(type) {
+	case *types.ConverseStreamOutputMemberMessageStart:
+		if ev == nil {
+			return nil, nil
+		}
+		out = e.begin(out)
+	case *types.ConverseStreamOutputMemberContentBlockStart:
+		if ev == nil || e.stopped {
+			return nil, nil
+		}
+		start, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse)
+		if !ok || start == nil {
+			return nil, nil
+		}
+		out = e.begin(out)
+		out = e.startBlock(out, aws.ToInt32(ev.Value.ContentBlockIndex), messages.ContentBlock{
+			Type: messages.BlockToolUse, ID: aws.ToString(start.Value.ToolUseId),
+			Name: aws.ToString(start.Value.Name), Input: json.RawMessage("{}"),
+		})
+	case *types.ConverseStreamOutputMemberContentBlockDelta:
+		if ev == nil || e.stopped {
+			return nil, nil
+		}
+		out = e.delta(out, aws.ToInt32(ev.Value.ContentBlockIndex), ev.Value.Delta)
+	case *types.ConverseStreamOutputMemberContentBlockStop:
+		if ev == nil || e.stopped {
+			return nil, nil
+		}
+		if b := e.blocks[aws.ToInt32(ev.Value.ContentBlockIndex)]; b != nil {
+			out = e.stopBlock(out, b)
+		}
+	case *types.ConverseStreamOutputMemberMessageStop:
+		if ev == nil || e.stopped {
+			return nil, nil
+		}
+		out = e.stopOpen(e.begin(out))
+		for _, i := range slices.Sorted(maps.Keys(e.blocks)) {
+			if b := e.blocks[i]; b != nil && b.redacted != nil {
+				out = e.stopBlock(out, b)
+			}
+		}
+		e.stopped = true
+		e.stop = msgConvStopReason(ev.Value.StopReason)
+		if e.stop == messages.StopStopSequence {
+			e.stopSeq = msgConvStopSequence(ev.Value.AdditionalModelResponseFields)
+		}
+		if e.metadata {
+			out = e.finish(out)
+		}
+	case *types.ConverseStreamOutputMemberMetadata:
+		if ev == nil || e.metadata {
+			return nil, nil
+		}
+		e.metadata, e.usage = true, ev.Value.Usage
+		if e.stopped {
+			out = e.finish(out)
+		}
+	}
+	return out, nil
+}
+
+// end returns the events still owed when the stream ended cleanly: the held
+// message_delta (without usage) and message_stop when messageStop came and
+// metadata never did; none when they were sent, or when messageStop never
+// came (the stream was cut).
+func (e *messagesEncoder) end() []messagesEvent {
+	if e.done || !e.stopped {
+		return nil
+	}
+	return e.finish(nil)
+}
+
+// begin adds message_start when it is not sent yet.
+func (e *messagesEncoder) begin(out []messagesEvent) []messagesEvent {
+	if e.started {
+		return out
+	}
+	e.started = true
+	zero := int64(0)
+	return e.add(out, messagesEvent{Name: messages.EventMessageStart}, messages.MessageStart{
+		Type: messages.EventMessageStart,
+		Message: messages.Message{
+			ID: e.id, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: e.model,
+			Content: []messages.ContentBlock{}, Usage: &messages.Usage{InputTokens: &zero, OutputTokens: &zero},
+		},
+	})
+}
+
+// delta adds the events of one content block delta of Converse block i.
+func (e *messagesEncoder) delta(out []messagesEvent, i int32, d types.ContentBlockDelta) []messagesEvent {
+	empty := ""
+	switch d := d.(type) {
+	case *types.ContentBlockDeltaMemberText:
+		if d == nil || d.Value == "" {
+			return out
+		}
+		out = e.begin(out)
+		out = e.startBlock(out, i, messages.ContentBlock{Type: messages.BlockText, Text: &empty})
+		return e.blockDelta(out, i, messagesEvent{Output: true, Text: d.Value}, messages.Delta{Type: messages.DeltaText, Text: &d.Value})
+	case *types.ContentBlockDeltaMemberToolUse:
+		if d == nil || aws.ToString(d.Value.Input) == "" {
+			return out
+		}
+		b := e.blocks[i]
+		if b == nil || b.kind != messages.BlockToolUse || !b.started {
+			return out // no tool call started: nothing to add the input to
+		}
+		return e.blockDelta(out, i, messagesEvent{Output: true, Text: *d.Value.Input}, messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: d.Value.Input})
+	case *types.ContentBlockDeltaMemberReasoningContent:
+		if d == nil {
+			return out
+		}
+		thinking := messages.ContentBlock{Type: messages.BlockThinking, Thinking: &empty, Signature: &empty}
+		switch r := d.Value.(type) {
+		case *types.ReasoningContentBlockDeltaMemberText:
+			if r == nil || r.Value == "" {
+				return out
+			}
+			out = e.begin(out)
+			out = e.startBlock(out, i, thinking)
+			return e.blockDelta(out, i, messagesEvent{Output: true, Text: r.Value}, messages.Delta{Type: messages.DeltaThinking, Thinking: &r.Value})
+		case *types.ReasoningContentBlockDeltaMemberSignature:
+			if r == nil || r.Value == "" {
+				return out
+			}
+			out = e.begin(out)
+			out = e.startBlock(out, i, thinking)
+			return e.blockDelta(out, i, messagesEvent{}, messages.Delta{Type: messages.DeltaSignature, Signature: &r.Value})
+		case *types.ReasoningContentBlockDeltaMemberRedactedContent:
+			if r == nil || len(r.Value) == 0 {
+				return out
+			}
+			out = e.begin(out)
+			b := e.blocks[i]
+			if b != nil && b.kind != messages.BlockRedactedThinking {
+				out = e.stopBlock(out, b)
+				b = nil
+			}
+			if b == nil {
+				b = &msgConvBlock{kind: messages.BlockRedactedThinking, redacted: []byte{}}
+				e.blocks[i] = b
+			}
+			b.redacted = append(b.redacted, r.Value...)
+		}
+	}
+	return out // citations, images, tool results
+}
+
+// startBlock starts Converse block i as block when it is not started as
+// one of that kind, stopping what it was started as before.
+func (e *messagesEncoder) startBlock(out []messagesEvent, i int32, block messages.ContentBlock) []messagesEvent {
+	if b := e.blocks[i]; b != nil {
+		if b.kind == block.Type && b.started {
+			return out
+		}
+		out = e.stopBlock(out, b)
+	}
+	out = e.stopOpen(out)
+	b := &msgConvBlock{index: e.next, kind: block.Type, started: true}
+	e.next++
+	e.blocks[i] = b
+	e.open = append(e.open, b)
+	ev := messagesEvent{Name: messages.EventContentBlockStart}
+	if block.Type == messages.BlockToolUse {
+		ev.Output, ev.Text = true, block.Name
+	}
+	return e.add(out, ev, messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: b.index, ContentBlock: block})
+}
+
+// blockDelta adds a content_block_delta to Converse block i.
+func (e *messagesEncoder) blockDelta(out []messagesEvent, i int32, ev messagesEvent, d messages.Delta) []messagesEvent {
+	ev.Name = messages.EventContentBlockDelta
+	return e.add(out, ev, messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: e.blocks[i].index, Delta: d})
+}
+
+// stopBlock ends block b: content_block_stop for a started block; a
+// redacted_thinking block is started and stopped whole.
+func (e *messagesEncoder) stopBlock(out []messagesEvent, b *msgConvBlock) []messagesEvent {
+	for i, k := range e.blocks {
+		if k == b {
+			delete(e.blocks, i)
+		}
+	}
+	if b.redacted != nil {
+		out = e.stopOpen(out)
+		b.index, b.started = e.next, true
+		e.next++
+		data := base64.StdEncoding.EncodeToString(b.redacted)
+		b.redacted = nil
+		out = e.add(out, messagesEvent{Name: messages.EventContentBlockStart, Output: true}, messages.ContentBlockStart{
+			Type: messages.EventContentBlockStart, Index: b.index,
+			ContentBlock: messages.ContentBlock{Type: messages.BlockRedactedThinking, Data: &data},
+		})
+	} else if i := slices.Index(e.open, b); i >= 0 {
+		e.open = slices.Delete(e.open, i, i+1)
+	} else {
+		return out
+	}
+	return e.add(out, messagesEvent{Name: messages.EventContentBlockStop}, messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: b.index})
+}
+
+// stopOpen stops the blocks started and not stopped: as Anthropic sends
+// them, a block ends before the next one starts.
+func (e *messagesEncoder) stopOpen(out []messagesEvent) []messagesEvent {
+	for len(e.open) > 0 {
+		out = e.stopBlock(out, e.open[0])
+	}
+	return out
+}
+
+// finish adds the held message_delta, with the usage when metadata gave
+// it, and message_stop.
+func (e *messagesEncoder) finish(out []messagesEvent) []messagesEvent {
+	e.done = true
+	stop := e.stop
+	ev := messagesEvent{Name: messages.EventMessageDelta, Finish: stop}
+	md := messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: &stop, StopSequence: e.stopSeq}}
+	if e.usage != nil {
+		count := func(p *int32) *int64 { n := int64(max(aws.ToInt32(p), 0)); return &n }
+		md.Usage = &messages.Usage{
+			InputTokens:              count(e.usage.InputTokens),
+			CacheCreationInputTokens: count(e.usage.CacheWriteInputTokens),
+			CacheReadInputTokens:     count(e.usage.CacheReadInputTokens),
+			OutputTokens:             count(e.usage.OutputTokens),
+		}
+		ev.Usage = convUsage(e.usage)
+	} else {
+		zero := int64(0)
+		md.Usage = &messages.Usage{OutputTokens: &zero}
+	}
+	out = e.add(out, ev, md)
+	return e.add(out, messagesEvent{Name: messages.EventMessageStop}, messages.MessageStop{Type: messages.EventMessageStop})
+}
+
+// add appends ev with data v as its JSON (compact, without HTML escaping,
+// as Anthropic writes it).
+func (e *messagesEncoder) add(out []messagesEvent, ev messagesEvent, v any) []messagesEvent {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // strings, numbers and valid raw JSON only: it always encodes
+	ev.Data = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return append(out, ev)
+}
+
+// msgConvStopReason maps a Converse stop reason to an Anthropic one.
+func msgConvStopReason(r types.StopReason) string {
+	switch r {
+	case types.StopReasonEndTurn, types.StopReasonToolUse, types.StopReasonMaxTokens,
+		types.StopReasonStopSequence, types.StopReasonModelContextWindowExceeded:
+		return string(r)
+	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
+		return messages.StopRefusal
+	}
+	return messages.StopEndTurn
+}
+
+// msgConvStopSequence is the stop sequence a model names in its response
+// fields ({"stop_sequence": "..."}, as Claude does on Bedrock); nil when it
+// names none.
+func msgConvStopSequence(d document.Interface) *string {
+	if d == nil {
+		return nil
+	}
+	b, err := d.MarshalSmithyDocument()
+	if err != nil {
+		return nil
+	}
+	var fields struct {
+		StopSequence string `json:"stop_sequence"`
+	}
+	if json.Unmarshal(b, &fields) != nil || fields.StopSequence == "" {
+		return nil
+	}
+	return &fields.StopSequence
+}
+
+// msgConvServerTool is a server tool's name in a dropped list: its type less
+// a date suffix (web_search_20250305 → web_search).
+func msgConvServerTool(typ string) string {
+	if i := strings.LastIndexByte(typ, '_'); i > 0 && len(typ)-i == 9 {
+		if _, err := strconv.Atoi(typ[i+1:]); err == nil {
+			typ = typ[:i]
+		}
+	}
+	if len(typ) > 64 || !utf8.ValidString(typ) {
+		return "(unprintable)"
+	}
+	return typ
+}

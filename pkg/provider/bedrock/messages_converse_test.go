@@ -1,0 +1,840 @@
+package bedrock
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
+)
+
+// msgConvSDKOpts compare the SDK's structs: documents by the JSON the SDK
+// sends of them, and the structs' unexported (empty) fields not at all.
+var msgConvSDKOpts = cmp.Options{
+	cmp.Transformer("document", func(d document.Interface) string {
+		if d == nil {
+			return "<nil>"
+		}
+		b, err := d.MarshalSmithyDocument()
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}),
+	cmp.FilterPath(func(p cmp.Path) bool {
+		sf, ok := p.Last().(cmp.StructField)
+		return ok && !unicode.IsUpper([]rune(sf.Name())[0])
+	}, cmp.Ignore()),
+}
+
+// msgConvClaudeCode is a request as Claude Code sends it: system blocks
+// with cache_control, a system message among the turns, signed thinking,
+// tools with cache_control on the last, and the hints it sets.
+const msgConvClaudeCode = `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,
+"system":[
+ {"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}},
+ {"type":"text","text":"Be concise.","cache_control":{"type":"ephemeral","ttl":"1h"}}],
+"messages":[
+ {"role":"user","content":[{"type":"text","text":"Fix the bug."},
+   {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},
+ {"role":"system","content":[{"type":"text","text":"Tests must pass.","cache_control":{"type":"ephemeral"}}]},
+ {"role":"user","content":"In main.go."},
+ {"role":"assistant","content":[
+   {"type":"thinking","thinking":"Read it first.","signature":"sig-1"},
+   {"type":"redacted_thinking","data":"cmVkYWN0ZWQ="},
+   {"type":"text","text":"Reading."},
+   {"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"main.go","limit":20000000000000000001}}]},
+ {"role":"user","content":[
+   {"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"package main"}],"cache_control":{"type":"ephemeral"}},
+   {"type":"tool_result","tool_use_id":"toolu_2","is_error":true,"content":"not found"},
+   {"type":"text","text":"Go on.","cache_control":{"type":"ephemeral"}}]}],
+"tools":[
+ {"name":"Read","description":"Read a file","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}},
+ {"type":"custom","name":"Bash","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],
+"tool_choice":{"type":"auto","disable_parallel_tool_use":true},
+"metadata":{"user_id":"user_abc"},
+"thinking":{"type":"adaptive"},
+"context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]},
+"output_config":{"effort":"high"},
+"temperature":1,"top_p":0.9,"stop_sequences":["END",""],"top_k":40}`
+
+func msgConvCache() types.CachePointBlock {
+	return types.CachePointBlock{Type: types.CachePointTypeDefault}
+}
+
+func msgConvDoc(t *testing.T, s string) document.Interface {
+	t.Helper()
+	d, err := convDocument(json.RawMessage(s), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func msgConvUser(s string) []types.Message {
+	return []types.Message{{Role: types.ConversationRoleUser, Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}}}
+}
+
+func TestMessagesConverseInputClaudeCode(t *testing.T) {
+	in, dropped, err := messagesConverseInput("us.amazon.nova-pro-v1:0", []byte(msgConvClaudeCode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	png, _ := base64.StdEncoding.DecodeString("iVBORw0KGgo=")
+	want := &bedrockruntime.ConverseStreamInput{
+		ModelId: aws.String("us.amazon.nova-pro-v1:0"),
+		System: []types.SystemContentBlock{
+			&types.SystemContentBlockMemberText{Value: "You are Claude Code."},
+			&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+			&types.SystemContentBlockMemberText{Value: "Be concise."},
+			&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+			&types.SystemContentBlockMemberText{Value: "Tests must pass."},
+			&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+		},
+		Messages: []types.Message{
+			{Role: types.ConversationRoleUser, Content: []types.ContentBlock{
+				&types.ContentBlockMemberText{Value: "Fix the bug."},
+				&types.ContentBlockMemberImage{Value: types.ImageBlock{Format: types.ImageFormatPng, Source: &types.ImageSourceMemberBytes{Value: png}}},
+				&types.ContentBlockMemberText{Value: "In main.go."},
+			}},
+			{Role: types.ConversationRoleAssistant, Content: []types.ContentBlock{
+				&types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberReasoningText{Value: types.ReasoningTextBlock{
+					Text: aws.String("Read it first."), Signature: aws.String("sig-1"),
+				}}},
+				&types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberRedactedContent{Value: []byte("redacted")}},
+				&types.ContentBlockMemberText{Value: "Reading."},
+				&types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+					ToolUseId: aws.String("toolu_1"), Name: aws.String("Read"),
+					Input: msgConvDoc(t, `{"path":"main.go","limit":20000000000000000001}`),
+				}},
+			}},
+			{Role: types.ConversationRoleUser, Content: []types.ContentBlock{
+				&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
+					ToolUseId: aws.String("toolu_1"),
+					Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: "package main"}},
+				}},
+				&types.ContentBlockMemberCachePoint{Value: msgConvCache()},
+				&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
+					ToolUseId: aws.String("toolu_2"),
+					Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: "not found"}},
+					Status:    types.ToolResultStatusError,
+				}},
+				&types.ContentBlockMemberText{Value: "Go on."},
+				&types.ContentBlockMemberCachePoint{Value: msgConvCache()},
+			}},
+		},
+		InferenceConfig: &types.InferenceConfiguration{
+			MaxTokens: aws.Int32(32000), Temperature: aws.Float32(1), TopP: aws.Float32(0.9), StopSequences: []string{"END"},
+		},
+		ToolConfig: &types.ToolConfiguration{
+			Tools: []types.Tool{
+				&types.ToolMemberToolSpec{Value: types.ToolSpecification{
+					Name: aws.String("Read"), Description: aws.String("Read a file"),
+					InputSchema: &types.ToolInputSchemaMemberJson{Value: msgConvDoc(t, `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+				}},
+				&types.ToolMemberToolSpec{Value: types.ToolSpecification{
+					Name:        aws.String("Bash"),
+					InputSchema: &types.ToolInputSchemaMemberJson{Value: msgConvDoc(t, `{"type":"object"}`)},
+				}},
+				&types.ToolMemberCachePoint{Value: msgConvCache()},
+			},
+			ToolChoice: &types.ToolChoiceMemberAuto{},
+		},
+	}
+	if diff := cmp.Diff(want, in, msgConvSDKOpts); diff != "" {
+		t.Errorf("input (-want +got):\n%s", diff)
+	}
+	wantDropped := []string{
+		"cache_control.ttl", "tool_choice.disable_parallel_tool_use", "metadata", "thinking",
+		"context_management", "output_config.effort", "top_k",
+	}
+	if diff := cmp.Diff(wantDropped, dropped); diff != "" {
+		t.Errorf("dropped (-want +got):\n%s", diff)
+	}
+}
+
+func TestMessagesConverseInput(t *testing.T) {
+	user := `"messages":[{"role":"user","content":"Hi"}]`
+	tests := []struct {
+		name        string
+		body        string
+		want        func(in *bedrockruntime.ConverseStreamInput)
+		wantDropped []string
+	}{{
+		name: "minimal, the body's model when none is given",
+		body: `{"model":"body-model",` + user + `}`,
+	}, {
+		name: "system string, consecutive turns merged",
+		body: `{"system":"Be brief.","messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"b"}]},{"role":"assistant","content":"c"},{"role":"assistant","content":[]}]}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: "Be brief."}}
+			in.Messages = []types.Message{
+				{Role: types.ConversationRoleUser, Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: "a"}, &types.ContentBlockMemberText{Value: "b"}}},
+				{Role: types.ConversationRoleAssistant, Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: "c"}}},
+			}
+		},
+	}, {
+		name: "a cache point inside a tool result goes after it",
+		body: `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[
+			{"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"5m"}},
+			{"type":"image","source":{"type":"base64","media_type":"image/webp","data":"UklGRg"}}]},
+			{"type":"tool_result","tool_use_id":"t2"}]}]}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.Messages = []types.Message{{Role: types.ConversationRoleUser, Content: []types.ContentBlock{
+				&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String("t1"), Content: []types.ToolResultContentBlock{
+					&types.ToolResultContentBlockMemberText{Value: "x"},
+					&types.ToolResultContentBlockMemberImage{Value: types.ImageBlock{Format: types.ImageFormatWebp, Source: &types.ImageSourceMemberBytes{Value: []byte("RIFF")}}},
+				}}},
+				&types.ContentBlockMemberCachePoint{Value: msgConvCache()},
+				&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String("t2"), Content: []types.ToolResultContentBlock{
+					&types.ToolResultContentBlockMemberText{Value: ""},
+				}}},
+			}}}
+		},
+	}, {
+		name: "one cache point for blocks that leave nothing between",
+		body: `{"system":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"text","text":"","cache_control":{"type":"ephemeral"}}],
+			"messages":[{"role":"user","content":[{"type":"text","text":"","cache_control":{"type":"ephemeral"}},{"type":"text","text":"Hi","cache_control":{"type":"ephemeral"}},{"type":"thinking","thinking":"","cache_control":{"type":"ephemeral"}}]}]}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.System = []types.SystemContentBlock{
+				&types.SystemContentBlockMemberText{Value: "a"},
+				&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+			}
+			in.Messages[0].Content = append(in.Messages[0].Content, &types.ContentBlockMemberCachePoint{Value: msgConvCache()})
+		},
+	}, {
+		name: "a plain-text document is a text block",
+		body: `{"messages":[{"role":"user","content":[{"type":"document","title":"Notes","source":{"type":"text","media_type":"text/plain","data":"Line."},"citations":{"enabled":true}}]}]}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.Messages = msgConvUser("Notes\n\nLine.")
+		},
+		wantDropped: []string{"citations"},
+	}, {
+		name: "tool_choice tool, strict tool, hints on the tool",
+		body: `{` + user + `,"tools":[{"name":"f","strict":true,"defer_loading":true,"input_examples":[{}]}],"tool_choice":{"type":"tool","name":"f"}}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.ToolConfig = &types.ToolConfiguration{
+				Tools: []types.Tool{&types.ToolMemberToolSpec{Value: types.ToolSpecification{
+					Name: aws.String("f"), Strict: aws.Bool(true),
+					InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(map[string]any{"type": "object", "properties": map[string]any{}})},
+				}}},
+				ToolChoice: &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String("f")}},
+			}
+		},
+		wantDropped: []string{"tools[].defer_loading", "tools[].input_examples"},
+	}, {
+		name: "tool_choice any",
+		body: `{` + user + `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any","disable_parallel_tool_use":false}}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.ToolConfig = &types.ToolConfiguration{
+				Tools: []types.Tool{&types.ToolMemberToolSpec{Value: types.ToolSpecification{
+					Name: aws.String("f"), InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(map[string]any{"type": "object"})},
+				}}},
+				ToolChoice: &types.ToolChoiceMemberAny{},
+			}
+		},
+	}, {
+		name: "tool_choice none leaves the tools out",
+		body: `{` + user + `,"tools":[{"name":"f"}],"tool_choice":{"type":"none"}}`,
+	}, {
+		name: "output_config.format is Converse's textFormat",
+		body: `{` + user + `,"output_config":{"format":{"type":"json_schema","schema":{ "type" : "object" }},"effort":"low"}}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.OutputConfig = &types.OutputConfig{TextFormat: &types.OutputFormat{
+				Type: types.OutputFormatTypeJsonSchema,
+				Structure: &types.OutputFormatStructureMemberJsonSchema{Value: types.JsonSchemaDefinition{
+					Schema: aws.String(`{"type":"object"}`),
+				}},
+			}}
+		},
+		wantDropped: []string{"output_config.effort"},
+	}, {
+		name:        "hints in body order, thinking disabled and nulls not named",
+		body:        `{"service_tier":"auto","thinking":{"type":"disabled"},"mcp_servers":[],` + user + `,"container":"c","stream":true,"top_k":null,"speed":"fast","metadata":null}`,
+		wantDropped: []string{"service_tier", "mcp_servers", "container", "speed"},
+	}, {
+		name: "thinking with a budget is a hint",
+		body: `{"thinking":{"type":"enabled","budget_tokens":8000},` + user + `,"messages":[{"role":"user","content":"Hi","extra":1}]}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.Messages = msgConvUser("Hi")
+		},
+		wantDropped: []string{"thinking", "messages[].extra"},
+	}, {
+		name: "server tools are hints, named by type less the date",
+		body: `{` + user + `,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5},{"name":"f","input_schema":{"type":"object"}},{"type":"bash_20250124","name":"bash"}]}`,
+		want: func(in *bedrockruntime.ConverseStreamInput) {
+			in.ToolConfig = &types.ToolConfiguration{Tools: []types.Tool{&types.ToolMemberToolSpec{Value: types.ToolSpecification{
+				Name: aws.String("f"), InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(map[string]any{"type": "object"})}}}}}
+		},
+		wantDropped: []string{"tools[web_search]", "tools[bash]"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, dropped, err := messagesConverseInput("", []byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(""), Messages: msgConvUser("Hi")}
+			if strings.Contains(tt.body, "body-model") {
+				want.ModelId = aws.String("body-model")
+			}
+			if tt.want != nil {
+				tt.want(want)
+			}
+			if diff := cmp.Diff(want, in, msgConvSDKOpts); diff != "" {
+				t.Errorf("input (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantDropped, dropped); diff != "" {
+				t.Errorf("dropped (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMessagesConverseInputRefused(t *testing.T) {
+	in := func(blocks string) string { return `{"messages":[{"role":"user","content":[` + blocks + `]}]}` }
+	user := `"messages":[{"role":"user","content":"Hi"}]`
+	tests := []struct{ body, msg string }{
+		{`[]`, "the request body is not a JSON object"},
+		{`{}`, "messages must contain at least one user or assistant message"},
+		{`{"messages":[{"role":"system","content":"s"}]}`, "messages must contain at least one user or assistant message"},
+		{`{"messages":[{"role":"assistant","content":"a"},{"role":"user","content":"b"}]}`, "messages must start with a user message on Bedrock Converse"},
+		{`{"messages":[{"role":"tool","content":"a"}]}`, `messages[0].role "tool" is not supported on Bedrock Converse`},
+		{`{"messages":{}}`, "messages must be an array"},
+		{`{"messages":[{"role":"user","content":7}]}`, "messages[0].content must be a string or an array of content blocks"},
+		{in(`{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERg=="}}`),
+			`messages[0].content[0].source.type "base64" is not supported on Bedrock Converse`},
+		{in(`{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}`),
+			`messages[0].content[0].source.type "url" is not supported on Bedrock Converse, which cannot fetch an image; send it as base64`},
+		{in(`{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"Qk0="}}`),
+			`messages[0].content[0].source.media_type "image/bmp" is not supported on Bedrock Converse (image/png, image/jpeg, image/gif, image/webp)`},
+		{in(`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"%%"}}`), "messages[0].content[0].source.data must be base64"},
+		{in(`{"type":"search_result","source":"s","title":"t","content":[]}`), `messages[0].content[0].type "search_result" is not supported on Bedrock Converse`},
+		{in(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`), `messages[0].content[0].type "server_tool_use" is not supported on Bedrock Converse`},
+		{in(`{"type":"tool_result","content":"x"}`), "messages[0].content[0].tool_use_id is required"},
+		{in(`{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{"type":"text","data":"d"}}]}`),
+			`messages[0].content[0].content[0].type "document" is not supported on Bedrock Converse`},
+		{`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":[1]}]}]}`,
+			"messages[1].content[0].input must be a JSON object"},
+		{`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"redacted_thinking","data":"not base64!"}]}]}`,
+			"messages[1].content[0].data must be base64"},
+		{`{"system":[{"type":"image"}],` + user + `}`, `system[0].type "image" is not supported on Bedrock Converse`},
+		{`{` + user + `,"tools":[{"description":"no name"}]}`, "tools[0].name is required"},
+		{`{` + user + `,"tools":[{"name":"f","input_schema":"x"}]}`, "tools[0].input_schema must be a JSON object"},
+		{`{` + user + `,"tool_choice":{"type":"sometimes"}}`, `tool_choice.type "sometimes" is not supported on Bedrock Converse`},
+		{`{` + user + `,"tool_choice":{"type":"tool"}}`, "tool_choice.name is required"},
+		{`{` + user + `,"tool_choice":"auto"}`, "tool_choice must be an object"},
+		{`{` + user + `,"output_config":{"format":{"type":"regex"}}}`, `output_config.format.type "regex" is not supported on Bedrock Converse`},
+		{`{` + user + `,"output_config":{"format":{"type":"json_schema"}}}`, "output_config.format.schema must be a JSON object"},
+		{`{` + user + `,"max_tokens":0}`, "max_tokens must be an integer from 1 to 2147483647"},
+		{`{` + user + `,"temperature":"hot"}`, "temperature must be a number"},
+		{`{` + user + `,"stop_sequences":"END"}`, "stop_sequences must be an array of strings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.msg, func(t *testing.T) {
+			in, dropped, err := messagesConverseInput("m", []byte(tt.body))
+			var pe *llm.ProviderError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err %v, want a *llm.ProviderError", err)
+			}
+			if pe.Class != llm.FailRejected || pe.Message != tt.msg {
+				t.Errorf("class %v, message %q; want %v, %q", pe.Class, pe.Message, llm.FailRejected, tt.msg)
+			}
+			if in != nil || dropped != nil {
+				t.Errorf("an input or dropped fields with the error")
+			}
+		})
+	}
+}
+
+func FuzzMessagesConverseInput(f *testing.F) {
+	for _, seed := range []string{
+		msgConvClaudeCode,
+		`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x","cache_control":{}}]}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","data":"d"}}]}],"output_config":{"format":{"type":"json_schema","schema":{}}}}`,
+		`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"":1}}]}]}`,
+		`{"messages":[{"role":"user","content":"Hi"}],"tools":[{"name":"f","cache_control":{"type":"ephemeral"}}],"tool_choice":{"type":"none"}}`,
+		`{}`, `null`, `[]`, `{"messages":null}`, `{"messages":[{"role":"user","content":"a"}],"messages":[]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, _, err := messagesConverseInput("m", body)
+		if err != nil {
+			var pe *llm.ProviderError
+			if !errors.As(err, &pe) || pe.Class != llm.FailRejected || pe.Message == "" {
+				t.Fatalf("err %v, want a FailRejected *llm.ProviderError", err)
+			}
+			if in != nil {
+				t.Fatal("an input with the error")
+			}
+			return
+		}
+		if in == nil || aws.ToString(in.ModelId) != "m" || len(in.Messages) == 0 || in.Messages[0].Role != types.ConversationRoleUser {
+			t.Fatalf("input %+v without its model, or not starting with a user turn", in)
+		}
+		for i, m := range in.Messages {
+			if len(m.Content) == 0 || i > 0 && in.Messages[i-1].Role == m.Role {
+				t.Fatalf("messages[%d] empty or of its predecessor's role", i)
+			}
+			if _, ok := m.Content[0].(*types.ContentBlockMemberCachePoint); ok {
+				t.Fatalf("messages[%d] starts with a cache point", i)
+			}
+		}
+	})
+}
+
+// Converse stream events, for the encoder's tests.
+
+func msgConvDelta(i int32, d types.ContentBlockDelta) types.ConverseStreamOutput {
+	return &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: aws.Int32(i), Delta: d}}
+}
+
+func msgConvText(i int32, s string) types.ConverseStreamOutput {
+	return msgConvDelta(i, &types.ContentBlockDeltaMemberText{Value: s})
+}
+
+func msgConvReasoning(i int32, r types.ReasoningContentBlockDelta) types.ConverseStreamOutput {
+	return msgConvDelta(i, &types.ContentBlockDeltaMemberReasoningContent{Value: r})
+}
+
+func msgConvToolInput(i int32, s string) types.ConverseStreamOutput {
+	return msgConvDelta(i, &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String(s)}})
+}
+
+func msgConvStop(i int32) types.ConverseStreamOutput {
+	return &types.ConverseStreamOutputMemberContentBlockStop{Value: types.ContentBlockStopEvent{ContentBlockIndex: aws.Int32(i)}}
+}
+
+func msgConvMessageStop(r types.StopReason) types.ConverseStreamOutput {
+	return &types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: r}}
+}
+
+func msgConvMetadata(input, output, read, write int32) types.ConverseStreamOutput {
+	return &types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{
+		InputTokens: aws.Int32(input), OutputTokens: aws.Int32(output),
+		CacheReadInputTokens: aws.Int32(read), CacheWriteInputTokens: aws.Int32(write),
+		TotalTokens: aws.Int32(input + output + read + write),
+	}}}
+}
+
+var msgConvMessageStart types.ConverseStreamOutput = &types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}}
+
+// msgConvEncodeAll encodes events, then end's, checking that each event's
+// Name is its data's type.
+func msgConvEncodeAll(t *testing.T, events ...types.ConverseStreamOutput) []messagesEvent {
+	t.Helper()
+	e := newMessagesEncoder("msg_1", "nova-pro")
+	var out []messagesEvent
+	for _, ev := range events {
+		evs, err := e.encode(ev)
+		if err != nil {
+			t.Fatalf("encode %T: %v", ev, err)
+		}
+		out = append(out, evs...)
+	}
+	out = append(out, e.end()...)
+	if more := e.end(); more != nil {
+		t.Errorf("end a second time: %d events", len(more))
+	}
+	for i, ev := range out {
+		var typ struct{ Type string }
+		if err := json.Unmarshal(ev.Data, &typ); err != nil || typ.Type != ev.Name {
+			t.Errorf("event %d %s: type %q, err %v", i, ev.Name, typ.Type, err)
+		}
+	}
+	return out
+}
+
+// msgConvView is what a test checks of an event.
+type msgConvView struct {
+	Name, Data   string
+	Output       bool
+	Text, Finish string
+}
+
+func msgConvViews(evs []messagesEvent) []msgConvView {
+	var out []msgConvView
+	for _, ev := range evs {
+		out = append(out, msgConvView{ev.Name, string(ev.Data), ev.Output, ev.Text, ev.Finish})
+	}
+	return out
+}
+
+func TestMessagesEncoderStream(t *testing.T) {
+	evs := msgConvEncodeAll(t,
+		msgConvMessageStart,
+		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "Let me "}),
+		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "think."}),
+		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberSignature{Value: "sig"}),
+		msgConvStop(0),
+		msgConvText(1, "Hello <b>"),
+		msgConvText(1, ""),
+		msgConvStop(1),
+		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
+			ContentBlockIndex: aws.Int32(2),
+			Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String("tooluse_1"), Name: aws.String("get_weather")}},
+		}},
+		msgConvToolInput(2, `{"city":`),
+		msgConvToolInput(2, `"Paris"}`),
+		msgConvStop(2),
+		msgConvMessageStop(types.StopReasonToolUse),
+		msgConvMetadata(12, 34, 9000, 100),
+	)
+	want := []msgConvView{
+		{Name: "message_start", Data: `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"nova-pro","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`},
+		{Name: "content_block_start", Data: `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`},
+		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me "}}`, Output: true, Text: "Let me "},
+		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"think."}}`, Output: true, Text: "think."},
+		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}`},
+		{Name: "content_block_stop", Data: `{"type":"content_block_stop","index":0}`},
+		{Name: "content_block_start", Data: `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`},
+		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hello <b>"}}`, Output: true, Text: "Hello <b>"},
+		{Name: "content_block_stop", Data: `{"type":"content_block_stop","index":1}`},
+		{Name: "content_block_start", Data: `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"tooluse_1","name":"get_weather","input":{}}}`, Output: true, Text: "get_weather"},
+		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`, Output: true, Text: `{"city":`},
+		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}`, Output: true, Text: `"Paris"}`},
+		{Name: "content_block_stop", Data: `{"type":"content_block_stop","index":2}`},
+		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":9000,"output_tokens":34}}`, Finish: "tool_use"},
+		{Name: "message_stop", Data: `{"type":"message_stop"}`},
+	}
+	if diff := cmp.Diff(want, msgConvViews(evs)); diff != "" {
+		t.Fatalf("events (-want +got):\n%s", diff)
+	}
+
+	// The usage the gateway bills from.
+	for i, ev := range evs {
+		if (ev.Usage != nil) != (ev.Name == messages.EventMessageDelta) {
+			t.Errorf("event %d %s: usage %s", i, ev.Name, ev.Usage)
+		}
+	}
+	u, err := llm.ParseUsage(evs[13].Usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncached, read, write := u.PromptParts()
+	if u.PromptTokens != 9112 || u.CompletionTokens != 34 || u.TotalTokens != 9146 || uncached != 12 || read != 9000 || write != 100 {
+		t.Errorf("usage %+v, parts %d %d %d; want 9112 prompt (12, 9000 read, 100 written), 34 completion", u, uncached, read, write)
+	}
+
+	// What the gateway reads of the events passed through is what the
+	// encoder says of them.
+	var obs anthropic.Observer
+	for i, ev := range evs {
+		c, err := obs.Observe(ev.Name, ev.Data)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if c.Output != ev.Output || c.Text != ev.Text || c.FinishReason != ev.Finish {
+			t.Errorf("event %d %s: observed output %v text %q finish %q; encoder says %v %q %q", i, ev.Name, c.Output, c.Text, c.FinishReason, ev.Output, ev.Text, ev.Finish)
+		}
+		if ev.Name == messages.EventMessageDelta && string(c.Usage) != string(ev.Usage) {
+			t.Errorf("observed usage %s, encoder's %s", c.Usage, ev.Usage)
+		}
+	}
+	if !obs.Done() {
+		t.Error("the observer did not see message_stop")
+	}
+
+	// A client SDK's accumulation of the stream: blocks by index.
+	got := msgConvAccumulate(t, evs)
+	wantMsg := `{"id":"msg_1","type":"message","role":"assistant","model":"nova-pro","content":[` +
+		`{"type":"thinking","thinking":"Let me think.","signature":"sig"},{"type":"text","text":"Hello <b>"},` +
+		`{"type":"tool_use","id":"tooluse_1","name":"get_weather","input":{"city":"Paris"}}],` +
+		`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":9000,"output_tokens":34}}`
+	if got != wantMsg {
+		t.Errorf("accumulated message\n got %s\nwant %s", got, wantMsg)
+	}
+}
+
+// msgConvAccumulate builds the message a client SDK makes of a stream, as
+// Anthropic's SDKs do: content blocks appended at their start, found by
+// index, tool input parsed at the block's stop.
+func msgConvAccumulate(t *testing.T, evs []messagesEvent) string {
+	t.Helper()
+	var msg messages.Message
+	partial := map[int]string{}
+	for _, ev := range evs {
+		var raw messages.RawEvent
+		if err := json.Unmarshal(ev.Data, &raw); err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Name {
+		case messages.EventMessageStart:
+			if err := json.Unmarshal(raw.Message, &msg); err != nil {
+				t.Fatal(err)
+			}
+		case messages.EventContentBlockStart:
+			var b messages.ContentBlock
+			if err := json.Unmarshal(raw.ContentBlock, &b); err != nil {
+				t.Fatal(err)
+			}
+			if raw.Index != len(msg.Content) {
+				t.Fatalf("block %d started as the message's block %d", raw.Index, len(msg.Content))
+			}
+			msg.Content = append(msg.Content, b)
+		case messages.EventContentBlockDelta:
+			var d messages.Delta
+			if err := json.Unmarshal(raw.Delta, &d); err != nil {
+				t.Fatal(err)
+			}
+			if raw.Index >= len(msg.Content) {
+				t.Fatalf("a delta of block %d, not started", raw.Index)
+			}
+			b := &msg.Content[raw.Index]
+			cat := func(dst **string, s *string) {
+				if s == nil || *dst == nil {
+					t.Fatalf("delta %s of block %s", d.Type, b.Type)
+				}
+				v := **dst + *s
+				*dst = &v
+			}
+			switch d.Type {
+			case messages.DeltaText:
+				cat(&b.Text, d.Text)
+			case messages.DeltaThinking:
+				cat(&b.Thinking, d.Thinking)
+			case messages.DeltaSignature:
+				cat(&b.Signature, d.Signature)
+			case messages.DeltaInputJSON:
+				partial[raw.Index] += *d.PartialJSON
+			}
+		case messages.EventContentBlockStop:
+			if s, ok := partial[raw.Index]; ok {
+				msg.Content[raw.Index].Input = json.RawMessage(s)
+			}
+		case messages.EventMessageDelta:
+			var md messages.MessageDelta
+			if err := json.Unmarshal(ev.Data, &md); err != nil {
+				t.Fatal(err)
+			}
+			msg.StopReason, msg.StopSequence, msg.Usage = md.Delta.StopReason, md.Delta.StopSequence, md.Usage
+		}
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func TestMessagesEncoderEnd(t *testing.T) {
+	noUsage := []msgConvView{
+		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":0}}`, Finish: "end_turn"},
+		{Name: "message_stop", Data: `{"type":"message_stop"}`},
+	}
+	withUsage := []msgConvView{
+		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}`, Finish: "end_turn"},
+		{Name: "message_stop", Data: `{"type":"message_stop"}`},
+	}
+	tests := []struct {
+		name   string
+		events []types.ConverseStreamOutput
+		want   []msgConvView // after message_start and the text block
+		usage  string
+	}{
+		{"metadata", []types.ConverseStreamOutput{msgConvMessageStop(types.StopReasonEndTurn), msgConvMetadata(5, 2, 0, 0)}, withUsage,
+			`{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}`},
+		{"metadata first", []types.ConverseStreamOutput{msgConvMetadata(5, 2, 0, 0), msgConvMessageStop(types.StopReasonEndTurn)}, withUsage,
+			`{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}`},
+		{"no metadata", []types.ConverseStreamOutput{msgConvMessageStop(types.StopReasonEndTurn)}, noUsage, ""},
+		{"metadata without usage", []types.ConverseStreamOutput{msgConvMessageStop(types.StopReasonEndTurn), &types.ConverseStreamOutputMemberMetadata{}}, noUsage, ""},
+		{"cut before messageStop", []types.ConverseStreamOutput{msgConvMetadata(5, 2, 0, 0)}, nil, ""},
+		{"cut", nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The text block is still open at messageStop: it is stopped then.
+			evs := msgConvEncodeAll(t, append([]types.ConverseStreamOutput{msgConvMessageStart, msgConvText(0, "Hi")}, tt.events...)...)
+			want := []msgConvView{
+				{Name: "content_block_start", Data: `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+				{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, Output: true, Text: "Hi"},
+			}
+			if tt.want != nil {
+				want = append(want, msgConvView{Name: "content_block_stop", Data: `{"type":"content_block_stop","index":0}`})
+			}
+			want = append(want, tt.want...)
+			if diff := cmp.Diff(want, msgConvViews(evs[1:])); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if last := evs[len(evs)-1]; tt.want != nil && string(evs[len(evs)-2].Usage) != tt.usage {
+				t.Errorf("%s usage %s, want %s", last.Name, evs[len(evs)-2].Usage, tt.usage)
+			}
+		})
+	}
+}
+
+func TestMessagesEncoderStopReasons(t *testing.T) {
+	tests := []struct {
+		reason   types.StopReason
+		fields   document.Interface
+		want     string
+		sequence string
+	}{
+		{types.StopReasonEndTurn, nil, "end_turn", ""},
+		{types.StopReasonToolUse, nil, "tool_use", ""},
+		{types.StopReasonMaxTokens, nil, "max_tokens", ""},
+		{types.StopReasonStopSequence, nil, "stop_sequence", ""},
+		{types.StopReasonStopSequence, document.NewLazyDocument(map[string]any{"stop_sequence": "END"}), "stop_sequence", "END"},
+		{types.StopReasonEndTurn, document.NewLazyDocument(map[string]any{"stop_sequence": "END"}), "end_turn", ""},
+		{types.StopReasonGuardrailIntervened, nil, "refusal", ""},
+		{types.StopReasonContentFiltered, nil, "refusal", ""},
+		{types.StopReasonModelContextWindowExceeded, nil, "model_context_window_exceeded", ""},
+		{types.StopReason("something_new"), nil, "end_turn", ""},
+		{types.StopReason(""), document.NewLazyDocument([]any{1}), "end_turn", ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.reason)+tt.sequence, func(t *testing.T) {
+			evs := msgConvEncodeAll(t, &types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: tt.reason, AdditionalModelResponseFields: tt.fields}})
+			if len(evs) != 3 || evs[1].Name != messages.EventMessageDelta || evs[1].Finish != tt.want {
+				t.Fatalf("events %+v, want message_start, message_delta %s, message_stop", msgConvViews(evs), tt.want)
+			}
+			var md messages.Event
+			if err := json.Unmarshal(evs[1].Data, &md); err != nil {
+				t.Fatal(err)
+			}
+			if seq := aws.ToString(md.Delta.StopSequence); md.Delta.StopReason != tt.want || seq != tt.sequence {
+				t.Errorf("stop_reason %q, stop_sequence %q; want %q, %q", md.Delta.StopReason, seq, tt.want, tt.sequence)
+			}
+		})
+	}
+}
+
+func TestMessagesEncoderBlocks(t *testing.T) {
+	evs := msgConvEncodeAll(t,
+		// No messageStart: message_start comes with the first content.
+		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("ab")}),
+		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("cd")}),
+		msgConvStop(0),
+		msgConvReasoning(1, &types.ReasoningContentBlockDeltaMemberSignature{Value: "s"}),
+		msgConvText(1, "after"),   // a kind change within one Converse block
+		msgConvToolInput(1, `{}`), // no tool started: nothing
+		msgConvText(3, "gap"),     // Converse numbering with a gap
+		msgConvReasoning(4, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("x")}),
+		msgConvMessageStop(types.StopReasonEndTurn),
+		msgConvText(5, "late"), // after messageStop: nothing
+		msgConvMetadata(1, 1, 0, 0),
+		msgConvMetadata(9, 9, 0, 0), // after message_stop: nothing
+	)
+	var names []string
+	for _, ev := range evs {
+		names = append(names, ev.Name)
+	}
+	wantNames := []string{
+		"message_start",
+		"content_block_start", "content_block_stop", // redacted 0
+		"content_block_start", "content_block_delta", "content_block_stop", // thinking 1 (signature only)
+		"content_block_start", "content_block_delta", // text 2
+		"content_block_stop",                         // text 2, closed by the next block
+		"content_block_start", "content_block_delta", // text 3 ("gap")
+		"content_block_stop",                        // text 3, at messageStop
+		"content_block_start", "content_block_stop", // redacted 4, at messageStop
+		"message_delta", "message_stop",
+	}
+	if diff := cmp.Diff(wantNames, names); diff != "" {
+		t.Fatalf("event names (-want +got):\n%s", diff)
+	}
+	if got, want := string(evs[1].Data), `{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"YWJjZA=="}}`; got != want || !evs[1].Output {
+		t.Errorf("redacted start %s (output %v), want %s", got, evs[1].Output, want)
+	}
+	if got, want := string(evs[12].Data), `{"type":"content_block_start","index":4,"content_block":{"type":"redacted_thinking","data":"eA=="}}`; got != want {
+		t.Errorf("second redacted start %s, want %s", got, want)
+	}
+	// The message a client accumulates has its blocks in order.
+	if got := msgConvAccumulate(t, evs); !strings.Contains(got, `"content":[{"type":"redacted_thinking","data":"YWJjZA=="},{"type":"thinking","thinking":"","signature":"s"},{"type":"text","text":"after"},{"type":"text","text":"gap"},{"type":"redacted_thinking","data":"eA=="}]`) {
+		t.Errorf("accumulated %s", got)
+	}
+}
+
+func TestMessagesEncoderExceptions(t *testing.T) {
+	tests := []struct {
+		tag, value string
+		class      llm.FailureClass
+		msg        string
+	}{
+		{"throttlingException", `{"message":"Too many requests"}`, llm.FailThrottled, "throttlingException: Too many requests"},
+		{"validationException", `{"Message":"Bad input"}`, llm.FailRejected, "Bad input"},
+		{"modelStreamErrorException", `not json`, llm.FailTransient, "modelStreamErrorException"},
+		{"internalServerException", `{}`, llm.FailTransient, "internalServerException"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tag, func(t *testing.T) {
+			e := newMessagesEncoder("msg_1", "m")
+			if _, err := e.encode(msgConvText(0, "partial")); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := e.encode(&types.UnknownUnionMember{Tag: tt.tag, Value: []byte(tt.value)})
+			var pe *llm.ProviderError
+			if len(evs) != 0 || !errors.As(err, &pe) {
+				t.Fatalf("events %d, err %v; want a *llm.ProviderError", len(evs), err)
+			}
+			if pe.Class != tt.class || pe.Message != tt.msg {
+				t.Errorf("class %v, message %q; want %v, %q", pe.Class, pe.Message, tt.class, tt.msg)
+			}
+			if evs := e.end(); evs != nil {
+				t.Errorf("end after an exception: %d events", len(evs))
+			}
+		})
+	}
+	e := newMessagesEncoder("msg_1", "m")
+	if evs, err := e.encode(&types.UnknownUnionMember{Tag: "somethingNew", Value: []byte(`{}`)}); len(evs) != 0 || err != nil {
+		t.Errorf("an unknown member: events %d, err %v; want nothing", len(evs), err)
+	}
+}
+
+// TestMessagesEncoderNil encodes events with nothing in them: every nil
+// pointer of the SDK's types, and members of no kind the encoder reads.
+func TestMessagesEncoderNil(t *testing.T) {
+	events := []types.ConverseStreamOutput{
+		nil,
+		(*types.ConverseStreamOutputMemberMessageStart)(nil),
+		(*types.ConverseStreamOutputMemberContentBlockStart)(nil),
+		(*types.ConverseStreamOutputMemberContentBlockDelta)(nil),
+		(*types.ConverseStreamOutputMemberContentBlockStop)(nil),
+		(*types.ConverseStreamOutputMemberMessageStop)(nil),
+		(*types.ConverseStreamOutputMemberMetadata)(nil),
+		(*types.UnknownUnionMember)(nil),
+		&types.ConverseStreamOutputMemberContentBlockStart{},
+		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: (*types.ContentBlockStartMemberToolUse)(nil)}},
+		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: &types.ContentBlockStartMemberImage{}}},
+		&types.ConverseStreamOutputMemberContentBlockDelta{},
+		msgConvDelta(0, (*types.ContentBlockDeltaMemberText)(nil)),
+		msgConvDelta(0, (*types.ContentBlockDeltaMemberToolUse)(nil)),
+		msgConvDelta(0, &types.ContentBlockDeltaMemberToolUse{}),
+		msgConvDelta(0, (*types.ContentBlockDeltaMemberReasoningContent)(nil)),
+		msgConvDelta(0, &types.ContentBlockDeltaMemberReasoningContent{}),
+		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberText)(nil)),
+		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberSignature)(nil)),
+		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberRedactedContent)(nil)),
+		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{}),
+		msgConvDelta(0, &types.ContentBlockDeltaMemberCitation{}),
+		msgConvDelta(0, &types.ContentBlockDeltaMemberImage{}),
+		msgConvDelta(0, &types.ContentBlockDeltaMemberToolResult{}),
+		&types.ConverseStreamOutputMemberContentBlockStop{},
+		&types.ConverseStreamOutputMemberMetadata{},
+		&types.ConverseStreamOutputMemberMessageStop{},
+		&types.ConverseStreamOutputMemberMessageStop{},
+	}
+	evs := msgConvEncodeAll(t, events...)
+	var names []string
+	for _, ev := range evs {
+		names = append(names, ev.Name)
+	}
+	// The metadata without usage came first: messageStop ends the message.
+	if diff := cmp.Diff([]string{"message_start", "message_delta", "message_stop"}, names); diff != "" {
+		t.Errorf("event names (-want +got):\n%s", diff)
+	}
+}
