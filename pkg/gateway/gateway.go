@@ -551,7 +551,8 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 
 	ans, attempts, err := s.router.Start(ctx, req.Plan, req.Chat)
 	for _, a := range attempts {
-		log.Add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status))
+		log.Add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status,
+			"error", a.Message, "cause", a.Cause))
 		log.Metrics.FailedProviders = append(log.Metrics.FailedProviders, a.Provider)
 		if a.Class == llm.FailConfig {
 			// The operator's to fix (a key, a model name, access to the

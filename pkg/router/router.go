@@ -14,6 +14,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -263,8 +264,9 @@ type Attempt struct {
 	Class  llm.FailureClass
 	Status int
 	// Message is the adapter's description of the failure (for the log;
-	// an adapter keeps secrets out of it).
-	Message string
+	// an adapter keeps secrets out of it); Cause the error beneath it (a
+	// connection's, a decoder's), cut to 200 bytes, or "".
+	Message, Cause string
 }
 
 // Start calls the plan's providers in order until one produces its first
@@ -345,7 +347,14 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		if !errors.As(err, &pe) {
 			return nil, r.ctxError(err) // the request's own context ended
 		}
-		attempts = append(attempts, Attempt{Provider: c.Route.Provider, Model: c.Route.Model, Depth: i, Class: pe.Class, Status: pe.Status, Message: pe.Message})
+		at := Attempt{Provider: c.Route.Provider, Model: c.Route.Model, Depth: i, Class: pe.Class, Status: pe.Status, Message: pe.Message}
+		if pe.Err != nil {
+			at.Cause = pe.Err.Error()
+			if len(at.Cause) > 200 {
+				at.Cause = strings.ToValidUTF8(at.Cause[:200], "")
+			}
+		}
+		attempts = append(attempts, at)
 		switch pe.Class {
 		case llm.FailRejected:
 			msg := pe.Message
