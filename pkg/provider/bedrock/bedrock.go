@@ -19,8 +19,10 @@
 package bedrock
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -55,7 +57,31 @@ func NewRuntime(ctx context.Context, region, endpoint string, hc *http.Client, c
 		if hc != nil {
 			o.HTTPClient = hc
 		}
+		o.HTTPClient = ownBody{o.HTTPClient}
 	}), nil
+}
+
+// ownBody gives each request a body of its own, for the transport alone.
+// net/http reads a request's body once more after its last byte is sent
+// (to see its end), and on a loaded machine that read can come after the
+// answer's head has arrived and the SDK is done with its body: the read
+// fails, and net/http closes the connection, cutting the event stream it
+// carries (seen as "use of closed network connection" a few events in).
+// A request body is the prompt, already in memory: the copy costs one
+// buffer.
+type ownBody struct{ next bedrockruntime.HTTPClient }
+
+func (c ownBody) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+	return c.next.Do(req)
 }
 
 // Client is an api: bedrock provider.
