@@ -15,6 +15,7 @@ import (
 	smithydocument "github.com/aws/smithy-go/document"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
@@ -88,7 +89,7 @@ var converseRead = func() map[string]bool {
 // JSON objects go to the SDK as documents of their decoded values, numbers
 // kept as written; the SDK writes an object's keys sorted.
 func converseInput(modelID string, chatBody []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
-	top, err := convObjectOf(chatBody)
+	top, err := upstream.ParseObject(chatBody)
 	if err != nil {
 		return nil, nil, convRejected("the request body is not a JSON object")
 	}
@@ -98,7 +99,7 @@ func converseInput(modelID string, chatBody []byte) (in *bedrockruntime.Converse
 		}
 	}
 	if modelID == "" {
-		modelID, _ = top.str("model")
+		modelID, _ = top.Str("model")
 	}
 	in = &bedrockruntime.ConverseStreamInput{ModelId: aws.String(modelID)}
 
@@ -115,7 +116,7 @@ func converseInput(modelID string, chatBody []byte) (in *bedrockruntime.Converse
 	dropped = llm.UnreadFields(chatBody, converseRead)
 	if msgs, err := convList(top["messages"], "messages"); err == nil {
 		for _, raw := range msgs {
-			if m, err := convObjectOf(raw); err == nil && !convIsNull(m["name"]) {
+			if m, err := upstream.ParseObject(raw); err == nil && !upstream.IsNull(m["name"]) {
 				dropped = append(dropped, "messages[].name")
 				break
 			}
@@ -127,7 +128,7 @@ func converseInput(modelID string, chatBody []byte) (in *bedrockruntime.Converse
 // convRefuses reports whether field k of converseRefused, of value v, asks
 // for what Converse cannot give: it is set, and not to its default.
 func convRefuses(k string, v json.RawMessage) bool {
-	if convIsNull(v) {
+	if upstream.IsNull(v) {
 		return false
 	}
 	s := string(bytes.Join(bytes.Fields(v), nil))
@@ -152,11 +153,11 @@ func convRefuses(k string, v json.RawMessage) bool {
 		}
 		return false
 	case "response_format":
-		f, err := convObjectOf(v)
+		f, err := upstream.ParseObject(v)
 		if err != nil {
 			return true
 		}
-		typ, _ := f.str("type")
+		typ, _ := f.Str("type")
 		return typ != "" && typ != "text"
 	}
 	return true // audio, functions, function_call: any value
@@ -171,11 +172,11 @@ func convMessages(in *bedrockruntime.ConverseStreamInput, raw json.RawMessage) e
 	var system []string
 	for i, rawMsg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := convObjectOf(rawMsg)
+		m, err := upstream.ParseObject(rawMsg)
 		if err != nil {
 			return convRejected(at + " must be an object")
 		}
-		role, _ := m.str("role")
+		role, _ := m.Str("role")
 		switch role {
 		case "system", "developer":
 			text, err := convPlainContent(m["content"], at)
@@ -213,7 +214,7 @@ func convMessages(in *bedrockruntime.ConverseStreamInput, raw json.RawMessage) e
 			if err != nil {
 				return err
 			}
-			id, _ := m.str("tool_call_id")
+			id, _ := m.Str("tool_call_id")
 			if id == "" {
 				return convRejected(at + ".tool_call_id is required")
 			}
@@ -271,7 +272,7 @@ func convPlainContent(raw json.RawMessage, at string) (string, error) {
 // text, refusal and image_url parts. Empty text is left out.
 func convContent(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
 	raw = bytes.TrimSpace(raw)
-	if convIsNull(raw) {
+	if upstream.IsNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -291,26 +292,26 @@ func convContent(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
 	var blocks []types.ContentBlock
 	for j, rawPart := range parts {
 		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		p, err := convObjectOf(rawPart)
+		p, err := upstream.ParseObject(rawPart)
 		if err != nil {
 			return nil, convRejected(pat + " must be a content part object")
 		}
-		typ, _ := p.str("type")
+		typ, _ := p.Str("type")
 		switch typ {
 		case "text", "refusal":
-			s, ok := p.str(typ)
-			if !ok && !convIsNull(p[typ]) {
+			s, ok := p.Str(typ)
+			if !ok && !upstream.IsNull(p[typ]) {
 				return nil, convRejected(pat + "." + typ + " must be a string")
 			}
 			if s != "" {
 				blocks = append(blocks, &types.ContentBlockMemberText{Value: s})
 			}
 		case "image_url":
-			img, err := convObjectOf(p["image_url"])
+			img, err := upstream.ParseObject(p["image_url"])
 			if err != nil {
 				return nil, convRejected(pat + ".image_url is required")
 			}
-			u, _ := img.str("url")
+			u, _ := img.Str("url")
 			b, err := convImage(u, pat+".image_url.url")
 			if err != nil {
 				return nil, err
@@ -367,21 +368,21 @@ func convImage(u, at string) (types.ContentBlock, error) {
 
 // convToolUse translates an assistant's tool call.
 func convToolUse(raw json.RawMessage, at string) (types.ContentBlock, error) {
-	c, err := convObjectOf(raw)
+	c, err := upstream.ParseObject(raw)
 	if err != nil {
 		return nil, convRejected(at + " must be a tool call object")
 	}
-	if typ, _ := c.str("type"); typ != "" && typ != "function" {
+	if typ, _ := c.Str("type"); typ != "" && typ != "function" {
 		return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", at, convTruncate(typ, 64)))
 	}
-	fn, err := convObjectOf(c["function"])
+	fn, err := upstream.ParseObject(c["function"])
 	if err != nil {
 		return nil, convRejected(at + ".function must be an object")
 	}
-	id, _ := c.str("id")
-	name, _ := fn.str("name")
-	args, ok := fn.str("arguments")
-	if !ok && !convIsNull(fn["arguments"]) {
+	id, _ := c.Str("id")
+	name, _ := fn.Str("name")
+	args, ok := fn.Str("arguments")
+	if !ok && !upstream.IsNull(fn["arguments"]) {
 		return nil, convRejected(at + ".function.arguments must be a string")
 	}
 	input := json.RawMessage(strings.TrimSpace(args))
@@ -428,27 +429,27 @@ func convTools(rawTools, rawChoice json.RawMessage) (*types.ToolConfiguration, e
 }
 
 func convTool(raw json.RawMessage, at string) (types.Tool, error) {
-	t, err := convObjectOf(raw)
+	t, err := upstream.ParseObject(raw)
 	if err != nil {
 		return nil, convRejected(at + " must be a tool object")
 	}
-	if typ, _ := t.str("type"); typ != "function" {
+	if typ, _ := t.Str("type"); typ != "function" {
 		return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", at, convTruncate(typ, 64)))
 	}
-	fn, err := convObjectOf(t["function"])
+	fn, err := upstream.ParseObject(t["function"])
 	if err != nil {
 		return nil, convRejected(at + ".function must be an object")
 	}
-	name, _ := fn.str("name")
+	name, _ := fn.Str("name")
 	spec := types.ToolSpecification{Name: aws.String(name)}
-	if d, _ := fn.str("description"); d != "" {
+	if d, _ := fn.Str("description"); d != "" {
 		spec.Description = aws.String(d)
 	}
 	if strict := bytes.TrimSpace(fn["strict"]); string(strict) == "true" {
 		spec.Strict = aws.Bool(true)
 	}
 	schema := bytes.TrimSpace(fn["parameters"])
-	if convIsNull(schema) {
+	if upstream.IsNull(schema) {
 		schema = []byte(`{"type":"object","properties":{}}`)
 	}
 	if schema[0] != '{' {
@@ -466,7 +467,7 @@ func convTool(raw json.RawMessage, at string) (types.Tool, error) {
 // default, auto), none true for "none".
 func convToolChoice(raw json.RawMessage) (choice types.ToolChoice, none bool, err error) {
 	raw = bytes.TrimSpace(raw)
-	if convIsNull(raw) {
+	if upstream.IsNull(raw) {
 		return nil, false, nil
 	}
 	if raw[0] == '"' {
@@ -482,13 +483,13 @@ func convToolChoice(raw json.RawMessage) (choice types.ToolChoice, none bool, er
 		}
 		return nil, false, convRejected(fmt.Sprintf("tool_choice %q is not supported on Bedrock Converse", convTruncate(s, 64)))
 	}
-	c, err := convObjectOf(raw)
+	c, err := upstream.ParseObject(raw)
 	if err != nil {
 		return nil, false, convRejected("tool_choice must be auto, none, required or a function")
 	}
-	typ, _ := c.str("type")
-	fn, err := convObjectOf(c["function"])
-	name, _ := fn.str("name")
+	typ, _ := c.Str("type")
+	fn, err := upstream.ParseObject(c["function"])
+	name, _ := fn.Str("name")
 	if typ != "function" || err != nil || name == "" {
 		return nil, false, convRejected("tool_choice must be auto, none, required or a function")
 	}
@@ -502,7 +503,7 @@ func convInference(top convObject) (*types.InferenceConfiguration, error) {
 	set := false
 	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
 		v := top[k]
-		if convIsNull(v) {
+		if upstream.IsNull(v) {
 			continue
 		}
 		var f float64
@@ -519,7 +520,7 @@ func convInference(top convObject) (*types.InferenceConfiguration, error) {
 		dst **float32
 	}{{"temperature", &c.Temperature}, {"top_p", &c.TopP}} {
 		v := top[p.k]
-		if convIsNull(v) {
+		if upstream.IsNull(v) {
 			continue
 		}
 		var f float64
@@ -529,7 +530,7 @@ func convInference(top convObject) (*types.InferenceConfiguration, error) {
 		*p.dst = aws.Float32(float32(f))
 		set = true
 	}
-	if stop := bytes.TrimSpace(top["stop"]); !convIsNull(stop) {
+	if stop := bytes.TrimSpace(top["stop"]); !upstream.IsNull(stop) {
 		var list []string
 		if stop[0] == '"' {
 			var s string
@@ -597,51 +598,16 @@ func convDocValue(v any) any {
 // convObject is a JSON object's members by their exact keys: every key is
 // read as written (a "Model" is not "model"), so that what is sent depends
 // on the members, never on their order or case.
-type convObject map[string]json.RawMessage
-
-func convObjectOf(raw json.RawMessage) (convObject, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	var o convObject
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// str is member k as a string; ok is false when it is absent, null or not
-// a string.
-func (o convObject) str(k string) (string, bool) {
-	v := bytes.TrimSpace(o[k])
-	if len(v) == 0 || v[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+type convObject = upstream.Object
 
 // convList is an array's elements, none for null or absent; anything else
 // is refused, naming at.
 func convList(raw json.RawMessage, at string) ([]json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if convIsNull(raw) {
-		return nil, nil
-	}
-	var l []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &l) != nil {
+	l, ok := upstream.List(raw)
+	if !ok {
 		return nil, convRejected(at + " must be an array")
 	}
 	return l, nil
-}
-
-func convIsNull(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
 }
 
 func convTruncate(s string, n int) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -79,7 +80,7 @@ import (
 // field. Other members of a block are not read. A null field is an absent
 // one.
 func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
-	top, err := convObjectOf(body)
+	top, err := upstream.ParseObject(body)
 	if err != nil {
 		return nil, nil, convRejected("the request body is not a JSON object")
 	}
@@ -88,7 +89,7 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 		return nil, nil, convRejected("the request body is not a JSON object")
 	}
 	if modelID == "" {
-		modelID, _ = top.str("model")
+		modelID, _ = top.Str("model")
 	}
 	r := &msgConvRequest{}
 	var inf types.InferenceConfiguration
@@ -97,7 +98,7 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 	for _, m := range members {
 		k := m.Key
 		v := top[k]
-		if seen[k] || convIsNull(v) {
+		if seen[k] || upstream.IsNull(v) {
 			continue
 		}
 		seen[k] = true
@@ -148,8 +149,8 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 				return nil, nil, err
 			}
 		case "thinking":
-			t, err := convObjectOf(v)
-			if typ, _ := t.str("type"); err != nil || typ != "disabled" {
+			t, err := upstream.ParseObject(v)
+			if typ, _ := t.Str("type"); err != nil || typ != "disabled" {
 				r.drop("thinking")
 			}
 		case "output_config":
@@ -204,11 +205,11 @@ func (r *msgConvRequest) drop(name string) {
 // cached reports whether block b asks for a cache point after it, naming a
 // lifetime other than the default as a hint.
 func (r *msgConvRequest) cached(b convObject) bool {
-	if convIsNull(b["cache_control"]) {
+	if upstream.IsNull(b["cache_control"]) {
 		return false
 	}
-	if c, err := convObjectOf(b["cache_control"]); err == nil {
-		if ttl, _ := c.str("ttl"); ttl != "" && ttl != "5m" {
+	if c, err := upstream.ParseObject(b["cache_control"]); err == nil {
+		if ttl, _ := c.Str("ttl"); ttl != "" && ttl != "5m" {
 			r.drop("cache_control.ttl")
 		}
 	}
@@ -223,7 +224,7 @@ func msgConvCachePoint() types.CachePointBlock {
 // an array of text blocks.
 func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.SystemContentBlock, error) {
 	raw = bytes.TrimSpace(raw)
-	if convIsNull(raw) {
+	if upstream.IsNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -243,11 +244,11 @@ func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.S
 	var out []types.SystemContentBlock
 	for i, rawBlock := range list {
 		bat := fmt.Sprintf("%s[%d]", at, i)
-		b, err := convObjectOf(rawBlock)
+		b, err := upstream.ParseObject(rawBlock)
 		if err != nil {
 			return nil, convRejected(bat + " must be a text block")
 		}
-		if typ, _ := b.str("type"); typ != "text" {
+		if typ, _ := b.Str("type"); typ != "text" {
 			return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(typ, 64)))
 		}
 		text, err := r.text(b, bat)
@@ -268,11 +269,11 @@ func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.S
 
 // text is a text block's text, its citations named as a hint.
 func (r *msgConvRequest) text(b convObject, at string) (string, error) {
-	s, ok := b.str("text")
-	if !ok && !convIsNull(b["text"]) {
+	s, ok := b.Str("text")
+	if !ok && !upstream.IsNull(b["text"]) {
 		return "", convRejected(at + ".text must be a string")
 	}
-	if !convIsNull(b["citations"]) {
+	if !upstream.IsNull(b["citations"]) {
 		r.drop("citations")
 	}
 	return s, nil
@@ -286,17 +287,17 @@ func (r *msgConvRequest) conversation(raw json.RawMessage) error {
 	}
 	for i, rawMsg := range list {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := convObjectOf(rawMsg)
+		m, err := upstream.ParseObject(rawMsg)
 		if err != nil {
 			return convRejected(at + " must be an object")
 		}
 		keys, _ := llm.Members(rawMsg)
 		for _, k := range keys {
-			if k.Key != "role" && k.Key != "content" && !convIsNull(k.Value) {
+			if k.Key != "role" && k.Key != "content" && !upstream.IsNull(k.Value) {
 				r.drop("messages[]." + k.Key)
 			}
 		}
-		role, _ := m.str("role")
+		role, _ := m.Str("role")
 		switch role {
 		case "system":
 			blocks, err := r.systemBlocks(m["content"], at+".content")
@@ -320,7 +321,7 @@ func (r *msgConvRequest) conversation(raw json.RawMessage) error {
 // content translates a message's content: a string or an array of blocks.
 func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
 	raw = bytes.TrimSpace(raw)
-	if convIsNull(raw) {
+	if upstream.IsNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -340,7 +341,7 @@ func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.Conten
 	var out []types.ContentBlock
 	for j, rawBlock := range list {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		b, err := convObjectOf(rawBlock)
+		b, err := upstream.ParseObject(rawBlock)
 		if err != nil {
 			return nil, convRejected(bat + " must be a content block object")
 		}
@@ -365,7 +366,7 @@ func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.Conten
 // cache point, which Converse has none of inside a tool result: it goes
 // after the result.
 func (r *msgConvRequest) block(b convObject, at string) (block types.ContentBlock, cacheAfter bool, err error) {
-	typ, _ := b.str("type")
+	typ, _ := b.Str("type")
 	switch typ {
 	case "tool_result":
 		return r.toolResult(b, at)
@@ -394,10 +395,10 @@ func (r *msgConvRequest) simpleBlock(typ string, b convObject, at string) (types
 		}
 		return &types.ContentBlockMemberImage{Value: img}, nil
 	case "tool_use":
-		id, _ := b.str("id")
-		name, _ := b.str("name")
+		id, _ := b.Str("id")
+		name, _ := b.Str("name")
 		input := bytes.TrimSpace(b["input"])
-		if convIsNull(input) {
+		if upstream.IsNull(input) {
 			input = []byte("{}")
 		}
 		if input[0] != '{' {
@@ -411,8 +412,8 @@ func (r *msgConvRequest) simpleBlock(typ string, b convObject, at string) (types
 			ToolUseId: aws.String(id), Name: aws.String(name), Input: doc,
 		}}, nil
 	case "thinking":
-		text, _ := b.str("thinking")
-		sig, _ := b.str("signature")
+		text, _ := b.Str("thinking")
+		sig, _ := b.Str("signature")
 		if text == "" && sig == "" {
 			return nil, nil
 		}
@@ -422,7 +423,7 @@ func (r *msgConvRequest) simpleBlock(typ string, b convObject, at string) (types
 		}
 		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberReasoningText{Value: rt}}, nil
 	case "redacted_thinking":
-		data, _ := b.str("data")
+		data, _ := b.Str("data")
 		raw, err := msgConvBase64(data)
 		if err != nil || len(raw) == 0 {
 			return nil, convRejected(at + ".data must be base64")
@@ -435,14 +436,14 @@ func (r *msgConvRequest) simpleBlock(typ string, b convObject, at string) (types
 // document translates a document block of plain text into a text block of
 // its title, context and data; other sources are refused.
 func (r *msgConvRequest) document(b convObject, at string) (types.ContentBlock, error) {
-	src, err := convObjectOf(b["source"])
+	src, err := upstream.ParseObject(b["source"])
 	if err != nil {
 		return nil, convRejected(at + ".source must be an object")
 	}
-	if typ, _ := src.str("type"); typ != "text" {
+	if typ, _ := src.Str("type"); typ != "text" {
 		return nil, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse", at, convTruncate(typ, 64)))
 	}
-	if !convIsNull(b["citations"]) {
+	if !upstream.IsNull(b["citations"]) {
 		r.drop("citations")
 	}
 	var parts []string
@@ -450,7 +451,7 @@ func (r *msgConvRequest) document(b convObject, at string) (types.ContentBlock, 
 		o convObject
 		k string
 	}{{b, "title"}, {b, "context"}, {src, "data"}} {
-		if v, _ := s.o.str(s.k); v != "" {
+		if v, _ := s.o.Str(s.k); v != "" {
 			parts = append(parts, v)
 		}
 	}
@@ -464,7 +465,7 @@ func (r *msgConvRequest) document(b convObject, at string) (types.ContentBlock, 
 // and image blocks, and is_error. cacheAfter is true when a block of its
 // content has cache_control.
 func (r *msgConvRequest) toolResult(b convObject, at string) (block types.ContentBlock, cacheAfter bool, err error) {
-	id, _ := b.str("tool_use_id")
+	id, _ := b.Str("tool_use_id")
 	if id == "" {
 		return nil, false, convRejected(at + ".tool_use_id is required")
 	}
@@ -474,7 +475,7 @@ func (r *msgConvRequest) toolResult(b convObject, at string) (block types.Conten
 	}
 	raw := bytes.TrimSpace(b["content"])
 	switch {
-	case convIsNull(raw):
+	case upstream.IsNull(raw):
 	case raw[0] == '"':
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
@@ -488,11 +489,11 @@ func (r *msgConvRequest) toolResult(b convObject, at string) (block types.Conten
 		}
 		for k, rawPart := range list {
 			pat := fmt.Sprintf("%s.content[%d]", at, k)
-			p, err := convObjectOf(rawPart)
+			p, err := upstream.ParseObject(rawPart)
 			if err != nil {
 				return nil, false, convRejected(pat + " must be a content block object")
 			}
-			switch typ, _ := p.str("type"); typ {
+			switch typ, _ := p.Str("type"); typ {
 			case "text":
 				s, err := r.text(p, pat)
 				if err != nil {
@@ -532,20 +533,20 @@ var msgConvImageTypes = map[string]types.ImageFormat{
 // msgConvImage translates an image block's base64 source; a url or file
 // source is refused, as Converse cannot fetch it.
 func msgConvImage(b convObject, at string) (types.ImageBlock, error) {
-	src, err := convObjectOf(b["source"])
+	src, err := upstream.ParseObject(b["source"])
 	if err != nil {
 		return types.ImageBlock{}, convRejected(at + ".source must be an object")
 	}
-	typ, _ := src.str("type")
+	typ, _ := src.Str("type")
 	if typ != "base64" {
 		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse, which cannot fetch an image; send it as base64", at, convTruncate(typ, 64)))
 	}
-	mediaType, _ := src.str("media_type")
+	mediaType, _ := src.Str("media_type")
 	format, ok := msgConvImageTypes[strings.ToLower(mediaType)]
 	if !ok {
 		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.media_type %q is not supported on Bedrock Converse (image/png, image/jpeg, image/gif, image/webp)", at, convTruncate(mediaType, 64)))
 	}
-	data, _ := src.str("data")
+	data, _ := src.Str("data")
 	raw, err := msgConvBase64(data)
 	if err != nil {
 		return types.ImageBlock{}, convRejected(at + ".source.data must be base64")
@@ -571,30 +572,30 @@ func (r *msgConvRequest) toolSpecs(raw json.RawMessage) error {
 	}
 	for i, rawTool := range list {
 		at := fmt.Sprintf("tools[%d]", i)
-		t, err := convObjectOf(rawTool)
+		t, err := upstream.ParseObject(rawTool)
 		if err != nil {
 			return convRejected(at + " must be a tool object")
 		}
-		if typ, _ := t.str("type"); !convIsNull(t["type"]) && typ != "custom" {
+		if typ, _ := t.Str("type"); !upstream.IsNull(t["type"]) && typ != "custom" {
 			// A server tool (web_search_..., bash_...) that only Anthropic
 			// runs: a hint, named as the translation toward Chat
 			// Completions names it (docs/translation.md).
 			r.drop("tools[" + msgConvServerTool(typ) + "]")
 			continue
 		}
-		name, _ := t.str("name")
+		name, _ := t.Str("name")
 		if name == "" {
 			return convRejected(at + ".name is required")
 		}
 		spec := types.ToolSpecification{Name: aws.String(name)}
-		if d, _ := t.str("description"); d != "" {
+		if d, _ := t.Str("description"); d != "" {
 			spec.Description = aws.String(d)
 		}
 		if string(bytes.TrimSpace(t["strict"])) == "true" {
 			spec.Strict = aws.Bool(true)
 		}
 		schema := bytes.TrimSpace(t["input_schema"])
-		if convIsNull(schema) {
+		if upstream.IsNull(schema) {
 			schema = []byte(`{"type":"object","properties":{}}`)
 		}
 		if schema[0] != '{' {
@@ -614,7 +615,7 @@ func (r *msgConvRequest) toolSpecs(raw json.RawMessage) error {
 			switch k.Key {
 			case "type", "name", "description", "input_schema", "strict", "cache_control":
 			default:
-				if !convIsNull(k.Value) {
+				if !upstream.IsNull(k.Value) {
 					r.drop("tools[]." + k.Key)
 				}
 			}
@@ -626,18 +627,18 @@ func (r *msgConvRequest) toolSpecs(raw json.RawMessage) error {
 // toolChoice translates tool_choice: auto, any, tool {name}; none leaves
 // the tools out.
 func (r *msgConvRequest) toolChoice(raw json.RawMessage) error {
-	c, err := convObjectOf(raw)
+	c, err := upstream.ParseObject(raw)
 	if err != nil {
 		return convRejected("tool_choice must be an object")
 	}
 	r.choice, r.noTools = nil, false
-	switch typ, _ := c.str("type"); typ {
+	switch typ, _ := c.Str("type"); typ {
 	case "auto":
 		r.choice = &types.ToolChoiceMemberAuto{}
 	case "any":
 		r.choice = &types.ToolChoiceMemberAny{}
 	case "tool":
-		name, _ := c.str("name")
+		name, _ := c.Str("name")
 		if name == "" {
 			return convRejected("tool_choice.name is required")
 		}
@@ -656,24 +657,24 @@ func (r *msgConvRequest) toolChoice(raw json.RawMessage) error {
 // outputConfig translates output_config: its json_schema format to
 // Converse's textFormat; its effort is a hint.
 func (r *msgConvRequest) outputConfig(raw json.RawMessage) error {
-	c, err := convObjectOf(raw)
+	c, err := upstream.ParseObject(raw)
 	if err != nil {
 		return convRejected("output_config must be an object")
 	}
 	keys, _ := llm.Members(raw)
 	for _, k := range keys {
-		if convIsNull(k.Value) {
+		if upstream.IsNull(k.Value) {
 			continue
 		}
 		if k.Key != "format" {
 			r.drop("output_config." + k.Key)
 			continue
 		}
-		f, err := convObjectOf(c["format"])
+		f, err := upstream.ParseObject(c["format"])
 		if err != nil {
 			return convRejected("output_config.format must be an object")
 		}
-		if typ, _ := f.str("type"); typ != "json_schema" {
+		if typ, _ := f.Str("type"); typ != "json_schema" {
 			return convRejected(fmt.Sprintf("output_config.format.type %q is not supported on Bedrock Converse", convTruncate(typ, 64)))
 		}
 		schema := bytes.TrimSpace(f["schema"])

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 )
 
 // responsesRequest is the Responses request, in the order OpenAI documents
@@ -140,7 +141,7 @@ var translated = map[string]bool{
 // is read exactly as written (a "Model" is not "model"), so that what is sent
 // depends on the body's members, never on their order.
 func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	top, err := parseObject(req.Bytes())
+	top, err := upstream.ParseObject(req.Bytes())
 	if err != nil {
 		return nil, rejected("the request body is not a JSON object", err)
 	}
@@ -153,7 +154,7 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 	}
 	out := responsesRequest{Model: req.Model, Stream: true}
 	if out.Model == "" {
-		out.Model, _ = top.str("model")
+		out.Model, _ = top.Str("model")
 	}
 
 	if err := translateMessages(&out, top["messages"]); err != nil {
@@ -266,11 +267,11 @@ func translateMessages(out *responsesRequest, raw json.RawMessage) error {
 	var system []string
 	for i, rawMsg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := parseObject(rawMsg)
+		m, err := upstream.ParseObject(rawMsg)
 		if err != nil {
 			return rejected(at+" must be an object", err)
 		}
-		role, _ := m.str("role")
+		role, _ := m.Str("role")
 		switch role {
 		case "system", "developer":
 			text, err := plainText(m["content"], at)
@@ -295,7 +296,7 @@ func translateMessages(out *responsesRequest, raw json.RawMessage) error {
 			if err != nil {
 				return err
 			}
-			id, _ := m.str("tool_call_id")
+			id, _ := m.Str("tool_call_id")
 			if id == "" {
 				return rejected(at+".tool_call_id is required", nil)
 			}
@@ -334,17 +335,17 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 		}
 		for j, raw := range list {
 			pat := fmt.Sprintf("%s.content[%d]", at, j)
-			p, err := parseObject(raw)
+			p, err := upstream.ParseObject(raw)
 			if err != nil {
 				return rejected(pat+" must be an object", err)
 			}
-			switch typ, _ := p.str("type"); typ {
+			switch typ, _ := p.Str("type"); typ {
 			case "text":
-				if text, _ := p.str("text"); text != "" {
+				if text, _ := p.Str("text"); text != "" {
 					parts = append(parts, part{Type: "output_text", Text: &text})
 				}
 			case "refusal":
-				if refusal, _ := p.str("refusal"); refusal != "" {
+				if refusal, _ := p.Str("refusal"); refusal != "" {
 					parts = append(parts, part{Type: "refusal", Refusal: &refusal})
 				}
 			default:
@@ -354,7 +355,7 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 	default:
 		return rejected(at+".content must be a string or an array of content parts", nil)
 	}
-	if refusal, _ := m.str("refusal"); refusal != "" {
+	if refusal, _ := m.Str("refusal"); refusal != "" {
 		parts = append(parts, part{Type: "refusal", Refusal: &refusal})
 	}
 	if len(parts) > 0 {
@@ -366,20 +367,20 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 	}
 	for j, raw := range calls {
 		cat := fmt.Sprintf("%s.tool_calls[%d]", at, j)
-		c, err := parseObject(raw)
+		c, err := upstream.ParseObject(raw)
 		if err != nil {
 			return rejected(cat+" must be an object", err)
 		}
-		if typ, _ := c.str("type"); typ != "" && typ != "function" {
+		if typ, _ := c.Str("type"); typ != "" && typ != "function" {
 			return rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses)", cat, typ), nil)
 		}
-		f, err := parseObject(c["function"])
+		f, err := upstream.ParseObject(c["function"])
 		if err != nil {
 			return rejected(cat+".function must be an object", err)
 		}
-		id, _ := c.str("id")
-		name, _ := f.str("name")
-		args, _ := f.str("arguments")
+		id, _ := c.Str("id")
+		name, _ := f.Str("name")
+		args, _ := f.Str("arguments")
 		if id == "" || name == "" {
 			return rejected(cat+" needs an id and a function name", nil)
 		}
@@ -412,24 +413,24 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 	parts := make([]part, 0, len(list))
 	for j, rawPart := range list {
 		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		p, err := parseObject(rawPart)
+		p, err := upstream.ParseObject(rawPart)
 		if err != nil {
 			return nil, rejected(pat+" must be an object", err)
 		}
-		switch typ, _ := p.str("type"); typ {
+		switch typ, _ := p.Str("type"); typ {
 		case "text":
-			text, _ := p.str("text")
+			text, _ := p.Str("text")
 			parts = append(parts, part{Type: "input_text", Text: &text})
 		case "image_url":
-			img, err := parseObject(p["image_url"])
+			img, err := upstream.ParseObject(p["image_url"])
 			if err != nil {
 				return nil, rejected(pat+".image_url must be an object", err)
 			}
-			url, _ := img.str("url")
+			url, _ := img.Str("url")
 			if url == "" {
 				return nil, rejected(pat+".image_url.url is required", nil)
 			}
-			detail, _ := img.str("detail")
+			detail, _ := img.Str("detail")
 			if detail == "" {
 				detail = "auto"
 			}
@@ -441,7 +442,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 			}
 			parts = append(parts, part{Type: "input_audio", InputAudio: audio})
 		case "file":
-			f, err := parseObject(p["file"])
+			f, err := upstream.ParseObject(p["file"])
 			if err != nil {
 				return nil, rejected(pat+".file must be an object", err)
 			}
@@ -477,12 +478,12 @@ func plainText(raw json.RawMessage, at string) (string, error) {
 	}
 	var b strings.Builder
 	for j, rawPart := range list {
-		p, err := parseObject(rawPart)
-		typ, _ := p.str("type")
+		p, err := upstream.ParseObject(rawPart)
+		typ, _ := p.Str("type")
 		if err != nil || typ != "text" {
 			return "", rejected(fmt.Sprintf("%s.content[%d]: this message may only hold text parts for this provider (OpenAI Responses)", at, j), err)
 		}
-		text, _ := p.str("text")
+		text, _ := p.Str("text")
 		b.WriteString(text)
 	}
 	return b.String(), nil
@@ -492,22 +493,22 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // translateTool flattens a Chat Completions function tool.
 func translateTool(raw json.RawMessage, at string) (functionTool, error) {
-	t, err := parseObject(raw)
+	t, err := upstream.ParseObject(raw)
 	if err != nil {
 		return functionTool{}, rejected(at+" must be an object", err)
 	}
-	if typ, _ := t.str("type"); typ != "function" {
+	if typ, _ := t.Str("type"); typ != "function" {
 		return functionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
 	}
-	f, err := parseObject(t["function"])
+	f, err := upstream.ParseObject(t["function"])
 	if err != nil {
 		return functionTool{}, rejected(at+".function must be an object", err)
 	}
 	out := functionTool{Type: "function", Parameters: nonNull(f["parameters"]), Strict: nonNull(f["strict"])}
-	if out.Name, _ = f.str("name"); out.Name == "" {
+	if out.Name, _ = f.Str("name"); out.Name == "" {
 		return functionTool{}, rejected(at+".function.name is required", nil)
 	}
-	if d, ok := f.str("description"); ok {
+	if d, ok := f.Str("description"); ok {
 		out.Description = &d
 	}
 	if out.Parameters == nil {
@@ -537,40 +538,40 @@ func toolChoice(raw json.RawMessage) (any, error) {
 		}
 		return nil, rejected(fmt.Sprintf("tool_choice %q is not supported by this provider (OpenAI Responses)", s), nil)
 	}
-	c, err := parseObject(raw)
+	c, err := upstream.ParseObject(raw)
 	if err != nil {
 		return nil, rejected(want, err)
 	}
-	switch typ, _ := c.str("type"); typ {
+	switch typ, _ := c.Str("type"); typ {
 	case "function":
-		f, err := parseObject(c["function"])
+		f, err := upstream.ParseObject(c["function"])
 		if err != nil {
 			return nil, rejected(want, err)
 		}
-		name, _ := f.str("name")
+		name, _ := f.Str("name")
 		if name == "" {
 			return nil, rejected("tool_choice.function.name is required", nil)
 		}
 		return namedTool{"function", name}, nil
 	case "allowed_tools":
-		a, err := parseObject(c["allowed_tools"])
+		a, err := upstream.ParseObject(c["allowed_tools"])
 		if err != nil {
 			return nil, rejected("tool_choice.allowed_tools must be an object", err)
 		}
-		mode, _ := a.str("mode")
+		mode, _ := a.Str("mode")
 		tools := []namedTool{}
 		allowed, err := list(a["tools"], "tool_choice.allowed_tools.tools")
 		if err != nil {
 			return nil, err
 		}
 		for i, raw := range allowed {
-			t, err := parseObject(raw)
+			t, err := upstream.ParseObject(raw)
 			if err != nil {
 				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be an object", i), err)
 			}
-			f, _ := parseObject(t["function"])
-			name, _ := f.str("name")
-			if typ, _ := t.str("type"); typ != "function" || name == "" {
+			f, _ := upstream.ParseObject(t["function"])
+			name, _ := f.Str("name")
+			if typ, _ := t.Str("type"); typ != "function" || name == "" {
 				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be a function with a name", i), nil)
 			}
 			tools = append(tools, namedTool{"function", name})
@@ -586,19 +587,19 @@ func toolChoice(raw json.RawMessage) (any, error) {
 
 // textFormat translates response_format into text.format.
 func textFormat(raw json.RawMessage) (any, error) {
-	rf, err := parseObject(raw)
+	rf, err := upstream.ParseObject(raw)
 	if err != nil {
 		return nil, rejected("response_format must be an object", err)
 	}
-	switch typ, _ := rf.str("type"); typ {
+	switch typ, _ := rf.Str("type"); typ {
 	case "text", "json_object":
 		return map[string]string{"type": typ}, nil
 	case "json_schema":
-		js, err := parseObject(rf["json_schema"])
+		js, err := upstream.ParseObject(rf["json_schema"])
 		if err != nil {
 			return nil, rejected("response_format.json_schema must be an object", err)
 		}
-		name, _ := js.str("name")
+		name, _ := js.Str("name")
 		if name == "" {
 			return nil, rejected("response_format.json_schema.name is required", nil)
 		}
@@ -615,43 +616,13 @@ func textFormat(raw json.RawMessage) (any, error) {
 }
 
 // object is a JSON object's members by their exact keys.
-type object map[string]json.RawMessage
-
-func parseObject(raw json.RawMessage) (object, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// str is member k as a string; ok is false when it is absent, null or not
-// a string.
-func (o object) str(k string) (string, bool) {
-	v := o[k]
-	if len(v) == 0 || v[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+type object = upstream.Object
 
 // list is an array's elements, none for null; anything else is refused,
 // naming at.
 func list(raw json.RawMessage, at string) ([]json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
-		return nil, nil
-	}
-	var l []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &l) != nil {
+	l, ok := upstream.List(raw)
+	if !ok {
 		return nil, rejected(at+" must be an array", nil)
 	}
 	return l, nil
