@@ -7,11 +7,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // The Anthropic Messages request, as POST /api/v1/messages reads it.
@@ -680,7 +680,7 @@ func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]mdTool,
 			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
 				return nil, nil, err
 			}
-			h.Add("tools[" + mdServerTool(typ) + "]")
+			h.Add("tools[" + messageswire.ServerToolName(typ) + "]")
 			continue
 		}
 		if err := clientapi.Keys(m, at, "type", "name", "description", "input_schema", "cache_control", "strict",
@@ -719,20 +719,6 @@ func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]mdTool,
 		tools = append(tools, out)
 	}
 	return tools, names, nil
-}
-
-// mdServerTool is a server tool's type without its date:
-// web_search_20250305 is web_search.
-func mdServerTool(typ string) string {
-	if i := strings.LastIndexByte(typ, '_'); i > 0 && len(typ)-i == 9 {
-		if _, err := strconv.Atoi(typ[i+1:]); err == nil {
-			typ = typ[:i]
-		}
-	}
-	if len(typ) > 64 || !utf8.ValidString(typ) {
-		return "(unprintable)"
-	}
-	return typ
 }
 
 // mdReasoning translates thinking and output_config into Chat's

@@ -8,9 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -580,7 +578,7 @@ func (r *msgConvRequest) toolSpecs(raw json.RawMessage) error {
 			// A server tool (web_search_..., bash_...) that only Anthropic
 			// runs: a hint, named as the translation toward Chat
 			// Completions names it (docs/translation.md).
-			r.drop("tools[" + msgConvServerTool(typ) + "]")
+			r.drop("tools[" + messages.ServerToolName(typ) + "]")
 			continue
 		}
 		name, _ := t.Str("name")
@@ -1065,18 +1063,4 @@ func msgConvStopSequence(d document.Interface) *string {
 		return nil
 	}
 	return &fields.StopSequence
-}
-
-// msgConvServerTool is a server tool's name in a dropped list: its type less
-// a date suffix (web_search_20250305 → web_search).
-func msgConvServerTool(typ string) string {
-	if i := strings.LastIndexByte(typ, '_'); i > 0 && len(typ)-i == 9 {
-		if _, err := strconv.Atoi(typ[i+1:]); err == nil {
-			typ = typ[:i]
-		}
-	}
-	if len(typ) > 64 || !utf8.ValidString(typ) {
-		return "(unprintable)"
-	}
-	return typ
 }

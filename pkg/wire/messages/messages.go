@@ -11,7 +11,12 @@
 // library.
 package messages
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
 
 // The stream's event types, each event's "type" and its SSE event name.
 const (
@@ -263,4 +268,19 @@ func ErrorType(status int) string {
 		return "api_error"
 	}
 	return "invalid_request_error"
+}
+
+// ServerToolName is a server tool's type without its date, as a dropped
+// list names it: web_search_20250305 is web_search; a type too long or not
+// UTF-8 is "(unprintable)".
+func ServerToolName(typ string) string {
+	if i := strings.LastIndexByte(typ, '_'); i > 0 && len(typ)-i == 9 {
+		if _, err := strconv.Atoi(typ[i+1:]); err == nil {
+			typ = typ[:i]
+		}
+	}
+	if len(typ) > 64 || !utf8.ValidString(typ) {
+		return "(unprintable)"
+	}
+	return typ
 }
