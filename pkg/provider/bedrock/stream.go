@@ -2,12 +2,14 @@ package bedrock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -17,23 +19,88 @@ import (
 // converseStream calls ConverseStream with req, a Chat Completions body,
 // translated; its answer's events come back as chat.completion.chunks.
 func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
-	if ctx.Err() != nil {
-		return nil, upstream.ContextError("bedrock", ctx)
-	}
 	in, dropped, err := converseInput(req.Model, req.Bytes())
 	if err != nil {
 		return nil, err
 	}
+	es, id, err := c.converse(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	dec := newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix())
+	var parser llm.ChunkParser
+	s := &eventChunks{ctx: ctx, es: es, dropped: dropped}
+	s.decode = func(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
+		raws, err := dec.decode(ev)
+		if err != nil {
+			return nil, err
+		}
+		chunks := make([]llm.Chunk, 0, len(raws))
+		for _, raw := range raws {
+			ch, err := parser.Parse(raw)
+			if err != nil {
+				return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed Converse event", Err: err}
+			}
+			// The answer ends at its finish or at the usage-only chunk
+			// after it.
+			s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
+			chunks = append(chunks, ch)
+		}
+		return chunks, nil
+	}
+	return s, nil
+}
+
+// messagesStream calls ConverseStream with req, a Messages client's body
+// passed through, translated to Converse (messagesConverseInput); the answer
+// comes back as Anthropic Messages events (messagesEncoder), so that the
+// client gets what Converse and Messages share: cache points, thinking and
+// its signatures, tool use.
+func (c *Client) messagesStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
+	in, dropped, err := messagesConverseInput(req.Model, req.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	es, id, err := c.converse(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	id = "msg_bdrk_" + id
+	enc := newMessagesEncoder(id, req.Model)
+	s := &eventChunks{ctx: ctx, es: es, dropped: dropped}
+	chunks := func(evs []messagesEvent) []llm.Chunk {
+		out := make([]llm.Chunk, len(evs))
+		for i, ev := range evs {
+			c := llm.Chunk{Proto: llm.ProtoMessages, Event: ev.Name, Raw: ev.Data, HasChoices: true,
+				Output: ev.Output, Text: ev.Text, FinishReason: ev.Finish, Usage: ev.Usage, ID: id, Model: req.Model}
+			if ev.Finish != "" {
+				c.Seen, c.Finished = 1, 1
+				s.finished = true
+			}
+			out[i] = c
+		}
+		return out
+	}
+	s.decode = func(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
+		evs, err := enc.encode(ev)
+		return chunks(evs), err
+	}
+	s.end = func() []llm.Chunk { return chunks(enc.end()) }
+	return s, nil
+}
+
+// converse makes the ConverseStream call: its event stream and AWS request
+// id, or the context's error when it ended, or the failure classified.
+func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStreamInput) (*bedrockruntime.ConverseStreamEventStream, string, error) {
+	if ctx.Err() != nil {
+		return nil, "", upstream.ContextError("bedrock", ctx)
+	}
 	out, err := c.runtime.ConverseStream(ctx, in)
 	if err != nil {
-		return nil, classify(ctx, err)
+		return nil, "", classify(ctx, err)
 	}
 	id, _ := awsmiddleware.GetRequestIDMetadata(out.ResultMetadata)
-	es := out.GetStream()
-	return &converseChunks{
-		ctx: ctx, es: es, dropped: dropped,
-		dec: newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix()),
-	}, nil
+	return out.GetStream(), id, nil
 }
 
 // classify is the error of a failed call: the context's when it ended, else
@@ -62,57 +129,65 @@ func classify(ctx context.Context, err error) error {
 	return &llm.ProviderError{Class: llm.FailTransient, Status: code, Message: msg, Err: err}
 }
 
-// converseChunks is a ConverseStream answer read as Chat Completions chunks.
-type converseChunks struct {
+// eventChunks is a ConverseStream answer read as the client's chunks:
+// decode turns each event into chunks (Chat Completions chunks, or Messages
+// events), end gives what is still owed when the events end cleanly.
+type eventChunks struct {
 	ctx     context.Context
 	es      *bedrockruntime.ConverseStreamEventStream
-	dec     *converseDecoder
-	parser  llm.ChunkParser
-	pending [][]byte
+	decode  func(types.ConverseStreamOutput) ([]llm.Chunk, error)
+	end     func() []llm.Chunk // nil: nothing
 	dropped []string
-	ended   bool // messageStop or metadata seen
+
+	pending  []llm.Chunk
+	usage    json.RawMessage
+	finished bool // the answer's end was read
+	closed   bool // the event channel closed
 }
 
-// Next returns the next chunk: io.EOF after the stream's end, ErrStreamCut
-// when it ended before its messageStop, a *llm.ProviderError for an
-// exception in the stream or a broken connection.
-func (s *converseChunks) Next() (llm.Chunk, error) {
+// Next returns the next chunk: io.EOF after the answer's end, ErrStreamCut
+// when the events stopped before it, a *llm.ProviderError for an exception
+// in the stream or a broken connection.
+func (s *eventChunks) Next() (llm.Chunk, error) {
 	for len(s.pending) == 0 {
+		if s.closed {
+			if s.finished {
+				return llm.Chunk{}, io.EOF
+			}
+			return llm.Chunk{}, llm.ErrStreamCut
+		}
 		select {
 		case ev, ok := <-s.es.Events():
 			if !ok {
-				return llm.Chunk{}, s.end()
+				s.closed = true
+				if err := s.es.Err(); err != nil {
+					return llm.Chunk{}, s.failure(err)
+				}
+				if s.end != nil {
+					s.pending = s.end()
+				}
+				continue
 			}
-			raws, err := s.dec.decode(ev)
+			chunks, err := s.decode(ev)
 			if err != nil {
 				return llm.Chunk{}, err
 			}
-			s.pending = raws
+			s.pending = chunks
 		case <-s.ctx.Done():
 			return llm.Chunk{}, upstream.ContextError("bedrock", s.ctx)
 		}
 	}
-	raw := s.pending[0]
+	ch := s.pending[0]
 	s.pending = s.pending[1:]
-	ch, err := s.parser.Parse(raw)
-	if err != nil {
-		return llm.Chunk{}, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed Converse event", Err: err}
-	}
-	if ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices) {
-		s.ended = true
+	if ch.Usage != nil {
+		s.usage = ch.Usage
 	}
 	return ch, nil
 }
 
-// end is the error for a closed event channel.
-func (s *converseChunks) end() error {
-	err := s.es.Err()
-	switch {
-	case err == nil && s.ended:
-		return io.EOF
-	case err == nil:
-		return llm.ErrStreamCut
-	case s.ctx.Err() != nil:
+// failure is the error of a stream that ended with err.
+func (s *eventChunks) failure(err error) error {
+	if s.ctx.Err() != nil {
 		return upstream.ContextError("bedrock", s.ctx)
 	}
 	var apiErr smithy.APIError
@@ -122,8 +197,12 @@ func (s *converseChunks) end() error {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "the stream broke", Err: err}
 }
 
+// UsageSoFar is the usage the answer reported so far (Chat Completions
+// shape), or nil.
+func (s *eventChunks) UsageSoFar() json.RawMessage { return s.usage }
+
 // Dropped names the request's fields the translation left out.
-func (s *converseChunks) Dropped() []string { return s.dropped }
+func (s *eventChunks) Dropped() []string { return s.dropped }
 
 // Close ends the call.
-func (s *converseChunks) Close() error { return s.es.Close() }
+func (s *eventChunks) Close() error { return s.es.Close() }
