@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -18,25 +17,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
-
-// msgConvSDKOpts compare the SDK's structs: documents by the JSON the SDK
-// sends of them, and the structs' unexported (empty) fields not at all.
-var msgConvSDKOpts = cmp.Options{
-	cmp.Transformer("document", func(d document.Interface) string {
-		if d == nil {
-			return "<nil>"
-		}
-		b, err := d.MarshalSmithyDocument()
-		if err != nil {
-			return "<" + err.Error() + ">"
-		}
-		return string(b)
-	}),
-	cmp.FilterPath(func(p cmp.Path) bool {
-		sf, ok := p.Last().(cmp.StructField)
-		return ok && !unicode.IsUpper([]rune(sf.Name())[0])
-	}, cmp.Ignore()),
-}
 
 // msgConvClaudeCode is a request as Claude Code sends it: system blocks
 // with cache_control, a system message among the turns, signed thinking,
@@ -69,6 +49,8 @@ const msgConvClaudeCode = `{"model":"claude-sonnet-4-5","max_tokens":32000,"stre
 "output_config":{"effort":"high"},
 "temperature":1,"top_p":0.9,"stop_sequences":["END",""],"top_k":40}`
 
+// msgConvCache is the cache point a translation should give, written out
+// here rather than taken from the code under test.
 func msgConvCache() types.CachePointBlock {
 	return types.CachePointBlock{Type: types.CachePointTypeDefault}
 }
@@ -152,7 +134,7 @@ func TestMessagesConverseInputClaudeCode(t *testing.T) {
 			ToolChoice: &types.ToolChoiceMemberAuto{},
 		},
 	}
-	if diff := cmp.Diff(want, in, msgConvSDKOpts); diff != "" {
+	if diff := cmp.Diff(want, in, convSDKOpts); diff != "" {
 		t.Errorf("input (-want +got):\n%s", diff)
 	}
 	wantDropped := []string{
@@ -292,7 +274,7 @@ func TestMessagesConverseInput(t *testing.T) {
 			if tt.want != nil {
 				tt.want(want)
 			}
-			if diff := cmp.Diff(want, in, msgConvSDKOpts); diff != "" {
+			if diff := cmp.Diff(want, in, convSDKOpts); diff != "" {
 				t.Errorf("input (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantDropped, dropped); diff != "" {
@@ -397,24 +379,8 @@ func FuzzMessagesConverseInput(f *testing.F) {
 
 // Converse stream events, for the encoder's tests.
 
-func msgConvDelta(i int32, d types.ContentBlockDelta) types.ConverseStreamOutput {
-	return &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: aws.Int32(i), Delta: d}}
-}
-
-func msgConvText(i int32, s string) types.ConverseStreamOutput {
-	return msgConvDelta(i, &types.ContentBlockDeltaMemberText{Value: s})
-}
-
 func msgConvReasoning(i int32, r types.ReasoningContentBlockDelta) types.ConverseStreamOutput {
-	return msgConvDelta(i, &types.ContentBlockDeltaMemberReasoningContent{Value: r})
-}
-
-func msgConvToolInput(i int32, s string) types.ConverseStreamOutput {
-	return msgConvDelta(i, &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String(s)}})
-}
-
-func msgConvStop(i int32) types.ConverseStreamOutput {
-	return &types.ConverseStreamOutputMemberContentBlockStop{Value: types.ContentBlockStopEvent{ContentBlockIndex: aws.Int32(i)}}
+	return convBlockDelta(i, &types.ContentBlockDeltaMemberReasoningContent{Value: r})
 }
 
 func msgConvMessageStop(r types.StopReason) types.ConverseStreamOutput {
@@ -478,17 +444,17 @@ func TestMessagesEncoderStream(t *testing.T) {
 		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "Let me "}),
 		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "think."}),
 		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberSignature{Value: "sig"}),
-		msgConvStop(0),
-		msgConvText(1, "Hello <b>"),
-		msgConvText(1, ""),
-		msgConvStop(1),
+		convBlockStop(0),
+		convTextDelta(1, "Hello <b>"),
+		convTextDelta(1, ""),
+		convBlockStop(1),
 		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
 			ContentBlockIndex: aws.Int32(2),
 			Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String("tooluse_1"), Name: aws.String("get_weather")}},
 		}},
-		msgConvToolInput(2, `{"city":`),
-		msgConvToolInput(2, `"Paris"}`),
-		msgConvStop(2),
+		convInputDelta(2, `{"city":`),
+		convInputDelta(2, `"Paris"}`),
+		convBlockStop(2),
 		msgConvMessageStop(types.StopReasonToolUse),
 		msgConvMetadata(12, 34, 9000, 100),
 	)
@@ -658,7 +624,7 @@ func TestMessagesEncoderEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The text block is still open at messageStop: it is stopped then.
-			evs := msgConvEncodeAll(t, append([]types.ConverseStreamOutput{msgConvMessageStart, msgConvText(0, "Hi")}, tt.events...)...)
+			evs := msgConvEncodeAll(t, append([]types.ConverseStreamOutput{msgConvMessageStart, convTextDelta(0, "Hi")}, tt.events...)...)
 			want := []msgConvView{
 				{Name: "content_block_start", Data: `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
 				{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, Output: true, Text: "Hi"},
@@ -718,14 +684,14 @@ func TestMessagesEncoderBlocks(t *testing.T) {
 		// No messageStart: message_start comes with the first content.
 		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("ab")}),
 		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("cd")}),
-		msgConvStop(0),
+		convBlockStop(0),
 		msgConvReasoning(1, &types.ReasoningContentBlockDeltaMemberSignature{Value: "s"}),
-		msgConvText(1, "after"),   // a kind change within one Converse block
-		msgConvToolInput(1, `{}`), // no tool started: nothing
-		msgConvText(3, "gap"),     // Converse numbering with a gap
+		convTextDelta(1, "after"), // a kind change within one Converse block
+		convInputDelta(1, `{}`),   // no tool started: nothing
+		convTextDelta(3, "gap"),   // Converse numbering with a gap
 		msgConvReasoning(4, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("x")}),
 		msgConvMessageStop(types.StopReasonEndTurn),
-		msgConvText(5, "late"), // after messageStop: nothing
+		convTextDelta(5, "late"), // after messageStop: nothing
 		msgConvMetadata(1, 1, 0, 0),
 		msgConvMetadata(9, 9, 0, 0), // after message_stop: nothing
 	)
@@ -773,7 +739,7 @@ func TestMessagesEncoderExceptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {
 			e := newMessagesEncoder("msg_1", "m")
-			if _, err := e.encode(msgConvText(0, "partial")); err != nil {
+			if _, err := e.encode(convTextDelta(0, "partial")); err != nil {
 				t.Fatal(err)
 			}
 			evs, err := e.encode(&types.UnknownUnionMember{Tag: tt.tag, Value: []byte(tt.value)})
@@ -811,18 +777,18 @@ func TestMessagesEncoderNil(t *testing.T) {
 		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: (*types.ContentBlockStartMemberToolUse)(nil)}},
 		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: &types.ContentBlockStartMemberImage{}}},
 		&types.ConverseStreamOutputMemberContentBlockDelta{},
-		msgConvDelta(0, (*types.ContentBlockDeltaMemberText)(nil)),
-		msgConvDelta(0, (*types.ContentBlockDeltaMemberToolUse)(nil)),
-		msgConvDelta(0, &types.ContentBlockDeltaMemberToolUse{}),
-		msgConvDelta(0, (*types.ContentBlockDeltaMemberReasoningContent)(nil)),
-		msgConvDelta(0, &types.ContentBlockDeltaMemberReasoningContent{}),
+		convBlockDelta(0, (*types.ContentBlockDeltaMemberText)(nil)),
+		convBlockDelta(0, (*types.ContentBlockDeltaMemberToolUse)(nil)),
+		convBlockDelta(0, &types.ContentBlockDeltaMemberToolUse{}),
+		convBlockDelta(0, (*types.ContentBlockDeltaMemberReasoningContent)(nil)),
+		convBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{}),
 		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberText)(nil)),
 		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberSignature)(nil)),
 		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberRedactedContent)(nil)),
 		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{}),
-		msgConvDelta(0, &types.ContentBlockDeltaMemberCitation{}),
-		msgConvDelta(0, &types.ContentBlockDeltaMemberImage{}),
-		msgConvDelta(0, &types.ContentBlockDeltaMemberToolResult{}),
+		convBlockDelta(0, &types.ContentBlockDeltaMemberCitation{}),
+		convBlockDelta(0, &types.ContentBlockDeltaMemberImage{}),
+		convBlockDelta(0, &types.ContentBlockDeltaMemberToolResult{}),
 		&types.ConverseStreamOutputMemberContentBlockStop{},
 		&types.ConverseStreamOutputMemberMetadata{},
 		&types.ConverseStreamOutputMemberMessageStop{},
