@@ -174,41 +174,44 @@ func TestNodeSDKResponses(t *testing.T) {
 	}
 }
 
+// nodeMessages is what testdata/nodesdk/anthropic_messages.mjs prints.
+type nodeMessages struct {
+	Create struct {
+		ID, Type, Role, Text string
+		StopReason           string `json:"stop_reason"`
+		InputTokens          int    `json:"input_tokens"`
+		OutputTokens         int    `json:"output_tokens"`
+		Cost                 *float64
+	}
+	Stream struct {
+		Deltas, Text string
+		StopReason   string `json:"stop_reason"`
+		OutputTokens int    `json:"output_tokens"`
+	}
+	Replay struct {
+		First, Again  string
+		AgainReplayed *string `json:"again_replayed"`
+		Requests      int
+	}
+	Conflict struct {
+		Class    string
+		Instance bool
+		Status   int
+		Requests int
+		Body     struct {
+			Type  string
+			Error struct{ Type, Code string }
+		}
+	}
+}
+
 // TestNodeSDKMessages drives the Messages API with the official
 // @anthropic-ai/sdk: a message, a stream's finalMessage(), a keyed request
 // and its replay with the SDK's retries on, and a 409 ConflictError for a
 // changed body with the same key, which the SDK does not retry.
 func TestNodeSDKMessages(t *testing.T) {
 	g := newGateway(t, setup{})
-	var got struct {
-		Create struct {
-			ID, Type, Role, Text string
-			StopReason           string `json:"stop_reason"`
-			InputTokens          int    `json:"input_tokens"`
-			OutputTokens         int    `json:"output_tokens"`
-			Cost                 *float64
-		}
-		Stream struct {
-			Deltas, Text string
-			StopReason   string `json:"stop_reason"`
-			OutputTokens int    `json:"output_tokens"`
-		}
-		Replay struct {
-			First, Again  string
-			AgainReplayed *string `json:"again_replayed"`
-			Requests      int
-		}
-		Conflict struct {
-			Class    string
-			Instance bool
-			Status   int
-			Requests int
-			Body     struct {
-				Type  string
-				Error struct{ Type, Code string }
-			}
-		}
-	}
+	var got nodeMessages
 	runNodeSDK(t, "anthropic_messages.mjs", g.url, &got)
 	c := got.Create
 	if !strings.HasPrefix(c.ID, "msg_") || c.Type != "message" || c.Role != "assistant" || c.Text != "Hello world" || c.StopReason != "end_turn" ||
@@ -237,24 +240,7 @@ func TestNodeSDKMessages(t *testing.T) {
 // Messages events.
 func TestNodeSDKMessagesOnConverse(t *testing.T) {
 	url, bedrock, openai, _, _ := bedrockFirstModel(t, novaModel)
-	var got struct {
-		Create struct {
-			ID, Type, Role, Text string
-			StopReason           string `json:"stop_reason"`
-			InputTokens          int    `json:"input_tokens"`
-			OutputTokens         int    `json:"output_tokens"`
-			Cost                 *float64
-		}
-		Stream struct {
-			Deltas, Text string
-			StopReason   string `json:"stop_reason"`
-			OutputTokens int    `json:"output_tokens"`
-		}
-		Replay struct {
-			First, Again  string
-			AgainReplayed *string `json:"again_replayed"`
-		}
-	}
+	var got nodeMessages
 	runNodeSDK(t, "anthropic_messages.mjs", url, &got)
 	c := got.Create
 	if !strings.HasPrefix(c.ID, "msg_") || c.Type != "message" || c.Role != "assistant" || c.Text != "Hello world" || c.StopReason != "end_turn" ||
