@@ -279,6 +279,7 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 		getenv = func(string) string { return "" }
 	}
 	providers := make(map[string]llm.Provider, len(cfg.Providers))
+	var awsCfg *aws.Config // loaded at the first bedrock provider
 	for _, p := range cfg.Providers {
 		// The key: from the environment once, or, with a secret, read at
 		// each call (a rotation needs no restart).
@@ -316,10 +317,20 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 			}
 			providers[p.Name] = anthropic.New(p.Name, p.BaseURL, key, opts.HTTPClient, o...)
 		case "bedrock":
-			rt, err := bedrock.NewRuntime(context.Background(), p.AWSRegion, p.BaseURL, opts.HTTPClient, opts.AWSCredentials)
-			if err != nil {
-				return nil, fmt.Errorf("provider %q: %w", p.Name, err)
+			if awsCfg == nil {
+				// One configuration (and credential cache) for every
+				// bedrock provider; each sets its own region.
+				var o []func(*awsconfig.LoadOptions) error
+				if opts.AWSCredentials != nil {
+					o = append(o, awsconfig.WithCredentialsProvider(opts.AWSCredentials))
+				}
+				c, err := awsconfig.LoadDefaultConfig(context.Background(), o...)
+				if err != nil {
+					return nil, fmt.Errorf("provider %q: %w", p.Name, err)
+				}
+				awsCfg = &c
 			}
+			rt := bedrock.NewRuntime(*awsCfg, p.AWSRegion, p.BaseURL, opts.HTTPClient)
 			claude := anthropic.New(p.Name, bedrock.ClaudeEndpoint, "", &http.Client{Transport: bedrock.ClaudeTransport{Runtime: rt}})
 			providers[p.Name] = bedrock.New(p.Name, rt, claude)
 		case "simulated":

@@ -27,30 +27,20 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// NewRuntime is a Bedrock Runtime client for region: credentials from
-// creds, or the SDK's default chain when nil; endpoint, when not empty, in
-// place of the region's; no retries. Calls go through hc when not nil,
-// else through the SDK's own client, which honours AWS_CA_BUNDLE and the
-// proxy variables (a POST it never sends twice).
-func NewRuntime(ctx context.Context, region, endpoint string, hc *http.Client, creds aws.CredentialsProvider) (*bedrockruntime.Client, error) {
-	opts := []func(*config.LoadOptions) error{
-		config.WithRegion(region),
-		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
-	}
-	if creds != nil {
-		opts = append(opts, config.WithCredentialsProvider(creds))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, err
-	}
+// NewRuntime is a Bedrock Runtime client for region, with cfg's credentials
+// (the SDK's default chain, loaded once for every bedrock provider);
+// endpoint, when not empty, in place of the region's; no retries. Calls go
+// through hc when not nil, else through cfg's client (the SDK's own, which
+// honours AWS_CA_BUNDLE and the proxy variables).
+func NewRuntime(cfg aws.Config, region, endpoint string, hc *http.Client) *bedrockruntime.Client {
 	return bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+		o.Region = region
+		o.Retryer = aws.NopRetryer{}
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
@@ -58,7 +48,7 @@ func NewRuntime(ctx context.Context, region, endpoint string, hc *http.Client, c
 			o.HTTPClient = hc
 		}
 		o.HTTPClient = ownBody{o.HTTPClient}
-	}), nil
+	})
 }
 
 // ownBody gives each request a body of its own, for the transport alone.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -25,11 +26,11 @@ func fake(t *testing.T, creds aws.CredentialsProvider) (*providertest.Server, Cl
 	if creds == nil {
 		creds = credentials.NewStaticCredentialsProvider(providertest.BedrockAccessKeyID, providertest.BedrockSecretAccessKey, "")
 	}
-	rt, err := NewRuntime(context.Background(), providertest.BedrockRegion, up.URL(), nil, creds)
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithCredentialsProvider(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return up, ClaudeTransport{Runtime: rt}
+	return up, ClaudeTransport{Runtime: NewRuntime(cfg, providertest.BedrockRegion, up.URL(), nil)}
 }
 
 // messagesCall is the call an anthropic adapter makes.
