@@ -3,6 +3,7 @@ package bedrock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go"
 
+	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
@@ -205,5 +208,43 @@ func TestClaudeTransportFailures(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 403 || !strings.Contains(string(b), "InvalidSignatureException") || up.Calls() != 0 {
 		t.Errorf("a wrong signature: %d %s, %d calls", resp.StatusCode, b, up.Calls())
+	}
+}
+
+// TestStatus: each Bedrock error the issue names gets the status (and so
+// the fallback class) it stands for; a failure without an answer none.
+func TestStatus(t *testing.T) {
+	for code, want := range map[string]int{
+		"ThrottlingException":           429,
+		"ServiceQuotaExceededException": 429,
+		"ValidationException":           400,
+		"AccessDeniedException":         403,
+		"UnrecognizedClientException":   403,
+		"ExpiredTokenException":         403,
+		"ResourceNotFoundException":     404,
+		"ModelNotReadyException":        503,
+		"ServiceUnavailableException":   503,
+		"ModelTimeoutException":         504,
+		"InternalServerException":       500,
+		"ModelErrorException":           500,
+	} {
+		got, _, msg := Status(&smithy.GenericAPIError{Code: code, Message: "m"})
+		if got != want || !strings.Contains(msg, "m") {
+			t.Errorf("%s: %d %q, want %d", code, got, msg, want)
+		}
+	}
+	if got, _, _ := Status(errors.New("dial tcp: connection refused")); got != 0 {
+		t.Errorf("a connection failure: %d, want 0", got)
+	}
+	// The class a Converse call's failure gets from that status.
+	for code, want := range map[string]llm.FailureClass{
+		"ThrottlingException": llm.FailThrottled, "ValidationException": llm.FailRejected,
+		"AccessDeniedException": llm.FailConfig, "ResourceNotFoundException": llm.FailConfig,
+		"ModelNotReadyException": llm.FailTransient, "InternalServerException": llm.FailTransient,
+	} {
+		var pe *llm.ProviderError
+		if err := classify(context.Background(), &smithy.GenericAPIError{Code: code}); !errors.As(err, &pe) || pe.Class != want {
+			t.Errorf("%s: %v, want class %v", code, err, want)
+		}
 	}
 }
