@@ -1,9 +1,17 @@
 package systemtest_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
+	"github.com/buzzgate/buzzgate/pkg/httpapi"
 )
 
 // TestDuplicateKeyHeaders: a request that carries its key twice, in two
@@ -53,5 +61,111 @@ func TestDuplicateKeyHeaders(t *testing.T) {
 				t.Errorf("%s: %d %s, want 401 invalid_api_key", what, a.status, a.body)
 			}
 		}
+	}
+}
+
+// readCounter is a key store that counts its Lookups by hash.
+type readCounter struct {
+	billing.KeyStore
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (s *readCounter) Lookup(ctx context.Context, hash string) (billing.KeyRecord, error) {
+	s.mu.Lock()
+	s.reads[hash]++
+	s.mu.Unlock()
+	return s.KeyStore.Lookup(ctx, hash)
+}
+
+func (s *readCounter) count(hash string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads[hash]
+}
+
+// TestUnknownKeysKeepKnownKeysCached: requests with made-up keys, more
+// than the key cache holds, leave an issued key in the cache (its next
+// request reads no store), and one unknown key sent again within the
+// cache's memory of misses costs no second read.
+func TestUnknownKeysKeepKnownKeysCached(t *testing.T) {
+	ctx := context.Background()
+	pepper := []byte("pepper")
+	l := memledger.New(memledger.Options{Pepper: pepper})
+	store := &readCounter{KeyStore: l, reads: map[string]int{}}
+	const cacheSize = 100
+	keys := billing.NewKeyCache(store, billing.KeyCacheOptions{MaxEntries: cacheSize})
+	g := newGateway(t, setup{accounts: httpapi.Accounts{Ledger: l, Keys: keys, Pepper: pepper}})
+	if a := mustCall(t, g.url, chatBody("")); a.status != 200 { // seeds project proj
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	raw, _, err := keys.Issue(ctx, "proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := func(key string) int {
+		t.Helper()
+		return send(t, http.MethodGet, g.url+"/api/v1/models", "", "Authorization", "Bearer "+key).status
+	}
+	hash := billing.HashKey(pepper, raw)
+	if s := models(raw); s != 200 || store.count(hash) != 1 {
+		t.Fatalf("the issued key: %d after %d store reads", s, store.count(hash))
+	}
+	for i := range 3 * cacheSize {
+		if s := models(fmt.Sprintf("sk-made-up-%d", i)); s != 401 {
+			t.Fatalf("made-up key %d: %d, want 401", i, s)
+		}
+	}
+	if s := models(raw); s != 200 {
+		t.Fatalf("the issued key after the made-up ones: %d", s)
+	}
+	if n := store.count(hash); n != 1 {
+		t.Errorf("the issued key was read from the store %d times, want once: %d made-up keys pushed it out of the cache", n, 3*cacheSize)
+	}
+	made := billing.HashKey(pepper, "sk-made-up-again")
+	for range 2 {
+		models("sk-made-up-again")
+	}
+	if n := store.count(made); n != 1 {
+		t.Errorf("an unknown key sent twice was read %d times, want once", n)
+	}
+}
+
+// TestCountTokensRateLimited: count_tokens counts against the project's
+// rpm as a generation does (one request each, reported in the x-ratelimit
+// and anthropic-ratelimit headers): past it, a count is refused with 429
+// rate_limited in Anthropic's envelope before any upstream call, and so is
+// a generation; nothing is billed for the counts.
+func TestCountTokensRateLimited(t *testing.T) {
+	g := newClaudeGateway(t, "", "    rpm: 3\n")
+	ledger := memledger.New(memledger.Options{})
+	g.now, g.accounts = withinOneMinute(), httpapi.Accounts{Ledger: ledger, Keys: ledger}
+	url := g.instance(t, nil) // on a clock that stays within one minute, and a ledger to read
+	for i := range 2 {
+		a := countTokens(t, url, countBody+"}")
+		if a.status != 200 || a.header.Get("X-Gateway-Provider") != "claude" || a.header.Get("x-ratelimit-limit-requests") != "3" ||
+			a.header.Get("x-ratelimit-remaining-requests") != fmt.Sprint(2-i) || a.header.Get("anthropic-ratelimit-requests-remaining") != fmt.Sprint(2-i) {
+			t.Fatalf("count %d: %d %s %v", i, a.status, a.body, a.header)
+		}
+	}
+	m := callPath(t, url+"/api/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, "X-Api-Key", testKey)
+	if m.status != 200 || m.header.Get("x-ratelimit-remaining-requests") != "0" {
+		t.Fatalf("the generation after two counts: %d %s %v", m.status, m.body, m.header)
+	}
+	a := countTokens(t, url, countBody+"}")
+	expectAnthropicError(t, "a count past the rpm", a, 429, "rate_limit_error", "rate_limited")
+	if a.header.Get("Retry-After") == "" || a.header.Get("X-Gateway-Admission-Refused") != "true" || a.header.Get("x-ratelimit-remaining-requests") != "0" {
+		t.Errorf("a count past the rpm: headers %v", a.header)
+	}
+	if n := len(g.claude.CountTokensRequests()); n != 2 {
+		t.Errorf("%d upstream count_tokens calls, want 2 (none for the refused count)", n)
+	}
+	if b := mustCall(t, url, chatBody("")); b.status != 429 || b.code != "rate_limited" {
+		t.Errorf("a generation after the counts used up the rpm: %d %s", b.status, b.body)
+	}
+	g.settle(t)
+	tot, err := ledger.Totals(context.Background(), "proj", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil || tot.Total.Requests != 1 {
+		t.Errorf("the ledger holds %d requests (%v), want 1: the generation's, none for the counts", tot.Total.Requests, err)
 	}
 }
