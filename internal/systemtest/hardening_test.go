@@ -169,3 +169,139 @@ func TestCountTokensRateLimited(t *testing.T) {
 		t.Errorf("the ledger holds %d requests (%v), want 1: the generation's, none for the counts", tot.Total.Requests, err)
 	}
 }
+
+// usageError checks a 400 invalid_request naming param.
+func usageError(t *testing.T, what string, a answer, param string) {
+	t.Helper()
+	var e apiError
+	json.Unmarshal([]byte(a.body), &e)
+	if a.status != 400 || e.Error.Code != "invalid_request" || e.Error.Param == nil || *e.Error.Param != param {
+		t.Errorf("%s: %d %s, want 400 invalid_request naming %s", what, a.status, a.body, param)
+	}
+}
+
+// TestUsageBounded: GET /api/v1/usage reads at most 366 days and at most
+// limit ledger entries a call (default and at most 10,000), paging through
+// the rest with next_cursor, whose pages sum to the range's totals; a
+// range, limit or cursor out of bounds is 400 invalid_request naming it.
+func TestUsageBounded(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			store, acc := b.new(t)
+			g := newGateway(t, setup{store: store, accounts: acc})
+			for i := range 3 {
+				if a := mustCall(t, g.url, chatBody(fmt.Sprintf(`"n":%d`, i))); a.status != 200 {
+					t.Fatalf("request %d: %d %s", i, a.status, a.body)
+				}
+			}
+			g.settle(t)
+			usage := func(query string) answer {
+				t.Helper()
+				return send(t, http.MethodGet, g.url+"/api/v1/usage"+query, "", "Authorization", "Bearer "+testKey)
+			}
+			type page struct {
+				From, To   time.Time
+				Total      struct{ Requests int64 }
+				ByKey      map[string]struct{ Requests int64 } `json:"by_key"`
+				HasMore    bool                                `json:"has_more"`
+				NextCursor *string                             `json:"next_cursor"`
+			}
+			read := func(a answer) page {
+				t.Helper()
+				var p page
+				if err := json.Unmarshal([]byte(a.body), &p); a.status != 200 || err != nil {
+					t.Fatalf("usage: %d %s", a.status, a.body)
+				}
+				return p
+			}
+
+			whole := read(usage(""))
+			if whole.Total.Requests != 3 || whole.HasMore || whole.NextCursor != nil {
+				t.Fatalf("usage in one page: %+v, want 3 requests and no more", whole)
+			}
+			var sum int64
+			first := read(usage("?limit=1"))
+			p, pages := first, 1
+			for {
+				if p.Total.Requests > 1 || !p.From.Equal(first.From) || !p.To.Equal(first.To) {
+					t.Errorf("page %d: %+v, want at most one request over the first page's range", pages, p)
+				}
+				sum += p.Total.Requests
+				if !p.HasMore {
+					break
+				}
+				if p.NextCursor == nil || pages > 3+16 {
+					t.Fatalf("page %d: has_more without a cursor, or too many pages: %+v", pages, p)
+				}
+				// The cursor carries the range: the default to (now) does
+				// not move under it.
+				p, pages = read(usage("?limit=1&cursor="+*p.NextCursor)), pages+1
+			}
+			if sum != 3 || pages < 3 {
+				t.Errorf("%d pages of at most one request summed to %d, want 3", pages, sum)
+			}
+
+			now := time.Now().UTC()
+			at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+			usageError(t, "a range of 367 days", usage("?from="+at(-367*24*time.Hour)+"&to="+at(0)), "from")
+			if a := usage("?from=" + at(-366*24*time.Hour) + "&to=" + at(0)); a.status != 200 {
+				t.Errorf("a range of 366 days: %d %s", a.status, a.body)
+			}
+			for _, l := range []string{"0", "10001", "-1", "ten"} {
+				usageError(t, "limit "+l, usage("?limit="+l), "limit")
+			}
+			if a := usage("?limit=10000"); a.status != 200 {
+				t.Errorf("limit 10000: %d %s", a.status, a.body)
+			}
+			usageError(t, "a cursor made up", usage("?cursor=bm90LWEtY3Vyc29y"), "cursor")
+			c := *first.NextCursor
+			usageError(t, "a cursor with another from", usage("?cursor="+c+"&from="+at(-time.Hour)), "cursor")
+			if a := usage("?cursor=" + c + "&from=" + first.From.Format(time.RFC3339Nano) + "&to=" + first.To.Format(time.RFC3339Nano)); a.status != 200 {
+				t.Errorf("a cursor with its own from and to: %d %s", a.status, a.body)
+			}
+		})
+	}
+}
+
+// TestUsageAdmitted: GET /api/v1/usage takes an admission slot (429
+// capacity when none is free) and counts against the project's rpm (429
+// rate_limited past it), as a generation does.
+func TestUsageAdmitted(t *testing.T) {
+	t.Run("rpm", func(t *testing.T) {
+		g := newGateway(t, setup{now: withinOneMinute(), projectYAML: "    rpm: 2\n"})
+		for i := range 2 {
+			a := send(t, http.MethodGet, g.url+"/api/v1/usage", "", "Authorization", "Bearer "+testKey)
+			if a.status != 200 || a.header.Get("x-ratelimit-remaining-requests") != fmt.Sprint(1-i) {
+				t.Fatalf("usage %d: %d %s %v", i, a.status, a.body, a.header)
+			}
+		}
+		a := send(t, http.MethodGet, g.url+"/api/v1/usage", "", "Authorization", "Bearer "+testKey)
+		var e apiError
+		json.Unmarshal([]byte(a.body), &e)
+		if a.status != 429 || e.Error.Code != "rate_limited" || a.header.Get("X-Gateway-Admission-Refused") != "true" || a.header.Get("Retry-After") == "" {
+			t.Errorf("usage past the rpm: %d %s %v", a.status, a.body, a.header)
+		}
+		if b := mustCall(t, g.url, chatBody("")); b.status != 429 || b.code != "rate_limited" {
+			t.Errorf("a generation after usage used up the rpm: %d %s", b.status, b.body)
+		}
+	})
+	t.Run("capacity", func(t *testing.T) {
+		g := newGateway(t, setup{providers: 1, extraYAML: "server: {max_in_flight: 1}\n"})
+		release := holdFirstCall(t, g.ups[0])
+		done := make(chan answer, 1)
+		go func() { done <- call(context.Background(), g.url, chatBody("")) }()
+		for g.ups[0].Calls() == 0 { // the generation holds the one slot
+			time.Sleep(time.Millisecond)
+		}
+		a := send(t, http.MethodGet, g.url+"/api/v1/usage", "", "Authorization", "Bearer "+testKey)
+		var e apiError
+		json.Unmarshal([]byte(a.body), &e)
+		if a.status != 429 || e.Error.Code != "capacity" || a.header.Get("X-Gateway-Admission-Refused") != "true" {
+			t.Errorf("usage at capacity: %d %s %v", a.status, a.body, a.header)
+		}
+		release()
+		if b := <-done; b.status != 200 {
+			t.Errorf("the generation: %d %s", b.status, b.body)
+		}
+	})
+}
