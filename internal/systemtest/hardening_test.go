@@ -238,7 +238,7 @@ func TestUsageBounded(t *testing.T) {
 				p, pages = read(usage("?limit=1&cursor="+*p.NextCursor)), pages+1
 			}
 			if sum != 3 || pages < 3 {
-				t.Errorf("%d pages of at most one request summed to %d, want 3", pages, sum)
+				t.Errorf("%d pages of at most one request summed to %d; want 3 requests over 3 pages or more", pages, sum)
 			}
 
 			now := time.Now().UTC()
@@ -254,6 +254,9 @@ func TestUsageBounded(t *testing.T) {
 				t.Errorf("limit 10000: %d %s", a.status, a.body)
 			}
 			usageError(t, "a cursor made up", usage("?cursor=bm90LWEtY3Vyc29y"), "cursor")
+			if first.NextCursor == nil {
+				t.Fatalf("the first page of one request of three has no next_cursor: %+v", first)
+			}
 			c := *first.NextCursor
 			usageError(t, "a cursor with another from", usage("?cursor="+c+"&from="+at(-time.Hour)), "cursor")
 			if a := usage("?cursor=" + c + "&from=" + first.From.Format(time.RFC3339Nano) + "&to=" + first.To.Format(time.RFC3339Nano)); a.status != 200 {
