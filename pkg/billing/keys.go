@@ -266,7 +266,16 @@ func (c *KeyCache) Lookup(ctx context.Context, hash string) (KeyRecord, error) {
 		gen := c.gen
 		c.mu.Unlock()
 
-		f.rec, f.err = c.KeyStore.Lookup(ctx, hash)
+		c.read(ctx, hash, f, gen, now)
+		return f.rec, f.err
+	}
+}
+
+// read makes f's store read and ends f, whatever happens (its waiters
+// never wait for a read that panicked).
+func (c *KeyCache) read(ctx context.Context, hash string, f *flight, gen uint64, now time.Time) {
+	f.err = errors.New("billing: key store lookup did not return")
+	defer func() {
 		c.mu.Lock()
 		delete(c.flights, hash)
 		if gen == c.gen {
@@ -274,8 +283,8 @@ func (c *KeyCache) Lookup(ctx context.Context, hash string) (KeyRecord, error) {
 		}
 		c.mu.Unlock()
 		close(f.done)
-		return f.rec, f.err
-	}
+	}()
+	f.rec, f.err = c.KeyStore.Lookup(ctx, hash)
 }
 
 // remember keeps a store's answer (c.mu held): a found key among the hits,
