@@ -668,7 +668,6 @@ func (s *Store) TotalsPage(ctx context.Context, project string, from, to time.Ti
 			if billing.InPeriod(e, from, to) {
 				t.Add(e)
 			}
-			after = str(item, AttrSK)
 		}
 		left -= len(out.Items)
 		if len(out.LastEvaluatedKey) == 0 {
