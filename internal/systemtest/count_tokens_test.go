@@ -267,7 +267,8 @@ func TestCountTokensRefused(t *testing.T) {
 }
 
 // TestCountTokensAtCapacity: with every server.max_in_flight slot taken by
-// a generation, count_tokens calls no upstream and answers the estimate.
+// a generation, count_tokens is refused as a generation is (429 capacity,
+// in Anthropic's envelope) and calls no upstream.
 func TestCountTokensAtCapacity(t *testing.T) {
 	g := newClaudeGateway(t, "", "server: {max_in_flight: 1}\n")
 	g.claude.Script(providertest.Response{Hang: true})
@@ -287,7 +288,8 @@ func TestCountTokensAtCapacity(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	a := countTokens(t, g.url, countBody+"}")
-	if a.status != 200 || a.body != countEstimate+"\n" || a.header.Get("X-Gateway-Estimated") != "true" {
+	expectAnthropicError(t, "at capacity", a, 429, "rate_limit_error", "capacity")
+	if a.header.Get("X-Gateway-Admission-Refused") != "true" || a.header.Get("Retry-After") == "" {
 		t.Errorf("at capacity: %d %s %v", a.status, a.body, a.header)
 	}
 	if n := len(g.claude.CountTokensRequests()); n != 0 {

@@ -253,6 +253,14 @@ func (t *Totals) Add(e Entry) {
 	t.ByKey[e.KeyID] = k
 }
 
+// TotalsCursor is where a page of TotalsPage ends, in a ledger's own
+// order: its partition (Shard) and, within it, the sort key of the last
+// entry read (After; "" when the partition is to be read from its start).
+type TotalsCursor struct {
+	Shard int
+	After string
+}
+
 // Feedback is an end user's feedback on an answer. (RequestID, EndUser) is
 // its natural key: a second Feedback with the same pair replaces the first
 // (CreatedAt stays the first one's).
@@ -292,6 +300,13 @@ type Ledger interface {
 	// Totals sums the ledger entries of a project with At in [from, to),
 	// in total, by model and by key.
 	Totals(ctx context.Context, project string, from, to time.Time) (Totals, error)
+	// TotalsPage is Totals over one page of the range: at most limit
+	// (>= 1) ledger entries, read in the ledger's own order from after
+	// cursor (the zero TotalsCursor: from the start). next is where the
+	// following page starts; done reports that the range has no entry
+	// left. The sum of a range's pages is its Totals. A cursor this ledger
+	// could not have returned for this project and range is ErrInvalid.
+	TotalsPage(ctx context.Context, project string, from, to time.Time, limit int, cursor TotalsCursor) (t Totals, next TotalsCursor, done bool, err error)
 	// Feedback upserts feedback on (RequestID, EndUser).
 	Feedback(ctx context.Context, f Feedback) error
 	// Feedbacks returns the feedback on a request, by EndUser.

@@ -166,30 +166,53 @@ type KeyCacheOptions struct {
 	// issued through another instance may be refused there for up to
 	// MissTTL after an attempt with it.
 	MissTTL time.Duration
-	// MaxEntries bounds the cache; when full it starts over. Default
+	// MaxEntries bounds the found keys remembered; when full, the expired
+	// ones are dropped, and when none has expired it starts over. Default
 	// 100,000.
 	MaxEntries int
+	// MaxMisses bounds the unknown keys remembered, apart from the found
+	// ones: unknown keys, however many, never push a found key out. When
+	// full it starts over. Default 10,000.
+	MaxMisses int
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
 
 // KeyCache is a KeyStore that remembers Lookups in process for a short
 // while, so that authenticating a request costs no store read most of the
-// time. Issue, Revoke and ImportKey through the cache take effect on it at
-// once; through another instance, within the TTLs (KeyCacheOptions).
-// Store failures are not remembered.
+// time. Keys that exist and unknown keys are remembered apart, each within
+// its own bound, so that a stream of made-up keys cannot evict the keys
+// in use; and concurrent Lookups of one hash share one store read. Issue,
+// Revoke and ImportKey through the cache take effect on it at once;
+// through another instance, within the TTLs (KeyCacheOptions). Store
+// failures are not remembered.
 type KeyCache struct {
 	KeyStore
 	opts KeyCacheOptions
 
-	mu sync.Mutex
-	m  map[string]cached
+	mu     sync.Mutex
+	hits   map[string]cached
+	misses map[string]time.Time // hash -> until
+	// flights are the store reads under way, by hash.
+	flights map[string]*flight
+	// gen counts the forgets: a read that began before one does not
+	// remember what it found.
+	gen uint64
 }
 
 type cached struct {
 	rec   KeyRecord
 	err   error
 	until time.Time
+}
+
+// flight is one store read that concurrent Lookups of its hash wait for.
+type flight struct {
+	done chan struct{}
+	rec  KeyRecord
+	err  error
+	// waiters counts the Lookups that joined it (tests).
+	waiters int
 }
 
 // NewKeyCache wraps ks.
@@ -203,45 +226,102 @@ func NewKeyCache(ks KeyStore, opts KeyCacheOptions) *KeyCache {
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = 100_000
 	}
+	if opts.MaxMisses <= 0 {
+		opts.MaxMisses = 10_000
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &KeyCache{KeyStore: ks, opts: opts, m: map[string]cached{}}
+	return &KeyCache{KeyStore: ks, opts: opts, hits: map[string]cached{}, misses: map[string]time.Time{}, flights: map[string]*flight{}}
 }
 
 // Lookup implements KeyStore.
 func (c *KeyCache) Lookup(ctx context.Context, hash string) (KeyRecord, error) {
-	now := c.opts.Now()
-	c.mu.Lock()
-	e, ok := c.m[hash]
-	c.mu.Unlock()
-	if ok && now.Before(e.until) {
-		return e.rec, e.err
+	for {
+		now := c.opts.Now()
+		c.mu.Lock()
+		if e, ok := c.hits[hash]; ok && now.Before(e.until) {
+			c.mu.Unlock()
+			return e.rec, e.err
+		}
+		if until, ok := c.misses[hash]; ok && now.Before(until) {
+			c.mu.Unlock()
+			return KeyRecord{}, ErrUnknownKey
+		}
+		if f := c.flights[hash]; f != nil {
+			f.waiters++
+			c.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return KeyRecord{}, ctx.Err()
+			}
+			if isContextErr(f.err) && ctx.Err() == nil {
+				continue // the reader's caller left; this one has not
+			}
+			return f.rec, f.err
+		}
+		f := &flight{done: make(chan struct{})}
+		c.flights[hash] = f
+		gen := c.gen
+		c.mu.Unlock()
+
+		c.read(ctx, hash, f, gen, now)
+		return f.rec, f.err
 	}
-	rec, err := c.KeyStore.Lookup(ctx, hash)
-	var ttl time.Duration
+}
+
+// read makes f's store read and ends f, whatever happens (its waiters
+// never wait for a read that panicked).
+func (c *KeyCache) read(ctx context.Context, hash string, f *flight, gen uint64, now time.Time) {
+	f.err = errors.New("billing: key store lookup did not return")
+	defer func() {
+		c.mu.Lock()
+		delete(c.flights, hash)
+		if gen == c.gen {
+			c.remember(hash, f.rec, f.err, now)
+		}
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	f.rec, f.err = c.KeyStore.Lookup(ctx, hash)
+}
+
+// remember keeps a store's answer (c.mu held): a found key among the hits,
+// an unknown one among the misses, a failure nowhere.
+func (c *KeyCache) remember(hash string, rec KeyRecord, err error, now time.Time) {
 	switch {
 	case err == nil, errors.Is(err, ErrKeyRevoked):
-		ttl = c.opts.HitTTL
+		if len(c.hits) >= c.opts.MaxEntries {
+			for h, e := range c.hits {
+				if !now.Before(e.until) {
+					delete(c.hits, h)
+				}
+			}
+			if len(c.hits) >= c.opts.MaxEntries {
+				clear(c.hits)
+			}
+		}
+		delete(c.misses, hash)
+		c.hits[hash] = cached{rec: rec, err: err, until: now.Add(c.opts.HitTTL)}
 	case errors.Is(err, ErrUnknownKey):
-		ttl = c.opts.MissTTL
-	default:
-		return rec, err
+		if len(c.misses) >= c.opts.MaxMisses {
+			clear(c.misses)
+		}
+		delete(c.hits, hash)
+		c.misses[hash] = now.Add(c.opts.MissTTL)
 	}
-	c.mu.Lock()
-	if len(c.m) >= c.opts.MaxEntries {
-		clear(c.m)
-	}
-	c.m[hash] = cached{rec: rec, err: err, until: now.Add(ttl)}
-	c.mu.Unlock()
-	return rec, err
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Issue implements KeyStore.
 func (c *KeyCache) Issue(ctx context.Context, project string) (string, KeyRecord, error) {
 	raw, rec, err := c.KeyStore.Issue(ctx, project)
 	if err == nil {
-		c.forget(func(hash string, _ cached) bool { return hash == rec.Hash })
+		c.forgetHash(rec.Hash)
 	}
 	return raw, rec, err
 }
@@ -268,16 +348,25 @@ func (c *KeyCache) SetKeyRates(ctx context.Context, keyID string, r Rates) error
 // ImportKey implements KeyStore.
 func (c *KeyCache) ImportKey(ctx context.Context, project, hash, keyID string) error {
 	err := c.KeyStore.ImportKey(ctx, project, hash, keyID)
-	c.forget(func(h string, _ cached) bool { return h == hash })
+	c.forgetHash(hash)
 	return err
 }
 
 func (c *KeyCache) forget(match func(string, cached) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, e := range c.m {
+	c.gen++
+	for k, e := range c.hits {
 		if match(k, e) {
-			delete(c.m, k)
+			delete(c.hits, k)
 		}
 	}
+}
+
+// forgetHash forgets what the cache knows of one hash, found or unknown.
+func (c *KeyCache) forgetHash(hash string) {
+	c.forget(func(h string, _ cached) bool { return h == hash })
+	c.mu.Lock()
+	delete(c.misses, hash)
+	c.mu.Unlock()
 }

@@ -1,13 +1,62 @@
 package gateway
 
-// TryAdmit takes one of the server.max_in_flight slots the generation
-// requests share, for other upstream work of a request (a count_tokens
-// call), without waiting: ok is false when none is free. release gives the
-// slot back; only its first call does.
-func (s *Service) TryAdmit() (release func(), ok bool) {
-	slot, err := s.admit(nil)
+import (
+	"context"
+	"time"
+
+	"github.com/buzzgate/buzzgate/internal/storecall"
+	"github.com/buzzgate/buzzgate/pkg/billing"
+)
+
+// Admitted is a request admitted by AdmitFree.
+type Admitted struct {
+	slot admission
+	// Header are the rate-limit headers for the answer (x-ratelimit-*,
+	// and Anthropic's when asked for); nil when no limit applies.
+	Header map[string]string
+	// Account is the account read to find the project's limits (nil when
+	// none was read), which the caller may use rather than read it again.
+	Account *billing.Account
+}
+
+// Release gives the admission slot back; only its first call does.
+func (a *Admitted) Release() { a.slot.release() }
+
+// AdmitFree admits a request of c that generates nothing and is never
+// billed (a token count, a usage report) as a generation is admitted:
+// one of the server.max_in_flight slots and of the project's
+// max_in_flight (429 capacity when none is free, without waiting), and
+// one request of the project's and the key's rpm (429 rate_limited when
+// one is used up this minute). It reserves no tokens of a tpm, since it
+// makes none, and checks no balance or budget, since it costs nothing.
+// The account is read only when the project's limits may be the admin
+// tool's (a config project without rpm, tpm or budget); that read
+// failing is 503 billing_unavailable. The caller releases the slot.
+func (s *Service) AdmitFree(ctx context.Context, c *Caller, anthropicHeaders bool) (*Admitted, error) {
+	slot, err := s.admit(c.Project)
 	if err != nil {
-		return func() {}, false
+		return nil, err
 	}
-	return slot.release, true
+	a := &Admitted{slot: slot}
+	req := &Request{Caller: c, AnthropicRateHeaders: anthropicHeaders}
+	if s.accounts.Limiter != nil {
+		rates := ProjectRates(c.Project, billing.Account{})
+		if rates == (billing.Rates{}) && s.accounts.Ledger != nil {
+			actx, cancel := storecall.Bound(ctx, 10*time.Second, s.ledgerLocal)
+			acct, err := s.accounts.Ledger.Account(actx, c.Project.ID, c.BillingKeyID)
+			cancel()
+			if err != nil {
+				a.Release()
+				return nil, BillingUnavailable(err)
+			}
+			a.Account, rates = &acct, ProjectRates(c.Project, acct)
+		}
+		req.projectRates = rates
+	}
+	if err := s.takeRate(ctx, req); err != nil {
+		a.Release()
+		return nil, err
+	}
+	a.Header = req.rateHeaders
+	return a, nil
 }

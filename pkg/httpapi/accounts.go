@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -134,23 +135,80 @@ func toUsageJSON(u billing.Usage) usageJSON {
 	return usageJSON{Requests: u.Requests, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: billing.NanosToUSD(u.CostNanos)}
 }
 
+// Bounds of GET /api/v1/usage: one call reads the ledger entries of at
+// most maxUsageRange, and at most maxUsageLimit of them (a page; the next
+// one from next_cursor).
+const (
+	maxUsageRange = 366 * 24 * time.Hour
+	maxUsageLimit = 10_000
+)
+
+// usageCursor is next_cursor: the range it pages through and where its
+// next page starts, as unpadded base64url JSON.
+type usageCursor struct {
+	From  time.Time `json:"f"`
+	To    time.Time `json:"t"`
+	Shard int       `json:"s"`
+	After string    `json:"a,omitempty"`
+}
+
+func (c usageCursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeUsageCursor(v string) (usageCursor, bool) {
+	var c usageCursor
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(v) > 1024 {
+		return c, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return c, dec.Decode(&c) == nil && !c.From.IsZero() && !c.To.IsZero()
+}
+
 // usage serves the calling project's totals by model and by key over
-// [from, to) (RFC 3339; default the last 24 hours), read from the ledger.
+// [from, to) (RFC 3339; default the last 24 hours; at most maxUsageRange),
+// read from the ledger a page of at most limit entries at a time (default
+// and at most maxUsageLimit): has_more and next_cursor say whether another
+// page follows and how to ask for it (the cursor carries the range). It is
+// admitted as a request (a max_in_flight slot, one request of the rpm) and
+// never billed.
 func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 	p, ok := s.ledgerCaller(w, r)
 	if !ok {
 		return
 	}
-	to, from := s.now(), time.Time{}
 	q := r.URL.Query()
+	var cur usageCursor
+	if v := q.Get("cursor"); v != "" {
+		c, ok := decodeUsageCursor(v)
+		if !ok {
+			clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "cursor", "cursor must be a next_cursor of this endpoint, as it was sent"))
+			return
+		}
+		cur = c
+	}
+	to, from := s.now(), time.Time{}
 	for _, f := range []struct {
-		name string
-		dst  *time.Time
-	}{{"to", &to}, {"from", &from}} {
-		if v := q.Get(f.name); v != "" {
+		name       string
+		dst        *time.Time
+		fromCursor time.Time
+	}{{"to", &to, cur.To}, {"from", &from, cur.From}} {
+		v := q.Get(f.name)
+		switch {
+		case v == "" && !f.fromCursor.IsZero():
+			*f.dst = f.fromCursor
+		case v == "":
+		default:
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
 				clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, f.name, "%s must be an RFC 3339 time such as 2026-11-29T00:00:00Z", f.name))
+				return
+			}
+			if !f.fromCursor.IsZero() && !t.Equal(f.fromCursor) {
+				clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "cursor", "the cursor pages through another range: send it alone, or with the from and to it was made for"))
 				return
 			}
 			*f.dst = t
@@ -158,6 +216,15 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 	}
 	if from.IsZero() {
 		from = to.Add(-24 * time.Hour)
+	}
+	limit := maxUsageLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxUsageLimit {
+			clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "limit", "limit must be a whole number from 1 to %d", maxUsageLimit))
+			return
+		}
+		limit = n
 	}
 	// The answer names both times in UTC, in JSON, which has no year
 	// outside 0000 to 9999: a time that leaves them (an offset, or the
@@ -175,13 +242,37 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be before to"))
 		return
 	}
-	tot, err := s.accounts.Ledger.Totals(r.Context(), p.Project.ID, from, to)
+	if to.Sub(from) > maxUsageRange {
+		clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be at most 366 days before to; ask for a longer time in several ranges"))
+		return
+	}
+	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, false)
 	if err != nil {
+		clientapi.WriteError(w, err)
+		return
+	}
+	defer adm.Release()
+	for k, v := range adm.Header {
+		w.Header().Set(k, v)
+	}
+	tot, next, done, err := s.accounts.Ledger.TotalsPage(r.Context(), p.Project.ID, from, to, limit, billing.TotalsCursor{Shard: cur.Shard, After: cur.After})
+	switch {
+	case errors.Is(err, billing.ErrInvalid):
+		clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "cursor", "cursor must be a next_cursor of this endpoint, as it was sent"))
+		return
+	case err != nil:
 		clientapi.WriteError(w, billingUnavailable(err))
 		return
 	}
-	acct, err := s.accounts.Ledger.Account(r.Context(), p.Project.ID, p.BillingKeyID)
-	if err != nil {
+	var nextCursor *string
+	if !done {
+		c := usageCursor{From: from, To: to, Shard: next.Shard, After: next.After}.encode()
+		nextCursor = &c
+	}
+	var acct billing.Account
+	if adm.Account != nil {
+		acct = *adm.Account
+	} else if acct, err = s.accounts.Ledger.Account(r.Context(), p.Project.ID, p.BillingKeyID); err != nil {
 		clientapi.WriteError(w, billingUnavailable(err))
 		return
 	}
@@ -195,7 +286,11 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		ByKey   map[string]usageJSON  `json:"by_key"`
 		Periods map[string]periodJSON `json:"periods"`
 		Budgets []budgetJSON          `json:"budgets"`
-	}{Object: "usage", Project: p.Project.ID, From: from.UTC(), To: to.UTC(), Total: toUsageJSON(tot.Total),
+		// HasMore: the range holds entries past this page, which
+		// next_cursor asks for; the totals above are this page's.
+		HasMore    bool    `json:"has_more"`
+		NextCursor *string `json:"next_cursor"`
+	}{Object: "usage", Project: p.Project.ID, From: from.UTC(), To: to.UTC(), Total: toUsageJSON(tot.Total), HasMore: !done, NextCursor: nextCursor,
 		ByModel: map[string]usageJSON{}, ByKey: map[string]usageJSON{}, Periods: map[string]periodJSON{}, Budgets: []budgetJSON{}}
 	now := s.now()
 	for q := range billing.NumPeriods {

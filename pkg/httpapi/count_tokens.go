@@ -22,10 +22,14 @@ const HeaderEstimated = "X-Gateway-Estimated"
 // countTokens serves POST /api/v1/messages/count_tokens, Anthropic's token
 // counting: the body is a Messages request (max_tokens not needed), the
 // answer {"input_tokens":N}, errors in Anthropic's envelope. It is not a
-// generation: it is authenticated as one, and the body read and checked
-// (model, messages, the gateway's own fields) and the model planned the same
-// way, but nothing is billed or held, no balance or key limit is checked,
-// an Idempotency-Key is ignored, and no metrics line is written.
+// generation, but it is admitted as one: authenticated, its body read, then
+// admitted (gateway.AdmitFree: a server.max_in_flight slot held until it
+// is answered, and one request of the project's and key's rpm) before the
+// body is decoded, so that a count can neither decode nor call upstreams
+// past the bounds a generation keeps. Then the body is checked (model,
+// messages, the gateway's own fields) and the model planned the same way;
+// nothing is billed or held, no balance or key limit is checked, an
+// Idempotency-Key is ignored, and no metrics line is written.
 //
 // The plan's first live candidate that can count (llm.TokenCounter: an
 // api: anthropic provider, or a simulated one of that protocol) is called
@@ -33,11 +37,10 @@ const HeaderEstimated = "X-Gateway-Estimated"
 // model, and the client's anthropic-version and anthropic-beta headers,
 // within the provider's first_token_timeout and the request's ceiling; its
 // answer is returned as it sent it, with x-gateway-provider and
-// x-gateway-route-depth. That call takes a server.max_in_flight slot while
-// it runs. The provider's 400 is passed on as 400 provider_rejected, as on
-// Messages. Otherwise (no candidate can count, none is live, no slot is
-// free, the call failed or timed out) the answer is the gateway's estimate,
-// with x-gateway-estimated: true.
+// x-gateway-route-depth. The provider's 400 is passed on as 400
+// provider_rejected, as on Messages. Otherwise (no candidate can count,
+// none is live, the call failed or timed out) the answer is the gateway's
+// estimate, with x-gateway-estimated: true.
 func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gateway.Log) {
 	p, err := s.authenticate(r)
 	if err != nil {
@@ -49,6 +52,19 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 	if err != nil {
 		clientapi.WriteAnthropicError(w, err)
 		return
+	}
+	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, true)
+	if err != nil {
+		if r.Context().Err() != nil {
+			log.ClientGone = true // nobody to answer
+			return
+		}
+		clientapi.WriteAnthropicError(w, err)
+		return
+	}
+	defer adm.Release()
+	for k, v := range adm.Header {
+		w.Header().Set(k, v)
 	}
 	// The Chat Completions decoder checks what the plan needs, which a
 	// Messages body has in the same shape: model, a non-empty messages array
@@ -67,46 +83,41 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 
 	reason := "no_counting_provider"
 	if counters := s.router.TokenCounters(plan); len(counters) > 0 {
-		if release, ok := s.svc.TryAdmit(); !ok {
-			reason = "capacity"
-		} else {
-			count, c, err := s.callCounter(r, counters, body)
-			release()
-			var pe *llm.ProviderError
-			switch {
-			case count != nil:
-				log.Add(slog.String("provider", c.Route.Provider), slog.Int("route_depth", c.Depth))
-				h := w.Header()
-				h.Set("Content-Type", "application/json")
-				h.Set("Content-Length", strconv.Itoa(len(count.Body)))
-				h.Set("X-Gateway-Provider", c.Route.Provider)
-				h.Set("X-Gateway-Route-Depth", strconv.Itoa(c.Depth))
-				w.WriteHeader(http.StatusOK)
-				w.Write(count.Body)
-				return
-			case r.Context().Err() != nil:
-				log.ClientGone = true // nobody to answer
-				return
-			case errors.As(err, &pe) && pe.Class == llm.FailRejected:
+		count, c, err := s.callCounter(r, counters, body)
+		var pe *llm.ProviderError
+		switch {
+		case count != nil:
+			log.Add(slog.String("provider", c.Route.Provider), slog.Int("route_depth", c.Depth))
+			h := w.Header()
+			h.Set("Content-Type", "application/json")
+			h.Set("Content-Length", strconv.Itoa(len(count.Body)))
+			h.Set("X-Gateway-Provider", c.Route.Provider)
+			h.Set("X-Gateway-Route-Depth", strconv.Itoa(c.Depth))
+			w.WriteHeader(http.StatusOK)
+			w.Write(count.Body)
+			return
+		case r.Context().Err() != nil:
+			log.ClientGone = true // nobody to answer
+			return
+		case errors.As(err, &pe) && pe.Class == llm.FailRejected:
+			log.Add(slog.String("provider", c.Route.Provider))
+			msg := pe.Message
+			if msg == "" {
+				msg = "no reason given"
+			}
+			clientapi.WriteAnthropicError(w, &llm.Error{Code: llm.CodeProviderRejected, Message: "provider rejected the request: " + msg, Cause: pe})
+			return
+		case errors.Is(err, errors.ErrUnsupported):
+		default:
+			reason = "provider_failed"
+			if errors.Is(err, context.DeadlineExceeded) {
+				reason = "provider_timeout"
+			}
+			if c.Counter != nil {
 				log.Add(slog.String("provider", c.Route.Provider))
-				msg := pe.Message
-				if msg == "" {
-					msg = "no reason given"
-				}
-				clientapi.WriteAnthropicError(w, &llm.Error{Code: llm.CodeProviderRejected, Message: "provider rejected the request: " + msg, Cause: pe})
-				return
-			case errors.Is(err, errors.ErrUnsupported):
-			default:
-				reason = "provider_failed"
-				if errors.Is(err, context.DeadlineExceeded) {
-					reason = "provider_timeout"
-				}
-				if c.Counter != nil {
-					log.Add(slog.String("provider", c.Route.Provider))
-				}
-				if pe != nil && pe.Status != 0 {
-					log.Add(slog.Int("provider_status", pe.Status))
-				}
+			}
+			if pe != nil && pe.Status != 0 {
+				log.Add(slog.Int("provider_status", pe.Status))
 			}
 		}
 	}

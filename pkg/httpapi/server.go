@@ -300,30 +300,16 @@ func newRequestID() string {
 
 // authenticate finds the caller by the SHA-256 of its key, which every
 // endpoint takes in Authorization: Bearer <key> (the OpenAI SDKs) or in
-// x-api-key: <key> (the Anthropic SDKs). A request may send both only with
-// the same key in each: two different keys are refused (401), whichever of
-// them is valid, rather than one chosen silently. Only hashes are kept and
+// x-api-key: <key> (the Anthropic SDKs). A request may carry the key more
+// than once (both headers, or one of them twice) only if every copy is the
+// same key: two different keys are refused (401), whichever of them is
+// valid, rather than one chosen silently. Only hashes are kept and
 // compared: the map lookup never touches the raw key, and the comparisons
 // are constant-time.
 func (s *Server) authenticate(r *http.Request) (*principal, error) {
-	auth := r.Header.Get("Authorization")
-	const prefix = "bearer "
-	var token string
-	found := len(auth) > len(prefix) && strings.EqualFold(auth[:len(prefix)], prefix)
-	if found {
-		token = strings.TrimSpace(auth[len(prefix):])
-	}
-	if apiKey := strings.TrimSpace(r.Header.Get("X-Api-Key")); apiKey != "" {
-		if found {
-			a, b := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(apiKey))
-			if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
-				return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "Authorization: Bearer and x-api-key carry two different keys; send one key")
-			}
-		}
-		token, found = apiKey, true
-	}
-	if !found {
-		return nil, llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send Authorization: Bearer <key> or x-api-key: <key>")
+	token, err := requestKey(r.Header)
+	if err != nil {
+		return nil, err
 	}
 	h := sha256.Sum256([]byte(token))
 	cfgKey, ok := s.keys[h]
@@ -359,6 +345,49 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	return &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: project, KeyHash: h,
 		Policy: llm.ParseDataPolicy(project.DataPolicy), BillingKeyID: rec.KeyID,
 		KeyRates: rec.Rates}}, nil
+}
+
+// requestKey is the one API key a request carries: every Authorization:
+// Bearer value and every x-api-key value must be the same key.
+func requestKey(h http.Header) (string, error) {
+	var (
+		token          string
+		found          bool
+		first, firstIn string
+	)
+	const prefix = "bearer "
+	add := func(key, in string) error {
+		if !found {
+			token, found, first, firstIn = key, true, key, in
+			return nil
+		}
+		a, b := sha256.Sum256([]byte(first)), sha256.Sum256([]byte(key))
+		if subtle.ConstantTimeCompare(a[:], b[:]) == 1 {
+			return nil
+		}
+		if in == firstIn {
+			return llm.Errorf(llm.CodeInvalidAPIKey, "", "two %s headers carry two different keys; send one key", in)
+		}
+		return llm.Errorf(llm.CodeInvalidAPIKey, "", "Authorization: Bearer and x-api-key carry two different keys; send one key")
+	}
+	for _, auth := range h.Values("Authorization") {
+		if len(auth) > len(prefix) && strings.EqualFold(auth[:len(prefix)], prefix) {
+			if err := add(strings.TrimSpace(auth[len(prefix):]), "Authorization"); err != nil {
+				return "", err
+			}
+		}
+	}
+	for _, v := range h.Values("X-Api-Key") {
+		if apiKey := strings.TrimSpace(v); apiKey != "" {
+			if err := add(apiKey, "x-api-key"); err != nil {
+				return "", err
+			}
+		}
+	}
+	if !found {
+		return "", llm.Errorf(llm.CodeInvalidAPIKey, "", "missing API key: send Authorization: Bearer <key> or x-api-key: <key>")
+	}
+	return token, nil
 }
 
 // getResponse serves GET /api/v1/responses/{id}: a kept response of the

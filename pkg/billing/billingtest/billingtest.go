@@ -124,6 +124,7 @@ var ledgerCases = []struct {
 	{"ZeroCost", testZeroCost},
 	{"Invalid", testInvalid},
 	{"Totals", testTotals},
+	{"TotalsPage", testTotalsPage},
 	{"Feedback", testFeedback},
 	{"Accounts", testAccounts},
 	{"ConcurrentDistinct", testConcurrentDistinct},
@@ -271,6 +272,72 @@ func testTotals(t *testing.T, l billing.Ledger) {
 		t.Errorf("Totals over an empty range (-want +got):\n%s", diff)
 	}
 	ExpectSpent(t, l, project, k1, 111_111, 101_011)
+}
+
+// testTotalsPage: pages of every size sum to Totals, each holds at most
+// its limit, and the last says done; a cursor from outside the range is
+// ErrInvalid.
+func testTotalsPage(t *testing.T, l billing.Ledger) {
+	ctx := t.Context()
+	project := ID("p")
+	from, to := Base, Base.Add(time.Hour)
+	for i := range 7 {
+		e := NewEntry(project, ID("k"), int64(1+i))
+		e.At, e.Model = Base.Add(time.Duration(i-1)*10*time.Minute), fmt.Sprintf("m%d", i%2) // the first before the range
+		MustBill(t, l, e)
+	}
+	e := NewEntry(project, ID("k"), 1000)
+	e.At = to // the end: excluded
+	MustBill(t, l, e)
+	want := MustTotals(t, l, project, from, to)
+	if want.Total.Requests != 6 {
+		t.Fatalf("Totals: %+v, want 6 requests", want.Total)
+	}
+	for limit := 1; limit <= 7; limit++ {
+		sum := billing.NewTotals()
+		var cur billing.TotalsCursor
+		for pages := 0; ; pages++ {
+			if pages > 7 { // at most one page an entry, and a last empty one
+				t.Fatalf("limit %d: more pages than entries", limit)
+			}
+			tot, next, done, err := l.TotalsPage(ctx, project, from, to, limit, cur)
+			if err != nil {
+				t.Fatalf("limit %d, page %d: %v", limit, pages, err)
+			}
+			if tot.Total.Requests > int64(limit) {
+				t.Errorf("limit %d, page %d: %d entries", limit, pages, tot.Total.Requests)
+			}
+			sum.Total.Requests += tot.Total.Requests
+			sum.Total.PromptTokens += tot.Total.PromptTokens
+			sum.Total.CompletionTokens += tot.Total.CompletionTokens
+			sum.Total.CostNanos += tot.Total.CostNanos
+			for m, u := range tot.ByModel {
+				v := sum.ByModel[m]
+				v.Requests, v.PromptTokens, v.CompletionTokens, v.CostNanos = v.Requests+u.Requests, v.PromptTokens+u.PromptTokens, v.CompletionTokens+u.CompletionTokens, v.CostNanos+u.CostNanos
+				sum.ByModel[m] = v
+			}
+			for k, u := range tot.ByKey {
+				v := sum.ByKey[k]
+				v.Requests, v.PromptTokens, v.CompletionTokens, v.CostNanos = v.Requests+u.Requests, v.PromptTokens+u.PromptTokens, v.CompletionTokens+u.CompletionTokens, v.CostNanos+u.CostNanos
+				sum.ByKey[k] = v
+			}
+			if done {
+				break
+			}
+			cur = next
+		}
+		if diff := cmp.Diff(want, sum); diff != "" {
+			t.Errorf("limit %d: the pages' sum differs from Totals (-want +got):\n%s", limit, diff)
+		}
+	}
+	for _, bad := range []billing.TotalsCursor{{Shard: -1}, {Shard: 1 << 20}, {After: "garbage"}, {After: "9999-01-01T00:00:00.000000000Z#x"}} {
+		if _, _, _, err := l.TotalsPage(ctx, project, from, to, 1, bad); !errors.Is(err, billing.ErrInvalid) {
+			t.Errorf("cursor %+v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, _, _, err := l.TotalsPage(ctx, project, from, to, 0, billing.TotalsCursor{}); !errors.Is(err, billing.ErrInvalid) {
+		t.Errorf("limit 0: %v, want ErrInvalid", err)
+	}
 }
 
 func testFeedback(t *testing.T, l billing.Ledger) {

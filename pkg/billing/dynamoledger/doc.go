@@ -140,7 +140,10 @@
 //   - Reconcile: one Query per hold partition (HoldShards) and page, a
 //     BatchGetItem per 100 due entries, then per entry the Bill or the
 //     write-off (2 DeleteItems).
-//   - Totals: one consistent Query per shard and 1 MB page.
+//   - Totals: one consistent Query per shard and 1 MB page. TotalsPage:
+//     the same, each Query limited to the entries the page has left, so
+//     a page of n entries reads at most n index items (about 200 bytes
+//     each) and one more Query per empty shard it passes.
 //   - SetBalance: BatchGetItem + UpdateItem. SetKeyLimit: one UpdateItem.
 //     Seed: one UpdateItem plus one per key.
 //   - Keys: Lookup, ProjectExists, KeyProject: one GetItem; KeyByID: two.

@@ -620,6 +620,68 @@ func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) 
 	return t, err
 }
 
+// TotalsPage implements billing.Ledger: the shards in turn, each in sort
+// key order (time, then request id), one consistent Query per shard and
+// page of at most the entries left to read. The cursor is a shard and the
+// sort key of the last item read there, which must lie within the range's
+// key condition (DynamoDB refuses a start key outside it).
+func (s *Store) TotalsPage(ctx context.Context, project string, from, to time.Time, limit int, cur billing.TotalsCursor) (billing.Totals, billing.TotalsCursor, bool, error) {
+	if err := billing.ValidateID("project", project); err != nil {
+		return billing.Totals{}, billing.TotalsCursor{}, false, err
+	}
+	if limit < 1 {
+		return billing.Totals{}, billing.TotalsCursor{}, false, fmt.Errorf("%w: limit %d, want at least 1", billing.ErrInvalid, limit)
+	}
+	t := billing.NewTotals()
+	if !from.Before(to) {
+		return t, billing.TotalsCursor{}, true, nil
+	}
+	lo, hi := formatTime(clampTime(from)), formatTime(clampTime(to))
+	if cur.Shard < 0 || cur.Shard >= s.opts.Shards || (cur.After != "" && (cur.After < lo || cur.After > hi)) {
+		return billing.Totals{}, billing.TotalsCursor{}, false, fmt.Errorf("%w: a cursor outside this range", billing.ErrInvalid)
+	}
+	left := limit
+	for shard, after := cur.Shard, cur.After; shard < s.opts.Shards; {
+		pk := fmt.Sprintf("%s%02d#%s", PKLedger, shard, project)
+		in := &dynamodb.QueryInput{
+			TableName:                aws.String(s.table),
+			KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+			ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": attrS(pk), ":from": attrS(lo), ":to": attrS(hi),
+			},
+			ConsistentRead: aws.Bool(true),
+			Limit:          aws.Int32(int32(min(left, 1<<30))),
+		}
+		if after != "" {
+			in.ExclusiveStartKey = key(pk, after)
+		}
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			return billing.Totals{}, billing.TotalsCursor{}, false, unavailable("Query", err)
+		}
+		for _, item := range out.Items {
+			e, err := decodeEntry(item, "")
+			if err != nil {
+				return billing.Totals{}, billing.TotalsCursor{}, false, err
+			}
+			if billing.InPeriod(e, from, to) {
+				t.Add(e)
+			}
+		}
+		left -= len(out.Items)
+		if len(out.LastEvaluatedKey) == 0 {
+			shard, after = shard+1, ""
+		} else {
+			after = str(out.LastEvaluatedKey, AttrSK)
+		}
+		if left <= 0 {
+			return t, billing.TotalsCursor{Shard: shard, After: after}, shard == s.opts.Shards, nil
+		}
+	}
+	return t, billing.TotalsCursor{}, true, nil
+}
+
 // queryIndex reads the index items of a project in [from, to]: one
 // consistent Query per shard and 1 MB page.
 func (s *Store) queryIndex(ctx context.Context, project string, from, to time.Time, f func(billing.Entry)) error {

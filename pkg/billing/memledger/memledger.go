@@ -13,7 +13,9 @@ package memledger
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -335,6 +337,43 @@ func (s *Store) Totals(ctx context.Context, project string, from, to time.Time) 
 		}
 	}
 	return t, nil
+}
+
+// TotalsPage implements billing.Ledger: the project's entries in billing
+// order, which only grows at its end; the cursor is the number of them
+// read (After, in decimal; Shard is 0), and limit counts the entries of
+// the range.
+func (s *Store) TotalsPage(ctx context.Context, project string, from, to time.Time, limit int, cur billing.TotalsCursor) (billing.Totals, billing.TotalsCursor, bool, error) {
+	if err := s.begin(ctx, billing.ValidateID("project", project)); err != nil {
+		return billing.Totals{}, billing.TotalsCursor{}, false, err
+	}
+	defer s.mu.Unlock()
+	if limit < 1 {
+		return billing.Totals{}, billing.TotalsCursor{}, false, fmt.Errorf("%w: limit %d, want at least 1", billing.ErrInvalid, limit)
+	}
+	idx := s.byProject[project]
+	pos := 0
+	if cur.After != "" {
+		n, err := strconv.Atoi(cur.After)
+		if err != nil || n < 0 || n > len(idx) || strconv.Itoa(n) != cur.After {
+			cur.Shard = -1
+		}
+		pos = n
+	}
+	if cur.Shard != 0 {
+		return billing.Totals{}, billing.TotalsCursor{}, false, fmt.Errorf("%w: a cursor outside this range", billing.ErrInvalid)
+	}
+	t := billing.NewTotals()
+	for ; pos < len(idx) && limit > 0; pos++ {
+		if e := s.unpack("", s.recs[idx[pos]]); billing.InPeriod(e, from, to) {
+			t.Add(e)
+			limit--
+		}
+	}
+	if pos == len(idx) {
+		return t, billing.TotalsCursor{}, true, nil
+	}
+	return t, billing.TotalsCursor{After: strconv.Itoa(pos)}, false, nil
 }
 
 // Feedback implements billing.Ledger.
