@@ -14,8 +14,10 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
-// The providers' own 404 bodies for a reference the client named, and for
-// the route's model.
+// The providers' own error bodies: 404s for a reference the client named
+// (a Messages document's file_id, a Responses item_reference and
+// conversation, and, for a Chat Completions file, the words of OpenAI's
+// Files API), for the route's model, and a refused key's 401.
 const (
 	anthropicFileNotFound  = `{"type":"error","error":{"type":"not_found_error","message":"File not found: file_011CNbogusbogusbogus"},"request_id":"req_011CVzbogus"}`
 	anthropicModelNotFound = `{"type":"error","error":{"type":"not_found_error","message":"model: claude-y"},"request_id":"req_011CVzmodel"}`
