@@ -45,9 +45,10 @@ func IsJSON(contentType string) bool {
 //     either;
 //   - anything else (a 5xx, Anthropic's 529 overloaded_error): FailTransient.
 //
-// Only FailConfig and FailTransient let the router try the next provider
-// and count against the provider's health; a FailRejected is the client's
-// answer and leaves health as it was.
+// A FailRejected is the client's answer: the router tries no other
+// provider and leaves the provider's health as it was. Only a FailConfig
+// takes the route out at once, so nothing a request can make a provider
+// say is classed so.
 func StatusError(api llm.Proto, status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
 	switch status {
 	case http.StatusTooManyRequests:
@@ -125,12 +126,13 @@ func (e envelope) namesModel() bool {
 //     "Not Found"; any other not_found_error names an object of the
 //     request ("File not found: file_011...").
 //   - OpenAI names a missing model with code model_not_found or param
-//     "model", and a missing path "Invalid URL (POST /v1/...)"; an
-//     invalid_request_error that names another param ("input" for an
-//     item_reference) or none ("Conversation with id 'conv_...' not
-//     found.") is about an object of the request. Other error types
-//     (compatible servers' not_found_error, api_error) say nothing of the
-//     request and stay the operator's.
+//     "model", and a missing path "Invalid URL (POST /v1/...)"; an error
+//     that names another param ("input" for an item_reference), or an
+//     invalid_request_error that names none ("Conversation with id
+//     'conv_...' not found."), is about an object of the request. Other
+//     errors without a param (compatible servers' not_found_error or
+//     api_error for their models) say nothing of the request and stay the
+//     operator's.
 //
 // A body that is not the API's error envelope (an HTML page, nothing)
 // comes from a wrong base_url: the operator's.
