@@ -1,6 +1,7 @@
 package systemtest_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -77,6 +78,13 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Once the server is closed (cleanups run last first), the gateway's
+	// finishing writes stop, as a process's do, so none outlives the test.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		a.Finisher.Drain(ctx)
+	})
 	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(srv.Close)
 	return srv.URL, ups, logs
