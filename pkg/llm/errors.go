@@ -92,17 +92,22 @@ const (
 	// FailThrottled: the provider answered 429. It may be called again after
 	// the backoff, within max_attempts_per_route.
 	FailThrottled
-	// FailRejected: the provider's own 400. The request is at fault: it is
-	// passed through as provider_rejected and not tried elsewhere.
+	// FailRejected: the provider's own 400, or its 404 about an object the
+	// request named (a file, a conversation, an item). The request is at
+	// fault: it is passed through as provider_rejected, not tried
+	// elsewhere, and the provider's health is left as it was.
 	FailRejected
 	// FailTimeout: no output before the provider's first_token_timeout.
 	FailTimeout
 	// FailConfig: the provider's configuration is wrong, not the request:
 	// its key was refused (401, 403), or the route's model is unknown to
-	// it or not enabled for the account (404, Bedrock's
-	// AccessDeniedException and ResourceNotFoundException). The router
-	// takes the route out for the health cooldown and tries the next; the
-	// gateway logs it as an error and counts it (ProviderConfigErrors).
+	// it or not enabled for the account (a 404 that names the model, or
+	// whose body is not the API's error, as from a wrong base_url;
+	// Bedrock's AccessDeniedException and ResourceNotFoundException). Only
+	// the provider's own words can say so: a failure the request could
+	// cause is never this class. The router takes the route out for the
+	// health cooldown and tries the next; the gateway logs it as an error
+	// and counts it (ProviderConfigErrors).
 	FailConfig
 )
 

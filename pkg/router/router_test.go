@@ -505,3 +505,34 @@ func TestConfigFailureTakesRouteOut(t *testing.T) {
 		t.Errorf("after the cooldown: a called %d times, answer from %s; want a tried again", w.fakes["a"].Calls(), ans.Provider)
 	}
 }
+
+// TestRejectionLeavesRouteIn: a provider's rejection of the request (its
+// 404 about an object the client named, as upstream.StatusError classes
+// it) is the client's answer every time, tried on no other provider, and
+// leaves the route and the provider as they were, however often it comes:
+// more rejections in a row than failure_threshold, and the next request is
+// served by the same route.
+func TestRejectionLeavesRouteIn(t *testing.T) {
+	notFound := step{err: &llm.ProviderError{Class: llm.FailRejected, Status: 404, Message: "File not found: file_011"}}
+	w := newWorld(t, map[string][]step{"a": {notFound, notFound, notFound, notFound, notFound, ok}})
+	req := decode(t, plain)
+	for i := range 5 {
+		ans, err := run(w.r, req, Policy{})
+		e := llm.AsError(err)
+		if ans != nil {
+			ans.Close()
+			t.Fatalf("request %d: an answer from %s; want provider_rejected", i, ans.Provider)
+		}
+		if e.Code != llm.CodeProviderRejected || e.Message != "provider rejected the request: File not found: file_011" {
+			t.Fatalf("request %d: %v; want provider_rejected with the provider's message", i, err)
+		}
+	}
+	ans, err := run(w.r, req, Policy{})
+	if err != nil || ans.Provider != "a" || ans.Depth != 0 {
+		t.Fatalf("after the rejections: %v from %v, want a at depth 0", err, ans)
+	}
+	ans.Close()
+	if w.fakes["a"].Calls() != 6 || w.fakes["b"].Calls() != 0 || !w.r.health.Live("a") {
+		t.Errorf("calls a %d, b %d, a live %v; want 6, 0, live", w.fakes["a"].Calls(), w.fakes["b"].Calls(), w.r.health.Live("a"))
+	}
+}

@@ -17,9 +17,11 @@
 //     transient *llm.ProviderError.
 //   - A failure before the answer is a *llm.ProviderError of the class the
 //     router acts on: 429 throttled (with its retry hint), 400 rejected
-//     (with the upstream's message), any other status (a redirect
-//     included: it is not followed) and a connection failure transient;
-//     ChatStream returns no stream with it.
+//     (with the upstream's message), 401, 403 and a 404 about the route's
+//     model the provider's configuration, a 404 about an object the
+//     request named rejected (with the upstream's message), any other
+//     status (a redirect included: it is not followed) and a connection
+//     failure transient; ChatStream returns no stream with it.
 //   - One ChatStream is one upstream call: an adapter never retries.
 //   - The caller's context ending while the adapter waits (for the answer's
 //     head, for a chunk) ends the wait at once with the context's error (not
@@ -166,6 +168,9 @@ type Script struct {
 	Status       int
 	ErrorMessage string
 	RetryAfter   time.Duration
+	// Missing, with Status 404, is what the 404 says is missing, in the
+	// protocol's own words (the message is then not ErrorMessage).
+	Missing Missing
 	// Refused: nothing listens at the upstream's address.
 	Refused bool
 	// Reset: the upstream reads the request and resets the connection.
@@ -189,6 +194,19 @@ type Script struct {
 	// stream.
 	JSON bool
 }
+
+// Missing is what an upstream's 404 says is missing.
+type Missing int
+
+const (
+	// MissingModel: the route's model (Anthropic's "model: <name>",
+	// OpenAI's code model_not_found): the operator's configuration.
+	MissingModel Missing = iota
+	// MissingReference: an object the request named (Anthropic's "File not
+	// found: file_...", OpenAI's "Conversation with id 'conv_...' not
+	// found."): the client's.
+	MissingReference
+)
 
 // ToolCall is a function call the answer makes.
 type ToolCall struct{ ID, Name, Arguments string }

@@ -259,8 +259,9 @@ func testConcurrent(w *world) {
 
 // statuses are the statuses the suite answers with, and the class of each:
 // a redirect is not followed (it would be a second call), a 401, 403 or
-// 404 is the provider's configuration (its key, the route's model) and not
-// the client's problem.
+// 404 (about the route's model, Script.Missing's default) is the
+// provider's configuration (its key, the route's model) and not the
+// client's problem.
 var statuses = []struct {
 	code  int
 	class llm.FailureClass
@@ -297,7 +298,22 @@ func statusCases() []testCase {
 			testStatus(w, sc.code, sc.class)
 		}})
 	}
+	out = append(out, testCase{"Status404Reference", []Feature{Status(404)}, testMissingReference})
 	return out
+}
+
+// testMissingReference: a 404 about an object the request named (a file,
+// a conversation) is the client's: rejected, with the upstream's message,
+// so that the router passes it on and leaves the route in.
+func testMissingReference(w *world) {
+	t := w.t
+	s := answered(text...)
+	s.Status, s.Missing = 404, MissingReference
+	up := w.start(s)
+	pe := checkClass(t, refusedCall(t, up), llm.FailRejected)
+	if pe.Status != 404 || !strings.Contains(pe.Message, "not found") {
+		t.Errorf("%v: want status 404 and the upstream's message", pe)
+	}
 }
 
 func testStatus(w *world, code int, class llm.FailureClass) {

@@ -84,6 +84,9 @@ func response(p Protocol, s Script) providertest.Response {
 		if s.ErrorMessage != "" {
 			r.Body = errorEnvelope(p, s.ErrorMessage)
 		}
+		if s.Status == 404 {
+			r.Body = notFoundBody(p, s.Missing)
+		}
 		r.Header = map[string]string{}
 		if s.RetryAfter > 0 {
 			r.Header["Retry-After"] = strconv.Itoa(int(s.RetryAfter.Seconds()))
@@ -144,6 +147,21 @@ func errorEnvelope(p Protocol, msg string) string {
 		return string(mustJSON(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: "invalid_request_error", Message: msg}}))
 	}
 	return string(mustJSON(chat.Error{Error: chat.ErrorBody{Message: msg, Type: "invalid_request_error"}}))
+}
+
+// notFoundBody is the body of a 404 about what m names, as the protocol's
+// provider writes it (Anthropic's Messages; OpenAI's Chat Completions and
+// Responses, which share the envelope).
+func notFoundBody(p Protocol, m Missing) string {
+	switch {
+	case p == Messages && m == MissingReference:
+		return `{"type":"error","error":{"type":"not_found_error","message":"File not found: file_011CNha8iCJcU1wXNR6q4V8w"},"request_id":"req_011CVzcontract"}`
+	case p == Messages:
+		return `{"type":"error","error":{"type":"not_found_error","message":"model: ` + RouteModel + `"},"request_id":"req_011CVzcontract"}`
+	case m == MissingReference:
+		return `{"error":{"message":"Conversation with id 'conv_contract' not found.","type":"invalid_request_error","param":null,"code":null}}`
+	}
+	return `{"error":{"message":"The model ` + "`" + RouteModel + "`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`
 }
 
 // malformedBody is an answer whose opening and first s.CutAfter pieces

@@ -107,9 +107,11 @@ func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
 //   - a request Messages cannot express: FailRejected, without a call;
 //   - no answer: FailTransient, "connection failed";
 //   - 429: FailThrottled, with the retry-after hint capped at 60s;
-//   - 400: FailRejected, with the message of Anthropic's error envelope;
-//   - 529 (overloaded_error), 5xx, 401, 403 and any other status but 200:
-//     FailTransient, "upstream status N".
+//   - any other status but 200: as upstream.StatusError classifies it
+//     (400 FailRejected with the message of Anthropic's error envelope;
+//     401, 403 and a 404 about the route's model FailConfig; a 404 about
+//     an object the request named, such as a file, FailRejected; 529
+//     overloaded_error and 5xx FailTransient).
 func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
@@ -158,7 +160,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		return nil, upstream.StatusError(resp.StatusCode, resp.Header, b, c.now())
+		return nil, upstream.StatusError(llm.ProtoMessages, resp.StatusCode, resp.Header, b, c.now())
 	}
 	s := &stream{ctx: ctx, body: resp.Body, dropped: dropped}
 	if native {

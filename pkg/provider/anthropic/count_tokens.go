@@ -26,9 +26,10 @@ const maxCountBody = 64 << 10
 // body is a JSON object with a whole, non-negative input_tokens is the
 // answer, its body kept as sent; every other outcome is classified as
 // ChatStream classifies its own: the caller's context done is its error,
-// no answer is FailTransient, 429 FailThrottled, 400 FailRejected with the
-// upstream's message, any other status FailTransient, and so is a 200 that
-// is not such an object.
+// no answer is FailTransient, any other status as upstream.StatusError
+// classifies it (400, and a 404 about an object the request named,
+// FailRejected with the upstream's message), and a 200 that is not such an
+// object FailTransient.
 func (c *Client) CountTokens(ctx context.Context, req *llm.TokenCountRequest) (*llm.TokenCount, error) {
 	if ctx.Err() != nil {
 		return nil, upstream.ContextError("anthropic", ctx)
@@ -66,7 +67,7 @@ func (c *Client) CountTokens(ctx context.Context, req *llm.TokenCountRequest) (*
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCountBody))
-		return nil, upstream.StatusError(resp.StatusCode, resp.Header, b, c.now())
+		return nil, upstream.StatusError(llm.ProtoMessages, resp.StatusCode, resp.Header, b, c.now())
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxCountBody+1))
 	switch {

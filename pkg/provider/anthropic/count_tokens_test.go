@@ -64,7 +64,10 @@ func TestCountTokensFailures(t *testing.T) {
 	}{
 		{"400", providertest.Response{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages: Field required"}}`},
 			llm.ProviderError{Class: llm.FailRejected, Status: 400, Message: "messages: Field required"}},
-		{"404", providertest.Response{Status: 404}, llm.ProviderError{Class: llm.FailConfig, Status: 404, Message: "upstream status 404"}},
+		{"404 model", providertest.Response{Status: 404, Body: `{"type":"error","error":{"type":"not_found_error","message":"model: m"}}`},
+			llm.ProviderError{Class: llm.FailConfig, Status: 404, Message: "upstream status 404"}},
+		{"404 file", providertest.Response{Status: 404, Body: `{"type":"error","error":{"type":"not_found_error","message":"File not found: file_011CNha8iCJcU1wXNR6q4V8w"}}`},
+			llm.ProviderError{Class: llm.FailRejected, Status: 404, Message: "File not found: file_011CNha8iCJcU1wXNR6q4V8w"}},
 		{"529", providertest.Response{Status: 529}, llm.ProviderError{Class: llm.FailTransient, Status: 529, Message: "upstream status 529"}},
 		{"429", providertest.Response{Status: 429, Header: map[string]string{"retry-after": "3"}},
 			llm.ProviderError{Class: llm.FailThrottled, Status: 429, Message: "upstream status 429", RetryAfter: 3 * time.Second}},

@@ -13,9 +13,10 @@
 // answer as chunks.
 //
 // The SDK's own retries are off: the router alone decides what is called
-// again. Bedrock's failures are classified as an HTTP upstream's are (see
-// Status): throttling is a 429, a validation error the provider's 400, a
-// missing model or access to it a configuration error.
+// again. Bedrock's failures are classified by their exception
+// (failureClass): throttling is throttled, a validation error the
+// provider's refusal of the request, a missing model, access to it or the
+// credentials a configuration error.
 package bedrock
 
 import (
@@ -103,11 +104,11 @@ func (c *Client) NativeFor(string) llm.Proto { return llm.ProtoMessages }
 // Completions one.
 func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	if IsClaude(req.Model) {
-		var failure string
-		s, err := c.claude.ChatStream(context.WithValue(ctx, failureKey{}, &failure), req)
+		var f failure
+		s, err := c.claude.ChatStream(context.WithValue(ctx, failureKey{}, &f), req)
 		var pe *llm.ProviderError
-		if err != nil && failure != "" && errors.As(err, &pe) && pe.Class != llm.FailRejected {
-			pe.Message = failure // Bedrock's own words: AccessDeniedException: ...
+		if err != nil && f.set && errors.As(err, &pe) {
+			pe.Class, pe.Message = f.class, f.msg
 		}
 		return s, err
 	}

@@ -102,8 +102,8 @@ func (t ClaudeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if code == 0 {
 			return nil, err // no answer: a connection failure
 		}
-		if slot, ok := req.Context().Value(failureKey{}).(*string); ok {
-			*slot = msg
+		if slot, ok := req.Context().Value(failureKey{}).(*failure); ok {
+			*slot = failureOf(err)
 		}
 		return status(req, code, typ, msg), nil
 	}
@@ -118,10 +118,82 @@ func (t ClaudeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// failureKey is the context key of the *string where ClaudeTransport puts
-// the Bedrock failure it turned into a status, for Client to describe the
-// failure with (the anthropic adapter keeps only the status of a 403).
+// failureKey is the context key of the *failure where ClaudeTransport
+// puts the Bedrock failure it turned into a status, for Client to classify
+// and describe the failure by Bedrock's exception, not by the status and
+// Anthropic envelope that stand for it (the anthropic adapter keeps only
+// the status of a 403, and reads a 404's not_found_error as Anthropic's).
 type failureKey struct{}
+
+// failure is a Bedrock exception as Client reports it.
+type failure struct {
+	set   bool
+	class llm.FailureClass
+	// msg is Bedrock's own words, "AccessDeniedException: ..." (for a
+	// FailRejected, the message alone, as the client is shown it).
+	msg string
+}
+
+// failureOf is err's class and message, err being an exception Bedrock
+// answered with.
+func failureOf(err error) failure {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return failure{}
+	}
+	code, msg := apiErr.ErrorCode(), apiErr.ErrorMessage()
+	f := failure{set: true, class: failureClass(code, msg), msg: code}
+	switch {
+	case f.class == llm.FailRejected && msg != "":
+		f.msg = msg
+	case msg != "":
+		f.msg += ": " + msg
+	}
+	return f
+}
+
+// failureClass is the class of a Bedrock exception named code (as the API
+// names it, "ValidationException", or as an event stream member does,
+// "validationException"), with Bedrock's message msg:
+//
+//   - ThrottlingException, ServiceQuotaExceededException: FailThrottled;
+//   - ValidationException: the request's (FailRejected), but for the
+//     messages that say the route's model id is wrong ("The provided
+//     model identifier is invalid.", "Invocation of model ID ... with
+//     on-demand throughput isn't supported ..."): FailConfig;
+//   - AccessDeniedException (no access to the model), ResourceNotFoundException
+//     (an unknown model, or one past its end of life), and the
+//     credentials' UnrecognizedClientException, InvalidSignatureException,
+//     ExpiredTokenException: FailConfig, the operator's to fix. The
+//     request names nothing Bedrock looks up (no S3 location, guardrail or
+//     prompt is sent), so a missing resource is the route's model;
+//   - anything else (ModelNotReadyException, ServiceUnavailableException,
+//     ModelTimeoutException, InternalServerException,
+//     ModelStreamErrorException, ...): FailTransient.
+func failureClass(code, msg string) llm.FailureClass {
+	switch strings.ToLower(code) {
+	case "throttlingexception", "servicequotaexceededexception":
+		return llm.FailThrottled
+	case "validationexception":
+		if modelIDRefused(msg) {
+			return llm.FailConfig
+		}
+		return llm.FailRejected
+	case "accessdeniedexception", "resourcenotfoundexception",
+		"unrecognizedclientexception", "invalidsignatureexception", "expiredtokenexception":
+		return llm.FailConfig
+	}
+	return llm.FailTransient
+}
+
+// modelIDRefused reports whether a ValidationException's message is about
+// the model id the route names, in Bedrock's words (at the message's
+// start, where nothing of the request is quoted).
+func modelIDRefused(msg string) bool {
+	msg = strings.ToLower(strings.TrimSpace(msg))
+	return strings.HasPrefix(msg, "the provided model identifier is invalid") ||
+		(strings.HasPrefix(msg, "invocation of model id ") && strings.Contains(msg, "on-demand throughput isn"))
+}
 
 // streamBody closes the event stream with the pipe it feeds.
 type streamBody struct {

@@ -781,19 +781,11 @@ func (d *converseDecoder) decode(ev types.ConverseStreamOutput) ([][]byte, error
 
 // convFailure is the classified failure of a Bedrock exception named code
 // (as an event stream member names it, "throttlingException", or as the
-// API does, "ThrottlingException"), with Bedrock's message: throttling
-// (and a service quota exceeded) is FailThrottled, a validation error the
-// provider's own refusal (FailRejected, with Bedrock's message), anything
-// else (internalServerException, modelStreamErrorException,
-// serviceUnavailableException, ...) FailTransient.
+// API does, "ThrottlingException"), with Bedrock's message, of the class
+// failureClass gives it (a validation error is the provider's own refusal,
+// FailRejected, with Bedrock's message).
 func convFailure(code, msg string) *llm.ProviderError {
-	class := llm.FailTransient
-	switch strings.ToLower(code) {
-	case "throttlingexception", "servicequotaexceededexception":
-		class = llm.FailThrottled
-	case "validationexception":
-		class = llm.FailRejected
-	}
+	class := failureClass(code, msg)
 	text := code
 	switch {
 	case class == llm.FailRejected && msg != "":

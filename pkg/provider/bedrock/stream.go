@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -104,29 +103,19 @@ func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStream
 }
 
 // classify is the error of a failed call: the context's when it ended, else
-// a *llm.ProviderError classified as an HTTP upstream's status would be
-// (Status): 429 throttled, 400 rejected with Bedrock's message, 403 and 404
-// a configuration failure, the rest transient; no answer at all is a
-// connection failure.
+// a *llm.ProviderError of Bedrock's exception's class (failureClass), with
+// the status that stands for it (Status) and Bedrock's message; no answer
+// at all is a connection failure.
 func classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return upstream.ContextError("bedrock", ctx)
 	}
-	code, _, msg := Status(err)
-	switch code {
-	case 0:
+	code, _, _ := Status(err)
+	if code == 0 {
 		return &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
-	case http.StatusTooManyRequests:
-		return &llm.ProviderError{Class: llm.FailThrottled, Status: code, Message: msg, Err: err}
-	case http.StatusBadRequest:
-		if msg == "" {
-			msg = "no reason given"
-		}
-		return &llm.ProviderError{Class: llm.FailRejected, Status: code, Message: msg, Err: err}
-	case http.StatusForbidden, http.StatusNotFound:
-		return &llm.ProviderError{Class: llm.FailConfig, Status: code, Message: msg, Err: err}
 	}
-	return &llm.ProviderError{Class: llm.FailTransient, Status: code, Message: msg, Err: err}
+	f := failureOf(err)
+	return &llm.ProviderError{Class: f.class, Status: code, Message: f.msg, Err: err}
 }
 
 // eventChunks is a ConverseStream answer read as the client's chunks:

@@ -126,8 +126,10 @@ func (c *Client) Name() string { return c.name }
 //     FailTransient, "connection failed";
 //   - 429: FailThrottled, with the retry-after-ms or retry-after hint,
 //     capped at 60s;
-//   - 400: FailRejected, with the upstream's own error message;
-//   - any other status but 200: FailTransient, "upstream status N".
+//   - any other status but 200: as upstream.StatusError classifies it
+//     (400 FailRejected with the upstream's own error message; 401, 403
+//     and a 404 about the route's model FailConfig; a 404 about an object
+//     the request named FailRejected; the rest FailTransient).
 //
 // A 200 JSON answer (an upstream that ignored "stream": true) is turned into
 // the chunks it would have streamed.
@@ -166,7 +168,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		return nil, upstreamhttp.StatusError(resp.StatusCode, resp.Header, body, time.Now())
+		return nil, upstreamhttp.StatusError(llm.ProtoChat, resp.StatusCode, resp.Header, body, time.Now())
 	}
 	s := &stream{ctx: ctx, body: resp.Body}
 	if !upstreamhttp.IsJSON(resp.Header.Get("Content-Type")) {

@@ -101,8 +101,11 @@ var ownHeaders = map[string]bool{
 //     FailTransient, "connection failed";
 //   - 429: FailThrottled, with the retry-after-ms or retry-after hint,
 //     capped at 60s;
-//   - 400: FailRejected, with the upstream's own error message;
-//   - any other status but 200: FailTransient, "upstream status N".
+//   - any other status but 200: as upstream.StatusError classifies it
+//     (400 FailRejected with the upstream's own error message; 401, 403
+//     and a 404 about the route's model FailConfig; a 404 about an object
+//     the request named, such as a conversation or an item_reference,
+//     FailRejected; the rest FailTransient).
 //
 // A body in llm.ProtoResponses is sent as it is, with req.Header's fields
 // (but those the adapter sets itself and the connection's), and its events
@@ -166,7 +169,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		return nil, upstream.StatusError(resp.StatusCode, resp.Header, b, c.now())
+		return nil, upstream.StatusError(llm.ProtoResponses, resp.StatusCode, resp.Header, b, c.now())
 	}
 	s := &stream{ctx: ctx, body: resp.Body, conv: conv}
 	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {

@@ -439,6 +439,9 @@ func TestStatusFailures(t *testing.T) {
 		{503, nil, "", llm.FailTransient, "upstream status 503", 0},
 		{401, nil, "", llm.FailConfig, "upstream status 401", 0},
 		{404, nil, "", llm.FailConfig, "upstream status 404", 0},
+		{404, nil, `{"error":{"message":"The model ` + "`m`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`, llm.FailConfig, "upstream status 404", 0},
+		{404, nil, `{"error":{"message":"Conversation with id 'conv_x' not found.","type":"invalid_request_error","param":null,"code":null}}`, llm.FailRejected, "Conversation with id 'conv_x' not found.", 0},
+		{404, nil, `{"error":{"message":"Item with id 'msg_x' not found.","type":"invalid_request_error","param":"input","code":null}}`, llm.FailRejected, "Item with id 'msg_x' not found.", 0},
 	}
 	for _, mode := range []struct {
 		name string

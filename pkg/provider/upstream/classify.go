@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,24 +28,136 @@ func IsJSON(contentType string) bool {
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
-// StatusError classifies an answer whose status is not 200. A 429 is a
-// throttled provider, with its retry hint; a 400 rejects the request, with
-// the provider's message; a 401, 403 or 404 is this provider's
-// configuration (its key, or the route's model), not the client's problem:
-// a configuration failure; anything else (a 5xx, Anthropic's 529
-// overloaded_error) is a transient failure. The router tries the next
-// provider on both.
-func StatusError(status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
+// StatusError classifies an answer whose status is not 200, from an
+// upstream that speaks api (llm.ProtoMessages: Anthropic's error envelope;
+// llm.ProtoChat and llm.ProtoResponses: OpenAI's):
+//
+//   - 429: FailThrottled, with the retry hint;
+//   - 400: FailRejected, with the provider's message; but a 400 that says
+//     the route's model does not exist (OpenAI's code model_not_found) is
+//     FailConfig;
+//   - 401, 403: FailConfig, the provider's key refused; the body is not
+//     kept, as a refused key's message may quote the key;
+//   - 404: FailConfig when it is about the route's model or the endpoint
+//     (see notFoundIsRequests); FailRejected, with the provider's message,
+//     when it is about an object the request named (a file, a conversation,
+//     an item): the client's reference, which no other provider holds
+//     either;
+//   - anything else (a 5xx, Anthropic's 529 overloaded_error): FailTransient.
+//
+// A FailRejected is the client's answer: the router tries no other
+// provider and leaves the provider's health as it was. Only a FailConfig
+// takes the route out at once, so nothing a request can make a provider
+// say is classed so.
+func StatusError(api llm.Proto, status int, h http.Header, body []byte, now time.Time) *llm.ProviderError {
 	switch status {
 	case http.StatusTooManyRequests:
 		return &llm.ProviderError{Class: llm.FailThrottled, Status: status, Message: "upstream status 429", RetryAfter: RetryAfter(h, now)}
 	case http.StatusBadRequest:
+		if e, ok := parseEnvelope(body); ok && api != llm.ProtoMessages && e.modelNotFound() {
+			return &llm.ProviderError{Class: llm.FailConfig, Status: status, Message: "upstream status 400"}
+		}
 		return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: RejectedMessage(body)}
-	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
-		// The body is not kept: a refused key's message may quote the key.
+	case http.StatusUnauthorized, http.StatusForbidden:
 		return &llm.ProviderError{Class: llm.FailConfig, Status: status, Message: "upstream status " + strconv.Itoa(status)}
+	case http.StatusNotFound:
+		if notFoundIsRequests(api, body) {
+			return &llm.ProviderError{Class: llm.FailRejected, Status: status, Message: RejectedMessage(body)}
+		}
+		return &llm.ProviderError{Class: llm.FailConfig, Status: status, Message: "upstream status 404"}
 	}
 	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
+}
+
+// envelope is the error object of a provider's error body: Anthropic's
+// {"type":"error","error":{"type":"not_found_error","message":"..."}} or
+// OpenAI's {"error":{"message":"...","type":"invalid_request_error",
+// "param":"input","code":null}}.
+type envelope struct {
+	Type    string          `json:"type"`
+	Message string          `json:"message"`
+	Param   json.RawMessage `json:"param"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// parseEnvelope reads body's error object; false when body has none.
+func parseEnvelope(body []byte) (envelope, bool) {
+	var outer struct {
+		Error json.RawMessage `json:"error"`
+	}
+	var e envelope
+	if json.Unmarshal(body, &outer) != nil || len(outer.Error) == 0 || json.Unmarshal(outer.Error, &e) != nil {
+		return envelope{}, false
+	}
+	return e, true
+}
+
+// str is a JSON string's value, "" for null, a number or anything else.
+func str(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// modelNotFound reports whether an OpenAI error says the request's own
+// model, which the gateway sets from the route, does not exist: code
+// model_not_found with no param or param "model" (one with another param,
+// such as tools[0].model, is about a model the client named inside its
+// request).
+func (e envelope) modelNotFound() bool {
+	param := str(e.Param)
+	return str(e.Code) == "model_not_found" && (param == "" || param == "model")
+}
+
+// namesModel reports whether an OpenAI error is about the request's own
+// model: modelNotFound, or any error whose param is "model" ("This is not
+// a chat model ...").
+func (e envelope) namesModel() bool {
+	return e.modelNotFound() || str(e.Param) == "model"
+}
+
+// notFoundIsRequests reports whether a 404's body says that something the
+// request named is missing, rather than the route's model or the URL the
+// gateway called. It goes by the fields and opening words each API uses:
+//
+//   - Anthropic names a missing model "model: <name>", and a missing path
+//     "Not Found"; any other not_found_error names an object of the
+//     request ("File not found: file_011...").
+//   - OpenAI names a missing model with code model_not_found or param
+//     "model", and a missing path "Invalid URL (POST /v1/...)"; an error
+//     that names another param ("input" for an item_reference), or an
+//     invalid_request_error that names none ("Conversation with id
+//     'conv_...' not found."), is about an object of the request. Other
+//     errors without a param (compatible servers' not_found_error or
+//     api_error for their models) say nothing of the request and stay the
+//     operator's.
+//
+// A body that is not the API's error envelope (an HTML page, nothing)
+// comes from a wrong base_url: the operator's.
+func notFoundIsRequests(api llm.Proto, body []byte) bool {
+	e, ok := parseEnvelope(body)
+	if !ok {
+		return false
+	}
+	msg := strings.TrimSpace(e.Message)
+	lower := strings.ToLower(msg)
+	if msg == "" || strings.TrimRight(lower, ".") == "not found" {
+		return false
+	}
+	if api == llm.ProtoMessages {
+		return e.Type == "not_found_error" && !strings.HasPrefix(lower, "model:")
+	}
+	switch {
+	case e.namesModel():
+		return false
+	case str(e.Param) != "":
+		return true
+	case e.Type != "invalid_request_error":
+		return false
+	}
+	return !strings.HasPrefix(lower, "invalid url") && !strings.HasPrefix(lower, "the model ")
 }
 
 // ContextError is the error of a call whose context ended, prefixed with

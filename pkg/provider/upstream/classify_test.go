@@ -53,10 +53,84 @@ func TestStatusError(t *testing.T) {
 		{403, "", llm.FailConfig, "upstream status 403", 0},
 		{404, "", llm.FailConfig, "upstream status 404", 0},
 	}
+	for _, api := range []llm.Proto{llm.ProtoChat, llm.ProtoMessages, llm.ProtoResponses} {
+		for _, tt := range tests {
+			pe := StatusError(api, tt.status, h, []byte(tt.body), now)
+			if pe.Class != tt.class || pe.Status != tt.status || pe.Message != tt.msg || pe.RetryAfter != tt.retry {
+				t.Errorf("%v: StatusError(%d, %q) = %+v, want class %v, message %q, retry %v", api, tt.status, tt.body, pe, tt.class, tt.msg, tt.retry)
+			}
+		}
+	}
+}
+
+// TestStatusErrorWhoseFault: a 404 (or a 400) is the operator's (FailConfig:
+// the route goes out, the next provider is tried) only when the provider's
+// own body says the route's model, the URL or the key is wrong; a 404
+// about something the request named is the client's (FailRejected, with
+// the provider's message). The bodies are the providers' own.
+func TestStatusErrorWhoseFault(t *testing.T) {
+	const (
+		anthropicModel   = `{"type":"error","error":{"type":"not_found_error","message":"model: claude-sonnet-4-5-x"},"request_id":"req_011CVz"}`
+		anthropicFile    = `{"type":"error","error":{"type":"not_found_error","message":"File not found: file_011CNha8iCJcU1wXNR6q4V8w"},"request_id":"req_011CVz"}`
+		anthropicPath    = `{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}`
+		anthropicKey     = `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`
+		anthropicPerm    = `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`
+		openaiModel      = `{"error":{"message":"The model ` + "`gpt-5-x`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`
+		openaiNotChat    = `{"error":{"message":"This is not a chat model and thus not supported in the v1/chat/completions endpoint. Did you mean to use v1/completions?","type":"invalid_request_error","param":"model","code":null}}`
+		openaiURL        = `{"error":{"message":"Invalid URL (POST /v1/chat/completionz)","type":"invalid_request_error","param":null,"code":null}}`
+		openaiKey        = `{"error":{"message":"Incorrect API key provided: sk-proj-****abcd. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
+		openaiItem       = `{"error":{"message":"Item with id 'msg_0ead8b004a3b165d0069436a6b68' not found.","type":"invalid_request_error","param":"input","code":null}}`
+		openaiStoreFalse = `{"error":{"message":"Item with id 'rs_missing' not found. Items are not persisted when ` + "`store`" + ` is set to false. Try again with ` + "`store`" + ` set to true, or remove this item from your input.","type":"invalid_request_error","param":"input","code":null}}`
+		openaiConv       = `{"error":{"message":"Conversation with id 'conv_probe_does_not_exist' not found.","type":"invalid_request_error","param":null,"code":null}}`
+		openaiPrompt     = `{"error":{"message":"Prompt with id 'pmpt_probe_does_not_exist' not found.","type":"invalid_request_error","param":null,"code":null}}`
+		openaiToolModel  = `{"error":{"message":"The model ` + "`gpt-image-x`" + ` does not exist.","type":"invalid_request_error","param":"tools[0].model","code":"model_not_found"}}`
+		ollamaModel      = `{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`
+		vllmModel        = `{"object":"error","message":"The model ` + "`llama9`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`
+		azureDeployment  = `{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist."}}`
+		html             = `<html><body><h1>404 Not Found</h1></body></html>`
+	)
+	tests := []struct {
+		name   string
+		api    llm.Proto
+		status int
+		body   string
+		class  llm.FailureClass
+		msg    string
+	}{
+		{"anthropic: unknown model", llm.ProtoMessages, 404, anthropicModel, llm.FailConfig, "upstream status 404"},
+		{"anthropic: unknown path", llm.ProtoMessages, 404, anthropicPath, llm.FailConfig, "upstream status 404"},
+		{"anthropic: a document's file_id", llm.ProtoMessages, 404, anthropicFile, llm.FailRejected, "File not found: file_011CNha8iCJcU1wXNR6q4V8w"},
+		{"anthropic: a refused key", llm.ProtoMessages, 401, anthropicKey, llm.FailConfig, "upstream status 401"},
+		{"anthropic: a key without permission", llm.ProtoMessages, 403, anthropicPerm, llm.FailConfig, "upstream status 403"},
+		{"anthropic: an HTML page", llm.ProtoMessages, 404, html, llm.FailConfig, "upstream status 404"},
+		{"anthropic: OpenAI's model_not_found words mean nothing", llm.ProtoMessages, 400, openaiModel, llm.FailRejected, "The model `gpt-5-x` does not exist or you do not have access to it."},
+
+		{"chat: unknown model", llm.ProtoChat, 404, openaiModel, llm.FailConfig, "upstream status 404"},
+		{"chat: unknown model, as a 400", llm.ProtoChat, 400, openaiModel, llm.FailConfig, "upstream status 400"},
+		{"chat: not a chat model", llm.ProtoChat, 404, openaiNotChat, llm.FailConfig, "upstream status 404"},
+		{"chat: a wrong base_url", llm.ProtoChat, 404, openaiURL, llm.FailConfig, "upstream status 404"},
+		{"chat: an HTML page", llm.ProtoChat, 404, html, llm.FailConfig, "upstream status 404"},
+		{"chat: no body", llm.ProtoChat, 404, "", llm.FailConfig, "upstream status 404"},
+		{"chat: a refused key, its text not kept", llm.ProtoChat, 401, openaiKey, llm.FailConfig, "upstream status 401"},
+		{"chat: Ollama's unknown model", llm.ProtoChat, 404, ollamaModel, llm.FailConfig, "upstream status 404"},
+		{"chat: vLLM's unknown model", llm.ProtoChat, 404, vllmModel, llm.FailConfig, "upstream status 404"},
+		{"chat: Azure's unknown deployment", llm.ProtoChat, 404, azureDeployment, llm.FailConfig, "upstream status 404"},
+		{"chat: a file the client named", llm.ProtoChat, 404, `{"error":{"message":"File with id 'file-abc123' not found.","type":"invalid_request_error","param":"messages[0].content[1].file.file_id","code":null}}`,
+			llm.FailRejected, "File with id 'file-abc123' not found."},
+
+		{"responses: unknown model", llm.ProtoResponses, 404, openaiModel, llm.FailConfig, "upstream status 404"},
+		{"responses: an item_reference", llm.ProtoResponses, 404, openaiItem, llm.FailRejected, "Item with id 'msg_0ead8b004a3b165d0069436a6b68' not found."},
+		{"responses: an item not stored", llm.ProtoResponses, 404, openaiStoreFalse, llm.FailRejected,
+			"Item with id 'rs_missing' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input."},
+		{"responses: a conversation", llm.ProtoResponses, 404, openaiConv, llm.FailRejected, "Conversation with id 'conv_probe_does_not_exist' not found."},
+		{"responses: a prompt", llm.ProtoResponses, 404, openaiPrompt, llm.FailRejected, "Prompt with id 'pmpt_probe_does_not_exist' not found."},
+		{"responses: a tool's model the client named", llm.ProtoResponses, 404, openaiToolModel, llm.FailRejected, "The model `gpt-image-x` does not exist."},
+		{"responses: a tool's model the client named, as a 400", llm.ProtoResponses, 400, openaiToolModel, llm.FailRejected, "The model `gpt-image-x` does not exist."},
+	}
 	for _, tt := range tests {
-		pe := StatusError(tt.status, h, []byte(tt.body), now)
-		if pe.Class != tt.class || pe.Status != tt.status || pe.Message != tt.msg || pe.RetryAfter != tt.retry {
-			t.Errorf("StatusError(%d, %q) = %+v, want class %v, message %q, retry %v", tt.status, tt.body, pe, tt.class, tt.msg, tt.retry)
+		pe := StatusError(tt.api, tt.status, nil, []byte(tt.body), time.Now())
+		if pe.Class != tt.class || pe.Status != tt.status || pe.Message != tt.msg {
+			t.Errorf("%s: class %v, status %d, message %q; want %v, %d, %q", tt.name, pe.Class, pe.Status, pe.Message, tt.class, tt.status, tt.msg)
 		}
 	}
 }

@@ -66,7 +66,8 @@ func capSeconds(seconds float64) time.Duration {
 	return time.Duration(seconds * float64(time.Second))
 }
 
-// RejectedMessage is what a 400 passes on to the client: the message of the
+// RejectedMessage is what a FailRejected status (a 400, a 404 about the
+// request's own reference) passes on to the client: the message of the
 // error envelope (OpenAI's {"error":{"message"}}, Anthropic's
 // {"type":"error","error":{"message"}}), else the start of the body as
 // plain text.
