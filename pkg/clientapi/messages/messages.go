@@ -26,6 +26,8 @@ var API = clientapi.API{
 	Forward:   []string{"Anthropic-Version", "Anthropic-Beta"},
 	Hints:     mdIgnoredFields,
 	Owned:     []string{"model", "stream", "gateway", "provider"},
+
+	ProviderObject: providerObject,
 }
 
 func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {

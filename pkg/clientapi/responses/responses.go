@@ -56,6 +56,8 @@ func (s *Service) API() clientapi.API {
 		Hints:     rsIgnoredFields,
 		Owned:     []string{"model", "stream", "gateway", "provider"},
 		NotNative: []string{"previous_response_id"},
+
+		ProviderObject: providerObject,
 		PassCodec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 			return &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
 		},
