@@ -56,8 +56,9 @@ type API struct {
 	// request goes only to providers with provider_objects: allow.
 	ProviderObject func(body []byte) (ObjectRef, bool)
 	// PassCodec, when set, is the codec of an answer passed through, for
-	// an API whose Codec needs the translated request (Responses).
-	PassCodec CodecFunc
+	// an API whose Codec needs the translated request (Responses); body is
+	// the client's.
+	PassCodec func(c Caller, requestID string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec
 }
 
 // Caller is what an API's Prepare knows of the authenticated caller.

@@ -105,11 +105,13 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 	})
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
-	pass := api.Codec
+	var pass gateway.Codec
 	if api.PassCodec != nil {
-		pass = api.PassCodec
+		pass = api.PassCodec(clientapi.Caller{Project: p.Project.ID}, g.ID, body, req, keyed)
+	} else {
+		pass = api.Codec(g.ID, req, keyed)
 	}
-	return &protoCodec{pass: pass(g.ID, req, keyed), translated: func() gateway.Codec { return translated }}, true, nil
+	return &protoCodec{pass: pass, translated: func() gateway.Codec { return translated }}, true, nil
 }
 
 // idempotencyKey checks the Idempotency-Key header and sets the request's
