@@ -45,10 +45,10 @@ func faultGateway(t *testing.T) (string, map[string]*providertest.Server, *syncB
 		"backup": providertest.New(t),
 	}
 	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
-  - {name: claude, api: anthropic, base_url: %q}
-  - {name: oai, api: openai, base_url: %q}
-  - {name: resp, api: openai-responses, base_url: %q}
-  - {name: backup, api: openai, base_url: %q}
+  - {name: claude, api: anthropic, base_url: %q, provider_objects: allow}
+  - {name: oai, api: openai, base_url: %q, provider_objects: allow}
+  - {name: resp, api: openai-responses, base_url: %q, provider_objects: allow}
+  - {name: backup, api: openai, base_url: %q, provider_objects: allow}
 models:
   - id: claude-m
     routes: [{provider: claude, model: claude-x, input_price: 1, output_price: 2}]

@@ -52,9 +52,21 @@ type Provider struct {
 	// translated for it: "max_completion_tokens" (default, OpenAI's), or
 	// "max_tokens" for a compatible server that knows only the older name.
 	MaxTokensField string `yaml:"max_tokens_field"`
+	// ProviderObjects is "refuse" (the default, also when empty) or
+	// "allow": whether requests routed to this provider may refer to
+	// objects stored in its upstream account (files, containers, vector
+	// stores, stored conversations and items). The account is the
+	// operator's, shared by every project, so "allow" lets any project's
+	// key reach any object of that account.
+	ProviderObjects string `yaml:"provider_objects"`
 	// Simulated configures an api: simulated provider; ignored otherwise.
 	Simulated Simulated `yaml:"simulated"`
 }
+
+// AllowsProviderObjects reports whether requests that refer to objects
+// stored in the provider's upstream account may be routed to it
+// (provider_objects: allow).
+func (p *Provider) AllowsProviderObjects() bool { return p.ProviderObjects == "allow" }
 
 // Simulated is the behaviour of an in-process demo provider. Its answers are
 // deterministic: the same request gets the same text.

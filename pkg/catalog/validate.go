@@ -165,6 +165,11 @@ func (c *Config) validateProviders(idx *index) error {
 		if p.DataCollection != "allow" && p.DataCollection != "deny" {
 			return fieldErr(at+".data_collection", `must be "allow" or "deny", got %q`, p.DataCollection)
 		}
+		switch p.ProviderObjects {
+		case "", "refuse", "allow":
+		default:
+			return fieldErr(at+".provider_objects", `must be "refuse" or "allow", got %q`, p.ProviderObjects)
+		}
 		switch p.MaxTokensField {
 		case "", "max_completion_tokens":
 		case "max_tokens":

@@ -51,9 +51,14 @@ type API struct {
 	// through (what they refer to is the gateway's: a Responses
 	// previous_response_id names a turn the gateway kept).
 	NotNative []string
+	// ProviderObject finds the first reference in a request body to an
+	// object stored in the provider's account (objects.go); such a
+	// request goes only to providers with provider_objects: allow.
+	ProviderObject func(body []byte) (ObjectRef, bool)
 	// PassCodec, when set, is the codec of an answer passed through, for
-	// an API whose Codec needs the translated request (Responses).
-	PassCodec CodecFunc
+	// an API whose Codec needs the translated request (Responses); body is
+	// the client's.
+	PassCodec func(c Caller, requestID string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec
 }
 
 // Caller is what an API's Prepare knows of the authenticated caller.

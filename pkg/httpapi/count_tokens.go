@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
+	"github.com/buzzgate/buzzgate/pkg/clientapi/messages"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
@@ -76,6 +77,11 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix))
 	plan, err := s.router.Plan(req, router.Policy{Demand: req.Demand(p.Policy), Residency: p.Project.Residency})
+	if err == nil {
+		// The count is the provider's: the body goes upstream as for a
+		// Messages request.
+		err = scopeObjects(objectRef(messages.API, body), plan)
+	}
 	if err != nil {
 		clientapi.WriteAnthropicError(w, err)
 		return

@@ -59,7 +59,7 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 // reads is decoded now, and the translation to Chat Completions waits
 // until a route of another protocol needs it (llm.NewRoutingRequest), so a
 // request that passes through never pays for it.
-func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member) (gateway.Codec, bool, error) {
+func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, ref *clientapi.ObjectRef) (gateway.Codec, bool, error) {
 	routing, err := llm.DecodeChatRequest(routingBody(members))
 	if err != nil {
 		return nil, false, nil // the full decoding names the problem
@@ -68,6 +68,9 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 	plan, err := s.router.Plan(routing, router.Policy{Demand: demand, Residency: p.Project.Residency})
 	if err != nil || !plan.Speaks(api.Proto) {
 		return nil, false, nil
+	}
+	if err := scopeObjects(ref, plan); err != nil {
+		return nil, true, err
 	}
 	keyed, err := idempotencyKey(r, g)
 	if err != nil {
@@ -102,11 +105,13 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 	})
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
-	pass := api.Codec
+	var pass gateway.Codec
 	if api.PassCodec != nil {
-		pass = api.PassCodec
+		pass = api.PassCodec(clientapi.Caller{Project: p.Project.ID}, g.ID, body, req, keyed)
+	} else {
+		pass = api.Codec(g.ID, req, keyed)
 	}
-	return &protoCodec{pass: pass(g.ID, req, keyed), translated: func() gateway.Codec { return translated }}, true, nil
+	return &protoCodec{pass: pass, translated: func() gateway.Codec { return translated }}, true, nil
 }
 
 // idempotencyKey checks the Idempotency-Key header and sets the request's
@@ -237,8 +242,16 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		}
 	}
 	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
+	ref := objectRef(api, body)
+	if membersErr == nil {
+		// Before the translation, which refuses some of these by their
+		// part's type: every API names the reference alike.
+		if err := s.refuseObjects(p, ref, members); err != nil {
+			return nil, err
+		}
+	}
 	if native {
-		if c, ok, err := s.validateNative(r, p, g, api, body, members); ok || err != nil {
+		if c, ok, err := s.validateNative(r, p, g, api, body, members, ref); ok || err != nil {
 			return c, err
 		}
 	}
@@ -279,6 +292,9 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	demand := req.Demand(p.Policy)
 	plan, err := s.router.Plan(req, router.Policy{Demand: demand, Residency: p.Project.Residency})
 	if err != nil {
+		return nil, err
+	}
+	if err := scopeObjects(ref, plan); err != nil {
 		return nil, err
 	}
 	if native {

@@ -14,6 +14,7 @@ var API = clientapi.API{
 	Codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 		return &chatCodec{requestID: id, req: req, keyed: keyed}
 	},
-	Errorf: clientapi.WriteError,
-	Owned:  []string{"model", "stream", "stream_options", "gateway", "provider"},
+	Errorf:         clientapi.WriteError,
+	Owned:          []string{"model", "stream", "stream_options", "gateway", "provider"},
+	ProviderObject: providerObject,
 }

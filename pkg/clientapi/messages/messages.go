@@ -18,14 +18,18 @@ import (
 // shapes, over the same pipeline as Chat Completions. Its Idempotency-Key
 // records are its own: the same key on two endpoints is two records.
 var API = clientapi.API{
-	Prepare:   prepareMessages,
-	PassCodec: newMessagesCodec,
-	Errorf:    clientapi.WriteAnthropicError,
-	Scope:     "/api/v1/messages\x00",
-	Proto:     llm.ProtoMessages,
-	Forward:   []string{"Anthropic-Version", "Anthropic-Beta"},
-	Hints:     mdIgnoredFields,
-	Owned:     []string{"model", "stream", "gateway", "provider"},
+	Prepare: prepareMessages,
+	PassCodec: func(_ clientapi.Caller, id string, _ []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
+		return newMessagesCodec(id, req, keyed)
+	},
+	Errorf:  clientapi.WriteAnthropicError,
+	Scope:   "/api/v1/messages\x00",
+	Proto:   llm.ProtoMessages,
+	Forward: []string{"Anthropic-Version", "Anthropic-Beta"},
+	Hints:   mdIgnoredFields,
+	Owned:   []string{"model", "stream", "gateway", "provider"},
+
+	ProviderObject: providerObject,
 }
 
 func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {

@@ -56,8 +56,13 @@ func (s *Service) API() clientapi.API {
 		Hints:     rsIgnoredFields,
 		Owned:     []string{"model", "stream", "gateway", "provider"},
 		NotNative: []string{"previous_response_id"},
-		PassCodec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-			return &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
+
+		ProviderObject: providerObject,
+		PassCodec: func(p clientapi.Caller, id string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
+			c := &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
+			// Whether store is false is read from the body once the
+			// answer is there (turnKeeper.keepPassed).
+			return &turnCodec{responsesCodec: c, k: &turnKeeper{s: s, project: p.Project, want: s.idem != nil, body: body}}
 		},
 	}
 }
@@ -78,7 +83,7 @@ func (s *Service) prepareResponses(p clientapi.Caller, id string, body []byte) (
 	if rr.PreviousResponseID != "" && s.idem == nil {
 		return nil, nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
 	}
-	k := &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input}
+	k := &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input, inputDone: true}
 	var resolve func(context.Context) ([]byte, error)
 	chat := rr.Chat
 	if rr.PreviousResponseID != "" {

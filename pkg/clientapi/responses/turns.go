@@ -17,6 +17,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Kept turns: what the gateway keeps of a Responses answer (store true) for
@@ -240,9 +241,16 @@ func (s *Service) readTurns(ctx context.Context, project string, ids []string, t
 type turnKeeper struct {
 	s       *Service
 	project string
-	// want: store true was asked, and there is a store.
-	want  bool
-	input []json.RawMessage
+	// want: store true was asked, and there is a store. For an answer
+	// passed through, whose request was not decoded, store false is read
+	// from body once the answer is there.
+	want bool
+	// input is the turn's input as Chat Completions messages, once
+	// inputDone; until then, for a request passed through, it is read from
+	// body (the client's) when the turn is kept.
+	input     []json.RawMessage
+	inputDone bool
+	body      []byte
 	// conv is the conversation the request continues, set by resolve; nil
 	// for a first turn.
 	conv *conversation
@@ -279,10 +287,76 @@ func (k *turnKeeper) keep(id string, response json.RawMessage, output []json.Raw
 	k.kept = true
 }
 
-// turnCodec is the Responses codec of a request whose answer the gateway
-// translates: every response object it writes says whether the turn is
-// kept ("store"). An answer passed through from a Responses upstream is the
-// provider's, as it sent it.
+// keepPassed keeps the turn of an answer passed through from a Responses
+// upstream, whose response object (the provider's, with its id and the
+// gateway's cost) is response, and reports whether it did. The turn is
+// kept as a translated one is: its response object, and its input and
+// output as Chat Completions messages (the conversation a later
+// previous_response_id sends upstream, to a route of any protocol). An
+// answer that did not complete or stop short, or whose input or output the
+// Chat Completions form cannot hold (a built-in tool's call, say), is not
+// kept: its conversation could not be continued as it was.
+func (k *turnKeeper) keepPassed(response []byte) bool {
+	if !k.want {
+		return false
+	}
+	var r struct {
+		ID     string          `json:"id"`
+		Status string          `json:"status"`
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(response, &r) != nil || r.ID == "" || r.Status != "completed" && r.Status != "incomplete" {
+		return false
+	}
+	if !k.inputDone {
+		// Split, not decoded: a coding agent's body is large, and it
+		// usually asks store false.
+		ms, err := llm.Members(k.body)
+		if err != nil {
+			return false
+		}
+		var input json.RawMessage
+		for _, m := range ms {
+			switch m.Key {
+			case "store":
+				k.want = string(m.Value) != "false"
+			case "input":
+				input = m.Value
+			}
+		}
+		if !k.want {
+			return false
+		}
+		if k.input, err = itemMessages(input); err != nil {
+			return false
+		}
+		k.inputDone = true
+	}
+	var output []json.RawMessage
+	if len(clientapi.Items(r.Output)) > 0 {
+		var err error
+		if output, err = itemMessages(r.Output); err != nil {
+			return false
+		}
+	}
+	k.keep(r.ID, response, output)
+	return k.kept
+}
+
+// itemMessages are Responses input or output items (or an input string)
+// as Chat Completions messages, as a request's input is translated.
+func itemMessages(raw json.RawMessage) ([]json.RawMessage, error) {
+	r := &responsesRequest{}
+	if err := r.input(map[string]json.RawMessage{"input": raw}, &clientapi.HintSet{}); err != nil {
+		return nil, err
+	}
+	return r.Input, nil
+}
+
+// turnCodec is the Responses codec of a request whose turn the gateway may
+// keep: every final response object it writes says whether the turn is
+// kept ("store"), whether the gateway translated the answer or passed the
+// provider's through (passEmitter).
 type turnCodec struct {
 	*responsesCodec
 	k *turnKeeper
@@ -290,9 +364,43 @@ type turnCodec struct {
 
 func (c *turnCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	if ans.Proto == llm.ProtoResponses {
-		return c.responsesCodec.Answer(ans, out)
+		return c.responsesCodec.Answer(ans, &passEmitter{Emitter: out, k: c.k})
 	}
 	return c.responsesCodec.Answer(ans, &storeEmitter{Emitter: out, k: c.k})
+}
+
+// passEmitter keeps the turn of an answer passed through, once it is
+// priced and before its last bytes: the whole response object of a JSON
+// answer, or a stream's terminal event, which then says in "store" whether
+// the turn was kept (a failed one: false). The stream's earlier events
+// say what was asked, as the provider sent them.
+type passEmitter struct {
+	gateway.Emitter
+	k *turnKeeper
+}
+
+func (e *passEmitter) Body(b []byte) {
+	kept := e.k.keepPassed(bytes.TrimRight(b, "\n"))
+	e.Emitter.Body(withStore(b, kept))
+}
+
+func (e *passEmitter) Event(ev idempotency.Event, send bool) error {
+	switch ev.Name {
+	case responseswire.EventCompleted, responseswire.EventIncomplete, responseswire.EventFailed:
+		ms, err := llm.Members(ev.Data)
+		if err != nil {
+			break
+		}
+		for _, m := range ms {
+			if m.Key != "response" {
+				continue
+			}
+			kept := ev.Name != responseswire.EventFailed && e.k.keepPassed(m.Value)
+			ev.Data = llm.Splice(ms, len(ev.Data)+8, map[string][]byte{"response": withStore(m.Value, kept)})
+			break
+		}
+	}
+	return e.Emitter.Event(ev, send)
 }
 
 // storeEmitter sets "store" in the whole response of a translated answer:

@@ -1,0 +1,162 @@
+package clientapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// Provider objects: what a request may name that lives in the provider's
+// upstream account rather than in the request (a file uploaded there, a
+// container, a vector store, a stored conversation or item). The account is
+// the operator's, one for every project, so such a reference would let one
+// project's key reach another project's objects. Each client API finds the
+// references its requests can make (API.ProviderObject); the handler
+// routes such a request only to providers whose config allows it
+// (provider_objects: allow), and refuses it when none does, before any
+// provider call (docs/configuration.md#provider-objects).
+
+// ObjectRef is a reference to an object stored at the provider: Param is
+// the field that holds it, What names the kind of object.
+type ObjectRef struct {
+	Param, What string
+}
+
+// Refused is the error for a request whose reference no route of model may
+// carry.
+func (r ObjectRef) Refused(model string) error {
+	return llm.Errorf(llm.CodeInvalidRequest, r.Param,
+		"%s refers to %s stored in the provider's account, which no provider of model %s accepts from this gateway: an upstream account is shared by every project; send the content itself",
+		r.Param, r.What, Quote(model))
+}
+
+// MayRefer is a quick screen: false when body contains none of words (JSON
+// strings, quotes included, of lowercase letters and '_': a key or a type
+// as written, which the same word inside a client's text, its quotes
+// escaped, does not match) and no \u escape of such a letter (a key
+// written with escapes is read as the key it spells), so that it cannot
+// refer to a provider object and need not be parsed. Escapes of other
+// characters (text beyond ASCII, Go's escaped '<') do not count.
+func MayRefer(body []byte, words ...string) bool {
+	for _, w := range words {
+		if containsString(body, w) {
+			return true
+		}
+	}
+	for rest := body; ; {
+		i := bytes.Index(rest, []byte(`\u00`))
+		if i < 0 || i+6 > len(rest) {
+			return false
+		}
+		if c, ok := hexByte(rest[i+4], rest[i+5]); ok && (c >= 'a' && c <= 'z' || c == '_') {
+			return true
+		}
+		rest = rest[i+4:]
+	}
+}
+
+// containsString reports whether body contains the JSON string w (quotes
+// included). It looks for w less its opening quote, which starts with a
+// letter, far rarer in JSON than a quote and so quicker to search for,
+// and then checks the byte before.
+func containsString(body []byte, w string) bool {
+	tail := []byte(w[1:])
+	for off := 0; ; {
+		i := bytes.Index(body[off:], tail)
+		if i < 0 {
+			return false
+		}
+		if off+i > 0 && body[off+i-1] == w[0] {
+			return true
+		}
+		off += i + 1
+	}
+}
+
+func hexByte(hi, lo byte) (byte, bool) {
+	h, ok1 := hexDigit(hi)
+	l, ok2 := hexDigit(lo)
+	return h<<4 | l, ok1 && ok2
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// Fields is raw's members when it is a JSON object, else nil. Keys are
+// looked up as written: an upstream reads them so.
+func Fields(raw json.RawMessage) map[string]json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// Items is raw's elements when it is a JSON array, else nil.
+func Items(raw json.RawMessage) []json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	var a []json.RawMessage
+	if json.Unmarshal(raw, &a) != nil {
+		return nil
+	}
+	return a
+}
+
+// Str is raw as a string, or "" when it is not one.
+func Str(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// At is the path of element i of the array at path.
+func At(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// Find is the path of the first member named name, not null, in raw or at
+// any depth below it (at is raw's path), members in sorted order; ok is
+// false when there is none.
+func Find(raw json.RawMessage, at, name string) (path string, ok bool) {
+	if m := Fields(raw); m != nil {
+		if _, ok := Present(m, name); ok {
+			return at + "." + name, true
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if p, ok := Find(m[k], at+"."+k, name); ok {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	for i, el := range Items(raw) {
+		if p, ok := Find(el, At(at, i), name); ok {
+			return p, true
+		}
+	}
+	return "", false
+}
