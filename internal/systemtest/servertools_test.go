@@ -162,7 +162,7 @@ func TestServerToolsBilled(t *testing.T) {
 		{"messages to openai-responses", "openai-responses", responsesToolPrices, searchingResponsesStream, []struct{ name, path, body string }{
 			{"whole", "/api/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"search"}]}`},
 			{"stream", "/api/v1/messages", `{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"search"}]}`},
-		}, searchingResponsesNanos, ""},
+		}, searchingResponsesNanos, `"server_tool_use":{"code_interpreter_requests":2,"web_search_requests":2}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
