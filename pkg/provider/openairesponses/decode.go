@@ -142,7 +142,9 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.calls.item(ev.Item)
+		if isCall(it.Type) {
+			d.calls.item(ev.Item)
+		}
 		return d.itemDone(out, index(ev.OutputIndex), &it)
 	case responses.EventCompleted, responses.EventIncomplete:
 		return d.finish(out, &ev)
@@ -290,6 +292,9 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 		if err != nil {
 			return nil, err
 		}
+		if isCall(it.Type) {
+			d.calls.item(raw)
+		}
 		if out, err = d.itemDone(out, i, &it); err != nil {
 			return nil, err
 		}
@@ -306,9 +311,6 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 	}
 	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
-	}
-	for _, raw := range r.Output {
-		d.calls.item(raw)
 	}
 	d.usage = chatUsage(r.Usage, &d.calls)
 	d.done = true

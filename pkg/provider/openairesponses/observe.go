@@ -77,7 +77,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		c.Output = it.hasOutput()
 		if ev.Type == responses.EventOutputItemAdded {
 			c.Text = it.Name + it.Arguments
-		} else {
+		} else if isCall(it.Type) {
 			o.calls.item(ev.Item)
 		}
 	case responses.EventImageGenerationCallPartialImage:

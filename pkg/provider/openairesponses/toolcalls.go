@@ -24,6 +24,10 @@ type toolCalls struct {
 // freeCalls are the *_call item types that are not billed by the call.
 var freeCalls = []string{"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call", "mcp_call"}
 
+// isCall reports whether an item of type typ may be a billed tool call,
+// so that the other items (messages, reasoning) are not read twice.
+func isCall(typ string) bool { return strings.HasSuffix(typ, "_call") }
+
 // item counts one output item (raw JSON; anything unreadable is skipped).
 func (t *toolCalls) item(raw json.RawMessage) {
 	var it struct {
