@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -340,5 +341,24 @@ projects:
 	}
 	if n := unpriced.Calls(); n != 0 {
 		t.Errorf("the route without a price was called %d times", n)
+	}
+
+	// The model's listing shows each route's tool prices.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/models/m", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var listed struct {
+		Providers []struct {
+			Name       string             `json:"name"`
+			ToolPrices map[string]float64 `json:"tool_prices"`
+		} `json:"providers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&listed); err != nil || len(listed.Providers) != 2 ||
+		listed.Providers[0].ToolPrices != nil || listed.Providers[1].ToolPrices["code_interpreter"] != 0.03 {
+		t.Errorf("GET /api/v1/models/m: %+v, %v; want the priced route's tool_prices only", listed, err)
 	}
 }
