@@ -288,6 +288,15 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 				return nil, err
 			}
 		}
+		var premium []llm.Member
+		for _, name := range []string{"audio", "modalities"} {
+			if v, ok := req.Field(name); ok {
+				premium = append(premium, llm.Member{Key: name, Value: v})
+			}
+		}
+		if err := checkPremium(api.Proto, premium, r.Header); err != nil {
+			return nil, err
+		}
 		if v, ok := req.Field("web_search_options"); ok {
 			if tools, err = llm.ServerTools(api.Proto, []llm.Member{{Key: "web_search_options", Value: v}}); err != nil {
 				return nil, err

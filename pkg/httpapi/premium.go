@@ -15,13 +15,16 @@ import (
 // price) and speed (fast mode costs several times the standard price);
 // OpenAI Responses' background (a background response is finished and
 // billed after the gateway's answer, where the gateway cannot see its
-// usage). service_tier is checked by checkServiceTier.
+// usage); Chat Completions' audio output (audio and modalities with
+// "audio": OpenAI bills audio tokens at several times the text price, and
+// a route prices text). service_tier is checked by checkServiceTier.
 var premiumModes = map[llm.Proto][]struct {
 	field string
-	plain []string // the values billed at a route's prices, as JSON
+	plain []string // the values billed at a route's prices, as compact JSON
 }{
 	llm.ProtoMessages:  {{"inference_geo", []string{`"global"`}}, {"speed", []string{`"standard"`}}},
 	llm.ProtoResponses: {{"background", []string{"false"}}},
+	llm.ProtoChat:      {{"audio", nil}, {"modalities", []string{`["text"]`}}},
 }
 
 // premiumBetas are the Anthropic betas (anthropic-beta header values, by
@@ -43,6 +46,9 @@ func checkPremium(proto llm.Proto, members []llm.Member, h http.Header) error {
 			compact, err := compactJSON(m.Value)
 			if err == nil && containsValue(mode.plain, compact) {
 				continue
+			}
+			if len(mode.plain) == 0 {
+				return llm.Errorf(llm.CodeInvalidRequest, mode.field, "%s is not served: the provider bills it above the route's prices; leave it out", mode.field)
 			}
 			return llm.Errorf(llm.CodeInvalidRequest, mode.field, "%s %s is not served: the provider bills it above the route's prices; send %s or leave it out",
 				mode.field, clientapi.Sanitize(string(m.Value)), strings.Join(mode.plain, " or "))
