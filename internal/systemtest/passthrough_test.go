@@ -469,7 +469,8 @@ func oneRouteGateway(t *testing.T, api, baseURL string, wrap ...func(http.Handle
 type oneRoute struct {
 	api, baseURL string
 	// prices are the route's price members (YAML flow); "" means input 1,
-	// output 2.
+	// output 2, and web_search (which Codex declares on every turn) at
+	// $0.01 a call.
 	prices string
 	// metrics, when set, receives the EMF lines; accounts, when set, are
 	// the ledger and key store.
@@ -484,7 +485,7 @@ type oneRoute struct {
 func (o oneRoute) start(t *testing.T) (string, *app.App) {
 	t.Helper()
 	if o.prices == "" {
-		o.prices = "input_price: 1, output_price: 2"
+		o.prices = "input_price: 1, output_price: 2, tool_prices: {web_search: 0.01}"
 	}
 	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
   - {name: up, api: %s, base_url: %q, api_key_env: UP_KEY}

@@ -539,7 +539,8 @@ func tableGateway(t *testing.T, upstream string) (url string, up *providertest.S
 	models := map[string]string{"openai": "up-1", "anthropic": "claude-x", "openai-responses": "up-rs"}
 	routes := ""
 	for _, u := range append([]string{upstream}, slices.DeleteFunc([]string{"openai", "anthropic", "openai-responses"}, func(s string) bool { return s == upstream })...) {
-		routes += fmt.Sprintf("      - {provider: %s, model: %s, input_price: 1, output_price: 2}\n", tableUpstreams[u], models[u])
+		// web_search priced: a row declaring it passes through on its own protocol.
+		routes += fmt.Sprintf("      - {provider: %s, model: %s, input_price: 1, output_price: 2, tool_prices: {web_search: 0.01}}\n", tableUpstreams[u], models[u])
 		all = append(all, fakes[u])
 	}
 	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:

@@ -102,11 +102,20 @@ type Route struct {
 	// Prices in USD per million tokens. OutputPrice covers reasoning
 	// tokens too (they are output tokens). CacheReadPrice is the price of
 	// a prompt token read from the provider's prompt cache, CacheWritePrice
-	// of one written to it; nil means InputPrice.
-	InputPrice      float64  `yaml:"input_price"`
-	OutputPrice     float64  `yaml:"output_price"`
-	CacheReadPrice  *float64 `yaml:"cache_read_price"`
-	CacheWritePrice *float64 `yaml:"cache_write_price"`
+	// of one written to it; nil means InputPrice. CacheWrite1hPrice is the
+	// price of a prompt token written to a one-hour cache (Anthropic's
+	// cache_control ttl "1h"); nil means the CacheWrite price.
+	InputPrice        float64  `yaml:"input_price"`
+	OutputPrice       float64  `yaml:"output_price"`
+	CacheReadPrice    *float64 `yaml:"cache_read_price"`
+	CacheWritePrice   *float64 `yaml:"cache_write_price"`
+	CacheWrite1hPrice *float64 `yaml:"cache_write_1h_price"`
+	// ToolPrices are USD per call of a provider-side (server) tool, by the
+	// tool's type less its version date (web_search, web_search_preview,
+	// file_search, code_interpreter, image_generation, ...). A request that
+	// declares a billable server tool is not sent on a route that would
+	// carry the tool and has no price for it.
+	ToolPrices map[string]float64 `yaml:"tool_prices"`
 }
 
 // CacheRead is the route's price of a cached prompt token read, in USD per
@@ -125,6 +134,22 @@ func (r Route) CacheWrite() float64 {
 		return *r.CacheWritePrice
 	}
 	return r.InputPrice
+}
+
+// CacheWrite1h is the route's price of a prompt token written to a
+// one-hour cache, in USD per million tokens.
+func (r Route) CacheWrite1h() float64 {
+	if r.CacheWrite1hPrice != nil {
+		return *r.CacheWrite1hPrice
+	}
+	return r.CacheWrite()
+}
+
+// ToolPrice is the route's price of one call of the server tool named
+// tool, in USD; ok is false when the route has none.
+func (r Route) ToolPrice(tool string) (price float64, ok bool) {
+	price, ok = r.ToolPrices[tool]
+	return price, ok
 }
 
 // Project is a customer account with its API keys.

@@ -57,7 +57,8 @@ func TestDemo(t *testing.T) {
 		{ID: "demo/chat", Routes: []Route{small, large}},
 		{ID: "demo/fallback", Routes: []Route{{Provider: "flaky", Model: "sim-flaky", InputPrice: 0.10, OutputPrice: 0.40}, small}},
 		{ID: "demo/eu", Routes: []Route{large}},
-		{ID: "demo/claude", Routes: []Route{{Provider: "claude-sim", Model: "claude-sim-1", InputPrice: 3, OutputPrice: 15}, small}},
+		{ID: "demo/claude", Routes: []Route{{Provider: "claude-sim", Model: "claude-sim-1", InputPrice: 3, OutputPrice: 15,
+			CacheReadPrice: ptr(0.30), CacheWritePrice: ptr(3.75), CacheWrite1hPrice: ptr(6), ToolPrices: map[string]float64{"web_search": 0.01}}, small}},
 	}
 	if diff := cmp.Diff(wantModels, c.Models); diff != "" {
 		t.Errorf("demo models (-want +got):\n%s", diff)

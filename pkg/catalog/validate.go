@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -273,6 +275,17 @@ func (c *Config) validateModels(idx *index) error {
 			if r.CacheWritePrice != nil && !isAmount(*r.CacheWritePrice) {
 				return fieldErr(rat+".cache_write_price", "must be a finite number >= 0, got %v", *r.CacheWritePrice)
 			}
+			if r.CacheWrite1hPrice != nil && !isAmount(*r.CacheWrite1hPrice) {
+				return fieldErr(rat+".cache_write_1h_price", "must be a finite number >= 0, got %v", *r.CacheWrite1hPrice)
+			}
+			for _, tool := range slices.Sorted(maps.Keys(r.ToolPrices)) {
+				if msg := checkToolName(tool); msg != "" {
+					return fieldErr(rat+".tool_prices", "invalid tool type %q: %s", tool, msg)
+				}
+				if price := r.ToolPrices[tool]; !isAmount(price) {
+					return fieldErr(rat+".tool_prices."+tool, "must be a finite number >= 0 (USD per call), got %v", price)
+				}
+			}
 		}
 	}
 	return nil
@@ -515,6 +528,39 @@ func checkText(s string) string {
 		return "must not contain control characters"
 	}
 	return ""
+}
+
+// checkToolName checks a key of tool_prices: a server tool's type as the
+// gateway names it, in lower case, without the version date some APIs add
+// (web_search, not web_search_20250305 or web_search_2025_08_26).
+func checkToolName(s string) string {
+	if s == "" || len(s) > 64 {
+		return "want 1 to 64 characters"
+	}
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z') && !(i > 0 && (isDigit(r) || r == '_')) {
+			return "want lower-case letters, digits and '_', starting with a letter"
+		}
+	}
+	if trimmed := trimToolDate(s); trimmed != s {
+		return fmt.Sprintf("name the type without its version date: %q", trimmed)
+	}
+	return ""
+}
+
+// trimToolDate is a server tool's type less a trailing version date,
+// _YYYYMMDD (Anthropic's) or _YYYY_MM_DD (OpenAI's).
+func trimToolDate(s string) string {
+	allDigits := func(t string) bool {
+		return t != "" && strings.IndexFunc(t, func(r rune) bool { return !isDigit(r) }) < 0
+	}
+	if i := len(s) - 9; i > 0 && s[i] == '_' && allDigits(s[i+1:]) {
+		return s[:i]
+	}
+	if i := len(s) - 11; i > 0 && s[i] == '_' && allDigits(s[i+1:i+5]) && s[i+5] == '_' && allDigits(s[i+6:i+8]) && s[i+8] == '_' && allDigits(s[i+9:]) {
+		return s[:i]
+	}
+	return s
 }
 
 func isASCIILetter(r rune) bool { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') }

@@ -59,14 +59,20 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 // reads is decoded now, and the translation to Chat Completions waits
 // until a route of another protocol needs it (llm.NewRoutingRequest), so a
 // request that passes through never pays for it.
-func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, ref *clientapi.ObjectRef) (gateway.Codec, bool, error) {
+func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, ref *clientapi.ObjectRef, tools []llm.ServerTool) (gateway.Codec, bool, error) {
 	routing, err := llm.DecodeChatRequest(routingBody(members))
 	if err != nil {
 		return nil, false, nil // the full decoding names the problem
 	}
 	demand := routing.Demand(p.Policy)
 	plan, err := s.router.Plan(routing, router.Policy{Demand: demand, Residency: p.Project.Residency})
-	if err != nil || !plan.Speaks(api.Proto) {
+	if err != nil {
+		return nil, false, nil
+	}
+	if err := plan.PriceTools(api.Proto, tools); err != nil {
+		return nil, true, err
+	}
+	if !plan.Speaks(api.Proto) {
 		return nil, false, nil
 	}
 	if err := scopeObjects(ref, plan); err != nil {
@@ -226,6 +232,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	// case check then reads; another API's is split here, for the body
 	// passed through as much as for the check.
 	var members []llm.Member
+	var tools []llm.ServerTool // the billable server tools the request declares
 	membersErr := errNotSplit
 	if api.Proto != llm.ProtoChat {
 		if members, membersErr = llm.Members(body); membersErr == nil {
@@ -239,6 +246,13 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 					}
 				}
 			}
+			if err := checkPremium(api.Proto, members, r.Header); err != nil {
+				return nil, err
+			}
+			var err error
+			if tools, err = llm.ServerTools(api.Proto, members); err != nil {
+				return nil, err
+			}
 		}
 	}
 	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
@@ -251,7 +265,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		}
 	}
 	if native {
-		if c, ok, err := s.validateNative(r, p, g, api, body, members, ref); ok || err != nil {
+		if c, ok, err := s.validateNative(r, p, g, api, body, members, ref, tools); ok || err != nil {
 			return c, err
 		}
 	}
@@ -287,6 +301,20 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 				return nil, err
 			}
 		}
+		var premium []llm.Member
+		for _, name := range []string{"audio", "modalities"} {
+			if v, ok := req.Field(name); ok {
+				premium = append(premium, llm.Member{Key: name, Value: v})
+			}
+		}
+		if err := checkPremium(api.Proto, premium, r.Header); err != nil {
+			return nil, err
+		}
+		if v, ok := req.Field("web_search_options"); ok {
+			if tools, err = llm.ServerTools(api.Proto, []llm.Member{{Key: "web_search_options", Value: v}}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	demand := req.Demand(p.Policy)
@@ -295,6 +323,9 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		return nil, err
 	}
 	if err := scopeObjects(ref, plan); err != nil {
+		return nil, err
+	}
+	if err := plan.PriceTools(api.Proto, tools); err != nil {
 		return nil, err
 	}
 	if native {

@@ -55,15 +55,18 @@ type openAIModel struct {
 }
 
 type modelProvider struct {
-	Name           string  `json:"name"`
-	Model          string  `json:"model"`
-	InputPrice     float64 `json:"input_price"`
-	OutputPrice    float64 `json:"output_price"`
-	CacheRead      float64 `json:"cache_read_price"`
-	CacheWrite     float64 `json:"cache_write_price"`
-	Region         string  `json:"region,omitempty"`
-	ZDR            bool    `json:"zdr"`
-	DataCollection string  `json:"data_collection"`
+	Name        string  `json:"name"`
+	Model       string  `json:"model"`
+	InputPrice  float64 `json:"input_price"`
+	OutputPrice float64 `json:"output_price"`
+	CacheRead   float64 `json:"cache_read_price"`
+	CacheWrite  float64 `json:"cache_write_price"`
+	// CacheWrite1h and ToolPrices are listed when the route sets them.
+	CacheWrite1h   *float64           `json:"cache_write_1h_price,omitempty"`
+	ToolPrices     map[string]float64 `json:"tool_prices,omitempty"`
+	Region         string             `json:"region,omitempty"`
+	ZDR            bool               `json:"zdr"`
+	DataCollection string             `json:"data_collection"`
 }
 
 // anthropicModel is Anthropic's ModelInfo. What the config does not say (a
@@ -103,7 +106,7 @@ func newModelCatalog(cfg *catalog.Config) *modelCatalog {
 			p, _ := cfg.Provider(rt.Provider)
 			e.Providers = append(e.Providers, modelProvider{
 				Name: rt.Provider, Model: rt.Model, InputPrice: rt.InputPrice, OutputPrice: rt.OutputPrice, CacheRead: rt.CacheRead(), CacheWrite: rt.CacheWrite(),
-				Region: p.Region, ZDR: p.ZDR, DataCollection: p.DataCollection,
+				CacheWrite1h: rt.CacheWrite1hPrice, ToolPrices: rt.ToolPrices, Region: p.Region, ZDR: p.ZDR, DataCollection: p.DataCollection,
 			})
 		}
 		list.Data = append(list.Data, e)

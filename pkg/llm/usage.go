@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -185,19 +186,31 @@ func Cost(promptTokens, completionTokens int, inputPrice, outputPrice float64) f
 
 // Prices are a route's prices in USD per million tokens: an uncached
 // prompt token, an output token (reasoning included), a prompt token read
-// from the provider's prompt cache, one written to it.
+// from the provider's prompt cache, one written to it, and one written to
+// a one-hour cache; and in USD per call, the server tools the provider
+// bills by the call (Tools, by the tool's name as ToolCalls counts it).
 type Prices struct {
-	Input, Output, CacheRead, CacheWrite float64
+	Input, Output, CacheRead, CacheWrite, CacheWrite1h float64
+	Tools                                              map[string]float64
 }
 
 // PriceOf is the cost of usage u at prices p in USD, as the provider bills
-// it: the prompt's cached reads, cache writes and the rest each at their
-// price (PromptParts), the completion at the output price; rounded to whole
-// nano-dollars as Cost is.
+// it: the prompt's cached reads, cache writes (those to a one-hour cache at
+// their own price) and the rest each at their price (PromptParts), the
+// completion at the output price, and each server tool call the usage
+// counts (ToolCalls) at its price; rounded to whole nano-dollars as Cost
+// is. A tool call without a price costs nothing: the gateway refuses a
+// request that declares a billable tool no route prices before any call.
 func PriceOf(u Usage, p Prices) float64 {
 	uncached, read, write := u.PromptParts()
-	c := (float64(uncached)*p.Input + float64(read)*p.CacheRead + float64(write)*p.CacheWrite +
-		float64(u.CompletionTokens)*p.Output) / 1e6
+	write1h := u.CacheWrite1h()
+	c := (float64(uncached)*p.Input + float64(read)*p.CacheRead + float64(write-write1h)*p.CacheWrite +
+		float64(write1h)*p.CacheWrite1h + float64(u.CompletionTokens)*p.Output) / 1e6
+	if len(p.Tools) > 0 {
+		for tool, n := range u.ToolCalls() {
+			c += float64(n) * p.Tools[tool]
+		}
+	}
 	return math.Round(c*1e9) / 1e9
 }
 
@@ -210,6 +223,47 @@ func (u Usage) PromptParts() (uncached, cacheRead, cacheWrite int) {
 	cacheRead = min(u.Detail("prompt_tokens_details", "cached_tokens"), u.PromptTokens)
 	cacheWrite = min(u.Detail("prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cacheRead)
 	return u.PromptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite
+}
+
+// CacheWrite1h is the part of the cache writes (PromptParts) written to a
+// one-hour cache: prompt_tokens_details.cache_write_1h_tokens, at most the
+// cache writes.
+func (u Usage) CacheWrite1h() int {
+	_, _, write := u.PromptParts()
+	return min(u.Detail("prompt_tokens_details", "cache_write_1h_tokens"), write)
+}
+
+// ServerToolUse is the member of a usage object that counts the calls of
+// the provider's server tools, each as "<tool>_requests" (Anthropic's
+// usage.server_tool_use; the adapters of other protocols count their
+// answers' tool calls into the same shape).
+const ServerToolUse = "server_tool_use"
+
+// ToolCalls is the number of calls of each server tool the usage counts
+// (usage.server_tool_use.<tool>_requests), by the tool's name; nil when
+// none.
+func (u Usage) ToolCalls() map[string]int {
+	raw, ok := u.Extra[ServerToolUse]
+	if !ok {
+		return nil
+	}
+	var d map[string]json.RawMessage
+	if json.Unmarshal(raw, &d) != nil {
+		return nil
+	}
+	var out map[string]int
+	for k, v := range d {
+		tool, ok := strings.CutSuffix(k, "_requests")
+		var n float64
+		if !ok || tool == "" || json.Unmarshal(v, &n) != nil || n <= 0 || n > math.MaxInt32 {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]int, len(d))
+		}
+		out[tool] = int(n)
+	}
+	return out
 }
 
 // Detail reads one count of an upstream usage details object (such as

@@ -128,6 +128,95 @@ type Plan struct {
 	Candidates []Candidate
 	// emptyReason says why no candidate is left, when none is.
 	emptyReason string
+	// tools are the billable server tools the request declares
+	// (PriceTools), proto the protocol it declares them in.
+	tools []llm.ServerTool
+	proto llm.Proto
+}
+
+// PriceTools keeps the candidates that can bill every server tool the
+// request declares in protocol proto (llm.ServerTools): a route that would
+// carry the tools to its provider (it takes the request in that protocol:
+// it passes through) must price each in its tool_prices; a route that
+// translates the request carries none of them (the translation drops them
+// and names them in x-gateway-dropped) and needs no price. When that
+// leaves no candidate, the request is refused (CodeInvalidRequest, the
+// first unpriced tool's param) before any provider call.
+func (p *Plan) PriceTools(proto llm.Proto, tools []llm.ServerTool) error {
+	if len(tools) == 0 || len(p.Candidates) == 0 {
+		return nil
+	}
+	p.tools, p.proto = tools, proto
+	kept := p.Candidates[:0:0]
+	var unpriced *llm.ServerTool
+	for _, c := range p.Candidates {
+		if !carries(c, proto) {
+			kept = append(kept, c)
+			continue
+		}
+		ok := true
+		for i, t := range tools {
+			if _, priced := c.Route.ToolPrice(t.Name); !priced {
+				ok = false
+				if unpriced == nil {
+					unpriced = &tools[i]
+				}
+				break
+			}
+		}
+		if ok {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		return llm.Errorf(llm.CodeInvalidRequest, unpriced.Param,
+			"%s declares the server tool %s, which the provider bills per call, and no route of model %q has a price for it: leave the tool out, or ask the operator to price it (tool_prices.%s)",
+			unpriced.Param, unpriced.Name, p.Model.ID, unpriced.Name)
+	}
+	p.Candidates = kept
+	return nil
+}
+
+// carries reports whether c would send a request of protocol proto to its
+// provider with its server tools: a route that takes the protocol as it is
+// (for Chat Completions, an OpenAI one: the others translate it).
+func carries(c Candidate, proto llm.Proto) bool {
+	if speaks(c.adapter, c.Route.Model) != proto {
+		return false
+	}
+	return proto != llm.ProtoChat || c.Provider.API == "openai"
+}
+
+// toolPrices are c's prices of the server tool calls an answer counts, by
+// the name they are counted under (llm.Usage.ToolCalls): its tool_prices,
+// and for a tool the request declares under another name than it is
+// counted by (Responses' web_search_preview, counted as web_search), that
+// tool's price (the higher one when two declared tools share a count).
+// perAnswer are the tools of the request billed once per answer that c
+// carries.
+func (p *Plan) toolPrices(c Candidate) (prices map[string]float64, perAnswer []string) {
+	if len(c.Route.ToolPrices) == 0 {
+		return nil, nil
+	}
+	prices = make(map[string]float64, len(c.Route.ToolPrices))
+	for name, price := range c.Route.ToolPrices {
+		prices[name] = price
+	}
+	if !carries(c, p.proto) {
+		return prices, nil
+	}
+	declared := map[string]bool{}
+	for _, t := range p.tools {
+		price, _ := c.Route.ToolPrice(t.Name)
+		if !declared[t.Count] || price > prices[t.Count] {
+			prices[t.Count] = price
+		}
+		declared[t.Count] = true
+		if t.PerAnswer {
+			perAnswer = append(perAnswer, t.Count)
+		}
+	}
+	return prices, perAnswer
 }
 
 // Speaks reports whether one of the plan's providers takes requests in
@@ -341,6 +430,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		ans, err := r.attempt(ctx, c, i, &up)
 		if ans != nil {
 			ans.Calls = len(attempts) + 1
+			ans.toolPrices, ans.perAnswer = plan.toolPrices(c)
 			return ans, nil
 		}
 		var pe *llm.ProviderError
@@ -558,6 +648,10 @@ type Answer struct {
 	outputAt    time.Time
 	tokens      *tokenize.Counter
 	prompt      [][]byte // the upstream body, for counting its tokens
+	// toolPrices and perAnswer are the route's prices of server tool
+	// calls, and the tools billed once per answer (Plan.toolPrices).
+	toolPrices map[string]float64
+	perAnswer  []string
 
 	finished   bool
 	seen, done uint64 // the choices seen and finished (llm.Chunk.Seen)
@@ -772,7 +866,38 @@ func (a *Answer) Usage() llm.Usage {
 			u.TotalTokens = u.PromptTokens + u.CompletionTokens
 		}
 	}
-	u.Cost = llm.PriceOf(u, llm.Prices{Input: a.Route.InputPrice, Output: a.Route.OutputPrice, CacheRead: a.Route.CacheRead(), CacheWrite: a.Route.CacheWrite()})
+	if len(a.perAnswer) > 0 {
+		u = withPerAnswerCalls(u, a.perAnswer)
+	}
+	u.Cost = llm.PriceOf(u, llm.Prices{Input: a.Route.InputPrice, Output: a.Route.OutputPrice, CacheRead: a.Route.CacheRead(),
+		CacheWrite: a.Route.CacheWrite(), CacheWrite1h: a.Route.CacheWrite1h(), Tools: a.toolPrices})
+	return u
+}
+
+// withPerAnswerCalls is u counting one call of each of tools that u does
+// not count already (in server_tool_use, as an answer that counts its
+// calls would).
+func withPerAnswerCalls(u llm.Usage, tools []string) llm.Usage {
+	counted := u.ToolCalls()
+	use := map[string]json.RawMessage{}
+	if raw, ok := u.Extra[llm.ServerToolUse]; ok && json.Unmarshal(raw, &use) != nil {
+		use = map[string]json.RawMessage{}
+	}
+	for _, t := range tools {
+		if counted[t] == 0 {
+			use[t+"_requests"] = json.RawMessage("1")
+		}
+	}
+	b, err := json.Marshal(use)
+	if err != nil {
+		return u
+	}
+	extra := make(map[string]json.RawMessage, len(u.Extra)+1)
+	for k, v := range u.Extra {
+		extra[k] = v
+	}
+	extra[llm.ServerToolUse] = b
+	u.Extra = extra
 	return u
 }
 

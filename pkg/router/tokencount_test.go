@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,7 +39,7 @@ func TestTokenCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range r.TokenCounters(plan) {
-			if c.Counter == nil || plan.Candidates[c.Depth].Route != c.Route {
+			if c.Counter == nil || !reflect.DeepEqual(plan.Candidates[c.Depth].Route, c.Route) {
 				t.Errorf("%s: candidate %+v", body, c)
 			}
 			out = append(out, c.Route.Provider)

@@ -116,7 +116,9 @@ func (c *counts) set(input, cacheCreation, cacheRead, output int) {
 // as the anthropic adapter and OpenRouter report it);
 // cache_read_input_tokens the part read from it, which Anthropic counts
 // apart from input_tokens (Chat Completions counts it in prompt_tokens, with
-// the part in prompt_tokens_details.cached_tokens).
+// the part in prompt_tokens_details.cached_tokens). server_tool_use and
+// cache_creation report the server tool calls and the one-hour cache
+// writes the answer was billed for, as Anthropic reports them.
 type clientUsage struct {
 	counts
 	Cost      float64 `json:"cost"`
@@ -127,6 +129,17 @@ func toAnthropicUsage(u llm.Usage) *clientUsage {
 	uncached, cached, written := u.PromptParts()
 	cu := &clientUsage{Cost: u.Cost, Estimated: u.Estimated}
 	cu.set(uncached, written, cached, u.CompletionTokens)
+	if calls := u.ToolCalls(); len(calls) > 0 {
+		cu.ServerToolUse = make(map[string]*int64, len(calls))
+		for tool, n := range calls {
+			v := int64(n)
+			cu.ServerToolUse[tool+"_requests"] = &v
+		}
+	}
+	if oneHour := u.CacheWrite1h(); oneHour > 0 {
+		fiveMin, hour := int64(written-oneHour), int64(oneHour)
+		cu.CacheCreation = &messageswire.CacheCreation{Ephemeral5mInputTokens: &fiveMin, Ephemeral1hInputTokens: &hour}
+	}
 	return cu
 }
 

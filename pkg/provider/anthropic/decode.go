@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
@@ -79,7 +80,11 @@ type toolBlock struct {
 // whether it reported any.
 type usageCounts struct {
 	input, output, cacheCreate, cacheRead int64
-	saw                                   bool
+	// cache1h is the part of cacheCreate written to a one-hour cache;
+	// tools the server tool calls, by "<tool>_requests".
+	cache1h int64
+	tools   map[string]int64
+	saw     bool
 }
 
 // NewDecoder returns a Decoder whose chunks carry created as their
@@ -269,6 +274,17 @@ func (c *usageCounts) add(u *messages.Usage) {
 	set(&c.output, u.OutputTokens)
 	set(&c.cacheCreate, u.CacheCreationInputTokens)
 	set(&c.cacheRead, u.CacheReadInputTokens)
+	if u.CacheCreation != nil {
+		set(&c.cache1h, u.CacheCreation.Ephemeral1hInputTokens)
+	}
+	for name, n := range u.ServerToolUse {
+		if n != nil && *n >= 0 && strings.HasSuffix(name, "_requests") {
+			if c.tools == nil {
+				c.tools = make(map[string]int64, len(u.ServerToolUse))
+			}
+			c.tools[name] = *n
+		}
+	}
 }
 
 // soFar is the usage reported so far as a usage chunk would carry it, or
@@ -285,7 +301,15 @@ func (c *usageCounts) json() json.RawMessage {
 	prompt := c.input + c.cacheCreate + c.cacheRead
 	w := chat.Usage{PromptTokens: prompt, CompletionTokens: c.output, TotalTokens: prompt + c.output}
 	if c.cacheRead > 0 || c.cacheCreate > 0 {
-		w.PromptTokensDetails = &chat.PromptTokensDetails{CachedTokens: c.cacheRead, CacheWriteTokens: c.cacheCreate}
+		w.PromptTokensDetails = &chat.PromptTokensDetails{CachedTokens: c.cacheRead, CacheWriteTokens: c.cacheCreate, CacheWrite1hTokens: min(c.cache1h, c.cacheCreate)}
+	}
+	for name, n := range c.tools {
+		if n > 0 {
+			if w.ServerToolUse == nil {
+				w.ServerToolUse = make(map[string]int64, len(c.tools))
+			}
+			w.ServerToolUse[name] = n
+		}
 	}
 	return marshal(w)
 }

@@ -29,6 +29,7 @@ type Decoder struct {
 
 	started bool // the role chunk is out
 	usage   json.RawMessage
+	calls   toolCalls
 	done    bool
 }
 
@@ -141,12 +142,16 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		if err != nil {
 			return nil, err
 		}
+		if isCall(it.Type) {
+			d.calls.item(ev.Item)
+		}
 		return d.itemDone(out, index(ev.OutputIndex), &it)
 	case responses.EventCompleted, responses.EventIncomplete:
 		return d.finish(out, &ev)
 	case responses.EventFailed:
 		if r, err := parseResponse(ev.Response, false); err == nil {
-			d.usage = ChatUsage(r.Usage)
+			d.calls.response(ev.Response)
+			d.usage = chatUsage(r.Usage, &d.calls)
 		}
 		return nil, failure(&ev)
 	case responses.EventError:
@@ -287,6 +292,9 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 		if err != nil {
 			return nil, err
 		}
+		if isCall(it.Type) {
+			d.calls.item(raw)
+		}
 		if out, err = d.itemDone(out, i, &it); err != nil {
 			return nil, err
 		}
@@ -304,7 +312,7 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
 	}
-	d.usage = ChatUsage(r.Usage)
+	d.usage = chatUsage(r.Usage, &d.calls)
 	d.done = true
 	if d.usage == nil {
 		return out, nil

@@ -41,6 +41,7 @@ type Observer struct {
 	// usage is that of a terminal or failed Response, converted.
 	usage json.RawMessage
 	done  bool
+	calls toolCalls
 }
 
 // Done reports whether the terminal event has been observed.
@@ -76,6 +77,8 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		c.Output = it.hasOutput()
 		if ev.Type == responses.EventOutputItemAdded {
 			c.Text = it.Name + it.Arguments
+		} else if isCall(it.Type) {
+			o.calls.item(ev.Item)
 		}
 	case responses.EventImageGenerationCallPartialImage:
 		c.Output = true
@@ -85,7 +88,8 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 			return llm.Chunk{}, err
 		}
 		o.note(&r)
-		o.usage = ChatUsage(r.Usage)
+		o.calls.response(ev.Response)
+		o.usage = chatUsage(r.Usage, &o.calls)
 		o.done = true
 		c.Usage = o.usage
 		c.FinishReason = responses.StatusCompleted
@@ -95,7 +99,8 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		c.Seen, c.Finished = 1, 1
 	case responses.EventFailed:
 		if r, err := parseResponse(ev.Response, false); err == nil {
-			o.usage = ChatUsage(r.Usage)
+			o.calls.response(ev.Response)
+			o.usage = chatUsage(r.Usage, &o.calls)
 		}
 		return llm.Chunk{}, failure(&ev)
 	case responses.EventError:

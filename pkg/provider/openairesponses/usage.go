@@ -17,6 +17,13 @@ import (
 // it. It is nil for a usage that is null, not an object, or has neither
 // count. A count that is not a number reads as 0.
 func ChatUsage(raw json.RawMessage) json.RawMessage {
+	return chatUsage(raw, nil)
+}
+
+// chatUsage is ChatUsage with the answer's built-in tool calls counted in
+// server_tool_use (toolCalls), which the Responses usage object does not
+// carry.
+func chatUsage(raw json.RawMessage, calls *toolCalls) json.RawMessage {
 	if isNull(raw) || raw[0] != '{' {
 		return nil
 	}
@@ -36,6 +43,9 @@ func ChatUsage(raw json.RawMessage) json.RawMessage {
 	}
 	if n, ok := detail(u.OutputD, "reasoning_tokens"); ok {
 		w.CompletionTokensDetails = &chat.CompletionTokensDetails{ReasoningTokens: n}
+	}
+	if calls != nil && len(calls.counts) > 0 {
+		w.ServerToolUse = calls.counts
 	}
 	b, err := json.Marshal(w)
 	if err != nil {

@@ -86,6 +86,10 @@ type Usage struct {
 	TotalTokens             int64                    `json:"total_tokens"`
 	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
 	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+	// ServerToolUse counts the calls of the provider's server tools, by
+	// "<tool>_requests" (Anthropic's usage.server_tool_use; left out when
+	// none).
+	ServerToolUse map[string]int64 `json:"server_tool_use,omitempty"`
 }
 
 // PromptTokensDetails is the prompt's breakdown: cached_tokens (the part
@@ -95,6 +99,9 @@ type Usage struct {
 type PromptTokensDetails struct {
 	CachedTokens     int64 `json:"cached_tokens"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// CacheWrite1hTokens is the part of CacheWriteTokens written to a
+	// one-hour cache (left out when none).
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
 }
 
 // CompletionTokensDetails is the completion's breakdown: the reasoning

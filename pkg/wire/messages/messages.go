@@ -105,6 +105,18 @@ type Usage struct {
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens,omitempty"`
 	OutputTokens             *int64 `json:"output_tokens"`
+	// CacheCreation splits the cache writes by the cache's lifetime.
+	CacheCreation *CacheCreation `json:"cache_creation,omitempty"`
+	// ServerToolUse counts the calls of server tools, by
+	// "<tool>_requests" (web_search_requests, web_fetch_requests).
+	ServerToolUse map[string]*int64 `json:"server_tool_use,omitempty"`
+}
+
+// CacheCreation is usage.cache_creation: the prompt tokens written to the
+// five-minute and to the one-hour cache.
+type CacheCreation struct {
+	Ephemeral5mInputTokens *int64 `json:"ephemeral_5m_input_tokens,omitempty"`
+	Ephemeral1hInputTokens *int64 `json:"ephemeral_1h_input_tokens,omitempty"`
 }
 
 // MessageStart is the message_start event.

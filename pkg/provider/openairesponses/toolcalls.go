@@ -1,0 +1,92 @@
+package openairesponses
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// toolCalls counts the calls of the provider's built-in tools in an
+// answer's output items, as OpenAI bills them: a web_search_call,
+// file_search_call or image_generation_call item (and the <type>_call
+// item of a built-in tool added later) is one call of its tool; the
+// code interpreter is billed by the container, so its calls count the
+// distinct containers they ran in. Calls of the client's own tools
+// (function, custom, shell, apply_patch, computer) and of MCP servers cost
+// their tokens only and are not counted. An item is counted once, by its
+// id, whether an output_item.done event or the terminal Response names
+// it. The zero toolCalls is ready.
+type toolCalls struct {
+	seen       map[string]bool
+	containers map[string]bool
+	counts     map[string]int64
+}
+
+// freeCalls are the *_call item types that are not billed by the call.
+var freeCalls = []string{"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call", "mcp_call"}
+
+// isCall reports whether an item of type typ may be a billed tool call,
+// so that the other items (messages, reasoning) are not read twice.
+func isCall(typ string) bool { return strings.HasSuffix(typ, "_call") }
+
+// item counts one output item (raw JSON; anything unreadable is skipped).
+func (t *toolCalls) item(raw json.RawMessage) {
+	var it struct {
+		Type        string `json:"type"`
+		ID          string `json:"id"`
+		ContainerID string `json:"container_id"`
+	}
+	if json.Unmarshal(raw, &it) != nil {
+		return
+	}
+	tool, ok := strings.CutSuffix(it.Type, "_call")
+	if !ok || tool == "" || containsStr(freeCalls, it.Type) {
+		return
+	}
+	if it.ID != "" {
+		if t.seen[it.ID] {
+			return
+		}
+		if t.seen == nil {
+			t.seen = map[string]bool{}
+		}
+		t.seen[it.ID] = true
+	}
+	if tool == "code_interpreter" && it.ContainerID != "" {
+		if t.containers[it.ContainerID] {
+			return
+		}
+		if t.containers == nil {
+			t.containers = map[string]bool{}
+		}
+		t.containers[it.ContainerID] = true
+	}
+	if t.counts == nil {
+		t.counts = map[string]int64{}
+	}
+	t.counts[tool+"_requests"]++
+}
+
+// response counts the output items of a Response object (raw JSON).
+func (t *toolCalls) response(raw json.RawMessage) {
+	if isNull(raw) {
+		return
+	}
+	var r struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return
+	}
+	for _, it := range r.Output {
+		t.item(it)
+	}
+}
+
+func containsStr(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
