@@ -4,16 +4,18 @@
 // reading an unkeyed request's stream then), or an upstream that never
 // reports them.
 //
-// Counting uses OpenAI's byte-pair encodings (github.com/pkoukk/tiktoken-go),
-// with the vocabularies read at run time from a directory that holds the
-// tiktoken npm package's encoders/<name>.json files: o200k_base for
-// current OpenAI models and every model of another family, cl100k_base for
-// gpt-4, gpt-3.5 and the older embeddings. Anthropic publishes no tokenizer
-// for Claude; o200k_base is the approximation, and an Anthropic upstream
-// reports the prompt's count at the start of its stream, so only a cut
-// answer's output is counted. A vocabulary is loaded once, on first use
-// (about a quarter of a second and 30 MB allocated). Without the directory, or with a
-// file that cannot be read, the count falls back to one token per four
+// Counting uses OpenAI's byte-pair encodings, token for token as tiktoken's
+// encode_ordinary (bpe.go; github.com/pkoukk/tiktoken-go is the reference
+// its tests compare with), with the vocabularies read at run time from a
+// directory that holds the tiktoken npm package's encoders/<name>.json
+// files: o200k_base for current OpenAI models and every model of another
+// family, cl100k_base for gpt-4, gpt-3.5 and the older embeddings.
+// Anthropic publishes no tokenizer for Claude; o200k_base is the
+// approximation, and an Anthropic upstream reports the prompt's count at
+// the start of its stream, so only a cut answer's output is counted. A
+// vocabulary is loaded once, on first use (about a quarter of a second and
+// 20 MB allocated). Without the directory, or with a file that cannot be
+// read, the count falls back to one token per four
 // bytes, and Counter says so once in the log.
 package tokenize
 
@@ -28,8 +30,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	tiktoken "github.com/pkoukk/tiktoken-go"
 )
 
 // The encodings the gateway counts with.
@@ -59,7 +59,7 @@ type Counter struct {
 
 type encoding struct {
 	once sync.Once
-	tk   *tiktoken.Tiktoken
+	enc  *encoder
 	err  error
 }
 
@@ -122,9 +122,9 @@ func (c *Counter) Count(model, text string) (n int, exact bool) {
 
 // countWithin counts text with tk, token by token up to limit bytes and at
 // the rate of those beyond.
-func countWithin(tk *tiktoken.Tiktoken, text string, limit int) int {
+func countWithin(tk *encoder, text string, limit int) int {
 	if len(text) <= limit {
-		return len(tk.EncodeOrdinary(text))
+		return tk.count(text)
 	}
 	head := text[:limit]
 	for len(head) > 0 && !startsRune(text[len(head)]) {
@@ -133,7 +133,7 @@ func countWithin(tk *tiktoken.Tiktoken, text string, limit int) int {
 	if len(head) == 0 {
 		return Fallback(len(text))
 	}
-	n := len(tk.EncodeOrdinary(head))
+	n := tk.count(head)
 	return int(float64(n) * float64(len(text)) / float64(len(head)))
 }
 
@@ -148,19 +148,19 @@ func Fallback(n int) int {
 	return (n + 3) / 4
 }
 
-func (c *Counter) encoding(name string) *tiktoken.Tiktoken {
+func (c *Counter) encoding(name string) *encoder {
 	if c == nil || c.dir == "" {
 		return nil
 	}
 	v, _ := c.encs.LoadOrStore(name, new(encoding))
 	e := v.(*encoding)
 	e.once.Do(func() {
-		e.tk, e.err = load(filepath.Join(c.dir, name+".json"))
+		e.enc, e.err = load(filepath.Join(c.dir, name+".json"))
 		if e.err != nil {
 			c.log.Warn("tokenizer unavailable; counting one token per four bytes", "encoding", name, "error", e.err.Error())
 		}
 	})
-	return e.tk
+	return e.enc
 }
 
 // vocab is the tiktoken npm package's encoder file: the split pattern, the
@@ -172,32 +172,36 @@ type vocab struct {
 	BPERanks      string         `json:"bpe_ranks"`
 }
 
-func load(path string) (*tiktoken.Tiktoken, error) {
-	b, err := os.ReadFile(path)
+func load(path string) (*encoder, error) {
+	v, ranks, err := readVocab(path)
 	if err != nil {
 		return nil, err
 	}
-	var v vocab
-	if err := json.Unmarshal(b, &v); err != nil {
+	enc, err := newEncoder(ranks, v.PatStr)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return enc, nil
+}
+
+// readVocab reads an encoder file and its ranks.
+func readVocab(path string) (vocab, map[string]int, error) {
+	var v vocab
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return v, nil, err
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	ranks, err := parseRanks(v.BPERanks)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return v, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if v.PatStr == "" || len(ranks) == 0 {
-		return nil, fmt.Errorf("%s: no pattern or no ranks", path)
+		return v, nil, fmt.Errorf("%s: no pattern or no ranks", path)
 	}
-	bpe, err := tiktoken.NewCoreBPE(ranks, v.SpecialTokens, v.PatStr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	special := make(map[string]any, len(v.SpecialTokens))
-	for k := range v.SpecialTokens {
-		special[k] = true
-	}
-	enc := &tiktoken.Encoding{Name: strings.TrimSuffix(filepath.Base(path), ".json"), PatStr: v.PatStr, MergeableRanks: ranks, SpecialTokens: v.SpecialTokens}
-	return tiktoken.NewTiktoken(bpe, enc, special), nil
+	return v, ranks, nil
 }
 
 func parseRanks(s string) (map[string]int, error) {

@@ -1,0 +1,205 @@
+//go:build integration
+
+package tokenize
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+)
+
+// encoders are the two encodings, each as the gateway counts with it (enc),
+// merging every piece with the heap (heap), and as
+// github.com/pkoukk/tiktoken-go counts (lib), loaded once for all tests.
+type encoders struct {
+	enc, heap *encoder
+	lib       *tiktoken.Tiktoken
+}
+
+var (
+	encsOnce sync.Once
+	encsErr  error
+	encs     map[string]encoders
+)
+
+func loadEncoders(t testing.TB) map[string]encoders {
+	t.Helper()
+	dir := vocabDir(t)
+	encsOnce.Do(func() {
+		encs = map[string]encoders{}
+		for _, name := range []string{O200K, CL100K} {
+			v, ranks, err := readVocab(filepath.Join(dir, name+".json"))
+			if err != nil {
+				encsErr = err
+				return
+			}
+			enc, err := newEncoder(ranks, v.PatStr)
+			if err != nil {
+				encsErr = err
+				return
+			}
+			heap := *enc
+			heap.scan = 0
+			core, err := tiktoken.NewCoreBPE(ranks, v.SpecialTokens, v.PatStr)
+			if err != nil {
+				encsErr = err
+				return
+			}
+			special := map[string]any{}
+			for k := range v.SpecialTokens {
+				special[k] = true
+			}
+			lib := tiktoken.NewTiktoken(core, &tiktoken.Encoding{Name: name, PatStr: v.PatStr, MergeableRanks: ranks, SpecialTokens: v.SpecialTokens}, special)
+			encs[name] = encoders{enc: enc, heap: &heap, lib: lib}
+		}
+	})
+	if encsErr != nil {
+		t.Fatal(encsErr)
+	}
+	return encs
+}
+
+// alphabets make texts of n bytes that are one piece of the split, or
+// long runs of the same class: the worst case of byte-pair merging.
+var alphabets = []struct {
+	name string
+	make func(r *rand.Rand, n int) string
+}{
+	{"letters", func(r *rand.Rand, n int) string { return randomFrom(r, n, "abcdefghijklmnopqrstuvwxyz") }},
+	{"repeated", func(_ *rand.Rand, n int) string { return strings.Repeat("a", n) }},
+	{"digits", func(r *rand.Rand, n int) string { return randomFrom(r, n, "0123456789") }},
+	{"cjk", func(r *rand.Rand, n int) string { return randomRunes(r, n, 0x4E00, 0x9FFF) }},
+	{"emoji", func(r *rand.Rand, n int) string { return randomRunes(r, n, 0x1F300, 0x1F64F) }},
+	{"bytes", func(r *rand.Rand, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.UintN(256))
+		}
+		return string(b)
+	}},
+	{"symbols", func(r *rand.Rand, n int) string { return randomFrom(r, n, "!#$%&*+-=?@^_|~<>") }},
+}
+
+func randomFrom(r *rand.Rand, n int, set string) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = set[r.IntN(len(set))]
+	}
+	return string(b)
+}
+
+func randomRunes(r *rand.Rand, n int, lo, hi rune) string {
+	var sb strings.Builder
+	for sb.Len() < n {
+		sb.WriteRune(lo + rune(r.IntN(int(hi-lo+1))))
+	}
+	return sb.String()
+}
+
+// TestEncoderMatchesLibrary: the encoder counts what the library counts,
+// for ordinary text and for long single pieces of every alphabet, by
+// scanning and by the heap alike.
+func TestEncoderMatchesLibrary(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	texts := append([]string{}, refTexts...)
+	texts = append(texts, strings.Repeat("The gateway bills a dropped stream from a real token count. ", 50))
+	for _, a := range alphabets {
+		for _, n := range []int{2, 7, 63, 64, 65, 200, 3000} {
+			texts = append(texts, a.make(r, n))
+		}
+	}
+	for name, e := range loadEncoders(t) {
+		for _, text := range texts {
+			want := len(e.lib.EncodeOrdinary(text))
+			if got := e.enc.count(text); got != want {
+				t.Errorf("%s %.40q (%d bytes): %d tokens, the library %d", name, text, len(text), got, want)
+			}
+			if got := e.heap.count(text); got != want {
+				t.Errorf("%s %.40q (%d bytes), by the heap: %d tokens, the library %d", name, text, len(text), got, want)
+			}
+		}
+	}
+}
+
+// FuzzEncoder: on any short input both ways of merging count what the
+// library counts.
+func FuzzEncoder(f *testing.F) {
+	for _, s := range refTexts {
+		f.Add(s)
+	}
+	f.Add(strings.Repeat("ab", 40))
+	f.Add("\xff\xfe🚀🚀🚀日本語日本語")
+	encs := loadEncoders(f)
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 4096 {
+			return // the library is quadratic
+		}
+		for name, e := range encs {
+			want := len(e.lib.EncodeOrdinary(text))
+			if got := e.enc.count(text); got != want {
+				t.Errorf("%s %q: %d tokens, the library %d", name, text, got, want)
+			}
+			if got := e.heap.count(text); got != want {
+				t.Errorf("%s %q, by the heap: %d tokens, the library %d", name, text, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkCountWorstCase: 100 KiB that is one piece, or long runs of one
+// class, in each alphabet, counted by the gateway's encoder (o200k_base).
+func BenchmarkCountWorstCase(b *testing.B) {
+	e := loadEncoders(b)[O200K].enc
+	for _, a := range alphabets {
+		text := a.make(rand.New(rand.NewPCG(1, 2)), 100<<10)
+		b.Run(a.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				e.count(text)
+			}
+		})
+	}
+}
+
+// BenchmarkLibraryWorstCase is the same texts counted by
+// github.com/pkoukk/tiktoken-go, at 16 and 64 KiB: four times the text
+// takes about sixteen times as long, which is why the gateway merges
+// pieces itself.
+func BenchmarkLibraryWorstCase(b *testing.B) {
+	lib := loadEncoders(b)[O200K].lib
+	for _, a := range alphabets {
+		for _, n := range []int{16 << 10, 64 << 10} {
+			text := a.make(rand.New(rand.NewPCG(1, 2)), n)
+			b.Run(fmt.Sprintf("%s/%dKiB", a.name, n>>10), func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					lib.EncodeOrdinary(text)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCountOrdinary compares the encoder with the library on
+// ordinary English text.
+func BenchmarkCountOrdinary(b *testing.B) {
+	e := loadEncoders(b)[O200K]
+	text := strings.Repeat("The gateway bills a dropped stream from a real token count. ", 1000)
+	b.Run("encoder", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			e.enc.count(text)
+		}
+	})
+	b.Run("library", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			e.lib.EncodeOrdinary(text)
+		}
+	})
+}
