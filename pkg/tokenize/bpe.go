@@ -22,6 +22,8 @@ import (
 type encoder struct {
 	ranks  map[string]int
 	re     *regexp2.Regexp
+	split  splitter // the split by hand, when byHand
+	byHand bool
 	maxTok int // the longest token, in bytes: no longer pair is a token
 	scan   int // the longest piece merged by scanning (smallPiece)
 }
@@ -36,6 +38,7 @@ func newEncoder(ranks map[string]int, pattern string) (*encoder, error) {
 		return nil, err
 	}
 	e := &encoder{ranks: ranks, re: re, scan: smallPiece}
+	e.split, e.byHand = splitterFor(pattern)
 	for t := range ranks {
 		e.maxTok = max(e.maxTok, len(t))
 	}
@@ -45,10 +48,29 @@ func newEncoder(ranks map[string]int, pattern string) (*encoder, error) {
 // count is the number of tokens of text. Bytes that are not UTF-8 count as
 // U+FFFD, each, as they do in github.com/pkoukk/tiktoken-go.
 func (e *encoder) count(text string) int {
-	runes := []rune(text)
 	if !utf8.ValidString(text) {
-		text = string(runes)
+		text = string([]rune(text))
 	}
+	if !e.byHand {
+		return e.countByRegexp(text)
+	}
+	n := 0
+	for i := 0; i < len(text); {
+		j := e.split.next(text, i)
+		if j < 0 { // no piece starts here: the engine moves on a character
+			_, size := utf8.DecodeRuneInString(text[i:])
+			i += size
+			continue
+		}
+		n += e.pieceCount(text[i:j])
+		i = j
+	}
+	return n
+}
+
+// countByRegexp is count, the text split by the encoding's pattern.
+func (e *encoder) countByRegexp(text string) int {
+	runes := []rune(text)
 	n := 0
 	r, b := 0, 0 // the rune and byte offsets of the scan
 	m, _ := e.re.FindRunesMatch(runes)
@@ -68,8 +90,13 @@ func (e *encoder) count(text string) int {
 
 // pieceCount is the number of tokens of one piece of the split.
 func (e *encoder) pieceCount(piece string) int {
-	if _, ok := e.ranks[piece]; ok || len(piece) == 1 {
+	if len(piece) == 1 {
 		return 1
+	}
+	if len(piece) <= e.maxTok {
+		if _, ok := e.ranks[piece]; ok {
+			return 1
+		}
 	}
 	if len(piece) <= e.scan {
 		return e.mergeScan(piece)
@@ -86,6 +113,14 @@ func (e *encoder) rank(piece string, i, j int) int {
 		return r
 	}
 	return none
+}
+
+// rank32 is rank, -1 for none.
+func (e *encoder) rank32(piece string, i, j int) int32 {
+	if r := e.rank(piece, i, j); r != none {
+		return int32(r)
+	}
+	return -1
 }
 
 const none = int(^uint(0) >> 1) // no token: ranks above every real one
@@ -129,76 +164,110 @@ func (e *encoder) mergeScan(piece string) int {
 
 // mergeHeap merges as mergeScan does, in O(n log n): the parts are a
 // linked list over the piece's bytes (a part starting at byte i ends where
-// next[i] starts), and the candidate pairs a heap ordered by rank, then
-// position. A merge makes the pairs of its neighbours stale; a stale entry
-// is dropped when it comes out (its left part is gone, or the pair no
-// longer ends where it did).
+// the next one starts), and the candidate pairs a heap ordered by rank,
+// then position. A merge makes the pairs of its neighbours stale; a stale
+// entry is dropped when it comes out (its left part is gone, or the pair
+// no longer ends where it did). The rank of two adjacent tokens is looked
+// up by theirs in a small cache first: a long piece repeats its pairs.
 func (e *encoder) mergeHeap(piece string) int {
 	n := int32(len(piece))
-	next := make([]int32, n)
-	prev := make([]int32, n)
-	gone := make([]bool, n)
+	parts := make([]part, n+1) // parts[n] ends the list
 	for i := range n {
-		next[i], prev[i] = i+1, i-1
+		parts[i] = part{next: i + 1, prev: i - 1, rank: e.rank32(piece, int(i), int(i+1))}
+	}
+	parts[n] = part{next: n, prev: n - 1, rank: -1}
+	c := newPairCache(len(piece))
+	// pairRank is the rank of the parts at i and j (its next) as one
+	// token, which ends at end.
+	pairRank := func(i, j, end int32) int32 {
+		a, b := parts[i].rank, parts[j].rank
+		if a < 0 || b < 0 {
+			return e.rank32(piece, int(i), int(end))
+		}
+		key := uint64(a)<<32 | uint64(b)
+		slot := &c[(key*0x9E3779B97F4A7C15)>>(64-pairCacheBits)&uint64(len(c)-1)]
+		if slot.key == key+1 {
+			return slot.rank
+		}
+		r := e.rank32(piece, int(i), int(end))
+		*slot = pairSlot{key: key + 1, rank: r}
+		return r
 	}
 	h := make(pairHeap, 0, n)
 	for i := int32(0); i+1 < n; i++ {
-		if r := e.rank(piece, int(i), int(i+2)); r != none {
-			h = append(h, pair{rank: r, start: i, end: i + 2})
+		if r := pairRank(i, i+1, i+2); r >= 0 {
+			h = append(h, pair{key: uint64(r)<<32 | uint64(i), end: i + 2})
 		}
 	}
 	h.init()
-	// end is where the pair starting at part i ends, or -1 for the last
-	// part.
-	end := func(i int32) int32 {
-		if j := next[i]; j < n {
-			return next[j]
-		}
-		return -1
-	}
-	parts := int(n)
+	count := int(n)
 	for len(h) > 0 {
 		p := h.pop()
-		if gone[p.start] || end(p.start) != p.end {
+		i := int32(p.key)
+		pi := &parts[i]
+		if pi.gone || pi.next >= n || parts[pi.next].next != p.end {
 			continue // stale
 		}
-		i, j := p.start, next[p.start]
-		gone[j] = true
-		next[i] = next[j]
-		if next[i] < n {
-			prev[next[i]] = i
-		}
-		parts--
-		if k := end(i); k >= 0 {
-			if r := e.rank(piece, int(i), int(k)); r != none {
-				h.push(pair{rank: r, start: i, end: k})
+		j := pi.next
+		parts[j].gone = true
+		pi.next, pi.rank = p.end, int32(p.key>>32)
+		parts[p.end].prev = i
+		count--
+		if k := p.end; k < n {
+			if r := pairRank(i, k, parts[k].next); r >= 0 {
+				h.push(pair{key: uint64(r)<<32 | uint64(i), end: parts[k].next})
 			}
 		}
-		if q := prev[i]; q >= 0 {
-			if r := e.rank(piece, int(q), int(next[i])); r != none {
-				h.push(pair{rank: r, start: q, end: next[i]})
+		if q := pi.prev; q >= 0 {
+			if r := pairRank(q, i, p.end); r >= 0 {
+				h.push(pair{key: uint64(r)<<32 | uint64(q), end: p.end})
 			}
 		}
 	}
-	return parts
+	return count
 }
 
-// pair is a candidate merge: the part starting at byte start with the one
-// after it, which ends at byte end.
+// part is a part of a piece being merged: the token from its byte to the
+// next part's, and its rank (-1: not a token).
+type part struct {
+	next, prev, rank int32
+	gone             bool
+}
+
+// pairCache maps the ranks of two adjacent tokens (key+1; 0 is empty) to
+// the rank of their concatenation, or -1.
+type pairCache []pairSlot
+
+type pairSlot struct {
+	key  uint64
+	rank int32
+}
+
+const pairCacheBits = 12
+
+func newPairCache(n int) pairCache {
+	size := 64
+	for size < n && size < 1<<pairCacheBits {
+		size *= 2
+	}
+	return make(pairCache, size)
+}
+
+// pair is a candidate merge: the part starting at byte int32(key) with the
+// one after it, whose concatenation ranks key>>32 and ends at byte end.
 type pair struct {
-	rank       int
-	start, end int32
+	key uint64
+	end int32
 }
 
-func (p pair) less(q pair) bool {
-	return p.rank < q.rank || p.rank == q.rank && p.start < q.start
-}
+func (p pair) less(q pair) bool { return p.key < q.key }
 
-// pairHeap is a binary min-heap of pairs.
+// pairHeap is a 4-ary min-heap of pairs (shallower than a binary one,
+// for the fewer cache misses of a long piece's).
 type pairHeap []pair
 
 func (h pairHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
+	for i := (len(h) - 2) / 4; i >= 0; i-- {
 		h.down(i)
 	}
 }
@@ -206,14 +275,16 @@ func (h pairHeap) init() {
 func (h *pairHeap) push(p pair) {
 	*h = append(*h, p)
 	s := *h
-	for i := len(s) - 1; i > 0; {
-		up := (i - 1) / 2
-		if !s[i].less(s[up]) {
+	i := len(s) - 1
+	for i > 0 {
+		up := (i - 1) / 4
+		if !p.less(s[up]) {
 			break
 		}
-		s[i], s[up] = s[up], s[i]
+		s[i] = s[up]
 		i = up
 	}
+	s[i] = p
 }
 
 func (h *pairHeap) pop() pair {
@@ -227,19 +298,26 @@ func (h *pairHeap) pop() pair {
 }
 
 func (h pairHeap) down(i int) {
+	if i >= len(h) {
+		return
+	}
+	p := h[i]
 	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
+		c := 4*i + 1
+		if c >= len(h) {
+			break
 		}
-		m := l
-		if r := l + 1; r < len(h) && h[r].less(h[l]) {
-			m = r
+		m := c
+		for k := c + 1; k < min(c+4, len(h)); k++ {
+			if h[k].less(h[m]) {
+				m = k
+			}
 		}
-		if !h[m].less(h[i]) {
-			return
+		if !h[m].less(p) {
+			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
+	h[i] = p
 }
