@@ -3,7 +3,6 @@
 package tokenize
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -147,59 +146,6 @@ func FuzzEncoder(f *testing.F) {
 			if got := e.heap.count(text); got != want {
 				t.Errorf("%s %q, by the heap: %d tokens, the library %d", name, text, got, want)
 			}
-		}
-	})
-}
-
-// BenchmarkCountWorstCase: 100 KiB that is one piece, or long runs of one
-// class, in each alphabet, counted by the gateway's encoder (o200k_base).
-func BenchmarkCountWorstCase(b *testing.B) {
-	e := loadEncoders(b)[O200K].enc
-	for _, a := range alphabets {
-		text := a.make(rand.New(rand.NewPCG(1, 2)), 100<<10)
-		b.Run(a.name, func(b *testing.B) {
-			b.SetBytes(int64(len(text)))
-			for b.Loop() {
-				e.count(text)
-			}
-		})
-	}
-}
-
-// BenchmarkLibraryWorstCase is the same texts counted by
-// github.com/pkoukk/tiktoken-go, at 16 and 64 KiB: four times the text
-// takes about sixteen times as long, which is why the gateway merges
-// pieces itself.
-func BenchmarkLibraryWorstCase(b *testing.B) {
-	lib := loadEncoders(b)[O200K].lib
-	for _, a := range alphabets {
-		for _, n := range []int{16 << 10, 64 << 10} {
-			text := a.make(rand.New(rand.NewPCG(1, 2)), n)
-			b.Run(fmt.Sprintf("%s/%dKiB", a.name, n>>10), func(b *testing.B) {
-				b.SetBytes(int64(len(text)))
-				for b.Loop() {
-					lib.EncodeOrdinary(text)
-				}
-			})
-		}
-	}
-}
-
-// BenchmarkCountOrdinary compares the encoder with the library on
-// ordinary English text.
-func BenchmarkCountOrdinary(b *testing.B) {
-	e := loadEncoders(b)[O200K]
-	text := strings.Repeat("The gateway bills a dropped stream from a real token count. ", 1000)
-	b.Run("encoder", func(b *testing.B) {
-		b.SetBytes(int64(len(text)))
-		for b.Loop() {
-			e.enc.count(text)
-		}
-	})
-	b.Run("library", func(b *testing.B) {
-		b.SetBytes(int64(len(text)))
-		for b.Loop() {
-			e.lib.EncodeOrdinary(text)
 		}
 	})
 }
