@@ -87,3 +87,20 @@ func BenchmarkCountOrdinary(b *testing.B) {
 		reportCPU(b, cpu)
 	})
 }
+
+// BenchmarkCountRequestWorstCase is what the gateway counts of one
+// request at most when no usage comes: a prompt and an answer that are
+// each one piece of 1 MiB of random letters, of which ExactLimit bytes
+// each are counted token by token.
+func BenchmarkCountRequestWorstCase(b *testing.B) {
+	c := New(vocabDir(b), nil)
+	text := alphabets[0].make(rand.New(rand.NewPCG(1, 2)), 1<<20)
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + text + `"}]}`)
+	c.Count("gpt-4o", "warm")
+	cpu := cpuTime()
+	for b.Loop() {
+		c.Prompt("gpt-4o", body)
+		c.Count("gpt-4o", text)
+	}
+	reportCPU(b, cpu)
+}
