@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"math"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -48,30 +49,73 @@ func newEncoder(ranks map[string]int, pattern string) (*encoder, error) {
 // count is the number of tokens of text. Bytes that are not UTF-8 count as
 // U+FFFD, each, as they do in github.com/pkoukk/tiktoken-go.
 func (e *encoder) count(text string) int {
-	if !utf8.ValidString(text) {
-		text = string([]rune(text))
-	}
-	if !e.byHand {
-		return e.countByRegexp(text)
-	}
-	n := 0
-	for i := 0; i < len(text); {
-		j := e.split.next(text, i)
-		if j < 0 { // no piece starts here: the engine moves on a character
-			_, size := utf8.DecodeRuneInString(text[i:])
-			i += size
-			continue
-		}
-		n += e.pieceCount(text[i:j])
-		i = j
-	}
+	unlimited := math.MaxInt
+	n, _, _ := e.countPrefix(text, &unlimited)
 	return n
 }
 
-// countByRegexp is count, the text split by the encoding's pattern.
-func (e *encoder) countByRegexp(text string) int {
+// countPrefix counts the tokens of text, in order, until the pieces that
+// are not a token themselves (those merged pair by pair) have taken
+// *merge bytes, a piece longer than what is left counted by its first
+// bytes: it returns the tokens counted, the bytes they cover and the
+// length of the text as counted (bytes that are not UTF-8 are U+FFFD
+// there), and takes the bytes merged from *merge.
+func (e *encoder) countPrefix(text string, merge *int) (tokens, counted, size int) {
+	if !utf8.ValidString(text) {
+		text = string([]rune(text))
+	}
+	for start, end := range e.pieces(text) {
+		piece := text[start:end]
+		if e.isToken(piece) {
+			tokens++
+			continue
+		}
+		if *merge <= 0 {
+			return tokens, start, len(text)
+		}
+		if len(piece) > *merge {
+			cut := *merge
+			for cut > 0 && !utf8.RuneStart(piece[cut]) {
+				cut--
+			}
+			*merge = 0
+			if cut == 0 {
+				return tokens, start, len(text)
+			}
+			return tokens + e.mergeCount(piece[:cut]), start + cut, len(text)
+		}
+		*merge -= len(piece)
+		tokens += e.mergeCount(piece)
+	}
+	return tokens, len(text), len(text)
+}
+
+// pieces yields the start and end of each piece of the split of text
+// (valid UTF-8), in order.
+func (e *encoder) pieces(text string) func(yield func(start, end int) bool) {
+	return func(yield func(start, end int) bool) {
+		if !e.byHand {
+			e.piecesByRegexp(text, yield)
+			return
+		}
+		for i := 0; i < len(text); {
+			j := e.split.next(text, i)
+			if j < 0 { // no piece starts here: the engine moves on a character
+				_, size := utf8.DecodeRuneInString(text[i:])
+				i += size
+				continue
+			}
+			if !yield(i, j) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+// piecesByRegexp is pieces, the text split by the encoding's pattern.
+func (e *encoder) piecesByRegexp(text string, yield func(start, end int) bool) {
 	runes := []rune(text)
-	n := 0
 	r, b := 0, 0 // the rune and byte offsets of the scan
 	m, _ := e.re.FindRunesMatch(runes)
 	for m != nil {
@@ -82,22 +126,27 @@ func (e *encoder) countByRegexp(text string) int {
 		for end := m.Index + m.Length; r < end; r++ {
 			b += utf8.RuneLen(runes[r])
 		}
-		n += e.pieceCount(text[start:b])
+		if !yield(start, b) {
+			return
+		}
 		m, _ = e.re.FindNextMatch(m)
 	}
-	return n
 }
 
-// pieceCount is the number of tokens of one piece of the split.
-func (e *encoder) pieceCount(piece string) int {
+// isToken reports whether piece is one token.
+func (e *encoder) isToken(piece string) bool {
 	if len(piece) == 1 {
-		return 1
+		return true
 	}
-	if len(piece) <= e.maxTok {
-		if _, ok := e.ranks[piece]; ok {
-			return 1
-		}
+	if len(piece) > e.maxTok {
+		return false
 	}
+	_, ok := e.ranks[piece]
+	return ok
+}
+
+// mergeCount is the number of tokens of a piece that is not one token.
+func (e *encoder) mergeCount(piece string) int {
 	if len(piece) <= e.scan {
 		return e.mergeScan(piece)
 	}

@@ -88,10 +88,10 @@ func BenchmarkCountOrdinary(b *testing.B) {
 	})
 }
 
-// BenchmarkCountRequestWorstCase is what the gateway counts of one
-// request at most when no usage comes: a prompt and an answer that are
-// each one piece of 1 MiB of random letters, of which ExactLimit bytes
-// each are counted token by token.
+// BenchmarkCountRequestWorstCase is the most the gateway counts for one
+// request when no usage comes: a prompt and an answer that are each one
+// piece of 1 MiB of random letters, of which MergeLimit bytes each are
+// merged and counted token by token, the rest at their rate.
 func BenchmarkCountRequestWorstCase(b *testing.B) {
 	c := New(vocabDir(b), nil)
 	text := alphabets[0].make(rand.New(rand.NewPCG(1, 2)), 1<<20)

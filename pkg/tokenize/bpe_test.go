@@ -4,6 +4,7 @@ package tokenize
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -148,4 +149,68 @@ func FuzzEncoder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCountOrdinaryExact: ordinary text up to ExactLimit, the repository's
+// documentation, is counted token by token: the library's count. About a
+// tenth of its bytes are merged, within MergeLimit.
+func TestCountOrdinaryExact(t *testing.T) {
+	var docs strings.Builder
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	text := docs.String()
+	if len(text) > ExactLimit {
+		text = text[:ExactLimit]
+	}
+	text = strings.ToValidUTF8(text, "")
+	c := New(vocabDir(t), nil)
+	for name, e := range loadEncoders(t) {
+		model := map[string]string{O200K: "gpt-4o", CL100K: "gpt-4"}[name]
+		want := len(e.lib.EncodeOrdinary(text))
+		if n, exact := c.Count(model, text); n != want || !exact {
+			t.Errorf("%s, %d bytes of docs: %d tokens (exact %v), the library %d", name, len(text), n, exact, want)
+		}
+	}
+}
+
+// TestCountMergeLimit: of text whose pieces are all merged, MergeLimit
+// bytes are counted token by token and the rest at their rate: random
+// letters in one piece, or in words, are within 1% of their exact count.
+func TestCountMergeLimit(t *testing.T) {
+	c := New(vocabDir(t), nil)
+	e := loadEncoders(t)[O200K].enc
+	r := rand.New(rand.NewPCG(5, 6))
+	oneWord := alphabets[0].make(r, 200<<10)
+	var words strings.Builder
+	for words.Len() < 200<<10 {
+		words.WriteString(alphabets[0].make(r, 1+r.IntN(40)) + " ")
+	}
+	for name, text := range map[string]string{"one word": oneWord, "words": words.String()} {
+		merge := MergeLimit
+		_, counted, size := e.countPrefix(text, &merge)
+		if merge != 0 || counted > MergeLimit+MergeLimit/2 || size != len(text) {
+			t.Errorf("%s: %d of %d bytes counted, %d left to merge; want MergeLimit merged", name, counted, size, merge)
+		}
+		want := e.count(text)
+		n, exact := c.Count("gpt-4o", text)
+		if !exact || n < want*99/100 || n > want*101/100 {
+			t.Errorf("%s: %d tokens (exact %v), exactly %d", name, n, exact, want)
+		}
+	}
+	// A prompt's pieces share the limit.
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + oneWord[:100<<10] + `"},{"role":"user","content":"` + oneWord[100<<10:] + `"}]}`
+	n, exact := c.Prompt("gpt-4o", []byte(body))
+	want := e.count(oneWord[:100<<10]) + e.count(oneWord[100<<10:]) + 2*(PerMessage+1) + Priming
+	if !exact || n < want*99/100 || n > want*101/100 {
+		t.Errorf("prompt: %d tokens (exact %v), exactly %d", n, exact, want)
+	}
 }
