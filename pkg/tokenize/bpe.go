@@ -49,45 +49,64 @@ func newEncoder(ranks map[string]int, pattern string) (*encoder, error) {
 // count is the number of tokens of text. Bytes that are not UTF-8 count as
 // U+FFFD, each, as they do in github.com/pkoukk/tiktoken-go.
 func (e *encoder) count(text string) int {
-	unlimited := math.MaxInt
-	n, _, _ := e.countPrefix(text, &unlimited)
+	b := mergeBudget{left: math.MaxInt}
+	n, _ := e.countBudget(text, &b)
 	return n
 }
 
-// countPrefix counts the tokens of text, in order, until the pieces that
-// are not a token themselves (those merged pair by pair) have taken
-// *merge bytes, a piece longer than what is left counted by its first
-// bytes: it returns the tokens counted, the bytes they cover and the
-// length of the text as counted (bytes that are not UTF-8 are U+FFFD
-// there), and takes the bytes merged from *merge.
-func (e *encoder) countPrefix(text string, merge *int) (tokens, counted, size int) {
+// mergeBudget is how many more bytes a count may merge pair by pair, and
+// the bytes and tokens of the pieces it merged: their rate is that of the
+// pieces past the budget.
+type mergeBudget struct {
+	left, bytes, tokens int
+}
+
+// estimate is the tokens of n bytes of pieces past the budget, at the rate
+// of those merged (one per four bytes before any).
+func (b *mergeBudget) estimate(n int) int {
+	if n == 0 {
+		return 0
+	}
+	if b.bytes == 0 {
+		return Fallback(n)
+	}
+	return int((int64(n)*int64(b.tokens) + int64(b.bytes) - 1) / int64(b.bytes))
+}
+
+// countBudget counts the tokens of text: a piece that is a token is one, a
+// piece that is not is merged pair by pair while b has bytes left (a piece
+// longer than what is left, by its first bytes). It returns the tokens
+// counted so and the bytes of the pieces left over, to be counted at b's
+// rate once the count is done (b.estimate).
+func (e *encoder) countBudget(text string, b *mergeBudget) (tokens, over int) {
 	if !utf8.ValidString(text) {
 		text = string([]rune(text))
 	}
 	for start, end := range e.pieces(text) {
 		piece := text[start:end]
-		if e.isToken(piece) {
+		switch {
+		case e.isToken(piece):
 			tokens++
-			continue
-		}
-		if *merge <= 0 {
-			return tokens, start, len(text)
-		}
-		if len(piece) > *merge {
-			cut := *merge
+		case b.left >= len(piece):
+			n := e.mergeCount(piece)
+			b.left -= len(piece)
+			b.bytes, b.tokens = b.bytes+len(piece), b.tokens+n
+			tokens += n
+		default:
+			cut := b.left
 			for cut > 0 && !utf8.RuneStart(piece[cut]) {
 				cut--
 			}
-			*merge = 0
-			if cut == 0 {
-				return tokens, start, len(text)
+			b.left = 0
+			if cut > 0 {
+				n := e.mergeCount(piece[:cut])
+				b.bytes, b.tokens = b.bytes+cut, b.tokens+n
+				tokens += n
 			}
-			return tokens + e.mergeCount(piece[:cut]), start + cut, len(text)
+			over += len(piece) - cut
 		}
-		*merge -= len(piece)
-		tokens += e.mergeCount(piece)
 	}
-	return tokens, len(text), len(text)
+	return tokens, over
 }
 
 // pieces yields the start and end of each piece of the split of text

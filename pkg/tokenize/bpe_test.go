@@ -151,9 +151,9 @@ func FuzzEncoder(f *testing.F) {
 	})
 }
 
-// TestCountOrdinaryExact: ordinary text up to ExactLimit, the repository's
-// documentation, is counted token by token: the library's count. About a
-// tenth of its bytes are merged, within MergeLimit.
+// TestCountOrdinaryExact: ordinary text, 160 KiB of the repository's
+// documentation, is counted token by token: the library's count. About an
+// eighth of its bytes are merged, within MergeLimit.
 func TestCountOrdinaryExact(t *testing.T) {
 	var docs strings.Builder
 	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
@@ -167,10 +167,7 @@ func TestCountOrdinaryExact(t *testing.T) {
 		}
 		docs.Write(b)
 	}
-	text := docs.String()
-	if len(text) > ExactLimit {
-		text = text[:ExactLimit]
-	}
+	text := docs.String()[:160<<10] // about 20 KiB of it is merged
 	text = strings.ToValidUTF8(text, "")
 	c := New(vocabDir(t), nil)
 	for name, e := range loadEncoders(t) {
@@ -182,9 +179,10 @@ func TestCountOrdinaryExact(t *testing.T) {
 	}
 }
 
-// TestCountMergeLimit: of text whose pieces are all merged, MergeLimit
-// bytes are counted token by token and the rest at their rate: random
-// letters in one piece, or in words, are within 1% of their exact count.
+// TestCountMergeLimit: of the pieces that are not tokens, MergeLimit bytes
+// are merged and the rest counted at their rate: random letters in one
+// piece, in words, or a blob of them before prose, are within 1% of their
+// exact count.
 func TestCountMergeLimit(t *testing.T) {
 	c := New(vocabDir(t), nil)
 	e := loadEncoders(t)[O200K].enc
@@ -194,11 +192,14 @@ func TestCountMergeLimit(t *testing.T) {
 	for words.Len() < 200<<10 {
 		words.WriteString(alphabets[0].make(r, 1+r.IntN(40)) + " ")
 	}
-	for name, text := range map[string]string{"one word": oneWord, "words": words.String()} {
-		merge := MergeLimit
-		_, counted, size := e.countPrefix(text, &merge)
-		if merge != 0 || counted > MergeLimit+MergeLimit/2 || size != len(text) {
-			t.Errorf("%s: %d of %d bytes counted, %d left to merge; want MergeLimit merged", name, counted, size, merge)
+	// Past the limit, only the pieces to merge are counted at the rate of
+	// those merged: the prose after a blob is still counted token by token.
+	blobThenProse := oneWord[:MergeLimit+8<<10] + " " + strings.Repeat("The gateway bills a dropped stream from a real token count. ", 2500)
+	for name, text := range map[string]string{"one word": oneWord, "words": words.String(), "a blob, then prose": blobThenProse} {
+		b := mergeBudget{left: MergeLimit}
+		_, over := e.countBudget(text, &b)
+		if b.left != 0 || b.bytes > MergeLimit || b.bytes < MergeLimit-64 || over == 0 {
+			t.Errorf("%s: %d bytes merged, %d left to merge, %d bytes past them; want MergeLimit merged", name, b.bytes, b.left, over)
 		}
 		want := e.count(text)
 		n, exact := c.Count("gpt-4o", text)

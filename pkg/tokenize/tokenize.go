@@ -43,18 +43,19 @@ const (
 // puts them).
 const DirEnv = "BUZZGATE_TOKENIZER_DIR"
 
-// ExactLimit is the most text counted token by token in one call, and
-// MergeLimit the most of it in pieces that are not a token themselves,
-// which are merged pair by pair: the rest of a longer text is counted at
-// the rate of what was counted. A count runs in a request's finishing
-// step, and these keep it to milliseconds whatever the text: ordinary
-// text is counted at over 50 MB a second (most of its pieces are tokens,
-// and 10 to 20% of its bytes are merged, so it is counted token by token
-// to ExactLimit), and merging takes 0.1 to 0.35 ms a KiB of the costliest
-// text, one long word of random letters (BenchmarkCountWorstCase).
+// ExactLimit is the most text counted token by token in one call, the
+// rest of a longer text counted at the rate of what was; and of the pieces
+// that are not a token themselves, which are merged pair by pair, at most
+// MergeLimit bytes are merged in one call, the others counted at the rate
+// of those merged. A count runs in a request's finishing step, and these
+// keep it to milliseconds whatever the text: a piece that is a token costs
+// a lookup (ordinary text is counted at over 50 MB a second), and merging
+// at most 0.3 to 0.4 ms a KiB, for one long word of random letters
+// (BenchmarkCountWorstCase). Ordinary text merges 10 to 20% of its bytes,
+// so 160 KiB or more of it is counted token by token.
 const (
 	ExactLimit = 256 << 10
-	MergeLimit = 64 << 10
+	MergeLimit = 32 << 10
 )
 
 // Counter counts tokens with the vocabularies of one directory. Its
@@ -125,37 +126,49 @@ func (c *Counter) Count(model, text string) (n int, exact bool) {
 	if tk == nil {
 		return Fallback(len(text)), false
 	}
-	merge := MergeLimit
-	n, _, _ = countWithin(tk, text, ExactLimit, &merge)
-	return n, true
+	w := newWithin()
+	w.add(tk, text)
+	return w.total(), true
 }
 
-// countWithin counts text with tk, token by token up to limit bytes and
-// while the bytes merged stay within *merge (which it takes them from),
-// and the rest at the rate of what it counted so: n in all, of which
-// tokens in the first counted bytes.
-func countWithin(tk *encoder, text string, limit int, merge *int) (n, counted, tokens int) {
+// within counts texts token by token up to ExactLimit bytes in all, of
+// which at most MergeLimit bytes of pieces merged pair by pair (the others
+// at the rate of those merged), and the rest at the rate of what it
+// counted.
+type within struct {
+	budget       mergeBudget
+	bytes        int // the bytes counted token by token
+	tokens, over int // their tokens, and the bytes of their pieces past budget
+	rest         int // the bytes past ExactLimit
+}
+
+func newWithin() *within { return &within{budget: mergeBudget{left: MergeLimit}} }
+
+func (w *within) add(tk *encoder, text string) {
 	head := text
-	if len(head) > limit {
-		head = text[:limit]
+	if room := ExactLimit - w.bytes; len(head) > room {
+		head = text[:max(room, 0)]
 		for len(head) > 0 && !startsRune(text[len(head)]) {
 			head = head[:len(head)-1] // cut on a character's boundary
 		}
 	}
-	tokens, counted, size := tk.countPrefix(head, merge)
-	if counted == size && len(head) == len(text) {
-		return tokens, len(text), tokens
+	if head != "" {
+		t, over := tk.countBudget(head, &w.budget)
+		w.tokens, w.over = w.tokens+t, w.over+over
+		w.bytes += len(head)
 	}
-	if counted == 0 {
-		return Fallback(len(text)), 0, 0
+	w.rest += len(text) - len(head)
+}
+
+func (w *within) total() int {
+	n := w.tokens + w.budget.estimate(w.over)
+	if w.rest == 0 {
+		return n
 	}
-	if size != len(head) { // bytes that are not UTF-8 were counted as U+FFFD
-		counted = int(int64(counted) * int64(len(head)) / int64(size))
-		if counted == 0 {
-			return Fallback(len(text)), 0, 0
-		}
+	if w.bytes == 0 {
+		return Fallback(w.rest)
 	}
-	return int(float64(tokens) * float64(len(text)) / float64(counted)), counted, tokens
+	return n + int(int64(n)*int64(w.rest)/int64(w.bytes))
 }
 
 func startsRune(b byte) bool { return b&0xC0 != 0x80 }
