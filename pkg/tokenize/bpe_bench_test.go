@@ -89,18 +89,19 @@ func BenchmarkCountOrdinary(b *testing.B) {
 }
 
 // BenchmarkCountRequestWorstCase is the most the gateway counts for one
-// request when no usage comes: a prompt and an answer that are each one
-// piece of 1 MiB of random letters, of which MergeLimit bytes each are
-// merged and counted token by token, the rest at their rate.
+// request when no usage comes: a prompt of 4 MiB (server.max_body_bytes'
+// default) and an answer of 1 MiB, each one word of random letters, of
+// which MergeLimit bytes each are merged.
 func BenchmarkCountRequestWorstCase(b *testing.B) {
 	c := New(vocabDir(b), nil)
-	text := alphabets[0].make(rand.New(rand.NewPCG(1, 2)), 1<<20)
+	text := alphabets[0].make(rand.New(rand.NewPCG(1, 2)), 4<<20)
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + text + `"}]}`)
+	answer := text[:1<<20]
 	c.Count("gpt-4o", "warm")
 	cpu := cpuTime()
 	for b.Loop() {
 		c.Prompt("gpt-4o", body)
-		c.Count("gpt-4o", text)
+		c.Count("gpt-4o", answer)
 	}
 	reportCPU(b, cpu)
 }
