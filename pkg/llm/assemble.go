@@ -23,8 +23,8 @@ type choiceAcc struct {
 	hasContent   bool
 	refusal      strings.Builder
 	hasRefusal   bool
-	toolCalls    map[int]*chat.ToolCall
-	function     *chat.Function
+	toolCalls    map[int]*toolCallAcc
+	function     *functionAcc
 	finishReason string
 	// reasoning is a reasoning model's thinking (reasoning_content or
 	// reasoning, when a string); stopReason the stop sequence that ended
@@ -36,6 +36,21 @@ type choiceAcc struct {
 		content, refusal []json.RawMessage
 		seen             bool
 	}
+}
+
+// toolCallAcc is a tool call as its deltas build it.
+type toolCallAcc struct {
+	id, typ  string
+	function functionAcc
+}
+
+// functionAcc is a function's name and arguments as deltas build them.
+type functionAcc struct {
+	name, arguments strings.Builder
+}
+
+func (f *functionAcc) function() chat.Function {
+	return chat.Function{Name: f.name.String(), Arguments: f.arguments.String()}
 }
 
 type deltaWire struct {
@@ -150,21 +165,21 @@ func (a *Assembler) add(w *deltaWire) {
 				continue
 			}
 			if c.toolCalls == nil {
-				c.toolCalls = map[int]*chat.ToolCall{}
+				c.toolCalls = map[int]*toolCallAcc{}
 			}
 			t := c.toolCalls[tc.Index]
 			if t == nil {
-				t = &chat.ToolCall{Type: "function"}
+				t = &toolCallAcc{typ: "function"}
 				c.toolCalls[tc.Index] = t
 			}
 			if tc.ID != "" {
-				t.ID = tc.ID
+				t.id = tc.ID
 			}
 			if tc.Type != "" {
-				t.Type = tc.Type
+				t.typ = tc.Type
 			}
-			t.Function.Name += tc.Function.Name
-			t.Function.Arguments += tc.Function.Arguments
+			t.function.name.WriteString(tc.Function.Name)
+			t.function.arguments.WriteString(tc.Function.Arguments)
 		}
 		for _, r := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
 			var text string
@@ -182,10 +197,10 @@ func (a *Assembler) add(w *deltaWire) {
 		}
 		if d.FunctionCall != nil {
 			if c.function == nil {
-				c.function = &chat.Function{}
+				c.function = &functionAcc{}
 			}
-			c.function.Name += d.FunctionCall.Name
-			c.function.Arguments += d.FunctionCall.Arguments
+			c.function.name.WriteString(d.FunctionCall.Name)
+			c.function.arguments.WriteString(d.FunctionCall.Arguments)
 		}
 		if ch.Logprobs != nil {
 			c.logprobs.seen = true
@@ -226,7 +241,7 @@ func (a *Assembler) textLen() int {
 	for _, c := range a.choices {
 		n += c.content.Len() + c.refusal.Len() + 128
 		for _, t := range c.toolCalls {
-			n += len(t.Function.Name) + len(t.Function.Arguments) + 64
+			n += t.function.name.Len() + t.function.arguments.Len() + 64
 		}
 	}
 	return n + n/8
@@ -275,10 +290,14 @@ func (a *Assembler) completion(usage Usage, finishOverride string) (*chat.Comple
 			}
 			sort.Ints(ti)
 			for _, k := range ti {
-				m.ToolCalls = append(m.ToolCalls, *c.toolCalls[k])
+				t := c.toolCalls[k]
+				m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: t.id, Type: t.typ, Function: t.function.function()})
 			}
 		}
-		m.FunctionCall = c.function
+		if c.function != nil {
+			f := c.function.function()
+			m.FunctionCall = &f
+		}
 		if c.hasReasoning {
 			s := c.reasoning.String()
 			m.ReasoningContent = &s

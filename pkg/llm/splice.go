@@ -25,17 +25,30 @@ var errNotObject = errors.New("the body is not a JSON object")
 // not change while they are in use. A key given twice is listed
 // twice. It fails on anything that is not one well-formed object.
 func Members(body []byte) ([]Member, error) {
-	s := scanner{b: body}
-	if s.peek() != '{' {
+	ms := make([]Member, 0, 16)
+	if !EachMember(body, func(m Member) bool { ms = append(ms, m); return true }) {
 		return nil, errNotObject
 	}
-	ms := make([]Member, 0, 16)
+	return ms, nil
+}
+
+// EachMember calls f with each top-level member of a JSON object, in
+// order, as Members lists them, allocating nothing but the key of a
+// member whose key has an escape. It reports false, perhaps after some
+// calls, when body is not one well-formed object or f returns false.
+func EachMember(body []byte, f func(Member) bool) bool {
+	s := scanner{b: body}
+	if s.peek() != '{' {
+		return false
+	}
 	ok := s.object(func(key []byte, esc bool) bool {
 		m := Member{KeyRaw: body[keyStart(body, key) : len(key)+keyStart(body, key)+2]}
 		if esc {
-			if json.Unmarshal(m.KeyRaw, &m.Key) != nil {
+			var k string // not &m.Key, which would allocate m for every member
+			if json.Unmarshal(m.KeyRaw, &k) != nil {
 				return false
 			}
+			m.Key = k
 		} else {
 			// The key shares body's memory, as the values do (Members
 			// copies nothing): body must not change while ms is in use.
@@ -46,16 +59,13 @@ func Members(body []byte) ([]Member, error) {
 			return false
 		}
 		m.Value = v
-		ms = append(ms, m)
-		return true
+		return f(m)
 	})
 	if !ok {
-		return nil, errNotObject
+		return false
 	}
-	if s.ws(); s.i != len(body) {
-		return nil, errNotObject
-	}
-	return ms, nil
+	s.ws()
+	return s.i == len(body)
 }
 
 // keyStart is the offset in body of the opening quote of key, a sub-slice

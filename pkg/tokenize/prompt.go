@@ -29,9 +29,9 @@ const (
 //
 // For a chat body this is OpenAI's published way to count a prompt. The
 // pieces are counted in the order of their keys, so a body's count is the
-// same every time; past ExactLimit bytes of text, the rest is counted at
-// the rate of those before. A body that is not a JSON object counts by the
-// fallback, one token per four bytes of it.
+// same every time; the pieces share ExactLimit and MergeLimit as one text
+// would. A body that is not a JSON object counts by the fallback, one
+// token per four bytes of it.
 func (c *Counter) Prompt(model string, body []byte) (n int, exact bool) {
 	var v map[string]any
 	if err := json.Unmarshal(body, &v); err != nil || v == nil {
@@ -66,20 +66,11 @@ func (c *Counter) Prompt(model string, body []byte) (n int, exact bool) {
 		}
 		return n + Fallback(size), false
 	}
-	// Token by token for the first ExactLimit bytes in all, then at the
-	// rate they gave.
-	exactBytes, exactTokens := 0, 0
+	w := newWithin()
 	for _, p := range pieces {
-		if exactBytes < ExactLimit {
-			left := ExactLimit - exactBytes
-			t := countWithin(tk, p, left)
-			used := min(len(p), left)
-			exactBytes, exactTokens = exactBytes+used, exactTokens+t*used/len(p)
-			n += t
-			continue
-		}
-		n += exactTokens * len(p) / exactBytes
+		w.add(tk, p)
 	}
+	n += w.total()
 	return n, true
 }
 

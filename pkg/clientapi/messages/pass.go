@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/internal/jsonstr"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
@@ -69,17 +72,24 @@ type messageAssembler struct {
 
 type blockAsm struct {
 	start   []llm.Member
-	strings map[string]string // accumulated string fields
+	strings map[string]*strings.Builder // accumulated string fields
 	order   []string
 	set     map[string][]byte // raw fields set by deltas
-	json    string            // input_json_delta's partial_json
+	json    strings.Builder   // input_json_delta's partial_json
 	hasJSON bool
 	cites   [][]byte
 }
 
 func (m *messageAssembler) add(ch *llm.Chunk) {
+	if !m.addDelta(ch.Raw) {
+		m.addEvent(ch.Raw)
+	}
+}
+
+// addEvent takes any event, decoded in full.
+func (m *messageAssembler) addEvent(raw []byte) {
 	var ev messageswire.RawEvent
-	if json.Unmarshal(ch.Raw, &ev) != nil {
+	if json.Unmarshal(raw, &ev) != nil {
 		return
 	}
 	switch ev.Type {
@@ -93,7 +103,7 @@ func (m *messageAssembler) add(ch *llm.Chunk) {
 		for len(m.blocks) <= ev.Index {
 			m.blocks = append(m.blocks, nil)
 		}
-		m.blocks[ev.Index] = &blockAsm{start: ms, strings: map[string]string{}, set: map[string][]byte{}}
+		m.blocks[ev.Index] = &blockAsm{start: ms, strings: map[string]*strings.Builder{}, set: map[string][]byte{}}
 	case messageswire.EventContentBlockDelta:
 		if ev.Index < 0 || ev.Index >= len(m.blocks) || m.blocks[ev.Index] == nil {
 			return
@@ -109,24 +119,97 @@ func (m *messageAssembler) add(ch *llm.Chunk) {
 	}
 }
 
-func (b *blockAsm) add(delta json.RawMessage) {
-	ms, err := llm.Members(delta)
-	if err != nil {
-		return
+// addDelta takes a content_block_delta, most of a stream's events, from
+// its members as split, without decoding the event: it reports false for
+// any other event, and for one whose type, index or delta it cannot read
+// at a glance (a key given twice or in other case, an index that is not a
+// plain integer), which add then decodes in full.
+func (m *messageAssembler) addDelta(raw []byte) bool {
+	var typ, index, delta []byte
+	odd := false
+	if !llm.EachMember(raw, func(f llm.Member) bool {
+		var dst *[]byte
+		switch f.Key {
+		case "type":
+			dst = &typ
+		case "index":
+			dst = &index
+		case "delta":
+			dst = &delta
+		default:
+			odd = strings.EqualFold(f.Key, "type") || strings.EqualFold(f.Key, "index") || strings.EqualFold(f.Key, "delta")
+			return !odd
+		}
+		if *dst != nil {
+			odd = true
+			return false
+		}
+		*dst = f.Value
+		return true
+	}) || odd {
+		return false
 	}
-	typ := ""
-	for _, f := range ms {
-		if f.Key == "type" {
-			_ = json.Unmarshal(f.Value, &typ)
+	if string(typ) != `"`+messageswire.EventContentBlockDelta+`"` {
+		return false
+	}
+	i, err := strconv.Atoi(string(index))
+	if err != nil {
+		return false
+	}
+	if i >= 0 && i < len(m.blocks) && m.blocks[i] != nil {
+		m.blocks[i].add(delta)
+	}
+	return true
+}
+
+// appendString appends the JSON string raw, decoded, to sb; false when raw
+// is not a string.
+func appendString(sb *strings.Builder, raw []byte) bool {
+	if plainString(raw) {
+		sb.Write(raw[1 : len(raw)-1])
+		return true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	sb.WriteString(s)
+	return true
+}
+
+// plainString reports whether raw is a JSON string that is its own
+// decoding between its quotes: no escape, no control character, UTF-8.
+func plainString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c == '\\' || c == '"' {
+			return false
 		}
 	}
-	for _, f := range ms {
+	return utf8.Valid(raw)
+}
+
+func (b *blockAsm) add(delta json.RawMessage) {
+	typ := ""
+	if !llm.EachMember(delta, func(f llm.Member) bool {
+		if f.Key == "type" {
+			if plainString(f.Value) {
+				typ = string(f.Value[1 : len(f.Value)-1])
+			} else {
+				_ = json.Unmarshal(f.Value, &typ)
+			}
+		}
+		return true
+	}) {
+		return
+	}
+	llm.EachMember(delta, func(f llm.Member) bool {
 		switch {
 		case f.Key == "type":
 		case typ == messageswire.DeltaInputJSON && f.Key == "partial_json":
-			var s string
-			if json.Unmarshal(f.Value, &s) == nil {
-				b.json += s
+			if appendString(&b.json, f.Value) {
 				b.hasJSON = true
 			}
 		case typ == messageswire.DeltaCitations && f.Key == "citation":
@@ -134,17 +217,19 @@ func (b *blockAsm) add(delta json.RawMessage) {
 		case typ == messageswire.DeltaSignature && f.Key == "signature":
 			b.set["signature"] = f.Value
 		case len(f.Value) > 0 && f.Value[0] == '"':
-			var s string
-			if json.Unmarshal(f.Value, &s) == nil {
-				if _, ok := b.strings[f.Key]; !ok {
-					b.order = append(b.order, f.Key)
-				}
-				b.strings[f.Key] += s
+			sb := b.strings[f.Key]
+			if sb == nil {
+				sb = new(strings.Builder)
+			}
+			if appendString(sb, f.Value) && b.strings[f.Key] == nil {
+				b.strings[f.Key] = sb
+				b.order = append(b.order, f.Key)
 			}
 		default:
 			b.set[f.Key] = f.Value
 		}
-	}
+		return true
+	})
 }
 
 func (b *blockAsm) block() []byte {
@@ -159,13 +244,13 @@ func (b *blockAsm) block() []byte {
 				_ = json.Unmarshal(f.Value, &prior)
 			}
 		}
-		set[k] = jsonstr.Append(nil, prior+b.strings[k], false)
+		set[k] = jsonstr.Append(nil, prior+b.strings[k].String(), false)
 	}
 	if b.hasJSON {
-		if b.json == "" || !json.Valid([]byte(b.json)) {
+		if in := []byte(b.json.String()); len(in) == 0 || !json.Valid(in) {
 			set["input"] = []byte("{}")
 		} else {
-			set["input"] = []byte(b.json)
+			set["input"] = in
 		}
 	}
 	if len(b.cites) > 0 {

@@ -60,3 +60,39 @@ func FuzzMessageAssembler(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMessageAssemblerDeltas: a content_block_delta taken from its members
+// as split assembles to what the same event decoded in full does, whatever
+// its keys (twice, in other case, escaped) and index.
+func FuzzMessageAssemblerDeltas(f *testing.F) {
+	start := `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"a"}}` + "\n" +
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}` + "\n"
+	for _, d := range []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"b\u00e9\"c"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1}"}}`,
+		`{"type":"content_block_delta","index":0,"Index":1,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"index":1,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"TYPE":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"},"delta":{"type":"text_delta","text":"y"}}`,
+		`{"type":"\u0063ontent_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":1.0,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":null,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","type":"future","text":"\ud83d\ude80"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","te\u0078t":"x"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + "\xff" + `"}}`,
+		`{"type":"content_block_delta","index":0,"delta":null}`,
+		`{"type":"content_block_delta","index":0}`,
+	} {
+		f.Add([]byte(start + d + "\n" + d))
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		var fast, full messageAssembler
+		for _, line := range bytes.Split(stream, []byte("\n")) {
+			fast.add(&llm.Chunk{Proto: llm.ProtoMessages, Raw: line})
+			full.addEvent(line)
+		}
+		if a, b := fast.message(llm.Usage{}), full.message(llm.Usage{}); !bytes.Equal(a, b) {
+			t.Fatalf("from %q:\n%s\ndecoded in full:\n%s", stream, a, b)
+		}
+	})
+}
