@@ -19,10 +19,14 @@ type Recorder struct {
 	Aborted bool
 }
 
+// WriteHeader passes the first status on; a later one is dropped, as
+// net/http would (with a "superfluous WriteHeader" log line): an error
+// envelope written after a keep-alive fixed the status (Wire.KeepAlive).
 func (r *Recorder) WriteHeader(code int) {
-	if !r.Wrote {
-		r.Status, r.Wrote = code, true
+	if r.Wrote {
+		return
 	}
+	r.Status, r.Wrote = code, true
 	r.ResponseWriter.WriteHeader(code)
 }
 

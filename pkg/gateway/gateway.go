@@ -549,6 +549,15 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		}
 	}
 
+	if !req.Chat.Stream {
+		// A JSON answer sends nothing until it is whole, which can take
+		// longer than a proxy lets a response idle (API Gateway's idle
+		// timeout): a writer that can keep the connection busy meanwhile
+		// does (httpapi's wire, under Lambda).
+		if k, ok := w.(keepAliver); ok {
+			defer k.KeepAlive()()
+		}
+	}
 	ans, attempts, err := s.router.Start(ctx, req.Plan, req.Chat)
 	for _, a := range attempts {
 		log.Add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status,
