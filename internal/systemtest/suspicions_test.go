@@ -76,6 +76,30 @@ func TestTimedOutJSONAnswerIsBilled(t *testing.T) {
 	}
 }
 
+// TestTimedOutJSONAnswerAfterKeepAlive: under Lambda, a JSON answer cut
+// by the ceiling after the keep-alive began ends its 200 body with the
+// request_timeout envelope, and is billed for what the provider produced.
+func TestTimedOutJSONAnswerAfterKeepAlive(t *testing.T) {
+	g := newGateway(t, setup{extraYAML: "server: {request_timeout: 1s}\n"})
+	h, _ := lambdaInstance(t, g, 50*time.Millisecond)
+	held := make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release)
+	g.ups[0].Script(providertest.Response{Text: []string{"one", " two"}, Cut: &providertest.Cut{After: 1, How: providertest.CutStall},
+		Sent: func(int) { <-held }})
+	resp, br := startedBeforeAnswer(t, h, chatEvent(chatBody("")), release)
+	release()
+	rest, err := io.ReadAll(br)
+	var e apiError
+	if err != nil || json.Unmarshal(rest, &e) != nil || resp.StatusCode != 200 || e.Error.Code != "request_timeout" {
+		t.Fatalf("%d %q %v: want the request_timeout envelope in the 200 body", resp.StatusCode, rest, err)
+	}
+	g.settle(t)
+	if tot := totals(t, g.accounts).Total; tot.Requests != 1 || tot.CompletionTokens < 1 {
+		t.Errorf("ledger %+v: want the output produced billed", tot)
+	}
+}
+
 // TestBudgetOvershootBounded: a budget is checked, not locked, as a
 // balance is. Requests that passed the check while the period's spend was
 // under the budget all run, and together may spend past it: the overshoot

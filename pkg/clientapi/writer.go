@@ -155,9 +155,13 @@ func (o *Wire) Event(name string, data []byte) error {
 func (o *Wire) SetMore(more func() bool) { o.more = more }
 
 // Flush sends what Event held back; it does nothing before a stream
-// started (a JSON answer's headers wait for its Body).
+// started (a JSON answer's headers wait for its Body, and a keep-alive may
+// be writing).
 func (o *Wire) Flush() error {
-	if o.gone != nil || !o.streaming {
+	if !o.streaming {
+		return nil
+	}
+	if o.gone != nil {
 		return o.gone
 	}
 	o.deadline()
