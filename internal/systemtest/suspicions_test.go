@@ -328,6 +328,10 @@ func TestSlowJSONAnswerUnderLambda(t *testing.T) {
 		if tot := totals(t, g.accounts).Total; tot.Requests != 0 {
 			t.Errorf("ledger %+v: a failed request was billed", tot)
 		}
+		// The log line (and the metrics) carry the error's status.
+		if logs := g.logs.String(); !strings.Contains(logs, `"status":502`) || !strings.Contains(logs, `"kept_alive":true`) {
+			t.Errorf("log:\n%s", logs)
+		}
 	})
 	t.Run("openai sdk", func(t *testing.T) {
 		// The official SDK parses the answer after the whitespace. (The

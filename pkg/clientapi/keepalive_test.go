@@ -87,7 +87,7 @@ func TestKeepAliveThenError(t *testing.T) {
 	if json.Unmarshal(rest, &e) != nil || e.Error.Code != "all_providers_failed" {
 		t.Errorf("body %q", rest)
 	}
-	if r := <-rec; r.Code != llm.CodeAllProvidersFailed || r.Status != 200 {
+	if r := <-rec; r.Code != llm.CodeAllProvidersFailed || r.Status != 502 || !r.KeptAlive {
 		t.Errorf("recorded %d %q", r.Status, r.Code)
 	}
 }

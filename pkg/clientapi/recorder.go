@@ -17,6 +17,10 @@ type Recorder struct {
 	// Aborted: the client is to be dropped when the handler returns
 	// (wire.Abort).
 	Aborted bool
+	// KeptAlive: the status 200 went out with a keep-alive's whitespace
+	// (Wire.KeepAlive); an error after it has its own status in Status,
+	// for the log, but not on the wire.
+	KeptAlive bool
 }
 
 // WriteHeader passes the first status on; a later one is dropped, as

@@ -59,10 +59,11 @@ func NewWire(w *Recorder, writeTimeout time.Duration, errorf func(http.ResponseW
 func (o *Wire) Error(err error) {
 	if o.endKeepAlive() {
 		// The status (200) went out with the keep-alive: the error
-		// envelope is the body, after the whitespace.
+		// envelope is the body, after the whitespace. The log line and
+		// the metrics take the error's status (a 502 counts as one).
 		if o.gone == nil {
 			o.deadline()
-			o.errorf(o.w, err)
+			o.w.Status = o.errorf(o.w, err)
 			o.flush()
 		}
 		return
@@ -204,7 +205,7 @@ func (o *Wire) keepAliveTick() {
 		return
 	}
 	if !ka.sent {
-		ka.sent = true
+		ka.sent, o.w.KeptAlive = true, true
 		h := o.w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Del("Content-Length")

@@ -249,6 +249,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec.Aborted {
 		info.Add(slog.Bool("client_dropped", true))
 	}
+	if rec.KeptAlive {
+		info.Add(slog.Bool("kept_alive", true))
+	}
 	if info.chat {
 		m := info.Metrics
 		m.Status, m.Latency = status, s.now().Sub(start)
