@@ -15,7 +15,6 @@ import (
 	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
-
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
