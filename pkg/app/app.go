@@ -59,8 +59,17 @@ const (
 	// is read again (a Go duration, default 5m).
 	EnvSecretID      = "BUZZGATE_SECRET_ID"
 	EnvSecretRefresh = "BUZZGATE_SECRET_REFRESH"
+	// EnvJSONKeepAlive is how long a JSON answer being produced may leave
+	// its client's connection idle before whitespace keeps it busy (a Go
+	// duration; 0 for never). Default: LambdaJSONKeepAlive when the
+	// function streams under Lambda, else never.
+	EnvJSONKeepAlive = "BUZZGATE_JSON_KEEPALIVE"
 	// SecretPepperName is the pepper's name in that secret.
 	SecretPepperName = "KEY_PEPPER"
+
+	// LambdaJSONKeepAlive is under API Gateway's idle timeout of a
+	// streamed response (5 minutes on a regional REST API), with a margin.
+	LambdaJSONKeepAlive = 240 * time.Second
 
 	DefaultAddr  = "127.0.0.1:8080"
 	DefaultTable = "buzzgate"
@@ -106,6 +115,11 @@ type Options struct {
 	// AWS SDK's default chain (the environment, a profile, the function's
 	// role).
 	AWSCredentials aws.CredentialsProvider
+	// JSONKeepAlive is how long a JSON answer being produced may leave its
+	// client's connection idle before whitespace keeps it busy
+	// (httpapi.Options.JSONKeepAlive); 0 means BUZZGATE_JSON_KEEPALIVE's
+	// (New), or never (FromConfig); negative, never.
+	JSONKeepAlive time.Duration
 	// Secrets, when set, holds the providers' keys by their api_key_env
 	// names, read at each call (a name it lacks is read from the
 	// environment); nil means the one BUZZGATE_SECRET_ID names (New), or
@@ -169,6 +183,13 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			return nil, err
 		}
 		opts.Store, opts.Accounts = store, accounts
+	}
+	if opts.JSONKeepAlive == 0 {
+		d, err := jsonKeepAlive(getenv)
+		if err != nil {
+			return nil, err
+		}
+		opts.JSONKeepAlive = d
 	}
 	return FromConfig(cfg, opts)
 }
@@ -366,10 +387,32 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 		MaxWait:          min(cfg.Idempotency.MaxWait.D(), cfg.Server.RequestTimeout.D()),
 	}, opts.Now, opts.Logger)
 	fin := gateway.NewFinisher(gateway.FinisherOptions{Log: opts.Logger})
-	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics, Accounts: accounts, Finisher: fin})
+	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics, Accounts: accounts, Finisher: fin,
+		JSONKeepAlive: max(opts.JSONKeepAlive, 0)})
 	a := &App{Config: cfg, Router: rt, Handler: h, Finisher: fin}
 	if r, ok := accounts.Ledger.(billing.Reconciler); ok {
 		a.Reconciler = r
 	}
 	return a, nil
+}
+
+// jsonKeepAlive is BUZZGATE_JSON_KEEPALIVE, by default LambdaJSONKeepAlive
+// where the function streams under Lambda (AWS_LAMBDA_RUNTIME_API set, not
+// under SAM CLI, which buffers): there API Gateway cuts a response that
+// sends nothing for 5 minutes, and a JSON answer sends nothing until it is
+// whole. Elsewhere there is no such proxy by default, and a keep-alive
+// would fix the status early for nothing.
+func jsonKeepAlive(getenv func(string) string) (time.Duration, error) {
+	v := getenv(EnvJSONKeepAlive)
+	if v == "" {
+		if getenv("AWS_LAMBDA_RUNTIME_API") != "" && getenv("AWS_SAM_LOCAL") != "true" {
+			return LambdaJSONKeepAlive, nil
+		}
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 240s, or 0 for none", EnvJSONKeepAlive, v)
+	}
+	return d, nil
 }

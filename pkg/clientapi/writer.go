@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/sse"
@@ -28,13 +29,45 @@ type Wire struct {
 	more func() bool
 	// streaming: Start wrote a stream's status and headers.
 	streaming bool
+	// keepAliveEvery is SetKeepAlive's interval (0: none); ka the
+	// keep-alive of the answer being waited for (KeepAlive).
+	keepAliveEvery time.Duration
+	ka             *keepAlive
 }
+
+// keepAlive is the state of a JSON answer's keep-alive. Its timer's
+// goroutine writes to the client under mu until stopped; stopped and sent
+// are read by the Wire's writers once it is.
+type keepAlive struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	// sent: the status (200) and headers went out with the first
+	// whitespace; the answer, or the error envelope, is the rest of the
+	// body.
+	sent bool
+}
+
+// keepAliveBytes is what a keep-alive writes: JSON allows whitespace
+// before a document, so the body still parses as the answer.
+var keepAliveBytes = []byte(" ")
 
 func NewWire(w *Recorder, writeTimeout time.Duration, errorf func(http.ResponseWriter, error) int) *Wire {
 	return &Wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, errorf: errorf}
 }
 
 func (o *Wire) Error(err error) {
+	if o.endKeepAlive() {
+		// The status (200) went out with the keep-alive: the error
+		// envelope is the body, after the whitespace. The log line and
+		// the metrics take the error's status (a 502 counts as one).
+		if o.gone == nil {
+			o.deadline()
+			o.w.Status = o.errorf(o.w, err)
+			o.flush()
+		}
+		return
+	}
 	if o.w.Wrote {
 		return // never a second status line
 	}
@@ -43,6 +76,11 @@ func (o *Wire) Error(err error) {
 }
 
 func (o *Wire) Start(status int, header map[string]string, stream bool) {
+	if o.endKeepAlive() {
+		// The status and headers went out with the keep-alive.
+		o.status = status
+		return
+	}
 	h := o.w.Header()
 	// As h.Set for each, with one backing array for all the values instead
 	// of one slice per header (an answer's headers are set once).
@@ -82,8 +120,10 @@ func (o *Wire) Body(b []byte) error {
 	if o.gone != nil {
 		return o.gone
 	}
-	o.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	o.w.WriteHeader(o.status)
+	if !o.endKeepAlive() {
+		o.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		o.w.WriteHeader(o.status)
+	}
 	o.deadline()
 	if _, err := (pieces{o}).Write(b); err != nil {
 		o.gone = err
@@ -116,13 +156,85 @@ func (o *Wire) Event(name string, data []byte) error {
 func (o *Wire) SetMore(more func() bool) { o.more = more }
 
 // Flush sends what Event held back; it does nothing before a stream
-// started (a JSON answer's headers wait for its Body).
+// started (a JSON answer's headers wait for its Body, and a keep-alive may
+// be writing).
 func (o *Wire) Flush() error {
-	if o.gone != nil || !o.streaming {
+	if !o.streaming {
+		return nil
+	}
+	if o.gone != nil {
 		return o.gone
 	}
 	o.deadline()
 	return o.flush()
+}
+
+// SetKeepAlive makes KeepAlive write whitespace every d (0: never).
+func (o *Wire) SetKeepAlive(d time.Duration) { o.keepAliveEvery = d }
+
+// KeepAlive keeps the client's connection busy while a JSON answer is
+// produced: when nothing was written for the keep-alive interval, the
+// status 200 and the headers set so far go out with one space, and another
+// space every interval after, until Start, Body, Error or Abort, or stop.
+// A proxy that cuts a response idle for longer (API Gateway's idle
+// timeout) then relays the answer, which JSON parses as if the whitespace
+// were not there. The status is fixed by then: an error after it is the
+// error envelope in a 200 body, and headers set later (the provider's, the
+// rate limits') are not sent. It does nothing without SetKeepAlive's
+// interval, or once anything was written. Call it from the goroutine that
+// writes, before the answer.
+func (o *Wire) KeepAlive() (stop func()) {
+	if o.keepAliveEvery <= 0 || o.w.Wrote || o.ka != nil || o.gone != nil {
+		return func() {}
+	}
+	ka := &keepAlive{}
+	o.ka = ka
+	ka.mu.Lock()
+	ka.timer = time.AfterFunc(o.keepAliveEvery, o.keepAliveTick)
+	ka.mu.Unlock()
+	return func() { o.endKeepAlive() }
+}
+
+// keepAliveTick writes one keep-alive, the status and headers first, and
+// sets the next.
+func (o *Wire) keepAliveTick() {
+	ka := o.ka
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	if ka.stopped || o.gone != nil {
+		return
+	}
+	if !ka.sent {
+		ka.sent, o.w.KeptAlive = true, true
+		h := o.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Del("Content-Length")
+		o.w.WriteHeader(http.StatusOK)
+	}
+	o.deadline()
+	if _, err := o.w.Write(keepAliveBytes); err != nil {
+		o.gone = err
+		return
+	}
+	if o.flush() == nil {
+		ka.timer.Reset(o.keepAliveEvery)
+	}
+}
+
+// endKeepAlive stops the keep-alive, if any, waiting for a write in
+// progress; it reports whether the status and headers went out with it.
+func (o *Wire) endKeepAlive() (sent bool) {
+	ka := o.ka
+	if ka == nil {
+		return false
+	}
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	if !ka.stopped {
+		ka.stopped = true
+		ka.timer.Stop()
+	}
+	return ka.sent
 }
 
 // writePiece is the most a write to the client carries under one deadline.
@@ -162,6 +274,7 @@ var errAborted = errors.New("clientapi: the client was dropped")
 // stopped feeding for a whole one. A keyed request's pump calls it
 // (gateway's aborter), from the goroutine that writes.
 func (o *Wire) Abort() {
+	o.endKeepAlive()
 	if o.gone == nil {
 		o.gone = errAborted
 	}

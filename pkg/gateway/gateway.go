@@ -549,6 +549,15 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 		}
 	}
 
+	if !req.Chat.Stream {
+		// A JSON answer sends nothing until it is whole, which can take
+		// longer than a proxy lets a response idle (API Gateway's idle
+		// timeout): a writer that can keep the connection busy meanwhile
+		// does (httpapi's wire, under Lambda).
+		if k, ok := w.(keepAliver); ok {
+			defer k.KeepAlive()()
+		}
+	}
 	ans, attempts, err := s.router.Start(ctx, req.Plan, req.Chat)
 	for _, a := range attempts {
 		log.Add(slog.Group("failed_attempt", "provider", a.Provider, "depth", a.Depth, "class", a.Class.String(), "status", a.Status,
@@ -614,7 +623,18 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	// made the provider produce, and bill, what it produced: the gateway
 	// bills the same, from the usage read so far.
 	leftAfterOutput := !res.Answered && exec == nil && clientCtx.Err() != nil && errors.Is(res.Err, context.Canceled)
-	if !res.Answered && !leftAfterOutput {
+	// A JSON answer cut by the request's ceiling (504 request_timeout):
+	// the router answers only once output began, so the provider produced,
+	// and bills, what it produced up to the cut; the gateway bills the same,
+	// from the usage read so far (the provider's counts, else the tokens
+	// counted), as for a stream cut short. Priced before the 504 goes out,
+	// as an answer is before its last bytes.
+	timedOut := !res.Answered && errors.Is(res.Err, context.DeadlineExceeded)
+	if timedOut {
+		out.Price(u)
+		w.Error(res.Err)
+	}
+	if !res.Answered && !leftAfterOutput && !timedOut {
 		unhold()
 		if exec != nil {
 			s.idemDo(req, "idempotency tombstone", exec.Fail, exec.Abandon)
@@ -631,8 +651,13 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	// The record is completed before the bill is applied: the cost is
 	// durable already (or being retried), and a retry should find the
 	// answer as soon as possible.
-	if exec != nil {
+	switch {
+	case exec != nil && res.Answered:
 		s.idemDo(req, "idempotency complete", exec.Complete, exec.Abandon)
+	case exec != nil:
+		// Cut by the ceiling: no answer to replay; a retry is told so (409
+		// idempotency_replay_unavailable) and never runs it again.
+		s.idemDo(req, "idempotency tombstone", exec.Fail, exec.Abandon)
 	}
 	if s.accounts.Ledger != nil && !out.settled {
 		// out.entry is final: the codec is done with out. The Finisher

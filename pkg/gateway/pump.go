@@ -86,6 +86,20 @@ type boundedWriter interface{ WritesBounded() bool }
 // reports that another event is at hand (httpapi's wire).
 type moreSetter interface{ SetMore(more func() bool) }
 
+// keepAliver is a Writer that can keep its client's connection busy while
+// a JSON answer is produced (httpapi's wire, under Lambda): see
+// clientapi.Wire.KeepAlive.
+type keepAliver interface{ KeepAlive() (stop func()) }
+
+// KeepAlive starts the writer's keep-alive, if it has one. It is called
+// before any frame is queued; the writer's first frame ends it.
+func (p *pump) KeepAlive() (stop func()) {
+	if k, ok := p.w.(keepAliver); ok {
+		return k.KeepAlive()
+	}
+	return func() {}
+}
+
 func newPump(w Writer) *pump {
 	p := &pump{w: w, stopped: make(chan struct{}), grace: pumpCloseGrace}
 	if b, ok := w.(boundedWriter); ok {

@@ -51,7 +51,9 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		codec.Codec = c
 		return err
 	}
-	s.svc.Run(r.Context(), g, clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.Errorf), codec)
+	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.Errorf)
+	wire.SetKeepAlive(s.keepAlive)
+	s.svc.Run(r.Context(), g, wire, codec)
 }
 
 // validateNative validates a request in its own protocol whose model has a

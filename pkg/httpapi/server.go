@@ -47,6 +47,8 @@ type Server struct {
 	accounts Accounts
 	log      *slog.Logger
 	now      func() time.Time
+	// keepAlive is Options.JSONKeepAlive.
+	keepAlive time.Duration
 
 	keys      map[[sha256.Size]byte]*principal
 	responses *responses.Service
@@ -73,6 +75,11 @@ type Options struct {
 	// Accounts holds balances, limits, the usage ledger and issued keys;
 	// a zero Accounts bills nothing and enforces no balance.
 	Accounts Accounts
+	// JSONKeepAlive, when positive, is how long a JSON answer being
+	// produced may leave its client's connection idle: past it the status
+	// (200) goes out with whitespace, and more every JSONKeepAlive
+	// (clientapi.Wire.KeepAlive). 0: never.
+	JSONKeepAlive time.Duration
 }
 
 // Accounts is the billing side of the gateway.
@@ -89,7 +96,7 @@ type Accounts struct {
 
 // New returns the handler for cfg's projects and models.
 func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
-	s := &Server{cfg: cfg, router: rt, log: opts.Logger, now: opts.Now, accounts: opts.Accounts}
+	s := &Server{cfg: cfg, router: rt, log: opts.Logger, now: opts.Now, accounts: opts.Accounts, keepAlive: opts.JSONKeepAlive}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -241,6 +248,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rec.Aborted {
 		info.Add(slog.Bool("client_dropped", true))
+	}
+	if rec.KeptAlive {
+		info.Add(slog.Bool("kept_alive", true))
 	}
 	if info.chat {
 		m := info.Metrics

@@ -10,6 +10,17 @@
 // memory and, once the value is older than the refresh interval, starts one
 // read in the background. A read that fails keeps the last good value, logs
 // a warning and counts SecretRefreshFailures.
+//
+// # Frozen environments
+//
+// Under Lambda the execution environment is frozen between invocations:
+// a background read started near an invocation's end may be in flight
+// when the process stops, and resume minutes later with its deadline long
+// past, or its connection gone. That is not the secret failing: a read
+// that ended later than its deadline allows (readTimeout plus
+// freezeSlack) did not run the whole time, so it is not counted and the
+// secret is read again at once, with a deadline of its own. Only a read
+// that failed while the process ran counts as a failure.
 package secrets
 
 import (
@@ -34,6 +45,16 @@ const DefaultRefresh = 5 * time.Minute
 // readTimeout bounds one read of the secret.
 const readTimeout = 10 * time.Second
 
+// freezeSlack is how much later than its deadline a failed read may end
+// and still count: a running process ends a read at its deadline, give or
+// take scheduling. One that ended later was frozen (or not scheduled) for
+// part of it.
+const freezeSlack = time.Second
+
+// frozenReads bounds the reads in a row that a refresh makes when each was
+// cut by a freeze.
+const frozenReads = 3
+
 // Reader reads the secret: *secretsmanager.Client satisfies it.
 type Reader interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
@@ -47,8 +68,11 @@ type Options struct {
 	Log *slog.Logger
 	// Metrics counts the failed reads (SecretRefreshFailures).
 	Metrics metrics.Counter
-	// Now is the clock; nil means time.Now.
+	// Now is the clock of the refresh interval; nil means time.Now. A
+	// read's deadline and its duration are always the real clock's.
 	Now func() time.Time
+	// ReadTimeout bounds one read in the background; 0 means 10 s.
+	ReadTimeout time.Duration
 }
 
 // Source is the secret's values in memory. It is safe for concurrent use.
@@ -80,6 +104,9 @@ func Open(ctx context.Context, r Reader, id string, opts Options) (*Source, erro
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = readTimeout
+	}
 	s := &Source{r: r, id: id, opts: opts}
 	values, err := s.read(ctx)
 	if err != nil {
@@ -108,13 +135,24 @@ func (s *Source) Get(name string) (string, bool) {
 func (s *Source) Wait() { s.wg.Wait() }
 
 // refresh reads the secret again; on failure it keeps the values, and
-// tries again at the next Get after the refresh interval.
+// tries again at the next Get after the refresh interval. A read cut by a
+// freeze (see the package doc) is made again at once and not counted; when
+// every read was, the values stay as they are and the next Get reads again.
 func (s *Source) refresh() {
 	defer s.wg.Done()
 	defer s.reading.Store(false)
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
-	values, err := s.read(ctx)
+	var values map[string]string
+	var err error
+	frozen := false
+	for range frozenReads {
+		if values, frozen, err = s.readOnce(); err == nil || !frozen {
+			break
+		}
+		s.opts.Log.Info("provider secret read cut by a freeze of the process; reading again", "secret", s.id)
+	}
+	if frozen {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fetched = s.opts.Now()
@@ -124,6 +162,18 @@ func (s *Source) refresh() {
 		return
 	}
 	s.values = values
+}
+
+// readOnce reads the secret under a deadline of its own; frozen reports
+// that a failed read ended later than its deadline allows, so that the
+// process did not run for part of it (the real clock: a freeze stops the
+// process, not the clock).
+func (s *Source) readOnce() (values map[string]string, frozen bool, err error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ReadTimeout)
+	defer cancel()
+	values, err = s.read(ctx)
+	return values, err != nil && time.Since(start) > s.opts.ReadTimeout+freezeSlack, err
 }
 
 // read fetches and decodes the secret.
