@@ -434,14 +434,6 @@ func USDPtrToNanos(usd *float64) *int64 {
 	return &n
 }
 
-// CostNanos is the cost of an answer: tokens times prices in USD per million
-// tokens (catalog.Route's InputPrice and OutputPrice), in nano-dollars.
-func CostNanos(promptTokens, completionTokens int, inputPricePerM, outputPricePerM float64) int64 {
-	// A price per million tokens in USD is 1e3 times the price of one
-	// token in nano-dollars.
-	return USDToNanos((float64(promptTokens)*inputPricePerM + float64(completionTokens)*outputPricePerM) / 1e6)
-}
-
 // ValidateEntry checks an entry before it is billed.
 func ValidateEntry(e Entry) error {
 	switch {

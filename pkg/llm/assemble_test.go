@@ -77,7 +77,7 @@ func TestParseUsageAndCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Cost = Cost(u.PromptTokens, u.CompletionTokens, 0.15, 0.60)
+	u.Cost = PriceOf(Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}, Prices{Input: 0.15, Output: 0.60})
 	if u.Cost != 1.35 {
 		t.Errorf("cost = %v, want 1.35 (the upstream's own cost must be ignored)", u.Cost)
 	}
@@ -89,8 +89,8 @@ func TestParseUsageAndCost(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("usage JSON\n got %s\nwant %s", b, want)
 	}
-	if got := Cost(10, 0, 0.15, 0); got != 1.5e-06 {
-		t.Errorf("Cost(10 tokens at 0.15/M) = %v, want 1.5e-06", got)
+	if got := PriceOf(Usage{PromptTokens: 10}, Prices{Input: 0.15}); got != 1.5e-06 {
+		t.Errorf("PriceOf(10 tokens at 0.15/M) = %v, want 1.5e-06", got)
 	}
 }
 

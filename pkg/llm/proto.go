@@ -40,17 +40,6 @@ type NativeProvider interface {
 	Native() Proto
 }
 
-// ModelNativeProvider is a provider whose protocol depends on the model it
-// is called with (a Bedrock provider speaks Messages for Claude models and
-// Chat Completions, translated to Converse, for the others). The router
-// asks it before NativeProvider.
-type ModelNativeProvider interface {
-	Provider
-	// NativeFor is the protocol the provider speaks for model, a route's
-	// upstream model name: ProtoChat when it speaks none of its own.
-	NativeFor(model string) Proto
-}
-
 // Native is a client's request in its own protocol, kept beside the Chat
 // Completions form the pipeline reads, for routes that speak it.
 type Native struct {

@@ -330,3 +330,16 @@ func TestFastPathsTaken(t *testing.T) {
 		}
 	}
 }
+
+// splitObject is json.Unmarshal(body, &fields) for a map of
+// json.RawMessage, without reflection and without copying the values: they
+// are slices of body. It returns false, and encoding/json decides (errors
+// included), whenever it cannot be sure of the same result: a body that is
+// not one object, a key with an escape or invalid UTF-8 (encoding/json
+// decodes or replaces them), nesting deeper than maxScanDepth, anything
+// malformed. A key given twice keeps its last value, as encoding/json's
+// map decoding does. FuzzSplitObject checks the two against each other: a test's view of splitChat.
+func splitObject(body []byte) (map[string]json.RawMessage, bool) {
+	fields, _, ok := splitChat(body, false)
+	return fields, ok
+}

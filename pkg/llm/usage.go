@@ -176,14 +176,6 @@ func appendFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// Cost is the price of an answer in USD, from prices in USD per million
-// tokens. It is rounded to whole nano-dollars (1e-9 USD), the unit the
-// ledger counts in, so that the cost on an answer is exactly what the
-// ledger holds, and sums show no binary noise such as 1.4999999999e-06.
-func Cost(promptTokens, completionTokens int, inputPrice, outputPrice float64) float64 {
-	return PriceOf(Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens}, Prices{Input: inputPrice, Output: outputPrice})
-}
-
 // Prices are a route's prices in USD per million tokens: an uncached
 // prompt token, an output token (reasoning included), a prompt token read
 // from the provider's prompt cache, one written to it, and one written to

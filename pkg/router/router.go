@@ -181,7 +181,7 @@ func (p *Plan) PriceTools(proto llm.Proto, tools []llm.ServerTool) error {
 // provider with its server tools: a route that takes the protocol as it is
 // (for Chat Completions, an OpenAI one: the others translate it).
 func carries(c Candidate, proto llm.Proto) bool {
-	if speaks(c.adapter, c.Route.Model) != proto {
+	if speaks(c.adapter) != proto {
 		return false
 	}
 	return proto != llm.ProtoChat || c.Provider.API == "openai"
@@ -223,7 +223,7 @@ func (p *Plan) toolPrices(c Candidate) (prices map[string]float64, perAnswer []s
 // protocol p as they are (llm.NativeProvider).
 func (p *Plan) Speaks(proto llm.Proto) bool {
 	for _, c := range p.Candidates {
-		if speaks(c.adapter, c.Route.Model) == proto {
+		if speaks(c.adapter) == proto {
 			return true
 		}
 	}
@@ -403,7 +403,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	try := func(i int) (*Answer, error) {
 		c := plan.Candidates[i]
 		up := llm.UpstreamRequest{Model: c.Route.Model, Proto: llm.ProtoChat}
-		if req.Native != nil && speaks(c.adapter, c.Route.Model) == req.Native.Proto {
+		if req.Native != nil && speaks(c.adapter) == req.Native.Proto {
 			up.Proto, up.Header = req.Native.Proto, req.Native.Header
 		} else if req.ChatErr != nil {
 			return nil, nil // this route cannot serve the request (Plan.Speaks)
@@ -514,11 +514,8 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	return nil, attempts, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: fmt.Sprintf("every provider of model %q that was tried failed (%d calls)", plan.Model.ID, len(attempts))}
 }
 
-// speaks is the protocol p takes requests for model in.
-func speaks(p llm.Provider, model string) llm.Proto {
-	if mp, ok := p.(llm.ModelNativeProvider); ok {
-		return mp.NativeFor(model)
-	}
+// speaks is the protocol p takes requests in.
+func speaks(p llm.Provider) llm.Proto {
 	if np, ok := p.(llm.NativeProvider); ok {
 		return np.Native()
 	}

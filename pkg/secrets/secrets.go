@@ -131,9 +131,6 @@ func (s *Source) Get(name string) (string, bool) {
 	return v, ok
 }
 
-// Wait waits for a read in progress, if any (for tests and shutdown).
-func (s *Source) Wait() { s.wg.Wait() }
-
 // refresh reads the secret again; on failure it keeps the values, and
 // tries again at the next Get after the refresh interval. A read cut by a
 // freeze (see the package doc) is made again at once and not counted; when

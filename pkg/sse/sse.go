@@ -374,16 +374,6 @@ func WriteEvent(w io.Writer, name string, data []byte) error {
 	return err
 }
 
-// WriteComment writes a comment, which readers ignore: a keep-alive. Line
-// breaks in text become separate comment lines.
-func WriteComment(w io.Writer, text string) error {
-	if text == "" {
-		_, err := io.WriteString(w, ":\n\n")
-		return err
-	}
-	return write(w, ": ", []byte(text))
-}
-
 func write(w io.Writer, prefix string, payload []byte) error {
 	bp := writeBuffers.Get().(*[]byte)
 	b := appendData((*bp)[:0], prefix, payload)

@@ -852,7 +852,7 @@ func testSeedConfig(t *testing.T, pepper []byte, ks billing.KeyStore) {
 		{ID: p2},
 	}
 	for range 2 {
-		if err := billing.SeedConfig(ctx, l, ks, pepper, projects); err != nil {
+		if err := seedConfig(ctx, l, ks, pepper, projects); err != nil {
 			t.Fatalf("SeedConfig: %v", err)
 		}
 	}
@@ -873,10 +873,33 @@ func testSeedConfig(t *testing.T, pepper []byte, ks billing.KeyStore) {
 	}
 	// The config seeds once: a new balance in it changes nothing.
 	projects[0].Balance = ptr(99.0)
-	if err := billing.SeedConfig(ctx, l, ks, pepper, projects); err != nil {
+	if err := seedConfig(ctx, l, ks, pepper, projects); err != nil {
 		t.Fatalf("SeedConfig: %v", err)
 	}
 	if diff := cmp.Diff(want, MustAccount(t, l, p1, rec.KeyID)); diff != "" {
 		t.Fatalf("Account after a changed config (-want +got):\n%s", diff)
 	}
+}
+
+// seedConfig applies the config file's projects to a ledger and a key
+// store (usually the same store): each project is seeded once (billing.Ledger.Seed:
+// its balance and its keys' limits, only where the ledger has none yet) and
+// each key is imported by its hash with id ConfigKeyID. It is idempotent:
+// every instance may call it at start-up, at the same time.
+func seedConfig(ctx context.Context, l billing.Ledger, ks billing.KeyStore, pepper []byte, projects []catalog.Project) error {
+	for _, p := range projects {
+		limits := make(map[string]*int64, len(p.Keys))
+		for _, k := range p.Keys {
+			limits[billing.ConfigKeyID(pepper, k.Key)] = billing.USDPtrToNanos(k.Limit)
+		}
+		if err := l.Seed(ctx, p.ID, billing.USDPtrToNanos(p.Balance), limits); err != nil {
+			return fmt.Errorf("seed project %s: %w", p.ID, err)
+		}
+		for i, k := range p.Keys {
+			if err := ks.ImportKey(ctx, p.ID, billing.HashKey(pepper, k.Key), billing.ConfigKeyID(pepper, k.Key)); err != nil {
+				return fmt.Errorf("import key %d of project %s: %w", i, p.ID, err)
+			}
+		}
+	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 )
 
 // TestDecodeMessagesTranslation checks each rule of the Messages → Chat
@@ -446,7 +445,7 @@ func FuzzDecodeMessages(f *testing.F) {
 // TestDecodeMessagesRoundTrip checks that a Messages request routed to an
 // Anthropic upstream arrives as the client wrote it: Messages → Chat
 // Completions (decodeMessages) → the upstream body → Messages
-// (anthropic.TranslateRequest).
+// (the anthropic adapter, against a fake Anthropic API).
 func TestDecodeMessagesRoundTrip(t *testing.T) {
 	in := `{"model":"claude","max_tokens":300,"system":"be brief","temperature":0.25,"top_k":5,"stop_sequences":["END"],
 		"metadata":{"user_id":"u1"},"stream":false,
@@ -468,7 +467,7 @@ func TestDecodeMessagesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := anthropic.TranslateRequest(&llm.UpstreamRequest{Model: "claude-up", Body: up})
+	back, err := anthropicBody(t, "claude-up", up)
 	if err != nil {
 		t.Fatal(err)
 	}

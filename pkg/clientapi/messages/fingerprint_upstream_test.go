@@ -8,7 +8,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 )
 
 // upstreamOf is what a client body becomes upstream: decode (nil for Chat
@@ -142,13 +141,13 @@ func anthropicOf(t *testing.T, body string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := anthropic.TranslateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: up})
+	out, err := anthropicBody(t, "claude-x", up)
 	var pe *llm.ProviderError
 	switch {
 	case errors.As(err, &pe) && pe.Class == llm.FailRejected:
 		return "refused"
 	case err != nil:
-		t.Fatalf("TranslateRequest: %v", err)
+		t.Fatalf("the adapter: %v", err)
 	}
 	return string(out)
 }

@@ -99,7 +99,7 @@ func (c *Client) Name() string { return c.name }
 // Native implements llm.NativeProvider: a Messages request passes through.
 func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
 
-// ChatStream translates req (TranslateRequest), sends it and returns the
+// ChatStream translates req (translate), sends it and returns the
 // answer as a stream of chat.completion.chunk values, or the failure
 // classified as the openai adapter classifies its own:
 //

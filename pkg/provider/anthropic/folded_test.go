@@ -28,7 +28,7 @@ func TestFoldedKeys(t *testing.T) {
 		{"one key in another case", `{"model":"m","messages":[{"role":"user","Content":"hi"}]}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := TranslateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tc.body)})
+			_, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tc.body)})
 			var pe *llm.ProviderError
 			refused := errors.As(err, &pe) && pe.Class == llm.FailRejected && strings.Contains(pe.Message, "differ only in case")
 			if refused != tc.refused {

@@ -147,7 +147,11 @@ type tool struct {
 	Strict      *bool           `json:"strict,omitempty"`
 }
 
-// TranslateRequest turns the gateway's upstream request, a Chat Completions
+// readFields are the top-level Chat Completions fields translate reads (or
+// the gateway sets); the others are left out and named (Dropped).
+var readFields = llm.JSONFields(chatRequest{}, "stream", "stream_options")
+
+// translate turns the gateway's upstream request, a Chat Completions
 // body, into a streaming Messages API body. A request it cannot express
 // (a content part or tool of a kind Messages has no counterpart for,
 // malformed messages) is an *llm.ProviderError of class FailRejected, as the
@@ -182,20 +186,12 @@ type tool struct {
 //     tool's input as the answer's text (NewDecoder's outputTool);
 //   - "stream" is always true; DroppedFields are left out; RefusedFields
 //     set beyond their default refuse the request, naming the field.
-func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	b, _, _, err := translate(req)
-	return b, err
-}
-
-// readFields are the top-level Chat Completions fields translate reads (or
-// the gateway sets); the others are left out and named (Dropped).
-var readFields = llm.JSONFields(chatRequest{}, "stream", "stream_options")
-
-// translate is TranslateRequest, also returning the name of the tool a
-// JSON response_format is forced through ("" for none), and the fields the
-// translation leaves out: the top-level ones it does not read
-// (DroppedFields among them, and any it does not know), a message's name,
-// and reasoning_effort beside a JSON response_format.
+//
+// It also returns the name of the tool a JSON response_format is forced
+// through ("" for none), and the fields the translation leaves out: the
+// top-level ones it does not read (DroppedFields among them, and any it
+// does not know), a message's name, and reasoning_effort beside a JSON
+// response_format.
 func translate(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 	body, tool, err := translateBody(req)
 	if err != nil {
@@ -613,7 +609,7 @@ func toolChoice(raw json.RawMessage) (map[string]any, error) {
 	return map[string]any{"type": "tool", "name": c.Function.Name}, nil
 }
 
-// shape names the objects of a request that TranslateRequest decodes into
+// shape names the objects of a request that translate decodes into
 // structs: each key's value (an object, or an array of objects) is checked
 // by foldedKey in turn, with the shape under it.
 type shape map[string]shape

@@ -109,7 +109,7 @@ func TestTranslateRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := TranslateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tt.body)})
+			got, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tt.body)})
 			if err != nil {
 				t.Fatalf("TranslateRequest: %v", err)
 			}
@@ -137,7 +137,7 @@ func TestTranslateRequestRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := TranslateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(tt.body)})
+			_, err := translateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(tt.body)})
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error %v, want a *llm.ProviderError", err)
@@ -152,7 +152,7 @@ func TestTranslateRequestRejects(t *testing.T) {
 // TestTranslateRequestValidJSON: whatever the input, a translated body is a
 // JSON object with stream true and a positive max_tokens.
 func TestTranslateRequestValidJSON(t *testing.T) {
-	got, err := TranslateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(`{"messages":[{"role":"user","content":"<b>&</b> \u2028"}]}`)})
+	got, err := translateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(`{"messages":[{"role":"user","content":"<b>&</b> \u2028"}]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func FuzzTranslateRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := TranslateRequest(&llm.UpstreamRequest{Model: "m", Body: body})
+		out, err := translateRequest(&llm.UpstreamRequest{Model: "m", Body: body})
 		if err != nil {
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) || pe.Class != llm.FailRejected {
@@ -205,10 +205,16 @@ func TestTranslateRequestRefuses(t *testing.T) {
 		"functions":     `"functions":[{"name":"f"}]`,
 		"function_call": `"function_call":"auto"`,
 	} {
-		_, err := TranslateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(`{"messages":[{"role":"user","content":"x"}],` + extra + `}`)})
+		_, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(`{"messages":[{"role":"user","content":"x"}],` + extra + `}`)})
 		var pe *llm.ProviderError
 		if !errors.As(err, &pe) || pe.Class != llm.FailRejected || !strings.HasPrefix(pe.Message, field+": ") {
 			t.Errorf("%s: err %v, want a rejection naming it", field, err)
 		}
 	}
+}
+
+// translateRequest is translate's body alone, what the tests compare.
+func translateRequest(req *llm.UpstreamRequest) ([]byte, error) {
+	b, _, _, err := translate(req)
+	return b, err
 }
