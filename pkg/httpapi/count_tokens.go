@@ -97,6 +97,7 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 			h := w.Header()
 			h.Set("Content-Type", "application/json")
 			h.Set("Content-Length", strconv.Itoa(len(count.Body)))
+			h.Set("X-Gateway-Model", c.Model)
 			h.Set("X-Gateway-Provider", c.Route.Provider)
 			h.Set("X-Gateway-Route-Depth", strconv.Itoa(c.Depth))
 			w.WriteHeader(http.StatusOK)
