@@ -178,6 +178,29 @@ func TestModelFallbackCrossesProtocols(t *testing.T) {
 	}
 }
 
+// TestModelFallbackUntranslatable: a Messages request that only its own
+// protocol can carry (a document block) goes to claude's Anthropic route;
+// when that fails, model b's OpenAI route, which cannot carry it, is
+// skipped without a call, and the request fails as every route tried did.
+func TestModelFallbackUntranslatable(t *testing.T) {
+	g, _ := newModelFallbackGateway(t)
+	g.ups[4].Script(providertest.Response{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+	body := `{"model":"claude","max_tokens":64,"messages":[{"role":"user","content":[` +
+		`{"type":"document","source":{"type":"text","media_type":"text/plain","data":"The sky is blue."}},{"type":"text","text":"What colour is the sky?"}]}]}`
+	a := callPath(t, g.url+"/api/v1/messages", body, "anthropic-version", "2023-06-01", "Content-Type", "application/json")
+	if a.status != 502 || !strings.Contains(a.body, "all_providers_failed") {
+		t.Errorf("status %d: %s, want 502 all_providers_failed", a.status, a.body)
+	}
+	if diff := cmp.Diff([]int{0, 0, 0, 0, 1}, g.calls()); diff != "" {
+		t.Errorf("upstream calls (-want +got):\n%s", diff)
+	}
+	// The same request for b alone is refused before any call.
+	a = callPath(t, g.url+"/api/v1/messages", strings.Replace(body, `"claude"`, `"b"`, 1), "anthropic-version", "2023-06-01", "Content-Type", "application/json")
+	if a.status != 400 || !strings.Contains(a.body, "messages[0].content[0].type") {
+		t.Errorf("model b: status %d: %s, want 400 naming the document block", a.status, a.body)
+	}
+}
+
 // TestModelFallbackStops: the bounds of one request hold across its models.
 func TestModelFallbackStops(t *testing.T) {
 	t.Run("eight calls in all", func(t *testing.T) {

@@ -193,3 +193,40 @@ func TestStartModelFallbackStops(t *testing.T) {
 		}
 	})
 }
+
+// TestStartModelFallbackHealth: a model whose providers are all in their
+// cool-down is answered by its fallback without a call to them; when no
+// provider of any of the models is live, the request is refused before
+// any call.
+func TestStartModelFallbackHealth(t *testing.T) {
+	w := fallbackWorld(t, nil)
+	for range 100 {
+		w.r.health.Failure("a")
+		w.r.health.Failure("b")
+	}
+	req := decode(t, plain)
+	plan, err := w.r.Plan(req, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, attempts, err := w.r.Start(context.Background(), plan, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans.Close()
+	if ans.ModelID != "n" || ans.Provider != "c" || len(attempts) != 0 {
+		t.Errorf("answer from %s/%s after %d failed calls, want n/c after none", ans.ModelID, ans.Provider, len(attempts))
+	}
+	for range 100 {
+		w.r.health.Failure("c")
+		w.r.health.Failure("d")
+	}
+	w.fakes["c"].calls = 0
+	_, _, err = w.r.Start(context.Background(), plan, req)
+	if llm.AsError(err).Code != llm.CodeNoLiveProvider {
+		t.Errorf("err %v, want no_live_provider", err)
+	}
+	if diff := cmp.Diff(map[string]int{}, w.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
