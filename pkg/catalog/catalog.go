@@ -90,8 +90,13 @@ type Simulated struct {
 
 // Model is what clients name in "model".
 type Model struct {
-	ID     string  `yaml:"id"`
-	Routes []Route `yaml:"routes"`
+	ID string `yaml:"id"`
+	// Fallbacks are the ids of other models whose routes are tried, in
+	// order, when every route of this one failed before output. Only a
+	// model's own fallbacks are used: a fallback's fallbacks are not
+	// followed, so two models may name each other.
+	Fallbacks []string `yaml:"fallbacks"`
+	Routes    []Route  `yaml:"routes"`
 }
 
 // Route is one provider of a model, in the routing preset's order.

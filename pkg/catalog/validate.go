@@ -288,6 +288,33 @@ func (c *Config) validateModels(idx *index) error {
 			}
 		}
 	}
+	return c.validateFallbacks(idx)
+}
+
+// validateFallbacks checks every model's fallbacks once every model id is
+// known: each names another model, once. Only direct fallbacks are used (a
+// fallback's own fallbacks are not followed), so a cycle (a: [b], b: [a])
+// cannot loop and is allowed.
+func (c *Config) validateFallbacks(idx *index) error {
+	for i := range c.Models {
+		m := &c.Models[i]
+		seen := make(map[string]int, len(m.Fallbacks))
+		for j, id := range m.Fallbacks {
+			at := fmt.Sprintf("models[%d].fallbacks[%d]", i, j)
+			switch _, known := idx.models[id]; {
+			case id == "":
+				return fieldErr(at, "must not be empty: name a model id")
+			case id == m.ID:
+				return fieldErr(at, "model %q cannot be its own fallback", id)
+			case !known:
+				return fieldErr(at, "unknown model %q", id)
+			}
+			if first, dup := seen[id]; dup {
+				return fieldErr(at, "model %q is already a fallback at models[%d].fallbacks[%d]", id, i, first)
+			}
+			seen[id] = j
+		}
+	}
 	return nil
 }
 

@@ -24,6 +24,7 @@ func AnswerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, cont
 	head := map[string]string{
 		"Content-Type":          contentType,
 		"X-Request-Id":          requestID,
+		"X-Gateway-Model":       ans.ModelID,
 		"X-Gateway-Provider":    ans.Provider,
 		"X-Gateway-Route-Depth": strconv.Itoa(ans.Depth),
 	}

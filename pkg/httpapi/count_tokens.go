@@ -37,8 +37,8 @@ const HeaderEstimated = "X-Gateway-Estimated"
 // once, with the client's body less the gateway's fields, the route's
 // model, and the client's anthropic-version and anthropic-beta headers,
 // within the provider's first_token_timeout and the request's ceiling; its
-// answer is returned as it sent it, with x-gateway-provider and
-// x-gateway-route-depth. The provider's 400 is passed on as 400
+// answer is returned as it sent it, with x-gateway-model,
+// x-gateway-provider and x-gateway-route-depth. The provider's 400 is passed on as 400
 // provider_rejected, as on Messages. Otherwise (no candidate can count,
 // none is live, the call failed or timed out) the answer is the gateway's
 // estimate, with x-gateway-estimated: true.
@@ -97,6 +97,7 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 			h := w.Header()
 			h.Set("Content-Type", "application/json")
 			h.Set("Content-Length", strconv.Itoa(len(count.Body)))
+			h.Set("X-Gateway-Model", c.Model)
 			h.Set("X-Gateway-Provider", c.Route.Provider)
 			h.Set("X-Gateway-Route-Depth", strconv.Itoa(c.Depth))
 			w.WriteHeader(http.StatusOK)

@@ -52,6 +52,9 @@ type openAIModel struct {
 	Created   int64           `json:"created"`
 	OwnedBy   string          `json:"owned_by"`
 	Providers []modelProvider `json:"providers"`
+	// Fallbacks are the models tried after this one's providers, listed
+	// when the model has any (catalog.Model.Fallbacks).
+	Fallbacks []string `json:"fallbacks,omitempty"`
 }
 
 type modelProvider struct {
@@ -101,7 +104,7 @@ func newModelCatalog(cfg *catalog.Config) *modelCatalog {
 		Data   []openAIModel `json:"data"`
 	}{Object: "list", Data: []openAIModel{}}
 	for _, m := range cfg.Models {
-		e := openAIModel{ID: m.ID, Object: "model", OwnedBy: "buzzgate", Providers: []modelProvider{}}
+		e := openAIModel{ID: m.ID, Object: "model", OwnedBy: "buzzgate", Providers: []modelProvider{}, Fallbacks: m.Fallbacks}
 		for _, rt := range m.Routes {
 			p, _ := cfg.Provider(rt.Provider)
 			e.Providers = append(e.Providers, modelProvider{

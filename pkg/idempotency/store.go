@@ -70,8 +70,8 @@ type Record struct {
 }
 
 // Head is the status line and the headers of an answer that matter for a
-// replay: x-request-id, x-gateway-provider, x-gateway-route-depth and the
-// content type.
+// replay: x-request-id, x-gateway-model, x-gateway-provider,
+// x-gateway-route-depth and the content type.
 type Head struct {
 	Status int
 	Header map[string]string

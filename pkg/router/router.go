@@ -116,14 +116,19 @@ type Policy struct {
 
 // Candidate is one provider in a request's plan.
 type Candidate struct {
+	// Model is the id of the model whose route this is: the requested
+	// model's, or one of its fallbacks' (catalog.Model.Fallbacks).
+	Model    string
 	Route    catalog.Route
 	Provider *catalog.Provider
 	adapter  llm.Provider
 }
 
-// Plan is the ordered list of providers one request may call. A candidate's
+// Plan is the ordered list of providers one request may call: the requested
+// model's routes, then those of each of its fallback models. A candidate's
 // index is its route depth.
 type Plan struct {
+	// Model is the requested model.
 	Model      *catalog.Model
 	Candidates []Candidate
 	// emptyReason says why no candidate is left, when none is.
@@ -249,34 +254,65 @@ func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
 		}
 	}
 
-	cands := make([]Candidate, 0, len(model.Routes))
-	for _, rt := range model.Routes {
+	// The plan is made for every model up front, so that each candidate's
+	// protocol is known before the first call (Speaks, PriceTools) and one
+	// request's ceilings span them all.
+	models := []*catalog.Model{model}
+	for _, id := range model.Fallbacks {
+		if m, ok := r.cfg.Model(id); ok {
+			models = append(models, m)
+		}
+	}
+	var (
+		cands    []Candidate
+		selected bool // provider.only and provider.ignore left a route
+		seen     = map[routeKey]bool{}
+	)
+	for _, m := range models {
+		group := r.modelCandidates(m, req, pol, &selected)
+		for _, c := range group {
+			// A route a fallback shares with a model before it (the same
+			// provider and upstream model) is not called twice.
+			if k := (routeKey{c.Route.Provider, c.Route.Model}); !seen[k] {
+				seen[k] = true
+				cands = append(cands, c)
+			}
+		}
+	}
+	if !selected {
+		return nil, llm.Errorf(llm.CodeInvalidRequest, "provider", "provider.only and provider.ignore leave no provider for model %q", model.ID)
+	}
+	if len(cands) == 0 {
+		// Not refused here: the plan is valid, it just has nobody to call.
+		// Start answers 503 no_live_provider, after the idempotency lookup,
+		// as it does when every provider is in its cool-down.
+		return &Plan{Model: model, emptyReason: fmt.Sprintf("no provider of model %q meets the data policy (%s) and residency (%s) of this request", model.ID, pol.Demand, residencyName(pol.Residency))}, nil
+	}
+	if !req.AllowFallbacks() {
+		cands = cands[:1]
+	}
+	return &Plan{Model: model, Candidates: cands}, nil
+}
+
+// modelCandidates is model m's routes that the request's provider object
+// and the project's policy allow, in the order the request asks for.
+// selected is set when provider.only and provider.ignore leave a route.
+func (r *Router) modelCandidates(m *catalog.Model, req *llm.ChatRequest, pol Policy, selected *bool) []Candidate {
+	cands := make([]Candidate, 0, len(m.Routes))
+	for _, rt := range m.Routes {
 		if len(req.Provider.Only) > 0 && !slices.Contains(req.Provider.Only, rt.Provider) {
 			continue
 		}
 		if slices.Contains(req.Provider.Ignore, rt.Provider) {
 			continue
 		}
+		*selected = true
 		p, _ := r.cfg.Provider(rt.Provider)
-		cands = append(cands, Candidate{Route: rt, Provider: p, adapter: r.providers[rt.Provider]})
-	}
-	if len(cands) == 0 {
-		return nil, llm.Errorf(llm.CodeInvalidRequest, "provider", "provider.only and provider.ignore leave no provider for model %q", model.ID)
-	}
-	allowed := cands[:0:0]
-	for _, c := range cands {
-		if meetsDemand(c.Provider, pol.Demand) && meetsResidency(c.Provider, pol.Residency) {
-			allowed = append(allowed, c)
+		if !meetsDemand(p, pol.Demand) || !meetsResidency(p, pol.Residency) {
+			continue
 		}
+		cands = append(cands, Candidate{Model: m.ID, Route: rt, Provider: p, adapter: r.providers[rt.Provider]})
 	}
-	if len(allowed) == 0 {
-		// Not refused here: the plan is valid, it just has nobody to call.
-		// Start answers 503 no_live_provider, after the idempotency lookup,
-		// as it does when every provider is in its cool-down.
-		return &Plan{Model: model, emptyReason: fmt.Sprintf("no provider of model %q meets the data policy (%s) and residency (%s) of this request", model.ID, pol.Demand, residencyName(pol.Residency))}, nil
-	}
-	cands = allowed
-
 	r.sortCandidates(cands, req.Sort())
 	if len(req.Provider.Order) > 0 {
 		rank := func(c Candidate) int {
@@ -287,10 +323,7 @@ func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
 		}
 		sort.SliceStable(cands, func(i, j int) bool { return rank(cands[i]) < rank(cands[j]) })
 	}
-	if !req.AllowFallbacks() {
-		cands = cands[:1]
-	}
-	return &Plan{Model: model, Candidates: cands}, nil
+	return cands
 }
 
 func residencyName(s string) string {
@@ -583,7 +616,7 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 		return fail(err)
 	}
 	a := &Answer{
-		Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API,
+		ModelID: c.Model, Provider: c.Route.Provider, Depth: depth, Route: c.Route, Proto: up.Proto, API: c.Provider.API,
 		stream: stream, cancel: cancel, health: r.health, now: r.now, tokens: r.tokens, prompt: up.Parts,
 	}
 	a.pending = a.firstChunks[:0]
@@ -620,6 +653,9 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 // gives its chunks in order, starting with those read before the first
 // output; usage-only chunks are kept back and reported by Usage.
 type Answer struct {
+	// ModelID is the id of the model whose route answered: the requested
+	// model, or one of its fallbacks.
+	ModelID  string
 	Provider string
 	Depth    int
 	Route    catalog.Route

@@ -112,7 +112,7 @@ func TestResponsesNonStream(t *testing.T) {
 				t.Errorf("body (-want +got):\n%s", diff)
 			}
 			wantHead := map[string]string{"Content-Type": "application/json", "X-Request-Id": "req_0123abcd",
-				"X-Gateway-Provider": "p", "X-Gateway-Route-Depth": "0"}
+				"X-Gateway-Model": "m", "X-Gateway-Provider": "p", "X-Gateway-Route-Depth": "0"}
 			if diff := cmp.Diff(wantHead, out.Head); diff != "" || out.Status != 200 || out.Streamed {
 				t.Errorf("status %d stream %v header (-want +got):\n%s", out.Status, out.Streamed, diff)
 			}
