@@ -60,7 +60,7 @@ COLDSTART_RUNS ?= 20
 TOOLS_BIN := bin/tools
 
 .PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check tidy-check unit test-all bench soak fuzz tools clean \
-	bootstrap-local invoke coldstart bench-load tools-check
+	bootstrap-local invoke coldstart bench-load tools-check licenses image
 
 # The tokenizer's vocabularies are used when installed (make tools), so that
 # make run needs only Go.
@@ -173,6 +173,12 @@ soak:
 bench-load:
 	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/loadbench ./loadbench
 	$(TOOLS_BIN)/loadbench $(if $(filter 1,$(UPDATE)),-out bench/load) $(ARGS)
+
+# Rewrites docs/licenses.md, the licences of the modules the binaries link
+# (internal/licenses); its test, in both tiers, fails when the file is out
+# of date or a licence is not allowed.
+licenses:
+	$(GO) test -count=1 -run '^TestDoc$$' ./internal/licenses -args -update
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:
