@@ -112,7 +112,6 @@ func Build(o Options) (v1.ImageIndex, map[string]v1.Image, error) {
 			Env: []string{
 				"BUZZGATE_ADDR=0.0.0.0:" + port,
 				"BUZZGATE_TOKENIZER_DIR=" + vocabDir,
-				"SSL_CERT_FILE=" + certs,
 			},
 			ExposedPorts: map[string]struct{}{port + "/tcp": {}},
 			StopSignal:   "SIGTERM",
