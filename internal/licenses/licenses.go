@@ -210,9 +210,11 @@ Several licences joined by AND: parts of the module are under each.
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", m.Path, m.Version, strings.Join(m.Licenses, " AND "), strings.Join(m.Files, ", "))
 	}
 	b.WriteString(`
-The container image (` + "`make image`, `Dockerfile`" + `) adds two files that are not Go code: the
-tokenizer's vocabularies (o200k_base and cl100k_base from the tiktoken npm package, MIT)
-and the CA certificates of Debian's ca-certificates package (the Mozilla CA list, MPL-2.0).
+The container image adds what is not Go code: the tokenizer's vocabularies (o200k_base and
+cl100k_base from the tiktoken npm package, MIT) and CA certificates. ` + "`make image`" + ` copies the
+build machine's (on Debian, the ca-certificates package: the Mozilla CA list, MPL-2.0); the
+` + "`Dockerfile`" + `'s base, gcr.io/distroless/static-debian12, brings Debian's, with the few other
+Debian packages it is made of, each under its own licence.
 `)
 	return b.Bytes()
 }
