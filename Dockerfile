@@ -43,4 +43,6 @@ ENV BUZZGATE_ADDR=0.0.0.0:8080 \
 EXPOSE 8080
 USER 65532:65532
 STOPSIGNAL SIGTERM
+LABEL org.opencontainers.image.title=buzzgate \
+    org.opencontainers.image.licenses=Apache-2.0
 ENTRYPOINT ["/buzzgate"]

@@ -47,6 +47,9 @@ func TestDockerfileMatches(t *testing.T) {
 		"ENV BUZZGATE_ADDR=0.0.0.0:" + port + " \\",
 		"    BUZZGATE_TOKENIZER_DIR=" + vocabDir,
 		"COPY --from=vocab /tokenizer/ " + vocabDir + "/",
+		"STOPSIGNAL SIGTERM",
+		"LABEL org.opencontainers.image.title=buzzgate \\",
+		"    org.opencontainers.image.licenses=Apache-2.0",
 	} {
 		if !strings.Contains(docker, "\n"+line+"\n") {
 			t.Errorf("the Dockerfile has no line %q", line)
