@@ -60,7 +60,7 @@ COLDSTART_RUNS ?= 20
 TOOLS_BIN := bin/tools
 
 .PHONY: run build build-ApiFunction build-SweepFunction admin test vet lint fmt-check tidy-check unit test-all bench soak fuzz tools clean \
-	bootstrap-local invoke coldstart bench-load tools-check
+	bootstrap-local invoke coldstart bench-load tools-check licenses image
 
 # The tokenizer's vocabularies are used when installed (make tools), so that
 # make run needs only Go.
@@ -85,6 +85,22 @@ build-SweepFunction: ARTIFACTS_DIR ?= $(CURDIR)/bin/sweep-arm64
 build-SweepFunction:
 	mkdir -p $(ARTIFACTS_DIR)
 	GOOS=linux GOARCH=arm64 $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweep
+
+# The container image, built without a container engine (tools/image): an
+# OCI image layout tar holding linux/amd64 and linux/arm64 (IMAGE), and
+# beside it one tar per platform in `docker save`'s format
+# (bin/buzzgate-image-amd64.docker.tar, ...-arm64...). The binaries are the
+# Lambda build's (static), so both share Go's build cache; the same inputs
+# give the same bytes (SOURCE_DATE_EPOCH, default 0, stamps every file).
+IMAGE ?= bin/buzzgate-image.tar
+IMAGE_ARCHES := amd64 arm64
+image: $(TOKENIZER)
+	@set -e; for arch in $(IMAGE_ARCHES); do \
+	  echo "build linux/$$arch"; \
+	  GOOS=linux GOARCH=$$arch $(LAMBDA_BUILD) -o bin/image/linux-$$arch/buzzgate ./functions/api; \
+	done
+	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/image ./image
+	$(TOOLS_BIN)/image $(foreach a,$(IMAGE_ARCHES),-$(a) bin/image/linux-$(a)/buzzgate) -tokenizer $(TOKENIZER_DIR) -out $(IMAGE)
 
 # The admin tool for accounts and keys, e.g. make admin ARGS="show --project acme".
 admin:
@@ -128,12 +144,13 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) -tags integration ./...
 
 # The tools module's checks: `go vet ./...` and `go test ./...` here do not
-# reach into tools/, a module of its own.
-tools-check: $(STATICCHECK)
-	cd tools && $(GO) vet ./...
-	cd tools && $(STATICCHECK) ./...
+# reach into tools/, a module of its own. Its integration tier builds the
+# container image (tools/image) and runs it.
+tools-check: $(STATICCHECK) $(TOKENIZER)
+	cd tools && $(GO) vet -tags integration ./...
+	cd tools && $(STATICCHECK) -tags integration ./...
 	cd tools && $(GO) mod tidy -diff
-	cd tools && $(GO) test -count=1 ./...
+	cd tools && BUZZGATE_TOKENIZER_DIR=$(TOKENIZER_DIR) $(GO) test -count=1 -tags integration ./...
 
 tidy-check:
 	$(GO) mod tidy -diff
@@ -173,6 +190,12 @@ soak:
 bench-load:
 	$(GO) -C tools build -o $(CURDIR)/$(TOOLS_BIN)/loadbench ./loadbench
 	$(TOOLS_BIN)/loadbench $(if $(filter 1,$(UPDATE)),-out bench/load) $(ARGS)
+
+# Rewrites docs/licenses.md, the licences of the modules the binaries link
+# (internal/licenses); its test, in both tiers, fails when the file is out
+# of date or a licence is not allowed.
+licenses:
+	$(GO) test -count=1 -run '^TestDoc$$' ./internal/licenses -args -update
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

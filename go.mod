@@ -1,3 +1,5 @@
+// buzzgate, an LLM API gateway. Licensed under Apache-2.0 (LICENSE); the
+// licences of the modules its binaries link are in docs/licenses.md.
 module github.com/buzzgate/buzzgate
 
 go 1.26.0

@@ -6,6 +6,7 @@ replace github.com/buzzgate/buzzgate => ../
 
 require (
 	github.com/buzzgate/buzzgate v0.0.0-00010101000000-000000000000
+	github.com/google/go-containerregistry v0.22.1
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -16,6 +17,10 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
 	golang.org/x/image v0.30.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )

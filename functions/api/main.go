@@ -4,6 +4,10 @@
 // them when SAM CLI runs it locally (AWS_SAM_LOCAL=true); elsewhere it
 // serves HTTP on BUZZGATE_ADDR (default 127.0.0.1:8080). Either way it logs
 // JSON lines to stderr.
+//
+// buzzgate is licensed under the Apache License, Version 2.0 (LICENSE at
+// the repository's root); docs/licenses.md lists the licences of the
+// modules it links.
 package main
 
 import (
