@@ -24,6 +24,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
 )
 
 func main() {
@@ -162,7 +163,8 @@ func serveHTTP(logger *slog.Logger) error {
 	if a.Reconciler != nil {
 		// The local server settles what failed or crashed requests left
 		// (under Lambda the scheduled SweepFunction does).
-		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger)
+		sweeps, _ := a.Metrics.(metrics.SweepRecorder)
+		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger, sweeps)
 	}
 	// BUZZGATE_PPROF_ADDR (off by default): net/http/pprof on its own
 	// loopback listener, for profiling under load (tools/loadbench), in

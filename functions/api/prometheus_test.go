@@ -107,6 +107,16 @@ func TestPrometheusMetrics(t *testing.T) {
 	if strings.Contains(body, "sk-demo") || strings.Contains(body, "sk-wrong") || strings.Contains(body, "Hello") || strings.Contains(body, "req_") {
 		t.Errorf("the metrics carry a key, a prompt or a request id:\n%s", body)
 	}
+	// The local reconciler's first run, at start-up, is counted (it runs
+	// beside the first requests, so it is waited for).
+	const run = `buzzgate_reconcile_runs_total{outcome="ok"} 1` + "\n"
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(body, run) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		_, body = get(t, metricsURL)
+	}
+	if !strings.Contains(body, run) {
+		t.Errorf("GET /metrics lacks %q", run)
+	}
 	if !strings.Contains(g.logs.String(), `"msg":"buzzgate serving Prometheus metrics"`) {
 		t.Errorf("no start-up line for the metrics listener:\n%s", g.logs.String())
 	}

@@ -86,6 +86,10 @@ type App struct {
 	// when that is unset, and always under Lambda.
 	MetricsHandler http.Handler
 	MetricsAddr    string
+	// Metrics is what records the requests' metrics (nil: none); the
+	// local server's reconciler records its runs there too when it is a
+	// metrics.SweepRecorder.
+	Metrics metrics.Recorder
 }
 
 // Options are App's dependencies from outside: the environment, a logger
@@ -411,7 +415,7 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	}, opts.Now, opts.Logger)
 	fin := gateway.NewFinisher(gateway.FinisherOptions{Log: opts.Logger})
 	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics, Accounts: accounts, Finisher: fin})
-	a := &App{Config: cfg, Router: rt, Handler: h, Finisher: fin}
+	a := &App{Config: cfg, Router: rt, Handler: h, Finisher: fin, Metrics: opts.Metrics}
 	if r, ok := accounts.Ledger.(billing.Reconciler); ok {
 		a.Reconciler = r
 	}

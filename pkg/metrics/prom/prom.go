@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
 )
 
@@ -85,6 +86,18 @@ var (
 	defSecretRefresh = Def{"buzzgate_secret_refresh_failures_total", "counter", nil,
 		"Reads of the provider secret that failed after start-up.",
 		"`SecretRefreshFailures`"}
+	defReconcileRuns = Def{"buzzgate_reconcile_runs_total", "counter", []string{"outcome"},
+		"Runs of the local server's reconciler: ok, or failed (stopped with an error).",
+		"the sweep function's runs (its `Errors` for `failed`)"}
+	defReconcileHolds = Def{"buzzgate_reconcile_holds_total", "counter", []string{"result"},
+		"Holds the reconciler settled (billed), wrote off at zero, or skipped for the next run.",
+		"`SweepSettled`, `SweepWrittenOff`, `SweepSkipped`"}
+	defReconcileCost = Def{"buzzgate_reconcile_settled_cost_usd_total", "counter", nil,
+		"What the reconciler's settled bills came to, in USD.",
+		"`SweepSettledCost`"}
+	defReconcileDuration = Def{"buzzgate_reconcile_duration_seconds", "histogram", nil,
+		"Duration of the reconciler's runs.",
+		"`SweepDuration`"}
 	defEvents = Def{"buzzgate_events_total", "counter", []string{"event"},
 		"Other counts of background tasks, by their CloudWatch metric name.",
 		"any other count"}
@@ -95,7 +108,8 @@ var (
 func Definitions() []Def {
 	return []Def{defRequests, defDuration, defTTFT, defProviderCalls, defFallbacks, defRouteDepth,
 		defReplays, defIdemRefusals, defStoreErrors, defCost, defPairs, defDropped,
-		defProjectRequests, defProjectCost, defRefusals, defSecretRefresh, defEvents}
+		defProjectRequests, defProjectCost, defRefusals, defSecretRefresh,
+		defReconcileRuns, defReconcileHolds, defReconcileCost, defReconcileDuration, defEvents}
 }
 
 // Histogram buckets, in seconds: an answer takes from milliseconds (a
@@ -128,12 +142,18 @@ type Sink struct {
 	projectCost     *prometheus.CounterVec
 	refusals        *prometheus.CounterVec
 	secretRefresh   prometheus.Counter
+	reconcileRuns   *prometheus.CounterVec
+	reconcileHolds  *prometheus.CounterVec
+	reconcileCost   prometheus.Counter
+	reconcileTime   prometheus.Observer
 	events          *prometheus.CounterVec
 }
 
 var (
 	_ metrics.Recorder = (*Sink)(nil)
 	_ metrics.Counter  = (*Sink)(nil)
+
+	_ metrics.SweepRecorder = (*Sink)(nil)
 )
 
 // New returns a Sink with its own registry, holding the gateway's metrics
@@ -157,6 +177,17 @@ func New() *Sink {
 	s.projectCost = s.counterVec(defProjectCost)
 	s.refusals = s.counterVec(defRefusals)
 	s.secretRefresh = s.counter(defSecretRefresh)
+	s.reconcileRuns = s.counterVec(defReconcileRuns)
+	s.reconcileHolds = s.counterVec(defReconcileHolds)
+	s.reconcileCost = s.counter(defReconcileCost)
+	s.reconcileTime = s.histogramVec(defReconcileDuration, durationBuckets).WithLabelValues()
+	// Their few series exist from the start, at 0, for alerts on rates.
+	for _, o := range []string{"ok", "failed"} {
+		s.reconcileRuns.WithLabelValues(o)
+	}
+	for _, r := range []string{"settled", "written_off", "skipped"} {
+		s.reconcileHolds.WithLabelValues(r)
+	}
 	s.events = s.counterVec(defEvents)
 	return s
 }
@@ -261,6 +292,27 @@ func (s *Sink) recordProviderErrors(failed, configErrors []string) {
 		if !contains(configErrors[:i], p) {
 			s.providerCalls.WithLabelValues(label(p), "config_error").Add(float64(count(configErrors, p)))
 		}
+	}
+}
+
+// RecordSweep counts one run of the reconciler.
+func (s *Sink) RecordSweep(w metrics.Sweep) {
+	outcome := "ok"
+	if w.Failed {
+		outcome = "failed"
+	}
+	s.reconcileRuns.WithLabelValues(outcome).Inc()
+	s.reconcileTime.Observe(seconds(w.Duration))
+	for _, c := range []struct {
+		result string
+		n      int
+	}{{"settled", w.Settled}, {"written_off", w.WrittenOff}, {"skipped", w.Skipped}} {
+		if c.n > 0 {
+			s.reconcileHolds.WithLabelValues(c.result).Add(float64(c.n))
+		}
+	}
+	if w.SettledCostNanos > 0 {
+		s.reconcileCost.Add(float64(w.SettledCostNanos) / billing.NanosPerUSD)
 	}
 }
 

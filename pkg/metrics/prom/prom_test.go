@@ -175,6 +175,51 @@ func histogram(t *testing.T, s *Sink, name, labels string) *dto.Histogram {
 	return nil
 }
 
+// TestRecordSweep: the reconciler's runs, their holds by result, what the
+// settled bills came to (nano-USD in, USD out), and their durations; the
+// runs' and holds' series exist at 0 before any run.
+func TestRecordSweep(t *testing.T) {
+	s := New()
+	zero := `
+# HELP buzzgate_reconcile_holds_total ` + defReconcileHolds.Help + `
+# TYPE buzzgate_reconcile_holds_total counter
+buzzgate_reconcile_holds_total{result="settled"} 0
+buzzgate_reconcile_holds_total{result="skipped"} 0
+buzzgate_reconcile_holds_total{result="written_off"} 0
+# HELP buzzgate_reconcile_runs_total ` + defReconcileRuns.Help + `
+# TYPE buzzgate_reconcile_runs_total counter
+buzzgate_reconcile_runs_total{outcome="failed"} 0
+buzzgate_reconcile_runs_total{outcome="ok"} 0
+`
+	if err := testutil.GatherAndCompare(s.Registry(), strings.NewReader(zero), "buzzgate_reconcile_runs_total", "buzzgate_reconcile_holds_total"); err != nil {
+		t.Error(err)
+	}
+	s.RecordSweep(metrics.Sweep{Duration: 2 * time.Second})
+	s.RecordSweep(metrics.Sweep{Settled: 3, WrittenOff: 1, SettledCostNanos: 1_500_000_000, Duration: time.Second})
+	s.RecordSweep(metrics.Sweep{Settled: 1, Skipped: 2, SettledCostNanos: 250_000_000, Failed: true})
+	want := `
+# HELP buzzgate_reconcile_holds_total ` + defReconcileHolds.Help + `
+# TYPE buzzgate_reconcile_holds_total counter
+buzzgate_reconcile_holds_total{result="settled"} 4
+buzzgate_reconcile_holds_total{result="skipped"} 2
+buzzgate_reconcile_holds_total{result="written_off"} 1
+# HELP buzzgate_reconcile_runs_total ` + defReconcileRuns.Help + `
+# TYPE buzzgate_reconcile_runs_total counter
+buzzgate_reconcile_runs_total{outcome="failed"} 1
+buzzgate_reconcile_runs_total{outcome="ok"} 2
+# HELP buzzgate_reconcile_settled_cost_usd_total ` + defReconcileCost.Help + `
+# TYPE buzzgate_reconcile_settled_cost_usd_total counter
+buzzgate_reconcile_settled_cost_usd_total 1.75
+`
+	if err := testutil.GatherAndCompare(s.Registry(), strings.NewReader(want),
+		"buzzgate_reconcile_runs_total", "buzzgate_reconcile_holds_total", "buzzgate_reconcile_settled_cost_usd_total"); err != nil {
+		t.Error(err)
+	}
+	if h := histogram(t, s, "buzzgate_reconcile_duration_seconds", ""); h.GetSampleCount() != 3 || h.GetSampleSum() != 3 {
+		t.Errorf("reconcile durations: %d, sum %v; want 3, sum 3", h.GetSampleCount(), h.GetSampleSum())
+	}
+}
+
 // TestRecordOddValues: what no request should carry (a NaN or infinite
 // cost, a negative duration or depth, a status out of range, names that
 // are not UTF-8, a negative count) is recorded without a panic and without
@@ -225,6 +270,7 @@ func TestDefinitions(t *testing.T) {
 		Conflict: true, StoreError: true, BudgetRefused: true})
 	s.Count(metrics.MetricSecretRefreshFailures, 1)
 	s.Count("Other", 1)
+	s.RecordSweep(metrics.Sweep{Settled: 1, SettledCostNanos: 1})
 	fams, err := s.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
