@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -389,5 +390,38 @@ func TestRecordAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(200, func() { s.Record(bb.req) }); n > 0 {
 			t.Errorf("%s: Record allocates %v times, want 0", bb.name, n)
 		}
+	}
+}
+
+// TestRecordConcurrent: requests recorded from many goroutines while the
+// registry is scraped are all counted.
+func TestRecordConcurrent(t *testing.T) {
+	s := New()
+	const workers, each = 8, 200
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			if _, err := s.Registry().Gather(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				s.Record(metrics.Request{Status: 200 + (i%2)*300, ClientAPI: "chat", Provider: "p", Project: "j",
+					FailedProviders: []string{"q"}, Cost: 0.5, Latency: time.Duration(w) * time.Millisecond})
+			}
+		})
+	}
+	wg.Wait()
+	<-done
+	if got := testutil.ToFloat64(s.requests.WithLabelValues("chat", "200")) + testutil.ToFloat64(s.requests.WithLabelValues("chat", "500")); got != workers*each {
+		t.Errorf("requests counted: %v, want %d", got, workers*each)
+	}
+	if got := testutil.ToFloat64(s.projectCost.WithLabelValues("j")); got != workers*each*0.5 {
+		t.Errorf("project cost: %v, want %v", got, workers*each*0.5)
 	}
 }
