@@ -2,7 +2,8 @@
 // Interface Emulator (AWS_LAMBDA_RUNTIME_API is set), it serves API Gateway
 // REST proxy events and streams its answers (pkg/lambdaedge), or buffers
 // them when SAM CLI runs it locally (AWS_SAM_LOCAL=true); elsewhere it
-// serves HTTP on BUZZGATE_ADDR (default 127.0.0.1:8080). Either way it logs
+// serves HTTP on BUZZGATE_ADDR (default 127.0.0.1:8080), and Prometheus
+// metrics on BUZZGATE_METRICS_ADDR when that is set. Either way it logs
 // JSON lines to stderr.
 //
 // buzzgate is licensed under the Apache License, Version 2.0 (LICENSE at
@@ -27,6 +28,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/lambdaedge"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
 )
 
 func main() {
@@ -165,7 +167,8 @@ func serveHTTP(logger *slog.Logger) error {
 	if a.Reconciler != nil {
 		// The local server settles what failed or crashed requests left
 		// (under Lambda the scheduled SweepFunction does).
-		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger)
+		sweeps, _ := a.Metrics.(metrics.SweepRecorder)
+		go gateway.Reconcile(ctx, a.Reconciler, gateway.DefaultReconcileEvery, nil, logger, sweeps)
 	}
 	// BUZZGATE_PPROF_ADDR (off by default): net/http/pprof on its own
 	// loopback listener, for profiling under load (tools/loadbench), in
@@ -180,7 +183,20 @@ func serveHTTP(logger *slog.Logger) error {
 		}
 		startPprof(pa, logger)
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	// BUZZGATE_METRICS_ADDR: GET /metrics for Prometheus on a listener of
+	// its own, never the API's, so it can stay private while the API is
+	// exposed.
+	var msrv *http.Server
+	if a.MetricsHandler != nil {
+		ln, err := net.Listen("tcp", a.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("%s=%q: %w", app.EnvMetricsAddr, a.MetricsAddr, err)
+		}
+		msrv = &http.Server{Handler: a.MetricsHandler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(ln)) }()
+		logger.Info("buzzgate serving Prometheus metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	}
 	go func() { errc <- srv.ListenAndServe() }()
 	logger.Info("buzzgate listening", "addr", addr, "models", len(a.Config.Models), "providers", len(a.Config.Providers))
 	select {
@@ -193,6 +209,10 @@ func serveHTTP(logger *slog.Logger) error {
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	if msrv != nil {
+		// Scrapes go on while the API drains; they end with it.
+		_ = msrv.Close()
 	}
 	// Writes still being retried (a record's completion, a bill) get a last
 	// chance of their own; what they leave, the reconciler and the leases

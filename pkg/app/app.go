@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency/memstore"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/metrics"
+	"github.com/buzzgate/buzzgate/pkg/metrics/prom"
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 	"github.com/buzzgate/buzzgate/pkg/provider/bedrock"
 	"github.com/buzzgate/buzzgate/pkg/provider/openai"
@@ -52,6 +54,9 @@ const (
 	// EnvMetrics is emf or off; EnvStage names the metrics' Stage.
 	EnvMetrics = "BUZZGATE_METRICS"
 	EnvStage   = "BUZZGATE_STAGE"
+	// EnvMetricsAddr, when set, is where the local server serves GET
+	// /metrics in Prometheus' text format; never under Lambda.
+	EnvMetricsAddr = "BUZZGATE_METRICS_ADDR"
 	// EnvKeyPepper is the secret mixed into stored API key hashes.
 	EnvKeyPepper = "BUZZGATE_KEY_PEPPER"
 	// EnvSecretID names the Secrets Manager secret holding the providers'
@@ -85,6 +90,15 @@ type App struct {
 	// Reconciler settles holds left by failed or crashed requests (nil
 	// when the ledger has none).
 	Reconciler billing.Reconciler
+	// MetricsHandler serves GET /metrics in Prometheus' text format, on
+	// a listener of its own at MetricsAddr (BUZZGATE_METRICS_ADDR); nil
+	// when that is unset, and always under Lambda.
+	MetricsHandler http.Handler
+	MetricsAddr    string
+	// Metrics is what records the requests' metrics (nil: none); the
+	// local server's reconciler records its runs there too when it is a
+	// metrics.SweepRecorder.
+	Metrics metrics.Recorder
 }
 
 // Options are App's dependencies from outside: the environment, a logger
@@ -157,6 +171,14 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 		opts.Metrics = m
 	}
+	sink, metricsAddr, err := newPrometheus(getenv, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if sink != nil {
+		// One request's metrics feed both sinks.
+		opts.Metrics = metrics.Tee(opts.Metrics, sink)
+	}
 	if opts.Secrets == nil && getenv(EnvSecretID) != "" {
 		src, err := openSecrets(ctx, getenv, opts.Logger, opts.Metrics)
 		if err != nil {
@@ -191,7 +213,33 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 		opts.JSONKeepAlive = d
 	}
-	return FromConfig(cfg, opts)
+	a, err := FromConfig(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if sink != nil {
+		a.MetricsHandler, a.MetricsAddr = sink.Handler(), metricsAddr
+	}
+	return a, nil
+}
+
+// newPrometheus returns the Prometheus sink and its address when
+// BUZZGATE_METRICS_ADDR is set, and nil when it is not or under Lambda
+// (AWS_LAMBDA_RUNTIME_API set), where nothing may listen: an execution
+// environment takes no connections, and CloudWatch has the metrics.
+func newPrometheus(getenv func(string) string, log *slog.Logger) (*prom.Sink, string, error) {
+	addr := getenv(EnvMetricsAddr)
+	if addr == "" {
+		return nil, "", nil
+	}
+	if getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+		log.Info(EnvMetricsAddr + " is ignored under Lambda: metrics go to CloudWatch")
+		return nil, "", nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return nil, "", fmt.Errorf("%s=%q: want host:port such as 127.0.0.1:9090", EnvMetricsAddr, addr)
+	}
+	return prom.New(), addr, nil
 }
 
 // openSecrets reads the secret BUZZGATE_SECRET_ID names with the AWS SDK's
@@ -389,7 +437,7 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	fin := gateway.NewFinisher(gateway.FinisherOptions{Log: opts.Logger})
 	h := httpapi.New(cfg, rt, httpapi.Options{Logger: opts.Logger, Now: opts.Now, Idempotency: idem, Metrics: opts.Metrics, Accounts: accounts, Finisher: fin,
 		JSONKeepAlive: max(opts.JSONKeepAlive, 0)})
-	a := &App{Config: cfg, Router: rt, Handler: h, Finisher: fin}
+	a := &App{Config: cfg, Router: rt, Handler: h, Finisher: fin, Metrics: opts.Metrics}
 	if r, ok := accounts.Ledger.(billing.Reconciler); ok {
 		a.Reconciler = r
 	}

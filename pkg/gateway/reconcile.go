@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/metrics"
 )
 
 // DefaultReconcileEvery is how often the local server reconciles.
@@ -15,7 +16,8 @@ const DefaultReconcileEvery = 5 * time.Minute
 // local server's sweep (under Lambda the scheduled SweepFunction does it).
 // It settles holds past their deadline: a priced one is billed, an unpriced
 // one is written off at zero and logged.
-func Reconcile(ctx context.Context, r billing.Reconciler, every time.Duration, now func() time.Time, log *slog.Logger) {
+// Each run is recorded in m when it is not nil.
+func Reconcile(ctx context.Context, r billing.Reconciler, every time.Duration, now func() time.Time, log *slog.Logger, m metrics.SweepRecorder) {
 	if every <= 0 {
 		every = DefaultReconcileEvery
 	}
@@ -35,8 +37,17 @@ func Reconcile(ctx context.Context, r billing.Reconciler, every time.Duration, n
 			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, every)
+		start := time.Now()
 		rep, err := r.Reconcile(rctx, now(), true)
 		cancel()
+		if m != nil {
+			var cost int64
+			for _, e := range rep.Settled {
+				cost += e.CostNanos
+			}
+			m.RecordSweep(metrics.Sweep{Settled: len(rep.Settled), WrittenOff: len(rep.WrittenOff), Skipped: len(rep.Skipped),
+				SettledCostNanos: cost, Duration: time.Since(start), Failed: err != nil})
+		}
 		if len(rep.Skipped) > 0 {
 			// Which ones and why: `admin reconcile` lists them.
 			log.Error("reconcile could not settle some holds; the next run tries them again", "skipped", len(rep.Skipped))
