@@ -9,7 +9,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 )
 
-// codeSpan matches a Markdown code span, `x` or `` x `` (for text holding
+// codeSpan matches a Markdown code span, `x` or “ x “ (for text holding
 // a backquote).
 var codeSpan = regexp.MustCompile("``\\s(.+?)\\s``|`([^`]+)`")
 
