@@ -9,8 +9,8 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 )
 
-// codeSpan matches a Markdown code span, `x` or “ x “ (for text holding
-// a backquote).
+// codeSpan matches a Markdown code span in one backquote, or in two with
+// spaces inside (for text holding a backquote).
 var codeSpan = regexp.MustCompile("``\\s(.+?)\\s``|`([^`]+)`")
 
 // codeSpans returns the code spans of a table cell, in order.
