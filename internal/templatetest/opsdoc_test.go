@@ -31,7 +31,7 @@ func opsSection(t *testing.T, start string) string {
 }
 
 var (
-	firstCell = regexp.MustCompile("(?m)^\\| ([^|]+) \\|")
+	firstCell = regexp.MustCompile(`(?m)^\| ([^|]+) \|`)
 	codeName  = regexp.MustCompile("`([A-Za-z][A-Za-z0-9]*)`")
 )
 
