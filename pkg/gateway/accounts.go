@@ -51,6 +51,27 @@ func (s *Service) seed(ctx context.Context, c *Caller) error {
 	return nil
 }
 
+// Account is the caller's account as the 402 decision reads it (the
+// project's balance and spend, the key's spend and limit, the current
+// periods' spend), with a config project's balance and key limits seeded
+// first, so that a project that has not made a request yet shows what the
+// config gives it. The read is bounded as the 402 decision's is.
+func (s *Service) Account(ctx context.Context, c *Caller) (billing.Account, error) {
+	if s.accounts.Ledger == nil {
+		return billing.Account{}, BillingUnavailable(errors.New("no ledger"))
+	}
+	ctx, cancel := storecall.Bound(ctx, 10*time.Second, s.ledgerLocal)
+	defer cancel()
+	if err := s.seed(ctx, c); err != nil {
+		return billing.Account{}, BillingUnavailable(err)
+	}
+	acct, err := s.accounts.Ledger.Account(ctx, c.Project.ID, c.BillingKeyID)
+	if err != nil {
+		return billing.Account{}, BillingUnavailable(err)
+	}
+	return acct, nil
+}
+
 // checkBalance refuses a new request (402) when the project's prepaid
 // balance or the key's limit is spent. It runs after the idempotency lookup,
 // so that a replay of a completed request is served whatever the balance.
