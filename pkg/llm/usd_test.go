@@ -1,9 +1,12 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +50,16 @@ func TestUsageCostPlainDecimal(t *testing.T) {
 	b, err := json.Marshal(Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, Cost: 5e-7})
 	if want := `{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"cost":0.0000005}`; err != nil || string(b) != want {
 		t.Errorf("json.Marshal = %s, %v; want %s", b, err, want)
+	}
+}
+
+// TestUSDInLogs: a cost logged as a USD is the same plain decimal in a JSON
+// log line (and a text one).
+func TestUSDInLogs(t *testing.T) {
+	var j, txt bytes.Buffer
+	slog.New(slog.NewJSONHandler(&j, nil)).Info("x", "cost", USD(5e-7))
+	slog.New(slog.NewTextHandler(&txt, nil)).Info("x", "cost", USD(5e-7))
+	if !strings.Contains(j.String(), `"cost":0.0000005}`) || !strings.Contains(txt.String(), "cost=0.0000005\n") {
+		t.Errorf("logged as %s and %s", j.String(), txt.String())
 	}
 }
