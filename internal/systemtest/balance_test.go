@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
+	"github.com/buzzgate/buzzgate/pkg/billing/memledger"
+	"github.com/buzzgate/buzzgate/pkg/catalog"
+	"github.com/buzzgate/buzzgate/pkg/httpapi"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 )
 
@@ -224,5 +228,71 @@ func TestBalanceOverdrawBound(t *testing.T) {
 				t.Errorf("the balance after two bills of 0.000014 against 0.00002: %s", body)
 			}
 		})
+	}
+}
+
+// TestCostsPlainDecimal: every USD amount the gateway writes is a plain
+// decimal, never an exponent, even below a millionth of a dollar: the
+// answers' usage.cost on all three APIs (JSON and streams, translated and
+// passed through), the models list's prices, GET /api/v1/usage, and the
+// access log.
+func TestCostsPlainDecimal(t *testing.T) {
+	l := memledger.New(memledger.Options{})
+	g := &gateway{logs: &syncBuffer{}, accounts: httpapi.Accounts{Ledger: l, Keys: l}}
+	p0, claude := providertest.New(t), providertest.NewAnthropic(t)
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: p0, api: openai, base_url: %q}
+  - {name: claude, api: anthropic, base_url: %q}
+models:
+  - id: m
+    routes:
+      - {provider: p0, model: up-0, input_price: 0.01, output_price: 0.02}
+  - id: a
+    routes:
+      - {provider: claude, model: claude-x, input_price: 0.01, output_price: 0.02}
+  - id: tiny
+    routes:
+      - {provider: p0, model: up-t, input_price: 0.00000001, output_price: 0.00000002, cache_write_1h_price: 0.0000003, tool_prices: {web_search: 0.0000004}}
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, p0.URL(), claude.URL(), testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.cfg, g.env = cfg, map[string]string{}
+	g.url = g.instance(t, nil)
+	// A JSON number with an exponent (not a string such as a hex id).
+	exponent := regexp.MustCompile(`[:,\[]-?[0-9]+(\.[0-9]+)?[eE][-+]?[0-9]`)
+	auth := []string{"Authorization", "Bearer " + testKey, "anthropic-version", ""}
+	for _, c := range []struct{ name, path, body string }{
+		{"chat", "/api/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
+		{"chat stream", "/api/v1/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`},
+		{"messages translated", "/api/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`},
+		{"messages translated stream", "/api/v1/messages", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"messages", "/api/v1/messages", `{"model":"a","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`},
+		{"messages stream", "/api/v1/messages", `{"model":"a","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"responses", "/api/v1/responses", `{"model":"m","input":"hi"}`},
+		{"responses stream", "/api/v1/responses", `{"model":"m","stream":true,"input":"hi"}`},
+	} {
+		a := send(t, http.MethodPost, g.url+c.path, c.body, auth...)
+		if a.status != 200 || !regexp.MustCompile(`"cost":0\.0000000?[1-9]`).MatchString(a.body) || exponent.MatchString(a.body) {
+			t.Errorf("%s: %d, want a cost under a millionth of a dollar as a plain decimal:\n%s", c.name, a.status, a.body)
+		}
+	}
+	for _, path := range []string{"/api/v1/models", "/api/v1/models/tiny"} {
+		a := send(t, http.MethodGet, g.url+path, "", auth...)
+		if a.status != 200 || !strings.Contains(a.body, `"input_price":0.00000001`) || !strings.Contains(a.body, `"web_search":0.0000004`) ||
+			!strings.Contains(a.body, `"cache_write_1h_price":0.0000003`) || exponent.MatchString(a.body) {
+			t.Errorf("%s: %d %s", path, a.status, a.body)
+		}
+	}
+	g.settle(t)
+	body, _ := usageOf(t, g.url, testKey)
+	if !strings.Contains(body, `"a":{"requests":2,"prompt_tokens":20,"completion_tokens":4,"cost":0.00000028}`) || exponent.MatchString(body) {
+		t.Errorf("usage: %s", body)
+	}
+	if logs := g.logs.String(); !strings.Contains(logs, `"cost":0.0000`) || exponent.MatchString(logs) {
+		t.Errorf("the access log writes a cost with an exponent:\n%s", logs)
 	}
 }
