@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/storecall"
@@ -135,6 +134,6 @@ func budgetSpent(b *catalog.Budget, spent [billing.NumPeriods]int64, whose strin
 		return nil
 	}
 	return llm.Errorf(llm.CodeBudgetExceeded, "", "%s budget for this %s (UTC) is spent: $%s of $%s; it renews at %s",
-		whose, p, strconv.FormatFloat(billing.NanosToUSD(spent[p]), 'f', -1, 64), strconv.FormatFloat(b.Amount, 'f', -1, 64),
+		whose, p, llm.USD(billing.NanosToUSD(spent[p])), llm.USD(b.Amount),
 		p.End(now).Format(time.RFC3339))
 }
