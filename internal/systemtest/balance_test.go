@@ -58,56 +58,60 @@ func f64(v float64) *float64 { return &v }
 // each bill, with either store; null where there is no bound.
 func TestUsageShowsBalance(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			store, acc := b.new(t)
-			g := newGateway(t, setup{store: store, accounts: acc, balance: "0.00005", keyLimit: "0.00002"})
-			keyID := billing.ConfigKeyID(acc.Pepper, testKey)
-			type view struct {
-				Balance *float64
-				Spent   float64
-				KeyID   string
-				Limit   *float64
-				KeySpnt float64
-				Left    *float64
-			}
-			flat := func(v accountView) view {
-				return view{v.Balance.Balance, v.Balance.Spent, v.Key.ID, v.Key.Limit, v.Key.Spent, v.Key.Left}
-			}
-			_, before := usageOf(t, g.url, testKey)
-			if diff := cmp.Diff(view{f64(0.00005), 0, keyID, f64(0.00002), 0, f64(0.00002)}, flat(before)); diff != "" {
-				t.Errorf("before any request (-want +got):\n%s", diff)
-			}
-			for i := range 2 {
-				if a := mustCall(t, g.url, chatBody(fmt.Sprintf(`"n":%d`, i))); a.status != 200 {
-					t.Fatalf("request %d: %d %s", i, a.status, a.body)
+		// With an rpm in the config, admission reads no account: the
+		// usage endpoint reads it itself.
+		for _, rates := range []string{"", "    rpm: 1000\n"} {
+			t.Run(b.name+"/rates="+strings.TrimSpace(rates), func(t *testing.T) {
+				store, acc := b.new(t)
+				g := newGateway(t, setup{store: store, accounts: acc, balance: "0.00005", keyLimit: "0.00002", projectYAML: rates})
+				keyID := billing.ConfigKeyID(acc.Pepper, testKey)
+				type view struct {
+					Balance *float64
+					Spent   float64
+					KeyID   string
+					Limit   *float64
+					KeySpnt float64
+					Left    *float64
 				}
-			}
-			g.settle(t)
-			body, after := usageOf(t, g.url, testKey)
-			// 0.00005 - 2 * 0.000014; the key's limit passed by 0.000008,
-			// so nothing is left of it.
-			if diff := cmp.Diff(view{f64(0.000022), 0.000028, keyID, f64(0.00002), 0.000028, f64(0)}, flat(after)); diff != "" {
-				t.Errorf("after two bills (-want +got):\n%s\n%s", diff, body)
-			}
-			if !strings.Contains(body, `"balance":{"balance":0.000022,"spent":0.000028}`) {
-				t.Errorf("the balance is not written as a plain decimal: %s", body)
-			}
-			if a := mustCall(t, g.url, chatBody(`"n":9`)); a.status != 402 || a.code != "key_limit_reached" {
-				t.Errorf("the key's limit is spent: %d %q, want 402 key_limit_reached", a.status, a.code)
-			}
-			// Another key of the project has no limit: the same balance,
-			// its own spend.
-			_, other := usageOf(t, g.url, otherKey)
-			if diff := cmp.Diff(view{f64(0.000022), 0.000028, billing.ConfigKeyID(acc.Pepper, otherKey), nil, 0, nil}, flat(other)); diff != "" {
-				t.Errorf("a key without a limit (-want +got):\n%s", diff)
-			}
-			// A project without a balance is unlimited: null.
-			raw, unlimited := usageOf(t, g.url, otherProjectKey)
-			if unlimited.Balance.Balance != nil || unlimited.Key.Limit != nil || unlimited.Key.Left != nil ||
-				!strings.Contains(raw, `"balance":{"balance":null,"spent":0}`) {
-				t.Errorf("an unlimited project: %s", raw)
-			}
-		})
+				flat := func(v accountView) view {
+					return view{v.Balance.Balance, v.Balance.Spent, v.Key.ID, v.Key.Limit, v.Key.Spent, v.Key.Left}
+				}
+				_, before := usageOf(t, g.url, testKey)
+				if diff := cmp.Diff(view{f64(0.00005), 0, keyID, f64(0.00002), 0, f64(0.00002)}, flat(before)); diff != "" {
+					t.Errorf("before any request (-want +got):\n%s", diff)
+				}
+				for i := range 2 {
+					if a := mustCall(t, g.url, chatBody(fmt.Sprintf(`"n":%d`, i))); a.status != 200 {
+						t.Fatalf("request %d: %d %s", i, a.status, a.body)
+					}
+				}
+				g.settle(t)
+				body, after := usageOf(t, g.url, testKey)
+				// 0.00005 - 2 * 0.000014; the key's limit passed by 0.000008,
+				// so nothing is left of it.
+				if diff := cmp.Diff(view{f64(0.000022), 0.000028, keyID, f64(0.00002), 0.000028, f64(0)}, flat(after)); diff != "" {
+					t.Errorf("after two bills (-want +got):\n%s\n%s", diff, body)
+				}
+				if !strings.Contains(body, `"balance":{"balance":0.000022,"spent":0.000028}`) {
+					t.Errorf("the balance is not written as a plain decimal: %s", body)
+				}
+				if a := mustCall(t, g.url, chatBody(`"n":9`)); a.status != 402 || a.code != "key_limit_reached" {
+					t.Errorf("the key's limit is spent: %d %q, want 402 key_limit_reached", a.status, a.code)
+				}
+				// Another key of the project has no limit: the same balance,
+				// its own spend.
+				_, other := usageOf(t, g.url, otherKey)
+				if diff := cmp.Diff(view{f64(0.000022), 0.000028, billing.ConfigKeyID(acc.Pepper, otherKey), nil, 0, nil}, flat(other)); diff != "" {
+					t.Errorf("a key without a limit (-want +got):\n%s", diff)
+				}
+				// A project without a balance is unlimited: null.
+				raw, unlimited := usageOf(t, g.url, otherProjectKey)
+				if unlimited.Balance.Balance != nil || unlimited.Key.Limit != nil || unlimited.Key.Left != nil ||
+					!strings.Contains(raw, `"balance":{"balance":null,"spent":0}`) {
+					t.Errorf("an unlimited project: %s", raw)
+				}
+			})
+		}
 	}
 }
 

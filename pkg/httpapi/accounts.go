@@ -305,11 +305,10 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		c := usageCursor{From: from, To: to, Shard: next.Shard, After: next.After}.encode()
 		nextCursor = &c
 	}
-	// The account admission read serves when it has one, except for a
-	// config project, whose balance and key limits are seeded first (it
-	// may not have made a request yet).
+	// The account admission read (seeded as this one is) serves when it
+	// has one.
 	var acct billing.Account
-	if adm.Account != nil && !p.FromConfig {
+	if adm.Account != nil {
 		acct = *adm.Account
 	} else if acct, err = s.svc.Account(r.Context(), &p.Caller); err != nil {
 		clientapi.WriteError(w, err)
