@@ -37,6 +37,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/billing/dynamoledger"
+	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
 // Environment variables (the gateway's names, pkg/app).
@@ -140,7 +141,7 @@ func (s *sweeper) run(ctx context.Context) (Result, error) {
 	s.emit(start, res, took)
 	attrs := []any{
 		"settled", res.Settled, "written_off", res.WrittenOff, "skipped", res.Skipped,
-		"settled_cost_usd", float64(res.SettledCostNanos) / billing.NanosPerUSD,
+		"settled_cost_usd", llm.USD(billing.NanosToUSD(res.SettledCostNanos)),
 		"duration_ms", took.Milliseconds(),
 	}
 	if res.Skipped > 0 {
@@ -181,7 +182,7 @@ func (s *sweeper) emit(at time.Time, res Result, took time.Duration) {
 		metricSweepSettled:     res.Settled,
 		metricSweepWrittenOff:  res.WrittenOff,
 		metricSweepSkipped:     res.Skipped,
-		metricSweepSettledCost: float64(res.SettledCostNanos) / billing.NanosPerUSD,
+		metricSweepSettledCost: llm.USD(billing.NanosToUSD(res.SettledCostNanos)),
 		metricSweepDuration:    took.Milliseconds(),
 	}
 	b, err := json.Marshal(line)

@@ -155,3 +155,16 @@ func TestRunFails(t *testing.T) {
 		t.Errorf("log %q: want an error line with the cause", logs)
 	}
 }
+
+// TestRunCostPlainDecimal: the run's settled cost is a plain decimal in
+// its log line and its metrics line, as an answer's usage.cost is.
+func TestRunCostPlainDecimal(t *testing.T) {
+	f := &fakeReconciler{rec: billing.Reconciliation{Settled: []billing.Entry{{RequestID: secretReqID, Project: secretProj, KeyID: secretKeyID, CostNanos: 500}}}}
+	s, logs, emf := newTestSweeper(f)
+	if _, err := s.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"settled_cost_usd":0.0000005,`) || !strings.Contains(emf.String(), `"SweepSettledCost":0.0000005`) {
+		t.Errorf("log %s\nmetrics %s", logs, emf)
+	}
+}

@@ -68,8 +68,8 @@ func newModelFallbackGateway(t *testing.T) (*gateway, *memledger.Store) {
 	return g, l
 }
 
-// usageOf is the usage of a whole Chat Completions answer.
-type usageOf struct {
+// chatUsage is the usage of a whole Chat Completions answer.
+type chatUsage struct {
 	Usage struct {
 		PromptTokens     int     `json:"prompt_tokens"`
 		CompletionTokens int     `json:"completion_tokens"`
@@ -98,7 +98,7 @@ func TestModelFallback(t *testing.T) {
 			if got := g.ups[1].Requests()[0].JSON["model"]; got != "up-b" {
 				t.Errorf("model b's upstream was sent model %q, want up-b", got)
 			}
-			var u usageOf
+			var u chatUsage
 			if stream {
 				evs := strings.Split(strings.TrimSpace(first.body), "\n\n")
 				if evs[len(evs)-1] != "data: [DONE]" {

@@ -341,6 +341,23 @@ func newStores(ctx context.Context, cfg *catalog.Config, getenv func(string) str
 	}
 }
 
+// warnMissingKey says at start-up that a provider's api_key_env names a
+// variable that is unset or empty (and that the provider secret, when
+// there is one, does not hold): the gateway still starts, and calls the
+// provider without a key, which it will likely refuse (401), until the
+// variable is set or the secret gains it.
+func warnMissingKey(log *slog.Logger, provider, env string, secret bool) {
+	if log == nil {
+		return
+	}
+	where := "the environment"
+	if secret {
+		where = "the environment or the provider secret (" + EnvSecretID + ")"
+	}
+	log.Warn(fmt.Sprintf("provider %q has no key: its api_key_env %s is not set in %s, so it is called without one", provider, env, where),
+		"provider", provider, "api_key_env", env)
+}
+
 // FromConfig builds the gateway from a validated config.
 func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 	getenv := opts.Getenv
@@ -364,6 +381,9 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 			}
 		}
 		rotating := opts.Secrets != nil && p.APIKeyEnv != ""
+		if p.APIKeyEnv != "" && key == "" && (!rotating || keyFn() == "") {
+			warnMissingKey(opts.Logger, p.Name, p.APIKeyEnv, rotating)
+		}
 		switch p.API {
 		case "openai":
 			var o []openai.Option

@@ -34,7 +34,7 @@ func WithCost(data []byte, cost float64, path ...string) []byte {
 	}
 	var v []byte
 	if len(path) == 1 {
-		c, _ := json.Marshal(cost)
+		c, _ := json.Marshal(llm.USD(cost))
 		if len(inner) == 0 || string(inner) == "null" {
 			inner = []byte("{}")
 		}

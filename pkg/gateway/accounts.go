@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/storecall"
@@ -49,6 +48,27 @@ func (s *Service) seed(ctx context.Context, c *Caller) error {
 	}
 	s.seeded.Store(c.Project.ID, struct{}{})
 	return nil
+}
+
+// Account is the caller's account as the 402 decision reads it (the
+// project's balance and spend, the key's spend and limit, the current
+// periods' spend), with a config project's balance and key limits seeded
+// first, so that a project that has not made a request yet shows what the
+// config gives it. The read is bounded as the 402 decision's is.
+func (s *Service) Account(ctx context.Context, c *Caller) (billing.Account, error) {
+	if s.accounts.Ledger == nil {
+		return billing.Account{}, BillingUnavailable(errors.New("no ledger"))
+	}
+	ctx, cancel := storecall.Bound(ctx, 10*time.Second, s.ledgerLocal)
+	defer cancel()
+	if err := s.seed(ctx, c); err != nil {
+		return billing.Account{}, BillingUnavailable(err)
+	}
+	acct, err := s.accounts.Ledger.Account(ctx, c.Project.ID, c.BillingKeyID)
+	if err != nil {
+		return billing.Account{}, BillingUnavailable(err)
+	}
+	return acct, nil
 }
 
 // checkBalance refuses a new request (402) when the project's prepaid
@@ -114,6 +134,6 @@ func budgetSpent(b *catalog.Budget, spent [billing.NumPeriods]int64, whose strin
 		return nil
 	}
 	return llm.Errorf(llm.CodeBudgetExceeded, "", "%s budget for this %s (UTC) is spent: $%s of $%s; it renews at %s",
-		whose, p, strconv.FormatFloat(billing.NanosToUSD(spent[p]), 'f', -1, 64), strconv.FormatFloat(b.Amount, 'f', -1, 64),
+		whose, p, llm.USD(billing.NanosToUSD(spent[p])), llm.USD(b.Amount),
 		p.End(now).Format(time.RFC3339))
 }

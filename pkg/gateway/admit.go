@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"time"
 
-	"github.com/buzzgate/buzzgate/internal/storecall"
 	"github.com/buzzgate/buzzgate/pkg/billing"
 )
 
@@ -42,12 +40,10 @@ func (s *Service) AdmitFree(ctx context.Context, c *Caller, anthropicHeaders boo
 	if s.accounts.Limiter != nil {
 		rates := ProjectRates(c.Project, billing.Account{})
 		if rates == (billing.Rates{}) && s.accounts.Ledger != nil {
-			actx, cancel := storecall.Bound(ctx, 10*time.Second, s.ledgerLocal)
-			acct, err := s.accounts.Ledger.Account(actx, c.Project.ID, c.BillingKeyID)
-			cancel()
+			acct, err := s.Account(ctx, c)
 			if err != nil {
 				a.Release()
-				return nil, BillingUnavailable(err)
+				return nil, err
 			}
 			a.Account, rates = &acct, ProjectRates(c.Project, acct)
 		}

@@ -605,7 +605,7 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	res := codec.Answer(ans, out)
 	u := res.Usage
 	req.usedTokens = int64(u.PromptTokens + u.CompletionTokens)
-	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Float64("cost", u.Cost))
+	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Any("cost", llm.USD(u.Cost)))
 	switch {
 	case out.clientErr != nil:
 		// A write to the client failed (it left, or made no progress for

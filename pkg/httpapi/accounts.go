@@ -108,7 +108,7 @@ type usageJSON struct {
 	Requests         int64   `json:"requests"`
 	PromptTokens     int64   `json:"prompt_tokens"`
 	CompletionTokens int64   `json:"completion_tokens"`
-	Cost             float64 `json:"cost"`
+	Cost             llm.USD `json:"cost"`
 }
 
 // periodJSON is the spend of the current UTC day, week or month: the
@@ -116,8 +116,8 @@ type usageJSON struct {
 type periodJSON struct {
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
-	Spent    float64   `json:"spent"`
-	KeySpent float64   `json:"key_spent"`
+	Spent    llm.USD   `json:"spent"`
+	KeySpent llm.USD   `json:"key_spent"`
 }
 
 // budgetJSON is a budget that applies to the caller (the project's, the
@@ -125,14 +125,50 @@ type periodJSON struct {
 type budgetJSON struct {
 	Scope    string    `json:"scope"`
 	Period   string    `json:"period"`
-	Amount   float64   `json:"amount"`
-	Spent    float64   `json:"spent"`
-	Left     float64   `json:"left"`
+	Amount   llm.USD   `json:"amount"`
+	Spent    llm.USD   `json:"spent"`
+	Left     llm.USD   `json:"left"`
 	RenewsAt time.Time `json:"renews_at"`
 }
 
+// balanceJSON is the project's prepaid balance: what remains of it
+// (Balance, null when the project is unlimited; below zero after the
+// requests in flight when it ran out were billed) and everything the
+// project has spent.
+type balanceJSON struct {
+	Balance *llm.USD `json:"balance"`
+	Spent   llm.USD  `json:"spent"`
+}
+
+// keyLimitJSON is the calling key's spend limit (null: none), everything
+// the key has spent, and what is left of the limit (null when there is no
+// limit; 0 once the limit is reached), as a budget's left is.
+type keyLimitJSON struct {
+	ID    string   `json:"id"`
+	Limit *llm.USD `json:"limit"`
+	Spent llm.USD  `json:"spent"`
+	Left  *llm.USD `json:"left"`
+}
+
+func usdOf(nanos *int64) *llm.USD {
+	if nanos == nil {
+		return nil
+	}
+	u := llm.USD(billing.NanosToUSD(*nanos))
+	return &u
+}
+
+func toAccountJSON(a billing.Account, keyID string) (balanceJSON, keyLimitJSON) {
+	k := keyLimitJSON{ID: keyID, Limit: usdOf(a.KeyLimitNanos), Spent: llm.USD(billing.NanosToUSD(a.KeySpentNanos))}
+	if a.KeyLimitNanos != nil {
+		left := max(*a.KeyLimitNanos-a.KeySpentNanos, 0)
+		k.Left = usdOf(&left)
+	}
+	return balanceJSON{Balance: usdOf(a.BalanceNanos), Spent: llm.USD(billing.NanosToUSD(a.SpentNanos))}, k
+}
+
 func toUsageJSON(u billing.Usage) usageJSON {
-	return usageJSON{Requests: u.Requests, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: billing.NanosToUSD(u.CostNanos)}
+	return usageJSON{Requests: u.Requests, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: llm.USD(billing.NanosToUSD(u.CostNanos))}
 }
 
 // Bounds of GET /api/v1/usage: one call reads the ledger entries of at
@@ -269,13 +305,16 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		c := usageCursor{From: from, To: to, Shard: next.Shard, After: next.After}.encode()
 		nextCursor = &c
 	}
+	// The account admission read (seeded as this one is) serves when it
+	// has one.
 	var acct billing.Account
 	if adm.Account != nil {
 		acct = *adm.Account
-	} else if acct, err = s.accounts.Ledger.Account(r.Context(), p.Project.ID, p.BillingKeyID); err != nil {
-		clientapi.WriteError(w, billingUnavailable(err))
+	} else if acct, err = s.svc.Account(r.Context(), &p.Caller); err != nil {
+		clientapi.WriteError(w, err)
 		return
 	}
+	bal, keyLimit := toAccountJSON(acct, p.BillingKeyID)
 	out := struct {
 		Object  string                `json:"object"`
 		Project string                `json:"project"`
@@ -286,16 +325,21 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		ByKey   map[string]usageJSON  `json:"by_key"`
 		Periods map[string]periodJSON `json:"periods"`
 		Budgets []budgetJSON          `json:"budgets"`
+		// Balance and Key are the project's prepaid balance and the
+		// calling key's spend limit, as the 402 decision reads them now
+		// (the same on every page).
+		Balance balanceJSON  `json:"balance"`
+		Key     keyLimitJSON `json:"key"`
 		// HasMore: the range holds entries past this page, which
 		// next_cursor asks for; the totals above are this page's.
 		HasMore    bool    `json:"has_more"`
 		NextCursor *string `json:"next_cursor"`
 	}{Object: "usage", Project: p.Project.ID, From: from.UTC(), To: to.UTC(), Total: toUsageJSON(tot.Total), HasMore: !done, NextCursor: nextCursor,
-		ByModel: map[string]usageJSON{}, ByKey: map[string]usageJSON{}, Periods: map[string]periodJSON{}, Budgets: []budgetJSON{}}
+		Balance: bal, Key: keyLimit, ByModel: map[string]usageJSON{}, ByKey: map[string]usageJSON{}, Periods: map[string]periodJSON{}, Budgets: []budgetJSON{}}
 	now := s.now()
 	for q := range billing.NumPeriods {
 		out.Periods[q.String()] = periodJSON{Start: q.Start(now), End: q.End(now),
-			Spent: billing.NanosToUSD(acct.PeriodSpent[q]), KeySpent: billing.NanosToUSD(acct.KeyPeriodSpent[q])}
+			Spent: llm.USD(billing.NanosToUSD(acct.PeriodSpent[q])), KeySpent: llm.USD(billing.NanosToUSD(acct.KeyPeriodSpent[q]))}
 	}
 	for _, b := range []struct {
 		scope  string
@@ -307,8 +351,8 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		}
 		q, _ := billing.ParsePeriod(b.budget.Period)
 		left := max(billing.USDToNanos(b.budget.Amount)-b.spent[q], 0)
-		out.Budgets = append(out.Budgets, budgetJSON{Scope: b.scope, Period: q.String(), Amount: b.budget.Amount,
-			Spent: billing.NanosToUSD(b.spent[q]), Left: billing.NanosToUSD(left), RenewsAt: q.End(now)})
+		out.Budgets = append(out.Budgets, budgetJSON{Scope: b.scope, Period: q.String(), Amount: llm.USD(b.budget.Amount),
+			Spent: llm.USD(billing.NanosToUSD(b.spent[q])), Left: llm.USD(billing.NanosToUSD(left)), RenewsAt: q.End(now)})
 	}
 	for m, u := range tot.ByModel {
 		out.ByModel[m] = toUsageJSON(u)

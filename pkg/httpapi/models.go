@@ -60,13 +60,13 @@ type openAIModel struct {
 type modelProvider struct {
 	Name        string  `json:"name"`
 	Model       string  `json:"model"`
-	InputPrice  float64 `json:"input_price"`
-	OutputPrice float64 `json:"output_price"`
-	CacheRead   float64 `json:"cache_read_price"`
-	CacheWrite  float64 `json:"cache_write_price"`
+	InputPrice  llm.USD `json:"input_price"`
+	OutputPrice llm.USD `json:"output_price"`
+	CacheRead   llm.USD `json:"cache_read_price"`
+	CacheWrite  llm.USD `json:"cache_write_price"`
 	// CacheWrite1h and ToolPrices are listed when the route sets them.
-	CacheWrite1h   *float64           `json:"cache_write_1h_price,omitempty"`
-	ToolPrices     map[string]float64 `json:"tool_prices,omitempty"`
+	CacheWrite1h   *llm.USD           `json:"cache_write_1h_price,omitempty"`
+	ToolPrices     map[string]llm.USD `json:"tool_prices,omitempty"`
 	Region         string             `json:"region,omitempty"`
 	ZDR            bool               `json:"zdr"`
 	DataCollection string             `json:"data_collection"`
@@ -108,8 +108,8 @@ func newModelCatalog(cfg *catalog.Config) *modelCatalog {
 		for _, rt := range m.Routes {
 			p, _ := cfg.Provider(rt.Provider)
 			e.Providers = append(e.Providers, modelProvider{
-				Name: rt.Provider, Model: rt.Model, InputPrice: rt.InputPrice, OutputPrice: rt.OutputPrice, CacheRead: rt.CacheRead(), CacheWrite: rt.CacheWrite(),
-				CacheWrite1h: rt.CacheWrite1hPrice, ToolPrices: rt.ToolPrices, Region: p.Region, ZDR: p.ZDR, DataCollection: p.DataCollection,
+				Name: rt.Provider, Model: rt.Model, InputPrice: llm.USD(rt.InputPrice), OutputPrice: llm.USD(rt.OutputPrice), CacheRead: llm.USD(rt.CacheRead()), CacheWrite: llm.USD(rt.CacheWrite()),
+				CacheWrite1h: usdPtr(rt.CacheWrite1hPrice), ToolPrices: usdMap(rt.ToolPrices), Region: p.Region, ZDR: p.ZDR, DataCollection: p.DataCollection,
 			})
 		}
 		list.Data = append(list.Data, e)
@@ -253,4 +253,23 @@ func (c *modelCatalog) anthropicPage(q url.Values) (*anthropicModelPage, error) 
 		page.FirstID, page.LastID = &page.Data[0].ID, &page.Data[n-1].ID
 	}
 	return page, nil
+}
+
+func usdPtr(f *float64) *llm.USD {
+	if f == nil {
+		return nil
+	}
+	u := llm.USD(*f)
+	return &u
+}
+
+func usdMap(m map[string]float64) map[string]llm.USD {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]llm.USD, len(m))
+	for k, v := range m {
+		out[k] = llm.USD(v)
+	}
+	return out
 }

@@ -94,8 +94,8 @@ func BenchmarkCompletion(b *testing.B) {
 	})
 }
 
-// referenceUsage is Usage as encoding/json would encode it, built from
-// encoding/json's pieces only: json.Marshal of a Usage would call
+// referenceUsage is Usage as encoding/json would encode it (its cost a
+// USD), built from encoding/json's pieces only: json.Marshal of a Usage would call
 // Usage.MarshalJSON, the encoder under test, and compare it with itself.
 type referenceUsage Usage
 
@@ -113,7 +113,7 @@ func (u referenceUsage) MarshalJSON() ([]byte, error) {
 	b.WriteString(`,"total_tokens":`)
 	num(u.TotalTokens)
 	b.WriteString(`,"cost":`)
-	if err := num(u.Cost); err != nil {
+	if err := num(USD(u.Cost)); err != nil {
 		return nil, err
 	}
 	if u.Estimated {

@@ -121,9 +121,10 @@ func scanUsage(raw []byte) (u Usage, ok bool) {
 	return u, true
 }
 
-// MarshalJSON writes the OpenAI usage object plus "cost", with the upstream's
-// extra fields after them in sorted order. The result is what json.Marshal
-// makes of a Usage (compact, HTML-escaped), so callers may use it as is.
+// MarshalJSON writes the OpenAI usage object plus "cost" (a plain decimal,
+// as USD writes it), with the upstream's extra fields after them in sorted
+// order. The result is compact and HTML-escaped, as json.Marshal makes it,
+// so callers may use it as is.
 func (u Usage) MarshalJSON() ([]byte, error) {
 	return u.appendJSON(make([]byte, 0, 96))
 }
@@ -141,7 +142,7 @@ func (u Usage) appendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = appendFloat(b, u.Cost)
+	b = AppendUSD(b, u.Cost)
 	if u.Estimated {
 		b = append(b, `,"estimated":true`...)
 	}
@@ -157,23 +158,6 @@ func (u Usage) appendJSON(b []byte) ([]byte, error) {
 		}
 	}
 	return append(b, '}'), nil
-}
-
-// appendFloat appends f as encoding/json writes a float64 (finite f).
-func appendFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 becomes e-9, as encoding/json writes it.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 // Prices are a route's prices in USD per million tokens: an uncached

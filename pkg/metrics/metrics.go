@@ -396,13 +396,14 @@ func millis(d time.Duration) float64 {
 }
 
 // appendNumber appends a finite float as a JSON number: integers without a
-// fraction, others in the shortest form that reads back exactly, with an
-// exponent only for very small or very large magnitudes (as encoding/json).
+// fraction, others in the shortest form that reads back exactly, as a plain
+// decimal (a cost of 0.0000005 USD as an answer's usage.cost writes it),
+// with an exponent only for magnitudes of 1e21 and more.
 func appendNumber(b []byte, f float64) []byte {
 	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
 		return strconv.AppendInt(b, int64(f), 10)
 	}
-	if a := math.Abs(f); a < 1e-6 || a >= 1e21 {
+	if math.Abs(f) >= 1e21 {
 		return strconv.AppendFloat(b, f, 'e', -1, 64)
 	}
 	return strconv.AppendFloat(b, f, 'f', -1, 64)

@@ -663,6 +663,12 @@ func TestAppendNumber(t *testing.T) {
 			t.Errorf("appendNumber(%v) = %s, reads back as %v (%v)", f, got, back, err)
 		}
 	}
+	// A cost is written as an answer's usage.cost writes it.
+	for f, want := range map[float64]string{1e-9: "0.000000001", 5e-7: "0.0000005", 0.000014: "0.000014", -2.5e-6: "-0.0000025"} {
+		if got := appendNumber(nil, f); string(got) != want {
+			t.Errorf("appendNumber(%v) = %s, want %s", f, got, want)
+		}
+	}
 }
 
 func TestRecordAllocs(t *testing.T) {

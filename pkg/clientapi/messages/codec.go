@@ -121,13 +121,13 @@ func (c *counts) set(input, cacheCreation, cacheRead, output int) {
 // writes the answer was billed for, as Anthropic reports them.
 type clientUsage struct {
 	counts
-	Cost      float64 `json:"cost"`
+	Cost      llm.USD `json:"cost"`
 	Estimated bool    `json:"estimated,omitempty"`
 }
 
 func toAnthropicUsage(u llm.Usage) *clientUsage {
 	uncached, cached, written := u.PromptParts()
-	cu := &clientUsage{Cost: u.Cost, Estimated: u.Estimated}
+	cu := &clientUsage{Cost: llm.USD(u.Cost), Estimated: u.Estimated}
 	cu.set(uncached, written, cached, u.CompletionTokens)
 	if calls := u.ToolCalls(); len(calls) > 0 {
 		cu.ServerToolUse = make(map[string]*int64, len(calls))

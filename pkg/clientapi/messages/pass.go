@@ -301,7 +301,7 @@ func (m *messageAssembler) message(u llm.Usage) []byte {
 	for _, f := range m.usage {
 		uset[f.Key] = f.Value
 	}
-	cost, _ := json.Marshal(u.Cost)
+	cost, _ := json.Marshal(llm.USD(u.Cost))
 	uset["cost"] = cost
 	set["usage"] = llm.Splice(usage, 64, uset)
 	return llm.Splice(m.message0, 256, set)

@@ -134,12 +134,12 @@ func (c *responsesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway
 // responsesUsage is the Responses usage object plus the gateway's cost.
 type responsesUsage struct {
 	responseswire.Usage
-	Cost      float64 `json:"cost"`
+	Cost      llm.USD `json:"cost"`
 	Estimated bool    `json:"estimated,omitempty"`
 }
 
 func toResponsesUsage(u llm.Usage) *responsesUsage {
-	r := &responsesUsage{Cost: u.Cost, Estimated: u.Estimated}
+	r := &responsesUsage{Cost: llm.USD(u.Cost), Estimated: u.Estimated}
 	r.InputTokens, r.OutputTokens, r.TotalTokens = int64(u.PromptTokens), int64(u.CompletionTokens), int64(u.TotalTokens)
 	if r.TotalTokens < r.InputTokens+r.OutputTokens {
 		r.TotalTokens = r.InputTokens + r.OutputTokens
