@@ -95,6 +95,10 @@ type Route struct {
 	OutputPrice     float64  `yaml:"output_price"`
 	CacheReadPrice  *float64 `yaml:"cache_read_price"`
 	CacheWritePrice *float64 `yaml:"cache_write_price"`
+	// MaxOutputTokens is the most output the upstream model produces for
+	// a request that sets no limit (its maximum output); 0: not known.
+	// A tpm reserves it for such a request.
+	MaxOutputTokens int `yaml:"max_output_tokens"`
 }
 
 // CacheRead is the route's price of a cached prompt token read, in USD per

@@ -268,6 +268,9 @@ func (c *Config) validateModels(idx *index) error {
 			if r.CacheWritePrice != nil && !isAmount(*r.CacheWritePrice) {
 				return fieldErr(rat+".cache_write_price", "must be a finite number >= 0, got %v", *r.CacheWritePrice)
 			}
+			if r.MaxOutputTokens < 0 {
+				return fieldErr(rat+".max_output_tokens", "must be >= 0 (0: not known), got %d", r.MaxOutputTokens)
+			}
 		}
 	}
 	return nil

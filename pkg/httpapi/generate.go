@@ -92,14 +92,15 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 		return full, nil
 	})
 	req.Native = nativeOf(api, r.Header, members, len(body))
-	g.MaxOutputTokens = maxOutputTokens(func(name string) (json.RawMessage, bool) {
+	field := func(name string) (json.RawMessage, bool) {
 		for _, m := range members {
 			if m.Key == name {
 				return m.Value, true
 			}
 		}
 		return nil, false
-	})
+	}
+	g.MaxOutputTokens, g.Choices = maxOutputTokens(field), choices(field)
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	pass := api.Codec
@@ -288,7 +289,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		}
 	}
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
-	g.MaxOutputTokens = maxOutputTokens(req.Field)
+	g.MaxOutputTokens, g.Choices = maxOutputTokens(req.Field), choices(req.Field)
 	if resolve != nil {
 		g.Resolve = func(ctx context.Context) (*llm.ChatRequest, error) {
 			whole, err := resolve(ctx)
@@ -383,4 +384,21 @@ func maxOutputTokens(field func(name string) (json.RawMessage, bool)) int {
 		}
 	}
 	return 0
+}
+
+// maxChoices bounds the n a reserve is multiplied by (OpenAI allows 128):
+// a larger one is the provider's to refuse.
+const maxChoices = 1 << 10
+
+// choices is the number of choices a request asks for (Chat Completions'
+// n; 1 when it does not say), reserved against a tpm as that many times
+// its output.
+func choices(field func(name string) (json.RawMessage, bool)) int {
+	if v, ok := field("n"); ok {
+		var n float64
+		if json.Unmarshal(v, &n) == nil && n > 1 {
+			return int(min(n, maxChoices))
+		}
+	}
+	return 1
 }
