@@ -286,3 +286,60 @@ func goCall(url, body string) <-chan answer {
 	go func() { c <- call(context.Background(), url, body) }()
 	return c
 }
+
+// TestDuplicateMembersRefused: a body with a member name twice in one
+// object, at any depth, is refused with 400 invalid_request on every
+// client API (count_tokens too), keyed or not, before any provider call:
+// the gateway and the provider could read different copies (reserve
+// max_tokens 1 against the tpm while the provider reads 900). Each goes
+// to one of two instances on one limiter.
+func TestDuplicateMembersRefused(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			claude, up := providertest.NewAnthropic(t), providertest.New(t)
+			urls := tpmGateways(t, b, 2, testclock.New(startedAt).Now, fmt.Sprintf(`providers:
+  - {name: claude, api: anthropic, base_url: %q, api_key_env: K}
+  - {name: p0, api: openai, base_url: %q, api_key_env: K}
+models:
+  - id: m
+    routes:
+      - {provider: claude, model: claude-x, input_price: 1, output_price: 2}
+  - id: o
+    routes:
+      - {provider: p0, model: up-0, input_price: 1, output_price: 2}
+projects:
+  - id: proj
+    keys: [{key: %%s, tpm: 1000}]
+`, claude.URL(), up.URL()))
+			const msgs = `"messages":[{"role":"user","content":"hi"}]`
+			cases := []struct{ name, path, body string }{
+				{"chat max_tokens", "/api/v1/chat/completions", `{"model":"o","max_tokens":1,` + msgs + `,"max_tokens":900}`},
+				{"chat escaped", "/api/v1/chat/completions", `{"model":"o","max_tokens":1,` + msgs + `,"max_tok\u0065ns":900}`},
+				{"chat in a message", "/api/v1/chat/completions", `{"model":"o","messages":[{"role":"user","content":"hi","content":"ho"}]}`},
+				{"chat to anthropic", "/api/v1/chat/completions", `{"model":"m","max_completion_tokens":1,"max_completion_tokens":900,` + msgs + `}`},
+				{"chat deep", "/api/v1/chat/completions", `{"model":"o",` + msgs + `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","type":"number"}}}}}]}`},
+				{"messages max_tokens", "/api/v1/messages", `{"model":"m","max_tokens":1,"max_tokens":900,` + msgs + `}`},
+				{"messages in a block", "/api/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}`},
+				{"messages translated", "/api/v1/messages", `{"model":"o","max_tokens":1,"max_tokens":900,` + msgs + `}`},
+				{"responses max_output_tokens", "/api/v1/responses", `{"model":"o","max_output_tokens":16,"max_output_tokens":900,"input":"hi"}`},
+				{"responses in an item", "/api/v1/responses", `{"model":"o","max_output_tokens":16,"input":[{"role":"user","content":"hi","role":"user"}]}`},
+				{"count_tokens", "/api/v1/messages/count_tokens", `{"model":"m","messages":[{"role":"user","content":"hi","content":"ho"}]}`},
+			}
+			for i, c := range cases {
+				for _, keyed := range []bool{false, true} {
+					header := []string{"Anthropic-Version", "2023-06-01", "Content-Type", "application/json"}
+					if keyed {
+						header = append(header, "Idempotency-Key", fmt.Sprintf("dup-%s-%d", b.name, i))
+					}
+					a := callPath(t, urls[i%2]+c.path, c.body, header...)
+					if a.status != 400 || a.code != "invalid_request" || !strings.Contains(a.body, "twice") {
+						t.Errorf("%s (keyed %v): %d %q %s; want 400 invalid_request naming the member given twice", c.name, keyed, a.status, a.code, a.body)
+					}
+				}
+			}
+			if n, m, c := up.Calls(), claude.Calls(), len(claude.CountTokensRequests()); n+m+c != 0 {
+				t.Errorf("the providers were called: %d chat, %d messages, %d count_tokens; want none", n, m, c)
+			}
+		})
+	}
+}

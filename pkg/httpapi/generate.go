@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -150,7 +151,7 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 			return c, err
 		}
 		sum, fpErr := idempotency.Fingerprint(r.Method, r.URL.Path, body)
-		return c, setFingerprint(g, sum, fpErr)
+		return c, setFingerprint(g, body, sum, fpErr)
 	}
 	var c gateway.Codec
 	var err error
@@ -171,12 +172,20 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	if err != nil {
 		return nil, err
 	}
-	return c, setFingerprint(g, sum, fpErr)
+	return c, setFingerprint(g, body, sum, fpErr)
 }
 
 // setFingerprint sets a keyed request's fingerprint, or refuses the
-// request when its body has none (err, the fingerprint's error).
-func setFingerprint(g *gateway.Request, sum string, err error) error {
+// request when its body has none (err, the fingerprint's error): a body
+// with a member name given twice gets the error every request does
+// (llm.CheckUnique, run only then).
+func setFingerprint(g *gateway.Request, body []byte, sum string, err error) error {
+	var ce *canonjson.Error
+	if errors.As(err, &ce) && strings.HasPrefix(ce.Msg, canonjson.DuplicateName) {
+		if dup := llm.CheckUnique(body); dup != nil {
+			return dup
+		}
+	}
 	if err != nil {
 		return llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
 	}
@@ -220,11 +229,24 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	}
 	// A Chat Completions body is split once, by its decoder, which the
 	// case check then reads; another API's is split here, for the body
-	// passed through as much as for the check.
+	// passed through as much as for the check. Either scan refuses a
+	// member name given twice in an object (a keyed request's
+	// fingerprint does, setFingerprint): the gateway and the provider
+	// could read different copies.
+	fingerprinted := validKey(r.Header.Values(HeaderIdempotencyKey))
 	var members []llm.Member
 	membersErr := errNotSplit
 	if api.Proto != llm.ProtoChat {
-		if members, membersErr = llm.Members(body); membersErr == nil {
+		split := llm.RequestMembers
+		if fingerprinted {
+			split = llm.Members
+		}
+		members, membersErr = split(body)
+		var dup *llm.Error
+		if errors.As(membersErr, &dup) {
+			return nil, dup
+		}
+		if membersErr == nil {
 			if name, bad := llm.CaseVariant(members, api.Owned...); bad {
 				return nil, caseVariant(name)
 			}
@@ -256,7 +278,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		return nil, err
 	}
 	decode := llm.DecodeChatRequest
-	if validKey(r.Header.Values(HeaderIdempotencyKey)) && api.Prepare == nil {
+	if fingerprinted && api.Prepare == nil {
 		// The body is the client's, which its fingerprint checks in full
 		// before the request goes on (validate): what the decoder skips
 		// over need not be checked twice.

@@ -26,6 +26,11 @@ var errNotObject = errors.New("the body is not a JSON object")
 // twice. It fails on anything that is not one well-formed object.
 func Members(body []byte) ([]Member, error) {
 	s := scanner{b: body}
+	return members(&s)
+}
+
+func members(s *scanner) ([]Member, error) {
+	body := s.b
 	if s.peek() != '{' {
 		return nil, errNotObject
 	}
@@ -56,6 +61,25 @@ func Members(body []byte) ([]Member, error) {
 		return nil, errNotObject
 	}
 	return ms, nil
+}
+
+// RequestMembers is Members for a client's request body, which it also
+// checks for an object, at any depth, with a member name given twice: that
+// is a DuplicateMember error. Any other problem is Members's error (a body
+// that is valid JSON the scan leaves aside, nested too deep, is checked by
+// CheckUnique).
+func RequestMembers(body []byte) ([]Member, error) {
+	s := scanner{b: body, unique: true}
+	ms, err := members(&s)
+	if s.dup != nil {
+		return nil, DuplicateMember(*s.dup, s.dupTop)
+	}
+	if err != nil {
+		if uerr := CheckUnique(body); uerr != nil {
+			return nil, uerr
+		}
+	}
+	return ms, err
 }
 
 // keyStart is the offset in body of the opening quote of key, a sub-slice
