@@ -119,10 +119,13 @@ func (s *scanner) uniqueObject(member func(key []byte, esc bool) bool) bool {
 		// memory, which does not change during the scan.
 		name := unsafe.String(unsafe.SliceData(key), len(key))
 		if esc || !utf8.Valid(key) {
+			// Declared here, so that only such a name costs an allocation.
+			var decoded string
 			start := keyStart(s.b, key)
-			if json.Unmarshal(s.b[start:start+len(key)+2], &name) != nil {
+			if json.Unmarshal(s.b[start:start+len(key)+2], &decoded) != nil {
 				return false
 			}
+			name = decoded
 		}
 		seen := false
 		for _, k := range first[:min(n, linearKeys)] {
