@@ -180,13 +180,13 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 // with a member name given twice gets the error every request does
 // (llm.CheckUnique, run only then).
 func setFingerprint(g *gateway.Request, body []byte, sum string, err error) error {
-	var ce *canonjson.Error
-	if errors.As(err, &ce) && strings.HasPrefix(ce.Msg, canonjson.DuplicateName) {
-		if dup := llm.CheckUnique(body); dup != nil {
-			return dup
-		}
-	}
 	if err != nil {
+		var ce *canonjson.Error
+		if errors.As(err, &ce) && strings.HasPrefix(ce.Msg, canonjson.DuplicateName) {
+			if dup := llm.CheckUnique(body); dup != nil {
+				return dup
+			}
+		}
 		return llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
 	}
 	g.Fingerprint = sum
@@ -242,8 +242,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 			split = llm.Members
 		}
 		members, membersErr = split(body)
-		var dup *llm.Error
-		if errors.As(membersErr, &dup) {
+		if dup, ok := membersErr.(*llm.Error); ok {
 			return nil, dup
 		}
 		if membersErr == nil {
