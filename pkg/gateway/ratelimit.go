@@ -180,7 +180,18 @@ func (h *rateHold) follow() {
 	}
 	h.taken, h.carried = taken, true
 	h.window.Store(taken.Window)
-	h.arm(now)
+}
+
+// tick is the timer's: it follows, and sets the timer again for the next
+// minute's start (also when the clock had not reached this one's: a clock
+// set back).
+func (h *rateHold) tick() {
+	h.follow()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done {
+		h.arm(h.svc.now())
+	}
 }
 
 // arm sets the timer that carries the count into the next minute at its
@@ -189,7 +200,7 @@ func (h *rateHold) arm(now time.Time) {
 	end := time.Unix((ratelimit.WindowOf(now)+1)*int64(ratelimit.Window/time.Second), 0)
 	d := end.Sub(now)
 	if h.timer == nil {
-		h.timer = time.AfterFunc(d, h.follow)
+		h.timer = time.AfterFunc(d, h.tick)
 	} else {
 		h.timer.Reset(d)
 	}
