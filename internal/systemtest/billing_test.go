@@ -661,7 +661,9 @@ func TestRateLimits(t *testing.T) {
 	t.Run("every kind of answer", func(t *testing.T) {
 		// Streams and the Responses API carry the headers as whole Chat
 		// answers do (Messages also Anthropic's), each counted.
-		g := newGateway(t, setup{now: withinOneMinute(), projectYAML: "    rpm: 10\n    tpm: 100000\n"})
+		// The routes' models produce at most 1000 tokens for a request
+		// that sets no limit, which such a request reserves.
+		g := newGateway(t, setup{now: withinOneMinute(), projectYAML: "    rpm: 10\n    tpm: 100000\n", routeYAML: "max_output_tokens: 1000"})
 		for i, c := range []struct{ path, body string }{
 			{"/api/v1/chat/completions", chatBody(`"stream":true`)},
 			{"/api/v1/messages", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},

@@ -257,7 +257,7 @@ func BenchmarkRateLimitSoak(b *testing.B) {
 		Limiter: ratelimit.NewDynamo(dynalite.NewClient(endpoint, dynalite.CountCalls(&counter)), table)}
 	store := dynamostore.New(client, table)
 	limit := max(b.N/2, 1)
-	g := newGateway(b, setup{store: store, accounts: acc, now: withinOneMinute(),
+	g := newGateway(b, setup{store: store, accounts: acc, now: withinOneMinute(), routeYAML: "max_output_tokens: 100",
 		projectYAML: fmt.Sprintf("    rpm: %d\n", limit), keyYAML: fmt.Sprintf("tpm: %d", 1_000_000)})
 	urls := []string{g.url, g.instance(b, store)}
 	var answered, refused atomic.Int64

@@ -75,7 +75,7 @@ func TestLargeBody(t *testing.T) {
 
 	twice := string(body[:len(body)-1]) + `,"max_tokens":64}`
 	a := mustCall(t, g.url, twice, "Idempotency-Key", key(t)+"-twice")
-	if a.status != 400 || a.code != "invalid_request" || !strings.Contains(a.body, "unambiguous JSON") {
+	if a.status != 400 || a.code != "invalid_request" || !strings.Contains(a.body, `member \"max_tokens\" twice`) {
 		t.Errorf("a key given twice: %d %q %s, want 400 invalid_request from the fingerprint", a.status, a.code, a.body)
 	}
 	unknown := strings.Replace(twice, `"model":"m"`, `"model":"nope"`, 1)

@@ -57,6 +57,10 @@ import (
 // error.
 const MaxDepth = 1000
 
+// DuplicateName begins the message of an Error for an object with a member
+// name given twice; the name follows, quoted as by strconv.Quote.
+const DuplicateName = "duplicate object member name "
+
 // Error reports why an input could not be canonicalized.
 type Error struct {
 	Offset int    // byte offset in the input where the problem was detected
@@ -421,7 +425,7 @@ func (p *parser) object() error {
 			if len(k) > 64 {
 				k = k[:64]
 			}
-			return p.fail(int(max(kids[i-1].off, kids[i].off)), "duplicate object member name "+strconv.Quote(string(k)))
+			return p.fail(int(max(kids[i-1].off, kids[i].off)), DuplicateName+strconv.Quote(string(k)))
 		}
 	}
 	p.close(mark, off, kindObject)

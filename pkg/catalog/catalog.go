@@ -121,6 +121,10 @@ type Route struct {
 	// declares a billable server tool is not sent on a route that would
 	// carry the tool and has no price for it.
 	ToolPrices map[string]float64 `yaml:"tool_prices"`
+	// MaxOutputTokens is the most output the upstream model produces for
+	// a request that sets no limit (its maximum output); 0: not known.
+	// A tpm reserves it for such a request.
+	MaxOutputTokens int `yaml:"max_output_tokens"`
 }
 
 // CacheRead is the route's price of a cached prompt token read, in USD per

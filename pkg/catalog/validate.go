@@ -286,6 +286,9 @@ func (c *Config) validateModels(idx *index) error {
 					return fieldErr(rat+".tool_prices."+tool, "must be a finite number >= 0 (USD per call), got %v", price)
 				}
 			}
+			if r.MaxOutputTokens < 0 {
+				return fieldErr(rat+".max_output_tokens", "must be >= 0 (0: not known), got %d", r.MaxOutputTokens)
+			}
 		}
 	}
 	return c.validateFallbacks(idx)

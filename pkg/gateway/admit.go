@@ -36,7 +36,7 @@ func (s *Service) AdmitFree(ctx context.Context, c *Caller, anthropicHeaders boo
 		return nil, err
 	}
 	a := &Admitted{slot: slot}
-	req := &Request{Caller: c, AnthropicRateHeaders: anthropicHeaders}
+	req := &Request{Caller: c, AnthropicRateHeaders: anthropicHeaders, free: true}
 	if s.accounts.Limiter != nil {
 		rates := ProjectRates(c.Project, billing.Account{})
 		if rates == (billing.Rates{}) && s.accounts.Ledger != nil {

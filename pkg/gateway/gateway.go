@@ -105,24 +105,31 @@ type Request struct {
 	// request, storing nothing.
 	Validate func() error
 
-	// MaxOutputTokens is the most output the request asks for (0: it does
-	// not say), reserved with its prompt's estimate against a tpm;
-	// AnthropicRateHeaders: its answer reports rate limits in Anthropic's
-	// headers as well as OpenAI's.
+	// MaxOutputTokens is the most output the request asks for of each
+	// choice (0: it does not say; then the plan's routes say what their
+	// upstreams allow), Choices the number of choices it asks for (Chat's
+	// n; 0 or 1: one): with its prompt's estimate they are reserved
+	// against a tpm. AnthropicRateHeaders: its answer reports rate limits
+	// in Anthropic's headers as well as OpenAI's.
 	MaxOutputTokens      int
+	Choices              int
 	AnthropicRateHeaders bool
 
 	// group is the Group of the context the request is served under (nil:
 	// none): its finishing steps count in it.
 	group *Group
-	// rate is what the rate limiter counted for the request, rateHeaders
-	// the headers that report it, usedTokens the tokens its answer used.
-	rate        ratelimit.Taken
-	rateHeaders map[string]string
-	usedTokens  int64
+	// rate is what the rate limiter counted for the request (nil: it has
+	// no limits), rateHeaders the headers that report it; usedTokens and
+	// outputTokens are the tokens its answer used, all and output.
+	rate                     *rateHold
+	rateHeaders              map[string]string
+	usedTokens, outputTokens int64
 	// projectRates are the project's rpm, tpm and budget: the config's, or
 	// the admin tool's (set by the balance check).
 	projectRates billing.Rates
+	// free is a request admitted to produce nothing (AdmitFree): it
+	// reserves no output tokens.
+	free bool
 	// settleAtPrice is set by the balance check when the account is bounded
 	// (a balance, a key limit): its bill is applied when the answer is
 	// priced, before the last bytes (tee.Price).
@@ -599,12 +606,12 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 			c.SetMore(ans.More)
 		}
 	}
-	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, extra: req.rateHeaders, entry: billing.Entry{
+	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, extra: req.rateHeaders, rate: req.rate, entry: billing.Entry{
 		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
 	}}
 	res := codec.Answer(ans, out)
 	u := res.Usage
-	req.usedTokens = int64(u.PromptTokens + u.CompletionTokens)
+	req.usedTokens, req.outputTokens = int64(u.PromptTokens+u.CompletionTokens), int64(u.CompletionTokens)
 	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Any("cost", llm.USD(u.Cost)))
 	switch {
 	case out.clientErr != nil:
@@ -712,9 +719,13 @@ type tee struct {
 	// extra are headers for the client's answer alone (rate limits), not
 	// recorded for replays.
 	extra map[string]string
+	// rate is the request's count against its rate limits (nil: none),
+	// which follows the answer into each minute it sends output in.
+	rate *rateHold
 }
 
 func (t *tee) Start(status int, header map[string]string, stream bool) {
+	t.rate.follow()
 	if len(t.extra) > 0 {
 		h := make(map[string]string, len(header)+len(t.extra))
 		for k, v := range header {
@@ -733,6 +744,7 @@ func (t *tee) Start(status int, header map[string]string, stream bool) {
 }
 
 func (t *tee) Body(b []byte) {
+	t.rate.follow()
 	if t.exec != nil {
 		t.exec.Body(b)
 	}
@@ -742,6 +754,7 @@ func (t *tee) Body(b []byte) {
 }
 
 func (t *tee) Event(ev idempotency.Event, send bool) error {
+	t.rate.follow()
 	if t.exec != nil {
 		t.exec.Event(t.ctx, ev)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/storecall"
@@ -13,8 +15,8 @@ import (
 )
 
 // takeRate counts the request against its project's and key's rpm and tpm
-// (the prompt's estimate and its max output tokens reserved), before any
-// provider call: 429 rate_limited when one has no room this minute. It
+// (its prompt's estimate and its output reserve, outputReserve), before
+// any provider call: 429 rate_limited when one has no room this minute. It
 // runs after the balance check, so a request refused for money is not
 // counted. Its headers (x-ratelimit-*, and Anthropic's on Messages) go on
 // the answer.
@@ -34,10 +36,12 @@ func (s *Service) takeRate(ctx context.Context, req *Request) error {
 	if len(counters) == 0 {
 		return nil
 	}
-	reserve := int64(req.MaxOutputTokens)
+	var prompt int64
 	if req.Chat != nil {
-		reserve += int64(llm.EstimateTokens(req.Chat.Size()))
+		prompt = int64(llm.EstimateTokens(req.Chat.Size()))
 	}
+	output := outputReserve(req, counters, prompt)
+	reserve := prompt + output
 	now := s.now()
 	tctx, cancel := storecall.Bound(ctx, 10*time.Second, false)
 	defer cancel()
@@ -51,27 +55,157 @@ func (s *Service) takeRate(ctx context.Context, req *Request) error {
 		}
 		what := fmt.Sprintf("requests per minute (%d)", u.Limit.RPM)
 		if u.Limit.RPM == 0 || u.Requests < u.Limit.RPM {
-			what = fmt.Sprintf("tokens per minute (%d; this request reserves %d: its prompt's estimate and its max output tokens)", u.Limit.TPM, reserve)
+			what = fmt.Sprintf("tokens per minute (%d; this request reserves %d: its prompt's estimate and the most output it may produce, its max output tokens or, when it sets none, what its upstream allows, times n)", u.Limit.TPM, reserve)
 		}
 		return &llm.Error{Code: llm.CodeRateLimited, Message: "the " + whose + " " + what + " are used up; retry after the minute",
 			RetryAfter: max(u.Reset.Sub(now), time.Second), Header: rateHeaders(usages, now, req.AnthropicRateHeaders)}
 	case err != nil:
 		return BillingUnavailable(err)
 	}
-	req.rate, req.rateHeaders = taken, rateHeaders(usages, now, req.AnthropicRateHeaders)
+	h := &rateHold{svc: s, taken: taken, output: output}
+	h.window.Store(taken.Window)
+	h.mu.Lock()
+	h.arm(now)
+	h.mu.Unlock()
+	req.rate = h
+	req.rateHeaders = rateHeaders(usages, now, req.AnthropicRateHeaders)
 	return nil
 }
 
-// settleRate corrects the request's reserved tokens to the tokens its
-// answer used (none when it was not answered), best effort.
+// outputReserve is the most output tokens the request may produce: its
+// max output tokens, or when it sets none what its plan's routes allow
+// (router.Plan.MaxOutputTokens: an adapter's default, a route's
+// max_output_tokens), times its choices (n). When a route's allowance is
+// not known, the request may use all of the tightest tpm: it reserves
+// what of that its prompt leaves.
+func outputReserve(req *Request, counters []ratelimit.Counter, prompt int64) int64 {
+	if req.free {
+		return 0
+	}
+	n := int64(max(req.Choices, 1))
+	if req.MaxOutputTokens > 0 {
+		return int64(req.MaxOutputTokens) * n
+	}
+	if req.Plan != nil {
+		if most, ok := req.Plan.MaxOutputTokens(); ok {
+			return most * n
+		}
+	}
+	var tightest int64
+	for _, c := range counters {
+		if t := c.Limit.TPM; t > 0 && (tightest == 0 || t < tightest) {
+			tightest = t
+		}
+	}
+	return max(tightest-prompt, 0)
+}
+
+// settleRate corrects the request's count to the tokens its answer used
+// (none when it was not answered), best effort: in the minute it ends in,
+// which holds its whole reserve when it started in it, its output reserve
+// when it was carried there; a request whose count did not follow it into
+// the minute it ends in (it sent nothing in that minute before it ended)
+// counts its output there.
 func (s *Service) settleRate(req *Request) {
-	if len(req.rate.Counters) == 0 || s.accounts.Limiter == nil {
+	h := req.rate
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.done = true
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	now := s.now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	switch {
+	case ratelimit.WindowOf(now) > h.taken.Window:
+		if req.outputTokens > 0 {
+			_, err = s.accounts.Limiter.Carry(ctx, h.taken, now, req.outputTokens)
+		}
+	case h.carried:
+		err = s.accounts.Limiter.Adjust(ctx, h.taken, req.outputTokens-h.taken.Reserved)
+	default:
+		err = s.accounts.Limiter.Adjust(ctx, h.taken, req.usedTokens-h.taken.Reserved)
+	}
+	if err != nil {
+		s.log.Warn("rate limit tokens not corrected", "request_id", req.ID, "error", err)
+	}
+}
+
+// rateHold is a running request's count against its rate limits. The
+// request is counted (its whole reserve) in the minute it starts in; while
+// it runs, each later minute it runs in counts its output reserve as well
+// (ratelimit.Limiter.Carry), from the minute's start (a timer) or from its
+// first output in that minute, whichever comes first; settleRate corrects
+// the last.
+type rateHold struct {
+	svc *Service
+	// window is taken's, read without the lock on every event.
+	window atomic.Int64
+
+	mu     sync.Mutex
+	taken  ratelimit.Taken
+	output int64 // the output reserve, carried into each later minute
+	// carried: taken is a later minute's, holding the output reserve only.
+	carried bool
+	done    bool
+	timer   *time.Timer
+}
+
+// follow carries the count into the current minute when the request's
+// minute has ended. It is called on each piece of the answer, before it is
+// sent, and by the timer; a nil hold does nothing.
+func (h *rateHold) follow() {
+	if h == nil {
+		return
+	}
+	now := h.svc.now()
+	if ratelimit.WindowOf(now) <= h.window.Load() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done || ratelimit.WindowOf(now) <= h.taken.Window {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.accounts.Limiter.Adjust(ctx, req.rate, req.usedTokens-req.rate.Reserved); err != nil {
-		s.log.Warn("rate limit tokens not corrected", "request_id", req.ID, "error", err)
+	taken, err := h.svc.accounts.Limiter.Carry(ctx, h.taken, now, h.output)
+	if err != nil {
+		// What was not counted only makes the minute laxer; the next
+		// piece of the answer tries again.
+		h.svc.log.Warn("rate limit tokens not carried into the next minute", "error", err)
+		return
+	}
+	h.taken, h.carried = taken, true
+	h.window.Store(taken.Window)
+}
+
+// tick is the timer's: it follows, and sets the timer again for the next
+// minute's start (also when the clock had not reached this one's: a clock
+// set back).
+func (h *rateHold) tick() {
+	h.follow()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done {
+		h.arm(h.svc.now())
+	}
+}
+
+// arm sets the timer that carries the count into the next minute at its
+// start, by the service's clock. Call it with h.mu held.
+func (h *rateHold) arm(now time.Time) {
+	end := time.Unix((ratelimit.WindowOf(now)+1)*int64(ratelimit.Window/time.Second), 0)
+	d := end.Sub(now)
+	if h.timer == nil {
+		h.timer = time.AfterFunc(d, h.tick)
+	} else {
+		h.timer.Reset(d)
 	}
 }
 

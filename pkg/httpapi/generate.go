@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -103,14 +104,15 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 		return full, nil
 	})
 	req.Native = nativeOf(api, r.Header, members, len(body))
-	g.MaxOutputTokens = maxOutputTokens(func(name string) (json.RawMessage, bool) {
+	field := func(name string) (json.RawMessage, bool) {
 		for _, m := range members {
 			if m.Key == name {
 				return m.Value, true
 			}
 		}
 		return nil, false
-	})
+	}
+	g.MaxOutputTokens, g.Choices = maxOutputTokens(field), choices(field)
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	var pass gateway.Codec
@@ -162,7 +164,7 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 			return c, err
 		}
 		sum, fpErr := idempotency.Fingerprint(r.Method, r.URL.Path, body)
-		return c, setFingerprint(g, sum, fpErr)
+		return c, setFingerprint(g, body, sum, fpErr)
 	}
 	var c gateway.Codec
 	var err error
@@ -183,13 +185,21 @@ func (s *Server) validate(r *http.Request, p *principal, g *gateway.Request, api
 	if err != nil {
 		return nil, err
 	}
-	return c, setFingerprint(g, sum, fpErr)
+	return c, setFingerprint(g, body, sum, fpErr)
 }
 
 // setFingerprint sets a keyed request's fingerprint, or refuses the
-// request when its body has none (err, the fingerprint's error).
-func setFingerprint(g *gateway.Request, sum string, err error) error {
+// request when its body has none (err, the fingerprint's error): a body
+// with a member name given twice gets the error every request does
+// (llm.CheckUnique, run only then).
+func setFingerprint(g *gateway.Request, body []byte, sum string, err error) error {
 	if err != nil {
+		var ce *canonjson.Error
+		if errors.As(err, &ce) && strings.HasPrefix(ce.Msg, canonjson.DuplicateName) {
+			if dup := llm.CheckUnique(body); dup != nil {
+				return dup
+			}
+		}
 		return llm.Errorf(llm.CodeInvalidRequest, "", "a request with an Idempotency-Key needs an unambiguous JSON body: %v", err)
 	}
 	g.Fingerprint = sum
@@ -232,12 +242,24 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	}
 	// A Chat Completions body is split once, by its decoder, which the
 	// case check then reads; another API's is split here, for the body
-	// passed through as much as for the check.
+	// passed through as much as for the check. Either scan refuses a
+	// member name given twice in an object (a keyed request's
+	// fingerprint does, setFingerprint): the gateway and the provider
+	// could read different copies.
+	fingerprinted := validKey(r.Header.Values(HeaderIdempotencyKey))
 	var members []llm.Member
 	var tools []llm.ServerTool // the billable server tools the request declares
 	membersErr := errNotSplit
 	if api.Proto != llm.ProtoChat {
-		if members, membersErr = llm.Members(body); membersErr == nil {
+		split := llm.RequestMembers
+		if fingerprinted {
+			split = llm.Members
+		}
+		members, membersErr = split(body)
+		if dup, ok := membersErr.(*llm.Error); ok {
+			return nil, dup
+		}
+		if membersErr == nil {
 			if name, bad := llm.CaseVariant(members, api.Owned...); bad {
 				return nil, caseVariant(name)
 			}
@@ -284,7 +306,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		return nil, err
 	}
 	decode := llm.DecodeChatRequest
-	if validKey(r.Header.Values(HeaderIdempotencyKey)) && api.Prepare == nil {
+	if fingerprinted && api.Prepare == nil {
 		// The body is the client's, which its fingerprint checks in full
 		// before the request goes on (validate): what the decoder skips
 		// over need not be checked twice.
@@ -337,7 +359,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		}
 	}
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
-	g.MaxOutputTokens = maxOutputTokens(req.Field)
+	g.MaxOutputTokens, g.Choices = maxOutputTokens(req.Field), choices(req.Field)
 	if resolve != nil {
 		g.Resolve = func(ctx context.Context) (*llm.ChatRequest, error) {
 			whole, err := resolve(ctx)
@@ -432,4 +454,21 @@ func maxOutputTokens(field func(name string) (json.RawMessage, bool)) int {
 		}
 	}
 	return 0
+}
+
+// maxChoices bounds the n a reserve is multiplied by (OpenAI allows 128):
+// a larger one is the provider's to refuse.
+const maxChoices = 1 << 10
+
+// choices is the number of choices a request asks for (Chat Completions'
+// n; 1 when it does not say), reserved against a tpm as that many times
+// its output.
+func choices(field func(name string) (json.RawMessage, bool)) int {
+	if v, ok := field("n"); ok {
+		var n float64
+		if json.Unmarshal(v, &n) == nil && n > 1 {
+			return int(min(n, maxChoices))
+		}
+	}
+	return 1
 }

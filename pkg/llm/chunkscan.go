@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeDelta is json.Unmarshal(raw, w) for a fresh w, without reflection
@@ -41,6 +42,14 @@ type scanner struct {
 	// split: messages checks a body of this many bytes or more on two
 	// goroutines (msgtail.go); 0: never.
 	split int
+	// unique: an object with a member name given twice (after escapes are
+	// decoded) fails the scan, with dup set to that name (uniqueObject).
+	unique bool
+	dup    *string
+	// nest is the depth of the object uniqueObject is in (1: the
+	// outermost); dupTop: dup is a member of the outermost object.
+	nest   int
+	dupTop bool
 }
 
 func (s *scanner) ws() {
@@ -82,6 +91,72 @@ func (s *scanner) null() bool {
 // at the value, which member must consume. It returns false on a malformed
 // object or when member does.
 func (s *scanner) object(member func(key []byte, esc bool) bool) bool {
+	if s.unique {
+		return s.uniqueObject(member)
+	}
+	return s.anyObject(member)
+}
+
+// linearKeys is how many of an object's member names uniqueObject
+// compares one by one; an object with more keeps the rest in a map.
+const linearKeys = 16
+
+// uniqueObject is object for a scanner that refuses a member name given
+// twice in one object: parsers differ on which of the two counts (Go's
+// encoding/json and Python's json take the last, others the first), so a
+// request with one means one thing to the gateway and another to a
+// provider. Names are compared as decoded ("a" and "\u0061" are one name);
+// a name with an escape or bytes that are not UTF-8 is decoded as
+// encoding/json does (invalid bytes become U+FFFD).
+func (s *scanner) uniqueObject(member func(key []byte, esc bool) bool) bool {
+	var first [linearKeys]string
+	var rest map[string]struct{}
+	n := 0
+	s.nest++
+	defer func() { s.nest-- }()
+	return s.anyObject(func(key []byte, esc bool) bool {
+		// The name is compared without a copy: it shares the body's
+		// memory, which does not change during the scan.
+		name := unsafe.String(unsafe.SliceData(key), len(key))
+		if esc || !utf8.Valid(key) {
+			// Declared here, so that only such a name costs an allocation.
+			var decoded string
+			start := keyStart(s.b, key)
+			if json.Unmarshal(s.b[start:start+len(key)+2], &decoded) != nil {
+				return false
+			}
+			name = decoded
+		}
+		seen := false
+		for _, k := range first[:min(n, linearKeys)] {
+			if k == name {
+				seen = true
+				break
+			}
+		}
+		if !seen && rest != nil {
+			_, seen = rest[name]
+		}
+		if seen {
+			d := strings.Clone(name)
+			s.dup, s.dupTop = &d, s.nest == 1
+			return false
+		}
+		if n < linearKeys {
+			first[n] = name
+		} else {
+			if rest == nil {
+				rest = make(map[string]struct{}, linearKeys)
+			}
+			rest[name] = struct{}{}
+		}
+		n++
+		return member(key, esc)
+	})
+}
+
+// anyObject is object for any member names.
+func (s *scanner) anyObject(member func(key []byte, esc bool) bool) bool {
 	if s.peek() != '{' {
 		return false
 	}

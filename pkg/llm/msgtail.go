@@ -45,7 +45,7 @@ func startMsgTail(s *scanner) *msgTail {
 		return nil
 	}
 	t := &msgTail{at: at, done: make(chan struct{})}
-	go t.run(scanner{b: s.b, i: at})
+	go t.run(scanner{b: s.b, i: at, unique: s.unique})
 	return t
 }
 

@@ -155,14 +155,25 @@ func DecodeCheckedChatRequest(body []byte) (*ChatRequest, error) {
 }
 
 func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
-	// The fast path: one scan, no copies, no reflection.
-	fields, msgsOK, ok := splitChat(body, checked)
+	// The fast path: one scan, no copies, no reflection. It refuses a
+	// member name given twice, at any depth, unless another parser checks
+	// the body (a checked body's fingerprint refuses it).
+	s := scanner{b: body, quotesOnly: checked, split: parallelMessages, unique: !checked}
+	fields, msgsOK, ok := s.splitChat()
+	if s.dup != nil {
+		return nil, DuplicateMember(*s.dup, s.dupTop)
+	}
 	if !ok {
 		if err := json.Unmarshal(body, &fields); err != nil {
 			if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
 				return nil, invalid("", "request body is not valid JSON: %s", jsonProblem(err))
 			}
 			return nil, invalid("", "request body must be a JSON object")
+		}
+		if !checked {
+			if err := CheckUnique(body); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if fields == nil {

@@ -18,6 +18,13 @@ func splitChat(body []byte, quotesOnly bool) (fields map[string]json.RawMessage,
 // more checked on two goroutines (0: never).
 func splitChatFrom(body []byte, quotesOnly bool, split int) (fields map[string]json.RawMessage, msgsOK, ok bool) {
 	s := scanner{b: body, quotesOnly: quotesOnly, split: split}
+	return s.splitChat()
+}
+
+// splitChat is splitChatFrom on the scanner's body, as it is set up (a
+// unique scanner fails on a member name given twice, and sets s.dup).
+func (s *scanner) splitChat() (fields map[string]json.RawMessage, msgsOK, ok bool) {
+	body := s.b
 	if s.peek() != '{' {
 		return nil, false, false
 	}

@@ -25,8 +25,13 @@ var errNotObject = errors.New("the body is not a JSON object")
 // not change while they are in use. A key given twice is listed
 // twice. It fails on anything that is not one well-formed object.
 func Members(body []byte) ([]Member, error) {
+	s := scanner{b: body}
+	return members(&s)
+}
+
+func members(s *scanner) ([]Member, error) {
 	ms := make([]Member, 0, 16)
-	if !EachMember(body, func(m Member) bool { ms = append(ms, m); return true }) {
+	if !eachMember(s, func(m Member) bool { ms = append(ms, m); return true }) {
 		return nil, errNotObject
 	}
 	return ms, nil
@@ -38,6 +43,11 @@ func Members(body []byte) ([]Member, error) {
 // calls, when body is not one well-formed object or f returns false.
 func EachMember(body []byte, f func(Member) bool) bool {
 	s := scanner{b: body}
+	return eachMember(&s, f)
+}
+
+func eachMember(s *scanner, f func(Member) bool) bool {
+	body := s.b
 	if s.peek() != '{' {
 		return false
 	}
@@ -66,6 +76,25 @@ func EachMember(body []byte, f func(Member) bool) bool {
 	}
 	s.ws()
 	return s.i == len(body)
+}
+
+// RequestMembers is Members for a client's request body, which it also
+// checks for an object, at any depth, with a member name given twice: that
+// is a DuplicateMember error. Any other problem is Members's error (a body
+// that is valid JSON the scan leaves aside, nested too deep, is checked by
+// CheckUnique).
+func RequestMembers(body []byte) ([]Member, error) {
+	s := scanner{b: body, unique: true}
+	ms, err := members(&s)
+	if s.dup != nil {
+		return nil, DuplicateMember(*s.dup, s.dupTop)
+	}
+	if err != nil {
+		if uerr := CheckUnique(body); uerr != nil {
+			return nil, uerr
+		}
+	}
+	return ms, err
 }
 
 // keyStart is the offset in body of the opening quote of key, a sub-slice

@@ -47,7 +47,7 @@ func n(v int64) types.AttributeValue {
 
 // Take implements Limiter.
 func (d *Dynamo) Take(ctx context.Context, now time.Time, counters []Counter, reserve int64) (Taken, []Usage, error) {
-	w := windowOf(now)
+	w := WindowOf(now)
 	taken := Taken{Window: w, Reserved: reserve}
 	usages := make([]Usage, 0, len(counters))
 	for _, c := range counters {
@@ -144,6 +144,33 @@ func (d *Dynamo) Adjust(ctx context.Context, t Taken, delta int64) error {
 		return fmt.Errorf("%w: UpdateItem: %v", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// Carry implements Limiter: one UpdateItem per counter (ADD, no
+// condition), onto the window of now.
+func (d *Dynamo) Carry(ctx context.Context, t Taken, now time.Time, tokens int64) (Taken, error) {
+	w := WindowOf(now)
+	if w <= t.Window {
+		return t, nil
+	}
+	var errs []error
+	for _, c := range t.Counters {
+		_, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(d.table),
+			Key:                       d.key(c, w),
+			UpdateExpression:          aws.String("ADD t :t SET #ttl = :ttl"),
+			ExpressionAttributeNames:  map[string]string{"#ttl": ddbtable.AttrTTL},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":t": n(tokens), ":ttl": n(windowEnd(w).Add(time.Hour).Unix())},
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	carried := Taken{Counters: t.Counters, Window: w, Reserved: tokens}
+	if err := errors.Join(errs...); err != nil {
+		return carried, fmt.Errorf("%w: UpdateItem: %v", ErrUnavailable, err)
+	}
+	return carried, nil
 }
 
 // counts reads a window item's requests and tokens.

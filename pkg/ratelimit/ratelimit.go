@@ -5,10 +5,14 @@
 // A limit is counted in fixed windows of one UTC minute: a request takes
 // one request and its reserved tokens (its prompt's estimate plus the
 // output it may produce) from the current window of each of its counters,
-// or is refused when a counter has no room; once it ends, its tokens are
-// corrected to the real count (Adjust). Within a window the count is exact
-// on every instance (one conditional write a counter); across a window's
-// edge a client may spend up to one window's worth on each side.
+// or is refused when a counter has no room. Tokens count in the window
+// they are produced in: a request still running when its window ends is
+// counted again, its output reserve, in each later window it runs in
+// (Carry: it was admitted, so no limit is checked), and once it ends, the
+// window it ends in is corrected to its real count (Adjust). Within a
+// window the count is exact on every instance (one conditional write a
+// counter); across a window's edge a client may spend up to one window's
+// worth on each side.
 package ratelimit
 
 import (
@@ -65,14 +69,19 @@ type Taken struct {
 // Limiter counts. Take counts one request and reserve tokens on every
 // counter in the window of now, or none: on ErrLimited, usages says the
 // windows as they were (the refusing counter's first); Adjust corrects the
-// tokens of what was taken by delta (the real count less the reserve).
+// tokens of what was taken, in the window it was taken in, by delta (the
+// real count less the reserve); Carry counts tokens of what was taken, a
+// request that still runs, in the later window of now, with no limit
+// check, and returns what was taken there (Reserved: tokens), which later
+// Adjusts and Carries go on from.
 type Limiter interface {
 	Take(ctx context.Context, now time.Time, counters []Counter, reserve int64) (Taken, []Usage, error)
 	Adjust(ctx context.Context, t Taken, delta int64) error
+	Carry(ctx context.Context, t Taken, now time.Time, tokens int64) (Taken, error)
 }
 
-// windowOf is the unix minute of t.
-func windowOf(t time.Time) int64 { return t.Unix() / int64(Window/time.Second) }
+// WindowOf is the window of t: its unix minute.
+func WindowOf(t time.Time) int64 { return t.Unix() / int64(Window/time.Second) }
 
 // windowEnd is when window w ends.
 func windowEnd(w int64) time.Time { return time.Unix((w+1)*int64(Window/time.Second), 0).UTC() }
@@ -116,7 +125,7 @@ func (m *Memory) window(c Counter, w int64) *memWindow {
 
 // Take implements Limiter.
 func (m *Memory) Take(_ context.Context, now time.Time, counters []Counter, reserve int64) (Taken, []Usage, error) {
-	w := windowOf(now)
+	w := WindowOf(now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.windows) > 4096 {
@@ -140,6 +149,25 @@ func (m *Memory) Take(_ context.Context, now time.Time, counters []Counter, rese
 		usages[i] = Usage{Scope: c.Scope, Limit: c.Limit, Requests: mw.requests, Tokens: mw.tokens, Reset: windowEnd(w)}
 	}
 	return Taken{Counters: counters, Window: w, Reserved: reserve}, usages, nil
+}
+
+// Carry implements Limiter. A counter whose window is already later than
+// now's (another request's clock ran ahead) keeps it: its older window is
+// over.
+func (m *Memory) Carry(_ context.Context, t Taken, now time.Time, tokens int64) (Taken, error) {
+	w := WindowOf(now)
+	if w <= t.Window {
+		return t, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range t.Counters {
+		if mw := m.windows[c.Scope+"#"+c.ID]; mw != nil && mw.window > w {
+			continue
+		}
+		m.window(c, w).tokens += tokens
+	}
+	return Taken{Counters: t.Counters, Window: w, Reserved: tokens}, nil
 }
 
 // Adjust implements Limiter.

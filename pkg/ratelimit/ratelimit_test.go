@@ -53,6 +53,48 @@ func runLimiter(t *testing.T, newLimiter func(t *testing.T) Limiter) {
 			t.Fatalf("a reserve over the whole limit: %v", err)
 		}
 	})
+	t.Run("a request running into the next window counts there", func(t *testing.T) {
+		l := newLimiter(t)
+		c := []Counter{{Scope: "k", ID: "key-" + t.Name(), Limit: Limit{RPM: 10, TPM: 1000}}}
+		// 100 tokens of prompt and up to 300 of output, at 10:00:30.
+		tk, _, err := l.Take(ctx, now, c, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Still running at 10:01:05: its output reserve counts in 10:01,
+		// not as a request (rpm), with no limit check.
+		next := now.Add(35 * time.Second)
+		carried, err := l.Carry(ctx, tk, next, 300)
+		if err != nil || carried.Window != tk.Window+1 || carried.Reserved != 300 {
+			t.Fatalf("Carry = %+v, %v; want window %d, 300 reserved", carried, err, tk.Window+1)
+		}
+		if again, err := l.Carry(ctx, carried, next.Add(time.Second), 300); err != nil || again.Window != carried.Window || again.Reserved != 300 {
+			t.Fatalf("Carry within the same window = %+v, %v; want it unchanged", again, err)
+		}
+		if _, u, err := l.Take(ctx, next, c, 701); !errors.Is(err, ErrLimited) || u[0].Tokens != 300 {
+			t.Fatalf("a take of 701 beside the carried 300: %+v, %v; want ErrLimited at 300", u, err)
+		}
+		// It ends having produced 250: 10:01 is corrected, and has 750 left.
+		if err := l.Adjust(ctx, carried, 250-300); err != nil {
+			t.Fatal(err)
+		}
+		if _, u, err := l.Take(ctx, next, c, 750); err != nil || u[0].Tokens != 1000 || u[0].Requests != 1 {
+			t.Fatalf("after the correction: %+v, %v; want 1000 tokens and 1 request counted", u, err)
+		}
+		// A request that ends in a later window than it was counted in
+		// (nothing carried while it ran) counts its tokens there.
+		tk2, _, err := l.Take(ctx, next.Add(50*time.Second), []Counter{{Scope: "k", ID: "key2-" + t.Name(), Limit: Limit{TPM: 1000}}}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		later := next.Add(3 * time.Minute)
+		if _, err := l.Carry(ctx, tk2, later, 900); err != nil {
+			t.Fatal(err)
+		}
+		if _, u, err := l.Take(ctx, later, tk2.Counters, 101); !errors.Is(err, ErrLimited) || u[0].Tokens != 900 {
+			t.Fatalf("a take of 101 beside the 900 ended there: %+v, %v; want ErrLimited at 900", u, err)
+		}
+	})
 }
 
 func TestMemory(t *testing.T) {

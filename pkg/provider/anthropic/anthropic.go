@@ -53,6 +53,10 @@ type Client struct {
 	now    func() time.Time
 }
 
+// DefaultMaxOutputTokens implements llm.OutputDefaulter: a request that
+// sets no output limit is sent with DefaultMaxTokens.
+func (c *Client) DefaultMaxOutputTokens() int { return DefaultMaxTokens }
+
 // Option configures a Client.
 type Option func(*Client)
 
