@@ -14,7 +14,7 @@ import (
 // exchange is one request as its handler sees it: the response writer,
 // which records the status for the log line, the request's id, and what
 // the handler adds to the log line. It is the http.ResponseWriter the mux
-// hands each route, which passes &Recorder on (clientapi's error writers
+// hands each endpoint, which passes &Recorder on (clientapi's error writers
 // record the error's code in it).
 type exchange struct {
 	clientapi.Recorder
@@ -22,11 +22,11 @@ type exchange struct {
 	info logInfo
 }
 
-// route is a handler of the mux: its ResponseWriter is the request's
+// endpoint is a handler of the mux: its ResponseWriter is the request's
 // *exchange.
-type route func(x *exchange, r *http.Request)
+type endpoint func(x *exchange, r *http.Request)
 
-func (f route) ServeHTTP(w http.ResponseWriter, r *http.Request) { f(w.(*exchange), r) }
+func (f endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) { f(w.(*exchange), r) }
 
 // routes is the handler's table of endpoints. Each endpoint is a method
 // pattern; the same path without a method answers its other methods, 405
@@ -38,12 +38,12 @@ func (f route) ServeHTTP(w http.ResponseWriter, r *http.Request) { f(w.(*exchang
 // endpoint, after routing.
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("POST /api/v1/chat/completions", route(func(x *exchange, r *http.Request) {
+	mux.Handle("POST /api/v1/chat/completions", endpoint(func(x *exchange, r *http.Request) {
 		x.info.chat = true
 		s.generate(&x.Recorder, r, x.id, &x.info.Log, chat.API)
 	}))
 	mux.Handle("/api/v1/chat/completions", notAllowed(clientapi.WriteError, "POST"))
-	mux.Handle("POST /api/v1/responses", route(func(x *exchange, r *http.Request) {
+	mux.Handle("POST /api/v1/responses", endpoint(func(x *exchange, r *http.Request) {
 		x.info.chat = true
 		s.generate(&x.Recorder, r, x.id, &x.info.Log, s.responses.API())
 	}))
@@ -52,12 +52,12 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("HEAD /api/v1/responses/{id...}", notAllowed(clientapi.WriteError, "GET"))
 	mux.Handle("/api/v1/responses/{id...}", notAllowed(clientapi.WriteError, "GET"))
 
-	mux.Handle("POST /api/v1/messages", route(func(x *exchange, r *http.Request) {
+	mux.Handle("POST /api/v1/messages", endpoint(func(x *exchange, r *http.Request) {
 		x.info.chat = true
 		s.generate(&x.Recorder, r, x.id, &x.info.Log, messages.API)
 	}))
 	mux.Handle("/api/v1/messages", notAllowed(clientapi.WriteAnthropicError, "POST"))
-	mux.Handle("POST /api/v1/messages/count_tokens", route(func(x *exchange, r *http.Request) {
+	mux.Handle("POST /api/v1/messages/count_tokens", endpoint(func(x *exchange, r *http.Request) {
 		s.countTokens(&x.Recorder, r, &x.info.Log)
 	}))
 	mux.Handle("/api/v1/messages/count_tokens", notAllowed(clientapi.WriteAnthropicError, "POST"))
@@ -89,8 +89,8 @@ func (s *Server) routes() *http.ServeMux {
 	return mux
 }
 
-// recorded is a route that needs only the response writer.
-func recorded(h func(*clientapi.Recorder, *http.Request)) route {
+// recorded is an endpoint that needs only the response writer.
+func recorded(h func(*clientapi.Recorder, *http.Request)) endpoint {
 	return func(x *exchange, r *http.Request) { h(&x.Recorder, r) }
 }
 
@@ -100,7 +100,7 @@ type errorWriter func(http.ResponseWriter, error) int
 
 // notAllowed answers a method an endpoint does not serve: a 405 with the
 // one it does in Allow.
-func notAllowed(errorf errorWriter, allow string) route {
+func notAllowed(errorf errorWriter, allow string) endpoint {
 	return recorded(func(w *clientapi.Recorder, r *http.Request) {
 		w.Header().Set("Allow", allow)
 		errorf(w, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use %s", allow))
@@ -108,7 +108,7 @@ func notAllowed(errorf errorWriter, allow string) route {
 }
 
 // notFound answers a path that is no endpoint.
-func notFound(errorf errorWriter) route {
+func notFound(errorf errorWriter) endpoint {
 	return recorded(func(w *clientapi.Recorder, r *http.Request) { writeNotFound(w, r, errorf) })
 }
 
@@ -117,7 +117,7 @@ func writeNotFound(w *clientapi.Recorder, r *http.Request, errorf errorWriter) {
 }
 
 // errorsFor is the envelope of the API a request's path belongs to, for
-// an error written before or without its route (a panic): the Messages
+// an error written outside its endpoint (a panic): the Messages
 // API's under its prefix and, for a client that sends anthropic-version,
 // on the models endpoints; OpenAI's elsewhere.
 func errorsFor(r *http.Request) errorWriter {
