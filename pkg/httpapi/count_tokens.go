@@ -14,8 +14,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
-const countTokensPath = "/api/v1/messages/count_tokens"
-
 // HeaderEstimated marks a count_tokens answer that is the gateway's own
 // estimate (llm.EstimateMessagesTokens), not an upstream's count.
 const HeaderEstimated = "X-Gateway-Estimated"

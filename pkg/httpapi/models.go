@@ -21,7 +21,6 @@ import (
 // always answers the same bytes.
 
 const (
-	modelsPath = "/api/v1/models"
 	// modelsCreatedAt is every model's creation time: the config carries no
 	// release date, and Anthropic documents the Unix epoch for a release
 	// date that is not known. OpenAI's "created" is the same instant, 0.
@@ -124,28 +123,39 @@ func newModelCatalog(cfg *catalog.Config) *modelCatalog {
 	return c
 }
 
-// serveModels serves GET and HEAD /api/v1/models and /api/v1/models/{id}
-// (id is the model id, path-escaped or not). Any query is ignored but, on
-// Anthropic's list, limit, after_id, before_id and lifecycle.
-func (s *Server) serveModels(w *clientapi.Recorder, r *http.Request) {
-	anthropic := r.Header.Get("Anthropic-Version") != ""
-	errorf := clientapi.WriteError
-	if anthropic {
-		errorf = clientapi.WriteAnthropicError
-	}
-	// The body depends on that header: a cache must not serve one client's
-	// shape to the other.
+// serveModelList serves GET and HEAD /api/v1/models.
+func (s *Server) serveModelList(w *clientapi.Recorder, r *http.Request) {
+	s.serveModels(w, r, "", false)
+}
+
+// serveModel serves GET and HEAD /api/v1/models/{id...}: id is the model
+// id, path-escaped or not.
+func (s *Server) serveModel(w *clientapi.Recorder, r *http.Request) {
+	s.serveModels(w, r, r.PathValue("id"), true)
+}
+
+// modelsErrors is the envelope of the models endpoints' errors for r:
+// Anthropic's for a client that sends anthropic-version, OpenAI's for any
+// other. The answer depends on that header, so a cache must not serve one
+// client's to the other: it is named in Vary, on every answer.
+func modelsErrors(w http.ResponseWriter, r *http.Request) errorWriter {
 	w.Header().Add("Vary", "Anthropic-Version")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		errorf(w, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use GET, HEAD"))
-		return
+	if r.Header.Get("Anthropic-Version") != "" {
+		return clientapi.WriteAnthropicError
 	}
+	return clientapi.WriteError
+}
+
+// serveModels answers the models list or, when one, model id. Any query
+// is ignored but, on Anthropic's list, limit, after_id, before_id and
+// lifecycle.
+func (s *Server) serveModels(w *clientapi.Recorder, r *http.Request, id string, one bool) {
+	errorf := modelsErrors(w, r)
+	anthropic := r.Header.Get("Anthropic-Version") != ""
 	if _, err := s.authenticate(r); err != nil {
 		errorf(w, err)
 		return
 	}
-	id, one := strings.CutPrefix(r.URL.Path, modelsPath+"/")
 	var body []byte
 	switch {
 	case one:

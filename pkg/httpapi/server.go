@@ -25,8 +25,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/billing"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
-	"github.com/buzzgate/buzzgate/pkg/clientapi/chat"
-	"github.com/buzzgate/buzzgate/pkg/clientapi/messages"
 	"github.com/buzzgate/buzzgate/pkg/clientapi/responses"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -53,6 +51,7 @@ type Server struct {
 	keys      map[[sha256.Size]byte]*principal
 	responses *responses.Service
 	models    *modelCatalog
+	mux       *http.ServeMux
 }
 
 // principal is an authenticated caller: a project and one of its keys.
@@ -126,6 +125,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 	}
 	s.models = newModelCatalog(cfg)
 	s.responses = responses.New(responses.Deps{Idempotency: opts.Idempotency, Now: s.now, Log: s.log, MaxBodyBytes: cfg.Server.MaxBodyBytes})
+	s.mux = s.routes()
 	return s
 }
 
@@ -138,16 +138,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := newRequestID()
 	w.Header().Set("X-Request-Id", id)
 	start := s.now()
-	rec := &clientapi.Recorder{ResponseWriter: w}
-	// Errors are written in the envelope of the API the path belongs to,
-	// the Messages API's own under its prefix (its unknown subpaths and a
-	// panic included), and on the models endpoints for a client that sends
-	// anthropic-version.
-	errorf := clientapi.WriteError
-	if r.URL.Path == "/api/v1/messages" || strings.HasPrefix(r.URL.Path, "/api/v1/messages/") ||
-		(r.URL.Path == modelsPath || strings.HasPrefix(r.URL.Path, modelsPath+"/")) && r.Header.Get("Anthropic-Version") != "" {
-		errorf = clientapi.WriteAnthropicError
-	}
+	x := &exchange{Recorder: clientapi.Recorder{ResponseWriter: w}, id: id}
+	rec, info := &x.Recorder, &x.info
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -160,7 +152,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// were whole.
 				panic(http.ErrAbortHandler)
 			}
-			rec.Status = errorf(rec, errors.New("panic"))
+			rec.Status = errorsFor(r)(rec, errors.New("panic"))
 		}
 	}()
 	defer func() {
@@ -173,72 +165,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	// The request's log line is at info: below that level nothing is
 	// collected for it (half a kilobyte of attributes a request).
-	info := &logInfo{Log: gateway.Log{Off: !s.log.Enabled(r.Context(), slog.LevelInfo)}}
+	info.Off = !s.log.Enabled(r.Context(), slog.LevelInfo)
 	if !info.Off {
 		info.Attrs = make([]slog.Attr, 0, 16)
 	}
-	switch r.URL.Path {
-	case "/api/v1/chat/completions":
-		if r.Method != http.MethodPost {
-			s.methodNotAllowed(rec, http.MethodPost)
-			break
-		}
-		info.chat = true
-		s.generate(rec, r, id, &info.Log, chat.API)
-	case "/api/v1/messages":
-		if r.Method != http.MethodPost {
-			rec.Header().Set("Allow", http.MethodPost)
-			errorf(rec, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use POST"))
-			break
-		}
-		info.chat = true
-		s.generate(rec, r, id, &info.Log, messages.API)
-	case "/api/v1/responses":
-		if r.Method != http.MethodPost {
-			s.methodNotAllowed(rec, http.MethodPost)
-			break
-		}
-		info.chat = true
-		s.generate(rec, r, id, &info.Log, s.responses.API())
-	case "/api/v1/feedback":
-		if r.Method != http.MethodPost {
-			s.methodNotAllowed(rec, http.MethodPost)
-			break
-		}
-		s.feedback(rec, r)
-	case "/api/v1/usage":
-		if r.Method != http.MethodGet {
-			s.methodNotAllowed(rec, http.MethodGet)
-			break
-		}
-		s.usage(rec, r)
-	case modelsPath:
-		s.serveModels(rec, r)
-	case countTokensPath:
-		if r.Method != http.MethodPost {
-			rec.Header().Set("Allow", http.MethodPost)
-			errorf(rec, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use POST"))
-			break
-		}
-		s.countTokens(rec, r, &info.Log)
-	case "/healthz":
-		rec.Header().Set("Content-Type", "text/plain")
-		rec.Write([]byte("ok\n"))
-	default:
-		if strings.HasPrefix(r.URL.Path, modelsPath+"/") {
-			s.serveModels(rec, r)
-			break
-		}
-		if strings.HasPrefix(r.URL.Path, "/api/v1/responses/") {
-			if r.Method != http.MethodGet {
-				s.methodNotAllowed(rec, http.MethodGet)
-				break
-			}
-			s.getResponse(rec, r)
-			break
-		}
-		errorf(rec, llm.Errorf(llm.CodeNotFound, "", "no such endpoint: %s %s", r.Method, clientapi.Sanitize(r.URL.Path)))
-	}
+	s.dispatch(x, r)
 	status := rec.Status
 	if status == 0 {
 		status = http.StatusOK
@@ -293,11 +224,6 @@ type logInfo struct {
 	gateway.Log
 	// chat marks a chat completion, which reports metrics.
 	chat bool
-}
-
-func (s *Server) methodNotAllowed(w http.ResponseWriter, allow string) {
-	w.Header().Set("Allow", allow)
-	clientapi.WriteError(w, llm.Errorf(llm.CodeMethodNotAllowed, "", "method not allowed; use %s", allow))
 }
 
 func newRequestID() string {
@@ -408,7 +334,7 @@ func (s *Server) getResponse(w *clientapi.Recorder, r *http.Request) {
 		clientapi.WriteError(w, err)
 		return
 	}
-	s.responses.ServeKept(r.Context(), w, p.Project.ID, strings.TrimPrefix(r.URL.Path, "/api/v1/responses/"))
+	s.responses.ServeKept(r.Context(), w, p.Project.ID, r.PathValue("id"))
 }
 
 // readBody reads at most the configured body size (more is a 413), whole,
