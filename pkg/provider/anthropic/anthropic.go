@@ -345,7 +345,7 @@ func MessageEvents(body []byte) ([][]byte, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 	}
-	if m.Type == messages.TypeError || !isNull(m.Error) {
+	if m.Type == messages.TypeError || !upstream.IsNull(m.Error) {
 		return [][]byte{body}, nil
 	}
 	events := [][]byte{marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
@@ -360,7 +360,7 @@ func MessageEvents(body []byte) ([][]byte, error) {
 			start = messages.ContentBlock{Type: messages.BlockText, Text: &empty}
 			delta = messages.Delta{Type: messages.DeltaText, Text: b.Text}
 		case messages.BlockToolUse:
-			input := string(nonNull(b.Input))
+			input := string(upstream.NonNull(b.Input))
 			start = messages.ContentBlock{Type: messages.BlockToolUse, ID: b.ID, Name: b.Name, Input: json.RawMessage("{}")}
 			delta = messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &input}
 		default:

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -122,7 +123,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		}
 	}
 	var blocks []json.RawMessage
-	if !isNull(content) {
+	if !upstream.IsNull(content) {
 		if err := json.Unmarshal(content, &blocks); err != nil {
 			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 		}
@@ -144,7 +145,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		delta = append(append(delta, `,"stop_sequence":`...), stopSeq...)
 	}
 	delta = append(delta, '}')
-	if !isNull(usage) {
+	if !upstream.IsNull(usage) {
 		delta = append(append(delta, `,"usage":`...), usage...)
 	}
 	events = append(events, append(delta, '}'), []byte(`{"type":"`+messages.EventMessageStop+`"}`))

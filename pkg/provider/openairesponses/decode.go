@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
@@ -75,7 +76,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	var out []llm.Chunk
 	switch ev.Type {
 	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
-		if !isNull(ev.Response) {
+		if !upstream.IsNull(ev.Response) {
 			r, err := parseResponse(ev.Response, false)
 			if err != nil {
 				return nil, err
