@@ -6,6 +6,7 @@ package messages
 
 import (
 	"context"
+	"slices"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
@@ -27,7 +28,7 @@ var API = clientapi.API{
 	Proto:   llm.ProtoMessages,
 	Forward: []string{"Anthropic-Version", "Anthropic-Beta"},
 	Hints:   mdIgnoredFields,
-	Owned:   []string{"model", "stream", "gateway", "provider"},
+	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 
 	ProviderObject: providerObject,
 }
