@@ -11,6 +11,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // API is Anthropic's Messages API (POST /api/v1/messages), as the
@@ -26,7 +27,7 @@ var API = clientapi.API{
 	Errorf:  clientapi.WriteAnthropicError,
 	Scope:   "/api/v1/messages\x00",
 	Proto:   llm.ProtoMessages,
-	Forward: []string{"Anthropic-Version", "Anthropic-Beta"},
+	Forward: messageswire.ForwardedHeaders,
 	Hints:   mdIgnoredFields,
 	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 

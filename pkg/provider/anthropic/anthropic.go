@@ -141,9 +141,9 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	h := httpReq.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
-	h.Set("Anthropic-Version", Version)
+	h.Set(messages.HeaderVersion, Version)
 	if native {
-		for _, name := range ForwardedHeaders {
+		for _, name := range messages.ForwardedHeaders {
 			if v := req.Header[name]; len(v) > 0 {
 				h[name] = v
 			}

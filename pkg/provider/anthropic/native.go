@@ -10,11 +10,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
-// ForwardedHeaders are the request headers of a Messages client sent on
-// with its request when it passes through: the API version it was written
-// for, and the betas it opts into.
-var ForwardedHeaders = []string{"Anthropic-Version", "Anthropic-Beta"}
-
 // Observer reads the events of a Messages stream passed through to a
 // Messages client, for what the gateway needs of them (the first output,
 // the stop reason, the usage, an error event), and hands each on unchanged:

@@ -64,6 +64,17 @@ const (
 	TypeError   = "error"
 )
 
+// The request headers of the protocol, in their canonical form: the API
+// version a request is written for, and the betas it opts into.
+const (
+	HeaderVersion = "Anthropic-Version"
+	HeaderBeta    = "Anthropic-Beta"
+)
+
+// ForwardedHeaders are the request headers of a Messages client sent on
+// with its request when it passes through to a Messages upstream.
+var ForwardedHeaders = []string{HeaderVersion, HeaderBeta}
+
 // RoleAssistant is an answer's role.
 const RoleAssistant = "assistant"
 
