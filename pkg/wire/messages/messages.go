@@ -200,10 +200,14 @@ type Error struct {
 	RequestID *string `json:"request_id,omitempty"`
 }
 
-// ErrorBody is the envelope's error.
+// ErrorBody is the envelope's error. Code and Param are the gateway's
+// additions (its error code, and the request field at fault), left out
+// when nil as Anthropic's own errors have neither.
 type ErrorBody struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string  `json:"type"`
+	Message string  `json:"message"`
+	Code    *string `json:"code,omitempty"`
+	Param   *string `json:"param,omitempty"`
 }
 
 // Event is any stream event as a reader decodes it: the fields of every
@@ -212,13 +216,19 @@ type ErrorBody struct {
 // absent and empty read alike (no pointer to allocate for every delta),
 // and only the members readers use (a message's content is not read).
 type Event struct {
-	Type         string        `json:"type"`
-	Message      *EventMessage `json:"message"`
-	Index        int           `json:"index"`
-	ContentBlock *EventBlock   `json:"content_block"`
-	Delta        *EventDelta   `json:"delta"`
-	Usage        *Usage        `json:"usage"`
-	Error        *ErrorBody    `json:"error"`
+	Type         string          `json:"type"`
+	Message      *EventMessage   `json:"message"`
+	Index        int             `json:"index"`
+	ContentBlock *EventBlock     `json:"content_block"`
+	Delta        *EventDelta     `json:"delta"`
+	Usage        *Usage          `json:"usage"`
+	Error        *EventErrorBody `json:"error"`
+}
+
+// EventErrorBody is what readers use of an error event's error.
+type EventErrorBody struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
 }
 
 // EventMessage is what readers use of message_start's message.
