@@ -300,16 +300,8 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 			return nil, err
 		}
 	}
-	finish := chat.FinishStop
-	switch {
-	case ev.Type == responses.EventIncomplete || r.Status == responses.StatusIncomplete:
-		finish = chat.FinishLength
-		if r.IncompleteReason == responses.ReasonContentFilter {
-			finish = chat.FinishContentFilter
-		}
-	case d.tools > 0:
-		finish = chat.FinishToolCalls
-	}
+	incomplete := ev.Type == responses.EventIncomplete || r.Status == responses.StatusIncomplete
+	finish := responses.FinishReason(incomplete, r.IncompleteReason, d.tools > 0)
 	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
 	}

@@ -1,14 +1,15 @@
 // Package messages is Anthropic's Messages wire shape: the message object
-// with its content blocks and usage, the stop reasons, every stream event
-// (its type name as a constant, and its struct), the delta types, and the
-// error envelope. Fields are in Anthropic's order ("type" first), so that
+// with its content blocks and usage, the stop reasons (and how they read
+// as Chat Completions finish reasons, and back), every stream event (its
+// type name as a constant, and its struct), the delta types, the error
+// envelope, and the request headers a passed-through request carries on. Fields are in Anthropic's order ("type" first), so that
 // what a writer encodes reads like Anthropic's own bytes; a field the API
 // leaves out when it has nothing to say is omitempty, and one a reader must
 // tell absent from zero is a pointer or json.RawMessage.
 //
 // The codecs, the adapters, the fake upstreams and the simulated provider
 // all write and read these types; the package imports only the standard
-// library.
+// library and pkg/wire/chat.
 package messages
 
 import (
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // The stream's event types, each event's "type" and its SSE event name.
@@ -274,6 +277,38 @@ type RawEvent struct {
 // finds InputTokens nil when it is missing.
 type TokenCount struct {
 	InputTokens *int64 `json:"input_tokens"`
+}
+
+// FinishReason is a stop_reason as the hub's (Chat Completions')
+// finish_reason: end_turn, stop_sequence, pause_turn and any reason added
+// later are stop.
+func FinishReason(stopReason string) string {
+	switch stopReason {
+	case StopMaxTokens, StopModelContextWindowExceeded:
+		return chat.FinishLength
+	case StopToolUse:
+		return chat.FinishToolCalls
+	case StopRefusal:
+		return chat.FinishContentFilter
+	}
+	return chat.FinishStop
+}
+
+// StopReason is a Chat Completions finish_reason as a stop_reason. toolUse
+// and refused say whether the answer holds a tool call or a refusal; seq is
+// the stop sequence the upstream says ended the answer ("" for none).
+func StopReason(finish string, toolUse, refused bool, seq string) string {
+	switch {
+	case seq != "" && (finish == chat.FinishStop || finish == ""):
+		return StopStopSequence
+	case finish == chat.FinishContentFilter || refused:
+		return StopRefusal
+	case finish == chat.FinishLength:
+		return StopMaxTokens
+	case finish == chat.FinishToolCalls || finish == chat.FinishFunctionCall || toolUse:
+		return StopToolUse
+	}
+	return StopEndTurn
 }
 
 // ErrorType is Anthropic's error type for an HTTP status, as its API
