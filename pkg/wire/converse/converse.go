@@ -6,10 +6,7 @@
 // SDK's types.StopReason values, so that it stays a leaf.
 package converse
 
-import (
-	"github.com/buzzgate/buzzgate/pkg/wire/chat"
-	"github.com/buzzgate/buzzgate/pkg/wire/messages"
-)
+import "github.com/buzzgate/buzzgate/pkg/wire/messages"
 
 // The stop reasons of a Converse answer (messageStop's stopReason).
 const (
@@ -25,17 +22,12 @@ const (
 )
 
 // FinishReason is a Converse stop reason as a Chat Completions
-// finish_reason: end_turn, stop_sequence and any other reason are stop.
+// finish_reason, which is its Messages stop reason's: max_tokens and
+// model_context_window_exceeded are length, tool_use is tool_calls, a
+// guardrail or a content filter is content_filter, and end_turn,
+// stop_sequence and any other reason are stop.
 func FinishReason(stopReason string) string {
-	switch stopReason {
-	case StopMaxTokens, StopModelContextWindowExceeded:
-		return chat.FinishLength
-	case StopToolUse:
-		return chat.FinishToolCalls
-	case StopGuardrailIntervened, StopContentFiltered:
-		return chat.FinishContentFilter
-	}
-	return chat.FinishStop
+	return messages.FinishReason(MessagesStopReason(stopReason))
 }
 
 // MessagesStopReason is a Converse stop reason as a Messages stop_reason:
