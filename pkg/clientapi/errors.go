@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
 	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -50,20 +51,11 @@ func kindOf(code llm.Code) errorKind {
 	return errorKinds[llm.CodeInternal]
 }
 
-// errorBody is the OpenAI error envelope; param is always present.
-type errorBody struct {
-	Error ErrorObject `json:"error"`
-}
-
-type ErrorObject struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Code    string  `json:"code"`
-	Param   *string `json:"param"`
-}
-
-func Envelope(e *llm.Error) ErrorObject {
-	o := ErrorObject{Message: e.Message, Type: kindOf(e.Code).typ, Code: string(e.Code)}
+// Envelope is e as the error of the OpenAI error envelope: the gateway's
+// code always, param null when e names none.
+func Envelope(e *llm.Error) chatwire.ErrorBody {
+	code := string(e.Code)
+	o := chatwire.ErrorBody{Message: e.Message, Type: kindOf(e.Code).typ, Code: &code}
 	if e.Param != "" {
 		p := e.Param
 		o.Param = &p
@@ -76,7 +68,7 @@ func Envelope(e *llm.Error) ErrorObject {
 func WriteError(w http.ResponseWriter, err error) int {
 	e := llm.AsError(err)
 	status := errorHead(w, e)
-	body, _ := json.Marshal(errorBody{Error: Envelope(e)})
+	body, _ := json.Marshal(chatwire.Error{Error: Envelope(e)})
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
 	return status
@@ -108,28 +100,17 @@ func errorHead(w http.ResponseWriter, e *llm.Error) int {
 	return kindOf(e.Code).status
 }
 
-// anthropicErrorBody is Anthropic's error envelope; the error event of a
-// stream is the same object without request_id.
-type anthropicErrorBody struct {
-	Type      string               `json:"type"`
-	Error     anthropicErrorObject `json:"error"`
-	RequestID *string              `json:"request_id,omitempty"`
-}
-
-type anthropicErrorObject struct {
-	Type    string  `json:"type"`
-	Message string  `json:"message"`
-	Code    string  `json:"code"`
-	Param   *string `json:"param,omitempty"`
-}
-
-func AnthropicEnvelope(e *llm.Error, typ string) anthropicErrorBody {
-	o := anthropicErrorObject{Type: typ, Message: e.Message, Code: string(e.Code)}
+// AnthropicEnvelope is e as Anthropic's error envelope with error type
+// typ and the gateway's code (request_id unset); the error event of a
+// stream is the same object.
+func AnthropicEnvelope(e *llm.Error, typ string) messageswire.Error {
+	code := string(e.Code)
+	o := messageswire.ErrorBody{Type: typ, Message: e.Message, Code: &code}
 	if e.Param != "" {
 		p := e.Param
 		o.Param = &p
 	}
-	return anthropicErrorBody{Type: "error", Error: o}
+	return messageswire.Error{Type: messageswire.TypeError, Error: o}
 }
 
 // anthropicErrorType is Anthropic's error type for an HTTP status; 503,

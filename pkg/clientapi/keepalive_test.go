@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // keepAliveServer serves one request whose wire keeps the connection busy
@@ -83,8 +84,8 @@ func TestKeepAliveThenError(t *testing.T) {
 		t.Fatalf("first byte %q %v, status %d", first, err, resp.StatusCode)
 	}
 	rest, _ := io.ReadAll(br)
-	var e errorBody
-	if json.Unmarshal(rest, &e) != nil || e.Error.Code != "all_providers_failed" {
+	var e chatwire.Error
+	if json.Unmarshal(rest, &e) != nil || e.Error.Code == nil || *e.Error.Code != "all_providers_failed" {
 		t.Errorf("body %q", rest)
 	}
 	if r := <-rec; r.Code != llm.CodeAllProvidersFailed || r.Status != 502 || !r.KeptAlive {

@@ -161,7 +161,11 @@ func (s *Server) callCounter(r *http.Request, counters []router.TokenCounter, bo
 }
 
 // withoutGatewayFields is the JSON object body less the fields the gateway
-// owns ("gateway", "provider"), the others in their order, as written.
+// owns (llm.GatewayFields), the others in their order, as written.
 func withoutGatewayFields(body []byte) ([]byte, error) {
-	return llm.SetTopLevel(body, map[string][]byte{"gateway": nil, "provider": nil})
+	drop := make(map[string][]byte, len(llm.GatewayFields))
+	for _, k := range llm.GatewayFields {
+		drop[k] = nil
+	}
+	return llm.SetTopLevel(body, drop)
 }

@@ -397,8 +397,7 @@ func nativeOf(api clientapi.API, h http.Header, members []llm.Member, size int) 
 func routingBody(members []llm.Member) []byte {
 	set := map[string][]byte{"messages": []byte(`[{"role":"user","content":""}]`)}
 	for _, m := range members {
-		switch m.Key {
-		case "model", "stream", "gateway", "provider":
+		if m.Key == "model" || m.Key == "stream" || slices.Contains(llm.GatewayFields, m.Key) {
 			set[m.Key] = m.Value
 		}
 	}

@@ -60,14 +60,13 @@ func NewNative(proto Proto, members []Member, size int, header http.Header) *Nat
 }
 
 // BodyFor is the upstream body for a route serving model: the client's body
-// with "model" set to it, "stream" true and the gateway-owned "gateway"
-// and "provider" left out, as pieces (SpliceParts): the client's large
+// with "model" set to it, "stream" true and the gateway-owned fields
+// (GatewayFields) left out, as pieces (SpliceParts): the client's large
 // values are sent from where they are, never copied.
 func (n *Native) BodyFor(model string) ([][]byte, error) {
-	return SpliceParts(n.members, map[string][]byte{
-		"model":    AppendString(nil, model),
-		"stream":   []byte("true"),
-		"gateway":  nil,
-		"provider": nil,
-	}), nil
+	set := map[string][]byte{"model": AppendString(nil, model), "stream": []byte("true")}
+	for _, k := range GatewayFields {
+		set[k] = nil
+	}
+	return SpliceParts(n.members, set), nil
 }

@@ -76,6 +76,12 @@ type ChatRequest struct {
 	size   int
 }
 
+// GatewayFields are the top-level request members the gateway owns on
+// every API: "gateway" (this request's bounds, GatewayOptions) and
+// "provider" (its provider preferences). The gateway reads them and sends
+// them to no upstream.
+var GatewayFields = []string{"gateway", "provider"}
+
 // GatewayOptions is the request's "gateway" object: bounds for this request.
 type GatewayOptions struct {
 	// MaxAttemptsPerRoute caps the calls to one provider (1 to 4); 0 means
@@ -552,8 +558,8 @@ func (r *ChatRequest) UpstreamParts(upstreamModel string) ([][]byte, error) {
 	}
 	keys := make([]string, 0, len(r.fields))
 	for k := range r.fields {
-		switch k {
-		case "gateway", "provider", "model", "stream", "stream_options":
+		switch {
+		case k == "model", k == "stream", k == "stream_options", slices.Contains(GatewayFields, k):
 		default:
 			keys = append(keys, k)
 		}

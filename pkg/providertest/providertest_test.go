@@ -324,7 +324,7 @@ func TestErrorAnswers(t *testing.T) {
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "2" || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("429: status %d, headers %v", resp.StatusCode, resp.Header)
 	}
-	if want := `{"error":{"message":"scripted 429","type":"rate_limit_error","param":null,"code":null}}`; body != want {
+	if want := `{"error":{"message":"scripted 429","type":"rate_limit_error","code":null,"param":null}}`; body != want {
 		t.Errorf("429 body %s, want %s", body, want)
 	}
 
@@ -339,7 +339,7 @@ func TestErrorAnswers(t *testing.T) {
 	}
 
 	resp, body = call(t, c, s, plainReq)
-	if want := `{"error":{"message":"scripted 400","type":"invalid_request_error","param":null,"code":null}}`; resp.StatusCode != 400 || body != want {
+	if want := `{"error":{"message":"scripted 400","type":"invalid_request_error","code":null,"param":null}}`; resp.StatusCode != 400 || body != want {
 		t.Errorf("400: %d %s", resp.StatusCode, body)
 	}
 }

@@ -194,8 +194,8 @@ func TestResponsesErrors(t *testing.T) {
 		status int
 		body   string
 	}{
-		{429, `{"error":{"message":"scripted 429","type":"rate_limit_error","param":null,"code":null}}`},
-		{500, `{"error":{"message":"scripted 500","type":"server_error","param":null,"code":null}}`},
+		{429, `{"error":{"message":"scripted 429","type":"rate_limit_error","code":null,"param":null}}`},
+		{500, `{"error":{"message":"scripted 500","type":"server_error","code":null,"param":null}}`},
 		{400, `{"error":{"message":"Bad input"}}`},
 	} {
 		resp, body, _ := callResponses(t, s, responsesStreamReq)

@@ -24,7 +24,7 @@ func TestImports(t *testing.T) {
 			pkgs = append(pkgs, e.Name())
 		}
 	}
-	if want := []string{"chat", "messages", "responses"}; !slices.Equal(pkgs, want) {
+	if want := []string{"chat", "converse", "messages", "responses"}; !slices.Equal(pkgs, want) {
 		t.Errorf("wire packages %v, want %v", pkgs, want)
 	}
 	for _, name := range pkgs {

@@ -3,6 +3,8 @@
 package chat
 
 import (
+	"slices"
+
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -15,6 +17,6 @@ var API = clientapi.API{
 		return &chatCodec{requestID: id, req: req, keyed: keyed}
 	},
 	Errorf:         clientapi.WriteError,
-	Owned:          []string{"model", "stream", "stream_options", "gateway", "provider"},
+	Owned:          slices.Concat([]string{"model", "stream", "stream_options"}, llm.GatewayFields),
 	ProviderObject: providerObject,
 }

@@ -58,13 +58,13 @@ func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.
 // streamTail is what the gateway itself writes into a stream: the usage
 // chunk, and the last chunk of a stream that did not finish.
 type streamTail struct {
-	ID      string                 `json:"id"`
-	Object  string                 `json:"object"`
-	Created int64                  `json:"created"`
-	Model   string                 `json:"model"`
-	Choices json.RawMessage        `json:"choices"`
-	Usage   *llm.Usage             `json:"usage,omitempty"`
-	Error   *clientapi.ErrorObject `json:"error,omitempty"`
+	ID      string              `json:"id"`
+	Object  string              `json:"object"`
+	Created int64               `json:"created"`
+	Model   string              `json:"model"`
+	Choices json.RawMessage     `json:"choices"`
+	Usage   *llm.Usage          `json:"usage,omitempty"`
+	Error   *chatwire.ErrorBody `json:"error,omitempty"`
 }
 
 // stream relays the answer as SSE. The provider's chunks go out as it sent

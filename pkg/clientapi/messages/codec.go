@@ -14,7 +14,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
-	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
 	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -160,22 +159,6 @@ type clientMessage struct {
 	Usage any `json:"usage"`
 }
 
-// stopReason maps a chat finish_reason to Anthropic's stop_reason; seq is
-// the stop sequence the upstream says ended the answer ("" for none).
-func stopReason(finish string, toolUse, refused bool, seq string) string {
-	switch {
-	case seq != "" && (finish == chatwire.FinishStop || finish == ""):
-		return messageswire.StopStopSequence
-	case finish == chatwire.FinishContentFilter || refused:
-		return messageswire.StopRefusal
-	case finish == chatwire.FinishLength:
-		return messageswire.StopMaxTokens
-	case finish == chatwire.FinishToolCalls || finish == chatwire.FinishFunctionCall || toolUse:
-		return messageswire.StopToolUse
-	}
-	return messageswire.StopEndTurn
-}
-
 // toolInput is a tool call's arguments as the tool_use block's input, which
 // must be a JSON object: arguments that are empty, cut short or not an object
 // read as {}.
@@ -234,7 +217,7 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 		if ch.StopReason != nil {
 			seq = *ch.StopReason
 		}
-		sr := stopReason(finish, len(ch.Message.ToolCalls) > 0, refused, seq)
+		sr := messageswire.StopReason(finish, len(ch.Message.ToolCalls) > 0, refused, seq)
 		msg.StopReason = &sr
 		if sr == messageswire.StopStopSequence {
 			msg.StopSequence = &seq
@@ -395,7 +378,7 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 		var md messageDelta
 		md.Type, md.Usage = messageswire.EventMessageDelta, toAnthropicUsage(usage)
 		if end == io.EOF {
-			sr := stopReason(finish, w.tools, w.refused, w.stopSeq)
+			sr := messageswire.StopReason(finish, w.tools, w.refused, w.stopSeq)
 			md.Delta.StopReason = &sr
 			if sr == messageswire.StopStopSequence {
 				md.Delta.StopSequence = &w.stopSeq

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,9 +106,9 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 	}
 	known := []string{
 		"model", "max_tokens", "system", "messages", "stop_sequences", "temperature", "top_p", "top_k",
-		"tools", "tool_choice", "metadata", "stream", "gateway", "provider", "thinking", "output_config",
+		"tools", "tool_choice", "metadata", "stream", "thinking", "output_config",
 	}
-	if err := clientapi.Keys(fields, "", append(known, mdIgnoredFields...)...); err != nil {
+	if err := clientapi.Keys(fields, "", slices.Concat(known, llm.GatewayFields, mdIgnoredFields)...); err != nil {
 		return nil, err
 	}
 	var out clientapi.Object
@@ -236,7 +237,7 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 			return nil, clientapi.Invalid("stream", "stream must be a boolean")
 		}
 	}
-	for _, name := range []string{"gateway", "provider"} {
+	for _, name := range llm.GatewayFields {
 		if raw, ok := clientapi.Present(fields, name); ok {
 			out.Add(name, raw)
 		}

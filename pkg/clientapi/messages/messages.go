@@ -6,10 +6,12 @@ package messages
 
 import (
 	"context"
+	"slices"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // API is Anthropic's Messages API (POST /api/v1/messages), as the
@@ -25,9 +27,9 @@ var API = clientapi.API{
 	Errorf:  clientapi.WriteAnthropicError,
 	Scope:   "/api/v1/messages\x00",
 	Proto:   llm.ProtoMessages,
-	Forward: []string{"Anthropic-Version", "Anthropic-Beta"},
+	Forward: messageswire.ForwardedHeaders,
 	Hints:   mdIgnoredFields,
-	Owned:   []string{"model", "stream", "gateway", "provider"},
+	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 
 	ProviderObject: providerObject,
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
-	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
 	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -293,15 +292,10 @@ func (c *responsesCodec) object(s *requestSettings, status string, output []any,
 // ending is how a finished or cut answer reads: its status and
 // incomplete_details.
 func responsesEnding(end error, finish string) (string, *responseswire.IncompleteDetails) {
-	switch {
-	case errors.Is(end, router.ErrIncomplete):
+	if errors.Is(end, router.ErrIncomplete) {
 		return responseswire.StatusIncomplete, &responseswire.IncompleteDetails{Reason: "interrupted"}
-	case finish == chatwire.FinishLength:
-		return responseswire.StatusIncomplete, &responseswire.IncompleteDetails{Reason: responseswire.ReasonMaxOutputTokens}
-	case finish == chatwire.FinishContentFilter:
-		return responseswire.StatusIncomplete, &responseswire.IncompleteDetails{Reason: responseswire.ReasonContentFilter}
 	}
-	return responseswire.StatusCompleted, nil
+	return responseswire.Ending(finish)
 }
 
 // turnMessage is the answer as a Chat Completions assistant message, the

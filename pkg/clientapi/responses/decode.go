@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,10 +212,9 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 	known := []string{
 		"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
 		"parallel_tool_calls", "text", "metadata", "user", "safety_identifier", "stream", "store",
-		"previous_response_id", "background", "top_logprobs", "conversation", "prompt", "gateway", "provider",
-		"reasoning",
+		"previous_response_id", "background", "top_logprobs", "conversation", "prompt", "reasoning",
 	}
-	if err := clientapi.Keys(fields, "", append(known, rsIgnoredFields...)...); err != nil {
+	if err := clientapi.Keys(fields, "", slices.Concat(known, llm.GatewayFields, rsIgnoredFields)...); err != nil {
 		return nil, err
 	}
 	r := &responsesRequest{Store: true}
@@ -365,7 +365,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		add("stream", json.RawMessage("true"))
 		add("stream_options", json.RawMessage(`{"include_usage":true}`))
 	}
-	for _, name := range []string{"gateway", "provider"} {
+	for _, name := range llm.GatewayFields {
 		if raw, ok := clientapi.Present(fields, name); ok {
 			add(name, raw)
 		}

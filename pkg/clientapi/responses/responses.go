@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func (s *Service) API() clientapi.API {
 		Scope:     "/api/v1/responses\x00",
 		Proto:     llm.ProtoResponses,
 		Hints:     rsIgnoredFields,
-		Owned:     []string{"model", "stream", "gateway", "provider"},
+		Owned:     slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 		NotNative: []string{"previous_response_id"},
 
 		ProviderObject: providerObject,

@@ -145,9 +145,9 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	h := httpReq.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
-	h.Set("Anthropic-Version", Version)
+	h.Set(messages.HeaderVersion, Version)
 	if native {
-		for _, name := range ForwardedHeaders {
+		for _, name := range messages.ForwardedHeaders {
 			if v := req.Header[name]; len(v) > 0 {
 				h[name] = v
 			}
@@ -349,7 +349,7 @@ func MessageEvents(body []byte) ([][]byte, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 	}
-	if m.Type == messages.TypeError || !isNull(m.Error) {
+	if m.Type == messages.TypeError || !upstream.IsNull(m.Error) {
 		return [][]byte{body}, nil
 	}
 	events := [][]byte{marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
@@ -364,7 +364,7 @@ func MessageEvents(body []byte) ([][]byte, error) {
 			start = messages.ContentBlock{Type: messages.BlockText, Text: &empty}
 			delta = messages.Delta{Type: messages.DeltaText, Text: b.Text}
 		case messages.BlockToolUse:
-			input := string(nonNull(b.Input))
+			input := string(upstream.NonNull(b.Input))
 			start = messages.ContentBlock{Type: messages.BlockToolUse, ID: b.ID, Name: b.Name, Input: json.RawMessage("{}")}
 			delta = messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &input}
 		default:

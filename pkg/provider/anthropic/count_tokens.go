@@ -52,9 +52,9 @@ func (c *Client) CountTokens(ctx context.Context, req *llm.TokenCountRequest) (*
 	if version == "" {
 		version = Version
 	}
-	h.Set("Anthropic-Version", version)
+	h.Set(messages.HeaderVersion, version)
 	for _, b := range req.Beta {
-		h.Add("Anthropic-Beta", b)
+		h.Add(messages.HeaderBeta, b)
 	}
 	c.setKey(h)
 	resp, err := upstream.Send(c.hc, httpReq)

@@ -205,7 +205,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			return nil, nil
 		}
 		stop := ev.Delta.StopReason
-		finish := FinishReason(stop)
+		finish := messages.FinishReason(stop)
 		if finish == chat.FinishToolCalls && d.outputBlock >= 0 && d.tools == 0 {
 			finish = chat.FinishStop // the output tool's call is the answer
 		}
@@ -239,19 +239,6 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: msg, Err: &llm.ChunkError{Message: msg}}
 	}
 	return nil, nil // ping, and event types added after this was written
-}
-
-// FinishReason maps an Anthropic stop_reason to an OpenAI finish_reason.
-func FinishReason(stopReason string) string {
-	switch stopReason {
-	case messages.StopMaxTokens, messages.StopModelContextWindowExceeded:
-		return chat.FinishLength
-	case messages.StopToolUse:
-		return chat.FinishToolCalls
-	case messages.StopRefusal:
-		return chat.FinishContentFilter
-	}
-	return chat.FinishStop // end_turn, stop_sequence, pause_turn and anything new
 }
 
 func malformedEvent(what string) *llm.ProviderError {

@@ -178,17 +178,6 @@ func TestDecoderErrors(t *testing.T) {
 	}
 }
 
-func TestFinishReason(t *testing.T) {
-	for in, want := range map[string]string{
-		"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
-		"model_context_window_exceeded": "length", "tool_use": "tool_calls", "refusal": "content_filter", "new_reason": "stop",
-	} {
-		if got := FinishReason(in); got != want {
-			t.Errorf("FinishReason(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // FuzzDecoder: no event sequence panics, every chunk is one ParseChunk
 // accepts and the Assembler can take, and only ProviderErrors come out.
 func FuzzDecoder(f *testing.F) {

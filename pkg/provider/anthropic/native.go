@@ -6,13 +6,9 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
-
-// ForwardedHeaders are the request headers of a Messages client sent on
-// with its request when it passes through: the API version it was written
-// for, and the betas it opts into.
-var ForwardedHeaders = []string{"Anthropic-Version", "Anthropic-Beta"}
 
 // Observer reads the events of a Messages stream passed through to a
 // Messages client, for what the gateway needs of them (the first output,
@@ -122,7 +118,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		}
 	}
 	var blocks []json.RawMessage
-	if !isNull(content) {
+	if !upstream.IsNull(content) {
 		if err := json.Unmarshal(content, &blocks); err != nil {
 			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 		}
@@ -144,7 +140,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		delta = append(append(delta, `,"stop_sequence":`...), stopSeq...)
 	}
 	delta = append(delta, '}')
-	if !isNull(usage) {
+	if !upstream.IsNull(usage) {
 		delta = append(append(delta, `,"usage":`...), usage...)
 	}
 	events = append(events, append(delta, '}'), []byte(`{"type":"`+messages.EventMessageStop+`"}`))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 )
 
 // DefaultMaxTokens is the max_tokens sent when the request sets neither
@@ -209,7 +210,7 @@ func translate(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 				break
 			}
 		}
-		if tool != "" && nonNull(in.Effort) != nil {
+		if tool != "" && upstream.NonNull(in.Effort) != nil {
 			dropped = append(dropped, "reasoning_effort")
 		}
 	}
@@ -237,10 +238,10 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	case in.MaxTokens != nil:
 		out.MaxTokens = int64(*in.MaxTokens)
 	}
-	out.Temperature = nonNull(in.Temperature)
-	out.TopP = nonNull(in.TopP)
-	out.TopK = nonNull(in.TopK)
-	if stop := nonNull(in.Stop); stop != nil {
+	out.Temperature = upstream.NonNull(in.Temperature)
+	out.TopP = upstream.NonNull(in.TopP)
+	out.TopK = upstream.NonNull(in.TopK)
+	if stop := upstream.NonNull(in.Stop); stop != nil {
 		if stop[0] == '"' {
 			var s string
 			if err := json.Unmarshal(stop, &s); err != nil {
@@ -263,7 +264,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			ToolCalls  []json.RawMessage `json:"tool_calls"`
 			ToolCallID string            `json:"tool_call_id"`
 		}
-		if err := json.Unmarshal(raw, &m); err != nil || isNull(raw) {
+		if err := json.Unmarshal(raw, &m); err != nil || upstream.IsNull(raw) {
 			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), err)
 		}
 		at := fmt.Sprintf("messages[%d]", i)
@@ -320,7 +321,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		}
 		out.Tools = append(out.Tools, t)
 	}
-	choice, err := toolChoice(nonNull(in.ToolChoice))
+	choice, err := toolChoice(upstream.NonNull(in.ToolChoice))
 	if err != nil {
 		return nil, "", err
 	}
@@ -333,7 +334,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		}
 		out.ToolChoice = choice
 	}
-	outputTool, err := outputFormat(&out, nonNull(in.ResponseFormat))
+	outputTool, err := outputFormat(&out, upstream.NonNull(in.ResponseFormat))
 	if err != nil {
 		return nil, "", err
 	}
@@ -416,7 +417,7 @@ func outputFormat(out *messagesRequest, raw json.RawMessage) (string, error) {
 		if f.JSONSchema.Description != "" {
 			t.Description = f.JSONSchema.Description
 		}
-		if s := nonNull(f.JSONSchema.Schema); s != nil {
+		if s := upstream.NonNull(f.JSONSchema.Schema); s != nil {
 			t.InputSchema = s
 		}
 	default:
@@ -467,7 +468,7 @@ func plainContent(raw json.RawMessage, at string) (string, error) {
 // empty text blocks.
 func contentBlocks(raw json.RawMessage, at string) ([]block, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if upstream.IsNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -572,7 +573,7 @@ func translateTool(raw json.RawMessage, at string) (tool, error) {
 	if t.Type != "function" {
 		return tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
 	}
-	schema := nonNull(t.Function.Parameters)
+	schema := upstream.NonNull(t.Function.Parameters)
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
@@ -686,18 +687,6 @@ func truncate(s string, n int) string {
 func rejected(msg string, err error) *llm.ProviderError {
 	// Status 0: no upstream was called.
 	return &llm.ProviderError{Class: llm.FailRejected, Message: msg, Err: err}
-}
-
-func isNull(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
-}
-
-func nonNull(v json.RawMessage) json.RawMessage {
-	if isNull(v) {
-		return nil
-	}
-	return v
 }
 
 // marshal encodes compactly, without HTML escaping.

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // AnthropicVersion is the anthropic_version a Messages body carries on
@@ -71,7 +72,7 @@ func (t ClaudeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return status(req, http.StatusBadRequest, "invalid_request_error", "the request has no model"), nil
 	}
 	set := map[string][]byte{"model": nil, "stream": nil, "anthropic_version": []byte(strconv.Quote(AnthropicVersion))}
-	if betas := req.Header.Values("Anthropic-Beta"); len(betas) > 0 {
+	if betas := req.Header.Values(messages.HeaderBeta); len(betas) > 0 {
 		var list []string
 		for _, v := range betas {
 			for b := range strings.SplitSeq(v, ",") {

@@ -17,6 +17,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 )
 
 // converseRefused are the Chat Completions fields a request toward
@@ -758,7 +759,7 @@ func (d *converseDecoder) decode(ev types.ConverseStreamOutput) ([][]byte, error
 		if ev == nil {
 			return nil, nil
 		}
-		finish := convFinishReason(ev.Value.StopReason)
+		finish := converse.FinishReason(string(ev.Value.StopReason))
 		return d.emit(chat.Delta{}, &finish)
 	case *types.ConverseStreamOutputMemberMetadata:
 		if ev == nil || ev.Value.Usage == nil {
@@ -794,19 +795,6 @@ func convFailure(code, msg string) *llm.ProviderError {
 		text = code + ": " + msg
 	}
 	return &llm.ProviderError{Class: class, Message: text, Err: &llm.ChunkError{Message: text}}
-}
-
-// convFinishReason maps a Converse stop reason to an OpenAI finish_reason.
-func convFinishReason(r types.StopReason) string {
-	switch r {
-	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
-		return chat.FinishLength
-	case types.StopReasonToolUse:
-		return chat.FinishToolCalls
-	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
-		return chat.FinishContentFilter
-	}
-	return chat.FinishStop // end_turn, stop_sequence, and anything else
 }
 
 // convUsage is a Converse usage as the Chat Completions usage object.

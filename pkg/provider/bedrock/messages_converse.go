@@ -17,6 +17,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -830,7 +831,7 @@ func (e *messagesEncoder) encode(ev types.ConverseStreamOutput) ([]messagesEvent
 			}
 		}
 		e.stopped = true
-		e.stop = msgConvStopReason(ev.Value.StopReason)
+		e.stop = converse.MessagesStopReason(string(ev.Value.StopReason))
 		if e.stop == messages.StopStopSequence {
 			e.stopSeq = msgConvStopSequence(ev.Value.AdditionalModelResponseFields)
 		}
@@ -1031,18 +1032,6 @@ func (e *messagesEncoder) add(out []messagesEvent, ev messagesEvent, v any) []me
 	_ = enc.Encode(v) // strings, numbers and valid raw JSON only: it always encodes
 	ev.Data = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	return append(out, ev)
-}
-
-// msgConvStopReason maps a Converse stop reason to an Anthropic one.
-func msgConvStopReason(r types.StopReason) string {
-	switch r {
-	case types.StopReasonEndTurn, types.StopReasonToolUse, types.StopReasonMaxTokens,
-		types.StopReasonStopSequence, types.StopReasonModelContextWindowExceeded:
-		return string(r)
-	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
-		return messages.StopRefusal
-	}
-	return messages.StopEndTurn
 }
 
 // msgConvStopSequence is the stop sequence a model names in its response

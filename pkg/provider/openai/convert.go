@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	upstreamhttp "github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
@@ -41,7 +42,7 @@ func completionChunks(body []byte) ([]llm.Chunk, error) {
 		}
 	}
 	var raws [][]byte
-	if !isNull(choices) {
+	if !upstreamhttp.IsNull(choices) {
 		var list []json.RawMessage
 		if err := json.Unmarshal(choices, &list); err != nil {
 			return nil, malformed(err)
@@ -54,7 +55,7 @@ func completionChunks(body []byte) ([]llm.Chunk, error) {
 			raws = append(raws, chunkObject(top, append(append([]byte{'['}, delta...), ']'), nil))
 		}
 	}
-	if !isNull(usage) {
+	if !upstreamhttp.IsNull(usage) {
 		raws = append(raws, chunkObject(top, []byte("[]"), usage))
 	}
 	chunks := make([]llm.Chunk, 0, len(raws))
@@ -73,8 +74,6 @@ func completionChunks(body []byte) ([]llm.Chunk, error) {
 func malformed(err error) *llm.ProviderError {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 }
-
-func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
 
 // object writes a JSON object field by field.
 type object struct{ b bytes.Buffer }
@@ -160,7 +159,7 @@ func choiceDelta(choice json.RawMessage, i int) ([]byte, error) {
 // messageDelta is the message with each tool call given its "index", as
 // streamed tool calls carry one.
 func messageDelta(msg json.RawMessage) ([]byte, error) {
-	if isNull(msg) {
+	if upstreamhttp.IsNull(msg) {
 		return []byte("{}"), nil
 	}
 	fields, err := members(msg)
@@ -169,7 +168,7 @@ func messageDelta(msg json.RawMessage) ([]byte, error) {
 	}
 	var o object
 	for _, m := range fields {
-		if m.key != "tool_calls" || isNull(m.val) {
+		if m.key != "tool_calls" || upstreamhttp.IsNull(m.val) {
 			o.field(m.key, m.val)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
@@ -75,7 +76,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	var out []llm.Chunk
 	switch ev.Type {
 	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
-		if !isNull(ev.Response) {
+		if !upstream.IsNull(ev.Response) {
 			r, err := parseResponse(ev.Response, false)
 			if err != nil {
 				return nil, err
@@ -299,16 +300,8 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 			return nil, err
 		}
 	}
-	finish := chat.FinishStop
-	switch {
-	case ev.Type == responses.EventIncomplete || r.Status == responses.StatusIncomplete:
-		finish = chat.FinishLength
-		if r.IncompleteReason == responses.ReasonContentFilter {
-			finish = chat.FinishContentFilter
-		}
-	case d.tools > 0:
-		finish = chat.FinishToolCalls
-	}
+	incomplete := ev.Type == responses.EventIncomplete || r.Status == responses.StatusIncomplete
+	finish := responses.FinishReason(incomplete, r.IncompleteReason, d.tools > 0)
 	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -63,7 +64,7 @@ func ResponseEvents(body []byte) ([]Event, error) {
 		}
 	}
 	var w eventWriter
-	if !hasStatus && !isNull(errRaw) {
+	if !hasStatus && !upstream.IsNull(errRaw) {
 		msg, code := errorText(errRaw)
 		if msg == "" {
 			msg = "unspecified upstream error"

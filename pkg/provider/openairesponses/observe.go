@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -121,7 +122,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 // noteResponse takes the id, model and creation time of a Response an
 // event carries.
 func (o *Observer) noteResponse(raw json.RawMessage) error {
-	if isNull(raw) {
+	if upstream.IsNull(raw) {
 		return nil
 	}
 	r, err := parseResponse(raw, false)

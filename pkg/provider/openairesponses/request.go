@@ -171,40 +171,40 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		}
 		out.Tools = append(out.Tools, t)
 	}
-	if tc := top["tool_choice"]; !isNull(tc) {
+	if tc := top["tool_choice"]; !upstream.IsNull(tc) {
 		if out.ToolChoice, err = toolChoice(tc); err != nil {
 			return nil, err
 		}
 	}
-	out.ParallelToolCalls = nonNull(top["parallel_tool_calls"])
-	if rf := top["response_format"]; !isNull(rf) {
+	out.ParallelToolCalls = upstream.NonNull(top["parallel_tool_calls"])
+	if rf := top["response_format"]; !upstream.IsNull(rf) {
 		format, err := textFormat(rf)
 		if err != nil {
 			return nil, err
 		}
 		out.Text = &textConfig{Format: format}
 	}
-	if v := nonNull(top["verbosity"]); v != nil {
+	if v := upstream.NonNull(top["verbosity"]); v != nil {
 		if out.Text == nil {
 			out.Text = &textConfig{}
 		}
 		out.Text.Verbosity = v
 	}
-	if e := nonNull(top["reasoning_effort"]); e != nil {
+	if e := upstream.NonNull(top["reasoning_effort"]); e != nil {
 		out.Reasoning = &reasoningConfig{Effort: e}
 	}
-	out.MaxOutputTokens = nonNull(top["max_completion_tokens"])
+	out.MaxOutputTokens = upstream.NonNull(top["max_completion_tokens"])
 	if out.MaxOutputTokens == nil {
-		out.MaxOutputTokens = nonNull(top["max_tokens"])
+		out.MaxOutputTokens = upstream.NonNull(top["max_tokens"])
 	}
-	out.Temperature = nonNull(top["temperature"])
-	out.TopP = nonNull(top["top_p"])
-	out.User = nonNull(top["user"])
-	out.SafetyIdentifier = nonNull(top["safety_identifier"])
-	out.PromptCacheKey = nonNull(top["prompt_cache_key"])
-	out.PromptCacheRetention = nonNull(top["prompt_cache_retention"])
-	out.ServiceTier = nonNull(top["service_tier"])
-	out.Metadata = nonNull(top["metadata"])
+	out.Temperature = upstream.NonNull(top["temperature"])
+	out.TopP = upstream.NonNull(top["top_p"])
+	out.User = upstream.NonNull(top["user"])
+	out.SafetyIdentifier = upstream.NonNull(top["safety_identifier"])
+	out.PromptCacheKey = upstream.NonNull(top["prompt_cache_key"])
+	out.PromptCacheRetention = upstream.NonNull(top["prompt_cache_retention"])
+	out.ServiceTier = upstream.NonNull(top["service_tier"])
+	out.Metadata = upstream.NonNull(top["metadata"])
 	return marshal(out), nil
 }
 
@@ -212,7 +212,7 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 // cannot be sent: it asks for what Responses cannot give. "" means the
 // field is dropped (a hint, or a field this adapter does not know).
 func refusedField(k string, v json.RawMessage) string {
-	if isNull(v) {
+	if upstream.IsNull(v) {
 		return ""
 	}
 	s := string(bytes.TrimSpace(v))
@@ -257,7 +257,7 @@ func refusedField(k string, v json.RawMessage) string {
 
 // translateMessages fills instructions and input from messages.
 func translateMessages(out *responsesRequest, raw json.RawMessage) error {
-	if isNull(raw) || raw[0] != '[' {
+	if upstream.IsNull(raw) || raw[0] != '[' {
 		return rejected("messages must be an array", nil)
 	}
 	var msgs []json.RawMessage
@@ -319,7 +319,7 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 	var parts []part
 	content := bytes.TrimSpace(m["content"])
 	switch {
-	case isNull(content):
+	case upstream.IsNull(content):
 	case content[0] == '"':
 		var s string
 		if err := json.Unmarshal(content, &s); err != nil {
@@ -393,7 +393,7 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 // as Responses input parts.
 func userContent(raw json.RawMessage, at string) (any, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if upstream.IsNull(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -436,7 +436,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 			}
 			parts = append(parts, part{Type: "input_image", ImageURL: url, Detail: detail})
 		case "input_audio":
-			audio := nonNull(p["input_audio"])
+			audio := upstream.NonNull(p["input_audio"])
 			if audio == nil || audio[0] != '{' {
 				return nil, rejected(pat+".input_audio must be an object", nil)
 			}
@@ -446,7 +446,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 			if err != nil {
 				return nil, rejected(pat+".file must be an object", err)
 			}
-			fp := part{Type: "input_file", FileID: nonNull(f["file_id"]), FileData: nonNull(f["file_data"]), Filename: nonNull(f["filename"])}
+			fp := part{Type: "input_file", FileID: upstream.NonNull(f["file_id"]), FileData: upstream.NonNull(f["file_data"]), Filename: upstream.NonNull(f["filename"])}
 			if fp.FileID == nil && fp.FileData == nil {
 				return nil, rejected(pat+".file needs a file_id or file_data", nil)
 			}
@@ -462,7 +462,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 // developer or tool message): a string, or text parts, concatenated.
 func plainText(raw json.RawMessage, at string) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if upstream.IsNull(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -504,7 +504,7 @@ func translateTool(raw json.RawMessage, at string) (functionTool, error) {
 	if err != nil {
 		return functionTool{}, rejected(at+".function must be an object", err)
 	}
-	out := functionTool{Type: "function", Parameters: nonNull(f["parameters"]), Strict: nonNull(f["strict"])}
+	out := functionTool{Type: "function", Parameters: upstream.NonNull(f["parameters"]), Strict: upstream.NonNull(f["strict"])}
 	if out.Name, _ = f.Str("name"); out.Name == "" {
 		return functionTool{}, rejected(at+".function.name is required", nil)
 	}
@@ -609,7 +609,7 @@ func textFormat(raw json.RawMessage) (any, error) {
 			Description json.RawMessage `json:"description,omitempty"`
 			Schema      json.RawMessage `json:"schema,omitempty"`
 			Strict      json.RawMessage `json:"strict,omitempty"`
-		}{"json_schema", name, nonNull(js["description"]), nonNull(js["schema"]), nonNull(js["strict"])}, nil
+		}{"json_schema", name, upstream.NonNull(js["description"]), upstream.NonNull(js["schema"]), upstream.NonNull(js["strict"])}, nil
 	default:
 		return nil, rejected(fmt.Sprintf("response_format type %q is not supported by this provider (OpenAI Responses)", typ), nil)
 	}
@@ -626,13 +626,6 @@ func list(raw json.RawMessage, at string) ([]json.RawMessage, error) {
 		return nil, rejected(at+" must be an array", nil)
 	}
 	return l, nil
-}
-
-func nonNull(v json.RawMessage) json.RawMessage {
-	if isNull(v) {
-		return nil
-	}
-	return v
 }
 
 func rejected(msg string, err error) *llm.ProviderError {

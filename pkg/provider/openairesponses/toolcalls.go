@@ -2,6 +2,7 @@ package openairesponses
 
 import (
 	"encoding/json"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"strings"
 )
 
@@ -68,7 +69,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 
 // response counts the output items of a Response object (raw JSON).
 func (t *toolCalls) response(raw json.RawMessage) {
-	if isNull(raw) {
+	if upstream.IsNull(raw) {
 		return
 	}
 	var r struct {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
@@ -24,7 +25,7 @@ func ChatUsage(raw json.RawMessage) json.RawMessage {
 // server_tool_use (toolCalls), which the Responses usage object does not
 // carry.
 func chatUsage(raw json.RawMessage, calls *toolCalls) json.RawMessage {
-	if isNull(raw) || raw[0] != '{' {
+	if upstream.IsNull(raw) || raw[0] != '{' {
 		return nil
 	}
 	var u struct {
@@ -67,7 +68,7 @@ func count(raw json.RawMessage) int64 {
 // detail reads one count of a details object; ok is false when there is no
 // such object or count.
 func detail(raw json.RawMessage, name string) (int64, bool) {
-	if isNull(raw) || raw[0] != '{' {
+	if upstream.IsNull(raw) || raw[0] != '{' {
 		return 0, false
 	}
 	var m map[string]json.RawMessage
@@ -75,7 +76,7 @@ func detail(raw json.RawMessage, name string) (int64, bool) {
 		return 0, false
 	}
 	v, ok := m[name]
-	if !ok || isNull(v) {
+	if !ok || upstream.IsNull(v) {
 		return 0, false
 	}
 	return count(v), true

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -74,7 +75,7 @@ func parseEvent(name string, data []byte) (wireEvent, error) {
 		} else {
 			ev.Type = str(typ)
 		}
-	case len(typ) > 0 && !isNull(typ):
+	case len(typ) > 0 && !upstream.IsNull(typ):
 		return ev, malformed(errors.Join(errMalformed, errors.New("a type that is not a string")))
 	}
 	if ev.Type == "" {
@@ -240,7 +241,7 @@ func parseItem(raw json.RawMessage) (wireItem, error) {
 		Type: str(m.Type), ID: str(m.ID), CallID: str(m.CallID), Name: str(m.Name),
 		EncryptedContent: str(m.EncryptedContent),
 	}
-	if len(m.Arguments) > 0 && m.Arguments[0] != '"' && !isNull(m.Arguments) {
+	if len(m.Arguments) > 0 && m.Arguments[0] != '"' && !upstream.IsNull(m.Arguments) {
 		it.Arguments = string(m.Arguments) // arguments as an object, as some servers send them
 	} else {
 		it.Arguments = str(m.Arguments)
@@ -259,7 +260,7 @@ func parseItem(raw json.RawMessage) (wireItem, error) {
 }
 
 func parseParts(raw json.RawMessage) ([]wirePart, error) {
-	if isNull(raw) {
+	if upstream.IsNull(raw) {
 		return nil, nil
 	}
 	var list []json.RawMessage
@@ -356,20 +357,20 @@ func parseResponse(raw json.RawMessage, output bool) (wireResponse, error) {
 	if n, err := strconv.ParseFloat(string(m.CreatedAt), 64); err == nil && n >= 0 && n < 1<<53 {
 		r.CreatedAt = int64(n)
 	}
-	if !isNull(m.Usage) && m.Usage[0] == '{' {
+	if !upstream.IsNull(m.Usage) && m.Usage[0] == '{' {
 		r.Usage = m.Usage
 	}
 	var details struct {
 		Reason json.RawMessage `json:"reason"`
 	}
-	if !isNull(m.IncompleteDetails) && json.Unmarshal(m.IncompleteDetails, &details) == nil {
+	if !upstream.IsNull(m.IncompleteDetails) && json.Unmarshal(m.IncompleteDetails, &details) == nil {
 		r.IncompleteReason = str(details.Reason)
 	}
-	if !isNull(m.Error) {
+	if !upstream.IsNull(m.Error) {
 		r.HasErr = true
 		r.ErrorMessage, r.ErrorCode = errorText(m.Error)
 	}
-	if output && !isNull(m.Output) {
+	if output && !upstream.IsNull(m.Output) {
 		if m.Output[0] != '[' || json.Unmarshal(m.Output, &r.Output) != nil {
 			return wireResponse{}, malformed(errors.New("a response whose output is not a list"))
 		}
@@ -407,7 +408,7 @@ func failure(ev *wireEvent) error {
 		}
 	} else {
 		msg = str(ev.Message)
-		if msg == "" && !isNull(ev.Error) {
+		if msg == "" && !upstream.IsNull(ev.Error) {
 			msg, _ = errorText(ev.Error)
 		}
 		if msg == "" {
@@ -441,5 +442,3 @@ func str(raw json.RawMessage) string {
 	}
 	return s
 }
-
-func isNull(v []byte) bool { return len(v) == 0 || string(v) == "null" }

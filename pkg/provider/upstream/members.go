@@ -59,3 +59,11 @@ func IsNull(v []byte) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) == 0 || string(v) == "null"
 }
+
+// NonNull is v, or nil when v is absent or null (IsNull).
+func NonNull(v json.RawMessage) json.RawMessage {
+	if IsNull(v) {
+		return nil
+	}
+	return v
+}

@@ -115,10 +115,13 @@ type Error struct {
 	Error ErrorBody `json:"error"`
 }
 
-// ErrorBody is the envelope's error; param and code are null when nil.
+// ErrorBody is the envelope's error; code and param are null when nil.
+// Code comes before param, in the order of the gateway's own errors
+// (docs/api.md#errors); OpenAI writes param first, and readers take
+// either.
 type ErrorBody struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
-	Param   *string `json:"param"`
 	Code    *string `json:"code"`
+	Param   *string `json:"param"`
 }

@@ -1,14 +1,15 @@
 // Package messages is Anthropic's Messages wire shape: the message object
-// with its content blocks and usage, the stop reasons, every stream event
-// (its type name as a constant, and its struct), the delta types, and the
-// error envelope. Fields are in Anthropic's order ("type" first), so that
+// with its content blocks and usage, the stop reasons (and how they read
+// as Chat Completions finish reasons, and back), every stream event (its
+// type name as a constant, and its struct), the delta types, the error
+// envelope, and the request headers a passed-through request carries on. Fields are in Anthropic's order ("type" first), so that
 // what a writer encodes reads like Anthropic's own bytes; a field the API
 // leaves out when it has nothing to say is omitempty, and one a reader must
 // tell absent from zero is a pointer or json.RawMessage.
 //
 // The codecs, the adapters, the fake upstreams and the simulated provider
 // all write and read these types; the package imports only the standard
-// library.
+// library and pkg/wire/chat.
 package messages
 
 import (
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // The stream's event types, each event's "type" and its SSE event name.
@@ -63,6 +66,17 @@ const (
 	TypeMessage = "message"
 	TypeError   = "error"
 )
+
+// The request headers of the protocol, in their canonical form: the API
+// version a request is written for, and the betas it opts into.
+const (
+	HeaderVersion = "Anthropic-Version"
+	HeaderBeta    = "Anthropic-Beta"
+)
+
+// ForwardedHeaders are the request headers of a Messages client sent on
+// with its request when it passes through to a Messages upstream.
+var ForwardedHeaders = []string{HeaderVersion, HeaderBeta}
 
 // RoleAssistant is an answer's role.
 const RoleAssistant = "assistant"
@@ -189,10 +203,14 @@ type Error struct {
 	RequestID *string `json:"request_id,omitempty"`
 }
 
-// ErrorBody is the envelope's error.
+// ErrorBody is the envelope's error. Code and Param are the gateway's
+// additions (its error code, and the request field at fault), left out
+// when nil as Anthropic's own errors have neither.
 type ErrorBody struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string  `json:"type"`
+	Message string  `json:"message"`
+	Code    *string `json:"code,omitempty"`
+	Param   *string `json:"param,omitempty"`
 }
 
 // Event is any stream event as a reader decodes it: the fields of every
@@ -201,13 +219,19 @@ type ErrorBody struct {
 // absent and empty read alike (no pointer to allocate for every delta),
 // and only the members readers use (a message's content is not read).
 type Event struct {
-	Type         string        `json:"type"`
-	Message      *EventMessage `json:"message"`
-	Index        int           `json:"index"`
-	ContentBlock *EventBlock   `json:"content_block"`
-	Delta        *EventDelta   `json:"delta"`
-	Usage        *Usage        `json:"usage"`
-	Error        *ErrorBody    `json:"error"`
+	Type         string          `json:"type"`
+	Message      *EventMessage   `json:"message"`
+	Index        int             `json:"index"`
+	ContentBlock *EventBlock     `json:"content_block"`
+	Delta        *EventDelta     `json:"delta"`
+	Usage        *Usage          `json:"usage"`
+	Error        *EventErrorBody `json:"error"`
+}
+
+// EventErrorBody is what readers use of an error event's error.
+type EventErrorBody struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
 }
 
 // EventMessage is what readers use of message_start's message.
@@ -253,6 +277,38 @@ type RawEvent struct {
 // finds InputTokens nil when it is missing.
 type TokenCount struct {
 	InputTokens *int64 `json:"input_tokens"`
+}
+
+// FinishReason is a stop_reason as the hub's (Chat Completions')
+// finish_reason: end_turn, stop_sequence, pause_turn and any reason added
+// later are stop.
+func FinishReason(stopReason string) string {
+	switch stopReason {
+	case StopMaxTokens, StopModelContextWindowExceeded:
+		return chat.FinishLength
+	case StopToolUse:
+		return chat.FinishToolCalls
+	case StopRefusal:
+		return chat.FinishContentFilter
+	}
+	return chat.FinishStop
+}
+
+// StopReason is a Chat Completions finish_reason as a stop_reason. toolUse
+// and refused say whether the answer holds a tool call or a refusal; seq is
+// the stop sequence the upstream says ended the answer ("" for none).
+func StopReason(finish string, toolUse, refused bool, seq string) string {
+	switch {
+	case seq != "" && (finish == chat.FinishStop || finish == ""):
+		return StopStopSequence
+	case finish == chat.FinishContentFilter || refused:
+		return StopRefusal
+	case finish == chat.FinishLength:
+		return StopMaxTokens
+	case finish == chat.FinishToolCalls || finish == chat.FinishFunctionCall || toolUse:
+		return StopToolUse
+	}
+	return StopEndTurn
 }
 
 // ErrorType is Anthropic's error type for an HTTP status, as its API

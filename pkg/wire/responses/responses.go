@@ -5,14 +5,20 @@
 // are in OpenAI's order, so that what a writer encodes reads like OpenAI's
 // own bytes; a field the API leaves out when it has nothing to say is
 // omitempty, and one a reader must tell absent from zero is a pointer or
-// json.RawMessage. The error envelope is Chat Completions' (package chat).
+// json.RawMessage. How a response ends (status and incomplete_details)
+// reads as a Chat Completions finish reason, and back, is here too; the
+// error envelope is Chat Completions' (package chat).
 //
 // The codecs, the adapters and the fake upstreams write these types and
 // compare against these names; the package imports only the standard
-// library.
+// library and pkg/wire/chat.
 package responses
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+)
 
 // The stream's event types, each event's "type" and its SSE event name.
 const (
@@ -77,6 +83,37 @@ const (
 	PartSummaryText   = "summary_text"
 	PartReasoningText = "reasoning_text"
 )
+
+// FinishReason is how a response ended as the hub's (Chat Completions')
+// finish_reason: an incomplete response (status incomplete, or
+// response.incomplete) is length, or content_filter when reason (its
+// incomplete_details.reason) is; a complete one that called tools is
+// tool_calls; any other is stop.
+func FinishReason(incomplete bool, reason string, toolCalls bool) string {
+	switch {
+	case incomplete && reason == ReasonContentFilter:
+		return chat.FinishContentFilter
+	case incomplete:
+		return chat.FinishLength
+	case toolCalls:
+		return chat.FinishToolCalls
+	}
+	return chat.FinishStop
+}
+
+// Ending is a Chat Completions finish_reason as a finished response's
+// status and incomplete_details: length and content_filter are
+// incomplete, for max_output_tokens and content_filter; any other is
+// completed.
+func Ending(finish string) (status string, details *IncompleteDetails) {
+	switch finish {
+	case chat.FinishLength:
+		return StatusIncomplete, &IncompleteDetails{Reason: ReasonMaxOutputTokens}
+	case chat.FinishContentFilter:
+		return StatusIncomplete, &IncompleteDetails{Reason: ReasonContentFilter}
+	}
+	return StatusCompleted, nil
+}
 
 // RoleAssistant is a message item's role.
 const RoleAssistant = "assistant"
