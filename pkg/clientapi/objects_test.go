@@ -1,6 +1,10 @@
 package clientapi
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/buzzgate/buzzgate/internal/benchbody"
+)
 
 func TestMayRefer(t *testing.T) {
 	for _, tc := range []struct {
@@ -16,9 +20,26 @@ func TestMayRefer(t *testing.T) {
 		{`{"messages":[{"file":{"fil\u0065\u005Fid":"x"}}]}`, true},
 		{`{"x":"\u00`, false},
 		{`{"x":"\u00zz"}`, false},
+		{`{"x":"a\\u0066ile_id"}`, false},
+		{`{"x":"a\\\u0066"}`, true},
+		{`{"x":"\n\"\\\\","\u005f":1}`, true},
+		{`{"x":"\t"}\`, false},
 	} {
 		if got := MayRefer([]byte(tc.body), `"file_id"`); got != tc.want {
 			t.Errorf("MayRefer(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkMayRefer is the screen on a coding agent's 1 MB Chat
+// Completions body, which refers to no provider object: every word and
+// every escape is looked at.
+func BenchmarkMayRefer(b *testing.B) {
+	body := benchbody.Chat("m", 1<<20, `"max_tokens":128`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if MayRefer(body, `"file_id"`, `"audio"`) {
+			b.Fatal("the body refers to a provider object")
 		}
 	}
 }
