@@ -55,28 +55,34 @@ func MayRefer(body []byte, words ...string) bool {
 }
 
 // letterEscape reports whether body holds a \u escape of a lowercase
-// ASCII letter or '_' (\u0061 to \u007a, \u005f).
+// ASCII letter or '_' (\u0061 to \u007a, \u005f). It looks for the
+// escape's "00", rarer in a request than its backslash (every \n and \"
+// has one).
 func letterEscape(body []byte) bool {
 	for off := 0; ; {
-		i := bytes.IndexByte(body[off:], '\\')
+		i := bytes.Index(body[off:], []byte("00"))
 		if i < 0 {
 			return false
 		}
-		i += off
-		if i+6 > len(body) {
-			return false
-		}
-		if body[i+1] == '\\' {
-			off = i + 2 // an escaped backslash: the next one starts afresh
-			continue
-		}
-		if body[i+1] == 'u' && body[i+2] == '0' && body[i+3] == '0' {
-			if c, ok := hexByte(body[i+4], body[i+5]); ok && (c >= 'a' && c <= 'z' || c == '_') {
+		i += off // body[i-2:i+4] is \u00XX
+		if i >= 2 && i+4 <= len(body) && body[i-1] == 'u' && escapes(body, i-2) {
+			if c, ok := hexByte(body[i+2], body[i+3]); ok && (c >= 'a' && c <= 'z' || c == '_') {
 				return true
 			}
 		}
-		off = i + 2
+		off = i + 1
 	}
+}
+
+// escapes reports whether body[i] is a backslash that starts an escape:
+// one preceded by an even run of backslashes (each pair is an escaped
+// backslash).
+func escapes(body []byte, i int) bool {
+	n := 0
+	for j := i; j >= 0 && body[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 func hexByte(hi, lo byte) (byte, bool) {

@@ -43,3 +43,29 @@ func BenchmarkMayRefer(b *testing.B) {
 		}
 	}
 }
+
+// FuzzLetterEscape: the search by "00" finds a letter's \u escape exactly
+// when a walk over every backslash, each escaping the byte after it, does.
+func FuzzLetterEscape(f *testing.F) {
+	for _, s := range []string{`\u0066`, `\\u0066`, `\\\u005f`, `a\n\u00e9\u0061`, `00\u00`, `\u00zz`, `"\\"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want := false
+		for j := 0; j < len(body); j++ {
+			if body[j] != '\\' {
+				continue
+			}
+			if j+6 <= len(body) && body[j+1] == 'u' && body[j+2] == '0' && body[j+3] == '0' {
+				if c, ok := hexByte(body[j+4], body[j+5]); ok && (c >= 'a' && c <= 'z' || c == '_') {
+					want = true
+					break
+				}
+			}
+			j++ // the escaped byte
+		}
+		if got := letterEscape(body); got != want {
+			t.Fatalf("letterEscape(%q) = %v, want %v", body, got, want)
+		}
+	})
+}
