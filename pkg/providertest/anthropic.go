@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -51,7 +52,7 @@ func NewAnthropic(tb testing.TB) *Server {
 // errorBody is the error envelope of the server's API.
 func (s *Server) errorBody(msg string, status int) []byte {
 	if s.bedrock {
-		return marshal(map[string]string{"message": msg})
+		return marshal(converse.Error{Message: msg})
 	}
 	if !s.anthropic {
 		return errorEnvelope(msg, errorType(status))
