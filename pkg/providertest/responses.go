@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -91,11 +92,11 @@ func newResponsesAnswer(a answer, resp Response) responsesAnswer {
 	}
 	r.reasoning = len(r.extra.Reasoning) > 0 || r.extra.EncryptedContent != ""
 	switch resp.FinishReason {
-	case "length", "max_output_tokens":
+	case chat.FinishLength, responses.ReasonMaxOutputTokens:
 		r.status, r.reason = responses.StatusIncomplete, responses.ReasonMaxOutputTokens
-	case "content_filter":
+	case chat.FinishContentFilter:
 		r.status, r.reason = responses.StatusIncomplete, responses.ReasonContentFilter
-	case "failed":
+	case responses.StatusFailed:
 		r.status = responses.StatusFailed
 	}
 	switch {
