@@ -71,7 +71,7 @@ func NewBedrock(tb testing.TB) *Server {
 func (s *Server) serveBedrock(w http.ResponseWriter, r *http.Request) {
 	model, op, ok := bedrockPath(r.URL.Path)
 	if !ok || r.Method != http.MethodPost {
-		w.Header().Set("X-Amzn-Errortype", "UnknownOperationException")
+		w.Header().Set("X-Amzn-Errortype", converse.ErrUnknownOperation)
 		writeJSON(w, http.StatusNotFound, marshal(converse.Error{Message: fmt.Sprintf("no operation at %s %s", r.Method, r.URL.Path)}))
 		return
 	}
@@ -80,18 +80,18 @@ func (s *Server) serveBedrock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := verifySigV4(r, body, "bedrock"); err != nil {
-		w.Header().Set("X-Amzn-Errortype", "InvalidSignatureException")
+		w.Header().Set("X-Amzn-Errortype", converse.ErrInvalidSignature)
 		writeJSON(w, http.StatusForbidden, marshal(converse.Error{Message: err.Error()}))
 		return
 	}
 	if op != "invoke" && op != strings.TrimPrefix(BedrockStreamSuffix, "/") && op != strings.TrimPrefix(ConverseStreamSuffix, "/") {
-		w.Header().Set("X-Amzn-Errortype", "UnknownOperationException")
+		w.Header().Set("X-Amzn-Errortype", converse.ErrUnknownOperation)
 		writeJSON(w, http.StatusNotFound, marshal(converse.Error{Message: "unsupported operation " + op}))
 		return
 	}
 	call, resp, handler, ok := s.arrive(r.Header, r.URL.Path, body)
 	if !ok {
-		w.Header().Set("X-Amzn-Errortype", "ServiceUnavailableException")
+		w.Header().Set("X-Amzn-Errortype", converse.ErrServiceUnavailable)
 		writeJSON(w, http.StatusServiceUnavailable, s.errorBody("server closing", http.StatusServiceUnavailable))
 		return
 	}
@@ -124,19 +124,19 @@ func bedrockPath(p string) (model, op string, ok bool) {
 func bedrockErrorType(status int) string {
 	switch status {
 	case http.StatusTooManyRequests:
-		return "ThrottlingException"
+		return converse.ErrThrottling
 	case http.StatusBadRequest:
-		return "ValidationException"
+		return converse.ErrValidation
 	case http.StatusForbidden:
-		return "AccessDeniedException"
+		return converse.ErrAccessDenied
 	case http.StatusNotFound:
-		return "ResourceNotFoundException"
+		return converse.ErrResourceNotFound
 	case http.StatusServiceUnavailable:
-		return "ServiceUnavailableException"
+		return converse.ErrServiceUnavailable
 	case http.StatusRequestTimeout:
-		return "ModelTimeoutException"
+		return converse.ErrModelTimeout
 	}
-	return "InternalServerException"
+	return converse.ErrInternalServer
 }
 
 // verifySigV4 computes r's Signature Version 4 for service again, with the

@@ -105,3 +105,17 @@ type PayloadPart struct {
 type Error struct {
 	Message string `json:"message"`
 }
+
+// The error types of the Bedrock Runtime, as its x-amzn-errortype header
+// (before any ":") and an exception's :exception-type name them.
+const (
+	ErrAccessDenied       = "AccessDeniedException"
+	ErrInternalServer     = "InternalServerException"
+	ErrInvalidSignature   = "InvalidSignatureException"
+	ErrModelTimeout       = "ModelTimeoutException"
+	ErrResourceNotFound   = "ResourceNotFoundException"
+	ErrServiceUnavailable = "ServiceUnavailableException"
+	ErrThrottling         = "ThrottlingException"
+	ErrUnknownOperation   = "UnknownOperationException"
+	ErrValidation         = "ValidationException"
+)
