@@ -1,7 +1,6 @@
 package providertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -51,7 +51,7 @@ func NewAnthropic(tb testing.TB) *Server {
 // errorBody is the error envelope of the server's API.
 func (s *Server) errorBody(msg string, status int) []byte {
 	if s.bedrock {
-		return marshal(map[string]string{"message": msg})
+		return marshal(converse.Error{Message: msg})
 	}
 	if !s.anthropic {
 		return errorEnvelope(msg, errorType(status))
@@ -222,25 +222,4 @@ func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a
 		msg.Usage = tokens(a.usage.PromptTokens, a.usage.CompletionTokens)
 	}
 	s.writeWhole(ctx, w, marshal(msg), resp)
-}
-
-// ordered is a JSON object whose fields keep their order, as Anthropic's
-// ("type" first): key, value, key, value, ...
-type ordered []any
-
-func obj(kv ...any) ordered { return ordered(kv) }
-
-func (o ordered) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i := 0; i+1 < len(o); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(marshal(o[i].(string)))
-		b.WriteByte(':')
-		b.Write(marshal(o[i+1]))
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
 }

@@ -17,6 +17,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	ssestream "github.com/buzzgate/buzzgate/pkg/sse"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -70,8 +71,8 @@ func NewBedrock(tb testing.TB) *Server {
 func (s *Server) serveBedrock(w http.ResponseWriter, r *http.Request) {
 	model, op, ok := bedrockPath(r.URL.Path)
 	if !ok || r.Method != http.MethodPost {
-		w.Header().Set("X-Amzn-Errortype", "UnknownOperationException")
-		writeJSON(w, http.StatusNotFound, marshal(map[string]string{"message": fmt.Sprintf("no operation at %s %s", r.Method, r.URL.Path)}))
+		w.Header().Set("X-Amzn-Errortype", converse.ErrUnknownOperation)
+		writeJSON(w, http.StatusNotFound, marshal(converse.Error{Message: fmt.Sprintf("no operation at %s %s", r.Method, r.URL.Path)}))
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -79,18 +80,18 @@ func (s *Server) serveBedrock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := verifySigV4(r, body, "bedrock"); err != nil {
-		w.Header().Set("X-Amzn-Errortype", "InvalidSignatureException")
-		writeJSON(w, http.StatusForbidden, marshal(map[string]string{"message": err.Error()}))
+		w.Header().Set("X-Amzn-Errortype", converse.ErrInvalidSignature)
+		writeJSON(w, http.StatusForbidden, marshal(converse.Error{Message: err.Error()}))
 		return
 	}
 	if op != "invoke" && op != strings.TrimPrefix(BedrockStreamSuffix, "/") && op != strings.TrimPrefix(ConverseStreamSuffix, "/") {
-		w.Header().Set("X-Amzn-Errortype", "UnknownOperationException")
-		writeJSON(w, http.StatusNotFound, marshal(map[string]string{"message": "unsupported operation " + op}))
+		w.Header().Set("X-Amzn-Errortype", converse.ErrUnknownOperation)
+		writeJSON(w, http.StatusNotFound, marshal(converse.Error{Message: "unsupported operation " + op}))
 		return
 	}
 	call, resp, handler, ok := s.arrive(r.Header, r.URL.Path, body)
 	if !ok {
-		w.Header().Set("X-Amzn-Errortype", "ServiceUnavailableException")
+		w.Header().Set("X-Amzn-Errortype", converse.ErrServiceUnavailable)
 		writeJSON(w, http.StatusServiceUnavailable, s.errorBody("server closing", http.StatusServiceUnavailable))
 		return
 	}
@@ -123,19 +124,19 @@ func bedrockPath(p string) (model, op string, ok bool) {
 func bedrockErrorType(status int) string {
 	switch status {
 	case http.StatusTooManyRequests:
-		return "ThrottlingException"
+		return converse.ErrThrottling
 	case http.StatusBadRequest:
-		return "ValidationException"
+		return converse.ErrValidation
 	case http.StatusForbidden:
-		return "AccessDeniedException"
+		return converse.ErrAccessDenied
 	case http.StatusNotFound:
-		return "ResourceNotFoundException"
+		return converse.ErrResourceNotFound
 	case http.StatusServiceUnavailable:
-		return "ServiceUnavailableException"
+		return converse.ErrServiceUnavailable
 	case http.StatusRequestTimeout:
-		return "ModelTimeoutException"
+		return converse.ErrModelTimeout
 	}
-	return "InternalServerException"
+	return converse.ErrInternalServer
 }
 
 // verifySigV4 computes r's Signature Version 4 for service again, with the
@@ -217,8 +218,8 @@ func startEventStream(w http.ResponseWriter, resp Response) (event func(typ stri
 		if typ == "" {
 			msg.Headers = append(msg.Headers,
 				eventstream.Header{Name: ":message-type", Value: eventstream.StringValue("exception")},
-				eventstream.Header{Name: ":exception-type", Value: eventstream.StringValue("modelStreamErrorException")})
-			msg.Payload = marshal(map[string]string{"message": "scripted mid-stream error"})
+				eventstream.Header{Name: ":exception-type", Value: eventstream.StringValue(converse.ExceptionModelStreamError)})
+			msg.Payload = marshal(converse.Error{Message: "scripted mid-stream error"})
 		} else {
 			msg.Headers = append(msg.Headers,
 				eventstream.Header{Name: ":message-type", Value: eventstream.StringValue("event")},
@@ -240,7 +241,7 @@ func startBedrockStream(w http.ResponseWriter, resp Response) (send func(name st
 		if name == messages.EventError {
 			return event("", nil)
 		}
-		return event("chunk", marshal(map[string][]byte{"bytes": data}))
+		return event(converse.EventChunk, marshal(converse.PayloadPart{Bytes: data}))
 	}, rc
 }
 
@@ -251,17 +252,16 @@ func startBedrockStream(w http.ResponseWriter, resp Response) (send func(name st
 // sends a modelStreamErrorException.
 func (s *Server) streamConverse(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
 	event, _ := startEventStream(w, resp)
-	type obj = map[string]any
-	if !event("messageStart", marshal(obj{"role": "assistant"})) {
+	if !event(converse.EventMessageStart, marshal(converse.MessageStart{Role: messages.RoleAssistant})) {
 		return
 	}
-	var deltas []obj
+	var deltas []converse.BlockDelta
 	if a.toolCall != nil {
 		first, second := splitHalf(a.toolCall.Arguments)
-		deltas = []obj{{"toolUse": obj{"input": first}}, {"toolUse": obj{"input": second}}}
+		deltas = []converse.BlockDelta{{ToolUse: &converse.ToolUseDelta{Input: first}}, {ToolUse: &converse.ToolUseDelta{Input: second}}}
 	} else {
-		for _, t := range a.texts {
-			deltas = append(deltas, obj{"text": t})
+		for i := range a.texts {
+			deltas = append(deltas, converse.BlockDelta{Text: &a.texts[i]})
 		}
 	}
 	cutStream := func(how CutMode) {
@@ -272,20 +272,22 @@ func (s *Server) streamConverse(ctx context.Context, w http.ResponseWriter, a an
 		s.cutStream(ctx, w, how, func([]byte) bool { return true })
 	}
 	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
-		if i == 0 && a.toolCall != nil && !event("contentBlockStart", marshal(obj{"contentBlockIndex": 0,
-			"start": obj{"toolUse": obj{"toolUseId": a.toolID, "name": a.toolCall.Name}}})) {
+		if i == 0 && a.toolCall != nil && !event(converse.EventContentBlockStart, marshal(converse.ContentBlockStart{
+			Start: converse.BlockStart{ToolUse: &converse.ToolUseStart{ToolUseID: a.toolID, Name: a.toolCall.Name}}})) {
 			return false
 		}
-		return event("contentBlockDelta", marshal(obj{"contentBlockIndex": 0, "delta": deltas[i]}))
+		return event(converse.EventContentBlockDelta, marshal(converse.ContentBlockDelta{Delta: deltas[i]}))
 	}, cutStream) {
 		return
 	}
-	if !event("contentBlockStop", marshal(obj{"contentBlockIndex": 0})) ||
-		!event("messageStop", marshal(obj{"stopReason": a.stopReason})) {
+	if !event(converse.EventContentBlockStop, marshal(converse.ContentBlockStop{})) ||
+		!event(converse.EventMessageStop, marshal(converse.MessageStop{StopReason: a.stopReason})) {
 		return
 	}
 	if !resp.NoUsage {
 		p, c := a.usage.PromptTokens, a.usage.CompletionTokens
-		event("metadata", marshal(obj{"usage": obj{"inputTokens": p, "outputTokens": c, "totalTokens": p + c}, "metrics": obj{"latencyMs": 1}}))
+		event(converse.EventMetadata, marshal(converse.Metadata{
+			Usage:   converse.Usage{InputTokens: p, OutputTokens: c, TotalTokens: p + c},
+			Metrics: converse.Metrics{LatencyMs: 1}}))
 	}
 }

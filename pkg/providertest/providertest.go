@@ -645,10 +645,10 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 	if !s.sleep(ctx, wait) {
 		return
 	}
-	msg := chat.Message{Role: "assistant", Refusal: json.RawMessage("null")}
+	msg := chat.Message{Role: chat.RoleAssistant, Refusal: json.RawMessage("null")}
 	switch {
 	case a.toolCall != nil:
-		msg.ToolCalls = []chat.ToolCall{{ID: a.toolCall.ID, Type: "function",
+		msg.ToolCalls = []chat.ToolCall{{ID: a.toolCall.ID, Type: chat.ToolTypeFunction,
 			Function: chat.Function{Name: a.toolCall.Name, Arguments: a.toolCall.Arguments}}}
 	case resp.Refusal != "":
 		msg.Refusal = marshal(resp.Refusal)
@@ -764,12 +764,12 @@ func newAnswer(call int, req Request, resp Response) answer {
 		a.toolCall = &tc
 		first, second := splitHalf(tc.Arguments)
 		a.deltas = []chat.Delta{
-			{ToolCalls: []chat.DeltaToolCall{{Index: 0, ID: tc.ID, Type: "function", Function: functionPiece(tc.Name, "")}}},
+			{ToolCalls: []chat.DeltaToolCall{{Index: 0, ID: tc.ID, Type: chat.ToolTypeFunction, Function: functionPiece(tc.Name, "")}}},
 			{ToolCalls: []chat.DeltaToolCall{{Index: 0, Function: functionPiece("", first)}}},
 			{ToolCalls: []chat.DeltaToolCall{{Index: 0, Function: functionPiece("", second)}}},
 		}
 		if a.finish == "" {
-			a.finish = "tool_calls"
+			a.finish = chat.FinishToolCalls
 		}
 	case resp.Refusal != "":
 		a.deltas = []chat.Delta{{Refusal: &resp.Refusal}}
@@ -787,7 +787,7 @@ func newAnswer(call int, req Request, resp Response) answer {
 		}
 	}
 	if a.finish == "" {
-		a.finish = "stop"
+		a.finish = chat.FinishStop
 	}
 	u := Usage{PromptTokens: PromptTokens, CompletionTokens: len(a.deltas)}
 	if resp.Usage != nil {
@@ -819,7 +819,7 @@ func functionPiece(name, args string) *chat.DeltaFunction {
 
 func roleDelta() chat.Delta {
 	empty := ""
-	return chat.Delta{Role: "assistant", Content: &empty}
+	return chat.Delta{Role: chat.RoleAssistant, Content: &empty}
 }
 
 // marshal encodes compactly, without net/http-style HTML escaping: OpenAI

@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -91,11 +93,11 @@ func newResponsesAnswer(a answer, resp Response) responsesAnswer {
 	}
 	r.reasoning = len(r.extra.Reasoning) > 0 || r.extra.EncryptedContent != ""
 	switch resp.FinishReason {
-	case "length", "max_output_tokens":
+	case chat.FinishLength, responses.ReasonMaxOutputTokens:
 		r.status, r.reason = responses.StatusIncomplete, responses.ReasonMaxOutputTokens
-	case "content_filter":
+	case chat.FinishContentFilter:
 		r.status, r.reason = responses.StatusIncomplete, responses.ReasonContentFilter
-	case "failed":
+	case responses.StatusFailed:
 		r.status = responses.StatusFailed
 	}
 	switch {
@@ -360,4 +362,27 @@ func (s *Server) completeResponses(ctx context.Context, w http.ResponseWriter, r
 		return
 	}
 	s.writeWhole(ctx, w, marshal(r.object(r.status, r.output(r.itemStatus()), r.usage)), resp)
+}
+
+// ordered is a JSON object whose fields keep their order: key, value, key,
+// value, ... It writes the error event, whose fields this server sends in
+// an order of its own ("sequence_number" second, as in its other events),
+// not in responses.ErrorEvent's, which the gateway's own error events keep.
+type ordered []any
+
+func obj(kv ...any) ordered { return ordered(kv) }
+
+func (o ordered) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i+1 < len(o); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(o[i].(string)))
+		b.WriteByte(':')
+		b.Write(marshal(o[i+1]))
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }

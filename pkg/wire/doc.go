@@ -1,8 +1,8 @@
 // Package wire groups the JSON wire shapes of the protocols the gateway
 // speaks, one package each: chat (OpenAI Chat Completions), messages
 // (Anthropic Messages), responses (OpenAI Responses) and converse (Amazon
-// Bedrock's Converse, whose stop reasons only: its types are the AWS
-// SDK's). Each declares its stop-reason vocabulary and how it reads as the
+// Bedrock's Converse: its stop reasons and stream events; the Bedrock
+// adapter reads them with the AWS SDK's types). Each declares its stop-reason vocabulary and how it reads as the
 // hub's finish_reason, its error envelope, and the headers it forwards.
 // They are leaves:
 // they import the standard library and each other only, so that codecs,

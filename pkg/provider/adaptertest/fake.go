@@ -198,7 +198,7 @@ func streamStart(p Protocol, pieces []string) string {
 				Model: RouteModel, Choices: []chat.ChunkChoice{{Delta: delta}}}
 		}
 		empty := ""
-		event("", chunk(chat.Delta{Role: "assistant", Content: &empty}))
+		event("", chunk(chat.Delta{Role: chat.RoleAssistant, Content: &empty}))
 		for _, piece := range pieces {
 			event("", chunk(chat.Delta{Content: &piece}))
 		}

@@ -61,29 +61,29 @@ func (t *messagesTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		if err := sleep(ctx, nil, t.cfg.FirstTokenLatency.D()); err != nil {
 			return nil, err
 		}
-		return errorResponse(req, 529, "overloaded_error", "simulated upstream overloaded"), nil
+		return errorResponse(req, 529, "simulated upstream overloaded"), nil
 	case "throttle":
-		r := errorResponse(req, http.StatusTooManyRequests, "rate_limit_error", "simulated rate limit")
+		r := errorResponse(req, http.StatusTooManyRequests, "simulated rate limit")
 		r.Header.Set("Retry-After", "1")
 		return r, nil
 	case "reject":
-		return errorResponse(req, http.StatusBadRequest, "invalid_request_error", "simulated rejection"), nil
+		return errorResponse(req, http.StatusBadRequest, "simulated rejection"), nil
 	case "hang":
 		<-ctx.Done()
 		return nil, ctx.Err()
 	default:
-		return errorResponse(req, http.StatusInternalServerError, "api_error",
+		return errorResponse(req, http.StatusInternalServerError,
 			fmt.Sprintf("simulated provider %s: unknown fail mode %q", t.name, t.cfg.Fail)), nil
 	}
 	if req.URL.Path == "/v1/messages/count_tokens" && req.Method == http.MethodPost {
 		return countTokensResponse(req, body), nil
 	}
 	if req.URL.Path != "/v1/messages" || req.Method != http.MethodPost {
-		return errorResponse(req, http.StatusNotFound, "not_found_error", "not found"), nil
+		return errorResponse(req, http.StatusNotFound, "not found"), nil
 	}
 	m, err := parseMessages(body)
 	if err != nil {
-		return errorResponse(req, http.StatusBadRequest, "invalid_request_error", "request body is not a valid messages request"), nil
+		return errorResponse(req, http.StatusBadRequest, "request body is not a valid messages request"), nil
 	}
 	h := fnv.New64a()
 	h.Write([]byte(m.lastUser))
@@ -108,8 +108,10 @@ func (t *messagesTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}, nil
 }
 
-func errorResponse(req *http.Request, status int, typ, msg string) *http.Response {
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+// errorResponse is Anthropic's error envelope, of the error type Anthropic
+// gives status.
+func errorResponse(req *http.Request, status int, msg string) *http.Response {
+	b, _ := json.Marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
 	return &http.Response{
 		Status: strconv.Itoa(status) + " " + http.StatusText(status), StatusCode: status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -151,7 +153,7 @@ func parseMessages(body []byte) (messagesRequest, error) {
 		var text []byte
 		hasText := false
 		for _, b := range m.Content {
-			if b.Type == "text" {
+			if b.Type == messages.BlockText {
 				text = append(text, b.Text...)
 				hasText = true
 			}

@@ -3,13 +3,14 @@ package simulated
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 var _ llm.TokenCounter = (*Provider)(nil)
@@ -31,7 +32,8 @@ func (p *Provider) CountTokens(ctx context.Context, req *llm.TokenCountRequest) 
 // countTokensResponse is the in-process transport's answer to a
 // count_tokens call.
 func countTokensResponse(req *http.Request, body []byte) *http.Response {
-	b := []byte(`{"input_tokens":` + strconv.Itoa(llm.EstimateMessagesTokens(body)) + `}`)
+	n := int64(llm.EstimateMessagesTokens(body))
+	b, _ := json.Marshal(messages.TokenCount{InputTokens: &n})
 	return &http.Response{
 		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        http.Header{"Content-Type": {"application/json"}},

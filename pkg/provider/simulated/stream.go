@@ -70,7 +70,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 	switch {
 	case s.step == 0:
 		empty := ""
-		w.Choices = []chat.ChunkChoice{{Delta: chat.Delta{Role: "assistant", Content: &empty}}}
+		w.Choices = []chat.ChunkChoice{{Delta: chat.Delta{Role: chat.RoleAssistant, Content: &empty}}}
 	case s.step <= words:
 		wait := s.cfg.ChunkLatency.D()
 		if s.step == 1 {

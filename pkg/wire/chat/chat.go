@@ -26,6 +26,12 @@ const (
 	FinishFunctionCall  = "function_call"
 )
 
+// RoleAssistant is an answer's role.
+const RoleAssistant = "assistant"
+
+// ToolTypeFunction is a tool call's type: every tool call is a function's.
+const ToolTypeFunction = "function"
+
 // Completion is a chat.completion. Usage is the usage object as it is
 // (null when nil).
 type Completion struct {

@@ -43,7 +43,7 @@ func marshalCompletion(text string) []byte {
 	stop := chat.FinishStop
 	b, err := json.Marshal(chat.Completion{
 		ID: completionID, Object: chat.ObjectCompletion, Created: created, Model: model,
-		Choices: []chat.Choice{{Message: chat.Message{Role: "assistant", Content: &text}, FinishReason: &stop}},
+		Choices: []chat.Choice{{Message: chat.Message{Role: chat.RoleAssistant, Content: &text}, FinishReason: &stop}},
 		Usage:   usageOf(text), SystemFingerprint: fingerprint,
 	})
 	if err != nil {
@@ -95,7 +95,7 @@ func sseEvents(text string, withUsage bool, chunkWords int) [][]byte {
 		return []chat.ChunkChoice{{Delta: d, Logprobs: null, FinishReason: finish}}
 	}
 	var events [][]byte
-	events = append(events, event(chat.Chunk{Choices: choice(chat.Delta{Role: "assistant"}, "", nil)}))
+	events = append(events, event(chat.Chunk{Choices: choice(chat.Delta{Role: chat.RoleAssistant}, "", nil)}))
 	fields := strings.Fields(text)
 	if chunkWords <= 0 {
 		chunkWords = len(fields)
