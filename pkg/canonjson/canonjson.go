@@ -40,6 +40,13 @@
 // whitespace around it. Everything encoding/json rejects is rejected;
 // beyond that, duplicate member names, invalid UTF-8, unpaired surrogates,
 // float overflow and nesting deeper than [MaxDepth] are rejected too.
+//
+// Numbers are formatted and strings quoted by go-json-experiment's
+// jsontext, as its RFC 8785 canonicalization does. The parser is this
+// package's own: a keyed request's fingerprint from jsontext
+// ([jsontext.Value.Canonicalize] plus the rules above) takes about twice
+// as long on a coding agent's body of 10 KB to 1 MB (BenchmarkJSONText),
+// and FuzzJSONText holds the parser to jsontext's form plus these rules.
 package canonjson
 
 import (
@@ -50,6 +57,8 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects accepted: a value
@@ -678,79 +687,24 @@ func appendFloat(dst []byte, f float64) []byte {
 	return appendES(dst, f, false)
 }
 
-// appendES appends f (finite) as ECMAScript's Number::toString does, or
-// always in exponent form if forceExp.
+// appendES appends f (finite) as ECMAScript's Number::toString does
+// (jsontext's RFC 8785 number form), or always in exponent form if
+// forceExp.
 func appendES(dst []byte, f float64, forceExp bool) []byte {
 	if f == 0 {
 		return append(dst, '0') // also -0
 	}
-	if f < 0 {
-		dst = append(dst, '-')
-		f = -f
+	if !forceExp {
+		return jsontext.AppendFloat(dst, f, 64)
 	}
-	// Shortest round-trip digits: d[.ddd]e±XX.
-	var buf [32]byte
-	b := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
-	var digits [24]byte
-	k := 0
-	i := 0
-	for ; b[i] != 'e'; i++ {
-		if b[i] != '.' {
-			digits[k] = b[i]
-			k++
-		}
+	// strconv's shortest exponent form, the exponent without the leading
+	// zero strconv writes below 10: 1e+00 → 1e+0, 1.5e-07 → 1.5e-7.
+	dst = strconv.AppendFloat(dst, f, 'e', -1, 64)
+	if n := len(dst); dst[n-4] == 'e' && dst[n-2] == '0' {
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
 	}
-	i++ // 'e'
-	neg := b[i] == '-'
-	i++ // sign
-	e := 0
-	for ; i < len(b); i++ {
-		e = e*10 + int(b[i]-'0')
-	}
-	if neg {
-		e = -e
-	}
-	// ECMAScript: value = 0.d1d2…dk × 10^n.
-	n := e + 1
-	ds := digits[:k]
-	switch {
-	case forceExp:
-	case k <= n && n <= 21:
-		dst = append(dst, ds...)
-		for range n - k {
-			dst = append(dst, '0')
-		}
-		return dst
-	case 0 < n && n <= 21:
-		dst = append(dst, ds[:n]...)
-		dst = append(dst, '.')
-		return append(dst, ds[n:]...)
-	case -6 < n && n <= 0:
-		dst = append(dst, '0', '.')
-		for range -n {
-			dst = append(dst, '0')
-		}
-		return append(dst, ds...)
-	}
-	dst = append(dst, ds[0])
-	if k > 1 {
-		dst = append(dst, '.')
-		dst = append(dst, ds[1:]...)
-	}
-	dst = append(dst, 'e')
-	if n-1 < 0 {
-		dst = append(dst, '-')
-	} else {
-		dst = append(dst, '+')
-	}
-	return strconv.AppendInt(dst, int64(abs(n-1)), 10)
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
+	return dst
 }
 
 // remove implements the member removal of CanonicalizeWithout; obj is the
@@ -942,35 +896,8 @@ func stringSize(s []byte) int {
 }
 
 // appendString appends s (valid UTF-8) as a JSON string with RFC 8785
-// escaping.
+// escaping, as jsontext writes it.
 func appendString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i, c := range s {
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	dst, _ = jsontext.AppendQuote(dst, s) // s is valid UTF-8: no error
+	return dst
 }
