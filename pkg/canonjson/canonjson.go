@@ -54,6 +54,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -508,86 +509,29 @@ func (p *parser) str() (span, error) {
 	return span{}, p.fail(p.pos, "unexpected end of input in string")
 }
 
-// strSlow decodes a string with escapes; data[start:p.pos] has been checked
-// already and p.pos is at a backslash.
+// strSlow decodes a string with escapes with jsontext; data[start:p.pos]
+// has been checked already and p.pos is at a backslash.
 func (p *parser) strSlow(start int) (span, error) {
+	end := p.pos // the closing quote: the first one not escaped
+	for end < len(p.data) && p.data[end] != '"' {
+		if p.data[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(p.data) {
+		return span{}, p.fail(len(p.data), "unexpected end of input in string")
+	}
 	a := len(p.arena)
-	p.arena = append(p.arena, p.data[start:p.pos]...)
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
-			p.pos++
-			return span{start: int32(a), end: int32(len(p.arena)), arena: true}, nil
-		case c == '\\':
-			if err := p.escape(); err != nil {
-				return span{}, err
-			}
-		case c < 0x20:
-			return span{}, p.fail(p.pos, "invalid control character in string")
-		case c < utf8.RuneSelf:
-			p.arena = append(p.arena, c)
-			p.pos++
-		default:
-			r, size := utf8.DecodeRune(p.data[p.pos:])
-			if r == utf8.RuneError && size == 1 {
-				return span{}, p.fail(p.pos, "invalid UTF-8 in string")
-			}
-			p.arena = append(p.arena, p.data[p.pos:p.pos+size]...)
-			p.pos += size
-		}
+	arena, err := jsontext.AppendUnquote(p.arena, p.data[start-1:end+1])
+	if err != nil {
+		// An invalid escape, control character or UTF-8 sequence, or an
+		// unpaired surrogate escape.
+		return span{}, p.fail(p.pos, "invalid string: "+strings.TrimPrefix(err.Error(), "jsontext: "))
 	}
-	return span{}, p.fail(p.pos, "unexpected end of input in string")
-}
-
-// escape decodes the escape sequence at p.pos (a backslash) into the arena.
-func (p *parser) escape() error {
-	off := p.pos
-	if p.pos+1 >= len(p.data) {
-		return p.fail(off, "unexpected end of input in string escape")
-	}
-	var b byte
-	switch p.data[p.pos+1] {
-	case '"', '\\', '/':
-		b = p.data[p.pos+1]
-	case 'b':
-		b = '\b'
-	case 'f':
-		b = '\f'
-	case 'n':
-		b = '\n'
-	case 'r':
-		b = '\r'
-	case 't':
-		b = '\t'
-	case 'u':
-		r, ok := hex4(p.data[p.pos+2:])
-		if !ok {
-			return p.fail(off, "invalid \\u escape")
-		}
-		p.pos += 6
-		if utf16.IsSurrogate(r) {
-			if r >= 0xDC00 {
-				return p.fail(off, "unpaired surrogate escape")
-			}
-			lo, ok := rune(0), false
-			if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-				lo, ok = hex4(p.data[p.pos+2:])
-			}
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return p.fail(off, "unpaired surrogate escape")
-			}
-			r = utf16.DecodeRune(r, lo)
-			p.pos += 6
-		}
-		p.arena = utf8.AppendRune(p.arena, r)
-		return nil
-	default:
-		return p.fail(off, "invalid escape character in string")
-	}
-	p.arena = append(p.arena, b)
-	p.pos += 2
-	return nil
+	p.arena = arena
+	p.pos = end + 1
+	return span{start: int32(a), end: int32(len(p.arena)), arena: true}, nil
 }
 
 func hex4(b []byte) (rune, bool) {

@@ -2,10 +2,12 @@ package canonjson
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -203,4 +205,154 @@ func TestAppendStringMatchesHand(t *testing.T) {
 			t.Fatalf("appendString(%q) = %q, hand-written = %q", s, got, want)
 		}
 	}
+}
+
+// The escape decoder the package had, the reference for
+// jsontext.AppendUnquote in strSlow.
+
+// handStrSlow decodes a string with escapes; data[start:p.pos] has been checked
+// already and p.pos is at a backslash.
+func (p *parser) handStrSlow(start int) (span, error) {
+	a := len(p.arena)
+	p.arena = append(p.arena, p.data[start:p.pos]...)
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return span{start: int32(a), end: int32(len(p.arena)), arena: true}, nil
+		case c == '\\':
+			if err := p.handEscape(); err != nil {
+				return span{}, err
+			}
+		case c < 0x20:
+			return span{}, p.fail(p.pos, "invalid control character in string")
+		case c < utf8.RuneSelf:
+			p.arena = append(p.arena, c)
+			p.pos++
+		default:
+			r, size := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && size == 1 {
+				return span{}, p.fail(p.pos, "invalid UTF-8 in string")
+			}
+			p.arena = append(p.arena, p.data[p.pos:p.pos+size]...)
+			p.pos += size
+		}
+	}
+	return span{}, p.fail(p.pos, "unexpected end of input in string")
+}
+
+// handEscape decodes the escape sequence at p.pos (a backslash) into the arena.
+func (p *parser) handEscape() error {
+	off := p.pos
+	if p.pos+1 >= len(p.data) {
+		return p.fail(off, "unexpected end of input in string escape")
+	}
+	var b byte
+	switch p.data[p.pos+1] {
+	case '"', '\\', '/':
+		b = p.data[p.pos+1]
+	case 'b':
+		b = '\b'
+	case 'f':
+		b = '\f'
+	case 'n':
+		b = '\n'
+	case 'r':
+		b = '\r'
+	case 't':
+		b = '\t'
+	case 'u':
+		r, ok := hex4(p.data[p.pos+2:])
+		if !ok {
+			return p.fail(off, "invalid \\u escape")
+		}
+		p.pos += 6
+		if utf16.IsSurrogate(r) {
+			if r >= 0xDC00 {
+				return p.fail(off, "unpaired surrogate escape")
+			}
+			lo, ok := rune(0), false
+			if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+				lo, ok = hex4(p.data[p.pos+2:])
+			}
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return p.fail(off, "unpaired surrogate escape")
+			}
+			r = utf16.DecodeRune(r, lo)
+			p.pos += 6
+		}
+		p.arena = utf8.AppendRune(p.arena, r)
+		return nil
+	default:
+		return p.fail(off, "invalid escape character in string")
+	}
+	p.arena = append(p.arena, b)
+	p.pos += 2
+	return nil
+}
+
+// handStr is str with handStrSlow.
+func (p *parser) handStr() (span, error) {
+	p.pos++ // '"'
+	start := p.pos
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			s := span{start: int32(start), end: int32(p.pos)}
+			p.pos++
+			return s, nil
+		case c == '\\':
+			return p.handStrSlow(start)
+		case c < 0x20:
+			return span{}, p.fail(p.pos, "invalid control character in string")
+		case c < utf8.RuneSelf:
+			p.pos++
+		default:
+			r, size := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && size == 1 {
+				return span{}, p.fail(p.pos, "invalid UTF-8 in string")
+			}
+			p.pos += size
+		}
+	}
+	return span{}, p.fail(p.pos, "unexpected end of input in string")
+}
+
+// FuzzStrMatchesHand compares str, which decodes escapes with jsontext,
+// with the hand-written decoder: the same strings refused, and for the
+// others the same contents and the same end, followed by more input or
+// not.
+func FuzzStrMatchesHand(f *testing.F) {
+	for _, s := range []string{``, `a`, `\n`, `\"`, `\\`, `\/`, `\u00e9`, `\u0000`, `\u00E9x`, `\ud83d\ude00`, `\ud800`,
+		`\udc00`, `\ud800\u0041`, `\ud800x`, `\ude00\ud83d`, `\x`, `\u12`, `\u12g4`, "a\x01b", "\\n\xff", "\\té😀",
+		`\u00`, `\`, `\ud83d\ude0`, "\\\"\"", `\\\\\"`, "\\u2028\n\x7f"} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, contents []byte, more bool) {
+		in := append([]byte{'"'}, contents...)
+		in = append(in, '"')
+		if more {
+			in = append(in, `,"x"]`...)
+		}
+		got := &parser{data: in}
+		gotS, err := got.str()
+		want := &parser{data: in}
+		wantS, wantErr := want.handStr()
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: str error %v, hand-written %v", in, err, wantErr)
+		}
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Offset < 0 || e.Offset > len(in) {
+				t.Fatalf("%q: error %v", in, err)
+			}
+			return
+		}
+		if !bytes.Equal(got.bytes(gotS), want.bytes(wantS)) || got.pos != want.pos {
+			t.Fatalf("%q: str = %q ending at %d, hand-written %q at %d", in, got.bytes(gotS), got.pos, want.bytes(wantS), want.pos)
+		}
+	})
 }
