@@ -17,7 +17,9 @@ import (
 // canonical form, each escape turned into what appendString writes for the
 // character it stands for. Either way the value's text is its canonical
 // form (value.canon), which the writer copies as it is. Member names,
-// which must be decoded to be sorted, go through str.
+// which must be decoded to be sorted, go through str. It is hand-written
+// for speed: BenchmarkJSONText and BenchmarkCanonicalize's 1 MB cases
+// measure it against jsontext.
 
 // strValue parses a string value at p.pos (the opening quote) into its
 // canonical form (see above). Only the strings str accepts pass here; for
