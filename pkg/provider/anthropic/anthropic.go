@@ -17,8 +17,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -31,12 +29,6 @@ var _ llm.NativeProvider = (*Client)(nil)
 
 // Version is the anthropic-version header sent with every request.
 const Version = "2023-06-01"
-
-const (
-	maxErrorBody  = 64 << 10
-	maxEventBytes = 16 << 20
-	maxJSONBody   = 32 << 20
-)
 
 // ErrClosed is returned by a stream's Next once Close was called.
 var ErrClosed = fmt.Errorf("anthropic: stream closed: %w", net.ErrClosed)
@@ -154,27 +146,16 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		}
 	}
 	c.setKey(h)
-	resp, err := upstream.Send(c.hc, httpReq)
+	body, err := upstream.Open(c.hc, httpReq, "anthropic", llm.ProtoMessages, ErrClosed, c.now)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctxError(ctx)
-		}
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
+		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		return nil, upstream.StatusError(llm.ProtoMessages, resp.StatusCode, resp.Header, b, c.now())
-	}
-	s := &stream{ctx: ctx, body: resp.Body, dropped: dropped}
+	s := &stream{body: body, events: body.Events, dropped: dropped}
 	if native {
 		s.obs = new(Observer)
 	} else {
 		s.dec = NewDecoder(c.now().Unix())
 		s.dec.SetOutputTool(outputTool)
-	}
-	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {
-		s.events = sse.NewReader(resp.Body, maxEventBytes)
 	}
 	return s, nil
 }
@@ -185,8 +166,7 @@ func ctxError(ctx context.Context) error { return upstream.ContextError("anthrop
 // stream is a 200 answer: a Messages event stream, or, when events is nil, a
 // Message JSON body (an upstream that ignored "stream": true) read whole.
 type stream struct {
-	ctx    context.Context
-	body   io.ReadCloser
+	body   *upstream.Body
 	events *sse.Reader
 	// dec translates the events into chunks, or, for a request passed
 	// through, obs observes them.
@@ -198,10 +178,6 @@ type stream struct {
 	pending  []llm.Chunk
 	jsonRead bool
 	err      error
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // Next returns the next chunk: io.EOF after message_stop, llm.ErrStreamCut
@@ -227,11 +203,8 @@ func (s *stream) Next() (llm.Chunk, error) {
 			s.err = io.EOF
 			continue
 		}
-		if s.closed.Load() {
-			return s.fail(ErrClosed)
-		}
-		if s.ctx.Err() != nil {
-			return s.fail(ctxError(s.ctx))
+		if err := s.body.Stopped(); err != nil {
+			return s.fail(err)
 		}
 		if s.events == nil {
 			if s.jsonRead {
@@ -247,7 +220,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		}
 		ev, err := s.events.Next()
 		if err != nil {
-			return s.fail(s.classify(err))
+			return s.fail(s.body.ReadError(err))
 		}
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue
@@ -292,12 +265,9 @@ func (s *stream) UsageSoFar() json.RawMessage {
 
 // readJSON decodes a whole Message answer into pending chunks.
 func (s *stream) readJSON() error {
-	body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+	body, err := s.body.ReadAll()
 	if err != nil {
-		return s.classify(err)
-	}
-	if len(body) > maxJSONBody {
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"}
+		return err
 	}
 	var events [][]byte
 	if s.obs != nil {
@@ -323,20 +293,9 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 	return llm.Chunk{}, err
 }
 
-// classify maps an error reading the answer's body.
-func (s *stream) classify(err error) error {
-	return upstream.ReadError("anthropic", s.ctx, s.closed.Load(), ErrClosed, err)
-}
-
 // Close closes the answer's body, which unblocks a waiting Next. It is
 // idempotent and safe to call concurrently with Next.
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.closeErr = s.body.Close()
-	})
-	return s.closeErr
-}
+func (s *stream) Close() error { return s.body.Close() }
 
 // MessageEvents turns a whole Message (a non-streamed answer) into the events
 // it would have streamed, so that one decoder reads both. An error envelope

@@ -2,20 +2,17 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	upstreamhttp "github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
 // stream is an upstream's 200 answer: an event stream, or, when events is
 // nil, a chat.completion JSON body read whole on the first Next.
 type stream struct {
-	ctx  context.Context
-	body io.ReadCloser
+	body *upstreamhttp.Body
 
 	events *sse.Reader
 	chunks llm.ChunkParser
@@ -29,10 +26,6 @@ type stream struct {
 	pending  []llm.Chunk // its chunks not yet returned
 
 	err error // sticky: io.EOF after [DONE], or the first failure
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
 }
 
 var done = []byte("[DONE]")
@@ -48,11 +41,8 @@ func (s *stream) Next() (llm.Chunk, error) {
 	if s.err != nil {
 		return llm.Chunk{}, s.err
 	}
-	if s.closed.Load() {
-		return s.fail(ErrClosed)
-	}
-	if s.ctx.Err() != nil {
-		return s.fail(ctxError(s.ctx))
+	if err := s.body.Stopped(); err != nil {
+		return s.fail(err)
 	}
 	if s.events == nil {
 		return s.nextJSON()
@@ -60,7 +50,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 	for {
 		ev, err := s.nextEvent()
 		if err != nil {
-			return s.fail(s.classify(err))
+			return s.fail(s.body.ReadError(err))
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if bytes.Equal(data, done) {
@@ -95,7 +85,7 @@ func (s *stream) nextEvent() (sse.Event, error) {
 // past the empty events buffered, which costs no wait, and keeps the first
 // other event for Next.
 func (s *stream) Ready() bool {
-	if s.err != nil || s.closed.Load() {
+	if s.err != nil || s.body.Closed() {
 		return false
 	}
 	if s.events == nil {
@@ -114,12 +104,9 @@ func (s *stream) Ready() bool {
 func (s *stream) nextJSON() (llm.Chunk, error) {
 	if !s.jsonRead {
 		s.jsonRead = true
-		body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+		body, err := s.body.ReadAll()
 		if err != nil {
-			return s.fail(s.classify(err))
-		}
-		if len(body) > maxJSONBody {
-			return s.fail(&llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"})
+			return s.fail(err)
 		}
 		chunks, err := completionChunks(body)
 		if err != nil {
@@ -144,10 +131,4 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 
 // Close closes the answer's body, which unblocks a Next waiting on it. It is
 // idempotent and safe to call concurrently with Next.
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.closeErr = s.body.Close()
-	})
-	return s.closeErr
-}
+func (s *stream) Close() error { return s.body.Close() }

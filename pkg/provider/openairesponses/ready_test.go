@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/sse"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 )
 
 const (
@@ -23,7 +23,8 @@ func pipeStream(t *testing.T, conv converter) (*stream, *io.PipeWriter) {
 	t.Helper()
 	r, w := io.Pipe()
 	t.Cleanup(func() { r.Close(); w.Close() })
-	return &stream{ctx: context.Background(), body: r, events: sse.NewReader(r, maxEventBytes), conv: conv}, w
+	body := upstream.NewBody("openai-responses", context.Background(), r, ErrClosed, true)
+	return &stream{body: body, events: body.Events, conv: conv}, w
 }
 
 // write delivers s (it returns once s was read, or the pipe closed).

@@ -2,11 +2,8 @@ package openairesponses
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
@@ -65,8 +62,7 @@ func (t *translation) usageSoFar() json.RawMessage { return t.dec.UsageSoFar() }
 // nil, a Response JSON body (an upstream that ignored "stream": true) read
 // whole on the first Next.
 type stream struct {
-	ctx    context.Context
-	body   io.ReadCloser
+	body   *upstream.Body
 	events *sse.Reader
 	conv   converter
 
@@ -81,9 +77,6 @@ type stream struct {
 	jsonRead bool
 	err      error // sticky: io.EOF after the terminal event, or the first failure
 
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
 }
 
 var done = []byte("[DONE]")
@@ -102,11 +95,8 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if s.err != nil {
 			return llm.Chunk{}, s.err
 		}
-		if s.closed.Load() {
-			return s.fail(ErrClosed)
-		}
-		if s.ctx.Err() != nil {
-			return s.fail(ctxError(s.ctx))
+		if err := s.body.Stopped(); err != nil {
+			return s.fail(err)
 		}
 		if s.next < len(s.pending) {
 			c := s.pending[s.next]
@@ -146,7 +136,7 @@ func (s *stream) read() error {
 	}
 	ev, err := s.events.Next()
 	if err != nil {
-		return s.classify(err)
+		return s.body.ReadError(err)
 	}
 	return s.add(ev)
 }
@@ -170,12 +160,9 @@ func (s *stream) add(ev sse.Event) error {
 // readJSON reads a whole Response and converts the events it would have
 // streamed; a failure among them comes after the chunks before it.
 func (s *stream) readJSON() error {
-	body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+	body, err := s.body.ReadAll()
 	if err != nil {
-		return s.classify(err)
-	}
-	if len(body) > maxJSONBody {
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"}
+		return err
 	}
 	events, err := ResponseEvents(body)
 	if err != nil {
@@ -199,7 +186,7 @@ func (s *stream) readJSON() error {
 // reason to be ready, so Ready converts the events already buffered, which
 // costs no wait, until one makes a chunk.
 func (s *stream) Ready() bool {
-	if s.err != nil || s.closed.Load() {
+	if s.err != nil || s.body.Closed() {
 		return false
 	}
 	if s.next < len(s.pending) || s.then != nil || s.conv.done() {
@@ -213,7 +200,7 @@ func (s *stream) Ready() bool {
 		if err == nil {
 			err = s.add(ev)
 		} else {
-			err = s.classify(err)
+			err = s.body.ReadError(err)
 		}
 		if err != nil {
 			s.then = err
@@ -237,17 +224,6 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 	return llm.Chunk{}, err
 }
 
-// classify maps an error reading the answer's body.
-func (s *stream) classify(err error) error {
-	return upstream.ReadError("openai-responses", s.ctx, s.closed.Load(), ErrClosed, err)
-}
-
 // Close closes the answer's body, which unblocks a Next waiting on it. It is
 // idempotent and safe to call concurrently with Next.
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.closeErr = s.body.Close()
-	})
-	return s.closeErr
-}
+func (s *stream) Close() error { return s.body.Close() }
