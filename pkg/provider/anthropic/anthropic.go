@@ -311,7 +311,7 @@ func MessageEvents(body []byte) ([][]byte, error) {
 	if m.Type == messages.TypeError || !upstream.IsNull(m.Error) {
 		return [][]byte{body}, nil
 	}
-	events := [][]byte{marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
+	events := [][]byte{upstream.Marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
 		ID: m.ID, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: m.Model,
 		Content: []messages.ContentBlock{}, Usage: m.Usage}})}
 	empty := ""
@@ -330,14 +330,14 @@ func MessageEvents(body []byte) ([][]byte, error) {
 			continue
 		}
 		events = append(events,
-			marshal(messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: i, ContentBlock: start}),
-			marshal(messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: i, Delta: delta}),
-			marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: i}))
+			upstream.Marshal(messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: i, ContentBlock: start}),
+			upstream.Marshal(messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: i, Delta: delta}),
+			upstream.Marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: i}))
 	}
 	if m.StopReason != nil && *m.StopReason != "" {
 		events = append(events,
-			marshal(messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: m.StopReason}}),
-			marshal(messages.MessageStop{Type: messages.EventMessageStop}))
+			upstream.Marshal(messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: m.StopReason}}),
+			upstream.Marshal(messages.MessageStop{Type: messages.EventMessageStop}))
 	}
 	return events, nil
 }

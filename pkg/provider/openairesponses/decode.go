@@ -1,7 +1,6 @@
 package openairesponses
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -353,20 +352,9 @@ func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk
 
 func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
 	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
-	c, err := d.chunks.Parse(marshal(w))
+	c, err := d.chunks.Parse(upstream.Marshal(w))
 	if err != nil {
 		return nil, malformed(err)
 	}
 	return append(out, c), nil
-}
-
-// marshal encodes compactly, without HTML escaping, as OpenAI writes.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("openai-responses: " + err.Error()) // our own types always encode
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
