@@ -19,9 +19,8 @@ import (
 // whole items still answers. The zero Decoder is not usable; use
 // NewDecoder.
 type Decoder struct {
-	created   int64
-	id, model string
-	chunks    llm.ChunkParser // its chunks share their id and model
+	identity
+	chunks llm.ChunkParser // its chunks share their id and model
 
 	byIndex map[int]*itemState
 	byID    map[string]*itemState
@@ -46,7 +45,7 @@ type itemState struct {
 // NewDecoder returns a Decoder whose chunks carry created as their
 // "created" time until the Response names its own.
 func NewDecoder(created int64) *Decoder {
-	return &Decoder{created: created, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
+	return &Decoder{identity: identity{created: created}, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
 }
 
 // Done reports whether the terminal event has been decoded.
@@ -310,19 +309,6 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 		return out, nil
 	}
 	return d.emitUsage(out, d.usage)
-}
-
-// note takes the Response's id, model and creation time for the chunks.
-func (d *Decoder) note(r *wireResponse) {
-	if r.ID != "" {
-		d.id = r.ID
-	}
-	if r.Model != "" {
-		d.model = r.Model
-	}
-	if r.CreatedAt != 0 {
-		d.created = r.CreatedAt
-	}
 }
 
 // start emits the role chunk, once.
