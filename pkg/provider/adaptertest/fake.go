@@ -3,8 +3,8 @@ package adaptertest
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
