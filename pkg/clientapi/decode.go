@@ -243,6 +243,67 @@ func BoolField(m map[string]json.RawMessage, name, param string) (*bool, error) 
 	return &b, nil
 }
 
+// ChatTool is a Chat Completions function tool, as a request translated
+// into Chat Completions carries it.
+type ChatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+		Strict      json.RawMessage `json:"strict,omitempty"`
+	} `json:"function"`
+}
+
+// Tools is the request's tools array: nil when there is none (or on
+// error), else its elements, tools[0] on.
+func Tools(fields map[string]json.RawMessage) ([]json.RawMessage, error) {
+	raw, ok := Present(fields, "tools")
+	if !ok {
+		return nil, nil
+	}
+	return Array(raw, "tools", "tools must be an array of tools")
+}
+
+// FunctionTool reads what a function tool at at holds in every API into a
+// Chat tool: its name (required; checked by nameErr when set, then unique
+// among names, to which it is added), description, JSON schema (the member
+// schema, an object, required when required) and strict.
+func FunctionTool(m map[string]json.RawMessage, at string, names map[string]bool, nameErr func(name string) error, schema string, required bool) (ChatTool, error) {
+	var out ChatTool
+	out.Type = "function"
+	var err error
+	if out.Function.Name, err = StringField(m, "name", at+".name", true); err != nil {
+		return out, err
+	}
+	if nameErr != nil {
+		if err := nameErr(out.Function.Name); err != nil {
+			return out, err
+		}
+	}
+	if names[out.Function.Name] {
+		return out, Invalid(at+".name", "%s.name: tool names must be unique", at)
+	}
+	names[out.Function.Name] = true
+	if out.Function.Description, err = StringField(m, "description", at+".description", false); err != nil {
+		return out, err
+	}
+	if raw, ok := Present(m, schema); ok {
+		if raw[0] != '{' {
+			return out, Invalid(at+"."+schema, "%s.%s must be a JSON schema object", at, schema)
+		}
+		out.Function.Parameters = raw
+	} else if required {
+		return out, Invalid(at+"."+schema, "%s.%s is required", at, schema)
+	}
+	if strict, err := BoolField(m, "strict", at+".strict"); err != nil {
+		return out, err
+	} else if strict != nil {
+		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
+	}
+	return out, nil
+}
+
 // ObjectBody reads a request body into its top-level fields: a body that
 // is not JSON, or not an object, is an invalid request saying which.
 func ObjectBody(body []byte) (map[string]json.RawMessage, error) {

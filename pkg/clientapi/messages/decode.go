@@ -252,16 +252,6 @@ type mdImagePart struct {
 	} `json:"image_url"`
 }
 
-type mdTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      json.RawMessage `json:"strict,omitempty"`
-	} `json:"function"`
-}
-
 // mdSystem translates the system prompt: a string or an array of text
 // blocks. nil means there is none.
 //
@@ -656,17 +646,13 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet)
 // names. A tool of a server-defined type (web_search_20250305, bash_…),
 // which only Anthropic runs, is dropped and named tools[<type>], its date
 // left out.
-func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]mdTool, map[string]bool, error) {
-	raw, ok := clientapi.Present(fields, "tools")
-	if !ok {
-		return nil, nil, nil
-	}
-	list, err := clientapi.Array(raw, "tools", "tools must be an array of tools")
-	if err != nil {
+func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
+	list, err := clientapi.Tools(fields)
+	if list == nil {
 		return nil, nil, err
 	}
 	names := make(map[string]bool, len(list))
-	tools := make([]mdTool, 0, len(list))
+	tools := make([]clientapi.ChatTool, 0, len(list))
 	for i, t := range list {
 		at := fmt.Sprintf("tools[%d]", i)
 		m, err := clientapi.ObjectOf(t, at)
@@ -692,30 +678,9 @@ func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]mdTool,
 		for _, hint := range []string{"defer_loading", "input_examples", "eager_input_streaming"} {
 			h.Nested(m, hint, "tools[]."+hint)
 		}
-		var out mdTool
-		out.Type = "function"
-		if out.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
+		out, err := clientapi.FunctionTool(m, at, names, nil, "input_schema", true)
+		if err != nil {
 			return nil, nil, err
-		}
-		if names[out.Function.Name] {
-			return nil, nil, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
-		}
-		names[out.Function.Name] = true
-		if out.Function.Description, err = clientapi.StringField(m, "description", at+".description", false); err != nil {
-			return nil, nil, err
-		}
-		schema, ok := clientapi.Present(m, "input_schema")
-		if !ok {
-			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema is required", at)
-		}
-		if schema[0] != '{' {
-			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
-		}
-		out.Function.Parameters = schema
-		if strict, err := clientapi.BoolField(m, "strict", at+".strict"); err != nil {
-			return nil, nil, err
-		} else if strict != nil {
-			out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
 		}
 		tools = append(tools, out)
 	}

@@ -817,30 +817,15 @@ func rsStringOrParts(m map[string]json.RawMessage, field, at, what string) (json
 	return nil, parts, nil
 }
 
-// rsTool is a Chat Completions function tool.
-type rsTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-		Strict      json.RawMessage `json:"strict,omitempty"`
-	} `json:"function"`
-}
-
 // rsTools translates the function tools, those of namespaces flattened;
 // names are their names. Built-in tools are dropped and named.
-func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]rsTool, map[string]bool, error) {
-	raw, ok := clientapi.Present(fields, "tools")
-	if !ok {
-		return nil, nil, nil
-	}
-	list, err := clientapi.Array(raw, "tools", "tools must be an array of tools")
-	if err != nil {
+func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
+	list, err := clientapi.Tools(fields)
+	if list == nil {
 		return nil, nil, err
 	}
 	names := make(map[string]bool, len(list))
-	tools := make([]rsTool, 0, len(list))
+	tools := make([]clientapi.ChatTool, 0, len(list))
 	for i, t := range list {
 		at := fmt.Sprintf("tools[%d]", i)
 		m, typ, err := clientapi.Block(t, at)
@@ -900,38 +885,16 @@ func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]rsTool,
 }
 
 // rsFunctionTool translates a function tool; names are the names so far.
-func rsFunctionTool(m map[string]json.RawMessage, at string, names map[string]bool) (rsTool, error) {
-	var out rsTool
+func rsFunctionTool(m map[string]json.RawMessage, at string, names map[string]bool) (clientapi.ChatTool, error) {
 	if err := clientapi.Keys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
-		return out, err
+		return clientapi.ChatTool{}, err
 	}
-	out.Type = "function"
-	var err error
-	if out.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
-		return out, err
-	}
-	if !rsValidName(out.Function.Name) {
-		return out, clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
-	}
-	if names[out.Function.Name] {
-		return out, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
-	}
-	names[out.Function.Name] = true
-	if out.Function.Description, err = clientapi.StringField(m, "description", at+".description", false); err != nil {
-		return out, err
-	}
-	if schema, ok := clientapi.Present(m, "parameters"); ok {
-		if schema[0] != '{' {
-			return out, clientapi.Invalid(at+".parameters", "%s.parameters must be a JSON schema object", at)
+	return clientapi.FunctionTool(m, at, names, func(name string) error {
+		if !rsValidName(name) {
+			return clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
 		}
-		out.Function.Parameters = schema
-	}
-	if strict, err := clientapi.BoolField(m, "strict", at+".strict"); err != nil {
-		return out, err
-	} else if strict != nil {
-		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
-	}
-	return out, nil
+		return nil
+	}, "parameters", false)
 }
 
 // rsValidName is OpenAI's rule for function names: ^[a-zA-Z0-9_-]{1,64}$.
