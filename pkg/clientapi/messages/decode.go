@@ -375,36 +375,30 @@ func mdTurns(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 // messages, then the rest as one user message.
 func mdUserTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
 	var parts []any
-	for j, b := range blocks {
-		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		m, typ, err := clientapi.Block(b, bat)
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case "text":
-			text, err := mdText(m, bat, h)
-			if err != nil {
-				return nil, err
+	err := mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
+		func(m map[string]json.RawMessage, bat, typ string) error {
+			switch typ {
+			case "image":
+				p, err := mdImage(m, bat, h)
+				if err != nil {
+					return err
+				}
+				parts = append(parts, p)
+			case "tool_result":
+				msg, err := mdToolResult(m, bat, h)
+				if err != nil {
+					return err
+				}
+				out = append(out, msg)
+			case "tool_use", "thinking", "redacted_thinking":
+				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, typ)
+			default:
+				return mdUnsupportedBlock(bat, typ)
 			}
-			parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
-		case "image":
-			p, err := mdImage(m, bat, h)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, p)
-		case "tool_result":
-			msg, err := mdToolResult(m, bat, h)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, msg)
-		case "tool_use", "thinking", "redacted_thinking":
-			return nil, clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, typ)
-		default:
-			return nil, mdUnsupportedBlock(bat, typ)
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	if len(parts) > 0 {
 		out = append(out, clientapi.ChatMessage{Role: "user", Content: clientapi.JSON(parts)})
@@ -417,37 +411,31 @@ func mdUserTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string
 func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
 	var parts []clientapi.TextPart
 	var calls []llm.ToolCall
-	for j, b := range blocks {
-		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		m, typ, err := clientapi.Block(b, bat)
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case "text":
-			text, err := mdText(m, bat, h)
-			if err != nil {
-				return nil, err
+	err := mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
+		func(m map[string]json.RawMessage, bat, typ string) error {
+			switch typ {
+			case "tool_use":
+				c, err := mdToolUse(m, bat, h)
+				if err != nil {
+					return err
+				}
+				calls = append(calls, c)
+			case "thinking", "redacted_thinking":
+				// An earlier turn's thinking, signed by Anthropic for
+				// Anthropic: no other upstream can read it.
+				if err := clientapi.Keys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
+					return err
+				}
+				h.Add("messages[].content[" + typ + "]")
+			case "image", "tool_result":
+				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
+			default:
+				return mdUnsupportedBlock(bat, typ)
 			}
-			parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
-		case "tool_use":
-			c, err := mdToolUse(m, bat, h)
-			if err != nil {
-				return nil, err
-			}
-			calls = append(calls, c)
-		case "thinking", "redacted_thinking":
-			// An earlier turn's thinking, signed by Anthropic for
-			// Anthropic: no other upstream can read it.
-			if err := clientapi.Keys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
-				return nil, err
-			}
-			h.Add("messages[].content[" + typ + "]")
-		case "image", "tool_result":
-			return nil, clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
-		default:
-			return nil, mdUnsupportedBlock(bat, typ)
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	msg := clientapi.ChatMessage{Role: "assistant", ToolCalls: calls}
 	switch {
@@ -459,6 +447,32 @@ func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at s
 		msg.Content = json.RawMessage(`""`)
 	}
 	return append(out, msg), nil
+}
+
+// mdEachBlock reads a content's blocks in order: a text block's text (read
+// by mdText) goes to text, any other block to other, with its path and
+// type.
+func mdEachBlock(blocks []json.RawMessage, at string, h *clientapi.HintSet, text func(clientapi.TextPart),
+	other func(m map[string]json.RawMessage, bat, typ string) error) error {
+	for j, b := range blocks {
+		bat := fmt.Sprintf("%s.content[%d]", at, j)
+		m, typ, err := clientapi.Block(b, bat)
+		if err != nil {
+			return err
+		}
+		if typ != "text" {
+			if err := other(m, bat, typ); err != nil {
+				return err
+			}
+			continue
+		}
+		t, err := mdText(m, bat, h)
+		if err != nil {
+			return err
+		}
+		text(clientapi.TextPart{Type: "text", Text: t})
+	}
+	return nil
 }
 
 func mdUnsupportedBlock(at, typ string) error {
@@ -614,24 +628,15 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet)
 			return msg, err
 		}
 		parts := make([]clientapi.TextPart, 0, len(blocks))
-		for k, b := range blocks {
-			bat := fmt.Sprintf("%s.content[%d]", at, k)
-			bm, typ, err := clientapi.Block(b, bat)
-			if err != nil {
-				return msg, err
-			}
-			switch typ {
-			case "text":
-				text, err := mdText(bm, bat, h)
-				if err != nil {
-					return msg, err
+		err = mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
+			func(_ map[string]json.RawMessage, bat, typ string) error {
+				if typ == "image" {
+					return clientapi.Invalid(bat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", bat)
 				}
-				parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
-			case "image":
-				return msg, clientapi.Invalid(bat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", bat)
-			default:
-				return msg, mdUnsupportedBlock(bat, typ)
-			}
+				return mdUnsupportedBlock(bat, typ)
+			})
+		if err != nil {
+			return msg, err
 		}
 		if len(parts) == 0 {
 			msg.Content = json.RawMessage(`""`)
