@@ -272,23 +272,12 @@ func convPlainContent(raw json.RawMessage, at string) (string, error) {
 // convContent translates a message content: a string, or an array of
 // text, refusal and image_url parts. Empty text is left out.
 func convContent(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
-	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
-		return nil, nil
+	s, parts, err := convStringOrList(raw, at+".content must be a string or an array of content parts")
+	if err != nil || s == "" && parts == nil {
+		return nil, err
 	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, convRejected(at + ".content must be a string or an array of content parts")
-		}
-		if s == "" {
-			return nil, nil
-		}
+	if s != "" {
 		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
-	}
-	parts, err := convList(raw, at+".content")
-	if err != nil {
-		return nil, convRejected(at + ".content must be a string or an array of content parts")
 	}
 	var blocks []types.ContentBlock
 	for j, rawPart := range parts {
@@ -603,6 +592,28 @@ type convObject = upstream.Object
 
 // convList is an array's elements, none for null or absent; anything else
 // is refused, naming at.
+// convStringOrList reads content that is a string or an array: the string
+// ("" for null), or the array's elements; anything else is rejected with
+// msg.
+func convStringOrList(raw json.RawMessage, msg string) (string, []json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if upstream.IsNull(raw) {
+		return "", nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", nil, convRejected(msg)
+		}
+		return s, nil, nil
+	}
+	l, ok := upstream.List(raw)
+	if !ok {
+		return "", nil, convRejected(msg)
+	}
+	return "", l, nil
+}
+
 func convList(raw json.RawMessage, at string) ([]json.RawMessage, error) {
 	l, ok := upstream.List(raw)
 	if !ok {

@@ -222,23 +222,12 @@ func msgConvCachePoint() types.CachePointBlock {
 // systemBlocks translates a system prompt (at is where it is): a string or
 // an array of text blocks.
 func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.SystemContentBlock, error) {
-	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
-		return nil, nil
+	s, list, err := convStringOrList(raw, at+" must be a string or an array of text blocks")
+	if err != nil || s == "" && list == nil {
+		return nil, err
 	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, convRejected(at + " must be a string or an array of text blocks")
-		}
-		if s == "" {
-			return nil, nil
-		}
+	if s != "" {
 		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: s}}, nil
-	}
-	list, err := convList(raw, at)
-	if err != nil {
-		return nil, convRejected(at + " must be a string or an array of text blocks")
 	}
 	var out []types.SystemContentBlock
 	for i, rawBlock := range list {
@@ -319,23 +308,12 @@ func (r *msgConvRequest) conversation(raw json.RawMessage) error {
 
 // content translates a message's content: a string or an array of blocks.
 func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
-	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
-		return nil, nil
+	s, list, err := convStringOrList(raw, at+".content must be a string or an array of content blocks")
+	if err != nil || s == "" && list == nil {
+		return nil, err
 	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, convRejected(at + ".content must be a string or an array of content blocks")
-		}
-		if s == "" {
-			return nil, nil
-		}
+	if s != "" {
 		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
-	}
-	list, err := convList(raw, at+".content")
-	if err != nil {
-		return nil, convRejected(at + ".content must be a string or an array of content blocks")
 	}
 	var out []types.ContentBlock
 	for j, rawBlock := range list {
