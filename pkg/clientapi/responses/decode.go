@@ -725,13 +725,7 @@ func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, erro
 		return c, err
 	}
 	var err error
-	if _, err = clientapi.StringField(m, "id", at+".id", false); err != nil {
-		return c, err
-	}
-	if _, err = clientapi.StringField(m, "status", at+".status", false); err != nil {
-		return c, err
-	}
-	if c.ID, err = clientapi.StringField(m, "call_id", at+".call_id", true); err != nil {
+	if c.ID, err = rsCallID(m, at); err != nil {
 		return c, err
 	}
 	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
@@ -746,6 +740,19 @@ func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, erro
 	return c, nil
 }
 
+// rsCallID reads the members a function_call item and its
+// function_call_output share: the item's own id and status, checked and
+// dropped, and the call_id, which is returned.
+func rsCallID(m map[string]json.RawMessage, at string) (string, error) {
+	if _, err := clientapi.StringField(m, "id", at+".id", false); err != nil {
+		return "", err
+	}
+	if _, err := clientapi.StringField(m, "status", at+".status", false); err != nil {
+		return "", err
+	}
+	return clientapi.StringField(m, "call_id", at+".call_id", true)
+}
+
 // rsFunctionOutput translates a function_call_output item into a tool
 // message.
 func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, error) {
@@ -754,13 +761,7 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMe
 		return msg, err
 	}
 	var err error
-	if _, err = clientapi.StringField(m, "id", at+".id", false); err != nil {
-		return msg, err
-	}
-	if _, err = clientapi.StringField(m, "status", at+".status", false); err != nil {
-		return msg, err
-	}
-	if msg.ToolCallID, err = clientapi.StringField(m, "call_id", at+".call_id", true); err != nil {
+	if msg.ToolCallID, err = rsCallID(m, at); err != nil {
 		return msg, err
 	}
 	output, parts, err := rsStringOrParts(m, "output", at, "input_text parts")
