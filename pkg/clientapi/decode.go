@@ -255,14 +255,28 @@ type ChatTool struct {
 	} `json:"function"`
 }
 
-// Tools is the request's tools array: nil when there is none (or on
-// error), else its elements, tools[0] on.
-func Tools(fields map[string]json.RawMessage) ([]json.RawMessage, error) {
+// ReadTools reads the request's tools array into Chat tools: read is given
+// each element, with its path tools[i] and the names of the tools so far,
+// and appends the Chat tools it makes of it (none for a tool it drops) to
+// tools. Both results are nil when the request has no tools.
+func ReadTools(fields map[string]json.RawMessage,
+	read func(tools []ChatTool, t json.RawMessage, at string, names map[string]bool) ([]ChatTool, error)) ([]ChatTool, map[string]bool, error) {
 	raw, ok := Present(fields, "tools")
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return Array(raw, "tools", "tools must be an array of tools")
+	list, err := Array(raw, "tools", "tools must be an array of tools")
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make(map[string]bool, len(list))
+	tools := make([]ChatTool, 0, len(list))
+	for i, t := range list {
+		if tools, err = read(tools, t, fmt.Sprintf("tools[%d]", i), names); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tools, names, nil
 }
 
 // FunctionTool reads what a function tool at at holds in every API into a

@@ -652,32 +652,25 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet)
 // which only Anthropic runs, is dropped and named tools[<type>], its date
 // left out.
 func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
-	list, err := clientapi.Tools(fields)
-	if list == nil {
-		return nil, nil, err
-	}
-	names := make(map[string]bool, len(list))
-	tools := make([]clientapi.ChatTool, 0, len(list))
-	for i, t := range list {
-		at := fmt.Sprintf("tools[%d]", i)
+	return clientapi.ReadTools(fields, func(tools []clientapi.ChatTool, t json.RawMessage, at string, names map[string]bool) ([]clientapi.ChatTool, error) {
 		m, err := clientapi.ObjectOf(t, at)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		typ, err := clientapi.StringField(m, "type", at+".type", false)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if typ != "" && typ != "custom" {
 			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			h.Add("tools[" + messageswire.ServerToolName(typ) + "]")
-			continue
+			return tools, nil
 		}
 		if err := clientapi.Keys(m, at, "type", "name", "description", "input_schema", "cache_control", "strict",
 			"defer_loading", "input_examples", "eager_input_streaming"); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		h.Nested(m, "cache_control", "cache_control")
 		for _, hint := range []string{"defer_loading", "input_examples", "eager_input_streaming"} {
@@ -685,11 +678,10 @@ func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 		}
 		out, err := clientapi.FunctionTool(m, at, names, nil, "input_schema", true)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		tools = append(tools, out)
-	}
-	return tools, names, nil
+		return append(tools, out), nil
+	})
 }
 
 // mdReasoning translates thinking and output_config into Chat's

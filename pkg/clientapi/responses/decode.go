@@ -821,55 +821,48 @@ func rsStringOrParts(m map[string]json.RawMessage, field, at, what string) (json
 // rsTools translates the function tools, those of namespaces flattened;
 // names are their names. Built-in tools are dropped and named.
 func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
-	list, err := clientapi.Tools(fields)
-	if list == nil {
-		return nil, nil, err
-	}
-	names := make(map[string]bool, len(list))
-	tools := make([]clientapi.ChatTool, 0, len(list))
-	for i, t := range list {
-		at := fmt.Sprintf("tools[%d]", i)
+	return clientapi.ReadTools(fields, func(tools []clientapi.ChatTool, t json.RawMessage, at string, names map[string]bool) ([]clientapi.ChatTool, error) {
 		m, typ, err := clientapi.Block(t, at)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		switch typ {
 		case "function":
 			out, err := rsFunctionTool(m, at, names)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			tools = append(tools, out)
 		case "namespace":
 			if err := clientapi.Keys(m, at, "type", "name", "description", "tools"); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if _, err := clientapi.StringField(m, "description", at+".description", false); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			inner, ok := clientapi.Present(m, "tools")
 			if !ok {
-				return nil, nil, clientapi.Invalid(at+".tools", "%s.tools is required", at)
+				return nil, clientapi.Invalid(at+".tools", "%s.tools is required", at)
 			}
 			list, err := clientapi.Array(inner, at+".tools", at+".tools must be an array of function tools")
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			for j, it := range list {
 				iat := fmt.Sprintf("%s.tools[%d]", at, j)
 				im, ityp, err := clientapi.Block(it, iat)
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 				if ityp != "function" {
-					return nil, nil, clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
+					return nil, clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
 				}
 				out, err := rsFunctionTool(im, iat, names)
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 				tools = append(tools, out)
 			}
@@ -879,10 +872,10 @@ func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 			"computer_use_preview", "computer_use", "apply_patch":
 			h.Add("tools[" + typ + "]")
 		default:
-			return nil, nil, clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, clientapi.Quote(typ))
+			return nil, clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, clientapi.Quote(typ))
 		}
-	}
-	return tools, names, nil
+		return tools, nil
+	})
 }
 
 // rsFunctionTool translates a function tool; names are the names so far.
