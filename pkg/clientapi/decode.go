@@ -226,6 +226,24 @@ func IntField(m map[string]json.RawMessage, name, param string, lo, hi int64, re
 	return int64(f), nil
 }
 
+// ObjectField reads a member that holds a JSON object, kept as written
+// (what says what it must be: "an object", "a JSON schema object"); a
+// required one must be there. It is nil when absent or null.
+func ObjectField(m map[string]json.RawMessage, name, at string, required bool, what string) (json.RawMessage, error) {
+	param := at + "." + name
+	raw, ok := Present(m, name)
+	if !ok {
+		if required {
+			return nil, Invalid(param, "%s is required", param)
+		}
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, Invalid(param, "%s must be %s", param, what)
+	}
+	return raw, nil
+}
+
 // BoolField reads a boolean field; nil when absent or null.
 func BoolField(m map[string]json.RawMessage, name, param string) (*bool, error) {
 	raw, ok := Present(m, name)
@@ -302,13 +320,8 @@ func FunctionTool(m map[string]json.RawMessage, at string, names map[string]bool
 	if out.Function.Description, err = StringField(m, "description", at+".description", false); err != nil {
 		return out, err
 	}
-	if raw, ok := Present(m, schema); ok {
-		if raw[0] != '{' {
-			return out, Invalid(at+"."+schema, "%s.%s must be a JSON schema object", at, schema)
-		}
-		out.Function.Parameters = raw
-	} else if required {
-		return out, Invalid(at+"."+schema, "%s.%s is required", at, schema)
+	if out.Function.Parameters, err = ObjectField(m, schema, at, required, "a JSON schema object"); err != nil {
+		return out, err
 	}
 	if strict, err := BoolField(m, "strict", at+".strict"); err != nil {
 		return out, err

@@ -572,12 +572,9 @@ func mdToolUse(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (l
 	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
 		return c, err
 	}
-	raw, ok := clientapi.Present(m, "input")
-	if !ok {
-		return c, clientapi.Invalid(at+".input", "%s.input is required", at)
-	}
-	if raw[0] != '{' {
-		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
+	raw, err := clientapi.ObjectField(m, "input", at, true, "an object")
+	if err != nil {
+		return c, err
 	}
 	// The arguments are text the model reads as it is written: they are
 	// the input's canonical form (the Idempotency-Key fingerprint's), so

@@ -1019,14 +1019,9 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 	if js.Description, err = clientapi.StringField(f, "description", at+".description", false); err != nil {
 		return nil, err
 	}
-	schema, ok := clientapi.Present(f, "schema")
-	if !ok {
-		return nil, clientapi.Invalid(at+".schema", "%s.schema is required", at)
+	if js.Schema, err = clientapi.ObjectField(f, "schema", at, true, "a JSON schema object"); err != nil {
+		return nil, err
 	}
-	if schema[0] != '{' {
-		return nil, clientapi.Invalid(at+".schema", "%s.schema must be a JSON schema object", at)
-	}
-	js.Schema = schema
 	if strict, err := clientapi.BoolField(f, "strict", at+".strict"); err != nil {
 		return nil, err
 	} else if strict != nil {
