@@ -43,27 +43,34 @@ func AnswerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, cont
 // it produced.
 func Assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
 	asm = &llm.Assembler{}
+	usage, res, ok, end = ReadWhole(ans, asm.AddChunk)
+	return asm, usage, res, ok, end
+}
+
+// ReadWhole reads a non-streaming answer to its end, giving each chunk to
+// add (an error of add ends it), with Assemble's ending rules.
+func ReadWhole(ans *router.Answer, add func(ch *llm.Chunk) error) (usage llm.Usage, res gateway.Result, ok bool, end error) {
 	for {
 		ch, err := ans.Next()
 		if err != nil {
 			end = err
 			break
 		}
-		if err := asm.AddChunk(&ch); err != nil {
+		if err := add(&ch); err != nil {
 			end = err
 			break
 		}
 	}
 	usage = ans.Usage()
-	res, ok = EndOf(ans, usage, end)
-	return asm, usage, res, ok, end
+	res, ok = endOf(ans, usage, end)
+	return usage, res, ok, end
 }
 
-// EndOf is the ending rule of a non-streaming answer read to its end: ok
+// endOf is the ending rule of a non-streaming answer read to its end: ok
 // when it is to be written (end is io.EOF, or router.ErrIncomplete when the
 // provider just stopped), else res is the request's result (a failure after
 // output started, the time limit, an unkeyed client gone).
-func EndOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, ok bool) {
+func endOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, ok bool) {
 	switch {
 	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
 		return gateway.Result{}, true

@@ -46,17 +46,8 @@ func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gate
 // the block's fields of the same name and sets the others.
 func (c *messagesCodec) passMessage(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	var m messageAssembler
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
-		m.add(&ch)
-	}
-	usage := ans.Usage()
-	if res, ok := clientapi.EndOf(ans, usage, end); !ok {
+	usage, res, ok, end := clientapi.ReadWhole(ans, m.add)
+	if !ok {
 		return res
 	}
 	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, m.message(usage), end, nil)
@@ -80,10 +71,11 @@ type blockAsm struct {
 	cites   [][]byte
 }
 
-func (m *messageAssembler) add(ch *llm.Chunk) {
+func (m *messageAssembler) add(ch *llm.Chunk) error {
 	if !m.addDelta(ch.Raw) {
 		m.addEvent(ch.Raw)
 	}
+	return nil
 }
 
 // addEvent takes any event, decoded in full.
