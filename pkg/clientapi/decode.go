@@ -67,6 +67,22 @@ func Block(raw json.RawMessage, at string) (map[string]json.RawMessage, string, 
 	return m, typ, nil
 }
 
+// EachBlock calls f with each element of list, a block (Block) whose path
+// is at[i], until f fails.
+func EachBlock(list []json.RawMessage, at string, f func(m map[string]json.RawMessage, bat, typ string) error) error {
+	for i, raw := range list {
+		bat := fmt.Sprintf("%s[%d]", at, i)
+		m, typ, err := Block(raw, bat)
+		if err != nil {
+			return err
+		}
+		if err := f(m, bat, typ); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Object writes a JSON object member by member.
 type Object struct{ b []byte }
 

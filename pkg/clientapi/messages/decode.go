@@ -275,20 +275,19 @@ func mdSystem(raw json.RawMessage, param string, h *clientapi.HintSet) (json.Raw
 		return nil, nil
 	}
 	texts := make([]string, 0, len(blocks))
-	for i, b := range blocks {
-		at := fmt.Sprintf("%s[%d]", param, i)
-		m, typ, err := clientapi.Block(b, at)
-		if err != nil {
-			return nil, err
-		}
+	err = clientapi.EachBlock(blocks, param, func(m map[string]json.RawMessage, at, typ string) error {
 		if typ != "text" {
-			return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
+			return clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
 		}
 		text, err := mdText(m, at, h)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		texts = append(texts, text)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return clientapi.JSON(strings.Join(texts, "\n\n")), nil
 }
@@ -454,25 +453,17 @@ func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at s
 // type.
 func mdEachBlock(blocks []json.RawMessage, at string, h *clientapi.HintSet, text func(clientapi.TextPart),
 	other func(m map[string]json.RawMessage, bat, typ string) error) error {
-	for j, b := range blocks {
-		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		m, typ, err := clientapi.Block(b, bat)
-		if err != nil {
-			return err
-		}
+	return clientapi.EachBlock(blocks, at+".content", func(m map[string]json.RawMessage, bat, typ string) error {
 		if typ != "text" {
-			if err := other(m, bat, typ); err != nil {
-				return err
-			}
-			continue
+			return other(m, bat, typ)
 		}
 		t, err := mdText(m, bat, h)
 		if err != nil {
 			return err
 		}
 		text(clientapi.TextPart{Type: "text", Text: t})
-	}
-	return nil
+		return nil
+	})
 }
 
 func mdUnsupportedBlock(at, typ string) error {

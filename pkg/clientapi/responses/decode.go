@@ -595,51 +595,50 @@ func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, 
 		return msg, clientapi.Invalid(at+".content", "%s.content must not be empty", at)
 	}
 	out := make([]any, 0, len(parts))
-	for j, p := range parts {
-		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		pm, typ, err := clientapi.Block(p, pat)
-		if err != nil {
-			return msg, err
-		}
+	err = clientapi.EachBlock(parts, at+".content", func(pm map[string]json.RawMessage, pat, typ string) error {
 		assistant := role == "assistant"
 		switch {
 		case typ == "input_text" && !assistant:
 			text, err := rsPartText(pm, pat, "text")
 			if err != nil {
-				return msg, err
+				return err
 			}
 			out = append(out, clientapi.TextPart{Type: "text", Text: text})
 		case typ == "input_image" && role == "user":
 			img, err := rsImage(pm, pat)
 			if err != nil {
-				return msg, err
+				return err
 			}
 			out = append(out, img)
 		case typ == "output_text" && assistant:
 			if err := clientapi.Keys(pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
-				return msg, err
+				return err
 			}
 			text, err := clientapi.StringField(pm, "text", pat+".text", false)
 			if err != nil {
-				return msg, err
+				return err
 			}
 			if _, ok := clientapi.Present(pm, "text"); !ok {
-				return msg, clientapi.Invalid(pat+".text", "%s.text is required", pat)
+				return clientapi.Invalid(pat+".text", "%s.text is required", pat)
 			}
 			out = append(out, clientapi.TextPart{Type: "text", Text: text})
 		case typ == "refusal" && assistant:
 			text, err := rsPartText(pm, pat, "refusal")
 			if err != nil {
-				return msg, err
+				return err
 			}
 			out = append(out, rsRefusalPart{Type: "refusal", Refusal: text})
 		case typ == "input_text" || typ == "input_image" || typ == "output_text" || typ == "refusal":
-			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
+			return clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
 		case typ == "input_file" || typ == "input_audio":
-			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
+			return clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
 		default:
-			return msg, clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
+			return clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
 		}
+		return nil
+	})
+	if err != nil {
+		return msg, err
 	}
 	msg.Content = clientapi.JSON(out)
 	return msg, nil
@@ -773,20 +772,19 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMe
 		return msg, nil
 	}
 	out := make([]clientapi.TextPart, 0, len(parts))
-	for j, p := range parts {
-		pat := fmt.Sprintf("%s.output[%d]", at, j)
-		pm, typ, err := clientapi.Block(p, pat)
-		if err != nil {
-			return msg, err
-		}
+	err = clientapi.EachBlock(parts, at+".output", func(pm map[string]json.RawMessage, pat, typ string) error {
 		if typ != "input_text" {
-			return msg, clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
+			return clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
 		}
 		text, err := rsPartText(pm, pat, "text")
 		if err != nil {
-			return msg, err
+			return err
 		}
 		out = append(out, clientapi.TextPart{Type: "text", Text: text})
+		return nil
+	})
+	if err != nil {
+		return msg, err
 	}
 	if len(out) == 0 {
 		msg.Content = json.RawMessage(`""`)
@@ -851,20 +849,19 @@ func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 			if err != nil {
 				return nil, err
 			}
-			for j, it := range list {
-				iat := fmt.Sprintf("%s.tools[%d]", at, j)
-				im, ityp, err := clientapi.Block(it, iat)
-				if err != nil {
-					return nil, err
-				}
+			err = clientapi.EachBlock(list, at+".tools", func(im map[string]json.RawMessage, iat, ityp string) error {
 				if ityp != "function" {
-					return nil, clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
+					return clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
 				}
 				out, err := rsFunctionTool(im, iat, names)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				tools = append(tools, out)
+				return nil
+			})
+			if err != nil {
+				return nil, err
 			}
 			h.Add("tools[namespace]")
 		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
