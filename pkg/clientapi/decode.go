@@ -54,6 +54,15 @@ type TextPart struct {
 	Text string `json:"text"`
 }
 
+// TextContent is a Chat message's content of text parts: "" when there
+// are none.
+func TextContent(parts []TextPart) json.RawMessage {
+	if len(parts) == 0 {
+		return json.RawMessage(`""`)
+	}
+	return JSON(parts)
+}
+
 // Block reads a content block: an object with a string type.
 func Block(raw json.RawMessage, at string) (map[string]json.RawMessage, string, error) {
 	m, err := ObjectOf(raw, at)

@@ -626,11 +626,7 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet)
 		if err != nil {
 			return msg, err
 		}
-		if len(parts) == 0 {
-			msg.Content = json.RawMessage(`""`)
-		} else {
-			msg.Content = clientapi.JSON(parts)
-		}
+		msg.Content = clientapi.TextContent(parts)
 	}
 	return msg, nil
 }

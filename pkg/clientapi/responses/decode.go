@@ -786,11 +786,7 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMe
 	if err != nil {
 		return msg, err
 	}
-	if len(out) == 0 {
-		msg.Content = json.RawMessage(`""`)
-	} else {
-		msg.Content = clientapi.JSON(out)
-	}
+	msg.Content = clientapi.TextContent(out)
 	return msg, nil
 }
 
