@@ -43,20 +43,22 @@ func AnswerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, cont
 // it produced.
 func Assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
 	asm = &llm.Assembler{}
-	usage, res, ok, end = ReadWhole(ans, asm.AddChunk)
+	usage, res, ok, end = ReadWhole(ans, func(ch llm.Chunk) error { return asm.AddChunk(&ch) })
 	return asm, usage, res, ok, end
 }
 
 // ReadWhole reads a non-streaming answer to its end, giving each chunk to
-// add (an error of add ends it), with Assemble's ending rules.
-func ReadWhole(ans *router.Answer, add func(ch *llm.Chunk) error) (usage llm.Usage, res gateway.Result, ok bool, end error) {
+// add (an error of add ends it), with Assemble's ending rules. (add takes
+// the chunk by value: a pointer given to an unknown function would move
+// every chunk to the heap.)
+func ReadWhole(ans *router.Answer, add func(ch llm.Chunk) error) (usage llm.Usage, res gateway.Result, ok bool, end error) {
 	for {
 		ch, err := ans.Next()
 		if err != nil {
 			end = err
 			break
 		}
-		if err := add(&ch); err != nil {
+		if err := add(ch); err != nil {
 			end = err
 			break
 		}

@@ -46,7 +46,10 @@ func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gate
 // the block's fields of the same name and sets the others.
 func (c *messagesCodec) passMessage(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	var m messageAssembler
-	usage, res, ok, end := clientapi.ReadWhole(ans, m.add)
+	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch llm.Chunk) error {
+		m.add(&ch)
+		return nil
+	})
 	if !ok {
 		return res
 	}
@@ -71,11 +74,10 @@ type blockAsm struct {
 	cites   [][]byte
 }
 
-func (m *messageAssembler) add(ch *llm.Chunk) error {
+func (m *messageAssembler) add(ch *llm.Chunk) {
 	if !m.addDelta(ch.Raw) {
 		m.addEvent(ch.Raw)
 	}
-	return nil
 }
 
 // addEvent takes any event, decoded in full.

@@ -40,8 +40,8 @@ func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gat
 // the whole response), its usage with the gateway's cost.
 func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	var last []byte
-	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch *llm.Chunk) error {
-		if responsesTerminal(ch) || ch.Event == responseswire.EventCreated || ch.Event == responseswire.EventInProgress {
+	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch llm.Chunk) error {
+		if responsesTerminal(&ch) || ch.Event == responseswire.EventCreated || ch.Event == responseswire.EventInProgress {
 			last = ch.Raw
 		}
 		return nil

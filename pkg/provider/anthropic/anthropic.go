@@ -146,11 +146,13 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		}
 	}
 	c.setKey(h)
-	body, err := upstream.Open(c.hc, httpReq, "anthropic", llm.ProtoMessages, ErrClosed, c.now)
+	resp, err := upstream.Call(c.hc, httpReq, "anthropic", llm.ProtoMessages, c.now)
 	if err != nil {
 		return nil, err
 	}
-	s := &stream{body: body, events: body.Events, dropped: dropped}
+	s := &stream{dropped: dropped}
+	s.body.Init("anthropic", ctx, resp, ErrClosed)
+	s.events = s.body.Events
 	if native {
 		s.obs = new(Observer)
 	} else {
@@ -166,7 +168,7 @@ func ctxError(ctx context.Context) error { return upstream.ContextError("anthrop
 // stream is a 200 answer: a Messages event stream, or, when events is nil, a
 // Message JSON body (an upstream that ignored "stream": true) read whole.
 type stream struct {
-	body   *upstream.Body
+	body   upstream.Body
 	events *sse.Reader
 	// dec translates the events into chunks, or, for a request passed
 	// through, obs observes them.

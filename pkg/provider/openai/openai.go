@@ -147,11 +147,14 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	} else {
 		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept}
 	}
-	body, err := upstreamhttp.Open(c.hc, httpReq, "openai", llm.ProtoChat, ErrClosed, time.Now)
+	resp, err := upstreamhttp.Call(c.hc, httpReq, "openai", llm.ProtoChat, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	return &stream{body: body, events: body.Events}, nil
+	s := new(stream)
+	s.body.Init("openai", ctx, resp, ErrClosed)
+	s.events = s.body.Events
+	return s, nil
 }
 
 // Header values shared by every upstream request; never written to.

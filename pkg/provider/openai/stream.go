@@ -12,7 +12,7 @@ import (
 // stream is an upstream's 200 answer: an event stream, or, when events is
 // nil, a chat.completion JSON body read whole on the first Next.
 type stream struct {
-	body *upstreamhttp.Body
+	body upstreamhttp.Body
 
 	events *sse.Reader
 	chunks llm.ChunkParser

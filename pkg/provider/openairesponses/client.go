@@ -147,11 +147,13 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		h["Authorization"] = auth
 	}
 	httpReq.Header = h
-	body, err := upstream.Open(c.hc, httpReq, "openai-responses", llm.ProtoResponses, ErrClosed, c.now)
+	resp, err := upstream.Call(c.hc, httpReq, "openai-responses", llm.ProtoResponses, c.now)
 	if err != nil {
 		return nil, err
 	}
-	s := &stream{body: body, events: body.Events, conv: conv}
+	s := &stream{conv: conv}
+	s.body.Init("openai-responses", ctx, resp, ErrClosed)
+	s.events = s.body.Events
 	return s, nil
 }
 

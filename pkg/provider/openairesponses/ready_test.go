@@ -3,10 +3,10 @@ package openairesponses
 import (
 	"context"
 	"io"
+	"net/http"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 )
 
 const (
@@ -23,8 +23,10 @@ func pipeStream(t *testing.T, conv converter) (*stream, *io.PipeWriter) {
 	t.Helper()
 	r, w := io.Pipe()
 	t.Cleanup(func() { r.Close(); w.Close() })
-	body := upstream.NewBody("openai-responses", context.Background(), r, ErrClosed, true)
-	return &stream{body: body, events: body.Events, conv: conv}, w
+	s := &stream{conv: conv}
+	s.body.Init("openai-responses", context.Background(), &http.Response{Body: r, Header: http.Header{"Content-Type": {"text/event-stream"}}}, ErrClosed)
+	s.events = s.body.Events
+	return s, w
 }
 
 // write delivers s (it returns once s was read, or the pipe closed).

@@ -62,7 +62,7 @@ func (t *translation) usageSoFar() json.RawMessage { return t.dec.UsageSoFar() }
 // nil, a Response JSON body (an upstream that ignored "stream": true) read
 // whole on the first Next.
 type stream struct {
-	body   *upstream.Body
+	body   upstream.Body
 	events *sse.Reader
 	conv   converter
 

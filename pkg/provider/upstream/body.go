@@ -41,16 +41,14 @@ type Body struct {
 	closeErr  error
 }
 
-// Open sends req, a call of the adapter name, and opens its 200 answer. A
-// failed connection, or the end of the call's context, is classified here;
-// a non-200 answer is read (up to MaxErrorBody) and classified by
+// Call sends req, a call of the adapter name, and returns its 200 answer.
+// A failed connection, or the end of the call's context, is classified
+// here; a non-200 answer is read (up to MaxErrorBody) and classified by
 // StatusError for api, at the time now gives once the answer is read.
-// closedErr is what a read returns after Close.
-func Open(hc *http.Client, req *http.Request, name string, api llm.Proto, closedErr error, now func() time.Time) (*Body, error) {
-	ctx := req.Context()
+func Call(hc *http.Client, req *http.Request, name string, api llm.Proto, now func() time.Time) (*http.Response, error) {
 	resp, err := Send(hc, req)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx := req.Context(); ctx.Err() != nil {
 			return nil, ContextError(name, ctx)
 		}
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
@@ -60,18 +58,18 @@ func Open(hc *http.Client, req *http.Request, name string, api llm.Proto, closed
 		resp.Body.Close()
 		return nil, StatusError(api, resp.StatusCode, resp.Header, b, now())
 	}
-	return NewBody(name, ctx, resp.Body, closedErr, !IsJSON(resp.Header.Get("Content-Type"))), nil
+	return resp, nil
 }
 
-// NewBody is rc, the body of a 200 answer to a call of the adapter name
-// whose context is ctx, read as SSE events when events is set, else as one
-// JSON body. closedErr is what a read returns after Close.
-func NewBody(name string, ctx context.Context, rc io.ReadCloser, closedErr error, events bool) *Body {
-	b := &Body{name: name, ctx: ctx, rc: rc, closedErr: closedErr}
-	if events {
-		b.Events = sse.NewReader(rc, MaxEventBytes)
+// Init makes b the body of resp, the 200 answer to a call of the adapter
+// name whose context is ctx, read as SSE events unless its Content-Type is
+// JSON. closedErr is what a read returns after Close. (A Body is a field of
+// the stream that reads it, so that the stream is one allocation.)
+func (b *Body) Init(name string, ctx context.Context, resp *http.Response, closedErr error) {
+	b.name, b.ctx, b.rc, b.closedErr = name, ctx, resp.Body, closedErr
+	if !IsJSON(resp.Header.Get("Content-Type")) {
+		b.Events = sse.NewReader(resp.Body, MaxEventBytes)
 	}
-	return b
 }
 
 // Stopped is the error that ends the stream before its next read: the
