@@ -21,7 +21,6 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/sse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -146,13 +145,10 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		}
 	}
 	c.setKey(h)
-	resp, err := upstream.Call(c.hc, httpReq, "anthropic", llm.ProtoMessages, c.now)
-	if err != nil {
+	s := &stream{dropped: dropped}
+	if err := s.body.Open(c.hc, httpReq, "anthropic", llm.ProtoMessages, ErrClosed, c.now); err != nil {
 		return nil, err
 	}
-	s := &stream{dropped: dropped}
-	s.body.Init("anthropic", ctx, resp, ErrClosed)
-	s.events = s.body.Events
 	if native {
 		s.obs = new(Observer)
 	} else {
@@ -165,11 +161,11 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 // ctxError is the error for a call the caller's context ended.
 func ctxError(ctx context.Context) error { return upstream.ContextError("anthropic", ctx) }
 
-// stream is a 200 answer: a Messages event stream, or, when events is nil, a
-// Message JSON body (an upstream that ignored "stream": true) read whole.
+// stream is a 200 answer: a Messages event stream, or, when body.Events is
+// nil, a Message JSON body (an upstream that ignored "stream": true) read
+// whole.
 type stream struct {
-	body   upstream.Body
-	events *sse.Reader
+	body upstream.Body
 	// dec translates the events into chunks, or, for a request passed
 	// through, obs observes them.
 	dec *Decoder
@@ -199,8 +195,8 @@ func (s *stream) Next() (llm.Chunk, error) {
 			return llm.Chunk{}, s.err
 		}
 		if s.done() {
-			if s.events != nil {
-				s.events.Release()
+			if s.body.Events != nil {
+				s.body.Events.Release()
 			}
 			s.err = io.EOF
 			continue
@@ -208,7 +204,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if err := s.body.Stopped(); err != nil {
 			return s.fail(err)
 		}
-		if s.events == nil {
+		if s.body.Events == nil {
 			if s.jsonRead {
 				// A Message without a stop_reason: as cut as a stream
 				// without message_stop.
@@ -220,7 +216,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 			}
 			continue
 		}
-		ev, err := s.events.Next()
+		ev, err := s.body.Events.Next()
 		if err != nil {
 			return s.fail(s.body.ReadError(err))
 		}

@@ -147,13 +147,10 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	} else {
 		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept}
 	}
-	resp, err := upstreamhttp.Call(c.hc, httpReq, "openai", llm.ProtoChat, time.Now)
-	if err != nil {
+	s := new(stream)
+	if err := s.body.Open(c.hc, httpReq, "openai", llm.ProtoChat, ErrClosed, time.Now); err != nil {
 		return nil, err
 	}
-	s := new(stream)
-	s.body.Init("openai", ctx, resp, ErrClosed)
-	s.events = s.body.Events
 	return s, nil
 }
 

@@ -9,12 +9,11 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
-// stream is an upstream's 200 answer: an event stream, or, when events is
-// nil, a chat.completion JSON body read whole on the first Next.
+// stream is an upstream's 200 answer: an event stream, or, when body.Events
+// is nil, a chat.completion JSON body read whole on the first Next.
 type stream struct {
 	body upstreamhttp.Body
 
-	events *sse.Reader
 	chunks llm.ChunkParser
 	// ahead is an event (or the error in its place) that Ready read ahead,
 	// for the next Next to start from (hasAhead).
@@ -44,7 +43,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 	if err := s.body.Stopped(); err != nil {
 		return s.fail(err)
 	}
-	if s.events == nil {
+	if s.body.Events == nil {
 		return s.nextJSON()
 	}
 	for {
@@ -54,7 +53,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if bytes.Equal(data, done) {
-			s.events.Release()
+			s.body.Events.Release()
 			s.err = io.EOF
 			return llm.Chunk{}, io.EOF
 		}
@@ -72,7 +71,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 // nextEvent is the event Ready read ahead, else the next one.
 func (s *stream) nextEvent() (sse.Event, error) {
 	if !s.hasAhead {
-		return s.events.Next()
+		return s.body.Events.Next()
 	}
 	ev, err := s.ahead, s.aheadErr
 	s.ahead, s.aheadErr, s.hasAhead = sse.Event{}, nil, false
@@ -88,11 +87,11 @@ func (s *stream) Ready() bool {
 	if s.err != nil || s.body.Closed() {
 		return false
 	}
-	if s.events == nil {
+	if s.body.Events == nil {
 		return s.jsonRead && len(s.pending) > 0
 	}
-	for !s.hasAhead && s.events.Ready() {
-		ev, err := s.events.Next() // a whole event is buffered: no wait
+	for !s.hasAhead && s.body.Events.Ready() {
+		ev, err := s.body.Events.Next() // a whole event is buffered: no wait
 		if err == nil && len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue
 		}

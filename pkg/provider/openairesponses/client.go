@@ -147,13 +147,10 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		h["Authorization"] = auth
 	}
 	httpReq.Header = h
-	resp, err := upstream.Call(c.hc, httpReq, "openai-responses", llm.ProtoResponses, c.now)
-	if err != nil {
+	s := &stream{conv: conv}
+	if err := s.body.Open(c.hc, httpReq, "openai-responses", llm.ProtoResponses, ErrClosed, c.now); err != nil {
 		return nil, err
 	}
-	s := &stream{conv: conv}
-	s.body.Init("openai-responses", ctx, resp, ErrClosed)
-	s.events = s.body.Events
 	return s, nil
 }
 

@@ -25,7 +25,6 @@ func pipeStream(t *testing.T, conv converter) (*stream, *io.PipeWriter) {
 	t.Cleanup(func() { r.Close(); w.Close() })
 	s := &stream{conv: conv}
 	s.body.Init("openai-responses", context.Background(), &http.Response{Body: r, Header: http.Header{"Content-Type": {"text/event-stream"}}}, ErrClosed)
-	s.events = s.body.Events
 	return s, w
 }
 

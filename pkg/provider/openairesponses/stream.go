@@ -58,13 +58,12 @@ func (s *stream) Dropped() []string {
 
 func (t *translation) usageSoFar() json.RawMessage { return t.dec.UsageSoFar() }
 
-// stream is an upstream's 200 answer: an event stream, or, when events is
-// nil, a Response JSON body (an upstream that ignored "stream": true) read
+// stream is an upstream's 200 answer: an event stream, or, when body.Events
+// is nil, a Response JSON body (an upstream that ignored "stream": true) read
 // whole on the first Next.
 type stream struct {
-	body   upstream.Body
-	events *sse.Reader
-	conv   converter
+	body upstream.Body
+	conv converter
 
 	// pending holds the chunks made and not yet returned, from next on
 	// (its array is reused from event to event).
@@ -110,8 +109,8 @@ func (s *stream) Next() (llm.Chunk, error) {
 			return s.fail(s.then)
 		}
 		if s.conv.done() {
-			if s.events != nil {
-				s.events.Release()
+			if s.body.Events != nil {
+				s.body.Events.Release()
 			}
 			s.err = io.EOF
 			return llm.Chunk{}, io.EOF
@@ -125,7 +124,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 // read adds the chunks of the next event, or of the whole JSON answer, to
 // pending.
 func (s *stream) read() error {
-	if s.events == nil {
+	if s.body.Events == nil {
 		if s.jsonRead {
 			// A Response that did not end (no terminal status): as cut as
 			// a stream without its terminal event.
@@ -134,7 +133,7 @@ func (s *stream) read() error {
 		s.jsonRead = true
 		return s.readJSON()
 	}
-	ev, err := s.events.Next()
+	ev, err := s.body.Events.Next()
 	if err != nil {
 		return s.body.ReadError(err)
 	}
@@ -192,11 +191,11 @@ func (s *stream) Ready() bool {
 	if s.next < len(s.pending) || s.then != nil || s.conv.done() {
 		return true
 	}
-	if s.events == nil {
+	if s.body.Events == nil {
 		return false // the JSON body is read by Next
 	}
-	for s.events.Ready() {
-		ev, err := s.events.Next() // a whole event is buffered: no wait
+	for s.body.Events.Ready() {
+		ev, err := s.body.Events.Next() // a whole event is buffered: no wait
 		if err == nil {
 			err = s.add(ev)
 		} else {

@@ -41,24 +41,27 @@ type Body struct {
 	closeErr  error
 }
 
-// Call sends req, a call of the adapter name, and returns its 200 answer.
-// A failed connection, or the end of the call's context, is classified
-// here; a non-200 answer is read (up to MaxErrorBody) and classified by
-// StatusError for api, at the time now gives once the answer is read.
-func Call(hc *http.Client, req *http.Request, name string, api llm.Proto, now func() time.Time) (*http.Response, error) {
+// Open sends req, a call of the adapter name whose context is the
+// request's, and makes b the body of its 200 answer (Init). A failed
+// connection, or the end of the call's context, is classified here; a
+// non-200 answer is read (up to MaxErrorBody) and classified by StatusError
+// for api, at the time now gives once the answer is read.
+func (b *Body) Open(hc *http.Client, req *http.Request, name string, api llm.Proto, closedErr error, now func() time.Time) error {
+	ctx := req.Context()
 	resp, err := Send(hc, req)
 	if err != nil {
-		if ctx := req.Context(); ctx.Err() != nil {
-			return nil, ContextError(name, ctx)
+		if ctx.Err() != nil {
+			return ContextError(name, ctx)
 		}
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
+		return &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBody))
 		resp.Body.Close()
-		return nil, StatusError(api, resp.StatusCode, resp.Header, b, now())
+		return StatusError(api, resp.StatusCode, resp.Header, b, now())
 	}
-	return resp, nil
+	b.Init(name, ctx, resp, closedErr)
+	return nil
 }
 
 // Init makes b the body of resp, the 200 answer to a call of the adapter
