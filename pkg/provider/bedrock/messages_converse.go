@@ -230,18 +230,13 @@ func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.S
 		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: s}}, nil
 	}
 	var out []types.SystemContentBlock
-	for i, rawBlock := range list {
-		bat := fmt.Sprintf("%s[%d]", at, i)
-		b, err := upstream.ParseObject(rawBlock)
-		if err != nil {
-			return nil, convRejected(bat + " must be a text block")
-		}
+	err = convEachObject(list, at, " must be a text block", func(b convObject, bat string) error {
 		if typ, _ := b.Str("type"); typ != "text" {
-			return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(typ, 64)))
+			return convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(typ, 64)))
 		}
 		text, err := r.text(b, bat)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if text != "" {
 			out = append(out, &types.SystemContentBlockMemberText{Value: text})
@@ -251,6 +246,10 @@ func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.S
 				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: msgConvCachePoint()})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -316,15 +315,10 @@ func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.Conten
 		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
 	}
 	var out []types.ContentBlock
-	for j, rawBlock := range list {
-		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		b, err := upstream.ParseObject(rawBlock)
-		if err != nil {
-			return nil, convRejected(bat + " must be a content block object")
-		}
+	err = convEachObject(list, at+".content", " must be a content block object", func(b convObject, bat string) error {
 		block, cacheAfter, err := r.block(b, bat)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if block != nil {
 			out = append(out, block)
@@ -334,6 +328,10 @@ func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.Conten
 				out = append(out, &types.ContentBlockMemberCachePoint{Value: msgConvCachePoint()})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
