@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
@@ -42,27 +43,36 @@ func AnswerHead(requestID string, req *llm.ChatRequest, ans *router.Answer, cont
 // it produced.
 func Assemble(ans *router.Answer) (asm *llm.Assembler, usage llm.Usage, res gateway.Result, ok bool, end error) {
 	asm = &llm.Assembler{}
+	usage, res, ok, end = ReadWhole(ans, func(ch llm.Chunk) error { return asm.AddChunk(&ch) })
+	return asm, usage, res, ok, end
+}
+
+// ReadWhole reads a non-streaming answer to its end, giving each chunk to
+// add (an error of add ends it), with Assemble's ending rules. (add takes
+// the chunk by value: a pointer given to an unknown function would move
+// every chunk to the heap.)
+func ReadWhole(ans *router.Answer, add func(ch llm.Chunk) error) (usage llm.Usage, res gateway.Result, ok bool, end error) {
 	for {
 		ch, err := ans.Next()
 		if err != nil {
 			end = err
 			break
 		}
-		if err := asm.AddChunk(&ch); err != nil {
+		if err := add(ch); err != nil {
 			end = err
 			break
 		}
 	}
 	usage = ans.Usage()
-	res, ok = EndOf(ans, usage, end)
-	return asm, usage, res, ok, end
+	res, ok = endOf(ans, usage, end)
+	return usage, res, ok, end
 }
 
-// EndOf is the ending rule of a non-streaming answer read to its end: ok
+// endOf is the ending rule of a non-streaming answer read to its end: ok
 // when it is to be written (end is io.EOF, or router.ErrIncomplete when the
 // provider just stopped), else res is the request's result (a failure after
 // output started, the time limit, an unkeyed client gone).
-func EndOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, ok bool) {
+func endOf(ans *router.Answer, usage llm.Usage, end error) (res gateway.Result, ok bool) {
 	switch {
 	case end == io.EOF, errors.Is(end, router.ErrIncomplete):
 		return gateway.Result{}, true
@@ -145,18 +155,47 @@ func RelayDeltas(ans *router.Answer, w DeltaSink) (finish string, usage llm.Usag
 	return finish, usage, gateway.Result{}, false, end
 }
 
-// ReadAssembled is the assembled chat.completion, for the APIs that
-// reshape it.
-func ReadAssembled(asm *llm.Assembler, usage llm.Usage) (*chat.Completion, error) {
+// AssembleChoice is Assemble for the APIs that reshape the answer: the
+// first choice of the assembled chat.completion. When ok is false, res is
+// the request's result, with nothing written.
+func AssembleChoice(ans *router.Answer) (ch *chat.Choice, usage llm.Usage, res gateway.Result, ok bool, end error) {
+	asm, usage, res, ok, end := Assemble(ans)
+	if !ok {
+		return nil, usage, res, false, end
+	}
 	a, err := asm.Answer(usage)
+	if err == nil && len(a.Choices) == 0 {
+		err = llm.AsError(errors.New("assembled answer unreadable"))
+	}
 	if err != nil {
-		return nil, err
+		return nil, usage, gateway.Result{Usage: usage, Err: err}, false, end
 	}
-	if len(a.Choices) == 0 {
-		return nil, llm.AsError(errors.New("assembled answer unreadable"))
-	}
-	return a, nil
+	return &a.Choices[0], usage, res, true, end
 }
+
+// EventSender sends the events a codec makes of an answer to its Emitter,
+// each value encoded as an event's data. The first failure (the client is
+// gone) is kept, and the events after it are dropped.
+type EventSender struct {
+	Out gateway.Emitter
+	err error
+}
+
+// Send emits the event name with v, encoded, as its data.
+func (s *EventSender) Send(name string, v any) {
+	if s.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.err = s.Out.Event(idempotency.Event{Name: name, Data: b}, true)
+}
+
+// Err is the first failure of Send: nil while the client reads on.
+func (s *EventSender) Err() error { return s.err }
 
 // Refusal is an assembled message's refusal text, and whether it has one.
 func Refusal(m *chat.Message) (string, bool) {

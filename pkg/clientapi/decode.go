@@ -54,6 +54,15 @@ type TextPart struct {
 	Text string `json:"text"`
 }
 
+// TextContent is a Chat message's content of text parts: "" when there
+// are none.
+func TextContent(parts []TextPart) json.RawMessage {
+	if len(parts) == 0 {
+		return json.RawMessage(`""`)
+	}
+	return JSON(parts)
+}
+
 // Block reads a content block: an object with a string type.
 func Block(raw json.RawMessage, at string) (map[string]json.RawMessage, string, error) {
 	m, err := ObjectOf(raw, at)
@@ -65,6 +74,22 @@ func Block(raw json.RawMessage, at string) (map[string]json.RawMessage, string, 
 		return nil, "", err
 	}
 	return m, typ, nil
+}
+
+// EachBlock calls f with each element of list, a block (Block) whose path
+// is at[i], until f fails.
+func EachBlock(list []json.RawMessage, at string, f func(m map[string]json.RawMessage, bat, typ string) error) error {
+	for i, raw := range list {
+		bat := fmt.Sprintf("%s[%d]", at, i)
+		m, typ, err := Block(raw, bat)
+		if err != nil {
+			return err
+		}
+		if err := f(m, bat, typ); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Object writes a JSON object member by member.
@@ -226,6 +251,24 @@ func IntField(m map[string]json.RawMessage, name, param string, lo, hi int64, re
 	return int64(f), nil
 }
 
+// ObjectField reads a member that holds a JSON object, kept as written
+// (what says what it must be: "an object", "a JSON schema object"); a
+// required one must be there. It is nil when absent or null.
+func ObjectField(m map[string]json.RawMessage, name, at string, required bool, what string) (json.RawMessage, error) {
+	param := at + "." + name
+	raw, ok := Present(m, name)
+	if !ok {
+		if required {
+			return nil, Invalid(param, "%s is required", param)
+		}
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, Invalid(param, "%s must be %s", param, what)
+	}
+	return raw, nil
+}
+
 // BoolField reads a boolean field; nil when absent or null.
 func BoolField(m map[string]json.RawMessage, name, param string) (*bool, error) {
 	raw, ok := Present(m, name)
@@ -241,6 +284,76 @@ func BoolField(m map[string]json.RawMessage, name, param string) (*bool, error) 
 		return nil, Invalid(param, "%s must be a boolean", param)
 	}
 	return &b, nil
+}
+
+// ChatTool is a Chat Completions function tool, as a request translated
+// into Chat Completions carries it.
+type ChatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+		Strict      json.RawMessage `json:"strict,omitempty"`
+	} `json:"function"`
+}
+
+// ReadTools reads the request's tools array into Chat tools: read is given
+// each element, with its path tools[i] and the names of the tools so far,
+// and appends the Chat tools it makes of it (none for a tool it drops) to
+// tools. Both results are nil when the request has no tools.
+func ReadTools(fields map[string]json.RawMessage,
+	read func(tools []ChatTool, t json.RawMessage, at string, names map[string]bool) ([]ChatTool, error)) ([]ChatTool, map[string]bool, error) {
+	raw, ok := Present(fields, "tools")
+	if !ok {
+		return nil, nil, nil
+	}
+	list, err := Array(raw, "tools", "tools must be an array of tools")
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make(map[string]bool, len(list))
+	tools := make([]ChatTool, 0, len(list))
+	for i, t := range list {
+		if tools, err = read(tools, t, fmt.Sprintf("tools[%d]", i), names); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tools, names, nil
+}
+
+// FunctionTool reads what a function tool at at holds in every API into a
+// Chat tool: its name (required; checked by nameErr when set, then unique
+// among names, to which it is added), description, JSON schema (the member
+// schema, an object, required when required) and strict.
+func FunctionTool(m map[string]json.RawMessage, at string, names map[string]bool, nameErr func(name string) error, schema string, required bool) (ChatTool, error) {
+	var out ChatTool
+	out.Type = "function"
+	var err error
+	if out.Function.Name, err = StringField(m, "name", at+".name", true); err != nil {
+		return out, err
+	}
+	if nameErr != nil {
+		if err := nameErr(out.Function.Name); err != nil {
+			return out, err
+		}
+	}
+	if names[out.Function.Name] {
+		return out, Invalid(at+".name", "%s.name: tool names must be unique", at)
+	}
+	names[out.Function.Name] = true
+	if out.Function.Description, err = StringField(m, "description", at+".description", false); err != nil {
+		return out, err
+	}
+	if out.Function.Parameters, err = ObjectField(m, schema, at, required, "a JSON schema object"); err != nil {
+		return out, err
+	}
+	if strict, err := BoolField(m, "strict", at+".strict"); err != nil {
+		return out, err
+	} else if strict != nil {
+		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
+	}
+	return out, nil
 }
 
 // ObjectBody reads a request body into its top-level fields: a body that

@@ -504,12 +504,17 @@ func (s *Store) Revoke(ctx context.Context, keyID string) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	return s.updateKey(keyID, func(rec *billing.KeyRecord) { rec.Revoked = true })
+}
+
+// updateKey applies f to the record of the key keyID. s.mu is held.
+func (s *Store) updateKey(keyID string, f func(rec *billing.KeyRecord)) error {
 	hash, ok := s.keyIDs[keyID]
 	if !ok {
 		return billing.ErrUnknownKey
 	}
 	rec := s.keys[hash]
-	rec.Revoked = true
+	f(&rec)
 	s.keys[hash] = rec
 	return nil
 }
@@ -542,18 +547,7 @@ func (s *Store) SetKeyRates(ctx context.Context, keyID string, r billing.Rates) 
 		return err
 	}
 	defer s.mu.Unlock()
-	hash, ok := s.keyIDs[keyID]
-	if !ok {
-		return billing.ErrUnknownKey
-	}
-	rec := s.keys[hash]
-	if r.Budget != nil {
-		b := *r.Budget
-		r.Budget = &b
-	}
-	rec.Rates = r
-	s.keys[hash] = rec
-	return nil
+	return s.updateKey(keyID, func(rec *billing.KeyRecord) { rec.Rates = cloneRates(r) })
 }
 
 // CreateProject implements billing.KeyStore.

@@ -178,15 +178,10 @@ func toolInput(args string) json.RawMessage {
 // are chatCodec.completion's; an answer whose stream just stopped has
 // stop_reason null.
 func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	asm, usage, res, ok, end := clientapi.Assemble(ans)
+	ch, usage, res, ok, end := clientapi.AssembleChoice(ans)
 	if !ok {
 		return res
 	}
-	a, err := clientapi.ReadAssembled(asm, usage)
-	if err != nil {
-		return gateway.Result{Usage: usage, Err: err}
-	}
-	ch := a.Choices[0]
 	msg := clientMessage{Message: messageswire.Message{ID: c.messageID(), Type: messageswire.TypeMessage,
 		Role: messageswire.RoleAssistant, Model: c.model, Content: []messageswire.ContentBlock{}}, Usage: toAnthropicUsage(usage)}
 	if m := ch.Message; m.ReasoningContent != nil && *m.ReasoningContent != "" {
@@ -232,8 +227,8 @@ func (c *messagesCodec) message(ans *router.Answer, out gateway.Emitter) gateway
 
 // blockWriter turns chat deltas into content block events.
 type blockWriter struct {
+	clientapi.EventSender
 	c     *messagesCodec
-	out   gateway.Emitter
 	next  int    // the next block's index
 	open  string // the open block's type, "" for none
 	tool  int    // the chat tool-call index of the open tool_use block
@@ -242,10 +237,7 @@ type blockWriter struct {
 	refused bool
 	// stopSeq is the stop sequence the upstream says ended the answer.
 	stopSeq string
-	err     error // the Emitter's error: the client is gone
 }
-
-func (w *blockWriter) failed() error { return w.err }
 
 func (w *blockWriter) refusal(s string) {
 	if s == "" {
@@ -255,29 +247,17 @@ func (w *blockWriter) refusal(s string) {
 	w.text(s)
 }
 
-func (w *blockWriter) send(name string, v any) {
-	if w.err != nil {
-		return
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		w.err = err
-		return
-	}
-	w.err = w.out.Event(idempotency.Event{Name: name, Data: b}, true)
-}
-
 func (w *blockWriter) close() {
 	if w.open == "" {
 		return
 	}
-	w.send(messageswire.EventContentBlockStop, messageswire.ContentBlockStop{Type: messageswire.EventContentBlockStop, Index: w.next - 1})
+	w.Send(messageswire.EventContentBlockStop, messageswire.ContentBlockStop{Type: messageswire.EventContentBlockStop, Index: w.next - 1})
 	w.open = ""
 }
 
 func (w *blockWriter) start(b messageswire.ContentBlock) {
 	w.close()
-	w.send(messageswire.EventContentBlockStart, messageswire.ContentBlockStart{Type: messageswire.EventContentBlockStart, Index: w.next, ContentBlock: b})
+	w.Send(messageswire.EventContentBlockStart, messageswire.ContentBlockStart{Type: messageswire.EventContentBlockStart, Index: w.next, ContentBlock: b})
 	w.open = b.Type
 	w.next++
 }
@@ -306,7 +286,7 @@ func (w *blockWriter) thinking(s string) {
 
 // delta sends a content_block_delta of the open block.
 func (w *blockWriter) delta(d messageswire.Delta) {
-	w.send(messageswire.EventContentBlockDelta, messageswire.ContentBlockDelta{Type: messageswire.EventContentBlockDelta, Index: w.next - 1, Delta: d})
+	w.Send(messageswire.EventContentBlockDelta, messageswire.ContentBlockDelta{Type: messageswire.EventContentBlockDelta, Index: w.next - 1, Delta: d})
 }
 
 func (w *blockWriter) stopSequence(s string) { w.stopSeq = s }
@@ -360,14 +340,14 @@ type messageDelta struct {
 // stream relays the answer as Anthropic's event sequence (see messagesCodec).
 func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
-	w := &blockWriter{c: c, out: out}
+	w := &blockWriter{c: c, EventSender: clientapi.EventSender{Out: out}}
 	start := messageStart{Message: clientMessage{Message: messageswire.Message{ID: c.messageID(), Type: messageswire.TypeMessage,
 		Role: messageswire.RoleAssistant, Model: c.model, Content: []messageswire.ContentBlock{}}, Usage: startUsage(ans)}}
 	start.Type = messageswire.EventMessageStart
-	w.send(messageswire.EventMessageStart, start)
-	w.send(messageswire.EventPing, messageswire.Ping{Type: messageswire.EventPing})
+	w.Send(messageswire.EventMessageStart, start)
+	w.Send(messageswire.EventPing, messageswire.Ping{Type: messageswire.EventPing})
 	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.thinking,
-		StopSequence: w.stopSequence, ToolCall: w.toolCall, Failed: w.failed})
+		StopSequence: w.stopSequence, ToolCall: w.toolCall, Failed: w.Err})
 	if gone {
 		return res
 	}
@@ -384,14 +364,14 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 				md.Delta.StopSequence = &w.stopSeq
 			}
 		}
-		w.send(messageswire.EventMessageDelta, md)
+		w.Send(messageswire.EventMessageDelta, md)
 		if end == io.EOF {
-			w.send(messageswire.EventMessageStop, messageswire.MessageStop{Type: messageswire.EventMessageStop})
+			w.Send(messageswire.EventMessageStop, messageswire.MessageStop{Type: messageswire.EventMessageStop})
 			return gateway.Result{Usage: usage, Answered: true}
 		}
 	default:
 		ev := anthropicErrorEvent(clientapi.CutShort(ans.Provider, end), end)
-		w.send(ev.Name, json.RawMessage(ev.Data))
+		w.Send(ev.Name, json.RawMessage(ev.Data))
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
 }

@@ -252,16 +252,6 @@ type mdImagePart struct {
 	} `json:"image_url"`
 }
 
-type mdTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      json.RawMessage `json:"strict,omitempty"`
-	} `json:"function"`
-}
-
 // mdSystem translates the system prompt: a string or an array of text
 // blocks. nil means there is none.
 //
@@ -285,20 +275,19 @@ func mdSystem(raw json.RawMessage, param string, h *clientapi.HintSet) (json.Raw
 		return nil, nil
 	}
 	texts := make([]string, 0, len(blocks))
-	for i, b := range blocks {
-		at := fmt.Sprintf("%s[%d]", param, i)
-		m, typ, err := clientapi.Block(b, at)
-		if err != nil {
-			return nil, err
-		}
+	err = clientapi.EachBlock(blocks, param, func(m map[string]json.RawMessage, at, typ string) error {
 		if typ != "text" {
-			return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
+			return clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
 		}
 		text, err := mdText(m, at, h)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		texts = append(texts, text)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return clientapi.JSON(strings.Join(texts, "\n\n")), nil
 }
@@ -385,36 +374,30 @@ func mdTurns(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 // messages, then the rest as one user message.
 func mdUserTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
 	var parts []any
-	for j, b := range blocks {
-		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		m, typ, err := clientapi.Block(b, bat)
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case "text":
-			text, err := mdText(m, bat, h)
-			if err != nil {
-				return nil, err
+	err := mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
+		func(m map[string]json.RawMessage, bat, typ string) error {
+			switch typ {
+			case "image":
+				p, err := mdImage(m, bat, h)
+				if err != nil {
+					return err
+				}
+				parts = append(parts, p)
+			case "tool_result":
+				msg, err := mdToolResult(m, bat, h)
+				if err != nil {
+					return err
+				}
+				out = append(out, msg)
+			case "tool_use", "thinking", "redacted_thinking":
+				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, typ)
+			default:
+				return mdUnsupportedBlock(bat, typ)
 			}
-			parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
-		case "image":
-			p, err := mdImage(m, bat, h)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, p)
-		case "tool_result":
-			msg, err := mdToolResult(m, bat, h)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, msg)
-		case "tool_use", "thinking", "redacted_thinking":
-			return nil, clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, typ)
-		default:
-			return nil, mdUnsupportedBlock(bat, typ)
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	if len(parts) > 0 {
 		out = append(out, clientapi.ChatMessage{Role: "user", Content: clientapi.JSON(parts)})
@@ -427,37 +410,31 @@ func mdUserTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string
 func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
 	var parts []clientapi.TextPart
 	var calls []llm.ToolCall
-	for j, b := range blocks {
-		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		m, typ, err := clientapi.Block(b, bat)
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case "text":
-			text, err := mdText(m, bat, h)
-			if err != nil {
-				return nil, err
+	err := mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
+		func(m map[string]json.RawMessage, bat, typ string) error {
+			switch typ {
+			case "tool_use":
+				c, err := mdToolUse(m, bat, h)
+				if err != nil {
+					return err
+				}
+				calls = append(calls, c)
+			case "thinking", "redacted_thinking":
+				// An earlier turn's thinking, signed by Anthropic for
+				// Anthropic: no other upstream can read it.
+				if err := clientapi.Keys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
+					return err
+				}
+				h.Add("messages[].content[" + typ + "]")
+			case "image", "tool_result":
+				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
+			default:
+				return mdUnsupportedBlock(bat, typ)
 			}
-			parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
-		case "tool_use":
-			c, err := mdToolUse(m, bat, h)
-			if err != nil {
-				return nil, err
-			}
-			calls = append(calls, c)
-		case "thinking", "redacted_thinking":
-			// An earlier turn's thinking, signed by Anthropic for
-			// Anthropic: no other upstream can read it.
-			if err := clientapi.Keys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
-				return nil, err
-			}
-			h.Add("messages[].content[" + typ + "]")
-		case "image", "tool_result":
-			return nil, clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
-		default:
-			return nil, mdUnsupportedBlock(bat, typ)
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	msg := clientapi.ChatMessage{Role: "assistant", ToolCalls: calls}
 	switch {
@@ -469,6 +446,24 @@ func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at s
 		msg.Content = json.RawMessage(`""`)
 	}
 	return append(out, msg), nil
+}
+
+// mdEachBlock reads a content's blocks in order: a text block's text (read
+// by mdText) goes to text, any other block to other, with its path and
+// type.
+func mdEachBlock(blocks []json.RawMessage, at string, h *clientapi.HintSet, text func(clientapi.TextPart),
+	other func(m map[string]json.RawMessage, bat, typ string) error) error {
+	return clientapi.EachBlock(blocks, at+".content", func(m map[string]json.RawMessage, bat, typ string) error {
+		if typ != "text" {
+			return other(m, bat, typ)
+		}
+		t, err := mdText(m, bat, h)
+		if err != nil {
+			return err
+		}
+		text(clientapi.TextPart{Type: "text", Text: t})
+		return nil
+	})
 }
 
 func mdUnsupportedBlock(at, typ string) error {
@@ -568,12 +563,9 @@ func mdToolUse(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (l
 	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
 		return c, err
 	}
-	raw, ok := clientapi.Present(m, "input")
-	if !ok {
-		return c, clientapi.Invalid(at+".input", "%s.input is required", at)
-	}
-	if raw[0] != '{' {
-		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
+	raw, err := clientapi.ObjectField(m, "input", at, true, "an object")
+	if err != nil {
+		return c, err
 	}
 	// The arguments are text the model reads as it is written: they are
 	// the input's canonical form (the Idempotency-Key fingerprint's), so
@@ -624,30 +616,17 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet)
 			return msg, err
 		}
 		parts := make([]clientapi.TextPart, 0, len(blocks))
-		for k, b := range blocks {
-			bat := fmt.Sprintf("%s.content[%d]", at, k)
-			bm, typ, err := clientapi.Block(b, bat)
-			if err != nil {
-				return msg, err
-			}
-			switch typ {
-			case "text":
-				text, err := mdText(bm, bat, h)
-				if err != nil {
-					return msg, err
+		err = mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
+			func(_ map[string]json.RawMessage, bat, typ string) error {
+				if typ == "image" {
+					return clientapi.Invalid(bat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", bat)
 				}
-				parts = append(parts, clientapi.TextPart{Type: "text", Text: text})
-			case "image":
-				return msg, clientapi.Invalid(bat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", bat)
-			default:
-				return msg, mdUnsupportedBlock(bat, typ)
-			}
+				return mdUnsupportedBlock(bat, typ)
+			})
+		if err != nil {
+			return msg, err
 		}
-		if len(parts) == 0 {
-			msg.Content = json.RawMessage(`""`)
-		} else {
-			msg.Content = clientapi.JSON(parts)
-		}
+		msg.Content = clientapi.TextContent(parts)
 	}
 	return msg, nil
 }
@@ -656,70 +635,37 @@ func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet)
 // names. A tool of a server-defined type (web_search_20250305, bash_…),
 // which only Anthropic runs, is dropped and named tools[<type>], its date
 // left out.
-func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]mdTool, map[string]bool, error) {
-	raw, ok := clientapi.Present(fields, "tools")
-	if !ok {
-		return nil, nil, nil
-	}
-	list, err := clientapi.Array(raw, "tools", "tools must be an array of tools")
-	if err != nil {
-		return nil, nil, err
-	}
-	names := make(map[string]bool, len(list))
-	tools := make([]mdTool, 0, len(list))
-	for i, t := range list {
-		at := fmt.Sprintf("tools[%d]", i)
+func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
+	return clientapi.ReadTools(fields, func(tools []clientapi.ChatTool, t json.RawMessage, at string, names map[string]bool) ([]clientapi.ChatTool, error) {
 		m, err := clientapi.ObjectOf(t, at)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		typ, err := clientapi.StringField(m, "type", at+".type", false)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if typ != "" && typ != "custom" {
 			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			h.Add("tools[" + messageswire.ServerToolName(typ) + "]")
-			continue
+			return tools, nil
 		}
 		if err := clientapi.Keys(m, at, "type", "name", "description", "input_schema", "cache_control", "strict",
 			"defer_loading", "input_examples", "eager_input_streaming"); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		h.Nested(m, "cache_control", "cache_control")
 		for _, hint := range []string{"defer_loading", "input_examples", "eager_input_streaming"} {
 			h.Nested(m, hint, "tools[]."+hint)
 		}
-		var out mdTool
-		out.Type = "function"
-		if out.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
-			return nil, nil, err
+		out, err := clientapi.FunctionTool(m, at, names, nil, "input_schema", true)
+		if err != nil {
+			return nil, err
 		}
-		if names[out.Function.Name] {
-			return nil, nil, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
-		}
-		names[out.Function.Name] = true
-		if out.Function.Description, err = clientapi.StringField(m, "description", at+".description", false); err != nil {
-			return nil, nil, err
-		}
-		schema, ok := clientapi.Present(m, "input_schema")
-		if !ok {
-			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema is required", at)
-		}
-		if schema[0] != '{' {
-			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
-		}
-		out.Function.Parameters = schema
-		if strict, err := clientapi.BoolField(m, "strict", at+".strict"); err != nil {
-			return nil, nil, err
-		} else if strict != nil {
-			out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
-		}
-		tools = append(tools, out)
-	}
-	return tools, names, nil
+		return append(tools, out), nil
+	})
 }
 
 // mdReasoning translates thinking and output_config into Chat's

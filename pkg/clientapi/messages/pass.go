@@ -46,17 +46,11 @@ func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gate
 // the block's fields of the same name and sets the others.
 func (c *messagesCodec) passMessage(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	var m messageAssembler
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
+	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch llm.Chunk) error {
 		m.add(&ch)
-	}
-	usage := ans.Usage()
-	if res, ok := clientapi.EndOf(ans, usage, end); !ok {
+		return nil
+	})
+	if !ok {
 		return res
 	}
 	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, m.message(usage), end, nil)

@@ -329,15 +329,10 @@ func (c *responsesCodec) keepTurn(resp json.RawMessage, text, refusal string, ca
 // rules are chatCodec.completion's: a failure after output is an error and
 // nothing is written; a stream that just stopped is an incomplete Response.
 func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	asm, usage, res, ok, end := clientapi.Assemble(ans)
+	ch, usage, res, ok, end := clientapi.AssembleChoice(ans)
 	if !ok {
 		return res
 	}
-	a, err := clientapi.ReadAssembled(asm, usage)
-	if err != nil {
-		return gateway.Result{Usage: usage, Err: err}
-	}
-	ch := a.Choices[0]
 	finish := ""
 	if ch.FinishReason != nil {
 		finish = *ch.FinishReason
@@ -401,10 +396,9 @@ func (c *responsesCodec) response(ans *router.Answer, out gateway.Emitter) gatew
 
 // itemWriter turns chat deltas into the Responses item events.
 type itemWriter struct {
+	clientapi.EventSender
 	c   *responsesCodec
-	out gateway.Emitter
 	seq int
-	err error // the Emitter's error: the client is gone
 
 	output []any // the closed items
 
@@ -424,8 +418,6 @@ type itemWriter struct {
 	calls                 []llm.ToolCall
 }
 
-func (w *itemWriter) failed() error { return w.err }
-
 func (w *itemWriter) text(s string) { w.content(responseswire.PartOutputText, s) }
 
 func (w *itemWriter) refusal(s string) { w.content(responseswire.PartRefusal, s) }
@@ -436,34 +428,20 @@ func (w *itemWriter) next() int {
 	return w.seq - 1
 }
 
-// send emits one event named name, v being its data (with "type" and
-// "sequence_number" first).
-func (w *itemWriter) send(name string, v any) {
-	if w.err != nil {
-		return
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		w.err = err
-		return
-	}
-	w.err = w.out.Event(idempotency.Event{Name: name, Data: b}, true)
-}
-
 // item sends response.output_item.added or .done.
 func (w *itemWriter) item(name string, item any) {
-	w.send(name, responseswire.OutputItemEvent{Type: name, SequenceNumber: w.next(), OutputIndex: w.index, Item: item})
+	w.Send(name, responseswire.OutputItemEvent{Type: name, SequenceNumber: w.next(), OutputIndex: w.index, Item: item})
 }
 
 // contentPart sends response.content_part.added or .done.
 func (w *itemWriter) contentPart(name string, ci int, part any) {
-	w.send(name, responseswire.ContentPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.msg.ID, OutputIndex: w.index,
+	w.Send(name, responseswire.ContentPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.msg.ID, OutputIndex: w.index,
 		ContentIndex: ci, Part: part})
 }
 
 // summaryPart sends response.reasoning_summary_part.added or .done.
 func (w *itemWriter) summaryPart(name, text string) {
-	w.send(name, responseswire.SummaryPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index,
+	w.Send(name, responseswire.SummaryPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index,
 		Part: summaryText(text)})
 }
 
@@ -475,11 +453,11 @@ func (w *itemWriter) closePart() {
 	s := w.buf.String()
 	var part any
 	if w.part == responseswire.PartRefusal {
-		w.send(responseswire.EventRefusalDone, responseswire.RefusalDoneEvent{Type: responseswire.EventRefusalDone, SequenceNumber: w.next(),
+		w.Send(responseswire.EventRefusalDone, responseswire.RefusalDoneEvent{Type: responseswire.EventRefusalDone, SequenceNumber: w.next(),
 			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Refusal: s})
 		part = &responseswire.RefusalPart{Type: responseswire.PartRefusal, Refusal: s}
 	} else {
-		w.send(responseswire.EventOutputTextDone, responseswire.OutputTextDoneEvent{Type: responseswire.EventOutputTextDone, SequenceNumber: w.next(),
+		w.Send(responseswire.EventOutputTextDone, responseswire.OutputTextDoneEvent{Type: responseswire.EventOutputTextDone, SequenceNumber: w.next(),
 			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Text: s, Logprobs: []json.RawMessage{}})
 		part = outputText(s)
 	}
@@ -504,7 +482,7 @@ func (w *itemWriter) reasoning(s string) {
 		w.summaryPart(responseswire.EventReasoningSummaryPartAdded, "")
 	}
 	w.rbuf.WriteString(s)
-	w.send(responseswire.EventReasoningSummaryTextDelta, responseswire.SummaryTextDeltaEvent{Type: responseswire.EventReasoningSummaryTextDelta,
+	w.Send(responseswire.EventReasoningSummaryTextDelta, responseswire.SummaryTextDeltaEvent{Type: responseswire.EventReasoningSummaryTextDelta,
 		SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index, Delta: s})
 }
 
@@ -513,7 +491,7 @@ func (w *itemWriter) closeItem(status string) {
 	switch w.open {
 	case responseswire.ItemReasoning:
 		text := w.rbuf.String()
-		w.send(responseswire.EventReasoningSummaryTextDone, responseswire.SummaryTextDoneEvent{Type: responseswire.EventReasoningSummaryTextDone,
+		w.Send(responseswire.EventReasoningSummaryTextDone, responseswire.SummaryTextDoneEvent{Type: responseswire.EventReasoningSummaryTextDone,
 			SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index, Text: text})
 		w.summaryPart(responseswire.EventReasoningSummaryPartDone, text)
 		w.rs.Summary, w.rs.Status = []responseswire.SummaryText{summaryText(text)}, status
@@ -529,7 +507,7 @@ func (w *itemWriter) closeItem(status string) {
 		w.msg = nil
 	case responseswire.ItemFunctionCall:
 		w.fc.Arguments, w.fc.Status = w.args.String(), status
-		w.send(responseswire.EventFunctionCallArgumentsDone, responseswire.ArgumentsDoneEvent{Type: responseswire.EventFunctionCallArgumentsDone,
+		w.Send(responseswire.EventFunctionCallArgumentsDone, responseswire.ArgumentsDoneEvent{Type: responseswire.EventFunctionCallArgumentsDone,
 			SequenceNumber: w.next(), ItemID: w.fc.ID, OutputIndex: w.index, Arguments: w.fc.Arguments})
 		w.item(responseswire.EventOutputItemDone, w.fc)
 		w.output = append(w.output, w.fc)
@@ -570,11 +548,11 @@ func (w *itemWriter) content(kind, s string) {
 	ci := len(w.msg.Content)
 	if kind == responseswire.PartRefusal {
 		w.turnRefusal.WriteString(s)
-		w.send(responseswire.EventRefusalDelta, responseswire.RefusalDeltaEvent{Type: responseswire.EventRefusalDelta, SequenceNumber: w.next(),
+		w.Send(responseswire.EventRefusalDelta, responseswire.RefusalDeltaEvent{Type: responseswire.EventRefusalDelta, SequenceNumber: w.next(),
 			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Delta: s})
 	} else {
 		w.turnText.WriteString(s)
-		w.send(responseswire.EventOutputTextDelta, responseswire.OutputTextDeltaEvent{Type: responseswire.EventOutputTextDelta, SequenceNumber: w.next(),
+		w.Send(responseswire.EventOutputTextDelta, responseswire.OutputTextDeltaEvent{Type: responseswire.EventOutputTextDelta, SequenceNumber: w.next(),
 			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Delta: s, Logprobs: []json.RawMessage{}})
 	}
 }
@@ -599,13 +577,13 @@ func (w *itemWriter) toolCall(index int, id, name, args string) {
 		return
 	}
 	w.args.WriteString(args)
-	w.send(responseswire.EventFunctionCallArgumentsDelta, responseswire.ArgumentsDeltaEvent{Type: responseswire.EventFunctionCallArgumentsDelta,
+	w.Send(responseswire.EventFunctionCallArgumentsDelta, responseswire.ArgumentsDeltaEvent{Type: responseswire.EventFunctionCallArgumentsDelta,
 		SequenceNumber: w.next(), ItemID: w.fc.ID, OutputIndex: w.index, Delta: args})
 }
 
 // responseEvent sends a response.* event carrying r.
 func (w *itemWriter) responseEvent(name string, r *responseswire.Response) {
-	w.send(name, responseswire.ResponseEvent{Type: name, SequenceNumber: w.next(), Response: r})
+	w.Send(name, responseswire.ResponseEvent{Type: name, SequenceNumber: w.next(), Response: r})
 }
 
 // stream relays the answer as the Responses event sequence (see
@@ -613,10 +591,10 @@ func (w *itemWriter) responseEvent(name string, r *responseswire.Response) {
 func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	s := c.settings()
-	w := &itemWriter{c: c, out: out}
+	w := &itemWriter{c: c, EventSender: clientapi.EventSender{Out: out}}
 	w.responseEvent(responseswire.EventCreated, c.object(&s, responseswire.StatusInProgress, nil, nil))
 	w.responseEvent(responseswire.EventInProgress, c.object(&s, responseswire.StatusInProgress, nil, nil))
-	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.reasoning, ToolCall: w.toolCall, Failed: w.failed})
+	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.reasoning, ToolCall: w.toolCall, Failed: w.Err})
 	if gone {
 		return res
 	}

@@ -595,51 +595,50 @@ func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, 
 		return msg, clientapi.Invalid(at+".content", "%s.content must not be empty", at)
 	}
 	out := make([]any, 0, len(parts))
-	for j, p := range parts {
-		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		pm, typ, err := clientapi.Block(p, pat)
-		if err != nil {
-			return msg, err
-		}
+	err = clientapi.EachBlock(parts, at+".content", func(pm map[string]json.RawMessage, pat, typ string) error {
 		assistant := role == "assistant"
 		switch {
 		case typ == "input_text" && !assistant:
 			text, err := rsPartText(pm, pat, "text")
 			if err != nil {
-				return msg, err
+				return err
 			}
 			out = append(out, clientapi.TextPart{Type: "text", Text: text})
 		case typ == "input_image" && role == "user":
 			img, err := rsImage(pm, pat)
 			if err != nil {
-				return msg, err
+				return err
 			}
 			out = append(out, img)
 		case typ == "output_text" && assistant:
 			if err := clientapi.Keys(pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
-				return msg, err
+				return err
 			}
 			text, err := clientapi.StringField(pm, "text", pat+".text", false)
 			if err != nil {
-				return msg, err
+				return err
 			}
 			if _, ok := clientapi.Present(pm, "text"); !ok {
-				return msg, clientapi.Invalid(pat+".text", "%s.text is required", pat)
+				return clientapi.Invalid(pat+".text", "%s.text is required", pat)
 			}
 			out = append(out, clientapi.TextPart{Type: "text", Text: text})
 		case typ == "refusal" && assistant:
 			text, err := rsPartText(pm, pat, "refusal")
 			if err != nil {
-				return msg, err
+				return err
 			}
 			out = append(out, rsRefusalPart{Type: "refusal", Refusal: text})
 		case typ == "input_text" || typ == "input_image" || typ == "output_text" || typ == "refusal":
-			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
+			return clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
 		case typ == "input_file" || typ == "input_audio":
-			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
+			return clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
 		default:
-			return msg, clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
+			return clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
 		}
+		return nil
+	})
+	if err != nil {
+		return msg, err
 	}
 	msg.Content = clientapi.JSON(out)
 	return msg, nil
@@ -725,13 +724,7 @@ func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, erro
 		return c, err
 	}
 	var err error
-	if _, err = clientapi.StringField(m, "id", at+".id", false); err != nil {
-		return c, err
-	}
-	if _, err = clientapi.StringField(m, "status", at+".status", false); err != nil {
-		return c, err
-	}
-	if c.ID, err = clientapi.StringField(m, "call_id", at+".call_id", true); err != nil {
+	if c.ID, err = rsCallID(m, at); err != nil {
 		return c, err
 	}
 	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
@@ -746,6 +739,19 @@ func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, erro
 	return c, nil
 }
 
+// rsCallID reads the members a function_call item and its
+// function_call_output share: the item's own id and status, checked and
+// dropped, and the call_id, which is returned.
+func rsCallID(m map[string]json.RawMessage, at string) (string, error) {
+	if _, err := clientapi.StringField(m, "id", at+".id", false); err != nil {
+		return "", err
+	}
+	if _, err := clientapi.StringField(m, "status", at+".status", false); err != nil {
+		return "", err
+	}
+	return clientapi.StringField(m, "call_id", at+".call_id", true)
+}
+
 // rsFunctionOutput translates a function_call_output item into a tool
 // message.
 func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, error) {
@@ -754,13 +760,7 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMe
 		return msg, err
 	}
 	var err error
-	if _, err = clientapi.StringField(m, "id", at+".id", false); err != nil {
-		return msg, err
-	}
-	if _, err = clientapi.StringField(m, "status", at+".status", false); err != nil {
-		return msg, err
-	}
-	if msg.ToolCallID, err = clientapi.StringField(m, "call_id", at+".call_id", true); err != nil {
+	if msg.ToolCallID, err = rsCallID(m, at); err != nil {
 		return msg, err
 	}
 	output, parts, err := rsStringOrParts(m, "output", at, "input_text parts")
@@ -772,26 +772,21 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMe
 		return msg, nil
 	}
 	out := make([]clientapi.TextPart, 0, len(parts))
-	for j, p := range parts {
-		pat := fmt.Sprintf("%s.output[%d]", at, j)
-		pm, typ, err := clientapi.Block(p, pat)
-		if err != nil {
-			return msg, err
-		}
+	err = clientapi.EachBlock(parts, at+".output", func(pm map[string]json.RawMessage, pat, typ string) error {
 		if typ != "input_text" {
-			return msg, clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
+			return clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
 		}
 		text, err := rsPartText(pm, pat, "text")
 		if err != nil {
-			return msg, err
+			return err
 		}
 		out = append(out, clientapi.TextPart{Type: "text", Text: text})
+		return nil
+	})
+	if err != nil {
+		return msg, err
 	}
-	if len(out) == 0 {
-		msg.Content = json.RawMessage(`""`)
-	} else {
-		msg.Content = clientapi.JSON(out)
-	}
+	msg.Content = clientapi.TextContent(out)
 	return msg, nil
 }
 
@@ -817,75 +812,52 @@ func rsStringOrParts(m map[string]json.RawMessage, field, at, what string) (json
 	return nil, parts, nil
 }
 
-// rsTool is a Chat Completions function tool.
-type rsTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-		Strict      json.RawMessage `json:"strict,omitempty"`
-	} `json:"function"`
-}
-
 // rsTools translates the function tools, those of namespaces flattened;
 // names are their names. Built-in tools are dropped and named.
-func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]rsTool, map[string]bool, error) {
-	raw, ok := clientapi.Present(fields, "tools")
-	if !ok {
-		return nil, nil, nil
-	}
-	list, err := clientapi.Array(raw, "tools", "tools must be an array of tools")
-	if err != nil {
-		return nil, nil, err
-	}
-	names := make(map[string]bool, len(list))
-	tools := make([]rsTool, 0, len(list))
-	for i, t := range list {
-		at := fmt.Sprintf("tools[%d]", i)
+func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
+	return clientapi.ReadTools(fields, func(tools []clientapi.ChatTool, t json.RawMessage, at string, names map[string]bool) ([]clientapi.ChatTool, error) {
 		m, typ, err := clientapi.Block(t, at)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		switch typ {
 		case "function":
 			out, err := rsFunctionTool(m, at, names)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			tools = append(tools, out)
 		case "namespace":
 			if err := clientapi.Keys(m, at, "type", "name", "description", "tools"); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if _, err := clientapi.StringField(m, "description", at+".description", false); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			inner, ok := clientapi.Present(m, "tools")
 			if !ok {
-				return nil, nil, clientapi.Invalid(at+".tools", "%s.tools is required", at)
+				return nil, clientapi.Invalid(at+".tools", "%s.tools is required", at)
 			}
 			list, err := clientapi.Array(inner, at+".tools", at+".tools must be an array of function tools")
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			for j, it := range list {
-				iat := fmt.Sprintf("%s.tools[%d]", at, j)
-				im, ityp, err := clientapi.Block(it, iat)
-				if err != nil {
-					return nil, nil, err
-				}
+			err = clientapi.EachBlock(list, at+".tools", func(im map[string]json.RawMessage, iat, ityp string) error {
 				if ityp != "function" {
-					return nil, nil, clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
+					return clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
 				}
 				out, err := rsFunctionTool(im, iat, names)
 				if err != nil {
-					return nil, nil, err
+					return err
 				}
 				tools = append(tools, out)
+				return nil
+			})
+			if err != nil {
+				return nil, err
 			}
 			h.Add("tools[namespace]")
 		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
@@ -893,45 +865,23 @@ func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]rsTool,
 			"computer_use_preview", "computer_use", "apply_patch":
 			h.Add("tools[" + typ + "]")
 		default:
-			return nil, nil, clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, clientapi.Quote(typ))
+			return nil, clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, clientapi.Quote(typ))
 		}
-	}
-	return tools, names, nil
+		return tools, nil
+	})
 }
 
 // rsFunctionTool translates a function tool; names are the names so far.
-func rsFunctionTool(m map[string]json.RawMessage, at string, names map[string]bool) (rsTool, error) {
-	var out rsTool
+func rsFunctionTool(m map[string]json.RawMessage, at string, names map[string]bool) (clientapi.ChatTool, error) {
 	if err := clientapi.Keys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
-		return out, err
+		return clientapi.ChatTool{}, err
 	}
-	out.Type = "function"
-	var err error
-	if out.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
-		return out, err
-	}
-	if !rsValidName(out.Function.Name) {
-		return out, clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
-	}
-	if names[out.Function.Name] {
-		return out, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
-	}
-	names[out.Function.Name] = true
-	if out.Function.Description, err = clientapi.StringField(m, "description", at+".description", false); err != nil {
-		return out, err
-	}
-	if schema, ok := clientapi.Present(m, "parameters"); ok {
-		if schema[0] != '{' {
-			return out, clientapi.Invalid(at+".parameters", "%s.parameters must be a JSON schema object", at)
+	return clientapi.FunctionTool(m, at, names, func(name string) error {
+		if !rsValidName(name) {
+			return clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
 		}
-		out.Function.Parameters = schema
-	}
-	if strict, err := clientapi.BoolField(m, "strict", at+".strict"); err != nil {
-		return out, err
-	} else if strict != nil {
-		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
-	}
-	return out, nil
+		return nil
+	}, "parameters", false)
 }
 
 // rsValidName is OpenAI's rule for function names: ^[a-zA-Z0-9_-]{1,64}$.
@@ -1062,14 +1012,9 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 	if js.Description, err = clientapi.StringField(f, "description", at+".description", false); err != nil {
 		return nil, err
 	}
-	schema, ok := clientapi.Present(f, "schema")
-	if !ok {
-		return nil, clientapi.Invalid(at+".schema", "%s.schema is required", at)
+	if js.Schema, err = clientapi.ObjectField(f, "schema", at, true, "a JSON schema object"); err != nil {
+		return nil, err
 	}
-	if schema[0] != '{' {
-		return nil, clientapi.Invalid(at+".schema", "%s.schema must be a JSON schema object", at)
-	}
-	js.Schema = schema
 	if strict, err := clientapi.BoolField(f, "strict", at+".strict"); err != nil {
 		return nil, err
 	} else if strict != nil {

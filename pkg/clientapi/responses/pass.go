@@ -40,19 +40,13 @@ func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gat
 // the whole response), its usage with the gateway's cost.
 func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	var last []byte
-	var end error
-	for {
-		ch, err := ans.Next()
-		if err != nil {
-			end = err
-			break
-		}
+	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch llm.Chunk) error {
 		if responsesTerminal(&ch) || ch.Event == responseswire.EventCreated || ch.Event == responseswire.EventInProgress {
 			last = ch.Raw
 		}
-	}
-	usage := ans.Usage()
-	if res, ok := clientapi.EndOf(ans, usage, end); !ok {
+		return nil
+	})
+	if !ok {
 		return res
 	}
 	var ev struct {

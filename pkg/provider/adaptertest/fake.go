@@ -3,6 +3,7 @@ package adaptertest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -289,6 +290,13 @@ func contentText(t *testing.T, raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
+	return partsText(t, raw, "text")
+}
+
+// partsText is the text of content that is a string or a list of parts:
+// the string, or the text of the parts whose type is one of kinds, joined.
+func partsText(t *testing.T, raw json.RawMessage, kinds ...string) string {
+	t.Helper()
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -302,7 +310,7 @@ func contentText(t *testing.T, raw json.RawMessage) string {
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if p.Type == "text" {
+		if slices.Contains(kinds, p.Type) {
 			b.WriteString(p.Text)
 		}
 	}

@@ -159,22 +159,5 @@ func readResponsesRequest(t *testing.T, body []byte) Received {
 // input_text and output_text parts joined.
 func responsesText(t *testing.T, raw json.RawMessage) string {
 	t.Helper()
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		t.Fatalf("content %s is neither a string nor a list of parts: %v", raw, err)
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "input_text" || p.Type == "output_text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
+	return partsText(t, raw, "input_text", "output_text")
 }

@@ -17,13 +17,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/sse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -31,12 +28,6 @@ var _ llm.NativeProvider = (*Client)(nil)
 
 // Version is the anthropic-version header sent with every request.
 const Version = "2023-06-01"
-
-const (
-	maxErrorBody  = 64 << 10
-	maxEventBytes = 16 << 20
-	maxJSONBody   = 32 << 20
-)
 
 // ErrClosed is returned by a stream's Next once Close was called.
 var ErrClosed = fmt.Errorf("anthropic: stream closed: %w", net.ErrClosed)
@@ -154,27 +145,15 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		}
 	}
 	c.setKey(h)
-	resp, err := upstream.Send(c.hc, httpReq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctxError(ctx)
-		}
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
+	s := &stream{dropped: dropped}
+	if err := s.body.Open(c.hc, httpReq, "anthropic", llm.ProtoMessages, ErrClosed, c.now); err != nil {
+		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		return nil, upstream.StatusError(llm.ProtoMessages, resp.StatusCode, resp.Header, b, c.now())
-	}
-	s := &stream{ctx: ctx, body: resp.Body, dropped: dropped}
 	if native {
 		s.obs = new(Observer)
 	} else {
 		s.dec = NewDecoder(c.now().Unix())
 		s.dec.SetOutputTool(outputTool)
-	}
-	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {
-		s.events = sse.NewReader(resp.Body, maxEventBytes)
 	}
 	return s, nil
 }
@@ -182,12 +161,11 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 // ctxError is the error for a call the caller's context ended.
 func ctxError(ctx context.Context) error { return upstream.ContextError("anthropic", ctx) }
 
-// stream is a 200 answer: a Messages event stream, or, when events is nil, a
-// Message JSON body (an upstream that ignored "stream": true) read whole.
+// stream is a 200 answer: a Messages event stream, or, when body.Events is
+// nil, a Message JSON body (an upstream that ignored "stream": true) read
+// whole.
 type stream struct {
-	ctx    context.Context
-	body   io.ReadCloser
-	events *sse.Reader
+	body upstream.Body
 	// dec translates the events into chunks, or, for a request passed
 	// through, obs observes them.
 	dec *Decoder
@@ -198,10 +176,6 @@ type stream struct {
 	pending  []llm.Chunk
 	jsonRead bool
 	err      error
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // Next returns the next chunk: io.EOF after message_stop, llm.ErrStreamCut
@@ -221,19 +195,16 @@ func (s *stream) Next() (llm.Chunk, error) {
 			return llm.Chunk{}, s.err
 		}
 		if s.done() {
-			if s.events != nil {
-				s.events.Release()
+			if s.body.Events != nil {
+				s.body.Events.Release()
 			}
 			s.err = io.EOF
 			continue
 		}
-		if s.closed.Load() {
-			return s.fail(ErrClosed)
+		if err := s.body.Stopped(); err != nil {
+			return s.fail(err)
 		}
-		if s.ctx.Err() != nil {
-			return s.fail(ctxError(s.ctx))
-		}
-		if s.events == nil {
+		if s.body.Events == nil {
 			if s.jsonRead {
 				// A Message without a stop_reason: as cut as a stream
 				// without message_stop.
@@ -245,9 +216,9 @@ func (s *stream) Next() (llm.Chunk, error) {
 			}
 			continue
 		}
-		ev, err := s.events.Next()
+		ev, err := s.body.Events.Next()
 		if err != nil {
-			return s.fail(s.classify(err))
+			return s.fail(s.body.ReadError(err))
 		}
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue
@@ -292,12 +263,9 @@ func (s *stream) UsageSoFar() json.RawMessage {
 
 // readJSON decodes a whole Message answer into pending chunks.
 func (s *stream) readJSON() error {
-	body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+	body, err := s.body.ReadAll()
 	if err != nil {
-		return s.classify(err)
-	}
-	if len(body) > maxJSONBody {
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"}
+		return err
 	}
 	var events [][]byte
 	if s.obs != nil {
@@ -323,20 +291,9 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 	return llm.Chunk{}, err
 }
 
-// classify maps an error reading the answer's body.
-func (s *stream) classify(err error) error {
-	return upstream.ReadError("anthropic", s.ctx, s.closed.Load(), ErrClosed, err)
-}
-
 // Close closes the answer's body, which unblocks a waiting Next. It is
 // idempotent and safe to call concurrently with Next.
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.closeErr = s.body.Close()
-	})
-	return s.closeErr
-}
+func (s *stream) Close() error { return s.body.Close() }
 
 // MessageEvents turns a whole Message (a non-streamed answer) into the events
 // it would have streamed, so that one decoder reads both. An error envelope
@@ -352,7 +309,7 @@ func MessageEvents(body []byte) ([][]byte, error) {
 	if m.Type == messages.TypeError || !upstream.IsNull(m.Error) {
 		return [][]byte{body}, nil
 	}
-	events := [][]byte{marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
+	events := [][]byte{upstream.Marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
 		ID: m.ID, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: m.Model,
 		Content: []messages.ContentBlock{}, Usage: m.Usage}})}
 	empty := ""
@@ -371,14 +328,14 @@ func MessageEvents(body []byte) ([][]byte, error) {
 			continue
 		}
 		events = append(events,
-			marshal(messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: i, ContentBlock: start}),
-			marshal(messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: i, Delta: delta}),
-			marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: i}))
+			upstream.Marshal(messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: i, ContentBlock: start}),
+			upstream.Marshal(messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: i, Delta: delta}),
+			upstream.Marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: i}))
 	}
 	if m.StopReason != nil && *m.StopReason != "" {
 		events = append(events,
-			marshal(messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: m.StopReason}}),
-			marshal(messages.MessageStop{Type: messages.EventMessageStop}))
+			upstream.Marshal(messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: m.StopReason}}),
+			upstream.Marshal(messages.MessageStop{Type: messages.EventMessageStop}))
 	}
 	return events, nil
 }

@@ -193,7 +193,7 @@ func TestAgainstFake(t *testing.T) {
 				t.Errorf("finish_reason %q, want %q", got, tt.finish)
 			}
 			if tt.toolCalls != "" {
-				if got := string(marshal(msg["tool_calls"])); got != tt.toolCalls {
+				if got := string(upstream.Marshal(msg["tool_calls"])); got != tt.toolCalls {
 					t.Errorf("tool_calls %s, want %s", got, tt.toolCalls)
 				}
 			}

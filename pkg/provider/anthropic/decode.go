@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
@@ -298,7 +299,7 @@ func (c *usageCounts) json() json.RawMessage {
 			w.ServerToolUse[name] = n
 		}
 	}
-	return marshal(w)
+	return upstream.Marshal(w)
 }
 
 // UsageSoFar is the usage reported by the events decoded so far (the
@@ -323,7 +324,7 @@ func (d *Decoder) emitStop(delta chat.Delta, finish, stopSeq *string) ([]llm.Chu
 }
 
 func (d *Decoder) write(w chat.Chunk) ([]llm.Chunk, error) {
-	c, err := d.chunks.Parse(marshal(w))
+	c, err := d.chunks.Parse(upstream.Marshal(w))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 	}

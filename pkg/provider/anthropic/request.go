@@ -344,7 +344,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
 		}
 	}
-	return marshal(out), outputTool, nil
+	return upstream.Marshal(out), outputTool, nil
 }
 
 // refuseUnsupported refuses a request that sets a field Messages cannot
@@ -687,15 +687,4 @@ func truncate(s string, n int) string {
 func rejected(msg string, err error) *llm.ProviderError {
 	// Status 0: no upstream was called.
 	return &llm.ProviderError{Class: llm.FailRejected, Message: msg, Err: err}
-}
-
-// marshal encodes compactly, without HTML escaping.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("anthropic: " + err.Error()) // our own types always encode
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -272,37 +272,21 @@ func convPlainContent(raw json.RawMessage, at string) (string, error) {
 // convContent translates a message content: a string, or an array of
 // text, refusal and image_url parts. Empty text is left out.
 func convContent(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
-	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
-		return nil, nil
+	s, parts, err := convStringOrList(raw, at+".content must be a string or an array of content parts")
+	if err != nil || s == "" && parts == nil {
+		return nil, err
 	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, convRejected(at + ".content must be a string or an array of content parts")
-		}
-		if s == "" {
-			return nil, nil
-		}
+	if s != "" {
 		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
 	}
-	parts, err := convList(raw, at+".content")
-	if err != nil {
-		return nil, convRejected(at + ".content must be a string or an array of content parts")
-	}
 	var blocks []types.ContentBlock
-	for j, rawPart := range parts {
-		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		p, err := upstream.ParseObject(rawPart)
-		if err != nil {
-			return nil, convRejected(pat + " must be a content part object")
-		}
+	err = convEachObject(parts, at+".content", " must be a content part object", func(p convObject, pat string) error {
 		typ, _ := p.Str("type")
 		switch typ {
 		case "text", "refusal":
 			s, ok := p.Str(typ)
 			if !ok && !upstream.IsNull(p[typ]) {
-				return nil, convRejected(pat + "." + typ + " must be a string")
+				return convRejected(pat + "." + typ + " must be a string")
 			}
 			if s != "" {
 				blocks = append(blocks, &types.ContentBlockMemberText{Value: s})
@@ -310,17 +294,21 @@ func convContent(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
 		case "image_url":
 			img, err := upstream.ParseObject(p["image_url"])
 			if err != nil {
-				return nil, convRejected(pat + ".image_url is required")
+				return convRejected(pat + ".image_url is required")
 			}
 			u, _ := img.Str("url")
 			b, err := convImage(u, pat+".image_url.url")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			blocks = append(blocks, b)
 		default:
-			return nil, convRejected(fmt.Sprintf("%s: content part type %q is not supported on Bedrock Converse", pat, convTruncate(typ, 64)))
+			return convRejected(fmt.Sprintf("%s: content part type %q is not supported on Bedrock Converse", pat, convTruncate(typ, 64)))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return blocks, nil
 }
@@ -603,6 +591,45 @@ type convObject = upstream.Object
 
 // convList is an array's elements, none for null or absent; anything else
 // is refused, naming at.
+// convStringOrList reads content that is a string or an array: the string
+// ("" for null), or the array's elements; anything else is rejected with
+// msg.
+func convStringOrList(raw json.RawMessage, msg string) (string, []json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if upstream.IsNull(raw) {
+		return "", nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", nil, convRejected(msg)
+		}
+		return s, nil, nil
+	}
+	l, ok := upstream.List(raw)
+	if !ok {
+		return "", nil, convRejected(msg)
+	}
+	return "", l, nil
+}
+
+// convEachObject calls f with each element of list, an object whose path is
+// at[i], until f fails; an element that is no object is rejected, its path
+// followed by notObject.
+func convEachObject(list []json.RawMessage, at, notObject string, f func(o convObject, oat string) error) error {
+	for i, raw := range list {
+		oat := fmt.Sprintf("%s[%d]", at, i)
+		o, err := upstream.ParseObject(raw)
+		if err != nil {
+			return convRejected(oat + notObject)
+		}
+		if err := f(o, oat); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func convList(raw json.RawMessage, at string) ([]json.RawMessage, error) {
 	l, ok := upstream.List(raw)
 	if !ok {

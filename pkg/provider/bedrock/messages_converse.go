@@ -222,37 +222,21 @@ func msgConvCachePoint() types.CachePointBlock {
 // systemBlocks translates a system prompt (at is where it is): a string or
 // an array of text blocks.
 func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.SystemContentBlock, error) {
-	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
-		return nil, nil
+	s, list, err := convStringOrList(raw, at+" must be a string or an array of text blocks")
+	if err != nil || s == "" && list == nil {
+		return nil, err
 	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, convRejected(at + " must be a string or an array of text blocks")
-		}
-		if s == "" {
-			return nil, nil
-		}
+	if s != "" {
 		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: s}}, nil
 	}
-	list, err := convList(raw, at)
-	if err != nil {
-		return nil, convRejected(at + " must be a string or an array of text blocks")
-	}
 	var out []types.SystemContentBlock
-	for i, rawBlock := range list {
-		bat := fmt.Sprintf("%s[%d]", at, i)
-		b, err := upstream.ParseObject(rawBlock)
-		if err != nil {
-			return nil, convRejected(bat + " must be a text block")
-		}
+	err = convEachObject(list, at, " must be a text block", func(b convObject, bat string) error {
 		if typ, _ := b.Str("type"); typ != "text" {
-			return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(typ, 64)))
+			return convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(typ, 64)))
 		}
 		text, err := r.text(b, bat)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if text != "" {
 			out = append(out, &types.SystemContentBlockMemberText{Value: text})
@@ -262,6 +246,10 @@ func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.S
 				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: msgConvCachePoint()})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -319,34 +307,18 @@ func (r *msgConvRequest) conversation(raw json.RawMessage) error {
 
 // content translates a message's content: a string or an array of blocks.
 func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
-	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
-		return nil, nil
+	s, list, err := convStringOrList(raw, at+".content must be a string or an array of content blocks")
+	if err != nil || s == "" && list == nil {
+		return nil, err
 	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, convRejected(at + ".content must be a string or an array of content blocks")
-		}
-		if s == "" {
-			return nil, nil
-		}
+	if s != "" {
 		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
 	}
-	list, err := convList(raw, at+".content")
-	if err != nil {
-		return nil, convRejected(at + ".content must be a string or an array of content blocks")
-	}
 	var out []types.ContentBlock
-	for j, rawBlock := range list {
-		bat := fmt.Sprintf("%s.content[%d]", at, j)
-		b, err := upstream.ParseObject(rawBlock)
-		if err != nil {
-			return nil, convRejected(bat + " must be a content block object")
-		}
+	err = convEachObject(list, at+".content", " must be a content block object", func(b convObject, bat string) error {
 		block, cacheAfter, err := r.block(b, bat)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if block != nil {
 			out = append(out, block)
@@ -356,6 +328,10 @@ func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.Conten
 				out = append(out, &types.ContentBlockMemberCachePoint{Value: msgConvCachePoint()})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -18,17 +18,12 @@ import (
 // converseStream calls ConverseStream with req, a Chat Completions body,
 // translated; its answer's events come back as chat.completion.chunks.
 func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
-	in, dropped, err := converseInput(req.Model, req.Bytes())
-	if err != nil {
-		return nil, err
-	}
-	es, id, err := c.converse(ctx, in)
+	s, id, err := c.open(ctx, req, converseInput)
 	if err != nil {
 		return nil, err
 	}
 	dec := newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix())
 	var parser llm.ChunkParser
-	s := &eventChunks{ctx: ctx, es: es, dropped: dropped}
 	s.decode = func(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
 		raws, err := dec.decode(ev)
 		if err != nil {
@@ -56,17 +51,12 @@ func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (
 // client gets what Converse and Messages share: cache points, thinking and
 // its signatures, tool use.
 func (c *Client) messagesStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
-	in, dropped, err := messagesConverseInput(req.Model, req.Bytes())
-	if err != nil {
-		return nil, err
-	}
-	es, id, err := c.converse(ctx, in)
+	s, id, err := c.open(ctx, req, messagesConverseInput)
 	if err != nil {
 		return nil, err
 	}
 	id = "msg_bdrk_" + id
 	enc := newMessagesEncoder(id, req.Model)
-	s := &eventChunks{ctx: ctx, es: es, dropped: dropped}
 	chunks := func(evs []messagesEvent) []llm.Chunk {
 		out := make([]llm.Chunk, len(evs))
 		for i, ev := range evs {
@@ -86,6 +76,21 @@ func (c *Client) messagesStream(ctx context.Context, req *llm.UpstreamRequest) (
 	}
 	s.end = func() []llm.Chunk { return chunks(enc.end()) }
 	return s, nil
+}
+
+// open translates req's body to Converse with translate and makes the
+// ConverseStream call: its events, to be decoded, and the AWS request id.
+func (c *Client) open(ctx context.Context, req *llm.UpstreamRequest,
+	translate func(modelID string, body []byte) (*bedrockruntime.ConverseStreamInput, []string, error)) (*eventChunks, string, error) {
+	in, dropped, err := translate(req.Model, req.Bytes())
+	if err != nil {
+		return nil, "", err
+	}
+	es, id, err := c.converse(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	return &eventChunks{ctx: ctx, es: es, dropped: dropped}, id, nil
 }
 
 // converse makes the ConverseStream call: its event stream and AWS request

@@ -11,26 +11,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	upstreamhttp "github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
 var _ llm.Provider = (*Client)(nil)
-
-const (
-	// maxErrorBody is how much of a non-200 answer is read.
-	maxErrorBody = 64 << 10
-	// maxEventBytes bounds one SSE event, a chunk, of a streamed answer.
-	maxEventBytes = 16 << 20
-	// maxJSONBody bounds a whole non-streamed answer.
-	maxJSONBody = 32 << 20
-)
 
 // ErrClosed is returned by a stream's Next once Close was called: the end the
 // caller asked for, not a provider failure.
@@ -158,21 +147,9 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	} else {
 		httpReq.Header = http.Header{"Content-Type": jsonType, "Accept": sseAccept}
 	}
-	resp, err := upstreamhttp.Send(c.hc, httpReq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctxError(ctx)
-		}
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
-	}
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		return nil, upstreamhttp.StatusError(llm.ProtoChat, resp.StatusCode, resp.Header, body, time.Now())
-	}
-	s := &stream{ctx: ctx, body: resp.Body}
-	if !upstreamhttp.IsJSON(resp.Header.Get("Content-Type")) {
-		s.events = sse.NewReader(resp.Body, maxEventBytes)
+	s := new(stream)
+	if err := s.body.Open(c.hc, httpReq, "openai", llm.ProtoChat, ErrClosed, time.Now); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -185,11 +162,6 @@ var (
 
 // ctxError is the error for a call the caller's context ended.
 func ctxError(ctx context.Context) error { return upstreamhttp.ContextError("openai", ctx) }
-
-// classify maps an error reading the answer's body.
-func (s *stream) classify(err error) error {
-	return upstreamhttp.ReadError("openai", s.ctx, s.closed.Load(), ErrClosed, err)
-}
 
 // chunkFailure classifies an error of llm.ParseChunk.
 func chunkFailure(err error) error {

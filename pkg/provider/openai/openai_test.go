@@ -325,7 +325,7 @@ func TestStreamFailures(t *testing.T) {
 }
 
 func TestEventTooLarge(t *testing.T) {
-	huge := strings.Repeat("a", maxEventBytes+1)
+	huge := strings.Repeat("a", upstreamhttp.MaxEventBytes+1)
 	srv, _ := upstream(t, sseHandler("data: "+huge+"\n\n"))
 	s := mustStream(t, client(srv, ""), context.Background())
 	_, err := collect(t, s)

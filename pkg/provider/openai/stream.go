@@ -2,22 +2,18 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	upstreamhttp "github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
-// stream is an upstream's 200 answer: an event stream, or, when events is
-// nil, a chat.completion JSON body read whole on the first Next.
+// stream is an upstream's 200 answer: an event stream, or, when body.Events
+// is nil, a chat.completion JSON body read whole on the first Next.
 type stream struct {
-	ctx  context.Context
-	body io.ReadCloser
+	body upstreamhttp.Body
 
-	events *sse.Reader
 	chunks llm.ChunkParser
 	// ahead is an event (or the error in its place) that Ready read ahead,
 	// for the next Next to start from (hasAhead).
@@ -29,10 +25,6 @@ type stream struct {
 	pending  []llm.Chunk // its chunks not yet returned
 
 	err error // sticky: io.EOF after [DONE], or the first failure
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
 }
 
 var done = []byte("[DONE]")
@@ -48,23 +40,20 @@ func (s *stream) Next() (llm.Chunk, error) {
 	if s.err != nil {
 		return llm.Chunk{}, s.err
 	}
-	if s.closed.Load() {
-		return s.fail(ErrClosed)
+	if err := s.body.Stopped(); err != nil {
+		return s.fail(err)
 	}
-	if s.ctx.Err() != nil {
-		return s.fail(ctxError(s.ctx))
-	}
-	if s.events == nil {
+	if s.body.Events == nil {
 		return s.nextJSON()
 	}
 	for {
 		ev, err := s.nextEvent()
 		if err != nil {
-			return s.fail(s.classify(err))
+			return s.fail(s.body.ReadError(err))
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if bytes.Equal(data, done) {
-			s.events.Release()
+			s.body.Events.Release()
 			s.err = io.EOF
 			return llm.Chunk{}, io.EOF
 		}
@@ -82,7 +71,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 // nextEvent is the event Ready read ahead, else the next one.
 func (s *stream) nextEvent() (sse.Event, error) {
 	if !s.hasAhead {
-		return s.events.Next()
+		return s.body.Events.Next()
 	}
 	ev, err := s.ahead, s.aheadErr
 	s.ahead, s.aheadErr, s.hasAhead = sse.Event{}, nil, false
@@ -95,14 +84,14 @@ func (s *stream) nextEvent() (sse.Event, error) {
 // past the empty events buffered, which costs no wait, and keeps the first
 // other event for Next.
 func (s *stream) Ready() bool {
-	if s.err != nil || s.closed.Load() {
+	if s.err != nil || s.body.Closed() {
 		return false
 	}
-	if s.events == nil {
+	if s.body.Events == nil {
 		return s.jsonRead && len(s.pending) > 0
 	}
-	for !s.hasAhead && s.events.Ready() {
-		ev, err := s.events.Next() // a whole event is buffered: no wait
+	for !s.hasAhead && s.body.Events.Ready() {
+		ev, err := s.body.Events.Next() // a whole event is buffered: no wait
 		if err == nil && len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue
 		}
@@ -114,12 +103,9 @@ func (s *stream) Ready() bool {
 func (s *stream) nextJSON() (llm.Chunk, error) {
 	if !s.jsonRead {
 		s.jsonRead = true
-		body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+		body, err := s.body.ReadAll()
 		if err != nil {
-			return s.fail(s.classify(err))
-		}
-		if len(body) > maxJSONBody {
-			return s.fail(&llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"})
+			return s.fail(err)
 		}
 		chunks, err := completionChunks(body)
 		if err != nil {
@@ -144,10 +130,4 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 
 // Close closes the answer's body, which unblocks a Next waiting on it. It is
 // idempotent and safe to call concurrently with Next.
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.closeErr = s.body.Close()
-	})
-	return s.closeErr
-}
+func (s *stream) Close() error { return s.body.Close() }

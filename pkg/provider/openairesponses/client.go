@@ -3,27 +3,15 @@ package openairesponses
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
 var _ llm.NativeProvider = (*Client)(nil)
-
-const (
-	// maxErrorBody is how much of a non-200 answer is read.
-	maxErrorBody = 64 << 10
-	// maxEventBytes bounds one SSE event of a streamed answer (a terminal
-	// event carries the whole Response).
-	maxEventBytes = 16 << 20
-	// maxJSONBody bounds a whole non-streamed answer.
-	maxJSONBody = 32 << 20
-)
 
 // ErrClosed is returned by a stream's Next once Close was called: the end the
 // caller asked for, not a provider failure.
@@ -159,21 +147,9 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		h["Authorization"] = auth
 	}
 	httpReq.Header = h
-	resp, err := upstream.Send(c.hc, httpReq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctxError(ctx)
-		}
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
-	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		return nil, upstream.StatusError(llm.ProtoResponses, resp.StatusCode, resp.Header, b, c.now())
-	}
-	s := &stream{ctx: ctx, body: resp.Body, conv: conv}
-	if !upstream.IsJSON(resp.Header.Get("Content-Type")) {
-		s.events = sse.NewReader(resp.Body, maxEventBytes)
+	s := &stream{conv: conv}
+	if err := s.body.Open(c.hc, httpReq, "openai-responses", llm.ProtoResponses, ErrClosed, c.now); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -1,7 +1,6 @@
 package openairesponses
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -20,9 +19,8 @@ import (
 // whole items still answers. The zero Decoder is not usable; use
 // NewDecoder.
 type Decoder struct {
-	created   int64
-	id, model string
-	chunks    llm.ChunkParser // its chunks share their id and model
+	identity
+	chunks llm.ChunkParser // its chunks share their id and model
 
 	byIndex map[int]*itemState
 	byID    map[string]*itemState
@@ -47,7 +45,7 @@ type itemState struct {
 // NewDecoder returns a Decoder whose chunks carry created as their
 // "created" time until the Response names its own.
 func NewDecoder(created int64) *Decoder {
-	return &Decoder{created: created, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
+	return &Decoder{identity: identity{created: created}, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
 }
 
 // Done reports whether the terminal event has been decoded.
@@ -313,19 +311,6 @@ func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
 	return d.emitUsage(out, d.usage)
 }
 
-// note takes the Response's id, model and creation time for the chunks.
-func (d *Decoder) note(r *wireResponse) {
-	if r.ID != "" {
-		d.id = r.ID
-	}
-	if r.Model != "" {
-		d.model = r.Model
-	}
-	if r.CreatedAt != 0 {
-		d.created = r.CreatedAt
-	}
-}
-
 // start emits the role chunk, once.
 func (d *Decoder) start(out []llm.Chunk) ([]llm.Chunk, error) {
 	if d.started {
@@ -353,20 +338,9 @@ func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk
 
 func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
 	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
-	c, err := d.chunks.Parse(marshal(w))
+	c, err := d.chunks.Parse(upstream.Marshal(w))
 	if err != nil {
 		return nil, malformed(err)
 	}
 	return append(out, c), nil
-}
-
-// marshal encodes compactly, without HTML escaping, as OpenAI writes.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("openai-responses: " + err.Error()) // our own types always encode
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -37,8 +37,7 @@ import (
 // by its data's "type", else by its SSE name; a chunk's Event is the SSE
 // name, else the data's type. The zero Observer is ready.
 type Observer struct {
-	id, model string
-	created   int64
+	identity
 	// usage is that of a terminal or failed Response, converted.
 	usage json.RawMessage
 	done  bool
@@ -131,16 +130,4 @@ func (o *Observer) noteResponse(raw json.RawMessage) error {
 	}
 	o.note(&r)
 	return nil
-}
-
-func (o *Observer) note(r *wireResponse) {
-	if r.ID != "" {
-		o.id = r.ID
-	}
-	if r.Model != "" {
-		o.model = r.Model
-	}
-	if r.CreatedAt != 0 {
-		o.created = r.CreatedAt
-	}
 }

@@ -3,10 +3,10 @@ package openairesponses
 import (
 	"context"
 	"io"
+	"net/http"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
 const (
@@ -23,7 +23,9 @@ func pipeStream(t *testing.T, conv converter) (*stream, *io.PipeWriter) {
 	t.Helper()
 	r, w := io.Pipe()
 	t.Cleanup(func() { r.Close(); w.Close() })
-	return &stream{ctx: context.Background(), body: r, events: sse.NewReader(r, maxEventBytes), conv: conv}, w
+	s := &stream{conv: conv}
+	s.body.Init("openai-responses", context.Background(), &http.Response{Body: r, Header: http.Header{"Content-Type": {"text/event-stream"}}}, ErrClosed)
+	return s, w
 }
 
 // write delivers s (it returns once s was read, or the pipe closed).

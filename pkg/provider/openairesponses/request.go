@@ -205,7 +205,7 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 	out.PromptCacheRetention = upstream.NonNull(top["prompt_cache_retention"])
 	out.ServiceTier = upstream.NonNull(top["service_tier"])
 	out.Metadata = upstream.NonNull(top["metadata"])
-	return marshal(out), nil
+	return upstream.Marshal(out), nil
 }
 
 // refusedField says why field k, which TranslateRequest does not translate,

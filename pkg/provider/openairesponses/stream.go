@@ -2,11 +2,8 @@ package openairesponses
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
@@ -61,14 +58,12 @@ func (s *stream) Dropped() []string {
 
 func (t *translation) usageSoFar() json.RawMessage { return t.dec.UsageSoFar() }
 
-// stream is an upstream's 200 answer: an event stream, or, when events is
-// nil, a Response JSON body (an upstream that ignored "stream": true) read
+// stream is an upstream's 200 answer: an event stream, or, when body.Events
+// is nil, a Response JSON body (an upstream that ignored "stream": true) read
 // whole on the first Next.
 type stream struct {
-	ctx    context.Context
-	body   io.ReadCloser
-	events *sse.Reader
-	conv   converter
+	body upstream.Body
+	conv converter
 
 	// pending holds the chunks made and not yet returned, from next on
 	// (its array is reused from event to event).
@@ -81,9 +76,6 @@ type stream struct {
 	jsonRead bool
 	err      error // sticky: io.EOF after the terminal event, or the first failure
 
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
 }
 
 var done = []byte("[DONE]")
@@ -102,11 +94,8 @@ func (s *stream) Next() (llm.Chunk, error) {
 		if s.err != nil {
 			return llm.Chunk{}, s.err
 		}
-		if s.closed.Load() {
-			return s.fail(ErrClosed)
-		}
-		if s.ctx.Err() != nil {
-			return s.fail(ctxError(s.ctx))
+		if err := s.body.Stopped(); err != nil {
+			return s.fail(err)
 		}
 		if s.next < len(s.pending) {
 			c := s.pending[s.next]
@@ -120,8 +109,8 @@ func (s *stream) Next() (llm.Chunk, error) {
 			return s.fail(s.then)
 		}
 		if s.conv.done() {
-			if s.events != nil {
-				s.events.Release()
+			if s.body.Events != nil {
+				s.body.Events.Release()
 			}
 			s.err = io.EOF
 			return llm.Chunk{}, io.EOF
@@ -135,7 +124,7 @@ func (s *stream) Next() (llm.Chunk, error) {
 // read adds the chunks of the next event, or of the whole JSON answer, to
 // pending.
 func (s *stream) read() error {
-	if s.events == nil {
+	if s.body.Events == nil {
 		if s.jsonRead {
 			// A Response that did not end (no terminal status): as cut as
 			// a stream without its terminal event.
@@ -144,9 +133,9 @@ func (s *stream) read() error {
 		s.jsonRead = true
 		return s.readJSON()
 	}
-	ev, err := s.events.Next()
+	ev, err := s.body.Events.Next()
 	if err != nil {
-		return s.classify(err)
+		return s.body.ReadError(err)
 	}
 	return s.add(ev)
 }
@@ -170,12 +159,9 @@ func (s *stream) add(ev sse.Event) error {
 // readJSON reads a whole Response and converts the events it would have
 // streamed; a failure among them comes after the chunks before it.
 func (s *stream) readJSON() error {
-	body, err := io.ReadAll(io.LimitReader(s.body, maxJSONBody+1))
+	body, err := s.body.ReadAll()
 	if err != nil {
-		return s.classify(err)
-	}
-	if len(body) > maxJSONBody {
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "upstream answer too large"}
+		return err
 	}
 	events, err := ResponseEvents(body)
 	if err != nil {
@@ -199,21 +185,21 @@ func (s *stream) readJSON() error {
 // reason to be ready, so Ready converts the events already buffered, which
 // costs no wait, until one makes a chunk.
 func (s *stream) Ready() bool {
-	if s.err != nil || s.closed.Load() {
+	if s.err != nil || s.body.Closed() {
 		return false
 	}
 	if s.next < len(s.pending) || s.then != nil || s.conv.done() {
 		return true
 	}
-	if s.events == nil {
+	if s.body.Events == nil {
 		return false // the JSON body is read by Next
 	}
-	for s.events.Ready() {
-		ev, err := s.events.Next() // a whole event is buffered: no wait
+	for s.body.Events.Ready() {
+		ev, err := s.body.Events.Next() // a whole event is buffered: no wait
 		if err == nil {
 			err = s.add(ev)
 		} else {
-			err = s.classify(err)
+			err = s.body.ReadError(err)
 		}
 		if err != nil {
 			s.then = err
@@ -237,17 +223,6 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 	return llm.Chunk{}, err
 }
 
-// classify maps an error reading the answer's body.
-func (s *stream) classify(err error) error {
-	return upstream.ReadError("openai-responses", s.ctx, s.closed.Load(), ErrClosed, err)
-}
-
 // Close closes the answer's body, which unblocks a Next waiting on it. It is
 // idempotent and safe to call concurrently with Next.
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.closeErr = s.body.Close()
-	})
-	return s.closeErr
-}
+func (s *stream) Close() error { return s.body.Close() }

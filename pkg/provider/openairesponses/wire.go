@@ -442,3 +442,23 @@ func str(raw json.RawMessage) string {
 	}
 	return s
 }
+
+// identity is what a Response's chunks carry of it: its id, model and
+// creation time, as the events so far named them.
+type identity struct {
+	id, model string
+	created   int64
+}
+
+// note takes the id, model and creation time r names.
+func (n *identity) note(r *wireResponse) {
+	if r.ID != "" {
+		n.id = r.ID
+	}
+	if r.Model != "" {
+		n.model = r.Model
+	}
+	if r.CreatedAt != 0 {
+		n.created = r.CreatedAt
+	}
+}

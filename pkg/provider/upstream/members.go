@@ -67,3 +67,15 @@ func NonNull(v json.RawMessage) json.RawMessage {
 	}
 	return v
 }
+
+// Marshal encodes v compactly and without HTML escaping, as the upstreams
+// write JSON. v is one of the adapters' own types, which always encode.
+func Marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("upstream: " + err.Error())
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
