@@ -58,13 +58,8 @@ func (s *Server) refuseObjects(p *principal, ref *clientapi.ObjectRef, members [
 		return nil
 	}
 	plan, err := s.router.Plan(routing, router.Policy{Demand: routing.Demand(p.Policy), Residency: p.Project.Residency})
-	if err != nil || len(plan.Candidates) == 0 {
+	if err != nil {
 		return nil
 	}
-	for _, c := range plan.Candidates {
-		if c.Provider.AllowsProviderObjects() {
-			return nil
-		}
-	}
-	return ref.Refused(plan.Model.ID)
+	return scopeObjects(ref, plan)
 }
