@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -161,34 +159,9 @@ func TestBalanceOverdrawBound(t *testing.T) {
 				c.s.store, c.s.accounts = store, acc
 				g := newGateway(t, c.s)
 				const n = 4
-				arrived := make(chan struct{}, n)
-				gate := make(chan struct{})
-				release := sync.OnceFunc(func() { close(gate) })
-				t.Cleanup(release)
-				g.ups[0].SetHandler(func(int, providertest.Request) providertest.Response {
-					arrived <- struct{}{}
-					<-gate
-					return providertest.Response{}
-				})
-				answers := make(chan answer, n)
-				for i := range n {
-					go func() { answers <- call(context.Background(), g.url, chatBody(fmt.Sprintf(`"n":%d`, i))) }()
-				}
-				// All n passed the check while nothing was spent, and are
-				// at the provider together.
-				for range n {
-					select {
-					case <-arrived:
-					case <-time.After(10 * time.Second):
-						t.Fatalf("only %d of %d requests reached the provider", g.ups[0].Calls(), n)
-					}
-				}
-				release()
-				for range n {
-					if a := <-answers; a.err != nil || a.status != 200 {
-						t.Fatalf("a request in flight: %v %d %s", a.err, a.status, a.body)
-					}
-				}
+				// All n pass the check while nothing is spent, and are at
+				// the provider together.
+				inFlightTogether(t, g, n)
 				g.settle(t)
 				if tot := totals(t, acc).Total; tot.Requests != n || tot.CostNanos != n*oneCost {
 					t.Fatalf("ledger %+v, want %d requests billed once each", tot, n)

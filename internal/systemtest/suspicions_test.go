@@ -122,32 +122,7 @@ func TestBudgetOvershootBounded(t *testing.T) {
 				// nano-USD against a budget of 20,000: all three passed
 				// the check while nothing was spent.
 				const n, cost, budget = 3, 14000, 20000
-				arrived := make(chan int, n)
-				gate := make(chan struct{})
-				release := sync.OnceFunc(func() { close(gate) })
-				t.Cleanup(release)
-				g.ups[0].SetHandler(func(call int, _ providertest.Request) providertest.Response {
-					arrived <- call
-					<-gate
-					return providertest.Response{}
-				})
-				answers := make(chan answer, n)
-				for i := range n {
-					go func() { answers <- call(context.Background(), g.url, chatBody(fmt.Sprintf(`"n":%d`, i))) }()
-				}
-				for range n {
-					select {
-					case <-arrived:
-					case <-time.After(10 * time.Second):
-						t.Fatalf("only %d of %d requests reached the provider", g.ups[0].Calls(), n)
-					}
-				}
-				release()
-				for range n {
-					if a := <-answers; a.err != nil || a.status != 200 {
-						t.Fatalf("a request in flight: %v %d %s", a.err, a.status, a.body)
-					}
-				}
+				inFlightTogether(t, g, n)
 				g.settle(t)
 				tot := totals(t, acc).Total
 				if tot.Requests != n || tot.CostNanos != n*cost {
