@@ -74,7 +74,7 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 		return
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix))
-	plan, err := s.router.Plan(req, router.Policy{Demand: req.Demand(p.Policy), Residency: p.Project.Residency})
+	plan, err := s.router.Plan(router.TargetOf(req), router.Policy{Demand: req.Demand(p.Policy), Residency: p.Project.Residency})
 	if err == nil {
 		// The count is the provider's: the body goes upstream as for a
 		// Messages request.

@@ -57,53 +57,13 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 	s.svc.Run(r.Context(), g, wire, codec)
 }
 
-// validateNative validates a request in its own protocol whose model has a
-// route that speaks it (ok; otherwise nothing is done): only what routing
-// reads is decoded now, and the translation to Chat Completions waits
-// until a route of another protocol needs it (llm.NewRoutingRequest), so a
-// request that passes through never pays for it.
-func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, ref *clientapi.ObjectRef, tools []llm.ServerTool) (gateway.Codec, bool, error) {
-	routing, err := llm.DecodeChatRequest(routingBody(members))
-	if err != nil {
-		return nil, false, nil // the full decoding names the problem
-	}
-	demand := routing.Demand(p.Policy)
-	plan, err := s.router.Plan(routing, router.Policy{Demand: demand, Residency: p.Project.Residency})
-	if err != nil {
-		return nil, false, nil
-	}
-	if err := plan.PriceTools(api.Proto, tools); err != nil {
-		return nil, true, err
-	}
-	if !plan.Speaks(api.Proto) {
-		return nil, false, nil
-	}
-	if err := scopeObjects(ref, plan); err != nil {
-		return nil, true, err
-	}
-	keyed, err := idempotencyKey(r, g)
-	if err != nil {
-		return nil, true, err
-	}
-	var translated gateway.Codec
-	req := llm.NewRoutingRequest(routing, len(body), func() (*llm.ChatRequest, error) {
-		chatBody, mkCodec := body, api.Codec
-		var err error
-		if api.Prepare != nil {
-			chatBody, mkCodec, _, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, g.ID, body)
-		}
-		if err != nil {
-			return nil, err
-		}
-		full, err := llm.DecodeChatRequest(chatBody)
-		if err != nil {
-			return nil, err
-		}
-		full.Dropped = presentHints(members, api.Hints)
-		translated = mkCodec(g.ID, full, keyed)
-		return full, nil
-	})
-	req.Native = nativeOf(api, r.Header, members, len(body))
+// passNative is the request in its own protocol for a plan that has a
+// route speaking it: the translation to Chat Completions waits until a
+// route of another protocol needs it (routing's translate,
+// llm.NewRoutingRequest), so a request that passes through never pays for
+// it, and one that falls back to another protocol is translated once.
+func (s *Server) passNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool, translated *gateway.Codec) gateway.Codec {
+	routing.Native = nativeOf(api, r.Header, members, len(body))
 	field := func(name string) (json.RawMessage, bool) {
 		for _, m := range members {
 			if m.Key == name {
@@ -113,15 +73,15 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 		return nil, false
 	}
 	g.MaxOutputTokens, g.Choices = maxOutputTokens(field), choices(field)
-	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
-	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
+	g.Log.Add(slog.String("model", routing.Model+routing.Suffix), slog.Bool("stream", routing.Stream))
+	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = routing.Model, plan, routing, demand, routing.IncludeUsage
 	var pass gateway.Codec
 	if api.PassCodec != nil {
-		pass = api.PassCodec(clientapi.Caller{Project: p.Project.ID}, g.ID, body, req, keyed)
+		pass = api.PassCodec(clientapi.Caller{Project: p.Project.ID}, g.ID, body, routing, keyed)
 	} else {
-		pass = api.Codec(g.ID, req, keyed)
+		pass = api.Codec(g.ID, routing, keyed)
 	}
-	return &protoCodec{pass: pass, translated: func() gateway.Codec { return translated }}, true, nil
+	return &protoCodec{pass: pass, translated: translated}
 }
 
 // idempotencyKey checks the Idempotency-Key header and sets the request's
@@ -213,13 +173,14 @@ var errNotSplit = errors.New("not split")
 // protoCodec encodes an answer that passed through with pass, and one
 // translated from another protocol with the codec the translation made.
 type protoCodec struct {
-	pass       gateway.Codec
-	translated func() gateway.Codec
+	pass gateway.Codec
+	// translated is set once the request is translated.
+	translated *gateway.Codec
 }
 
 func (c *protoCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	if ans.Proto == llm.ProtoChat {
-		if t := c.translated(); t != nil {
+		if t := *c.translated; t != nil {
 			return t.Answer(ans, out)
 		}
 	}
@@ -279,20 +240,65 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 			}
 		}
 	}
-	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
 	ref := objectRef(api, body)
+	pol := func(req *llm.ChatRequest) (router.Policy, llm.DataDemand) {
+		d := req.Demand(p.Policy)
+		return router.Policy{Demand: d, Residency: p.Project.Residency}, d
+	}
+	// A body of another protocol is planned from what routing reads of
+	// its own members; a target or plan that fails is left to the
+	// translation, whose error comes first.
+	var (
+		routing    *llm.ChatRequest
+		plan       *router.Plan
+		demand     llm.DataDemand
+		translated gateway.Codec
+	)
 	if membersErr == nil {
-		// Before the translation, which refuses some of these by their
-		// part's type: every API names the reference alike.
-		if err := s.refuseObjects(p, ref, members); err != nil {
-			return nil, err
+		keyed := false
+		var err error
+		routing, err = llm.NewRoutingRequest(members, len(body), func() (*llm.ChatRequest, error) {
+			chatBody, mkCodec := body, api.Codec
+			var err error
+			if api.Prepare != nil {
+				chatBody, mkCodec, _, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
+			}
+			if err != nil {
+				return nil, err
+			}
+			full, err := llm.DecodeChatRequest(chatBody)
+			if err != nil {
+				return nil, err
+			}
+			full.Dropped = presentHints(members, api.Hints)
+			translated = mkCodec(id, full, keyed)
+			return full, nil
+		})
+		if err == nil {
+			var rp router.Policy
+			rp, demand = pol(routing)
+			plan, err = s.router.Plan(router.TargetOf(routing), rp)
+		}
+		if err == nil {
+			// Before the translation, which refuses some of these by
+			// their part's type: every API names the reference alike.
+			if err := scopeObjects(ref, plan); err != nil {
+				return nil, err
+			}
+		}
+		if plan != nil && len(presentHints(members, api.NotNative)) == 0 {
+			if err := plan.PriceTools(api.Proto, tools); err != nil {
+				return nil, err
+			}
+			if plan.Speaks(api.Proto) {
+				if keyed, err = idempotencyKey(r, g); err != nil {
+					return nil, err
+				}
+				return s.passNative(r, p, g, api, body, members, routing, plan, demand, keyed, &translated), nil
+			}
 		}
 	}
-	if native {
-		if c, ok, err := s.validateNative(r, p, g, api, body, members, ref, tools); ok || err != nil {
-			return c, err
-		}
-	}
+	native := membersErr == nil && len(presentHints(members, api.NotNative)) == 0
 	chatBody, mkCodec := body, api.Codec
 	var resolve func(context.Context) ([]byte, error)
 	var err error
@@ -300,9 +306,9 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		chatBody, mkCodec, resolve, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
 	}
 	if err != nil {
-		// validateNative took every request a route of its own protocol
-		// could serve untranslated: this one has none, so the translation's
-		// error is the answer.
+		// passNative took every request a route of its own protocol
+		// could serve untranslated: this one has none, so the
+		// translation's error is the answer.
 		return nil, err
 	}
 	decode := llm.DecodeChatRequest
@@ -341,13 +347,18 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		}
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
-	demand := req.Demand(p.Policy)
-	plan, err := s.router.Plan(req, router.Policy{Demand: demand, Residency: p.Project.Residency})
-	if err != nil {
-		return nil, err
-	}
-	if err := scopeObjects(ref, plan); err != nil {
-		return nil, err
+	if plan == nil {
+		// A Chat Completions request, or one whose own members could not
+		// be planned: planned from its translation, which names the
+		// problem.
+		var rp router.Policy
+		rp, demand = pol(req)
+		if plan, err = s.router.Plan(router.TargetOf(req), rp); err != nil {
+			return nil, err
+		}
+		if err := scopeObjects(ref, plan); err != nil {
+			return nil, err
+		}
 	}
 	if err := plan.PriceTools(api.Proto, tools); err != nil {
 		return nil, err
@@ -389,19 +400,6 @@ func nativeOf(api clientapi.API, h http.Header, members []llm.Member, size int) 
 		}
 	}
 	return llm.NewNative(api.Proto, members, size, header)
-}
-
-// routingBody is the Chat Completions request that stands for a client's
-// request without a Chat Completions form: only what routing reads (the
-// model, stream, the gateway and provider objects).
-func routingBody(members []llm.Member) []byte {
-	set := map[string][]byte{"messages": []byte(`[{"role":"user","content":""}]`)}
-	for _, m := range members {
-		if m.Key == "model" || m.Key == "stream" || slices.Contains(llm.GatewayFields, m.Key) {
-			set[m.Key] = m.Value
-		}
-	}
-	return llm.Splice(nil, 0, set)
 }
 
 // presentHints lists the hint fields the request sets (not null).
