@@ -8,7 +8,7 @@ import (
 
 // Admitted is a request admitted by AdmitFree.
 type Admitted struct {
-	slot admission
+	slot Admission
 	// Header are the rate-limit headers for the answer (x-ratelimit-*,
 	// and Anthropic's when asked for); nil when no limit applies.
 	Header map[string]string
@@ -18,7 +18,7 @@ type Admitted struct {
 }
 
 // Release gives the admission slot back; only its first call does.
-func (a *Admitted) Release() { a.slot.release() }
+func (a *Admitted) Release() { a.slot.Release() }
 
 // AdmitFree admits a request of c that generates nothing and is never
 // billed (a token count, a usage report) as a generation is admitted:

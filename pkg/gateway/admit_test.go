@@ -96,9 +96,9 @@ func TestAdmitProject(t *testing.T) {
 	if len(svc.sem) != 2 {
 		t.Errorf("%d instance slots held, want 2 (the refusal kept none)", len(svc.sem))
 	}
-	a.release()
+	a.Release()
 	if _, err := svc.admit(p); err != nil {
 		t.Errorf("after the release: %v", err)
 	}
-	other.release()
+	other.Release()
 }

@@ -20,16 +20,15 @@ import (
 // HeaderIdempotencyKey is the header that makes a request exactly-once.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// generate serves a generation endpoint. The order of checks is the
-// contract: authentication, the body (read whole within
-// server.body_timeout), admission (in gateway.Service.Run), request
-// validation (body, model, provider names), then the idempotency lookup,
-// then what the body refers to (a Responses previous_response_id's kept
-// turn: gateway.Request.Resolve), then balance and limits, then routing.
-// Nothing of the body is decoded before admission: what that costs is
-// bounded by max_in_flight. Whatever is refused before the lookup stores
-// nothing, and a refusal after it releases the key, so a retry with the
-// same key runs normally.
+// generate serves a generation endpoint, in one direction: authenticate,
+// read the body (whole, within server.body_timeout), admit, decode and
+// validate the body, plan, then run (gateway.Service.Run: the idempotency
+// lookup, then what the body refers to, a Responses previous_response_id's
+// kept turn, gateway.Request.Resolve, then balance and limits, then
+// routing). The order of checks is the contract. Nothing of the body is
+// decoded before admission: what that costs is bounded by max_in_flight.
+// Whatever is refused before the lookup stores nothing, and a refusal
+// after it releases the key, so a retry with the same key runs normally.
 func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log *gateway.Log, api clientapi.API) {
 	fail := func(err error) { api.Errorf(w, err) }
 	log.Metrics.ClientAPI = api.Proto.String()
@@ -45,16 +44,21 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		fail(err)
 		return
 	}
-	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: api.Scope}
-	codec := &lateCodec{}
-	g.Validate = func() error {
-		c, err := s.validate(r, p, g, api, body)
-		codec.Codec = c
-		return err
-	}
 	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.Errorf)
 	wire.SetKeepAlive(s.keepAlive)
-	s.svc.Run(r.Context(), g, wire, codec)
+	slot, err := s.svc.Admit(&p.Caller)
+	if err != nil {
+		wire.Error(err)
+		return
+	}
+	defer slot.Release()
+	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: api.Scope}
+	codec, err := s.validate(r, p, g, api, body)
+	if err != nil {
+		wire.Error(err)
+		return
+	}
+	s.svc.Run(r.Context(), g, &slot, wire, codec)
 }
 
 // passNative is the request in its own protocol for a plan that has a
@@ -188,10 +192,6 @@ func (c *protoCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Res
 }
 
 func (c *protoCodec) JoinBroken(reason string) idempotency.Event { return c.pass.JoinBroken(reason) }
-
-// lateCodec is a request's codec, made once the request is validated
-// (gateway.Request.Validate), which is after Run begins.
-type lateCodec struct{ gateway.Codec }
 
 // validateBody is validate but for the fingerprint: it sets the request's
 // Idempotency-Key (for a valid header), not its fingerprint.
@@ -372,19 +372,25 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	g.MaxOutputTokens, g.Choices = maxOutputTokens(req.Field), choices(req.Field)
 	if resolve != nil {
-		g.Resolve = func(ctx context.Context) (*llm.ChatRequest, error) {
-			whole, err := resolve(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return llm.DecodeChatRequest(whole)
-		}
+		g.Resolve = chatResolver(resolve)
 	}
 	keyed, err := idempotencyKey(r, g)
 	if err != nil {
 		return nil, err
 	}
 	return mkCodec(id, req, keyed), nil
+}
+
+// chatResolver completes a request with the Chat Completions body its
+// API's translation resolves (gateway.Resolver).
+type chatResolver func(context.Context) ([]byte, error)
+
+func (f chatResolver) Resolve(ctx context.Context) (*llm.ChatRequest, error) {
+	whole, err := f(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return llm.DecodeChatRequest(whole)
 }
 
 // nativeOf is the client's request kept in its own protocol: its body's
