@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -30,8 +29,9 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 // Whatever is refused before the lookup stores nothing, and a refusal
 // after it releases the key, so a retry with the same key runs normally.
 func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log *gateway.Log, api clientapi.API) {
-	fail := func(err error) { api.Errorf(w, err) }
-	log.Metrics.ClientAPI = api.Proto.String()
+	spec := api.Spec()
+	fail := func(err error) { api.WriteError(w, err) }
+	log.Metrics.ClientAPI = spec.Proto.String()
 	p, err := s.authenticate(r)
 	if err != nil {
 		fail(err)
@@ -44,7 +44,7 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		fail(err)
 		return
 	}
-	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.Errorf)
+	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.WriteError)
 	wire.SetKeepAlive(s.keepAlive)
 	slot, err := s.svc.Admit(&p.Caller)
 	if err != nil {
@@ -52,7 +52,7 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		return
 	}
 	defer slot.Release()
-	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: api.Scope}
+	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: spec.Scope}
 	codec, err := s.validate(r, p, g, api, body)
 	if err != nil {
 		wire.Error(err)
@@ -63,11 +63,12 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 
 // passNative is the request in its own protocol for a plan that has a
 // route speaking it: the translation to Chat Completions waits until a
-// route of another protocol needs it (routing's translate,
-// llm.NewRoutingRequest), so a request that passes through never pays for
-// it, and one that falls back to another protocol is translated once.
-func (s *Server) passNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool, translated *gateway.Codec) gateway.Codec {
-	routing.Native = nativeOf(api, r.Header, members, len(body))
+// route of another protocol needs it (clientapi.Native, which is also the
+// request's codec), so a request that passes through never pays for it,
+// and one that falls back to another protocol is translated once.
+func passNative(r *http.Request, g *gateway.Request, api clientapi.API, n *clientapi.Native, members []llm.Member, size int, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool) gateway.Codec {
+	routing.Native = nativeOf(api.Spec(), r.Header, members, size)
+	n.Keep(routing, keyed)
 	field := func(name string) (json.RawMessage, bool) {
 		for _, m := range members {
 			if m.Key == name {
@@ -79,13 +80,7 @@ func (s *Server) passNative(r *http.Request, p *principal, g *gateway.Request, a
 	g.MaxOutputTokens, g.Choices = maxOutputTokens(field), choices(field)
 	g.Log.Add(slog.String("model", routing.Model+routing.Suffix), slog.Bool("stream", routing.Stream))
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = routing.Model, plan, routing, demand, routing.IncludeUsage
-	var pass gateway.Codec
-	if api.PassCodec != nil {
-		pass = api.PassCodec(clientapi.Caller{Project: p.Project.ID}, g.ID, body, routing, keyed)
-	} else {
-		pass = api.Codec(g.ID, routing, keyed)
-	}
-	return &protoCodec{pass: pass, translated: translated}
+	return n
 }
 
 // idempotencyKey checks the Idempotency-Key header and sets the request's
@@ -174,32 +169,14 @@ func setFingerprint(g *gateway.Request, body []byte, sum string, err error) erro
 // body, which its decoder splits).
 var errNotSplit = errors.New("not split")
 
-// protoCodec encodes an answer that passed through with pass, and one
-// translated from another protocol with the codec the translation made.
-type protoCodec struct {
-	pass gateway.Codec
-	// translated is set once the request is translated.
-	translated *gateway.Codec
-}
-
-func (c *protoCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	if ans.Proto == llm.ProtoChat {
-		if t := *c.translated; t != nil {
-			return t.Answer(ans, out)
-		}
-	}
-	return c.pass.Answer(ans, out)
-}
-
-func (c *protoCodec) JoinBroken(reason string) idempotency.Event { return c.pass.JoinBroken(reason) }
-
 // validateBody is validate but for the fingerprint: it sets the request's
 // Idempotency-Key (for a valid header), not its fingerprint.
 func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte) (gateway.Codec, error) {
-	id, log := g.ID, g.Log
-	g.AnthropicRateHeaders = api.Proto == llm.ProtoMessages
+	id, log, spec := g.ID, g.Log, api.Spec()
+	caller := clientapi.Caller{Project: p.Project.ID}
+	g.AnthropicRateHeaders = spec.Proto == llm.ProtoMessages
 	caseVariant := func(name string) error {
-		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(api.Owned, ", "))
+		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(spec.Owned, ", "))
 	}
 	// A Chat Completions body is split once, by its decoder, which the
 	// case check then reads; another API's is split here, for the body
@@ -211,7 +188,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	var members []llm.Member
 	var tools []llm.ServerTool // the billable server tools the request declares
 	membersErr := errNotSplit
-	if api.Proto != llm.ProtoChat {
+	if spec.Proto != llm.ProtoChat {
 		split := llm.RequestMembers
 		if fingerprinted {
 			split = llm.Members
@@ -221,21 +198,21 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 			return nil, dup
 		}
 		if membersErr == nil {
-			if name, bad := llm.CaseVariant(members, api.Owned...); bad {
+			if name, bad := llm.CaseVariant(members, spec.Owned...); bad {
 				return nil, caseVariant(name)
 			}
 			for _, m := range members {
 				if m.Key == "service_tier" {
-					if err := checkServiceTier(api.Proto, m.Value); err != nil {
+					if err := checkServiceTier(spec.Proto, m.Value); err != nil {
 						return nil, err
 					}
 				}
 			}
-			if err := checkPremium(api.Proto, members, r.Header); err != nil {
+			if err := checkPremium(spec.Proto, members, r.Header); err != nil {
 				return nil, err
 			}
 			var err error
-			if tools, err = llm.ServerTools(api.Proto, members); err != nil {
+			if tools, err = llm.ServerTools(spec.Proto, members); err != nil {
 				return nil, err
 			}
 		}
@@ -246,34 +223,16 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		return router.Policy{Demand: d, Residency: p.Project.Residency}, d
 	}
 	// A body of another protocol is planned from what routing reads of
-	// its own members; a target or plan that fails is left to the
+	// its own members, once; a target or plan that fails is left to the
 	// translation, whose error comes first.
 	var (
-		routing    *llm.ChatRequest
-		plan       *router.Plan
-		demand     llm.DataDemand
-		translated gateway.Codec
+		plan   *router.Plan
+		demand llm.DataDemand
 	)
+	native := membersErr == nil && len(presentHints(members, spec.NotNative)) == 0
 	if membersErr == nil {
-		keyed := false
-		var err error
-		routing, err = llm.NewRoutingRequest(members, len(body), func() (*llm.ChatRequest, error) {
-			chatBody, mkCodec := body, api.Codec
-			var err error
-			if api.Prepare != nil {
-				chatBody, mkCodec, _, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
-			}
-			if err != nil {
-				return nil, err
-			}
-			full, err := llm.DecodeChatRequest(chatBody)
-			if err != nil {
-				return nil, err
-			}
-			full.Dropped = presentHints(members, api.Hints)
-			translated = mkCodec(id, full, keyed)
-			return full, nil
-		})
+		n := clientapi.NewNative(api, caller, id, body, presentHints(members, spec.Hints))
+		routing, err := llm.NewRoutingRequest(members, len(body), n)
 		if err == nil {
 			var rp router.Policy
 			rp, demand = pol(routing)
@@ -286,25 +245,20 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 				return nil, err
 			}
 		}
-		if plan != nil && len(presentHints(members, api.NotNative)) == 0 {
-			if err := plan.PriceTools(api.Proto, tools); err != nil {
+		if plan != nil && native {
+			if err := plan.PriceTools(spec.Proto, tools); err != nil {
 				return nil, err
 			}
-			if plan.Speaks(api.Proto) {
-				if keyed, err = idempotencyKey(r, g); err != nil {
+			if plan.Speaks(spec.Proto) {
+				keyed, err := idempotencyKey(r, g)
+				if err != nil {
 					return nil, err
 				}
-				return s.passNative(r, p, g, api, body, members, routing, plan, demand, keyed, &translated), nil
+				return passNative(r, g, api, n, members, len(body), routing, plan, demand, keyed), nil
 			}
 		}
 	}
-	native := membersErr == nil && len(presentHints(members, api.NotNative)) == 0
-	chatBody, mkCodec := body, api.Codec
-	var resolve func(context.Context) ([]byte, error)
-	var err error
-	if api.Prepare != nil {
-		chatBody, mkCodec, resolve, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
-	}
+	chatBody, t, err := api.Translate(caller, id, body)
 	if err != nil {
 		// passNative took every request a route of its own protocol
 		// could serve untranslated: this one has none, so the
@@ -312,7 +266,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		return nil, err
 	}
 	decode := llm.DecodeChatRequest
-	if fingerprinted && api.Prepare == nil {
+	if fingerprinted && t == nil {
 		// The body is the client's, which its fingerprint checks in full
 		// before the request goes on (validate): what the decoder skips
 		// over need not be checked twice.
@@ -322,12 +276,12 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	if err != nil {
 		return nil, err
 	}
-	if api.Proto == llm.ProtoChat {
-		if name, bad := req.CaseVariant(api.Owned...); bad {
+	if spec.Proto == llm.ProtoChat {
+		if name, bad := req.CaseVariant(spec.Owned...); bad {
 			return nil, caseVariant(name)
 		}
 		if v, ok := req.Field("service_tier"); ok {
-			if err := checkServiceTier(api.Proto, v); err != nil {
+			if err := checkServiceTier(spec.Proto, v); err != nil {
 				return nil, err
 			}
 		}
@@ -337,11 +291,11 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 				premium = append(premium, llm.Member{Key: name, Value: v})
 			}
 		}
-		if err := checkPremium(api.Proto, premium, r.Header); err != nil {
+		if err := checkPremium(spec.Proto, premium, r.Header); err != nil {
 			return nil, err
 		}
 		if v, ok := req.Field("web_search_options"); ok {
-			if tools, err = llm.ServerTools(api.Proto, []llm.Member{{Key: "web_search_options", Value: v}}); err != nil {
+			if tools, err = llm.ServerTools(spec.Proto, []llm.Member{{Key: "web_search_options", Value: v}}); err != nil {
 				return nil, err
 			}
 		}
@@ -360,52 +314,41 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 			return nil, err
 		}
 	}
-	if err := plan.PriceTools(api.Proto, tools); err != nil {
+	if err := plan.PriceTools(spec.Proto, tools); err != nil {
 		return nil, err
 	}
 	if native {
-		req.Dropped = presentHints(members, api.Hints)
-		if plan.Speaks(api.Proto) {
-			req.Native = nativeOf(api, r.Header, members, len(body))
+		req.Dropped = presentHints(members, spec.Hints)
+		if plan.Speaks(spec.Proto) {
+			req.Native = nativeOf(spec, r.Header, members, len(body))
 		}
 	}
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	g.MaxOutputTokens, g.Choices = maxOutputTokens(req.Field), choices(req.Field)
-	if resolve != nil {
-		g.Resolve = chatResolver(resolve)
-	}
 	keyed, err := idempotencyKey(r, g)
 	if err != nil {
 		return nil, err
 	}
-	return mkCodec(id, req, keyed), nil
-}
-
-// chatResolver completes a request with the Chat Completions body its
-// API's translation resolves (gateway.Resolver).
-type chatResolver func(context.Context) ([]byte, error)
-
-func (f chatResolver) Resolve(ctx context.Context) (*llm.ChatRequest, error) {
-	whole, err := f(ctx)
-	if err != nil {
-		return nil, err
+	if t == nil {
+		return api.Codec(caller, id, body, req, keyed), nil
 	}
-	return llm.DecodeChatRequest(whole)
+	g.Resolve = t.Resolver()
+	return t.Codec(id, req, keyed), nil
 }
 
 // nativeOf is the client's request kept in its own protocol: its body's
 // members, and its protocol headers.
-func nativeOf(api clientapi.API, h http.Header, members []llm.Member, size int) *llm.Native {
+func nativeOf(spec *clientapi.Spec, h http.Header, members []llm.Member, size int) *llm.Native {
 	var header http.Header
-	for _, name := range api.Forward {
+	for _, name := range spec.Forward {
 		if v := h.Values(name); len(v) > 0 {
 			if header == nil {
-				header = make(http.Header, len(api.Forward))
+				header = make(http.Header, len(spec.Forward))
 			}
 			header[name] = v
 		}
 	}
-	return llm.NewNative(api.Proto, members, size, header)
+	return llm.NewNative(spec.Proto, members, size, header)
 }
 
 // presentHints lists the hint fields the request sets (not null).

@@ -6,12 +6,9 @@ import (
 )
 
 // objectRef is the request body's first reference to an object stored in
-// a provider's account (api.ProviderObject: a file, a container, a stored
+// a provider's account (API.ProviderObject: a file, a container, a stored
 // conversation...), or nil.
 func objectRef(api clientapi.API, body []byte) *clientapi.ObjectRef {
-	if api.ProviderObject == nil {
-		return nil
-	}
 	if ref, ok := api.ProviderObject(body); ok {
 		return &ref
 	}

@@ -2,16 +2,22 @@ package llm
 
 import "encoding/json"
 
+// Translator makes a client's request in the gateway's own form (the Chat
+// Completions request) from the client's body in its own protocol.
+type Translator interface {
+	Translate() (*ChatRequest, error)
+}
+
 // NewRoutingRequest returns the request of a client in another protocol,
 // from its body's top-level members, until its Chat Completions form is
 // needed: only what the pipeline reads of every request is decoded (the
 // model and its suffix, stream, and the gateway-owned objects, with the
-// errors DecodeChatRequest gives for them), and translate makes the whole
+// errors DecodeChatRequest gives for them), and t makes the whole
 // Chat Completions form the first time a route of another protocol needs
 // it (UpstreamParts). size is the client's body's length. A request that
 // passes through to a route of its own protocol is never translated, so
 // what its translation costs (several times the body) is not paid.
-func NewRoutingRequest(members []Member, size int, translate func() (*ChatRequest, error)) (*ChatRequest, error) {
+func NewRoutingRequest(members []Member, size int, t Translator) (*ChatRequest, error) {
 	fields := make(map[string]json.RawMessage, 4)
 	for _, m := range members {
 		switch m.Key {
@@ -19,7 +25,7 @@ func NewRoutingRequest(members []Member, size int, translate func() (*ChatReques
 			fields[m.Key] = m.Value
 		}
 	}
-	r := &ChatRequest{size: size, translate: translate}
+	r := &ChatRequest{size: size, translator: t}
 	if err := r.decodeModel(fields); err != nil {
 		return nil, err
 	}
@@ -37,12 +43,12 @@ func NewRoutingRequest(members []Member, size int, translate func() (*ChatReques
 // be made. A translation that fails sets ChatErr: the request is then
 // served only by routes of its own protocol.
 func (r *ChatRequest) translated() error {
-	if r.translate == nil {
+	if r.translator == nil {
 		return r.ChatErr
 	}
-	t := r.translate
-	r.translate = nil
-	full, err := t()
+	t := r.translator
+	r.translator = nil
+	full, err := t.Translate()
 	if err != nil {
 		r.ChatErr = err
 		return err

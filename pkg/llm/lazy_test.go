@@ -52,14 +52,14 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	req, err := NewRoutingRequest(members, 26, func() (*ChatRequest, error) {
+	req, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) {
 		calls++
 		full, err := DecodeChatRequest([]byte(`{"model":"m","messages":[{"role":"system","content":"s"}]}`))
 		if full != nil {
 			full.Dropped = []string{"hint"}
 		}
 		return full, err
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		t.Errorf("translated %d times, dropped %v; want once, [hint]", calls, req.Dropped)
 	}
 
-	failing, err := NewRoutingRequest(members, 26, func() (*ChatRequest, error) { calls++; return nil, errors.New("refused") })
+	failing, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) { calls++; return nil, errors.New("refused") }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,3 +93,7 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		t.Errorf("failed translation ran %d times, ChatErr %v; want once, set", calls, failing.ChatErr)
 	}
 }
+
+type translatorFunc func() (*ChatRequest, error)
+
+func (f translatorFunc) Translate() (*ChatRequest, error) { return f() }

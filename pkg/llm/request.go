@@ -68,9 +68,9 @@ type ChatRequest struct {
 	// serves it.
 	Dropped []string
 
-	// translate, when set, makes the Chat Completions form on first use
+	// translator, when set, makes the Chat Completions form on first use
 	// (NewRoutingRequest).
-	translate func() (*ChatRequest, error)
+	translator Translator
 
 	fields map[string]json.RawMessage
 	size   int
@@ -529,7 +529,7 @@ func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
 // client asked (the answer is reassembled for a non-streaming client and
 // usage is dropped again when the client did not ask for it).
 func (r *ChatRequest) UpstreamParts(upstreamModel string) ([][]byte, error) {
-	if r.translate != nil || r.ChatErr != nil {
+	if r.translator != nil || r.ChatErr != nil {
 		if err := r.translated(); err != nil {
 			return nil, err
 		}

@@ -5,7 +5,7 @@
 package messages
 
 import (
-	"context"
+	"net/http"
 	"slices"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
@@ -19,37 +19,51 @@ import (
 // (or Authorization: Bearer), Anthropic's request, answer, event and error
 // shapes, over the same pipeline as Chat Completions. Its Idempotency-Key
 // records are its own: the same key on two endpoints is two records.
-var API = clientapi.API{
-	Prepare: prepareMessages,
-	PassCodec: func(_ clientapi.Caller, id string, _ []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		return newMessagesCodec(id, req, keyed)
-	},
-	Errorf:  clientapi.WriteAnthropicError,
+var API clientapi.API = api{}
+
+type api struct{}
+
+var spec = clientapi.Spec{
 	Scope:   "/api/v1/messages\x00",
 	Proto:   llm.ProtoMessages,
 	Forward: messageswire.ForwardedHeaders,
 	Hints:   mdIgnoredFields,
 	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
+}
 
-	ProviderObject: providerObject,
+func (api) Spec() *clientapi.Spec { return &spec }
+
+func (api) WriteError(w http.ResponseWriter, err error) int {
+	return clientapi.WriteAnthropicError(w, err)
+}
+
+func (api) ProviderObject(body []byte) (clientapi.ObjectRef, bool) { return providerObject(body) }
+
+func (api) Codec(_ clientapi.Caller, id string, _ []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	return newMessagesCodec(id, req, keyed)
 }
 
 func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 	return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
 }
 
-// prepareMessages translates a Messages request (decodeMessagesHints);
-// its codec adds the nested hints the translation dropped to those the
-// answer names in x-gateway-dropped when a route of another protocol
-// serves it.
-func prepareMessages(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.CodecFunc, func(context.Context) ([]byte, error), error) {
+// Translate translates a Messages request (decodeMessagesHints).
+func (api) Translate(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
 	chat, dropped, err := decodeMessagesHints(body)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	mk := func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		req.Dropped = append(req.Dropped, dropped...)
-		return newMessagesCodec(id, req, keyed)
-	}
-	return chat, mk, nil, nil
+	return chat, translation{dropped: dropped}, nil
 }
+
+// translation is what a Messages request's translation keeps: the nested
+// hints it dropped, which its codec adds to those the answer names in
+// x-gateway-dropped when a route of another protocol serves it.
+type translation struct{ dropped []string }
+
+func (t translation) Codec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	req.Dropped = append(req.Dropped, t.dropped...)
+	return newMessagesCodec(id, req, keyed)
+}
+
+func (translation) Resolver() gateway.Resolver { return nil }
