@@ -64,6 +64,9 @@ type Spec struct {
 	// through (what they refer to is the gateway's: a Responses
 	// previous_response_id names a turn the gateway kept).
 	NotNative []string
+	// RateHeaders, when set, adds the API's own rate-limit headers to the
+	// gateway's x-ratelimit-*.
+	RateHeaders gateway.RateHeaders
 }
 
 // Translation is what a client API's translation to the gateway's own

@@ -10,7 +10,7 @@ import (
 type Admitted struct {
 	slot Admission
 	// Header are the rate-limit headers for the answer (x-ratelimit-*,
-	// and Anthropic's when asked for); nil when no limit applies.
+	// and the client API's own, rh); nil when no limit applies.
 	Header map[string]string
 	// Account is the account read to find the project's limits (nil when
 	// none was read), which the caller may use rather than read it again.
@@ -30,13 +30,13 @@ func (a *Admitted) Release() { a.slot.Release() }
 // The account is read only when the project's limits may be the admin
 // tool's (a config project without rpm, tpm or budget); that read
 // failing is 503 billing_unavailable. The caller releases the slot.
-func (s *Service) AdmitFree(ctx context.Context, c *Caller, anthropicHeaders bool) (*Admitted, error) {
+func (s *Service) AdmitFree(ctx context.Context, c *Caller, rh RateHeaders) (*Admitted, error) {
 	slot, err := s.admit(c.Project)
 	if err != nil {
 		return nil, err
 	}
 	a := &Admitted{slot: slot}
-	req := &Request{Caller: c, AnthropicRateHeaders: anthropicHeaders, free: true}
+	req := &Request{Caller: c, RateHeaders: rh, free: true}
 	if s.accounts.Limiter != nil {
 		rates := ProjectRates(c.Project, billing.Account{})
 		if rates == (billing.Rates{}) && s.accounts.Ledger != nil {

@@ -98,11 +98,11 @@ type Request struct {
 	// choice (0: it does not say; then the plan's routes say what their
 	// upstreams allow), Choices the number of choices it asks for (Chat's
 	// n; 0 or 1: one): with its prompt's estimate they are reserved
-	// against a tpm. AnthropicRateHeaders: its answer reports rate limits
-	// in Anthropic's headers as well as OpenAI's.
-	MaxOutputTokens      int
-	Choices              int
-	AnthropicRateHeaders bool
+	// against a tpm. RateHeaders, when set, adds the client API's own
+	// headers reporting its rate limits to the gateway's x-ratelimit-*.
+	MaxOutputTokens int
+	Choices         int
+	RateHeaders     RateHeaders
 
 	// group is the Group of the context the request is served under (nil:
 	// none): its finishing steps count in it.

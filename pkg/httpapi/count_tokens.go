@@ -52,7 +52,7 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 		clientapi.WriteAnthropicError(w, err)
 		return
 	}
-	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, true)
+	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, messages.API.Spec().RateHeaders)
 	if err != nil {
 		if r.Context().Err() != nil {
 			log.ClientGone = true // nobody to answer

@@ -174,7 +174,7 @@ var errNotSplit = errors.New("not split")
 func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte) (gateway.Codec, error) {
 	id, log, spec := g.ID, g.Log, api.Spec()
 	caller := clientapi.Caller{Project: p.Project.ID}
-	g.AnthropicRateHeaders = spec.Proto == llm.ProtoMessages
+	g.RateHeaders = spec.RateHeaders
 	caseVariant := func(name string) error {
 		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(spec.Owned, ", "))
 	}

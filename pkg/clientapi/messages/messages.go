@@ -7,6 +7,8 @@ package messages
 import (
 	"net/http"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
@@ -29,6 +31,8 @@ var spec = clientapi.Spec{
 	Forward: messageswire.ForwardedHeaders,
 	Hints:   mdIgnoredFields,
 	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
+
+	RateHeaders: rateHeaders{},
 }
 
 func (api) Spec() *clientapi.Spec { return &spec }
@@ -67,3 +71,15 @@ func (t translation) Codec(id string, req *llm.ChatRequest, keyed bool) gateway.
 }
 
 func (translation) Resolver() gateway.Resolver { return nil }
+
+// rateHeaders are Anthropic's anthropic-ratelimit-* headers, which the
+// Anthropic SDKs read: limit, remaining, and reset as an RFC 3339 time.
+type rateHeaders struct{}
+
+func (rateHeaders) AddRateHeaders(h map[string]string, limits []gateway.RateLimit) {
+	for _, l := range limits {
+		h["anthropic-ratelimit-"+l.Kind+"-limit"] = strconv.FormatInt(l.Limit, 10)
+		h["anthropic-ratelimit-"+l.Kind+"-remaining"] = strconv.FormatInt(l.Remaining, 10)
+		h["anthropic-ratelimit-"+l.Kind+"-reset"] = l.Reset.UTC().Format(time.RFC3339)
+	}
+}
