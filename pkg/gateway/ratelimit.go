@@ -57,8 +57,8 @@ func (s *Service) takeRate(ctx context.Context, req *Request) error {
 		if u.Limit.RPM == 0 || u.Requests < u.Limit.RPM {
 			what = fmt.Sprintf("tokens per minute (%d; this request reserves %d: its prompt's estimate and the most output it may produce, its max output tokens or, when it sets none, what its upstream allows, times n)", u.Limit.TPM, reserve)
 		}
-		return &llm.Error{Code: llm.CodeRateLimited, Message: "the " + whose + " " + what + " are used up; retry after the minute",
-			RetryAfter: max(u.Reset.Sub(now), time.Second), Header: rateHeaders(usages, now, req.RateHeaders)}
+		return &HeaderError{Err: &llm.Error{Code: llm.CodeRateLimited, Message: "the " + whose + " " + what + " are used up; retry after the minute",
+			RetryAfter: max(u.Reset.Sub(now), time.Second)}, Header: rateHeaders(usages, now, req.RateHeaders)}
 	case err != nil:
 		return BillingUnavailable(err)
 	}
@@ -208,6 +208,17 @@ func (h *rateHold) arm(now time.Time) {
 		h.timer.Reset(d)
 	}
 }
+
+// HeaderError is an error whose answer carries headers besides those
+// of its envelope (a rate limit's, on a 429 rate_limited).
+type HeaderError struct {
+	Err    error
+	Header map[string]string
+}
+
+func (e *HeaderError) Error() string { return e.Err.Error() }
+
+func (e *HeaderError) Unwrap() error { return e.Err }
 
 // RateLimit is one kind of limit a request was counted against (requests
 // or tokens a minute), as its tightest counter reports it.
