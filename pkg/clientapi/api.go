@@ -9,31 +9,44 @@
 package clientapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
+	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
-// API is one client API the gateway speaks: how its requests become
-// the gateway's own (a Chat Completions request, llm.ChatRequest), and how
-// answers and errors go back in its shapes. Everything between is the same
-// pipeline (gateway.Service) for every API.
-type API struct {
-	// Codec encodes the answer of req.
-	Codec CodecFunc
-	// Prepare, when set, turns the client's body into a Chat Completions
-	// body and replaces Codec (nil for Chat Completions itself): the codec
-	// may depend on the request, and for an API whose request needs more
-	// than its body (Responses: the kept turn of its
-	// previous_response_id), when
-	// the body alone is not the whole request, resolve returns the whole
-	// Chat Completions body; it runs after the idempotency lookup
-	// (gateway.Request.Resolve).
-	Prepare func(c Caller, requestID string, body []byte) (chat []byte, codec CodecFunc, resolve func(context.Context) ([]byte, error), err error)
-	// Errorf writes an error in the API's envelope.
-	Errorf func(w http.ResponseWriter, err error) int
+// API is one client API the gateway speaks: what the HTTP layer checks of
+// its requests (Spec), how they become the gateway's own (a Chat
+// Completions request, llm.ChatRequest), and how answers and errors go
+// back in its shapes. Everything between is the same pipeline
+// (gateway.Service) for every API.
+type API interface {
+	// Spec is what the HTTP layer checks of the API's requests.
+	Spec() *Spec
+	// WriteError writes err in the API's error envelope and returns the
+	// status it wrote.
+	WriteError(w http.ResponseWriter, err error) int
+	// ProviderObject finds the first reference in a request body to an
+	// object stored in the provider's account (objects.go); such a
+	// request goes only to providers with provider_objects: allow.
+	ProviderObject(body []byte) (ObjectRef, bool)
+	// Translate reads the client's body as the gateway's own request: chat
+	// is its Chat Completions body, and t what else the translation made
+	// (nil: the body is already that, as a Chat Completions one is). Its
+	// error refuses the request (a field the translation refuses, named).
+	Translate(c Caller, requestID string, body []byte) (chat []byte, t Translation, err error)
+	// Codec is the codec of req served in the API's own protocol: passed
+	// through as the client sent body (req is then the request
+	// llm.NewRoutingRequest read from it), or a Chat Completions request on
+	// any route.
+	Codec(c Caller, requestID string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec
+}
+
+// Spec is what the HTTP layer checks of an API's requests before it
+// decodes them, and how it keeps them apart.
+type Spec struct {
 	// Scope keeps this endpoint's idempotency records apart from the
 	// others' ("" for Chat Completions).
 	Scope string
@@ -51,21 +64,85 @@ type API struct {
 	// through (what they refer to is the gateway's: a Responses
 	// previous_response_id names a turn the gateway kept).
 	NotNative []string
-	// ProviderObject finds the first reference in a request body to an
-	// object stored in the provider's account (objects.go); such a
-	// request goes only to providers with provider_objects: allow.
-	ProviderObject func(body []byte) (ObjectRef, bool)
-	// PassCodec, when set, is the codec of an answer passed through, for
-	// an API whose Codec needs the translated request (Responses); body is
-	// the client's.
-	PassCodec func(c Caller, requestID string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec
+	// RateHeaders, when set, adds the API's own rate-limit headers to the
+	// gateway's x-ratelimit-*.
+	RateHeaders gateway.RateHeaders
 }
 
-// Caller is what an API's Prepare knows of the authenticated caller.
+// Translation is what a client API's translation to the gateway's own
+// form keeps of a request besides its Chat Completions body.
+type Translation interface {
+	// Codec is the codec of req, the decoded Chat Completions body, for
+	// answers from a route of another protocol than the client's.
+	Codec(requestID string, req *llm.ChatRequest, keyed bool) gateway.Codec
+	// Resolver completes the request from state outside its body
+	// (gateway.Resolver: the Responses API's previous_response_id), or is
+	// nil when the body is the whole request.
+	Resolver() gateway.Resolver
+}
+
+// Caller is what an API's Translate knows of the authenticated caller.
 type Caller struct {
 	// Project is the caller's project id.
 	Project string
 }
 
-// CodecFunc makes the codec of one request.
-type CodecFunc func(requestID string, req *llm.ChatRequest, keyed bool) gateway.Codec
+// Native is a request that a route of its own protocol can serve as the
+// client sent it: it is translated to the gateway's own form, once, only
+// when a route of another protocol is tried (llm.Translator), and it
+// encodes the answer of either kind (gateway.Codec): passed through, with
+// its API's Codec, or translated, with its translation's.
+type Native struct {
+	api       API
+	caller    Caller
+	requestID string
+	body      []byte
+	dropped   []string
+	keyed     bool
+
+	pass, translated gateway.Codec
+}
+
+// NewNative returns the request of body for requestID; dropped are the
+// hints its translation leaves out (Spec.Hints that the body sets). Pass
+// it to llm.NewRoutingRequest, then give it the request that returns
+// (Keep).
+func NewNative(api API, c Caller, requestID string, body []byte, dropped []string) *Native {
+	return &Native{api: api, caller: c, requestID: requestID, body: body, dropped: dropped}
+}
+
+// Keep makes n the codec of req, the request llm.NewRoutingRequest read
+// from n's body; keyed says whether it has an Idempotency-Key.
+func (n *Native) Keep(req *llm.ChatRequest, keyed bool) {
+	n.keyed = keyed
+	n.pass = n.api.Codec(n.caller, n.requestID, n.body, req, keyed)
+}
+
+// Translate makes the request's Chat Completions form (llm.Translator).
+func (n *Native) Translate() (*llm.ChatRequest, error) {
+	chat, t, err := n.api.Translate(n.caller, n.requestID, n.body)
+	if err != nil {
+		return nil, err
+	}
+	full, err := llm.DecodeChatRequest(chat)
+	if err != nil {
+		return nil, err
+	}
+	full.Dropped = n.dropped
+	if t != nil {
+		n.translated = t.Codec(n.requestID, full, n.keyed)
+	}
+	return full, nil
+}
+
+// Answer encodes ans with the codec of its protocol.
+func (n *Native) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	if ans.Proto == llm.ProtoChat && n.translated != nil {
+		return n.translated.Answer(ans, out)
+	}
+	return n.pass.Answer(ans, out)
+}
+
+// JoinBroken is the pass-through codec's: a joined or replayed stream is
+// the one the first call wrote.
+func (n *Native) JoinBroken(reason string) idempotency.Event { return n.pass.JoinBroken(reason) }

@@ -2,10 +2,12 @@ package clientapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
 	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
@@ -67,17 +69,18 @@ func Envelope(e *llm.Error) chatwire.ErrorBody {
 // that is not an *llm.Error is internal: its text stays in the logs.
 func WriteError(w http.ResponseWriter, err error) int {
 	e := llm.AsError(err)
-	status := errorHead(w, e)
+	status := errorHead(w, err, e)
 	body, _ := json.Marshal(chatwire.Error{Error: Envelope(e)})
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
 	return status
 }
 
-// errorHead sets the headers of error e's answer on w (and the recorder's
+// errorHead sets the headers of error e (found in err's chain) on w, with
+// those a gateway.HeaderError in err's chain adds, (and the recorder's
 // code) and returns its status, writing nothing: every API's envelope goes
 // out with them.
-func errorHead(w http.ResponseWriter, e *llm.Error) int {
+func errorHead(w http.ResponseWriter, err error, e *llm.Error) int {
 	if rec, ok := w.(*Recorder); ok {
 		rec.Code = e.Code
 	}
@@ -86,8 +89,10 @@ func errorHead(w http.ResponseWriter, e *llm.Error) int {
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
-	for k, v := range e.Header {
-		h.Set(k, v)
+	if he := (*gateway.HeaderError)(nil); errors.As(err, &he) {
+		for k, v := range he.Header {
+			h.Set(k, v)
+		}
 	}
 	switch e.Code {
 	case llm.CodeCapacity, llm.CodeRateLimited:
@@ -127,7 +132,7 @@ func anthropicErrorType(status int) string {
 // request_id is the response's X-Request-Id.
 func WriteAnthropicError(w http.ResponseWriter, err error) int {
 	e := llm.AsError(err)
-	status := errorHead(w, e)
+	status := errorHead(w, err, e)
 	typ := anthropicErrorType(status)
 	if k := kindOf(e.Code); k.typ == "idempotency_error" {
 		// docs/api.md#errors gives this type to the idempotency errors on

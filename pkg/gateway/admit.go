@@ -8,9 +8,9 @@ import (
 
 // Admitted is a request admitted by AdmitFree.
 type Admitted struct {
-	slot admission
+	slot Admission
 	// Header are the rate-limit headers for the answer (x-ratelimit-*,
-	// and Anthropic's when asked for); nil when no limit applies.
+	// and the client API's own, rh); nil when no limit applies.
 	Header map[string]string
 	// Account is the account read to find the project's limits (nil when
 	// none was read), which the caller may use rather than read it again.
@@ -18,7 +18,7 @@ type Admitted struct {
 }
 
 // Release gives the admission slot back; only its first call does.
-func (a *Admitted) Release() { a.slot.release() }
+func (a *Admitted) Release() { a.slot.Release() }
 
 // AdmitFree admits a request of c that generates nothing and is never
 // billed (a token count, a usage report) as a generation is admitted:
@@ -30,13 +30,13 @@ func (a *Admitted) Release() { a.slot.release() }
 // The account is read only when the project's limits may be the admin
 // tool's (a config project without rpm, tpm or budget); that read
 // failing is 503 billing_unavailable. The caller releases the slot.
-func (s *Service) AdmitFree(ctx context.Context, c *Caller, anthropicHeaders bool) (*Admitted, error) {
+func (s *Service) AdmitFree(ctx context.Context, c *Caller, rh RateHeaders) (*Admitted, error) {
 	slot, err := s.admit(c.Project)
 	if err != nil {
 		return nil, err
 	}
 	a := &Admitted{slot: slot}
-	req := &Request{Caller: c, AnthropicRateHeaders: anthropicHeaders, free: true}
+	req := &Request{Caller: c, RateHeaders: rh, free: true}
 	if s.accounts.Limiter != nil {
 		rates := ProjectRates(c.Project, billing.Account{})
 		if rates == (billing.Rates{}) && s.accounts.Ledger != nil {

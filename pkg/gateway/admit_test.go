@@ -35,26 +35,26 @@ func TestAdmitFree(t *testing.T) {
 	svc := New(Config{MaxInFlight: 2}, nil, nil, Accounts{Ledger: ledger, Limiter: ratelimit.NewMemory()}, nil, nil, func() time.Time { return now })
 	caller := &Caller{Project: &catalog.Project{ID: "p", RPM: 2, TPM: 1}, BillingKeyID: "k", KeyRates: billing.Rates{RPM: 5}}
 
-	a1, err := svc.AdmitFree(ctx, caller, true)
+	a1, err := svc.AdmitFree(ctx, caller, apiHeaders{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a1.Header["x-ratelimit-remaining-requests"] != "1" || a1.Header["x-ratelimit-remaining-tokens"] != "1" || a1.Header["anthropic-ratelimit-requests-remaining"] != "1" {
+	if a1.Header["x-ratelimit-remaining-requests"] != "1" || a1.Header["x-ratelimit-remaining-tokens"] != "1" || a1.Header["api-requests-remaining"] != "1" {
 		t.Errorf("headers %v: want one request of two left, and the one token of the tpm", a1.Header)
 	}
-	a2, err := svc.AdmitFree(ctx, &Caller{Project: &catalog.Project{ID: "q"}, BillingKeyID: "k2"}, false)
+	a2, err := svc.AdmitFree(ctx, &Caller{Project: &catalog.Project{ID: "q"}, BillingKeyID: "k2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.admit(nil); err == nil {
 		t.Errorf("a generation was admitted with every slot taken")
 	}
-	if _, err := svc.AdmitFree(ctx, caller, false); llm.AsError(err).Code != llm.CodeCapacity {
+	if _, err := svc.AdmitFree(ctx, caller, nil); llm.AsError(err).Code != llm.CodeCapacity {
 		t.Errorf("with every slot taken: %v, want capacity", err)
 	}
 	a1.Release()
 	a1.Release() // a second release gives nothing back
-	a3, err := svc.AdmitFree(ctx, caller, false)
+	a3, err := svc.AdmitFree(ctx, caller, nil)
 	if err != nil {
 		t.Fatalf("after a release: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestAdmitFree(t *testing.T) {
 		t.Errorf("%d slots held, want 2", len(svc.sem))
 	}
 	a3.Release()
-	if _, err := svc.AdmitFree(ctx, caller, false); llm.AsError(err).Code != llm.CodeRateLimited {
+	if _, err := svc.AdmitFree(ctx, caller, nil); llm.AsError(err).Code != llm.CodeRateLimited {
 		t.Errorf("the project's third request in a minute of rpm 2: %v, want rate_limited", err)
 	}
 	if len(svc.sem) != 1 {
@@ -96,9 +96,9 @@ func TestAdmitProject(t *testing.T) {
 	if len(svc.sem) != 2 {
 		t.Errorf("%d instance slots held, want 2 (the refusal kept none)", len(svc.sem))
 	}
-	a.release()
+	a.Release()
 	if _, err := svc.admit(p); err != nil {
 		t.Errorf("after the release: %v", err)
 	}
-	other.release()
+	other.Release()
 }

@@ -88,32 +88,21 @@ type Request struct {
 	Scope          string
 	// IncludeUsage: the client asked for the stream's usage chunk.
 	IncludeUsage bool
-	// Resolve, when set, returns the whole request in Chat's place, from
-	// state outside its body (the Responses API's previous_response_id:
-	// the kept turn it continues). It runs after the idempotency lookup and
-	// before the balance check, so that a retry is answered from its key's
-	// record whatever became of that state; its error refuses the request
-	// as an invalid one would (a keyed request's record is released).
-	Resolve func(ctx context.Context) (*llm.ChatRequest, error)
+	// Resolve, when set, completes the request from state outside its
+	// body (Resolver).
+	Resolve Resolver
 	// Log collects what the request's log line and metrics need.
 	Log *Log
-	// Validate, when set, decodes and validates the request's body and
-	// fills in the fields above that depend on it (Model, Plan, Chat,
-	// Demand, the key and fingerprint, IncludeUsage, Resolve): Run calls it
-	// once the request is admitted and before the idempotency lookup, so
-	// that decoding a body costs an admission slot. Its error refuses the
-	// request, storing nothing.
-	Validate func() error
 
 	// MaxOutputTokens is the most output the request asks for of each
 	// choice (0: it does not say; then the plan's routes say what their
 	// upstreams allow), Choices the number of choices it asks for (Chat's
 	// n; 0 or 1: one): with its prompt's estimate they are reserved
-	// against a tpm. AnthropicRateHeaders: its answer reports rate limits
-	// in Anthropic's headers as well as OpenAI's.
-	MaxOutputTokens      int
-	Choices              int
-	AnthropicRateHeaders bool
+	// against a tpm. RateHeaders, when set, adds the client API's own
+	// headers reporting its rate limits to the gateway's x-ratelimit-*.
+	MaxOutputTokens int
+	Choices         int
+	RateHeaders     RateHeaders
 
 	// group is the Group of the context the request is served under (nil:
 	// none): its finishing steps count in it.
@@ -134,6 +123,17 @@ type Request struct {
 	// (a balance, a key limit): its bill is applied when the answer is
 	// priced, before the last bytes (tee.Price).
 	settleAtPrice bool
+}
+
+// Resolver completes a request from state outside its body (the Responses
+// API's previous_response_id: the kept turn it continues). Run calls it
+// after the idempotency lookup and before the balance check, so that a
+// retry is answered from its key's record whatever became of that state;
+// its error refuses the request as an invalid one would (a keyed request's
+// record is released).
+type Resolver interface {
+	// Resolve returns the whole request, in the request's Chat's place.
+	Resolve(ctx context.Context) (*llm.ChatRequest, error)
 }
 
 // Writer is the client's side of one request: one implementation per wire
@@ -252,15 +252,15 @@ func New(cfg Config, rt *router.Router, idem *idempotency.Service, accounts Acco
 		ledgerLocal: storecall.InProcess(accounts.Ledger), idemLocal: idem != nil && idem.InProcess()}
 }
 
-// admission is a request's slot among MaxInFlight, and among its
-// project's max_in_flight when it has one, held from admit to release.
-type admission struct {
+// Admission is a request's slot among server.max_in_flight, and among its
+// project's max_in_flight when it has one (Admit), held until Release.
+type Admission struct {
 	sem, project chan struct{}
 	held         bool
 }
 
-// release gives the slots back; only the first call does.
-func (a *admission) release() {
+// Release gives the slots back; only the first call does.
+func (a *Admission) Release() {
 	if a.held {
 		a.held = false
 		<-a.sem
@@ -270,27 +270,34 @@ func (a *admission) release() {
 	}
 }
 
+// Admit admits a generation request of c before anything of its body is
+// decoded, so that what decoding costs is bounded by max_in_flight: it
+// takes a slot without waiting, or returns the 429 capacity error. The
+// caller releases the slot when the request ends; Run gives it back
+// earlier to a request that waits for, replays or joins another's answer.
+func (s *Service) Admit(c *Caller) (Admission, error) { return s.admit(c.Project) }
+
 // admit takes a slot without waiting, or returns the 429 capacity error:
 // the instance's, or the project's when its own bound is reached (p may
 // be nil: no project bound).
-func (s *Service) admit(p *catalog.Project) (admission, error) {
+func (s *Service) admit(p *catalog.Project) (Admission, error) {
 	var project chan struct{}
 	if p != nil && p.MaxInFlight > 0 {
 		project = s.projectSem(p)
 		select {
 		case project <- struct{}{}:
 		default:
-			return admission{}, &llm.Error{Code: llm.CodeCapacity, Message: "this project has as many requests running on this instance as it may (projects[].max_in_flight); retry shortly", RetryAfter: time.Second}
+			return Admission{}, &llm.Error{Code: llm.CodeCapacity, Message: "this project has as many requests running on this instance as it may (projects[].max_in_flight); retry shortly", RetryAfter: time.Second}
 		}
 	}
 	select {
 	case s.sem <- struct{}{}:
-		return admission{sem: s.sem, project: project, held: true}, nil
+		return Admission{sem: s.sem, project: project, held: true}, nil
 	default:
 		if project != nil {
 			<-project
 		}
-		return admission{}, capacity()
+		return Admission{}, capacity()
 	}
 }
 
@@ -316,22 +323,13 @@ func BillingUnavailable(err error) error {
 	return &llm.Error{Code: llm.CodeBillingUnavailable, Message: "the account store cannot be reached; retry shortly", RetryAfter: time.Second, Cause: err}
 }
 
-// Run serves one request through w. ctx is the client's: a keyed request
-// outlives it.
-func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) {
+// Run serves one admitted request (slot, Admit), decoded and planned,
+// through w, encoding its answer with codec. ctx is the client's: a keyed
+// request outlives it. Run may give slot back early, and take another in
+// its place (a retry that runs the request once the first call ended):
+// the caller releases whichever it holds when Run returns.
+func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Writer, codec Codec) {
 	req.group = groupOf(ctx)
-	slot, err := s.admit(req.Caller.Project)
-	if err != nil {
-		w.Error(err)
-		return
-	}
-	defer slot.release()
-	if req.Validate != nil {
-		if err := req.Validate(); err != nil {
-			w.Error(err)
-			return
-		}
-	}
 	if req.IdempotencyKey == "" {
 		err := s.resolve(ctx, req)
 		if err == nil {
@@ -388,7 +386,7 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 		// A retry that waits for, or replays, another request's answer does
 		// no provider work: it gives its admission slot back, so that retry
 		// storms on one slow key cannot fill the gateway.
-		slot.release()
+		slot.Release()
 		reply, err := s.idem.Serve(waitCtx, rec, idempotency.Retry{Fingerprint: req.Fingerprint, IncludeUsage: req.IncludeUsage})
 		switch {
 		case err == nil:
@@ -407,7 +405,7 @@ func (s *Service) Run(ctx context.Context, req *Request, w Writer, codec Codec) 
 				w.Error(err)
 				return
 			}
-			slot = again
+			*slot = again
 			continue
 		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 			req.Log.ClientGone = true
@@ -445,7 +443,7 @@ func (s *Service) resolve(ctx context.Context, req *Request) error {
 	if req.Resolve == nil {
 		return nil
 	}
-	chat, err := req.Resolve(ctx)
+	chat, err := req.Resolve.Resolve(ctx)
 	if err != nil {
 		return err
 	}

@@ -106,7 +106,7 @@ func TestNamedEventsReplay(t *testing.T) {
 	caller := &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"}
 	run := func(id string) *recordingWriter {
 		w := &recordingWriter{}
-		svc.Run(context.Background(), &Request{ID: id, Caller: caller, Model: "m", Plan: plan, Chat: chat,
+		runAdmitted(svc, context.Background(), &Request{ID: id, Caller: caller, Model: "m", Plan: plan, Chat: chat,
 			IdempotencyKey: "key", Fingerprint: "fp", Log: &Log{}}, w, namedCodec{})
 		return w
 	}
@@ -184,7 +184,7 @@ func TestStoreCallsBoundedUnlessInProcess(t *testing.T) {
 		fin := NewFinisher(FinisherOptions{})
 		svc := New(Config{RequestTimeout: time.Hour}, rt, nil, Accounts{Ledger: ledger}, fin, nil, nil)
 		w := &recordingWriter{}
-		svc.Run(context.Background(), &Request{ID: "req_1", Caller: &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"},
+		runAdmitted(svc, context.Background(), &Request{ID: "req_1", Caller: &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"},
 			Model: "m", Plan: plan, Chat: chat, Log: &Log{}}, w, namedCodec{})
 		if w.err != nil || w.status != 200 {
 			t.Fatalf("local %v: %v %d", local, w.err, w.status)
@@ -226,7 +226,7 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := rt.Plan(chat, router.Policy{})
+	plan, err := rt.Plan(router.TargetOf(chat), router.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestBillRetryKeepsOnlyTheEntry(t *testing.T) {
 			if keyed {
 				req.IdempotencyKey, req.Fingerprint = "key", "fp"
 			}
-			svc.Run(context.Background(), req, w, namedCodec{})
+			runAdmitted(svc, context.Background(), req, w, namedCodec{})
 			if w.err != nil || w.status != 200 {
 				t.Fatalf("keyed %v: %v %d", keyed, w.err, w.status)
 			}
@@ -337,7 +337,7 @@ func TestRetryStoreReadTimeoutIsUnavailable(t *testing.T) {
 			svc := New(Config{RequestTimeout: tc.wait}, rt, idem, Accounts{}, fin, nil, nil)
 			w := &recordingWriter{}
 			calls := prov.calls.Load()
-			svc.Run(context.Background(), req, w, namedCodec{})
+			runAdmitted(svc, context.Background(), req, w, namedCodec{})
 			fin.Wait(context.Background())
 			if got := llm.AsError(w.err).Code; got != tc.want {
 				t.Errorf("the retry answered %q (%v), want %q", got, w.err, tc.want)
@@ -363,7 +363,7 @@ func TestReplayToAGoneClientIsLogged(t *testing.T) {
 	caller := &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"}
 	run := func(id string, w Writer) *Log {
 		log := &Log{}
-		svc.Run(context.Background(), &Request{ID: id, Caller: caller, Model: "m", Plan: plan, Chat: chat,
+		runAdmitted(svc, context.Background(), &Request{ID: id, Caller: caller, Model: "m", Plan: plan, Chat: chat,
 			IdempotencyKey: "key", Fingerprint: "fp", Log: log}, w, namedCodec{})
 		return log
 	}
@@ -376,4 +376,15 @@ func TestReplayToAGoneClientIsLogged(t *testing.T) {
 	if again := run("req_3", &recordingWriter{}); again.ClientGone {
 		t.Errorf("a replay to a client that reads: ClientGone true")
 	}
+}
+
+// runAdmitted admits req as the HTTP layer does, then runs it.
+func runAdmitted(svc *Service, ctx context.Context, req *Request, w Writer, codec Codec) {
+	slot, err := svc.Admit(req.Caller)
+	if err != nil {
+		w.Error(err)
+		return
+	}
+	defer slot.Release()
+	svc.Run(ctx, req, &slot, w, codec)
 }

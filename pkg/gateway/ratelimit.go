@@ -18,8 +18,8 @@ import (
 // (its prompt's estimate and its output reserve, outputReserve), before
 // any provider call: 429 rate_limited when one has no room this minute. It
 // runs after the balance check, so a request refused for money is not
-// counted. Its headers (x-ratelimit-*, and Anthropic's on Messages) go on
-// the answer.
+// counted. Its headers (x-ratelimit-*, and the client API's own,
+// Request.RateHeaders) go on the answer.
 func (s *Service) takeRate(ctx context.Context, req *Request) error {
 	l := s.accounts.Limiter
 	c := req.Caller
@@ -57,8 +57,8 @@ func (s *Service) takeRate(ctx context.Context, req *Request) error {
 		if u.Limit.RPM == 0 || u.Requests < u.Limit.RPM {
 			what = fmt.Sprintf("tokens per minute (%d; this request reserves %d: its prompt's estimate and the most output it may produce, its max output tokens or, when it sets none, what its upstream allows, times n)", u.Limit.TPM, reserve)
 		}
-		return &llm.Error{Code: llm.CodeRateLimited, Message: "the " + whose + " " + what + " are used up; retry after the minute",
-			RetryAfter: max(u.Reset.Sub(now), time.Second), Header: rateHeaders(usages, now, req.AnthropicRateHeaders)}
+		return &HeaderError{Err: &llm.Error{Code: llm.CodeRateLimited, Message: "the " + whose + " " + what + " are used up; retry after the minute",
+			RetryAfter: max(u.Reset.Sub(now), time.Second)}, Header: rateHeaders(usages, now, req.RateHeaders)}
 	case err != nil:
 		return BillingUnavailable(err)
 	}
@@ -68,7 +68,7 @@ func (s *Service) takeRate(ctx context.Context, req *Request) error {
 	h.arm(now)
 	h.mu.Unlock()
 	req.rate = h
-	req.rateHeaders = rateHeaders(usages, now, req.AnthropicRateHeaders)
+	req.rateHeaders = rateHeaders(usages, now, req.RateHeaders)
 	return nil
 }
 
@@ -209,11 +209,38 @@ func (h *rateHold) arm(now time.Time) {
 	}
 }
 
-// rateHeaders reports the tightest of usages: OpenAI's x-ratelimit-*
-// (limit, remaining, reset as a duration such as 1.5s), and with anthropic
-// Anthropic's anthropic-ratelimit-* (reset as an RFC 3339 time), for
-// requests when a counter has an rpm and for tokens when one has a tpm.
-func rateHeaders(usages []ratelimit.Usage, now time.Time, anthropic bool) map[string]string {
+// HeaderError is an error whose answer carries headers besides those
+// of its envelope (a rate limit's, on a 429 rate_limited).
+type HeaderError struct {
+	Err    error
+	Header map[string]string
+}
+
+func (e *HeaderError) Error() string { return e.Err.Error() }
+
+func (e *HeaderError) Unwrap() error { return e.Err }
+
+// RateLimit is one kind of limit a request was counted against (requests
+// or tokens a minute), as its tightest counter reports it.
+type RateLimit struct {
+	// Kind is "requests" or "tokens".
+	Kind             string
+	Limit, Remaining int64
+	Reset            time.Time
+}
+
+// RateHeaders adds a client API's own headers reporting a request's rate
+// limits (Anthropic's anthropic-ratelimit-* on Messages) to h, which has
+// the gateway's x-ratelimit-* already.
+type RateHeaders interface {
+	AddRateHeaders(h map[string]string, limits []RateLimit)
+}
+
+// rateHeaders reports the tightest of usages: the gateway's x-ratelimit-*
+// (limit, remaining, reset as a duration such as 1.5s), for requests when
+// a counter has an rpm and for tokens when one has a tpm, and the client
+// API's own (api; nil: none).
+func rateHeaders(usages []ratelimit.Usage, now time.Time, api RateHeaders) map[string]string {
 	h := map[string]string{}
 	// The tightest counter with a limit of each kind.
 	var req, tok *ratelimit.Usage
@@ -226,15 +253,14 @@ func rateHeaders(usages []ratelimit.Usage, now time.Time, anthropic bool) map[st
 			tok = u
 		}
 	}
+	var limits [2]RateLimit
+	n := 0
 	set := func(kind string, limit, left int64, reset time.Time) {
 		h["x-ratelimit-limit-"+kind] = strconv.FormatInt(limit, 10)
 		h["x-ratelimit-remaining-"+kind] = strconv.FormatInt(left, 10)
 		h["x-ratelimit-reset-"+kind] = max(reset.Sub(now), 0).Round(time.Millisecond).String()
-		if anthropic {
-			h["anthropic-ratelimit-"+kind+"-limit"] = strconv.FormatInt(limit, 10)
-			h["anthropic-ratelimit-"+kind+"-remaining"] = strconv.FormatInt(left, 10)
-			h["anthropic-ratelimit-"+kind+"-reset"] = reset.UTC().Format(time.RFC3339)
-		}
+		limits[n] = RateLimit{Kind: kind, Limit: limit, Remaining: left, Reset: reset}
+		n++
 	}
 	if req != nil {
 		r, _ := req.Remaining()
@@ -243,6 +269,9 @@ func rateHeaders(usages []ratelimit.Usage, now time.Time, anthropic bool) map[st
 	if tok != nil {
 		_, t := tok.Remaining()
 		set("tokens", tok.Limit.TPM, t, tok.Reset)
+	}
+	if api != nil && n > 0 {
+		api.AddRateHeaders(h, limits[:n])
 	}
 	return h
 }

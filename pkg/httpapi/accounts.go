@@ -282,7 +282,7 @@ func (s *Server) usage(w *clientapi.Recorder, r *http.Request) {
 		clientapi.WriteError(w, llm.Errorf(llm.CodeInvalidRequest, "from", "from must be at most 366 days before to; ask for a longer time in several ranges"))
 		return
 	}
-	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, false)
+	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, nil)
 	if err != nil {
 		clientapi.WriteError(w, err)
 		return

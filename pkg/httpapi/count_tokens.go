@@ -52,7 +52,7 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 		clientapi.WriteAnthropicError(w, err)
 		return
 	}
-	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, true)
+	adm, err := s.svc.AdmitFree(r.Context(), &p.Caller, messages.API.Spec().RateHeaders)
 	if err != nil {
 		if r.Context().Err() != nil {
 			log.ClientGone = true // nobody to answer
@@ -74,7 +74,7 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 		return
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix))
-	plan, err := s.router.Plan(req, router.Policy{Demand: req.Demand(p.Policy), Residency: p.Project.Residency})
+	plan, err := s.router.Plan(router.TargetOf(req), router.Policy{Demand: req.Demand(p.Policy), Residency: p.Project.Residency})
 	if err == nil {
 		// The count is the provider's: the body goes upstream as for a
 		// Messages request.

@@ -42,11 +42,11 @@ func agentBody(api string, size int) []byte {
 }
 
 // BenchmarkDecode is what decoding a request costs on each API (its
-// Prepare: the translation to Chat Completions, then the Chat Completions
+// Translate: the translation to Chat Completions, then the Chat Completions
 // decoder): the work an admitted request does before routing, per body
 // byte in B/op over the body's size.
 func BenchmarkDecode(b *testing.B) {
-	apis := map[string]clientapi.API{"chat": chat.API, "messages": messages.API, "responses": responses.New(responses.Deps{}).API()}
+	apis := map[string]clientapi.API{"chat": chat.API, "messages": messages.API, "responses": responses.New(responses.Deps{})}
 	for _, api := range []string{"chat", "messages", "responses"} {
 		for _, size := range []int{10 << 10, 1 << 20} {
 			body := agentBody(api, size)
@@ -54,11 +54,7 @@ func BenchmarkDecode(b *testing.B) {
 				b.SetBytes(int64(len(body)))
 				b.ReportAllocs()
 				for b.Loop() {
-					out := body
-					var err error
-					if api := apis[api]; api.Prepare != nil {
-						out, _, _, err = api.Prepare(clientapi.Caller{}, "req_0123", body)
-					}
+					out, _, err := apis[api].Translate(clientapi.Caller{}, "req_0123", body)
 					if err != nil {
 						b.Fatal(err)
 					}

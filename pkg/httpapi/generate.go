@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -20,19 +19,19 @@ import (
 // HeaderIdempotencyKey is the header that makes a request exactly-once.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// generate serves a generation endpoint. The order of checks is the
-// contract: authentication, the body (read whole within
-// server.body_timeout), admission (in gateway.Service.Run), request
-// validation (body, model, provider names), then the idempotency lookup,
-// then what the body refers to (a Responses previous_response_id's kept
-// turn: gateway.Request.Resolve), then balance and limits, then routing.
-// Nothing of the body is decoded before admission: what that costs is
-// bounded by max_in_flight. Whatever is refused before the lookup stores
-// nothing, and a refusal after it releases the key, so a retry with the
-// same key runs normally.
+// generate serves a generation endpoint, in one direction: authenticate,
+// read the body (whole, within server.body_timeout), admit, decode and
+// validate the body, plan, then run (gateway.Service.Run: the idempotency
+// lookup, then what the body refers to, a Responses previous_response_id's
+// kept turn, gateway.Request.Resolve, then balance and limits, then
+// routing). The order of checks is the contract. Nothing of the body is
+// decoded before admission: what that costs is bounded by max_in_flight.
+// Whatever is refused before the lookup stores nothing, and a refusal
+// after it releases the key, so a retry with the same key runs normally.
 func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log *gateway.Log, api clientapi.API) {
-	fail := func(err error) { api.Errorf(w, err) }
-	log.Metrics.ClientAPI = api.Proto.String()
+	spec := api.Spec()
+	fail := func(err error) { api.WriteError(w, err) }
+	log.Metrics.ClientAPI = spec.Proto.String()
 	p, err := s.authenticate(r)
 	if err != nil {
 		fail(err)
@@ -45,65 +44,31 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		fail(err)
 		return
 	}
-	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: api.Scope}
-	codec := &lateCodec{}
-	g.Validate = func() error {
-		c, err := s.validate(r, p, g, api, body)
-		codec.Codec = c
-		return err
-	}
-	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.Errorf)
+	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.WriteError)
 	wire.SetKeepAlive(s.keepAlive)
-	s.svc.Run(r.Context(), g, wire, codec)
+	slot, err := s.svc.Admit(&p.Caller)
+	if err != nil {
+		wire.Error(err)
+		return
+	}
+	defer slot.Release()
+	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: spec.Scope}
+	codec, err := s.validate(r, p, g, api, body)
+	if err != nil {
+		wire.Error(err)
+		return
+	}
+	s.svc.Run(r.Context(), g, &slot, wire, codec)
 }
 
-// validateNative validates a request in its own protocol whose model has a
-// route that speaks it (ok; otherwise nothing is done): only what routing
-// reads is decoded now, and the translation to Chat Completions waits
-// until a route of another protocol needs it (llm.NewRoutingRequest), so a
-// request that passes through never pays for it.
-func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte, members []llm.Member, ref *clientapi.ObjectRef, tools []llm.ServerTool) (gateway.Codec, bool, error) {
-	routing, err := llm.DecodeChatRequest(routingBody(members))
-	if err != nil {
-		return nil, false, nil // the full decoding names the problem
-	}
-	demand := routing.Demand(p.Policy)
-	plan, err := s.router.Plan(routing, router.Policy{Demand: demand, Residency: p.Project.Residency})
-	if err != nil {
-		return nil, false, nil
-	}
-	if err := plan.PriceTools(api.Proto, tools); err != nil {
-		return nil, true, err
-	}
-	if !plan.Speaks(api.Proto) {
-		return nil, false, nil
-	}
-	if err := scopeObjects(ref, plan); err != nil {
-		return nil, true, err
-	}
-	keyed, err := idempotencyKey(r, g)
-	if err != nil {
-		return nil, true, err
-	}
-	var translated gateway.Codec
-	req := llm.NewRoutingRequest(routing, len(body), func() (*llm.ChatRequest, error) {
-		chatBody, mkCodec := body, api.Codec
-		var err error
-		if api.Prepare != nil {
-			chatBody, mkCodec, _, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, g.ID, body)
-		}
-		if err != nil {
-			return nil, err
-		}
-		full, err := llm.DecodeChatRequest(chatBody)
-		if err != nil {
-			return nil, err
-		}
-		full.Dropped = presentHints(members, api.Hints)
-		translated = mkCodec(g.ID, full, keyed)
-		return full, nil
-	})
-	req.Native = nativeOf(api, r.Header, members, len(body))
+// passNative is the request in its own protocol for a plan that has a
+// route speaking it: the translation to Chat Completions waits until a
+// route of another protocol needs it (clientapi.Native, which is also the
+// request's codec), so a request that passes through never pays for it,
+// and one that falls back to another protocol is translated once.
+func passNative(r *http.Request, g *gateway.Request, api clientapi.API, n *clientapi.Native, members []llm.Member, size int, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool) gateway.Codec {
+	routing.Native = nativeOf(api.Spec(), r.Header, members, size)
+	n.Keep(routing, keyed)
 	field := func(name string) (json.RawMessage, bool) {
 		for _, m := range members {
 			if m.Key == name {
@@ -113,15 +78,9 @@ func (s *Server) validateNative(r *http.Request, p *principal, g *gateway.Reques
 		return nil, false
 	}
 	g.MaxOutputTokens, g.Choices = maxOutputTokens(field), choices(field)
-	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
-	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
-	var pass gateway.Codec
-	if api.PassCodec != nil {
-		pass = api.PassCodec(clientapi.Caller{Project: p.Project.ID}, g.ID, body, req, keyed)
-	} else {
-		pass = api.Codec(g.ID, req, keyed)
-	}
-	return &protoCodec{pass: pass, translated: func() gateway.Codec { return translated }}, true, nil
+	g.Log.Add(slog.String("model", routing.Model+routing.Suffix), slog.Bool("stream", routing.Stream))
+	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = routing.Model, plan, routing, demand, routing.IncludeUsage
+	return n
 }
 
 // idempotencyKey checks the Idempotency-Key header and sets the request's
@@ -210,35 +169,14 @@ func setFingerprint(g *gateway.Request, body []byte, sum string, err error) erro
 // body, which its decoder splits).
 var errNotSplit = errors.New("not split")
 
-// protoCodec encodes an answer that passed through with pass, and one
-// translated from another protocol with the codec the translation made.
-type protoCodec struct {
-	pass       gateway.Codec
-	translated func() gateway.Codec
-}
-
-func (c *protoCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	if ans.Proto == llm.ProtoChat {
-		if t := c.translated(); t != nil {
-			return t.Answer(ans, out)
-		}
-	}
-	return c.pass.Answer(ans, out)
-}
-
-func (c *protoCodec) JoinBroken(reason string) idempotency.Event { return c.pass.JoinBroken(reason) }
-
-// lateCodec is a request's codec, made once the request is validated
-// (gateway.Request.Validate), which is after Run begins.
-type lateCodec struct{ gateway.Codec }
-
 // validateBody is validate but for the fingerprint: it sets the request's
 // Idempotency-Key (for a valid header), not its fingerprint.
 func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte) (gateway.Codec, error) {
-	id, log := g.ID, g.Log
-	g.AnthropicRateHeaders = api.Proto == llm.ProtoMessages
+	id, log, spec := g.ID, g.Log, api.Spec()
+	caller := clientapi.Caller{Project: p.Project.ID}
+	g.RateHeaders = spec.RateHeaders
 	caseVariant := func(name string) error {
-		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(api.Owned, ", "))
+		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(spec.Owned, ", "))
 	}
 	// A Chat Completions body is split once, by its decoder, which the
 	// case check then reads; another API's is split here, for the body
@@ -250,7 +188,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	var members []llm.Member
 	var tools []llm.ServerTool // the billable server tools the request declares
 	membersErr := errNotSplit
-	if api.Proto != llm.ProtoChat {
+	if spec.Proto != llm.ProtoChat {
 		split := llm.RequestMembers
 		if fingerprinted {
 			split = llm.Members
@@ -260,53 +198,75 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 			return nil, dup
 		}
 		if membersErr == nil {
-			if name, bad := llm.CaseVariant(members, api.Owned...); bad {
+			if name, bad := llm.CaseVariant(members, spec.Owned...); bad {
 				return nil, caseVariant(name)
 			}
 			for _, m := range members {
 				if m.Key == "service_tier" {
-					if err := checkServiceTier(api.Proto, m.Value); err != nil {
+					if err := checkServiceTier(spec.Proto, m.Value); err != nil {
 						return nil, err
 					}
 				}
 			}
-			if err := checkPremium(api.Proto, members, r.Header); err != nil {
+			if err := checkPremium(spec.Proto, members, r.Header); err != nil {
 				return nil, err
 			}
 			var err error
-			if tools, err = llm.ServerTools(api.Proto, members); err != nil {
+			if tools, err = llm.ServerTools(spec.Proto, members); err != nil {
 				return nil, err
 			}
 		}
 	}
-	native := api.Proto != llm.ProtoChat && membersErr == nil && len(presentHints(members, api.NotNative)) == 0
 	ref := objectRef(api, body)
+	pol := func(req *llm.ChatRequest) (router.Policy, llm.DataDemand) {
+		d := req.Demand(p.Policy)
+		return router.Policy{Demand: d, Residency: p.Project.Residency}, d
+	}
+	// A body of another protocol is planned from what routing reads of
+	// its own members, once; a target or plan that fails is left to the
+	// translation, whose error comes first.
+	var (
+		plan   *router.Plan
+		demand llm.DataDemand
+	)
+	native := membersErr == nil && len(presentHints(members, spec.NotNative)) == 0
 	if membersErr == nil {
-		// Before the translation, which refuses some of these by their
-		// part's type: every API names the reference alike.
-		if err := s.refuseObjects(p, ref, members); err != nil {
-			return nil, err
+		n := clientapi.NewNative(api, caller, id, body, presentHints(members, spec.Hints))
+		routing, err := llm.NewRoutingRequest(members, len(body), n)
+		if err == nil {
+			var rp router.Policy
+			rp, demand = pol(routing)
+			plan, err = s.router.Plan(router.TargetOf(routing), rp)
+		}
+		if err == nil {
+			// Before the translation, which refuses some of these by
+			// their part's type: every API names the reference alike.
+			if err := scopeObjects(ref, plan); err != nil {
+				return nil, err
+			}
+		}
+		if plan != nil && native {
+			if err := plan.PriceTools(spec.Proto, tools); err != nil {
+				return nil, err
+			}
+			if plan.Speaks(spec.Proto) {
+				keyed, err := idempotencyKey(r, g)
+				if err != nil {
+					return nil, err
+				}
+				return passNative(r, g, api, n, members, len(body), routing, plan, demand, keyed), nil
+			}
 		}
 	}
-	if native {
-		if c, ok, err := s.validateNative(r, p, g, api, body, members, ref, tools); ok || err != nil {
-			return c, err
-		}
-	}
-	chatBody, mkCodec := body, api.Codec
-	var resolve func(context.Context) ([]byte, error)
-	var err error
-	if api.Prepare != nil {
-		chatBody, mkCodec, resolve, err = api.Prepare(clientapi.Caller{Project: p.Project.ID}, id, body)
-	}
+	chatBody, t, err := api.Translate(caller, id, body)
 	if err != nil {
-		// validateNative took every request a route of its own protocol
-		// could serve untranslated: this one has none, so the translation's
-		// error is the answer.
+		// passNative took every request a route of its own protocol
+		// could serve untranslated: this one has none, so the
+		// translation's error is the answer.
 		return nil, err
 	}
 	decode := llm.DecodeChatRequest
-	if fingerprinted && api.Prepare == nil {
+	if fingerprinted && t == nil {
 		// The body is the client's, which its fingerprint checks in full
 		// before the request goes on (validate): what the decoder skips
 		// over need not be checked twice.
@@ -316,12 +276,12 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	if err != nil {
 		return nil, err
 	}
-	if api.Proto == llm.ProtoChat {
-		if name, bad := req.CaseVariant(api.Owned...); bad {
+	if spec.Proto == llm.ProtoChat {
+		if name, bad := req.CaseVariant(spec.Owned...); bad {
 			return nil, caseVariant(name)
 		}
 		if v, ok := req.Field("service_tier"); ok {
-			if err := checkServiceTier(api.Proto, v); err != nil {
+			if err := checkServiceTier(spec.Proto, v); err != nil {
 				return nil, err
 			}
 		}
@@ -331,77 +291,64 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 				premium = append(premium, llm.Member{Key: name, Value: v})
 			}
 		}
-		if err := checkPremium(api.Proto, premium, r.Header); err != nil {
+		if err := checkPremium(spec.Proto, premium, r.Header); err != nil {
 			return nil, err
 		}
 		if v, ok := req.Field("web_search_options"); ok {
-			if tools, err = llm.ServerTools(api.Proto, []llm.Member{{Key: "web_search_options", Value: v}}); err != nil {
+			if tools, err = llm.ServerTools(spec.Proto, []llm.Member{{Key: "web_search_options", Value: v}}); err != nil {
 				return nil, err
 			}
 		}
 	}
 	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
-	demand := req.Demand(p.Policy)
-	plan, err := s.router.Plan(req, router.Policy{Demand: demand, Residency: p.Project.Residency})
-	if err != nil {
-		return nil, err
+	if plan == nil {
+		// A Chat Completions request, or one whose own members could not
+		// be planned: planned from its translation, which names the
+		// problem.
+		var rp router.Policy
+		rp, demand = pol(req)
+		if plan, err = s.router.Plan(router.TargetOf(req), rp); err != nil {
+			return nil, err
+		}
+		if err := scopeObjects(ref, plan); err != nil {
+			return nil, err
+		}
 	}
-	if err := scopeObjects(ref, plan); err != nil {
-		return nil, err
-	}
-	if err := plan.PriceTools(api.Proto, tools); err != nil {
+	if err := plan.PriceTools(spec.Proto, tools); err != nil {
 		return nil, err
 	}
 	if native {
-		req.Dropped = presentHints(members, api.Hints)
-		if plan.Speaks(api.Proto) {
-			req.Native = nativeOf(api, r.Header, members, len(body))
+		req.Dropped = presentHints(members, spec.Hints)
+		if plan.Speaks(spec.Proto) {
+			req.Native = nativeOf(spec, r.Header, members, len(body))
 		}
 	}
 	g.Model, g.Plan, g.Chat, g.Demand, g.IncludeUsage = req.Model, plan, req, demand, req.IncludeUsage
 	g.MaxOutputTokens, g.Choices = maxOutputTokens(req.Field), choices(req.Field)
-	if resolve != nil {
-		g.Resolve = func(ctx context.Context) (*llm.ChatRequest, error) {
-			whole, err := resolve(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return llm.DecodeChatRequest(whole)
-		}
-	}
 	keyed, err := idempotencyKey(r, g)
 	if err != nil {
 		return nil, err
 	}
-	return mkCodec(id, req, keyed), nil
+	if t == nil {
+		return api.Codec(caller, id, body, req, keyed), nil
+	}
+	g.Resolve = t.Resolver()
+	return t.Codec(id, req, keyed), nil
 }
 
 // nativeOf is the client's request kept in its own protocol: its body's
 // members, and its protocol headers.
-func nativeOf(api clientapi.API, h http.Header, members []llm.Member, size int) *llm.Native {
+func nativeOf(spec *clientapi.Spec, h http.Header, members []llm.Member, size int) *llm.Native {
 	var header http.Header
-	for _, name := range api.Forward {
+	for _, name := range spec.Forward {
 		if v := h.Values(name); len(v) > 0 {
 			if header == nil {
-				header = make(http.Header, len(api.Forward))
+				header = make(http.Header, len(spec.Forward))
 			}
 			header[name] = v
 		}
 	}
-	return llm.NewNative(api.Proto, members, size, header)
-}
-
-// routingBody is the Chat Completions request that stands for a client's
-// request without a Chat Completions form: only what routing reads (the
-// model, stream, the gateway and provider objects).
-func routingBody(members []llm.Member) []byte {
-	set := map[string][]byte{"messages": []byte(`[{"role":"user","content":""}]`)}
-	for _, m := range members {
-		if m.Key == "model" || m.Key == "stream" || slices.Contains(llm.GatewayFields, m.Key) {
-			set[m.Key] = m.Value
-		}
-	}
-	return llm.Splice(nil, 0, set)
+	return llm.NewNative(spec.Proto, members, size, header)
 }
 
 // presentHints lists the hint fields the request sets (not null).

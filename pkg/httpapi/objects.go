@@ -2,17 +2,13 @@ package httpapi
 
 import (
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
-	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
 // objectRef is the request body's first reference to an object stored in
-// a provider's account (api.ProviderObject: a file, a container, a stored
+// a provider's account (API.ProviderObject: a file, a container, a stored
 // conversation...), or nil.
 func objectRef(api clientapi.API, body []byte) *clientapi.ObjectRef {
-	if api.ProviderObject == nil {
-		return nil
-	}
 	if ref, ok := api.ProviderObject(body); ok {
 		return &ref
 	}
@@ -43,23 +39,4 @@ func scopeObjects(ref *clientapi.ObjectRef, plan *router.Plan) error {
 	}
 	plan.Candidates = kept
 	return nil
-}
-
-// refuseObjects is scopeObjects' refusal for a body of another protocol
-// than Chat Completions (split into members), before it is translated:
-// the plan is made from what routing reads alone. A body whose routing
-// fields are wrong is left to the full decoding, which names the problem.
-func (s *Server) refuseObjects(p *principal, ref *clientapi.ObjectRef, members []llm.Member) error {
-	if ref == nil {
-		return nil
-	}
-	routing, err := llm.DecodeChatRequest(routingBody(members))
-	if err != nil {
-		return nil
-	}
-	plan, err := s.router.Plan(routing, router.Policy{Demand: routing.Demand(p.Policy), Residency: p.Project.Residency})
-	if err != nil {
-		return nil
-	}
-	return scopeObjects(ref, plan)
 }

@@ -45,7 +45,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("/api/v1/chat/completions", notAllowed(clientapi.WriteError, "POST"))
 	mux.Handle("POST /api/v1/responses", endpoint(func(x *exchange, r *http.Request) {
 		x.info.chat = true
-		s.generate(&x.Recorder, r, x.id, &x.info.Log, s.responses.API())
+		s.generate(&x.Recorder, r, x.id, &x.info.Log, s.responses)
 	}))
 	mux.Handle("/api/v1/responses", notAllowed(clientapi.WriteError, "POST"))
 	mux.Handle("GET /api/v1/responses/{id...}", recorded(s.getResponse))

@@ -49,11 +49,10 @@ type Error struct {
 	// Param is the path of the offending request field ("gateway.retry.backoff"),
 	// or empty when no single field is at fault (sent as JSON null).
 	Param string
-	// RetryAfter, when positive, is sent as the retry-after header.
+	// RetryAfter, when positive, is how long the client should wait
+	// before it tries again.
 	RetryAfter time.Duration
-	// Header holds more headers of the answer (a rate limit's).
-	Header map[string]string
-	Cause  error
+	Cause      error
 }
 
 func (e *Error) Error() string {

@@ -1,30 +1,54 @@
 package llm
 
-// NewRoutingRequest returns a request that stands for a client's request in
-// another protocol until its Chat Completions form is needed: routing reads
-// its model, stream and gateway-owned objects (from routing, decoded from
-// only those fields), and translate makes the whole Chat Completions form
-// the first time a route of another protocol needs it (UpstreamBody).
-// size is the client's body's length. A request that passes through to a
-// route of its own protocol is never translated, so what its translation
-// costs (several times the body) is not paid.
-func NewRoutingRequest(routing *ChatRequest, size int, translate func() (*ChatRequest, error)) *ChatRequest {
-	r := *routing
-	r.size = size
-	r.translate = translate
-	return &r
+import "encoding/json"
+
+// Translator makes a client's request in the gateway's own form (the Chat
+// Completions request) from the client's body in its own protocol.
+type Translator interface {
+	Translate() (*ChatRequest, error)
+}
+
+// NewRoutingRequest returns the request of a client in another protocol,
+// from its body's top-level members, until its Chat Completions form is
+// needed: only what the pipeline reads of every request is decoded (the
+// model and its suffix, stream, and the gateway-owned objects, with the
+// errors DecodeChatRequest gives for them), and t makes the whole
+// Chat Completions form the first time a route of another protocol needs
+// it (UpstreamParts). size is the client's body's length. A request that
+// passes through to a route of its own protocol is never translated, so
+// what its translation costs (several times the body) is not paid.
+func NewRoutingRequest(members []Member, size int, t Translator) (*ChatRequest, error) {
+	fields := make(map[string]json.RawMessage, 4)
+	for _, m := range members {
+		switch m.Key {
+		case "model", "stream", "gateway", "provider":
+			fields[m.Key] = m.Value
+		}
+	}
+	r := &ChatRequest{size: size, translator: t}
+	if err := r.decodeModel(fields); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.Stream, err = boolField(fields, "stream", "stream"); err != nil {
+		return nil, err
+	}
+	if err := r.decodeOptions(fields); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // translated makes the request's Chat Completions form if it is still to
 // be made. A translation that fails sets ChatErr: the request is then
 // served only by routes of its own protocol.
 func (r *ChatRequest) translated() error {
-	if r.translate == nil {
+	if r.translator == nil {
 		return r.ChatErr
 	}
-	t := r.translate
-	r.translate = nil
-	full, err := t()
+	t := r.translator
+	r.translator = nil
+	full, err := t.Translate()
 	if err != nil {
 		r.ChatErr = err
 		return err

@@ -68,9 +68,9 @@ type ChatRequest struct {
 	// serves it.
 	Dropped []string
 
-	// translate, when set, makes the Chat Completions form on first use
+	// translator, when set, makes the Chat Completions form on first use
 	// (NewRoutingRequest).
-	translate func() (*ChatRequest, error)
+	translator Translator
 
 	fields map[string]json.RawMessage
 	size   int
@@ -107,33 +107,6 @@ type ProviderPreferences struct {
 	// DataCollection is "", "allow" or "deny".
 	DataCollection string
 	Sort           Sort
-}
-
-// Sort is the sort the request asks for: provider.sort, else the model
-// suffix's.
-func (r *ChatRequest) Sort() Sort {
-	if r.Provider.Sort != SortNone {
-		return r.Provider.Sort
-	}
-	switch r.Suffix {
-	case SuffixFloor:
-		return SortPrice
-	case SuffixNitro:
-		return SortThroughput
-	}
-	return SortNone
-}
-
-// AllowFallbacks is false when either the gateway or the provider object
-// turns fallbacks off.
-func (r *ChatRequest) AllowFallbacks() bool {
-	if r.Gateway.AllowFallbacks != nil && !*r.Gateway.AllowFallbacks {
-		return false
-	}
-	if r.Provider.AllowFallbacks != nil && !*r.Provider.AllowFallbacks {
-		return false
-	}
-	return true
 }
 
 // Size is the request body's length in bytes.
@@ -186,26 +159,15 @@ func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 		return nil, invalid("", "request body must be a JSON object")
 	}
 	r := &ChatRequest{fields: fields, size: len(body)}
-
-	model, err := stringField(fields, "model", true)
-	if err != nil {
+	if err := r.decodeModel(fields); err != nil {
 		return nil, err
 	}
-	if len(model) > maxModelLen {
-		return nil, invalid("model", "model is longer than %d bytes", maxModelLen)
-	}
-	r.Model = model
-	for _, s := range []string{SuffixFloor, SuffixNitro} {
-		if strings.HasSuffix(model, s) {
-			r.Model, r.Suffix = strings.TrimSuffix(model, s), s
-		}
-	}
-
 	if !msgsOK {
 		if err := checkMessages(fields["messages"]); err != nil {
 			return nil, err
 		}
 	}
+	var err error
 	if r.Stream, err = boolField(fields, "stream", "stream"); err != nil {
 		return nil, err
 	}
@@ -218,17 +180,43 @@ func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 			return nil, err
 		}
 	}
+	if err := r.decodeOptions(fields); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decodeModel reads the required model and its suffix.
+func (r *ChatRequest) decodeModel(fields map[string]json.RawMessage) error {
+	model, err := stringField(fields, "model", true)
+	if err != nil {
+		return err
+	}
+	if len(model) > maxModelLen {
+		return invalid("model", "model is longer than %d bytes", maxModelLen)
+	}
+	r.Model = model
+	for _, s := range []string{SuffixFloor, SuffixNitro} {
+		if strings.HasSuffix(model, s) {
+			r.Model, r.Suffix = strings.TrimSuffix(model, s), s
+		}
+	}
+	return nil
+}
+
+// decodeOptions reads the gateway-owned objects (GatewayFields).
+func (r *ChatRequest) decodeOptions(fields map[string]json.RawMessage) error {
 	if raw, ok := present(fields, "gateway"); ok {
 		if err := r.decodeGateway(raw); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if raw, ok := present(fields, "provider"); ok {
 		if err := r.decodeProvider(raw); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return r, nil
+	return nil
 }
 
 func jsonProblem(err error) string {
@@ -541,7 +529,7 @@ func (r *ChatRequest) UpstreamBody(upstreamModel string) ([]byte, error) {
 // client asked (the answer is reassembled for a non-streaming client and
 // usage is dropped again when the client did not ask for it).
 func (r *ChatRequest) UpstreamParts(upstreamModel string) ([][]byte, error) {
-	if r.translate != nil || r.ChatErr != nil {
+	if r.translator != nil || r.ChatErr != nil {
 		if err := r.translated(); err != nil {
 			return nil, err
 		}

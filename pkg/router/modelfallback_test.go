@@ -90,7 +90,7 @@ func TestPlanModelFallbacks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := fallbackWorld(t, nil)
-			plan, err := w.r.Plan(decode(t, tt.body), tt.pol)
+			plan, err := w.r.Plan(TargetOf(decode(t, tt.body)), tt.pol)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestPlanModelFallbacks(t *testing.T) {
 	// only/ignore that leave no route in any of the models is the
 	// request's fault.
 	w := fallbackWorld(t, nil)
-	_, err := w.r.Plan(decode(t, withGateway(`"provider":{"ignore":["a","b","c","d"]}`)), Policy{})
+	_, err := w.r.Plan(TargetOf(decode(t, withGateway(`"provider":{"ignore":["a","b","c","d"]}`))), Policy{})
 	if e := llm.AsError(err); e.Code != llm.CodeInvalidRequest || e.Param != "provider" {
 		t.Errorf("ignore everything: err = %v, want invalid_request on provider", err)
 	}
@@ -118,7 +118,7 @@ func TestPlanModelFallbacks(t *testing.T) {
 func TestStartModelFallback(t *testing.T) {
 	w := fallbackWorld(t, map[string][]step{"a": {fail500}, "b": {fail500}})
 	req := decode(t, plain)
-	plan, err := w.r.Plan(req, Policy{})
+	plan, err := w.r.Plan(TargetOf(req), Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestStartModelFallbackStops(t *testing.T) {
 	t.Run("ceiling spans models", func(t *testing.T) {
 		w := fallbackWorld(t, map[string][]step{"a": {fail500}, "b": {fail500}, "c": {fail500}, "d": {fail500}})
 		req := decode(t, withGateway(`"gateway":{"retry":{"max_total_attempts":3}}`))
-		plan, err := w.r.Plan(req, Policy{})
+		plan, err := w.r.Plan(TargetOf(req), Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestStartModelFallbackStops(t *testing.T) {
 	t.Run("a provider's 400 is not tried elsewhere", func(t *testing.T) {
 		w := fallbackWorld(t, map[string][]step{"a": {fail500}, "b": {reject}})
 		req := decode(t, plain)
-		plan, err := w.r.Plan(req, Policy{})
+		plan, err := w.r.Plan(TargetOf(req), Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestStartModelFallbackStops(t *testing.T) {
 	t.Run("allow_fallbacks false", func(t *testing.T) {
 		w := fallbackWorld(t, map[string][]step{"a": {fail500}})
 		req := decode(t, withGateway(`"gateway":{"routing":{"allow_fallbacks":false}}`))
-		plan, err := w.r.Plan(req, Policy{})
+		plan, err := w.r.Plan(TargetOf(req), Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestStartModelFallbackHealth(t *testing.T) {
 		w.r.health.Failure("b")
 	}
 	req := decode(t, plain)
-	plan, err := w.r.Plan(req, Policy{})
+	plan, err := w.r.Plan(TargetOf(req), Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,6 +133,8 @@ type Plan struct {
 	Candidates []Candidate
 	// emptyReason says why no candidate is left, when none is.
 	emptyReason string
+	// retry are the request's bounds on its calls (its "gateway" object).
+	retry llm.GatewayOptions
 	// tools are the billable server tools the request declares
 	// (PriceTools), proto the protocol it declares them in.
 	tools []llm.ServerTool
@@ -235,18 +237,63 @@ func (p *Plan) Speaks(proto llm.Proto) bool {
 	return false
 }
 
-// Plan resolves the request's model and preferences. It refuses an unknown
+// Target is what a plan is made from: the model a request asks for and
+// its routing preferences, read from the request's body in whatever
+// protocol it came (TargetOf for a Chat Completions request).
+type Target struct {
+	// Model is the model id without its suffix; Suffix is ":floor",
+	// ":nitro" or "".
+	Model, Suffix string
+	// Provider is the request's "provider" object, Gateway its "gateway"
+	// object (the retry bounds, allow_fallbacks).
+	Provider llm.ProviderPreferences
+	Gateway  llm.GatewayOptions
+}
+
+// TargetOf is the target of a request in the gateway's own form.
+func TargetOf(req *llm.ChatRequest) Target {
+	return Target{Model: req.Model, Suffix: req.Suffix, Provider: req.Provider, Gateway: req.Gateway}
+}
+
+// Sort is the sort the target asks for: provider.sort, else the model
+// suffix's.
+func (t Target) Sort() llm.Sort {
+	if t.Provider.Sort != llm.SortNone {
+		return t.Provider.Sort
+	}
+	switch t.Suffix {
+	case llm.SuffixFloor:
+		return llm.SortPrice
+	case llm.SuffixNitro:
+		return llm.SortThroughput
+	}
+	return llm.SortNone
+}
+
+// AllowFallbacks is false when either the gateway or the provider object
+// turns fallbacks off.
+func (t Target) AllowFallbacks() bool {
+	if t.Gateway.AllowFallbacks != nil && !*t.Gateway.AllowFallbacks {
+		return false
+	}
+	if t.Provider.AllowFallbacks != nil && !*t.Provider.AllowFallbacks {
+		return false
+	}
+	return true
+}
+
+// Plan resolves the target's model and preferences. It refuses an unknown
 // model (404) and an unknown provider name (400): request validation, before
 // the idempotency lookup. Whether any provider is live is Start's question.
-func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
-	model, ok := r.cfg.Model(req.Model)
+func (r *Router) Plan(t Target, pol Policy) (*Plan, error) {
+	model, ok := r.cfg.Model(t.Model)
 	if !ok {
-		return nil, llm.Errorf(llm.CodeModelNotFound, "model", "model %q does not exist", req.Model+req.Suffix)
+		return nil, llm.Errorf(llm.CodeModelNotFound, "model", "model %q does not exist", t.Model+t.Suffix)
 	}
 	for _, list := range []struct {
 		name  string
 		names []string
-	}{{"order", req.Provider.Order}, {"only", req.Provider.Only}, {"ignore", req.Provider.Ignore}} {
+	}{{"order", t.Provider.Order}, {"only", t.Provider.Only}, {"ignore", t.Provider.Ignore}} {
 		for i, n := range list.names {
 			if _, ok := r.cfg.Provider(n); !ok {
 				return nil, llm.Errorf(llm.CodeInvalidRequest, fmt.Sprintf("provider.%s[%d]", list.name, i), "unknown provider %q", n)
@@ -269,7 +316,7 @@ func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
 		seen     = map[routeKey]bool{}
 	)
 	for _, m := range models {
-		group := r.modelCandidates(m, req, pol, &selected)
+		group := r.modelCandidates(m, &t, pol, &selected)
 		for _, c := range group {
 			// A route a fallback shares with a model before it (the same
 			// provider and upstream model) is not called twice.
@@ -286,24 +333,24 @@ func (r *Router) Plan(req *llm.ChatRequest, pol Policy) (*Plan, error) {
 		// Not refused here: the plan is valid, it just has nobody to call.
 		// Start answers 503 no_live_provider, after the idempotency lookup,
 		// as it does when every provider is in its cool-down.
-		return &Plan{Model: model, emptyReason: fmt.Sprintf("no provider of model %q meets the data policy (%s) and residency (%s) of this request", model.ID, pol.Demand, residencyName(pol.Residency))}, nil
+		return &Plan{Model: model, retry: t.Gateway, emptyReason: fmt.Sprintf("no provider of model %q meets the data policy (%s) and residency (%s) of this request", model.ID, pol.Demand, residencyName(pol.Residency))}, nil
 	}
-	if !req.AllowFallbacks() {
+	if !t.AllowFallbacks() {
 		cands = cands[:1]
 	}
-	return &Plan{Model: model, Candidates: cands}, nil
+	return &Plan{Model: model, Candidates: cands, retry: t.Gateway}, nil
 }
 
 // modelCandidates is model m's routes that the request's provider object
 // and the project's policy allow, in the order the request asks for.
 // selected is set when provider.only and provider.ignore leave a route.
-func (r *Router) modelCandidates(m *catalog.Model, req *llm.ChatRequest, pol Policy, selected *bool) []Candidate {
+func (r *Router) modelCandidates(m *catalog.Model, t *Target, pol Policy, selected *bool) []Candidate {
 	cands := make([]Candidate, 0, len(m.Routes))
 	for _, rt := range m.Routes {
-		if len(req.Provider.Only) > 0 && !slices.Contains(req.Provider.Only, rt.Provider) {
+		if len(t.Provider.Only) > 0 && !slices.Contains(t.Provider.Only, rt.Provider) {
 			continue
 		}
-		if slices.Contains(req.Provider.Ignore, rt.Provider) {
+		if slices.Contains(t.Provider.Ignore, rt.Provider) {
 			continue
 		}
 		*selected = true
@@ -313,13 +360,13 @@ func (r *Router) modelCandidates(m *catalog.Model, req *llm.ChatRequest, pol Pol
 		}
 		cands = append(cands, Candidate{Model: m.ID, Route: rt, Provider: p, adapter: r.providers[rt.Provider]})
 	}
-	r.sortCandidates(cands, req.Sort())
-	if len(req.Provider.Order) > 0 {
+	r.sortCandidates(cands, t.Sort())
+	if len(t.Provider.Order) > 0 {
 		rank := func(c Candidate) int {
-			if i := slices.Index(req.Provider.Order, c.Route.Provider); i >= 0 {
+			if i := slices.Index(t.Provider.Order, c.Route.Provider); i >= 0 {
 				return i
 			}
-			return len(req.Provider.Order)
+			return len(t.Provider.Order)
 		}
 		sort.SliceStable(cands, func(i, j int) bool { return rank(cands[i]) < rank(cands[j]) })
 	}
@@ -396,19 +443,20 @@ type Attempt struct {
 // output moves to the next provider; a provider's 400 stops at once; a 429
 // puts the provider aside, to be called again after the backoff within
 // max_attempts_per_route. The total number of calls is at most
-// max_total_attempts (8). ctx carries the request's ceiling.
+// max_total_attempts (8), the bounds the plan's target sets. ctx carries
+// the request's ceiling.
 func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*Answer, []Attempt, error) {
-	maxTotal := req.Gateway.MaxTotalAttempts
+	maxTotal := plan.retry.MaxTotalAttempts
 	if maxTotal <= 0 || maxTotal > llm.MaxCallsPerRequest {
 		maxTotal = llm.MaxCallsPerRequest
 	}
-	perRoute := req.Gateway.MaxAttemptsPerRoute
+	perRoute := plan.retry.MaxAttemptsPerRoute
 	if perRoute <= 0 {
 		perRoute = DefaultMaxAttemptsPerRoute
 	}
 	backoff := DefaultBackoff
-	if req.Gateway.BackoffSet {
-		backoff = req.Gateway.Backoff
+	if plan.retry.BackoffSet {
+		backoff = plan.retry.Backoff
 	}
 
 	if len(plan.Candidates) == 0 {

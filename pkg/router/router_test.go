@@ -295,7 +295,7 @@ func TestStart(t *testing.T) {
 }
 
 func run(r *Router, req *llm.ChatRequest, pol Policy) (*Answer, error) {
-	plan, err := r.Plan(req, pol)
+	plan, err := r.Plan(TargetOf(req), pol)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +443,7 @@ func TestCeiling(t *testing.T) {
 		c.Providers[0].FirstTokenTimeout = 0
 	})
 	req := decode(t, withGateway(`"gateway":{"routing":{"allow_fallbacks":false}}`))
-	plan, err := w.r.Plan(req, Policy{})
+	plan, err := w.r.Plan(TargetOf(req), Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestConfigFailureTakesRouteOut(t *testing.T) {
 	w := newWorld(t, map[string][]step{"a": {config, config, ok}})
 	w.r.now = clock
 	req := decode(t, plain)
-	plan, err := w.r.Plan(req, Policy{})
+	plan, err := w.r.Plan(TargetOf(req), Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

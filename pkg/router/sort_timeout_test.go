@@ -36,7 +36,7 @@ func TestSortRemembersATimeout(t *testing.T) {
 		first,
 		`{"model":"m:nitro","messages":[{"role":"user","content":"hi"}],"provider":{"only":["a","b"]}}`,
 	} {
-		plan, err := w.r.Plan(decode(t, body), Policy{})
+		plan, err := w.r.Plan(TargetOf(decode(t, body)), Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}

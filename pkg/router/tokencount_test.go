@@ -34,7 +34,7 @@ func TestTokenCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := func(body string) (out []string) {
-		plan, err := r.Plan(decode(t, body), Policy{})
+		plan, err := r.Plan(TargetOf(decode(t, body)), Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}

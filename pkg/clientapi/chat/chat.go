@@ -3,6 +3,7 @@
 package chat
 
 import (
+	"net/http"
 	"slices"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
@@ -12,11 +13,25 @@ import (
 
 // API is OpenAI's Chat Completions API (POST /api/v1/chat/completions),
 // the gateway's own shape: its requests need no translation.
-var API = clientapi.API{
-	Codec: func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		return &chatCodec{requestID: id, req: req, keyed: keyed}
-	},
-	Errorf:         clientapi.WriteError,
-	Owned:          slices.Concat([]string{"model", "stream", "stream_options"}, llm.GatewayFields),
-	ProviderObject: providerObject,
+var API clientapi.API = api{}
+
+type api struct{}
+
+var spec = clientapi.Spec{
+	Owned: slices.Concat([]string{"model", "stream", "stream_options"}, llm.GatewayFields),
+}
+
+func (api) Spec() *clientapi.Spec { return &spec }
+
+func (api) WriteError(w http.ResponseWriter, err error) int { return clientapi.WriteError(w, err) }
+
+func (api) ProviderObject(body []byte) (clientapi.ObjectRef, bool) { return providerObject(body) }
+
+// Translate keeps the body: it is a Chat Completions one.
+func (api) Translate(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
+	return body, nil, nil
+}
+
+func (api) Codec(_ clientapi.Caller, id string, _ []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	return &chatCodec{requestID: id, req: req, keyed: keyed}
 }

@@ -51,7 +51,7 @@ projects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := rt.Plan(chat, router.Policy{})
+	plan, err := rt.Plan(router.TargetOf(chat), router.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

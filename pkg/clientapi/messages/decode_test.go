@@ -11,6 +11,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
 // TestDecodeMessagesTranslation checks each rule of the Messages → Chat
@@ -259,7 +260,7 @@ func TestDecodeMessagesGatewayObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Model != "m" || req.Suffix != ":nitro" || req.Gateway.MaxAttemptsPerRoute != 2 || req.AllowFallbacks() ||
+	if req.Model != "m" || req.Suffix != ":nitro" || req.Gateway.MaxAttemptsPerRoute != 2 || router.TargetOf(req).AllowFallbacks() ||
 		!cmp.Equal(req.Provider.Only, []string{"x"}) || req.Provider.DataCollection != "deny" {
 		t.Errorf("decoded %+v", req)
 	}

@@ -5,8 +5,10 @@
 package messages
 
 import (
-	"context"
+	"net/http"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
@@ -19,37 +21,65 @@ import (
 // (or Authorization: Bearer), Anthropic's request, answer, event and error
 // shapes, over the same pipeline as Chat Completions. Its Idempotency-Key
 // records are its own: the same key on two endpoints is two records.
-var API = clientapi.API{
-	Prepare: prepareMessages,
-	PassCodec: func(_ clientapi.Caller, id string, _ []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		return newMessagesCodec(id, req, keyed)
-	},
-	Errorf:  clientapi.WriteAnthropicError,
+var API clientapi.API = api{}
+
+type api struct{}
+
+var spec = clientapi.Spec{
 	Scope:   "/api/v1/messages\x00",
 	Proto:   llm.ProtoMessages,
 	Forward: messageswire.ForwardedHeaders,
 	Hints:   mdIgnoredFields,
 	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 
-	ProviderObject: providerObject,
+	RateHeaders: rateHeaders{},
+}
+
+func (api) Spec() *clientapi.Spec { return &spec }
+
+func (api) WriteError(w http.ResponseWriter, err error) int {
+	return clientapi.WriteAnthropicError(w, err)
+}
+
+func (api) ProviderObject(body []byte) (clientapi.ObjectRef, bool) { return providerObject(body) }
+
+func (api) Codec(_ clientapi.Caller, id string, _ []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	return newMessagesCodec(id, req, keyed)
 }
 
 func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 	return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
 }
 
-// prepareMessages translates a Messages request (decodeMessagesHints);
-// its codec adds the nested hints the translation dropped to those the
-// answer names in x-gateway-dropped when a route of another protocol
-// serves it.
-func prepareMessages(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.CodecFunc, func(context.Context) ([]byte, error), error) {
+// Translate translates a Messages request (decodeMessagesHints).
+func (api) Translate(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
 	chat, dropped, err := decodeMessagesHints(body)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	mk := func(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		req.Dropped = append(req.Dropped, dropped...)
-		return newMessagesCodec(id, req, keyed)
+	return chat, translation{dropped: dropped}, nil
+}
+
+// translation is what a Messages request's translation keeps: the nested
+// hints it dropped, which its codec adds to those the answer names in
+// x-gateway-dropped when a route of another protocol serves it.
+type translation struct{ dropped []string }
+
+func (t translation) Codec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	req.Dropped = append(req.Dropped, t.dropped...)
+	return newMessagesCodec(id, req, keyed)
+}
+
+func (translation) Resolver() gateway.Resolver { return nil }
+
+// rateHeaders are Anthropic's anthropic-ratelimit-* headers, which the
+// Anthropic SDKs read: limit, remaining, and reset as an RFC 3339 time.
+type rateHeaders struct{}
+
+func (rateHeaders) AddRateHeaders(h map[string]string, limits []gateway.RateLimit) {
+	for _, l := range limits {
+		h["anthropic-ratelimit-"+l.Kind+"-limit"] = strconv.FormatInt(l.Limit, 10)
+		h["anthropic-ratelimit-"+l.Kind+"-remaining"] = strconv.FormatInt(l.Remaining, 10)
+		h["anthropic-ratelimit-"+l.Kind+"-reset"] = l.Reset.UTC().Format(time.RFC3339)
 	}
-	return chat, mk, nil, nil
 }

@@ -105,7 +105,7 @@ projects:
 					if err != nil {
 						b.Fatal(err)
 					}
-					plan, err := rt.Plan(req, router.Policy{})
+					plan, err := rt.Plan(router.TargetOf(req), router.Policy{})
 					if err != nil {
 						b.Fatal(err)
 					}

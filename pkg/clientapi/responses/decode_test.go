@@ -12,6 +12,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
 // rsCheckChat checks that a translation is a body llm.DecodeChatRequest
@@ -414,7 +415,7 @@ func TestDecodeResponsesGatewayObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Model != "m" || req.Suffix != ":nitro" || req.Gateway.MaxAttemptsPerRoute != 2 || req.AllowFallbacks() ||
+	if req.Model != "m" || req.Suffix != ":nitro" || req.Gateway.MaxAttemptsPerRoute != 2 || router.TargetOf(req).AllowFallbacks() ||
 		!cmp.Equal(req.Provider.Only, []string{"x"}) || req.Provider.DataCollection != "deny" {
 		t.Errorf("decoded %+v", req)
 	}

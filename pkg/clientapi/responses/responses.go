@@ -47,86 +47,120 @@ func New(d Deps) *Service {
 	return &Service{idem: d.Idempotency, now: d.Now, log: d.Log, maxBody: d.MaxBodyBytes}
 }
 
-// API is the Responses API's descriptor.
-func (s *Service) API() clientapi.API {
-	return clientapi.API{
-		Prepare:   s.prepareResponses,
-		Errorf:    clientapi.WriteError,
-		Scope:     "/api/v1/responses\x00",
-		Proto:     llm.ProtoResponses,
-		Hints:     rsIgnoredFields,
-		Owned:     slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
-		NotNative: []string{"previous_response_id"},
-
-		ProviderObject: providerObject,
-		PassCodec: func(p clientapi.Caller, id string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
-			c := &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
-			// Whether store is false is read from the body once the
-			// answer is there (turnKeeper.keepPassed).
-			return &turnCodec{responsesCodec: c, k: &turnKeeper{s: s, project: p.Project, want: s.idem != nil, body: body}}
-		},
-	}
+var spec = clientapi.Spec{
+	Scope:     "/api/v1/responses\x00",
+	Proto:     llm.ProtoResponses,
+	Hints:     rsIgnoredFields,
+	Owned:     slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
+	NotNative: []string{"previous_response_id"},
 }
 
-// prepareResponses decodes a Responses request and returns its codec, which
-// keeps the new turn (unless store is false) right after the answer is
-// priced, and says in the answer whether it did (turns.go). A request with
-// a previous_response_id continues the conversation that response ends:
-// resolve reads its kept turns and returns the whole conversation, after
+var _ clientapi.API = (*Service)(nil)
+
+// Spec is what the HTTP layer checks of a Responses request.
+func (s *Service) Spec() *clientapi.Spec { return &spec }
+
+// WriteError writes err in OpenAI's error envelope.
+func (s *Service) WriteError(w http.ResponseWriter, err error) int {
+	return clientapi.WriteError(w, err)
+}
+
+// ProviderObject finds the first reference in a Responses body to an
+// object stored in the provider's account.
+func (s *Service) ProviderObject(body []byte) (clientapi.ObjectRef, bool) {
+	return providerObject(body)
+}
+
+// Codec is the codec of a Responses request passed through. Whether store
+// is false is read from the body once the answer is there
+// (turnKeeper.keepPassed).
+func (s *Service) Codec(p clientapi.Caller, id string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	c := &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
+	return &turnCodec{responsesCodec: c, k: &turnKeeper{s: s, project: p.Project, want: s.idem != nil, body: body}}
+}
+
+// Translate decodes a Responses request. Its codec keeps the new turn
+// (unless store is false) right after the answer is priced, and says in
+// the answer whether it did (turns.go). A request with a
+// previous_response_id continues the conversation that response ends: its
+// resolver reads the kept turns and returns the whole conversation, after
 // the idempotency lookup, so that a retry of a keyed request that answered
 // gets its stored answer even once those turns are no longer kept (their
 // windows end before the retry's record's).
-func (s *Service) prepareResponses(p clientapi.Caller, id string, body []byte) ([]byte, clientapi.CodecFunc, func(context.Context) ([]byte, error), error) {
+func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
 	rr, err := decodeResponses(body, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if rr.PreviousResponseID != "" && s.idem == nil {
-		return nil, nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
+		return nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
 	}
-	k := &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input, inputDone: true}
-	var resolve func(context.Context) ([]byte, error)
+	t := &translation{s: s, rr: rr, body: body, project: p.Project,
+		k: &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input, inputDone: true}}
 	chat := rr.Chat
 	if rr.PreviousResponseID != "" {
 		if chat, err = rr.preview(); err != nil {
-			return nil, nil, nil, err
-		}
-		limit := s.maxBody
-		resolve = func(ctx context.Context) ([]byte, error) {
-			conv, err := s.conversation(ctx, p.Project, rr.PreviousResponseID, limit)
-			if err != nil {
-				return nil, err
-			}
-			whole, err := decodeResponses(body, conv.messages)
-			if err != nil {
-				return nil, err
-			}
-			if n := int64(len(whole.Chat)); limit > 0 && n > limit {
-				return nil, tooLong(rr.PreviousResponseID, n, limit)
-			}
-			k.conv = conv
-			return whole.Chat, nil
+			return nil, nil, err
 		}
 	}
-	mk := func(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
-		req.Dropped = append(req.Dropped, rr.Dropped...)
-		c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
-			metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: s.now().Unix(),
-			echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}
-		c.store = func(final bool) bool {
-			if final {
-				return k.kept
-			}
-			return k.want
+	return chat, t, nil
+}
+
+// translation is what a Responses request's translation keeps: the
+// decoded request, for its codec, and the turn it makes.
+type translation struct {
+	s       *Service
+	rr      *responsesRequest
+	body    []byte
+	project string
+	k       *turnKeeper
+}
+
+func (t *translation) Codec(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
+	rr, k := t.rr, t.k
+	req.Dropped = append(req.Dropped, rr.Dropped...)
+	c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
+		metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: t.s.now().Unix(),
+		echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}
+	c.store = func(final bool) bool {
+		if final {
+			return k.kept
 		}
-		if k.want {
-			c.turn = func(response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
-				k.keep(c.responseID(), response, output)
-			}
-		}
-		return &turnCodec{responsesCodec: c, k: k}
+		return k.want
 	}
-	return chat, mk, resolve, nil
+	if k.want {
+		c.turn = func(response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
+			k.keep(c.responseID(), response, output)
+		}
+	}
+	return &turnCodec{responsesCodec: c, k: k}
+}
+
+// Resolver is the request's own when it continues a kept conversation.
+func (t *translation) Resolver() gateway.Resolver {
+	if t.rr.PreviousResponseID == "" {
+		return nil
+	}
+	return t
+}
+
+// Resolve reads the kept turns of the conversation the request continues
+// and returns the whole request.
+func (t *translation) Resolve(ctx context.Context) (*llm.ChatRequest, error) {
+	limit := t.s.maxBody
+	conv, err := t.s.conversation(ctx, t.project, t.rr.PreviousResponseID, limit)
+	if err != nil {
+		return nil, err
+	}
+	whole, err := decodeResponses(t.body, conv.messages)
+	if err != nil {
+		return nil, err
+	}
+	if n := int64(len(whole.Chat)); limit > 0 && n > limit {
+		return nil, tooLong(t.rr.PreviousResponseID, n, limit)
+	}
+	t.k.conv = conv
+	return llm.DecodeChatRequest(whole.Chat)
 }
 
 func storeUnavailable(err error) error {

@@ -1,0 +1,99 @@
+package llm
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestNewRoutingRequest checks that a request read from its members
+// carries what routing reads, refused as DecodeChatRequest refuses it, and
+// that its translation runs once, when its Chat Completions form is needed.
+func TestNewRoutingRequest(t *testing.T) {
+	tests := []struct {
+		name, body string
+		param      string // the refused field ("": accepted)
+	}{
+		{"whole", `{"model":"m:nitro","stream":true,"max_tokens":5,"gateway":{"retry":{"max_total_attempts":3}},"provider":{"only":["a"],"sort":"price"}}`, ""},
+		{"no model", `{"stream":true}`, "model"},
+		{"model not a string", `{"model":1}`, "model"},
+		{"stream not a boolean", `{"model":"m","stream":"yes"}`, "stream"},
+		{"bad gateway", `{"model":"m","gateway":{"retry":{"max_total_attempts":9}}}`, "gateway.retry.max_total_attempts"},
+		{"bad provider", `{"model":"m","provider":{"sort":"size"}}`, "provider.sort"},
+		{"unknown gateway field", `{"model":"m","gateway":{"x":1}}`, "gateway.x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			members, err := RequestMembers([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := NewRoutingRequest(members, len(tt.body), nil)
+			if tt.param != "" {
+				var e *Error
+				if !errors.As(err, &e) || e.Code != CodeInvalidRequest || e.Param != tt.param {
+					t.Fatalf("err = %v, want invalid_request on %s", err, tt.param)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Model != "m" || got.Suffix != SuffixNitro || !got.Stream || got.Gateway.MaxTotalAttempts != 3 ||
+				len(got.Provider.Only) != 1 || got.Provider.Sort != SortPrice || got.Size() != len(tt.body) {
+				t.Errorf("got %+v", got)
+			}
+		})
+	}
+}
+
+func TestRoutingRequestTranslatesOnce(t *testing.T) {
+	members, err := RequestMembers([]byte(`{"model":"m","system":"s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	req, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) {
+		calls++
+		full, err := DecodeChatRequest([]byte(`{"model":"m","messages":[{"role":"system","content":"s"}]}`))
+		if full != nil {
+			full.Dropped = []string{"hint"}
+		}
+		return full, err
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 {
+		t.Fatalf("translated %d times before a route needed it", calls)
+	}
+	for range 2 {
+		body, err := req.UpstreamBody("up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"s"}]}`; string(body) != want {
+			t.Fatalf("body = %s, want %s", body, want)
+		}
+	}
+	if calls != 1 || len(req.Dropped) != 1 {
+		t.Errorf("translated %d times, dropped %v; want once, [hint]", calls, req.Dropped)
+	}
+
+	failing, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) { calls++; return nil, errors.New("refused") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls = 0
+	for range 2 {
+		if _, err := failing.UpstreamBody("up"); err == nil {
+			t.Fatal("a failed translation gave a body")
+		}
+	}
+	if calls != 1 || failing.ChatErr == nil {
+		t.Errorf("failed translation ran %d times, ChatErr %v; want once, set", calls, failing.ChatErr)
+	}
+}
+
+type translatorFunc func() (*ChatRequest, error)
+
+func (f translatorFunc) Translate() (*ChatRequest, error) { return f() }
