@@ -23,24 +23,17 @@ func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (
 		return nil, err
 	}
 	dec := newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix())
-	var parser llm.ChunkParser
+	var one [1]llm.Chunk // an event is one chunk at most, read before the next event
 	s.decode = func(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
-		raws, err := dec.decode(ev)
-		if err != nil {
+		ch, ok, err := dec.decode(ev)
+		if !ok {
 			return nil, err
 		}
-		chunks := make([]llm.Chunk, 0, len(raws))
-		for _, raw := range raws {
-			ch, err := parser.Parse(raw)
-			if err != nil {
-				return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed Converse event", Err: err}
-			}
-			// The answer ends at its finish or at the usage-only chunk
-			// after it.
-			s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
-			chunks = append(chunks, ch)
-		}
-		return chunks, nil
+		// The answer ends at its finish or at the usage-only chunk after
+		// it.
+		s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
+		one[0] = ch
+		return one[:], nil
 	}
 	return s, nil
 }
