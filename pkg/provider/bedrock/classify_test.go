@@ -3,7 +3,6 @@ package bedrock
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -60,7 +59,7 @@ func TestFailureClassOfExceptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := NewRuntime(cfg, providertest.BedrockRegion, up.URL(), nil)
-	c := New("aws", rt, anthropic.New("aws", ClaudeEndpoint, "", &http.Client{Transport: ClaudeTransport{Runtime: rt}}))
+	c := New("aws", rt, anthropic.NewOver("aws", ClaudeTransport{Runtime: rt}))
 	for _, model := range []string{claudeModel, "amazon.nova-pro-v1:0"} {
 		for _, tt := range tests {
 			up.SetDefault(providertest.Response{Status: tt.status, Body: `{"message":"` + tt.message + `"}`,

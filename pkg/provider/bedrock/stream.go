@@ -101,19 +101,21 @@ func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStream
 }
 
 // classify is the error of a failed call: the context's when it ended, else
-// a *llm.ProviderError of Bedrock's exception's class (failureClass), with
-// the status that stands for it (Status) and Bedrock's message; no answer
+// a *llm.ProviderError of Bedrock's exception's class and message
+// (convFailure), with the status that stands for it (Status); no answer
 // at all is a connection failure.
 func classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return upstream.ContextError("bedrock", ctx)
 	}
-	code, _, _ := Status(err)
-	if code == 0 {
+	code, _ := Status(err)
+	var apiErr smithy.APIError
+	if code == 0 || !errors.As(err, &apiErr) {
 		return &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
 	}
-	f := failureOf(err)
-	return &llm.ProviderError{Class: f.class, Status: code, Message: f.msg, Err: err}
+	pe := convFailure(apiErr.ErrorCode(), apiErr.ErrorMessage())
+	pe.Status, pe.Err = code, err
+	return pe
 }
 
 // eventChunks is a ConverseStream answer read as the client's chunks:
