@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -141,85 +140,3 @@ func (e *claudeEvents) Release() {}
 
 // Close ends the call.
 func (e *claudeEvents) Close() error { return e.es.Close() }
-
-// failureClass is the class of a Bedrock exception named code (as the API
-// names it, "ValidationException", or as an event stream member does,
-// "validationException"), with Bedrock's message msg:
-//
-//   - ThrottlingException, ServiceQuotaExceededException: FailThrottled;
-//   - ValidationException: the request's (FailRejected), but for the
-//     messages that say the route's model id is wrong ("The provided
-//     model identifier is invalid.", "Invocation of model ID ... with
-//     on-demand throughput isn't supported ..."): FailConfig;
-//   - AccessDeniedException (no access to the model), ResourceNotFoundException
-//     (an unknown model, or one past its end of life), and the
-//     credentials' UnrecognizedClientException, InvalidSignatureException,
-//     ExpiredTokenException: FailConfig, the operator's to fix. The
-//     request names nothing Bedrock looks up (no S3 location, guardrail or
-//     prompt is sent), so a missing resource is the route's model;
-//   - anything else (ModelNotReadyException, ServiceUnavailableException,
-//     ModelTimeoutException, InternalServerException,
-//     ModelStreamErrorException, ...): FailTransient.
-func failureClass(code, msg string) llm.FailureClass {
-	switch strings.ToLower(code) {
-	case "throttlingexception", "servicequotaexceededexception":
-		return llm.FailThrottled
-	case "validationexception":
-		if modelIDRefused(msg) {
-			return llm.FailConfig
-		}
-		return llm.FailRejected
-	case "accessdeniedexception", "resourcenotfoundexception",
-		"unrecognizedclientexception", "invalidsignatureexception", "expiredtokenexception":
-		return llm.FailConfig
-	}
-	return llm.FailTransient
-}
-
-// modelIDRefused reports whether a ValidationException's message is about
-// the model id the route names, in Bedrock's words (at the message's
-// start, where nothing of the request is quoted).
-func modelIDRefused(msg string) bool {
-	msg = strings.ToLower(strings.TrimSpace(msg))
-	return strings.HasPrefix(msg, "the provided model identifier is invalid") ||
-		(strings.HasPrefix(msg, "invocation of model id ") && strings.Contains(msg, "on-demand throughput isn"))
-}
-
-// Status is the HTTP status that stands for a Bedrock failure, with its
-// message (the exception's name and Bedrock's words; a validation error's
-// words alone); 0 when err is no answer from Bedrock (a connection
-// failure):
-//
-//   - ThrottlingException, ServiceQuotaExceededException: 429;
-//   - ValidationException: 400;
-//   - AccessDeniedException (the role may not call the model, or the
-//     account has no access to it), UnrecognizedClientException,
-//     InvalidSignatureException, ExpiredTokenException (the credentials):
-//     403; ResourceNotFoundException (an unknown model): 404;
-//   - ModelNotReadyException, ServiceUnavailableException: 503;
-//     ModelTimeoutException: 504; anything else Bedrock answered: 500.
-func Status(err error) (code int, msg string) {
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		return 0, ""
-	}
-	msg = apiErr.ErrorCode()
-	if m := apiErr.ErrorMessage(); m != "" {
-		msg += ": " + m
-	}
-	switch apiErr.ErrorCode() {
-	case "ThrottlingException", "ServiceQuotaExceededException":
-		return http.StatusTooManyRequests, msg
-	case "ValidationException":
-		return http.StatusBadRequest, apiErr.ErrorMessage()
-	case "AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException", "ExpiredTokenException":
-		return http.StatusForbidden, msg
-	case "ResourceNotFoundException":
-		return http.StatusNotFound, msg
-	case "ModelNotReadyException", "ServiceUnavailableException":
-		return http.StatusServiceUnavailable, msg
-	case "ModelTimeoutException":
-		return http.StatusGatewayTimeout, msg
-	}
-	return http.StatusInternalServerError, msg
-}

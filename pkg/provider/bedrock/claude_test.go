@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/smithy-go"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
@@ -232,43 +231,5 @@ func TestClaudeEventsEnd(t *testing.T) {
 	}
 	if _, err := tr.Open(ctx, messagesCall(body)); !errors.Is(err, context.Canceled) || up.Calls() != 1 {
 		t.Errorf("a call with its context ended: %v, %d calls; want context.Canceled and no new call", err, up.Calls())
-	}
-}
-
-// TestStatus: each Bedrock error the issue names gets the status (and so
-// the fallback class) it stands for; a failure without an answer none.
-func TestStatus(t *testing.T) {
-	for code, want := range map[string]int{
-		"ThrottlingException":           429,
-		"ServiceQuotaExceededException": 429,
-		"ValidationException":           400,
-		"AccessDeniedException":         403,
-		"UnrecognizedClientException":   403,
-		"ExpiredTokenException":         403,
-		"ResourceNotFoundException":     404,
-		"ModelNotReadyException":        503,
-		"ServiceUnavailableException":   503,
-		"ModelTimeoutException":         504,
-		"InternalServerException":       500,
-		"ModelErrorException":           500,
-	} {
-		got, msg := Status(&smithy.GenericAPIError{Code: code, Message: "m"})
-		if got != want || !strings.Contains(msg, "m") {
-			t.Errorf("%s: %d %q, want %d", code, got, msg, want)
-		}
-	}
-	if got, _ := Status(errors.New("dial tcp: connection refused")); got != 0 {
-		t.Errorf("a connection failure: %d, want 0", got)
-	}
-	// The class a Converse call's failure gets from that status.
-	for code, want := range map[string]llm.FailureClass{
-		"ThrottlingException": llm.FailThrottled, "ValidationException": llm.FailRejected,
-		"AccessDeniedException": llm.FailConfig, "ResourceNotFoundException": llm.FailConfig,
-		"ModelNotReadyException": llm.FailTransient, "InternalServerException": llm.FailTransient,
-	} {
-		var pe *llm.ProviderError
-		if err := classify(context.Background(), &smithy.GenericAPIError{Code: code}); !errors.As(err, &pe) || pe.Class != want {
-			t.Errorf("%s: %v, want class %v", code, err, want)
-		}
 	}
 }

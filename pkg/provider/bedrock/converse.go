@@ -791,33 +791,14 @@ func (d *converseDecoder) decode(ev types.ConverseStreamOutput) (ch llm.Chunk, o
 		return d.write(chat.Chunk{ID: d.id, Object: chat.ObjectChunk, Created: d.created, Model: d.model,
 			Choices: []chat.ChunkChoice{}, Usage: convUsage(ev.Value.Usage)})
 	case *types.UnknownUnionMember:
-		if ev == nil || !strings.HasSuffix(strings.ToLower(ev.Tag), "exception") {
+		if ev == nil || !converse.IsException(ev.Tag) {
 			return llm.Chunk{}, false, nil // a member added after this was written
 		}
-		var body struct {
-			Message string `json:"message"` // "Message" too: encoding/json ignores case
-		}
+		var body converse.Error // "Message" too: encoding/json ignores case
 		_ = json.Unmarshal(ev.Value, &body)
 		return llm.Chunk{}, false, convFailure(ev.Tag, body.Message)
 	}
 	return llm.Chunk{}, false, nil
-}
-
-// convFailure is the classified failure of a Bedrock exception named code
-// (as an event stream member names it, "throttlingException", or as the
-// API does, "ThrottlingException"), with Bedrock's message, of the class
-// failureClass gives it (a validation error is the provider's own refusal,
-// FailRejected, with Bedrock's message).
-func convFailure(code, msg string) *llm.ProviderError {
-	class := failureClass(code, msg)
-	text := code
-	switch {
-	case class == llm.FailRejected && msg != "":
-		text = msg
-	case msg != "":
-		text = code + ": " + msg
-	}
-	return &llm.ProviderError{Class: class, Message: text, Err: &llm.ChunkError{Message: text}}
 }
 
 // convUsage is a Converse usage as the Chat Completions usage object.

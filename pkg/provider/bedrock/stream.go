@@ -100,24 +100,6 @@ func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStream
 	return out.GetStream(), id, nil
 }
 
-// classify is the error of a failed call: the context's when it ended, else
-// a *llm.ProviderError of Bedrock's exception's class and message
-// (convFailure), with the status that stands for it (Status); no answer
-// at all is a connection failure.
-func classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return upstream.ContextError("bedrock", ctx)
-	}
-	code, _ := Status(err)
-	var apiErr smithy.APIError
-	if code == 0 || !errors.As(err, &apiErr) {
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
-	}
-	pe := convFailure(apiErr.ErrorCode(), apiErr.ErrorMessage())
-	pe.Status, pe.Err = code, err
-	return pe
-}
-
 // eventChunks is a ConverseStream answer read as the client's chunks:
 // decode turns each event into chunks (Chat Completions chunks, or Messages
 // events), end gives what is still owed when the events end cleanly.
