@@ -215,7 +215,8 @@ func TestClaudeTransportFailures(t *testing.T) {
 }
 
 // TestClaudeEventsEnd: the events of a call whose context ends, or that is
-// closed, stop at once; a context that ended before the call makes none.
+// closed, stop without waiting for Bedrock; a context that ended before the
+// call makes none.
 func TestClaudeEventsEnd(t *testing.T) {
 	body := `{"model":"` + claudeModel + `","max_tokens":50,"messages":[{"role":"user","content":"Hi"}]}`
 	up, tr := fake(t, nil)
@@ -229,7 +230,16 @@ func TestClaudeEventsEnd(t *testing.T) {
 	if _, _, err := readEvents(t, evs); !errors.Is(err, context.Canceled) {
 		t.Errorf("a context ended: %v, want context.Canceled", err)
 	}
-	if _, err := tr.Open(ctx, messagesCall(body)); !errors.Is(err, context.Canceled) || up.Calls() != 1 {
+	up.Script(providertest.Response{Text: []string{"a", "b"}, FirstChunkDelay: time.Hour})
+	evs, err = tr.Open(t.Context(), messagesCall(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go evs.Close()
+	if names, _, err := readEvents(t, evs); err != io.EOF || slices.Contains(names, "content_block_delta") {
+		t.Errorf("closed: events %q, then %v; want them to end (io.EOF) before any content", names, err)
+	}
+	if _, err := tr.Open(ctx, messagesCall(body)); !errors.Is(err, context.Canceled) || up.Calls() != 2 {
 		t.Errorf("a call with its context ended: %v, %d calls; want context.Canceled and no new call", err, up.Calls())
 	}
 }
