@@ -98,9 +98,12 @@ func (c *Client) Name() string { return c.name }
 // Native implements llm.NativeProvider: a Messages request passes through.
 func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
 
-// ChatStream translates req (translate), sends it and returns the
-// answer as a stream of chat.completion.chunk values, or the failure
-// classified as the openai adapter classifies its own:
+// ChatStream translates req (translate), or passes a Messages request
+// through, sends it through the Client's Transport and returns the answer
+// as a stream of chat.completion.chunk values (passed through: the events
+// as received), or the failure classified as the openai adapter
+// classifies its own (over a NewOver transport, as that transport
+// classifies it):
 //
 //   - the caller's context done: its error, wrapped (not a ProviderError);
 //   - a request Messages cannot express: FailRejected, without a call;
