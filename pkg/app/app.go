@@ -420,7 +420,7 @@ func FromConfig(cfg *catalog.Config, opts Options) (*App, error) {
 				awsCfg = &c
 			}
 			rt := bedrock.NewRuntime(*awsCfg, p.AWSRegion, p.BaseURL, opts.HTTPClient)
-			claude := anthropic.New(p.Name, bedrock.ClaudeEndpoint, "", &http.Client{Transport: bedrock.ClaudeTransport{Runtime: rt}})
+			claude := anthropic.NewOver(p.Name, bedrock.ClaudeTransport{Runtime: rt})
 			providers[p.Name] = bedrock.New(p.Name, rt, claude)
 		case "simulated":
 			providers[p.Name] = simulated.New(p.Name, p.Simulated)

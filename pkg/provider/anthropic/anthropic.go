@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -42,6 +43,8 @@ type Client struct {
 	hc     *http.Client
 	urlErr error
 	now    func() time.Time
+	// transport carries the Messages calls: httpTransport, or NewOver's.
+	transport Transport
 }
 
 // DefaultMaxOutputTokens implements llm.OutputDefaulter: a request that
@@ -82,6 +85,7 @@ func (c *Client) setKey(h http.Header) {
 func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client {
 	c := &Client{name: name, apiKey: apiKey, hc: upstream.HTTPClient(hc), now: time.Now}
 	c.endpoint, c.urlErr = upstream.Endpoint(baseURL, "/v1/messages")
+	c.transport = httpTransport{c}
 	for _, o := range opts {
 		o(c)
 	}
@@ -94,9 +98,12 @@ func (c *Client) Name() string { return c.name }
 // Native implements llm.NativeProvider: a Messages request passes through.
 func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
 
-// ChatStream translates req (translate), sends it and returns the
-// answer as a stream of chat.completion.chunk values, or the failure
-// classified as the openai adapter classifies its own:
+// ChatStream translates req (translate), or passes a Messages request
+// through, sends it through the Client's Transport and returns the answer
+// as a stream of chat.completion.chunk values (passed through: the events
+// as received), or the failure classified as the openai adapter
+// classifies its own (over a NewOver transport, as that transport
+// classifies it):
 //
 //   - the caller's context done: its error, wrapped (not a ProviderError);
 //   - a request Messages cannot express: FailRejected, without a call;
@@ -115,43 +122,26 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: c.urlErr}
 	}
 	native := req.Proto == llm.ProtoMessages
+	call := upstream.Call{Model: req.Model}
 	var (
-		pieces     [][]byte
 		outputTool string
 		dropped    []string
 	)
 	if native {
-		pieces = req.Pieces()
+		call.Body, call.Header = req.Pieces(), req.Header
 	} else {
 		body, tool, d, err := translate(req)
 		if err != nil {
 			return nil, err
 		}
-		pieces, outputTool, dropped = [][]byte{body}, tool, d
+		call.Body, outputTool, dropped = [][]byte{body}, tool, d
 	}
-	httpReq, err := upstream.NewRequest(ctx, c.endpoint, pieces)
+	src, err := c.transport.Open(ctx, call)
 	if err != nil {
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "invalid upstream URL", Err: err}
-	}
-	h := httpReq.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "text/event-stream")
-	h.Set(messages.HeaderVersion, Version)
-	if native {
-		for _, name := range messages.ForwardedHeaders {
-			if v := req.Header[name]; len(v) > 0 {
-				h[name] = v
-			}
-		}
-	}
-	c.setKey(h)
-	s := &stream{dropped: dropped}
-	if err := s.body.Open(c.hc, httpReq, "anthropic", llm.ProtoMessages, ErrClosed, c.now); err != nil {
 		return nil, err
 	}
-	if native {
-		s.obs = new(Observer)
-	} else {
+	s := &stream{ctx: ctx, src: src, dropped: dropped}
+	if !native {
 		s.dec = NewDecoder(c.now().Unix())
 		s.dec.SetOutputTool(outputTool)
 	}
@@ -161,28 +151,28 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 // ctxError is the error for a call the caller's context ended.
 func ctxError(ctx context.Context) error { return upstream.ContextError("anthropic", ctx) }
 
-// stream is a 200 answer: a Messages event stream, or, when body.Events is
-// nil, a Message JSON body (an upstream that ignored "stream": true) read
-// whole.
+// stream is an accepted call's answer: a Messages event stream, or a
+// Message read whole (an upstream that ignored "stream": true).
 type stream struct {
-	body upstream.Body
+	ctx context.Context
+	src upstream.Events
 	// dec translates the events into chunks, or, for a request passed
-	// through, obs observes them.
+	// through (dec nil), obs observes them.
 	dec *Decoder
-	obs *Observer
+	obs Observer
 	// dropped are the fields the request's translation left out.
 	dropped []string
 
-	pending  []llm.Chunk
-	jsonRead bool
-	err      error
+	pending []llm.Chunk
+	closed  atomic.Bool
+	err     error
 }
 
 // Next returns the next chunk: io.EOF after message_stop, llm.ErrStreamCut
-// when the body ended before it, ErrClosed after Close, the context's error
-// once the caller's context is done, and a FailTransient *llm.ProviderError
-// for an error event, a malformed event or a broken connection. After an
-// error every call returns the same error.
+// when the answer ended before it, ErrClosed after Close, the context's
+// error once the caller's context is done, and a FailTransient
+// *llm.ProviderError for an error event, a malformed event or a broken
+// connection. After an error every call returns the same error.
 func (s *stream) Next() (llm.Chunk, error) {
 	for {
 		if len(s.pending) > 0 {
@@ -195,35 +185,32 @@ func (s *stream) Next() (llm.Chunk, error) {
 			return llm.Chunk{}, s.err
 		}
 		if s.done() {
-			if s.body.Events != nil {
-				s.body.Events.Release()
-			}
+			s.src.Release()
 			s.err = io.EOF
 			continue
 		}
-		if err := s.body.Stopped(); err != nil {
+		if err := s.stopped(); err != nil {
 			return s.fail(err)
 		}
-		if s.body.Events == nil {
-			if s.jsonRead {
-				// A Message without a stop_reason: as cut as a stream
-				// without message_stop.
-				return s.fail(llm.ErrStreamCut)
+		ev, err := s.src.Next()
+		if err != nil {
+			if stop := s.stopped(); stop != nil {
+				err = stop
+			} else if err == io.EOF {
+				err = llm.ErrStreamCut
 			}
-			s.jsonRead = true
-			if err := s.readJSON(); err != nil {
+			return s.fail(err)
+		}
+		if ev.Whole {
+			if err := s.readWhole(ev.Data); err != nil {
 				return s.fail(err)
 			}
 			continue
 		}
-		ev, err := s.body.Events.Next()
-		if err != nil {
-			return s.fail(s.body.ReadError(err))
-		}
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue
 		}
-		chunks, err := s.decode(ev.Event, ev.Data)
+		chunks, err := s.decode(ev.Name, ev.Data)
 		if err != nil {
 			return s.fail(err)
 		}
@@ -231,15 +218,28 @@ func (s *stream) Next() (llm.Chunk, error) {
 	}
 }
 
+// stopped is the error that ends the answer before its next read: ErrClosed
+// after Close, the context's once the call's context is done; nil while
+// neither.
+func (s *stream) stopped() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.ctx.Err() != nil {
+		return ctxError(s.ctx)
+	}
+	return nil
+}
+
 func (s *stream) done() bool {
-	if s.obs != nil {
+	if s.dec == nil {
 		return s.obs.Done()
 	}
 	return s.dec.Done()
 }
 
 func (s *stream) decode(name string, data []byte) ([]llm.Chunk, error) {
-	if s.obs == nil {
+	if s.dec != nil {
 		return s.dec.Decode(name, data)
 	}
 	c, err := s.obs.Observe(name, data)
@@ -255,20 +255,17 @@ func (s *stream) Dropped() []string { return s.dropped }
 
 // UsageSoFar implements llm.UsageReporter.
 func (s *stream) UsageSoFar() json.RawMessage {
-	if s.obs != nil {
+	if s.dec == nil {
 		return s.obs.UsageSoFar()
 	}
 	return s.dec.UsageSoFar()
 }
 
-// readJSON decodes a whole Message answer into pending chunks.
-func (s *stream) readJSON() error {
-	body, err := s.body.ReadAll()
-	if err != nil {
-		return err
-	}
+// readWhole decodes a whole Message answer, body, into pending chunks.
+func (s *stream) readWhole(body []byte) error {
 	var events [][]byte
-	if s.obs != nil {
+	var err error
+	if s.dec == nil {
 		events, err = NativeEvents(body)
 	} else {
 		events, err = MessageEvents(body)
@@ -276,13 +273,16 @@ func (s *stream) readJSON() error {
 	if err != nil {
 		return err
 	}
+	// decode reuses pending's array: the chunks are gathered apart.
+	var all []llm.Chunk
 	for _, ev := range events {
 		chunks, err := s.decode("", ev)
 		if err != nil {
 			return err
 		}
-		s.pending = append(s.pending, chunks...)
+		all = append(all, chunks...)
 	}
+	s.pending = all
 	return nil
 }
 
@@ -291,9 +291,12 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 	return llm.Chunk{}, err
 }
 
-// Close closes the answer's body, which unblocks a waiting Next. It is
-// idempotent and safe to call concurrently with Next.
-func (s *stream) Close() error { return s.body.Close() }
+// Close ends the answer, which unblocks a waiting Next. It is idempotent
+// and safe to call concurrently with Next.
+func (s *stream) Close() error {
+	s.closed.Store(true)
+	return s.src.Close()
+}
 
 // MessageEvents turns a whole Message (a non-streamed answer) into the events
 // it would have streamed, so that one decoder reads both. An error envelope

@@ -22,7 +22,6 @@ package bedrock
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -83,8 +82,8 @@ type Client struct {
 }
 
 // New is the provider called name: Claude models through claude (an
-// anthropic adapter over ClaudeTransport{runtime}), the others through
-// runtime's ConverseStream.
+// anthropic adapter over ClaudeTransport{runtime}: anthropic.NewOver), the
+// others through runtime's ConverseStream.
 func New(name string, runtime *bedrockruntime.Client, claude llm.Provider) *Client {
 	return &Client{name: name, runtime: runtime, claude: claude, now: time.Now}
 }
@@ -104,13 +103,7 @@ func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
 // Completions one.
 func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	if IsClaude(req.Model) {
-		var f failure
-		s, err := c.claude.ChatStream(context.WithValue(ctx, failureKey{}, &f), req)
-		var pe *llm.ProviderError
-		if err != nil && f.set && errors.As(err, &pe) {
-			pe.Class, pe.Message = f.class, f.msg
-		}
-		return s, err
+		return c.claude.ChatStream(ctx, req)
 	}
 	if req.Proto == llm.ProtoMessages {
 		return c.messagesStream(ctx, req)

@@ -3,7 +3,7 @@ package bedrock
 import (
 	"context"
 	"errors"
-	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -60,7 +60,7 @@ func TestFailureClassOfExceptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := NewRuntime(cfg, providertest.BedrockRegion, up.URL(), nil)
-	c := New("aws", rt, anthropic.New("aws", ClaudeEndpoint, "", &http.Client{Transport: ClaudeTransport{Runtime: rt}}))
+	c := New("aws", rt, anthropic.NewOver("aws", ClaudeTransport{Runtime: rt}))
 	for _, model := range []string{claudeModel, "amazon.nova-pro-v1:0"} {
 		for _, tt := range tests {
 			up.SetDefault(providertest.Response{Status: tt.status, Body: `{"message":"` + tt.message + `"}`,
@@ -106,5 +106,44 @@ func TestFailureClassOfStreamExceptions(t *testing.T) {
 	var pe *llm.ProviderError
 	if err := classify(context.Background(), &smithy.GenericAPIError{Code: "ValidationException", Message: "The provided model identifier is invalid."}); !errors.As(err, &pe) || pe.Class != llm.FailConfig || pe.Status != 400 {
 		t.Errorf("classify: %v", err)
+	}
+}
+
+// TestStatus: each Bedrock error the issue names gets the status (and so
+// the fallback class) it stands for; a failure without an answer none.
+func TestStatus(t *testing.T) {
+	for code, want := range map[string]int{
+		"ThrottlingException":           429,
+		"ServiceQuotaExceededException": 429,
+		"ValidationException":           400,
+		"AccessDeniedException":         403,
+		"UnrecognizedClientException":   403,
+		"ExpiredTokenException":         403,
+		"InvalidSignatureException":     403,
+		"ResourceNotFoundException":     404,
+		"ModelNotReadyException":        503,
+		"ServiceUnavailableException":   503,
+		"ModelTimeoutException":         504,
+		"InternalServerException":       500,
+		"ModelErrorException":           500,
+	} {
+		got, msg := Status(&smithy.GenericAPIError{Code: code, Message: "m"})
+		if got != want || !strings.Contains(msg, "m") {
+			t.Errorf("%s: %d %q, want %d", code, got, msg, want)
+		}
+	}
+	if got, _ := Status(errors.New("dial tcp: connection refused")); got != 0 {
+		t.Errorf("a connection failure: %d, want 0", got)
+	}
+	// The class a Converse call's failure gets from that status.
+	for code, want := range map[string]llm.FailureClass{
+		"ThrottlingException": llm.FailThrottled, "ValidationException": llm.FailRejected,
+		"AccessDeniedException": llm.FailConfig, "ResourceNotFoundException": llm.FailConfig,
+		"ModelNotReadyException": llm.FailTransient, "InternalServerException": llm.FailTransient,
+	} {
+		var pe *llm.ProviderError
+		if err := classify(context.Background(), &smithy.GenericAPIError{Code: code}); !errors.As(err, &pe) || pe.Class != want {
+			t.Errorf("%s: %v, want class %v", code, err, want)
+		}
 	}
 }

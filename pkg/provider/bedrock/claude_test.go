@@ -6,17 +6,19 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/smithy-go"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
-	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
 const claudeModel = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -36,18 +38,33 @@ func fake(t *testing.T, creds aws.CredentialsProvider) (*providertest.Server, Cl
 	return up, ClaudeTransport{Runtime: NewRuntime(cfg, providertest.BedrockRegion, up.URL(), nil)}
 }
 
-// messagesCall is the call an anthropic adapter makes.
-func messagesCall(t *testing.T, body string, beta ...string) *http.Request {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ClaudeEndpoint+"/v1/messages", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Anthropic-Version", "2023-06-01")
+// messagesCall is the call an anthropic adapter makes, its body in two
+// pieces.
+func messagesCall(body string, beta ...string) upstream.Call {
+	h := http.Header{}
+	h.Set("Anthropic-Version", "2023-06-01")
 	for _, b := range beta {
-		req.Header.Add("Anthropic-Beta", b)
+		h.Add("Anthropic-Beta", b)
 	}
-	return req
+	half := len(body) / 2
+	return upstream.Call{Model: claudeModel, Body: [][]byte{[]byte(body[:half]), []byte(body[half:])}, Header: h}
+}
+
+// readEvents reads events to their end: the events' names and data, and
+// the error that ended them (io.EOF for a clean end).
+func readEvents(t *testing.T, evs upstream.Events) (names []string, data [][]byte, err error) {
+	t.Helper()
+	defer evs.Close()
+	for {
+		ev, err := evs.Next()
+		if err != nil {
+			return names, data, err
+		}
+		if ev.Whole {
+			t.Errorf("a whole answer: %s", ev.Data)
+		}
+		names, data = append(names, ev.Name), append(data, ev.Data)
+	}
 }
 
 func TestIsClaude(t *testing.T) {
@@ -69,43 +86,33 @@ func TestIsClaude(t *testing.T) {
 }
 
 // TestClaudeTransport: a Messages call becomes a signed
-// InvokeModelWithResponseStream of the body's model, with the body less
-// model and stream, plus anthropic_version and the betas; the answer is the
-// Anthropic events as an SSE stream, byte for byte.
+// InvokeModelWithResponseStream of the call's model, with the body less
+// model and stream, plus anthropic_version and the betas; the answer is
+// the Anthropic events, each named by its type, byte for byte.
 func TestClaudeTransport(t *testing.T) {
 	up, tr := fake(t, nil)
 	up.Script(providertest.Response{Text: []string{"Hello", " world"}, Usage: &providertest.Usage{PromptTokens: 12, CompletionTokens: 3}})
 	body := `{"model":"` + claudeModel + `","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Say hello"}],"thinking":{"type":"enabled","budget_tokens":1024}}`
-	resp, err := tr.RoundTrip(messagesCall(t, body, "interleaved-thinking-2025-05-14", "context-1m-2025-08-07,fine-grained-tool-streaming-2025-05-14"))
+	evs, err := tr.Open(t.Context(), messagesCall(body, "interleaved-thinking-2025-05-14", "context-1m-2025-08-07,fine-grained-tool-streaming-2025-05-14"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	names, data, err := readEvents(t, evs)
+	if err != io.EOF {
+		t.Errorf("the events ended with %v, want io.EOF", err)
 	}
-	r := sse.NewReader(resp.Body, 1<<20)
-	var names []string
 	var text strings.Builder
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var data struct {
+	for i, d := range data {
+		var ev struct {
 			Type  string `json:"type"`
 			Delta struct {
 				Text string `json:"text"`
 			} `json:"delta"`
 		}
-		if err := json.Unmarshal(ev.Data, &data); err != nil || data.Type != ev.Event {
-			t.Errorf("event %q: data %s (%v)", ev.Event, ev.Data, err)
+		if err := json.Unmarshal(d, &ev); err != nil || ev.Type != names[i] {
+			t.Errorf("event %q: data %s (%v)", names[i], d, err)
 		}
-		names = append(names, ev.Event)
-		text.WriteString(data.Delta.Text)
+		text.WriteString(ev.Delta.Text)
 	}
 	want := "message_start ping content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop"
 	if got := strings.Join(names, " "); got != want || text.String() != "Hello world" {
@@ -135,39 +142,32 @@ func TestClaudeTransport(t *testing.T) {
 	}
 }
 
-// TestClaudeTransportFailures: Bedrock's errors become the statuses the
-// anthropic adapter classifies, in Anthropic's envelope; an exception in
-// the stream an error event; a request signed with other credentials is
-// refused by Bedrock (a 403).
+// TestClaudeTransportFailures: Bedrock's errors are classified by their
+// exception, with the status that stands for it and Bedrock's words; an
+// exception in the stream ends the events with an Anthropic error event's
+// error; a request signed with other credentials is refused by Bedrock (a
+// 403).
 func TestClaudeTransportFailures(t *testing.T) {
 	body := `{"model":"` + claudeModel + `","max_tokens":50,"messages":[{"role":"user","content":"Hi"}]}`
 	for _, c := range []struct {
 		status       int
 		wantStatus   int
-		wantType     string
+		wantClass    llm.FailureClass
 		wantContains string
 	}{
-		{429, 429, "rate_limit_error", "ThrottlingException"},
-		{400, 400, "invalid_request_error", "scripted 400"},
-		{403, 403, "permission_error", "AccessDeniedException"},
-		{404, 404, "not_found_error", "ResourceNotFoundException"},
-		{503, 503, "overloaded_error", "ServiceUnavailableException"},
-		{500, 500, "api_error", "InternalServerException"},
+		{429, 429, llm.FailThrottled, "ThrottlingException"},
+		{400, 400, llm.FailRejected, "scripted 400"},
+		{403, 403, llm.FailConfig, "AccessDeniedException"},
+		{404, 404, llm.FailConfig, "ResourceNotFoundException"},
+		{503, 503, llm.FailTransient, "ServiceUnavailableException"},
+		{500, 500, llm.FailTransient, "InternalServerException"},
 	} {
 		up, tr := fake(t, nil)
 		up.Script(providertest.Response{Status: c.status})
-		resp, err := tr.RoundTrip(messagesCall(t, body))
-		if err != nil {
-			t.Fatalf("%d: %v", c.status, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var env struct {
-			Type  string `json:"type"`
-			Error struct{ Type, Message string }
-		}
-		if json.Unmarshal(b, &env) != nil || resp.StatusCode != c.wantStatus || env.Type != "error" || env.Error.Type != c.wantType || !strings.Contains(env.Error.Message, c.wantContains) {
-			t.Errorf("Bedrock %d: %d %s; want %d %s containing %q", c.status, resp.StatusCode, b, c.wantStatus, c.wantType, c.wantContains)
+		evs, err := tr.Open(t.Context(), messagesCall(body))
+		var pe *llm.ProviderError
+		if evs != nil || !errors.As(err, &pe) || pe.Status != c.wantStatus || pe.Class != c.wantClass || !strings.Contains(pe.Message, c.wantContains) {
+			t.Errorf("Bedrock %d: %v; want status %d, class %v, containing %q", c.status, err, c.wantStatus, c.wantClass, c.wantContains)
 		}
 		if up.Calls() != 1 {
 			t.Errorf("Bedrock %d: %d calls, want 1 (the SDK's retries are off)", c.status, up.Calls())
@@ -176,75 +176,70 @@ func TestClaudeTransportFailures(t *testing.T) {
 
 	up, tr := fake(t, nil)
 	up.Script(providertest.Response{Text: []string{"a", "b"}, Cut: &providertest.Cut{After: 1, How: providertest.CutError}})
-	resp, err := tr.RoundTrip(messagesCall(t, body))
+	evs, err := tr.Open(t.Context(), messagesCall(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(b), "event: content_block_delta\n") || !strings.HasSuffix(string(b), "event: error\ndata: {\"error\":{\"message\":\"ModelStreamErrorException: scripted mid-stream error\",\"type\":\"api_error\"},\"type\":\"error\"}\n\n") {
-		t.Errorf("a stream with an exception:\n%s", b)
+	names, _, err := readEvents(t, evs)
+	var pe *llm.ProviderError
+	var ce *llm.ChunkError
+	const msg = "ModelStreamErrorException: scripted mid-stream error"
+	if !slices.Contains(names, "content_block_delta") || !errors.As(err, &pe) || pe.Class != llm.FailTransient || pe.Message != msg ||
+		!errors.As(err, &ce) || ce.Message != msg {
+		t.Errorf("a stream with an exception: events %q, then %v", names, err)
 	}
 
-	// A call other than a generation is never sent as one.
+	// The adapter over Bedrock counts no tokens: nothing is sent.
 	up, tr = fake(t, nil)
-	count := messagesCall(t, body)
-	count.URL.Path = "/v1/messages/count_tokens"
-	resp, err = tr.RoundTrip(count)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 404 || up.Calls() != 0 {
-		t.Errorf("count_tokens: %d, %d Bedrock calls; want 404 and none", resp.StatusCode, up.Calls())
+	if _, err := anthropic.NewOver("aws", tr).CountTokens(t.Context(), &llm.TokenCountRequest{Model: claudeModel, Body: []byte(body)}); err == nil || up.Calls() != 0 {
+		t.Errorf("count_tokens: %v, %d Bedrock calls; want an error and none", err, up.Calls())
 	}
 
 	up, tr = fake(t, credentials.NewStaticCredentialsProvider(providertest.BedrockAccessKeyID, "not-the-secret", ""))
-	resp, err = tr.RoundTrip(messagesCall(t, body))
-	if err != nil {
-		t.Fatal(err)
+	evs, err = tr.Open(t.Context(), messagesCall(body))
+	if evs != nil || !errors.As(err, &pe) || pe.Status != 403 || pe.Class != llm.FailConfig || !strings.Contains(pe.Message, "InvalidSignatureException") || up.Calls() != 0 {
+		t.Errorf("a wrong signature: %v, %d calls", err, up.Calls())
 	}
-	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 403 || !strings.Contains(string(b), "InvalidSignatureException") || up.Calls() != 0 {
-		t.Errorf("a wrong signature: %d %s, %d calls", resp.StatusCode, b, up.Calls())
+
+	// Refused without a call.
+	for name, call := range map[string]upstream.Call{
+		"no model": {Body: [][]byte{[]byte(body)}},
+		"no JSON":  {Model: claudeModel, Body: [][]byte{[]byte("[1]")}},
+	} {
+		up, tr = fake(t, nil)
+		evs, err = tr.Open(t.Context(), call)
+		if evs != nil || !errors.As(err, &pe) || pe.Class != llm.FailRejected || up.Calls() != 0 {
+			t.Errorf("%s: %v, %d calls; want FailRejected and none", name, err, up.Calls())
+		}
 	}
 }
 
-// TestStatus: each Bedrock error the issue names gets the status (and so
-// the fallback class) it stands for; a failure without an answer none.
-func TestStatus(t *testing.T) {
-	for code, want := range map[string]int{
-		"ThrottlingException":           429,
-		"ServiceQuotaExceededException": 429,
-		"ValidationException":           400,
-		"AccessDeniedException":         403,
-		"UnrecognizedClientException":   403,
-		"ExpiredTokenException":         403,
-		"ResourceNotFoundException":     404,
-		"ModelNotReadyException":        503,
-		"ServiceUnavailableException":   503,
-		"ModelTimeoutException":         504,
-		"InternalServerException":       500,
-		"ModelErrorException":           500,
-	} {
-		got, _, msg := Status(&smithy.GenericAPIError{Code: code, Message: "m"})
-		if got != want || !strings.Contains(msg, "m") {
-			t.Errorf("%s: %d %q, want %d", code, got, msg, want)
-		}
+// TestClaudeEventsEnd: the events of a call whose context ends, or that is
+// closed, stop without waiting for Bedrock; a context that ended before the
+// call makes none.
+func TestClaudeEventsEnd(t *testing.T) {
+	body := `{"model":"` + claudeModel + `","max_tokens":50,"messages":[{"role":"user","content":"Hi"}]}`
+	up, tr := fake(t, nil)
+	up.Script(providertest.Response{Text: []string{"a", "b"}, FirstChunkDelay: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	evs, err := tr.Open(ctx, messagesCall(body))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, _, _ := Status(errors.New("dial tcp: connection refused")); got != 0 {
-		t.Errorf("a connection failure: %d, want 0", got)
+	cancel()
+	if _, _, err := readEvents(t, evs); !errors.Is(err, context.Canceled) {
+		t.Errorf("a context ended: %v, want context.Canceled", err)
 	}
-	// The class a Converse call's failure gets from that status.
-	for code, want := range map[string]llm.FailureClass{
-		"ThrottlingException": llm.FailThrottled, "ValidationException": llm.FailRejected,
-		"AccessDeniedException": llm.FailConfig, "ResourceNotFoundException": llm.FailConfig,
-		"ModelNotReadyException": llm.FailTransient, "InternalServerException": llm.FailTransient,
-	} {
-		var pe *llm.ProviderError
-		if err := classify(context.Background(), &smithy.GenericAPIError{Code: code}); !errors.As(err, &pe) || pe.Class != want {
-			t.Errorf("%s: %v, want class %v", code, err, want)
-		}
+	up.Script(providertest.Response{Text: []string{"a", "b"}, FirstChunkDelay: time.Hour})
+	evs, err = tr.Open(t.Context(), messagesCall(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go evs.Close()
+	if names, _, err := readEvents(t, evs); err != io.EOF || slices.Contains(names, "content_block_delta") {
+		t.Errorf("closed: events %q, then %v; want them to end (io.EOF) before any content", names, err)
+	}
+	if _, err := tr.Open(ctx, messagesCall(body)); !errors.Is(err, context.Canceled) || up.Calls() != 2 {
+		t.Errorf("a call with its context ended: %v, %d calls; want context.Canceled and no new call", err, up.Calls())
 	}
 }

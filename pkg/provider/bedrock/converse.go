@@ -651,8 +651,8 @@ func convRejected(msg string) *llm.ProviderError {
 }
 
 // converseDecoder turns the events of one ConverseStream answer into
-// chat.completion.chunk JSON objects (the bytes of an SSE data payload as
-// OpenAI sends it), each parseable by llm.ParseChunk:
+// chat.completion.chunks, made from the events' typed fields
+// (llm.ChatChunk), with the JSON OpenAI would send:
 //
 //	messageStart                   role chunk {"role":"assistant","content":""}
 //	contentBlockStart toolUse      delta.tool_calls[{index,id,type,function{name,arguments:""}}],
@@ -665,10 +665,7 @@ func convRejected(msg string) *llm.ProviderError {
 //	                               reasoning are not carried)
 //	contentBlockStop               nothing; for a toolUse block that streamed no
 //	                               input: arguments "{}", so that they parse
-//	messageStop stopReason         finish_reason: end_turn, stop_sequence → stop;
-//	                               max_tokens, model_context_window_exceeded → length;
-//	                               tool_use → tool_calls; guardrail_intervened,
-//	                               content_filtered → content_filter; anything else → stop
+//	messageStop stopReason         finish_reason (converse.FinishReason)
 //	metadata usage                 usage chunk (choices [])
 //	an exception                   a *llm.ProviderError (convFailure)
 //	anything else                  nothing
@@ -703,26 +700,25 @@ func newConverseDecoder(id, model string, created int64) *converseDecoder {
 	return &converseDecoder{id: id, model: model, created: created, blocks: map[int32]*convToolCall{}}
 }
 
-// decode returns the chunks for one event (possibly none). A metadata event
-// yields a usage-only chunk ("choices": [], "usage": {...}). An exception
-// member of the union is returned as an error (a *llm.ProviderError with
-// Class llm.FailThrottled for throttlingException, FailTransient otherwise,
-// FailRejected for validationException), never a panic.
-func (d *converseDecoder) decode(ev types.ConverseStreamOutput) ([][]byte, error) {
+// decode returns the chunk of one event, when it has one (ok). A metadata
+// event yields a usage-only chunk ("choices": [], "usage": {...}). An
+// exception member of the union is returned as an error (a
+// *llm.ProviderError of the class failureClass gives it), never a panic.
+func (d *converseDecoder) decode(ev types.ConverseStreamOutput) (ch llm.Chunk, ok bool, err error) {
 	switch ev := ev.(type) {
 	case *types.ConverseStreamOutputMemberMessageStart:
 		if ev == nil {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		empty := ""
 		return d.emit(chat.Delta{Role: "assistant", Content: &empty}, nil)
 	case *types.ConverseStreamOutputMemberContentBlockStart:
 		if ev == nil {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		start, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse)
 		if !ok || start == nil {
-			return nil, nil // images and tool results: nothing a Chat Completions client reads
+			return llm.Chunk{}, false, nil // images and tool results: nothing a Chat Completions client reads
 		}
 		tc := &convToolCall{index: d.tools}
 		d.tools++
@@ -735,24 +731,24 @@ func (d *converseDecoder) decode(ev types.ConverseStreamOutput) ([][]byte, error
 		}}}, nil)
 	case *types.ConverseStreamOutputMemberContentBlockDelta:
 		if ev == nil {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		switch delta := ev.Value.Delta.(type) {
 		case *types.ContentBlockDeltaMemberText:
 			if delta == nil || delta.Value == "" {
-				return nil, nil
+				return llm.Chunk{}, false, nil
 			}
 			return d.emit(chat.Delta{Content: &delta.Value}, nil)
 		case *types.ContentBlockDeltaMemberToolUse:
 			if delta == nil || aws.ToString(delta.Value.Input) == "" {
-				return nil, nil
+				return llm.Chunk{}, false, nil
 			}
 			tc := d.blocks[aws.ToInt32(ev.Value.ContentBlockIndex)]
 			if tc == nil {
 				tc = d.last
 			}
 			if tc == nil {
-				return nil, nil // no tool call started: nothing to add the input to
+				return llm.Chunk{}, false, nil // no tool call started: nothing to add the input to
 			}
 			tc.argsOut = true
 			return d.emit(chat.Delta{ToolCalls: []chat.DeltaToolCall{{
@@ -760,22 +756,22 @@ func (d *converseDecoder) decode(ev types.ConverseStreamOutput) ([][]byte, error
 			}}}, nil)
 		case *types.ContentBlockDeltaMemberReasoningContent:
 			if delta == nil {
-				return nil, nil
+				return llm.Chunk{}, false, nil
 			}
 			text, ok := delta.Value.(*types.ReasoningContentBlockDeltaMemberText)
 			if !ok || text == nil || text.Value == "" {
-				return nil, nil
+				return llm.Chunk{}, false, nil
 			}
 			return d.emit(chat.Delta{ReasoningContent: &text.Value}, nil)
 		}
-		return nil, nil // citations, images, tool results
+		return llm.Chunk{}, false, nil // citations, images, tool results
 	case *types.ConverseStreamOutputMemberContentBlockStop:
 		if ev == nil {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		tc := d.blocks[aws.ToInt32(ev.Value.ContentBlockIndex)]
 		if tc == nil || tc.argsOut {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		tc.argsOut = true
 		args := "{}"
@@ -784,44 +780,25 @@ func (d *converseDecoder) decode(ev types.ConverseStreamOutput) ([][]byte, error
 		}}}, nil)
 	case *types.ConverseStreamOutputMemberMessageStop:
 		if ev == nil {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		finish := converse.FinishReason(string(ev.Value.StopReason))
 		return d.emit(chat.Delta{}, &finish)
 	case *types.ConverseStreamOutputMemberMetadata:
 		if ev == nil || ev.Value.Usage == nil {
-			return nil, nil
+			return llm.Chunk{}, false, nil
 		}
 		return d.write(chat.Chunk{ID: d.id, Object: chat.ObjectChunk, Created: d.created, Model: d.model,
 			Choices: []chat.ChunkChoice{}, Usage: convUsage(ev.Value.Usage)})
 	case *types.UnknownUnionMember:
-		if ev == nil || !strings.HasSuffix(strings.ToLower(ev.Tag), "exception") {
-			return nil, nil // a member added after this was written
+		if ev == nil || !converse.IsException(ev.Tag) {
+			return llm.Chunk{}, false, nil // a member added after this was written
 		}
-		var body struct {
-			Message string `json:"message"` // "Message" too: encoding/json ignores case
-		}
+		var body converse.Error // "Message" too: encoding/json ignores case
 		_ = json.Unmarshal(ev.Value, &body)
-		return nil, convFailure(ev.Tag, body.Message)
+		return llm.Chunk{}, false, convFailure(ev.Tag, body.Message)
 	}
-	return nil, nil
-}
-
-// convFailure is the classified failure of a Bedrock exception named code
-// (as an event stream member names it, "throttlingException", or as the
-// API does, "ThrottlingException"), with Bedrock's message, of the class
-// failureClass gives it (a validation error is the provider's own refusal,
-// FailRejected, with Bedrock's message).
-func convFailure(code, msg string) *llm.ProviderError {
-	class := failureClass(code, msg)
-	text := code
-	switch {
-	case class == llm.FailRejected && msg != "":
-		text = msg
-	case msg != "":
-		text = code + ": " + msg
-	}
-	return &llm.ProviderError{Class: class, Message: text, Err: &llm.ChunkError{Message: text}}
+	return llm.Chunk{}, false, nil
 }
 
 // convUsage is a Converse usage as the Chat Completions usage object.
@@ -839,18 +816,16 @@ func convUsage(u *types.TokenUsage) json.RawMessage {
 }
 
 // emit is one chunk of one choice with delta and finish (nil: null).
-func (d *converseDecoder) emit(delta chat.Delta, finish *string) ([][]byte, error) {
+func (d *converseDecoder) emit(delta chat.Delta, finish *string) (llm.Chunk, bool, error) {
 	return d.write(chat.Chunk{ID: d.id, Object: chat.ObjectChunk, Created: d.created, Model: d.model,
 		Choices: []chat.ChunkChoice{{Delta: delta, FinishReason: finish}}})
 }
 
-// write encodes a chunk compactly, without HTML escaping, as OpenAI does.
-func (d *converseDecoder) write(c chat.Chunk) ([][]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(c); err != nil {
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
+// write is the chunk c.
+func (d *converseDecoder) write(c chat.Chunk) (llm.Chunk, bool, error) {
+	ch, err := llm.ChatChunk(&c)
+	if err != nil {
+		return llm.Chunk{}, false, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 	}
-	return [][]byte{bytes.TrimSuffix(b.Bytes(), []byte("\n"))}, nil
+	return ch, true, nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -16,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	smithydocument "github.com/aws/smithy-go/document"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
@@ -431,18 +434,26 @@ func convInputDelta(i int32, s string) types.ConverseStreamOutput {
 	return convBlockDelta(i, &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String(s)}})
 }
 
-// convDecodeAll decodes events and returns the chunks, parsed, and the error
-// that stopped it.
+// convDecodeAll decodes events and returns the chunks and the error that
+// stopped it. Each chunk is checked to be what llm.ParseChunk reads of its
+// JSON, in every field the pipeline reads and in what a codec reads of its
+// choice.
 func convDecodeAll(t *testing.T, events ...types.ConverseStreamOutput) ([]llm.Chunk, error) {
 	t.Helper()
 	d := newConverseDecoder("chatcmpl-1", "amazon.nova-pro-v1:0", convCreated)
 	var out []llm.Chunk
 	for _, ev := range events {
-		raws, err := d.decode(ev)
-		for _, raw := range raws {
-			c, perr := llm.ParseChunk(raw)
+		c, ok, err := d.decode(ev)
+		if ok {
+			parsed, perr := llm.ParseChunk(c.Raw)
 			if perr != nil {
-				t.Fatalf("chunk %s: %v", raw, perr)
+				t.Fatalf("chunk %s: %v", c.Raw, perr)
+			}
+			if diff := cmp.Diff(parsed, c, cmpopts.IgnoreUnexported(llm.Chunk{})); diff != "" {
+				t.Errorf("chunk %s (-parsed +decoded):\n%s", c.Raw, diff)
+			}
+			if got, want := convFirstChoice(&c), convFirstChoice(&parsed); !slices.Equal(got, want) {
+				t.Errorf("chunk %s: FirstChoice %q, parsed %q", c.Raw, got, want)
 			}
 			out = append(out, c)
 		}
@@ -451,6 +462,20 @@ func convDecodeAll(t *testing.T, events ...types.ConverseStreamOutput) ([]llm.Ch
 		}
 	}
 	return out, nil
+}
+
+// convFirstChoice is what a codec reads of a chunk's first choice.
+func convFirstChoice(c *llm.Chunk) []string {
+	var got []string
+	finish := c.FirstChoice(&llm.DeltaFuncs{
+		Text:      func(s string) { got = append(got, "text "+s) },
+		Refusal:   func(s string) { got = append(got, "refusal "+s) },
+		Reasoning: func(s string) { got = append(got, "reasoning "+s) },
+		ToolCall: func(index int, id, name, args string) {
+			got = append(got, fmt.Sprintf("tool %d %s %s %s", index, id, name, args))
+		},
+	})
+	return append(got, "finish "+finish)
 }
 
 func TestConverseDecoder(t *testing.T) {

@@ -23,24 +23,17 @@ func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (
 		return nil, err
 	}
 	dec := newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix())
-	var parser llm.ChunkParser
+	var one [1]llm.Chunk // an event is one chunk at most, read before the next event
 	s.decode = func(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
-		raws, err := dec.decode(ev)
-		if err != nil {
+		ch, ok, err := dec.decode(ev)
+		if !ok {
 			return nil, err
 		}
-		chunks := make([]llm.Chunk, 0, len(raws))
-		for _, raw := range raws {
-			ch, err := parser.Parse(raw)
-			if err != nil {
-				return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed Converse event", Err: err}
-			}
-			// The answer ends at its finish or at the usage-only chunk
-			// after it.
-			s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
-			chunks = append(chunks, ch)
-		}
-		return chunks, nil
+		// The answer ends at its finish or at the usage-only chunk after
+		// it.
+		s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
+		one[0] = ch
+		return one[:], nil
 	}
 	return s, nil
 }
@@ -105,22 +98,6 @@ func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStream
 	}
 	id, _ := awsmiddleware.GetRequestIDMetadata(out.ResultMetadata)
 	return out.GetStream(), id, nil
-}
-
-// classify is the error of a failed call: the context's when it ended, else
-// a *llm.ProviderError of Bedrock's exception's class (failureClass), with
-// the status that stands for it (Status) and Bedrock's message; no answer
-// at all is a connection failure.
-func classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return upstream.ContextError("bedrock", ctx)
-	}
-	code, _, _ := Status(err)
-	if code == 0 {
-		return &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
-	}
-	f := failureOf(err)
-	return &llm.ProviderError{Class: f.class, Status: code, Message: f.msg, Err: err}
 }
 
 // eventChunks is a ConverseStream answer read as the client's chunks:

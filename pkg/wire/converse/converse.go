@@ -1,8 +1,10 @@
 // Package converse is Amazon Bedrock's Converse vocabulary: its stop
 // reasons, and how each reads as the hub's (Chat Completions')
-// finish_reason and as a Messages stop_reason; the JSON of ConverseStream's
-// events, of InvokeModelWithResponseStream's chunk events, and of the
-// Bedrock Runtime's error body, as a fake upstream writes them. The Bedrock
+// finish_reason and as a Messages stop_reason; the Bedrock Runtime's error
+// types, and which members of a stream are exceptions; the JSON of
+// ConverseStream's events, of InvokeModelWithResponseStream's chunk
+// events, and of the Bedrock Runtime's error body, as a fake upstream
+// writes them. The Bedrock
 // adapter reads these through the AWS SDK (bedrockruntime/types); this
 // package names the protocol's words as strings, the SDK's
 // types.StopReason values, and declares its own JSON shapes, so that it

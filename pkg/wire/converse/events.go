@@ -1,5 +1,7 @@
 package converse
 
+import "strings"
+
 // The event types of a ConverseStream answer, each an event of the AWS
 // event-stream encoding whose :event-type header names it, its payload the
 // event's JSON.
@@ -107,15 +109,28 @@ type Error struct {
 }
 
 // The error types of the Bedrock Runtime, as its x-amzn-errortype header
-// (before any ":") and an exception's :exception-type name them.
+// (before any ":") and an exception's :exception-type name them (a
+// stream's exception in lower camel case: "throttlingException").
 const (
-	ErrAccessDenied       = "AccessDeniedException"
-	ErrInternalServer     = "InternalServerException"
-	ErrInvalidSignature   = "InvalidSignatureException"
-	ErrModelTimeout       = "ModelTimeoutException"
-	ErrResourceNotFound   = "ResourceNotFoundException"
-	ErrServiceUnavailable = "ServiceUnavailableException"
-	ErrThrottling         = "ThrottlingException"
-	ErrUnknownOperation   = "UnknownOperationException"
-	ErrValidation         = "ValidationException"
+	ErrAccessDenied         = "AccessDeniedException"
+	ErrExpiredToken         = "ExpiredTokenException"
+	ErrInternalServer       = "InternalServerException"
+	ErrInvalidSignature     = "InvalidSignatureException"
+	ErrModelNotReady        = "ModelNotReadyException"
+	ErrModelTimeout         = "ModelTimeoutException"
+	ErrResourceNotFound     = "ResourceNotFoundException"
+	ErrServiceQuotaExceeded = "ServiceQuotaExceededException"
+	ErrServiceUnavailable   = "ServiceUnavailableException"
+	ErrThrottling           = "ThrottlingException"
+	ErrUnknownOperation     = "UnknownOperationException"
+	ErrUnrecognizedClient   = "UnrecognizedClientException"
+	ErrValidation           = "ValidationException"
 )
+
+// IsException reports whether a stream's member, named member, is an
+// exception (its name ends in "Exception", in either case), whose payload
+// is an Error, rather than an event.
+func IsException(member string) bool {
+	const suffix = "exception"
+	return len(member) >= len(suffix) && strings.EqualFold(member[len(member)-len(suffix):], suffix)
+}

@@ -32,3 +32,14 @@ func TestEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestIsException(t *testing.T) {
+	for member, want := range map[string]bool{
+		"throttlingException": true, "ThrottlingException": true, "modelStreamErrorEXCEPTION": true, "exception": true,
+		"messageStart": false, "metadata": false, "": false, "xception": false, "exceptionNot": false,
+	} {
+		if got := IsException(member); got != want {
+			t.Errorf("IsException(%q) = %v, want %v", member, got, want)
+		}
+	}
+}
