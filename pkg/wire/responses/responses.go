@@ -1,6 +1,8 @@
-// Package responses is OpenAI's Responses wire shape: the response object
-// with its output items (message, function_call, reasoning), content parts,
-// usage, error and incomplete_details, and every stream event (its type as
+// Package responses is OpenAI's Responses wire shape: the request with its
+// input items, content parts, tools, tool_choice, text format and
+// reasoning settings; the response object with its output items (message,
+// function_call, reasoning), content parts, usage, error and
+// incomplete_details; and every stream event (its type as
 // a constant, and its struct, "type" and "sequence_number" first). Fields
 // are in OpenAI's order, so that what a writer encodes reads like OpenAI's
 // own bytes; a field the API leaves out when it has nothing to say is
@@ -160,10 +162,12 @@ type IncompleteDetails struct {
 	Reason string `json:"reason"`
 }
 
-// Reasoning is a response's reasoning settings.
+// Reasoning is the reasoning settings of a request and of its response:
+// effort raw (the client's string as written), summary left out when
+// empty.
 type Reasoning struct {
-	Effort  string `json:"effort"`
-	Summary string `json:"summary"`
+	Effort  json.RawMessage `json:"effort"`
+	Summary string          `json:"summary,omitempty"`
 }
 
 // Usage is a response's usage.
