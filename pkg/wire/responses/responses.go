@@ -12,8 +12,11 @@
 // error envelope is Chat Completions' (package chat).
 //
 // The codecs, the adapters and the fake upstreams write these types and
-// compare against these names; the package imports only the standard
-// library and pkg/wire/chat.
+// compare against these names. What an upstream streams is read here too
+// (EventReader, ReadItem, ReadResponse): leniently, a member of the wrong
+// type read as absent, so that an event of a kind or a shape this package
+// does not know passes through. The package imports only the standard
+// library, pkg/wire/chat and go-json-experiment's jsontext.
 package responses
 
 import (
