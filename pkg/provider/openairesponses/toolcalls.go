@@ -2,8 +2,10 @@ package openairesponses
 
 import (
 	"encoding/json"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // toolCalls counts the calls of the provider's built-in tools in an
@@ -72,10 +74,8 @@ func (t *toolCalls) response(raw json.RawMessage) {
 	if upstream.IsNull(raw) {
 		return
 	}
-	var r struct {
-		Output []json.RawMessage `json:"output"`
-	}
-	if json.Unmarshal(raw, &r) != nil {
+	r, err := responses.ReadResponse(raw, true)
+	if err != nil {
 		return
 	}
 	for _, it := range r.Output {
