@@ -305,7 +305,7 @@ func (k *turnKeeper) keepPassed(response []byte) bool {
 		Status string          `json:"status"`
 		Output json.RawMessage `json:"output"`
 	}
-	if json.Unmarshal(response, &r) != nil || r.ID == "" || r.Status != "completed" && r.Status != "incomplete" {
+	if json.Unmarshal(response, &r) != nil || r.ID == "" || r.Status != responseswire.StatusCompleted && r.Status != responseswire.StatusIncomplete {
 		return false
 	}
 	if !k.inputDone {
