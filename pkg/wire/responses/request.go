@@ -32,13 +32,6 @@ const (
 	FormatJSONSchema = "json_schema"
 )
 
-// The roles of a message item.
-const (
-	RoleUser      = "user"
-	RoleSystem    = "system"
-	RoleDeveloper = "developer"
-)
-
 // Request is a request's body, in the order OpenAI documents its fields.
 // The members a writer passes on from its own client (numbers, settings
 // it does not read) are raw, so that their text goes on unchanged, and

@@ -120,8 +120,11 @@ func Ending(finish string) (status string, details *IncompleteDetails) {
 	return StatusCompleted, nil
 }
 
-// RoleAssistant is a message item's role.
-const RoleAssistant = "assistant"
+// The roles of a message item: the model's, and the user's.
+const (
+	RoleAssistant = "assistant"
+	RoleUser      = "user"
+)
 
 // Response is a response object. The fields an API version or a writer
 // leaves out when unset (background, instructions, max_output_tokens,
