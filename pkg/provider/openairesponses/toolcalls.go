@@ -25,7 +25,8 @@ type toolCalls struct {
 }
 
 // freeCalls are the *_call item types that are not billed by the call.
-var freeCalls = []string{"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call", "mcp_call"}
+var freeCalls = []string{responses.ItemFunctionCall, responses.ItemCustomToolCall, responses.ItemLocalShellCall, responses.ItemShellCall,
+	responses.ItemApplyPatchCall, responses.ItemComputerCall, responses.ItemMCPCall}
 
 // isCall reports whether an item of type typ may be a billed tool call,
 // so that the other items (messages, reasoning) are not read twice.
@@ -54,7 +55,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 		}
 		t.seen[it.ID] = true
 	}
-	if tool == "code_interpreter" && it.ContainerID != "" {
+	if it.Type == responses.ItemCodeInterpreterCall && it.ContainerID != "" {
 		if t.containers[it.ContainerID] {
 			return
 		}

@@ -80,6 +80,23 @@ const (
 	ItemReasoning    = "reasoning"
 )
 
+// The call items of the client's own tools and of MCP servers, which
+// OpenAI bills by their tokens only; every other "<tool>_call" item is a
+// call of one of the provider's built-in tools (web_search_call,
+// file_search_call, image_generation_call, code_interpreter_call, ...).
+const (
+	ItemCustomToolCall = "custom_tool_call"
+	ItemLocalShellCall = "local_shell_call"
+	ItemShellCall      = "shell_call"
+	ItemApplyPatchCall = "apply_patch_call"
+	ItemComputerCall   = "computer_call"
+	ItemMCPCall        = "mcp_call"
+)
+
+// ItemCodeInterpreterCall is a code interpreter's call, billed by the
+// container it runs in (its container_id).
+const ItemCodeInterpreterCall = "code_interpreter_call"
+
 // The content part types: a message's output_text and refusal, a reasoning
 // item's summary_text and reasoning_text.
 const (
