@@ -283,11 +283,14 @@ type ResponseView struct {
 	Status    string
 	// Usage is the Response's usage object, raw (nil when null or not an
 	// object).
-	Usage             json.RawMessage
-	IncompleteReason  string
-	ErrorMessage      string
-	ErrorCode         string
+	Usage            json.RawMessage
+	IncompleteReason string
+	ErrorMessage     string
+	ErrorCode        string
+	// Output is the output's items, when ReadResponse is asked to read
+	// them; RawOutput the output member as written, whatever it holds.
 	Output            []json.RawMessage
+	RawOutput         json.RawMessage
 	HasStatus, HasErr bool
 }
 
@@ -308,7 +311,7 @@ func ReadResponse(raw json.RawMessage, output bool) (ResponseView, error) {
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 		return ResponseView{}, ErrResponse
 	}
-	r := ResponseView{ID: String(m.ID), Model: String(m.Model), Status: String(m.Status), HasStatus: len(m.Status) > 0}
+	r := ResponseView{ID: String(m.ID), Model: String(m.Model), Status: String(m.Status), HasStatus: len(m.Status) > 0, RawOutput: m.Output}
 	if n, err := strconv.ParseFloat(string(m.CreatedAt), 64); err == nil && n >= 0 && n < 1<<53 {
 		r.CreatedAt = int64(n)
 	}

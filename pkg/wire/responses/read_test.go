@@ -180,8 +180,8 @@ func TestReadResponse(t *testing.T) {
 		{"complete", `{"id":"resp_1","object":"response","created_at":1700000000,"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"},` +
 			`"model":"m","output":[{"type":"message"}],"usage":{"input_tokens":1}}`, true,
 			ResponseView{ID: "resp_1", Model: "m", CreatedAt: 1700000000, Status: StatusIncomplete, HasStatus: true, IncompleteReason: ReasonMaxOutputTokens,
-				Usage: raw(`{"input_tokens":1}`), Output: []json.RawMessage{raw(`{"type":"message"}`)}}, nil},
-		{"output left unread", `{"output":{}}`, false, ResponseView{}, nil},
+				Usage: raw(`{"input_tokens":1}`), Output: []json.RawMessage{raw(`{"type":"message"}`)}, RawOutput: raw(`[{"type":"message"}]`)}, nil},
+		{"output left unread", `{"output":{}}`, false, ResponseView{RawOutput: raw(`{}`)}, nil},
 		{"failed", `{"status":"failed","error":{"code":"server_error","message":"boom"}}`, false,
 			ResponseView{Status: StatusFailed, HasStatus: true, HasErr: true, ErrorMessage: "boom", ErrorCode: "server_error"}, nil},
 		{"an error given as a string", `{"error":"boom"}`, false, ResponseView{HasErr: true, ErrorMessage: "boom"}, nil},
