@@ -2,6 +2,7 @@ package openairesponses
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
@@ -43,7 +44,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 		return
 	}
 	tool, ok := strings.CutSuffix(it.Type, "_call")
-	if !ok || tool == "" || containsStr(freeCalls, it.Type) {
+	if !ok || tool == "" || slices.Contains(freeCalls, it.Type) {
 		return
 	}
 	if it.ID != "" {
@@ -82,13 +83,4 @@ func (t *toolCalls) response(raw json.RawMessage) {
 	for _, it := range r.Output {
 		t.item(it)
 	}
-}
-
-func containsStr(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -34,22 +33,13 @@ func readResponse(raw json.RawMessage, output bool) (responses.ResponseView, err
 // FailTransient *llm.ProviderError with the upstream's message (the router
 // falls back when it comes before any output).
 func failure(ev *responses.EventView) error {
-	var msg string
-	if ev.Type == responses.EventFailed {
-		if r, err := readResponse(ev.Response, false); err == nil {
-			msg = r.ErrorMessage
-		}
-		if msg == "" {
-			msg = "the upstream's response failed"
-		}
-	} else {
-		msg = responses.String(ev.Message)
-		if msg == "" && !upstream.IsNull(ev.Error) {
-			msg, _ = responses.ErrorText(ev.Error)
-		}
-		if msg == "" {
-			msg = "unspecified upstream error"
-		}
+	msg := responses.FailureMessage(ev)
+	switch {
+	case msg != "":
+	case ev.Type == responses.EventFailed:
+		msg = "the upstream's response failed"
+	default:
+		msg = "unspecified upstream error"
 	}
 	return &llm.ProviderError{Class: llm.FailTransient, Message: msg, Err: &llm.ChunkError{Message: msg}}
 }

@@ -336,6 +336,27 @@ func ReadResponse(raw json.RawMessage, output bool) (ResponseView, error) {
 	return r, nil
 }
 
+// FailureMessage is the message of an "error" event (its message, else
+// its error's) or of response.failed (its Response's error's); "" when it
+// has none or ev is neither.
+func FailureMessage(ev *EventView) string {
+	switch ev.Type {
+	case EventFailed:
+		if r, err := ReadResponse(ev.Response, false); err == nil {
+			return r.ErrorMessage
+		}
+	case EventError:
+		if msg := String(ev.Message); msg != "" {
+			return msg
+		}
+		if !absent(ev.Error) {
+			msg, _ := ErrorText(ev.Error)
+			return msg
+		}
+	}
+	return ""
+}
+
 // ErrorText reads an error object's message and code, or an error given
 // as a string.
 func ErrorText(raw json.RawMessage) (message, code string) {

@@ -221,3 +221,37 @@ func equalViews(a, b EventView) bool {
 		bytes.Equal(a.Arguments, b.Arguments) && bytes.Equal(a.Response, b.Response) && bytes.Equal(a.Message, b.Message) &&
 		bytes.Equal(a.Error, b.Error)
 }
+
+// BenchmarkEventReader is the cost of reading the commonest event of a
+// stream passed through.
+func BenchmarkEventReader(b *testing.B) {
+	data := []byte(`{"type":"response.output_text.delta","sequence_number":6,"item_id":"msg_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b","output_index":1,"content_index":0,"delta":" world","logprobs":[],"obfuscation":"eOLpuv7AxKf"}`)
+	var r EventReader
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Read(EventOutputTextDelta, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestFailureMessage(t *testing.T) {
+	for _, tt := range []struct{ data, want string }{
+		{`{"type":"error","code":"server_error","message":"boom","param":null}`, "boom"},
+		{`{"type":"error","error":{"type":"server_error","message":"nested"}}`, "nested"},
+		{`{"type":"error","message":"","error":"as a string"}`, "as a string"},
+		{`{"type":"error","message":7,"error":null}`, ""},
+		{`{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"failed"}}}`, "failed"},
+		{`{"type":"response.failed","response":[]}`, ""},
+		{`{"type":"response.completed","message":"not a failure"}`, ""},
+	} {
+		var r EventReader
+		ev, err := r.Read("", []byte(tt.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := FailureMessage(&ev); got != tt.want {
+			t.Errorf("FailureMessage(%s) = %q, want %q", tt.data, got, tt.want)
+		}
+	}
+}
