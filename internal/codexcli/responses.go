@@ -141,7 +141,7 @@ func Events(r Response, model string) []Event {
 	resp := responses.Response{
 		ID: id, Object: responses.ObjectResponse, CreatedAt: CreatedAt, Status: responses.StatusInProgress,
 		Model: model, Output: []any{}, ParallelToolCalls: true,
-		Reasoning: &responses.Reasoning{Effort: "medium", Summary: "detailed"}, Store: &no,
+		Reasoning: &responses.Reasoning{Effort: json.RawMessage(`"medium"`), Summary: "detailed"}, Store: &no,
 		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`),
 	}
 	var events []Event

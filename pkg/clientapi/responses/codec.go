@@ -202,14 +202,11 @@ func (c *responsesCodec) settings() requestSettings {
 	}
 	for _, t := range f.Tools {
 		fn := t.Function
-		b, err := json.Marshal(struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description *string         `json:"description,omitempty"`
-			Parameters  json.RawMessage `json:"parameters,omitempty"`
-			Strict      *bool           `json:"strict,omitempty"`
-		}{"function", fn.Name, fn.Description, fn.Parameters, fn.Strict})
-		if err == nil {
+		tool := responseswire.FunctionTool{Type: responseswire.ToolFunction, Name: fn.Name, Description: fn.Description, Parameters: fn.Parameters}
+		if fn.Strict != nil {
+			tool.Strict = strconv.AppendBool(nil, *fn.Strict)
+		}
+		if b, err := json.Marshal(tool); err == nil {
 			s.tools = append(s.tools, b)
 		}
 	}
@@ -223,10 +220,7 @@ func (c *responsesCodec) settings() requestSettings {
 	case len(f.ToolChoice) > 0 && f.ToolChoice[0] == '"':
 		s.toolChoice = f.ToolChoice
 	case json.Unmarshal(f.ToolChoice, &choice) == nil && choice.Type == "function":
-		if b, err := json.Marshal(struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}{"function", choice.Function.Name}); err == nil {
+		if b, err := json.Marshal(responseswire.NamedTool{Type: responseswire.ToolFunction, Name: choice.Function.Name}); err == nil {
 			s.toolChoice = b
 		}
 	}

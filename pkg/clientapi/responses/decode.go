@@ -13,6 +13,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // The OpenAI Responses request, as POST /api/v1/responses reads it.
@@ -483,10 +484,10 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 			if _, ok := clientapi.Present(m, "role"); !ok {
 				return clientapi.Invalid(at+".type", "%s.type is required (or a role, for a message)", at)
 			}
-			typ = "message"
+			typ = responseswire.ItemMessage
 		}
 		switch typ {
-		case "message":
+		case responseswire.ItemMessage:
 			msg, err := rsMessage(m, at)
 			if err != nil {
 				return err
@@ -496,7 +497,7 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 			if msg.Role == "assistant" {
 				open = len(out) - 1
 			}
-		case "function_call":
+		case responseswire.ItemFunctionCall:
 			c, err := rsFunctionCall(m, at)
 			if err != nil {
 				return err
@@ -509,7 +510,7 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 				out[open].Content = json.RawMessage("null")
 			}
 			out[open].ToolCalls = append(out[open].ToolCalls, c)
-		case "function_call_output":
+		case responseswire.ItemFunctionCallOutput:
 			msg, err := rsFunctionOutput(m, at)
 			if err != nil {
 				return err
@@ -519,14 +520,14 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 			}
 			out = append(out, msg)
 			open = -1
-		case "reasoning":
+		case responseswire.ItemReasoning:
 			// An earlier output's reasoning, sent back: encrypted for the
 			// upstream that wrote it, which no other can read.
 			if err := clientapi.Keys(m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
 				return err
 			}
 			h.Add("input[reasoning]")
-		case "item_reference":
+		case responseswire.ItemReference:
 			return clientapi.Invalid(at+".type", "%s: item_reference is not supported by this gateway; continue from a stored response with previous_response_id, or send the item itself", at)
 		default:
 			return clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (only message, function_call, function_call_output and reasoning items are)", at, clientapi.Quote(typ))
@@ -598,19 +599,19 @@ func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, 
 	err = clientapi.EachBlock(parts, at+".content", func(pm map[string]json.RawMessage, pat, typ string) error {
 		assistant := role == "assistant"
 		switch {
-		case typ == "input_text" && !assistant:
+		case typ == responseswire.PartInputText && !assistant:
 			text, err := rsPartText(pm, pat, "text")
 			if err != nil {
 				return err
 			}
 			out = append(out, clientapi.TextPart{Type: "text", Text: text})
-		case typ == "input_image" && role == "user":
+		case typ == responseswire.PartInputImage && role == responseswire.RoleUser:
 			img, err := rsImage(pm, pat)
 			if err != nil {
 				return err
 			}
 			out = append(out, img)
-		case typ == "output_text" && assistant:
+		case typ == responseswire.PartOutputText && assistant:
 			if err := clientapi.Keys(pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
 				return err
 			}
@@ -622,15 +623,15 @@ func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, 
 				return clientapi.Invalid(pat+".text", "%s.text is required", pat)
 			}
 			out = append(out, clientapi.TextPart{Type: "text", Text: text})
-		case typ == "refusal" && assistant:
+		case typ == responseswire.PartRefusal && assistant:
 			text, err := rsPartText(pm, pat, "refusal")
 			if err != nil {
 				return err
 			}
 			out = append(out, rsRefusalPart{Type: "refusal", Refusal: text})
-		case typ == "input_text" || typ == "input_image" || typ == "output_text" || typ == "refusal":
+		case typ == responseswire.PartInputText || typ == responseswire.PartInputImage || typ == responseswire.PartOutputText || typ == responseswire.PartRefusal:
 			return clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
-		case typ == "input_file" || typ == "input_audio":
+		case typ == responseswire.PartInputFile || typ == responseswire.PartInputAudio:
 			return clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
 		default:
 			return clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
@@ -773,7 +774,7 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMe
 	}
 	out := make([]clientapi.TextPart, 0, len(parts))
 	err = clientapi.EachBlock(parts, at+".output", func(pm map[string]json.RawMessage, pat, typ string) error {
-		if typ != "input_text" {
+		if typ != responseswire.PartInputText {
 			return clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
 		}
 		text, err := rsPartText(pm, pat, "text")
@@ -821,13 +822,13 @@ func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 			return nil, err
 		}
 		switch typ {
-		case "function":
+		case responseswire.ToolFunction:
 			out, err := rsFunctionTool(m, at, names)
 			if err != nil {
 				return nil, err
 			}
 			tools = append(tools, out)
-		case "namespace":
+		case responseswire.ToolNamespace:
 			if err := clientapi.Keys(m, at, "type", "name", "description", "tools"); err != nil {
 				return nil, err
 			}
@@ -846,7 +847,7 @@ func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 				return nil, err
 			}
 			err = clientapi.EachBlock(list, at+".tools", func(im map[string]json.RawMessage, iat, ityp string) error {
-				if ityp != "function" {
+				if ityp != responseswire.ToolFunction {
 					return clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
 				}
 				out, err := rsFunctionTool(im, iat, names)
@@ -925,7 +926,7 @@ func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, 
 	if err != nil {
 		return nil, err
 	}
-	if typ != "function" {
+	if typ != responseswire.ToolFunction {
 		return nil, clientapi.Invalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", clientapi.Quote(typ))
 	}
 	if err := clientapi.Keys(m, param, "type", "name"); err != nil {
@@ -983,14 +984,14 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	switch typ {
-	case "text":
+	case responseswire.FormatText:
 		return nil, clientapi.Keys(f, at, "type")
-	case "json_object":
+	case responseswire.FormatJSONObject:
 		if err := clientapi.Keys(f, at, "type"); err != nil {
 			return nil, err
 		}
 		return json.RawMessage(`{"type":"json_object"}`), nil
-	case "json_schema":
+	case responseswire.FormatJSONSchema:
 	default:
 		return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
 	}

@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
@@ -49,10 +48,9 @@ func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) g
 	if !ok {
 		return res
 	}
-	var ev struct {
-		Response json.RawMessage `json:"response"`
-	}
-	if json.Unmarshal(last, &ev) != nil || len(ev.Response) == 0 {
+	var events responseswire.EventReader
+	ev, err := events.Read("", last)
+	if err != nil || len(ev.Response) == 0 {
 		return gateway.Result{Usage: usage, Answered: false, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " sent no response object"}}
 	}
 	body := clientapi.WithCost(ev.Response, usage.Cost, "usage")

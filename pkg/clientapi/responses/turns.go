@@ -300,19 +300,15 @@ func (k *turnKeeper) keepPassed(response []byte) bool {
 	if !k.want {
 		return false
 	}
-	var r struct {
-		ID     string          `json:"id"`
-		Status string          `json:"status"`
-		Output json.RawMessage `json:"output"`
-	}
-	if json.Unmarshal(response, &r) != nil || r.ID == "" || r.Status != "completed" && r.Status != "incomplete" {
+	r, err := responseswire.ReadResponse(bytes.TrimSpace(response), false)
+	if err != nil || r.ID == "" || r.Status != responseswire.StatusCompleted && r.Status != responseswire.StatusIncomplete {
 		return false
 	}
 	if !k.inputDone {
 		// Split, not decoded: a coding agent's body is large, and it
 		// usually asks store false.
-		ms, err := llm.Members(k.body)
-		if err != nil {
+		var ms []llm.Member
+		if ms, err = llm.Members(k.body); err != nil {
 			return false
 		}
 		var input json.RawMessage
@@ -333,9 +329,8 @@ func (k *turnKeeper) keepPassed(response []byte) bool {
 		k.inputDone = true
 	}
 	var output []json.RawMessage
-	if len(clientapi.Items(r.Output)) > 0 {
-		var err error
-		if output, err = itemMessages(r.Output); err != nil {
+	if len(clientapi.Items(r.RawOutput)) > 0 {
+		if output, err = itemMessages(r.RawOutput); err != nil {
 			return false
 		}
 	}

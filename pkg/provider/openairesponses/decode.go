@@ -20,6 +20,7 @@ import (
 // NewDecoder.
 type Decoder struct {
 	identity
+	events responses.EventReader
 	chunks llm.ChunkParser // its chunks share their id and model
 
 	byIndex map[int]*itemState
@@ -67,15 +68,15 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	if d.done {
 		return nil, nil
 	}
-	ev, err := parseEvent(name, data)
+	ev, err := d.events.Read(name, data)
 	if err != nil {
-		return nil, err
+		return nil, malformed(err)
 	}
 	var out []llm.Chunk
 	switch ev.Type {
 	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
 		if !upstream.IsNull(ev.Response) {
-			r, err := parseResponse(ev.Response, false)
+			r, err := readResponse(ev.Response, false)
 			if err != nil {
 				return nil, err
 			}
@@ -85,20 +86,20 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			return d.start(nil)
 		}
 	case responses.EventOutputItemAdded:
-		it, err := parseItem(ev.Item)
+		it, err := readItem(ev.Item)
 		if err != nil {
 			return nil, err
 		}
-		st := d.lookup(index(ev.OutputIndex), it.ID)
+		st := d.lookup(responses.Index(ev.OutputIndex), it.ID)
 		if st != nil {
 			return nil, nil // added twice: the first counts
 		}
-		st = d.register(index(ev.OutputIndex), it.ID, it.Type)
+		st = d.register(responses.Index(ev.OutputIndex), it.ID, it.Type)
 		if it.Type == responses.ItemFunctionCall {
 			return d.startCall(out, st, &it, false)
 		}
 	case responses.EventOutputTextDelta, responses.EventRefusalDelta:
-		s := str(ev.Delta)
+		s := responses.String(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
@@ -108,47 +109,47 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		}
 		return d.emit(out, chat.Delta{Content: &s}, nil)
 	case responses.EventFunctionCallArgumentsDelta, responses.EventFunctionCallArgumentsDone:
-		st := d.lookup(index(ev.OutputIndex), str(ev.ItemID))
+		st := d.lookup(responses.Index(ev.OutputIndex), responses.String(ev.ItemID))
 		if st == nil || st.kind != responses.ItemFunctionCall {
 			return nil, nil
 		}
 		if ev.Type == responses.EventFunctionCallArgumentsDelta {
-			s := str(ev.Delta)
+			s := responses.String(ev.Delta)
 			if s == "" {
 				return nil, nil
 			}
 			st.argsOut = true
 			return d.emitArgs(out, st, s)
 		}
-		if s := str(ev.Arguments); !st.argsOut && s != "" {
+		if s := responses.String(ev.Arguments); !st.argsOut && s != "" {
 			st.argsOut = true
 			return d.emitArgs(out, st, s)
 		}
 	case responses.EventReasoningSummaryTextDelta, responses.EventReasoningTextDelta:
-		s := str(ev.Delta)
+		s := responses.String(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
 		st := d.follow(&ev, responses.ItemReasoning)
-		part := index(ev.SummaryIndex)
+		part := responses.Index(ev.SummaryIndex)
 		if ev.Type == responses.EventReasoningSummaryTextDelta && st.reasoningOut && part > st.summary {
 			s = "\n\n" + s // a new summary part
 		}
 		st.reasoningOut, st.summary = true, part
 		return d.emit(out, chat.Delta{ReasoningContent: &s}, nil)
 	case responses.EventOutputItemDone:
-		it, err := parseItem(ev.Item)
+		it, err := readItem(ev.Item)
 		if err != nil {
 			return nil, err
 		}
 		if isCall(it.Type) {
 			d.calls.item(ev.Item)
 		}
-		return d.itemDone(out, index(ev.OutputIndex), &it)
+		return d.itemDone(out, responses.Index(ev.OutputIndex), &it)
 	case responses.EventCompleted, responses.EventIncomplete:
 		return d.finish(out, &ev)
 	case responses.EventFailed:
-		if r, err := parseResponse(ev.Response, false); err == nil {
+		if r, err := readResponse(ev.Response, false); err == nil {
 			d.calls.response(ev.Response)
 			d.usage = chatUsage(r.Usage, &d.calls)
 		}
@@ -176,8 +177,8 @@ func (d *Decoder) lookup(idx int, id string) *itemState {
 // follow is the item an event's delta belongs to, registered as of kind
 // when no output_item.added announced it (so that its done event does not
 // emit its text again).
-func (d *Decoder) follow(ev *wireEvent, kind string) *itemState {
-	idx, id := index(ev.OutputIndex), str(ev.ItemID)
+func (d *Decoder) follow(ev *responses.EventView, kind string) *itemState {
+	idx, id := responses.Index(ev.OutputIndex), responses.String(ev.ItemID)
 	if st := d.lookup(idx, id); st != nil {
 		return st
 	}
@@ -197,7 +198,7 @@ func (d *Decoder) register(idx int, id, kind string) *itemState {
 
 // startCall emits a function call's first piece: its index, id, type and
 // name, with the arguments the item already has (done: "{}" for none).
-func (d *Decoder) startCall(out []llm.Chunk, st *itemState, it *wireItem, done bool) ([]llm.Chunk, error) {
+func (d *Decoder) startCall(out []llm.Chunk, st *itemState, it *responses.ItemView, done bool) ([]llm.Chunk, error) {
 	st.tool = d.tools
 	d.tools++
 	args := it.Arguments
@@ -220,7 +221,7 @@ func (d *Decoder) emitArgs(out []llm.Chunk, st *itemState, args string) ([]llm.C
 // itemDone emits what a finished item holds that no delta streamed: a
 // function call not yet announced, or its arguments ("{}" for none); a
 // message's text and refusal; a reasoning item's summary and text.
-func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk, error) {
+func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *responses.ItemView) ([]llm.Chunk, error) {
 	st := d.lookup(idx, it.ID)
 	if st == nil {
 		st = d.register(idx, it.ID, it.Type)
@@ -263,7 +264,7 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 		}
 		st.reasoningOut = true
 		var parts []string
-		for _, list := range [2][]wirePart{it.Summary, it.Content} {
+		for _, list := range [2][]responses.PartView{it.Summary, it.Content} {
 			for _, p := range list {
 				if p.Text != "" {
 					parts = append(parts, p.Text)
@@ -280,14 +281,14 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *wireItem) ([]llm.Chunk,
 // finish ends the answer at response.completed or response.incomplete:
 // what the Response's output holds that no event streamed, the finish
 // chunk, and the usage chunk when there is usage.
-func (d *Decoder) finish(out []llm.Chunk, ev *wireEvent) ([]llm.Chunk, error) {
-	r, err := parseResponse(ev.Response, true)
+func (d *Decoder) finish(out []llm.Chunk, ev *responses.EventView) ([]llm.Chunk, error) {
+	r, err := readResponse(ev.Response, true)
 	if err != nil {
 		return nil, err
 	}
 	d.note(&r)
 	for i, raw := range r.Output {
-		it, err := parseItem(raw)
+		it, err := readItem(raw)
 		if err != nil {
 			return nil, err
 		}

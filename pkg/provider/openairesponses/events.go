@@ -65,14 +65,14 @@ func ResponseEvents(body []byte) ([]Event, error) {
 	}
 	var w eventWriter
 	if !hasStatus && !upstream.IsNull(errRaw) {
-		msg, code := errorText(errRaw)
+		msg, code := responses.ErrorText(errRaw)
 		if msg == "" {
 			msg = "unspecified upstream error"
 		}
 		w.event(responses.EventError, "code", nullable(code), "message", llm.AppendString(nil, msg), "param", []byte("null"))
 		return w.events, nil
 	}
-	r, err := parseResponse(body, true)
+	r, err := readResponse(body, true)
 	if err != nil {
 		return nil, malformedAnswer(err)
 	}
@@ -144,7 +144,7 @@ var emptyString = []byte(`""`)
 
 // item writes the events of output item i.
 func (w *eventWriter) item(i int, raw json.RawMessage) error {
-	it, err := parseItem(raw)
+	it, err := readItem(raw)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 // refusal parts stream their text; a part of another kind is only added
 // and done.
 func (w *eventWriter) messagePart(oi, id []byte, j int, raw json.RawMessage) error {
-	p, err := parsePart(raw)
+	p, err := responses.ReadPart(raw)
 	if err != nil {
 		return err
 	}

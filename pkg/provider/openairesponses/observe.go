@@ -38,6 +38,7 @@ import (
 // name, else the data's type. The zero Observer is ready.
 type Observer struct {
 	identity
+	events responses.EventReader
 	// usage is that of a terminal or failed Response, converted.
 	usage json.RawMessage
 	done  bool
@@ -54,9 +55,9 @@ func (o *Observer) UsageSoFar() json.RawMessage { return o.usage }
 
 // Observe reads one event: name is its SSE event name, data its data.
 func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
-	ev, err := parseEvent(name, data)
+	ev, err := o.events.Read(name, data)
 	if err != nil {
-		return llm.Chunk{}, err
+		return llm.Chunk{}, malformed(err)
 	}
 	if name == "" {
 		name = ev.Type
@@ -70,11 +71,11 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 			return llm.Chunk{}, err
 		}
 	case responses.EventOutputItemAdded, responses.EventOutputItemDone:
-		it, err := parseItem(ev.Item)
+		it, err := readItem(ev.Item)
 		if err != nil {
 			return llm.Chunk{}, err
 		}
-		c.Output = it.hasOutput()
+		c.Output = it.HasOutput()
 		if ev.Type == responses.EventOutputItemAdded {
 			c.Text = it.Name + it.Arguments
 		} else if isCall(it.Type) {
@@ -83,7 +84,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	case responses.EventImageGenerationCallPartialImage:
 		c.Output = true
 	case responses.EventCompleted, responses.EventIncomplete:
-		r, err := parseResponse(ev.Response, false)
+		r, err := readResponse(ev.Response, false)
 		if err != nil {
 			return llm.Chunk{}, err
 		}
@@ -98,7 +99,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		}
 		c.Seen, c.Finished = 1, 1
 	case responses.EventFailed:
-		if r, err := parseResponse(ev.Response, false); err == nil {
+		if r, err := readResponse(ev.Response, false); err == nil {
 			o.calls.response(ev.Response)
 			o.usage = chatUsage(r.Usage, &o.calls)
 		}
@@ -124,7 +125,7 @@ func (o *Observer) noteResponse(raw json.RawMessage) error {
 	if upstream.IsNull(raw) {
 		return nil
 	}
-	r, err := parseResponse(raw, false)
+	r, err := readResponse(raw, false)
 	if err != nil {
 		return err
 	}

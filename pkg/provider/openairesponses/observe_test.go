@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // observed is what a test compares of an observed chunk.
@@ -184,7 +185,7 @@ func TestChatUsage(t *testing.T) {
 		{``, ``},
 	}
 	for _, tt := range tests {
-		got := openairesponses.ChatUsage(json.RawMessage(tt.in))
+		got := responses.ChatUsage(json.RawMessage(tt.in), nil)
 		if string(got) != tt.want {
 			t.Errorf("ChatUsage(%s) = %s, want %s", tt.in, got, tt.want)
 			continue

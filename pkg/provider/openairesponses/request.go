@@ -10,82 +10,8 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
-
-// responsesRequest is the Responses request, in the order OpenAI documents
-// its fields. A raw member is written as the client wrote it (a number's
-// text unchanged) and left out when unset.
-type responsesRequest struct {
-	Model                string           `json:"model"`
-	Instructions         string           `json:"instructions,omitempty"`
-	Input                []any            `json:"input"`
-	Tools                []functionTool   `json:"tools,omitempty"`
-	ToolChoice           any              `json:"tool_choice,omitempty"`
-	ParallelToolCalls    json.RawMessage  `json:"parallel_tool_calls,omitempty"`
-	Text                 *textConfig      `json:"text,omitempty"`
-	Reasoning            *reasoningConfig `json:"reasoning,omitempty"`
-	MaxOutputTokens      json.RawMessage  `json:"max_output_tokens,omitempty"`
-	Temperature          json.RawMessage  `json:"temperature,omitempty"`
-	TopP                 json.RawMessage  `json:"top_p,omitempty"`
-	User                 json.RawMessage  `json:"user,omitempty"`
-	SafetyIdentifier     json.RawMessage  `json:"safety_identifier,omitempty"`
-	PromptCacheKey       json.RawMessage  `json:"prompt_cache_key,omitempty"`
-	PromptCacheRetention json.RawMessage  `json:"prompt_cache_retention,omitempty"`
-	ServiceTier          json.RawMessage  `json:"service_tier,omitempty"`
-	Metadata             json.RawMessage  `json:"metadata,omitempty"`
-	Store                bool             `json:"store"`
-	Stream               bool             `json:"stream"`
-}
-
-type textConfig struct {
-	Format    any             `json:"format,omitempty"`
-	Verbosity json.RawMessage `json:"verbosity,omitempty"`
-}
-
-type reasoningConfig struct {
-	Effort json.RawMessage `json:"effort"`
-}
-
-type functionTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description *string         `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      json.RawMessage `json:"strict"`
-}
-
-// inputMessage is a message item; Content is a string or a list of parts.
-type inputMessage struct {
-	Type    string `json:"type"`
-	Role    string `json:"role"`
-	Content any    `json:"content"`
-}
-
-// part is one content part of a message item.
-type part struct {
-	Type       string          `json:"type"`
-	Text       *string         `json:"text,omitempty"`
-	Refusal    *string         `json:"refusal,omitempty"`
-	ImageURL   string          `json:"image_url,omitempty"`
-	Detail     string          `json:"detail,omitempty"`
-	FileID     json.RawMessage `json:"file_id,omitempty"`
-	FileData   json.RawMessage `json:"file_data,omitempty"`
-	Filename   json.RawMessage `json:"filename,omitempty"`
-	InputAudio json.RawMessage `json:"input_audio,omitempty"`
-}
-
-type functionCall struct {
-	Type      string `json:"type"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type functionCallOutput struct {
-	Type   string `json:"type"`
-	CallID string `json:"call_id"`
-	Output string `json:"output"`
-}
 
 // DroppedFields are the Chat Completions fields that have no Responses
 // counterpart and are left out of the upstream request: hints that do not
@@ -152,7 +78,7 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 			}
 		}
 	}
-	out := responsesRequest{Model: req.Model, Stream: true}
+	out := responses.Request{Model: req.Model, Stream: true}
 	if out.Model == "" {
 		out.Model, _ = top.Str("model")
 	}
@@ -182,16 +108,16 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.Text = &textConfig{Format: format}
+		out.Text = &responses.Text{Format: format}
 	}
 	if v := upstream.NonNull(top["verbosity"]); v != nil {
 		if out.Text == nil {
-			out.Text = &textConfig{}
+			out.Text = &responses.Text{}
 		}
 		out.Text.Verbosity = v
 	}
 	if e := upstream.NonNull(top["reasoning_effort"]); e != nil {
-		out.Reasoning = &reasoningConfig{Effort: e}
+		out.Reasoning = &responses.Reasoning{Effort: e}
 	}
 	out.MaxOutputTokens = upstream.NonNull(top["max_completion_tokens"])
 	if out.MaxOutputTokens == nil {
@@ -256,7 +182,7 @@ func refusedField(k string, v json.RawMessage) string {
 }
 
 // translateMessages fills instructions and input from messages.
-func translateMessages(out *responsesRequest, raw json.RawMessage) error {
+func translateMessages(out *responses.Request, raw json.RawMessage) error {
 	if upstream.IsNull(raw) || raw[0] != '[' {
 		return rejected("messages must be an array", nil)
 	}
@@ -286,7 +212,7 @@ func translateMessages(out *responsesRequest, raw json.RawMessage) error {
 			if err != nil {
 				return err
 			}
-			out.Input = append(out.Input, inputMessage{Type: "message", Role: "user", Content: content})
+			out.Input = append(out.Input, responses.InputMessage{Type: responses.ItemMessage, Role: responses.RoleUser, Content: content})
 		case "assistant":
 			if err := assistantItems(out, m, at); err != nil {
 				return err
@@ -300,7 +226,7 @@ func translateMessages(out *responsesRequest, raw json.RawMessage) error {
 			if id == "" {
 				return rejected(at+".tool_call_id is required", nil)
 			}
-			out.Input = append(out.Input, functionCallOutput{Type: "function_call_output", CallID: id, Output: text})
+			out.Input = append(out.Input, responses.FunctionCallOutput{Type: responses.ItemFunctionCallOutput, CallID: id, Output: text})
 		default:
 			return rejected(fmt.Sprintf("%s.role %q is not supported by this provider (OpenAI Responses)", at, role), nil)
 		}
@@ -315,8 +241,8 @@ func translateMessages(out *responsesRequest, raw json.RawMessage) error {
 // assistantItems adds an assistant message: a message item of its text and
 // refusal (none when it has neither), then a function_call item per tool
 // call.
-func assistantItems(out *responsesRequest, m object, at string) error {
-	var parts []part
+func assistantItems(out *responses.Request, m object, at string) error {
+	var parts []responses.InputPart
 	content := bytes.TrimSpace(m["content"])
 	switch {
 	case upstream.IsNull(content):
@@ -326,7 +252,7 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 			return rejected(at+".content must be a string or an array of content parts", err)
 		}
 		if s != "" {
-			parts = append(parts, part{Type: "output_text", Text: &s})
+			parts = append(parts, responses.InputPart{Type: responses.PartOutputText, Text: &s})
 		}
 	case content[0] == '[':
 		var list []json.RawMessage
@@ -342,11 +268,11 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 			switch typ, _ := p.Str("type"); typ {
 			case "text":
 				if text, _ := p.Str("text"); text != "" {
-					parts = append(parts, part{Type: "output_text", Text: &text})
+					parts = append(parts, responses.InputPart{Type: responses.PartOutputText, Text: &text})
 				}
 			case "refusal":
 				if refusal, _ := p.Str("refusal"); refusal != "" {
-					parts = append(parts, part{Type: "refusal", Refusal: &refusal})
+					parts = append(parts, responses.InputPart{Type: responses.PartRefusal, Refusal: &refusal})
 				}
 			default:
 				return rejected(fmt.Sprintf("%s: content part type %q is not supported in an assistant message by this provider (OpenAI Responses)", pat, typ), nil)
@@ -356,10 +282,10 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 		return rejected(at+".content must be a string or an array of content parts", nil)
 	}
 	if refusal, _ := m.Str("refusal"); refusal != "" {
-		parts = append(parts, part{Type: "refusal", Refusal: &refusal})
+		parts = append(parts, responses.InputPart{Type: responses.PartRefusal, Refusal: &refusal})
 	}
 	if len(parts) > 0 {
-		out.Input = append(out.Input, inputMessage{Type: "message", Role: "assistant", Content: parts})
+		out.Input = append(out.Input, responses.InputMessage{Type: responses.ItemMessage, Role: responses.RoleAssistant, Content: parts})
 	}
 	calls, err := list(m["tool_calls"], at+".tool_calls")
 	if err != nil {
@@ -384,7 +310,7 @@ func assistantItems(out *responsesRequest, m object, at string) error {
 		if id == "" || name == "" {
 			return rejected(cat+" needs an id and a function name", nil)
 		}
-		out.Input = append(out.Input, functionCall{Type: "function_call", CallID: id, Name: name, Arguments: args})
+		out.Input = append(out.Input, responses.FunctionCall{Type: responses.ItemFunctionCall, CallID: id, Name: name, Arguments: args})
 	}
 	return nil
 }
@@ -410,7 +336,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, rejected(at+".content must be a string or an array of content parts", err)
 	}
-	parts := make([]part, 0, len(list))
+	parts := make([]responses.InputPart, 0, len(list))
 	for j, rawPart := range list {
 		pat := fmt.Sprintf("%s.content[%d]", at, j)
 		p, err := upstream.ParseObject(rawPart)
@@ -420,7 +346,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 		switch typ, _ := p.Str("type"); typ {
 		case "text":
 			text, _ := p.Str("text")
-			parts = append(parts, part{Type: "input_text", Text: &text})
+			parts = append(parts, responses.InputPart{Type: responses.PartInputText, Text: &text})
 		case "image_url":
 			img, err := upstream.ParseObject(p["image_url"])
 			if err != nil {
@@ -434,19 +360,19 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 			if detail == "" {
 				detail = "auto"
 			}
-			parts = append(parts, part{Type: "input_image", ImageURL: url, Detail: detail})
+			parts = append(parts, responses.InputPart{Type: responses.PartInputImage, ImageURL: url, Detail: detail})
 		case "input_audio":
 			audio := upstream.NonNull(p["input_audio"])
 			if audio == nil || audio[0] != '{' {
 				return nil, rejected(pat+".input_audio must be an object", nil)
 			}
-			parts = append(parts, part{Type: "input_audio", InputAudio: audio})
+			parts = append(parts, responses.InputPart{Type: responses.PartInputAudio, InputAudio: audio})
 		case "file":
 			f, err := upstream.ParseObject(p["file"])
 			if err != nil {
 				return nil, rejected(pat+".file must be an object", err)
 			}
-			fp := part{Type: "input_file", FileID: upstream.NonNull(f["file_id"]), FileData: upstream.NonNull(f["file_data"]), Filename: upstream.NonNull(f["filename"])}
+			fp := responses.InputPart{Type: responses.PartInputFile, FileID: upstream.NonNull(f["file_id"]), FileData: upstream.NonNull(f["file_data"]), Filename: upstream.NonNull(f["filename"])}
 			if fp.FileID == nil && fp.FileData == nil {
 				return nil, rejected(pat+".file needs a file_id or file_data", nil)
 			}
@@ -492,21 +418,21 @@ func plainText(raw json.RawMessage, at string) (string, error) {
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // translateTool flattens a Chat Completions function tool.
-func translateTool(raw json.RawMessage, at string) (functionTool, error) {
+func translateTool(raw json.RawMessage, at string) (responses.FunctionTool, error) {
 	t, err := upstream.ParseObject(raw)
 	if err != nil {
-		return functionTool{}, rejected(at+" must be an object", err)
+		return responses.FunctionTool{}, rejected(at+" must be an object", err)
 	}
 	if typ, _ := t.Str("type"); typ != "function" {
-		return functionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
+		return responses.FunctionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
 	}
 	f, err := upstream.ParseObject(t["function"])
 	if err != nil {
-		return functionTool{}, rejected(at+".function must be an object", err)
+		return responses.FunctionTool{}, rejected(at+".function must be an object", err)
 	}
-	out := functionTool{Type: "function", Parameters: upstream.NonNull(f["parameters"]), Strict: upstream.NonNull(f["strict"])}
+	out := responses.FunctionTool{Type: responses.ToolFunction, Parameters: upstream.NonNull(f["parameters"]), Strict: upstream.NonNull(f["strict"])}
 	if out.Name, _ = f.Str("name"); out.Name == "" {
-		return functionTool{}, rejected(at+".function.name is required", nil)
+		return responses.FunctionTool{}, rejected(at+".function.name is required", nil)
 	}
 	if d, ok := f.Str("description"); ok {
 		out.Description = &d
@@ -518,12 +444,6 @@ func translateTool(raw json.RawMessage, at string) (functionTool, error) {
 		out.Strict = json.RawMessage("false") // Chat's default; Responses' own is true
 	}
 	return out, nil
-}
-
-// namedTool names a tool in a tool_choice.
-type namedTool struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
 }
 
 // toolChoice translates tool_choice.
@@ -552,14 +472,14 @@ func toolChoice(raw json.RawMessage) (any, error) {
 		if name == "" {
 			return nil, rejected("tool_choice.function.name is required", nil)
 		}
-		return namedTool{"function", name}, nil
+		return &responses.NamedTool{Type: responses.ToolFunction, Name: name}, nil
 	case "allowed_tools":
 		a, err := upstream.ParseObject(c["allowed_tools"])
 		if err != nil {
 			return nil, rejected("tool_choice.allowed_tools must be an object", err)
 		}
 		mode, _ := a.Str("mode")
-		tools := []namedTool{}
+		tools := []responses.NamedTool{}
 		allowed, err := list(a["tools"], "tool_choice.allowed_tools.tools")
 		if err != nil {
 			return nil, err
@@ -574,27 +494,23 @@ func toolChoice(raw json.RawMessage) (any, error) {
 			if typ, _ := t.Str("type"); typ != "function" || name == "" {
 				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be a function with a name", i), nil)
 			}
-			tools = append(tools, namedTool{"function", name})
+			tools = append(tools, responses.NamedTool{Type: responses.ToolFunction, Name: name})
 		}
-		return struct {
-			Type  string      `json:"type"`
-			Mode  string      `json:"mode"`
-			Tools []namedTool `json:"tools"`
-		}{"allowed_tools", mode, tools}, nil
+		return &responses.AllowedTools{Type: responses.ToolAllowedTools, Mode: mode, Tools: tools}, nil
 	}
 	return nil, rejected(want, nil)
 }
 
 // textFormat translates response_format into text.format.
-func textFormat(raw json.RawMessage) (any, error) {
+func textFormat(raw json.RawMessage) (*responses.TextFormat, error) {
 	rf, err := upstream.ParseObject(raw)
 	if err != nil {
 		return nil, rejected("response_format must be an object", err)
 	}
 	switch typ, _ := rf.Str("type"); typ {
-	case "text", "json_object":
-		return map[string]string{"type": typ}, nil
-	case "json_schema":
+	case responses.FormatText, responses.FormatJSONObject:
+		return &responses.TextFormat{Type: typ}, nil
+	case responses.FormatJSONSchema:
 		js, err := upstream.ParseObject(rf["json_schema"])
 		if err != nil {
 			return nil, rejected("response_format.json_schema must be an object", err)
@@ -603,13 +519,8 @@ func textFormat(raw json.RawMessage) (any, error) {
 		if name == "" {
 			return nil, rejected("response_format.json_schema.name is required", nil)
 		}
-		return struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description json.RawMessage `json:"description,omitempty"`
-			Schema      json.RawMessage `json:"schema,omitempty"`
-			Strict      json.RawMessage `json:"strict,omitempty"`
-		}{"json_schema", name, upstream.NonNull(js["description"]), upstream.NonNull(js["schema"]), upstream.NonNull(js["strict"])}, nil
+		return &responses.TextFormat{Type: responses.FormatJSONSchema, Name: name, Description: upstream.NonNull(js["description"]),
+			Schema: upstream.NonNull(js["schema"]), Strict: upstream.NonNull(js["strict"])}, nil
 	default:
 		return nil, rejected(fmt.Sprintf("response_format type %q is not supported by this provider (OpenAI Responses)", typ), nil)
 	}

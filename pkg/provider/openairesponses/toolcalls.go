@@ -2,8 +2,11 @@ package openairesponses
 
 import (
 	"encoding/json"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"slices"
 	"strings"
+
+	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // toolCalls counts the calls of the provider's built-in tools in an
@@ -23,7 +26,8 @@ type toolCalls struct {
 }
 
 // freeCalls are the *_call item types that are not billed by the call.
-var freeCalls = []string{"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call", "mcp_call"}
+var freeCalls = []string{responses.ItemFunctionCall, responses.ItemCustomToolCall, responses.ItemLocalShellCall, responses.ItemShellCall,
+	responses.ItemApplyPatchCall, responses.ItemComputerCall, responses.ItemMCPCall}
 
 // isCall reports whether an item of type typ may be a billed tool call,
 // so that the other items (messages, reasoning) are not read twice.
@@ -40,7 +44,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 		return
 	}
 	tool, ok := strings.CutSuffix(it.Type, "_call")
-	if !ok || tool == "" || containsStr(freeCalls, it.Type) {
+	if !ok || tool == "" || slices.Contains(freeCalls, it.Type) {
 		return
 	}
 	if it.ID != "" {
@@ -52,7 +56,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 		}
 		t.seen[it.ID] = true
 	}
-	if tool == "code_interpreter" && it.ContainerID != "" {
+	if it.Type == responses.ItemCodeInterpreterCall && it.ContainerID != "" {
 		if t.containers[it.ContainerID] {
 			return
 		}
@@ -72,22 +76,11 @@ func (t *toolCalls) response(raw json.RawMessage) {
 	if upstream.IsNull(raw) {
 		return
 	}
-	var r struct {
-		Output []json.RawMessage `json:"output"`
-	}
-	if json.Unmarshal(raw, &r) != nil {
+	r, err := responses.ReadResponse(raw, true)
+	if err != nil {
 		return
 	}
 	for _, it := range r.Output {
 		t.item(it)
 	}
-}
-
-func containsStr(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

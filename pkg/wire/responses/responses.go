@@ -1,6 +1,8 @@
-// Package responses is OpenAI's Responses wire shape: the response object
-// with its output items (message, function_call, reasoning), content parts,
-// usage, error and incomplete_details, and every stream event (its type as
+// Package responses is OpenAI's Responses wire shape: the request with its
+// input items, content parts, tools, tool_choice, text format and
+// reasoning settings; the response object with its output items (message,
+// function_call, reasoning), content parts, usage, error and
+// incomplete_details; and every stream event (its type as
 // a constant, and its struct, "type" and "sequence_number" first). Fields
 // are in OpenAI's order, so that what a writer encodes reads like OpenAI's
 // own bytes; a field the API leaves out when it has nothing to say is
@@ -10,8 +12,11 @@
 // error envelope is Chat Completions' (package chat).
 //
 // The codecs, the adapters and the fake upstreams write these types and
-// compare against these names; the package imports only the standard
-// library and pkg/wire/chat.
+// compare against these names. What an upstream streams is read here too
+// (EventReader, ReadItem, ReadResponse): leniently, a member of the wrong
+// type read as absent, so that an event of a kind or a shape this package
+// does not know passes through. The package imports only the standard
+// library, pkg/wire/chat and go-json-experiment's jsontext.
 package responses
 
 import (
@@ -75,6 +80,23 @@ const (
 	ItemReasoning    = "reasoning"
 )
 
+// The call items of the client's own tools and of MCP servers, which
+// OpenAI bills by their tokens only; every other "<tool>_call" item is a
+// call of one of the provider's built-in tools (web_search_call,
+// file_search_call, image_generation_call, code_interpreter_call, ...).
+const (
+	ItemCustomToolCall = "custom_tool_call"
+	ItemLocalShellCall = "local_shell_call"
+	ItemShellCall      = "shell_call"
+	ItemApplyPatchCall = "apply_patch_call"
+	ItemComputerCall   = "computer_call"
+	ItemMCPCall        = "mcp_call"
+)
+
+// ItemCodeInterpreterCall is a code interpreter's call, billed by the
+// container it runs in (its container_id).
+const ItemCodeInterpreterCall = "code_interpreter_call"
+
 // The content part types: a message's output_text and refusal, a reasoning
 // item's summary_text and reasoning_text.
 const (
@@ -115,8 +137,11 @@ func Ending(finish string) (status string, details *IncompleteDetails) {
 	return StatusCompleted, nil
 }
 
-// RoleAssistant is a message item's role.
-const RoleAssistant = "assistant"
+// The roles of a message item: the model's, and the user's.
+const (
+	RoleAssistant = "assistant"
+	RoleUser      = "user"
+)
 
 // Response is a response object. The fields an API version or a writer
 // leaves out when unset (background, instructions, max_output_tokens,
@@ -160,10 +185,12 @@ type IncompleteDetails struct {
 	Reason string `json:"reason"`
 }
 
-// Reasoning is a response's reasoning settings.
+// Reasoning is the reasoning settings of a request and of its response:
+// effort raw (the client's string as written), summary left out when
+// empty.
 type Reasoning struct {
-	Effort  string `json:"effort"`
-	Summary string `json:"summary"`
+	Effort  json.RawMessage `json:"effort"`
+	Summary string          `json:"summary,omitempty"`
 }
 
 // Usage is a response's usage.
