@@ -5,6 +5,7 @@
 // adapter reads them with the AWS SDK's types). Each declares its stop-reason vocabulary and how it reads as the
 // hub's finish_reason, its error envelope, and the headers it forwards.
 // They are leaves:
-// they import the standard library and each other only, so that codecs,
+// they import the standard library, go-json-experiment/json and each other
+// only, so that codecs,
 // adapters, fake upstreams and tools can all share them (TestImports).
 package wire
