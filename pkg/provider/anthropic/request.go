@@ -168,16 +168,18 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if err := refuseUnsupported(&in); err != nil {
 		return nil, "", err
 	}
-	out := messages.Request{Model: req.Model, Stream: true, MaxTokens: DefaultMaxTokens}
+	out := messages.Request{Model: req.Model, Stream: true}
+	maxTokens := int64(DefaultMaxTokens)
 	if out.Model == "" {
 		out.Model = in.Model
 	}
 	switch {
 	case in.MaxCompletionTokens != nil:
-		out.MaxTokens = int64(*in.MaxCompletionTokens)
+		maxTokens = int64(*in.MaxCompletionTokens)
 	case in.MaxTokens != nil:
-		out.MaxTokens = int64(*in.MaxTokens)
+		maxTokens = int64(*in.MaxTokens)
 	}
+	out.MaxTokens = count(maxTokens)
 	out.Temperature = jsontext.Value(upstream.NonNull(in.Temperature))
 	out.TopP = jsontext.Value(upstream.NonNull(in.TopP))
 	out.TopK = jsontext.Value(upstream.NonNull(in.TopK))
@@ -279,9 +281,9 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		return nil, "", err
 	}
 	if budget := ThinkingBudget(in.ReasoningEffort); budget > 0 && outputTool == "" && !forced(out.ToolChoice) {
-		budget = min(budget, out.MaxTokens-1)
+		budget = min(budget, maxTokens-1)
 		if budget >= BudgetLow {
-			out.Thinking = &messages.Thinking{Type: messages.ThinkingEnabled, BudgetTokens: budget}
+			out.Thinking = &messages.Thinking{Type: messages.ThinkingEnabled, BudgetTokens: count(budget)}
 		}
 	}
 	body, err := messages.Marshal(out)
@@ -291,6 +293,12 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		panic("anthropic: " + err.Error())
 	}
 	return body, outputTool, nil
+}
+
+// count is n as a count of tokens of a Messages request.
+func count(n int64) *float64 {
+	f := float64(n)
+	return &f
 }
 
 // refuseUnsupported refuses a request that sets a field Messages cannot

@@ -45,13 +45,15 @@ const (
 
 // Request is a request of POST /v1/messages, in Anthropic's field order.
 // Numbers a reader passes on as the client wrote them (temperature, top_p,
-// top_k) are kept as their JSON text. Members the type does not model
+// top_k) are kept as their JSON text; counts of tokens are float64, as the
+// API takes 1e3 or 1000.0 for 1000 (a reader checks they are integers in
+// its range), and pointers, as a reader tells absent from zero. Members the type does not model
 // (service_tier, container, the gateway's own objects, a field Anthropic
 // adds next month) are kept in Extra, in body order, and written back after
 // the modelled ones: nothing is lost by a decode and an encode.
 type Request struct {
 	Model         string         `json:"model"`
-	MaxTokens     int64          `json:"max_tokens"`
+	MaxTokens     *float64       `json:"max_tokens,omitzero"`
 	System        Content        `json:"system,omitempty"`
 	Messages      []InputMessage `json:"messages"`
 	Stream        bool           `json:"stream"`
@@ -223,7 +225,7 @@ type Metadata struct {
 // disabled.
 type Thinking struct {
 	Type         string         `json:"type"`
-	BudgetTokens int64          `json:"budget_tokens,omitzero"`
+	BudgetTokens *float64       `json:"budget_tokens,omitzero"`
 	Display      string         `json:"display,omitzero"`
 	Extra        jsontext.Value `json:",embed"`
 }
@@ -259,5 +261,8 @@ func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, encodeOptions) }
 
 // Unmarshal decodes a request (or any of its parts). A member of the
 // wrong JSON type is an error whose *jsonv2.SemanticError names it by
-// JSON pointer.
-func Unmarshal(b []byte, v any) error { return jsonv2.Unmarshal(b, v, decodeOptions) }
+// JSON pointer; opts may add a reader's own unmarshalers (one that reads
+// a member of the wrong type as absent, say).
+func Unmarshal(b []byte, v any, opts ...jsonv2.Options) error {
+	return jsonv2.Unmarshal(b, v, append([]jsonv2.Options{decodeOptions}, opts...)...)
+}

@@ -23,7 +23,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		name: "minimal, content a string",
 		in:   `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stream":true}`,
 		check: func(t *testing.T, r *Request) {
-			if r.Model != "m" || r.MaxTokens != 5 || !r.Stream || len(r.Messages) != 1 ||
+			if r.Model != "m" || *r.MaxTokens != 5 || !r.Stream || len(r.Messages) != 1 ||
 				r.Messages[0].Content.Text != "hi" || r.Messages[0].Content.Blocks != nil {
 				t.Errorf("%+v", r)
 			}
@@ -73,7 +73,7 @@ func TestRequestRoundTrip(t *testing.T) {
 				t.Errorf("tools %+v", r.Tools)
 			}
 			if r.ToolChoice.Type != ToolChoiceTool || !r.ToolChoice.DisableParallelToolUse || r.Metadata.UserID != "u" ||
-				r.Thinking.BudgetTokens != 2048 || r.OutputConfig.Effort != "high" || string(r.OutputConfig.Format.Schema) != `{"type":"object"}` {
+				*r.Thinking.BudgetTokens != 2048 || r.OutputConfig.Effort != "high" || string(r.OutputConfig.Format.Schema) != `{"type":"object"}` {
 				t.Errorf("%+v", r)
 			}
 		},
@@ -133,7 +133,7 @@ func TestRequestErrors(t *testing.T) {
 	tests := []struct{ in, pointer string }{
 		{`{"model":5}`, "/model"},
 		{`{"max_tokens":"5"}`, "/max_tokens"},
-		{`{"max_tokens":1.5}`, "/max_tokens"},
+		{`{"max_tokens":true}`, "/max_tokens"},
 		{`{"messages":{}}`, "/messages"},
 		{`{"messages":["hi"]}`, "/messages/0"},
 		{`{"messages":[{"role":"user","content":7}]}`, "/messages/0/content"},
