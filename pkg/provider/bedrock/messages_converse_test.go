@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -834,5 +835,37 @@ func TestMessagesConverseInputDuplicates(t *testing.T) {
 		if err != nil || in.InferenceConfig != nil || in.ToolConfig != nil || dropped != nil {
 			t.Errorf("%s: %+v, %v, %v", body, in, dropped, err)
 		}
+	}
+}
+
+// BenchmarkMessagesConverseInput is the translation of a coding agent's
+// Messages turn of 10 KB and of 1 MB (many turns of long text with
+// escapes, non-ASCII, tool uses and tool results) into a ConverseStream
+// input.
+func BenchmarkMessagesConverseInput(b *testing.B) {
+	text := strings.Repeat(`Résumé of \"main.go\":\n\tfunc main() {}\n`, 20)
+	for _, size := range []int{10 << 10, 1 << 20} {
+		var turns []string
+		for n, i := 0, 0; n < size; i++ {
+			t := fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%s"},{"type":"text","text":"%s"}]}`, i-1, text, text)
+			if i == 0 {
+				t = fmt.Sprintf(`{"role":"user","content":"%s"}`, text)
+			} else if i%2 == 1 {
+				t = fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"%s"},{"type":"tool_use","id":"t%d","name":"read","input":{"path":"main.go"}}]}`, text, i)
+			}
+			turns = append(turns, t)
+			n += len(t) + 1
+		}
+		body := []byte(`{"model":"m","max_tokens":1024,"stream":true,"system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],"messages":[` +
+			strings.Join(turns, ",") + `],"tools":[{"name":"read","input_schema":{"type":"object"}}]}`)
+		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := messagesConverseInput("m", body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
