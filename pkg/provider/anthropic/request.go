@@ -286,13 +286,15 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			out.Thinking = &messages.Thinking{Type: messages.ThinkingEnabled, BudgetTokens: count(budget)}
 		}
 	}
-	body, err := messages.Marshal(out)
-	if err != nil {
+	// The Messages body is about the size of the Chat Completions one.
+	var body bytes.Buffer
+	body.Grow(len(req.Bytes()) + 512)
+	if err := messages.MarshalWrite(&body, &out); err != nil {
 		// Strings read by encoding/json and raw values it checked: they
 		// always encode.
 		panic("anthropic: " + err.Error())
 	}
-	return body, outputTool, nil
+	return bytes.TrimSuffix(body.Bytes(), []byte("\n")), outputTool, nil
 }
 
 // count is n as a count of tokens of a Messages request.

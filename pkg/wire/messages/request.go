@@ -2,6 +2,7 @@ package messages
 
 import (
 	"errors"
+	"io"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -89,9 +90,9 @@ type Content struct {
 var errContent = errors.New("must be a string or an array of content blocks")
 
 // MarshalJSONTo writes c as an array of blocks or as a string.
-func (c Content) MarshalJSONTo(enc *jsontext.Encoder) error {
+func (c *Content) MarshalJSONTo(enc *jsontext.Encoder) error {
 	if c.Blocks != nil {
-		return jsonv2.MarshalEncode(enc, c.Blocks)
+		return jsonv2.MarshalEncode(enc, &c.Blocks)
 	}
 	return enc.WriteToken(jsontext.String(c.Text))
 }
@@ -258,6 +259,10 @@ var decodeOptions = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext
 // Marshal encodes a request (or any of its parts) compact, in field
 // order, Extra's members last.
 func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, encodeOptions) }
+
+// MarshalWrite is Marshal into w: a writer sized for the body spares
+// Marshal's copy of it.
+func MarshalWrite(w io.Writer, v any) error { return jsonv2.MarshalWrite(w, v, encodeOptions) }
 
 // Unmarshal decodes a request (or any of its parts). A member of the
 // wrong JSON type is an error whose *jsonv2.SemanticError names it by
