@@ -530,39 +530,11 @@ func mdUnknown(extra jsontext.Value, param string, allowed ...string) error {
 	return clientapi.Keys(m, param, allowed...)
 }
 
-// mdSet is the members of a block that its type may have, for a check
-// that the block has no other (mdOnly).
-type mdSet struct {
-	name string
-	set  bool
-}
-
-// mdOnly rejects a block holding a member its type does not have: a
-// modelled member set, or one the types do not model (Extra); the first
-// in sorted order, as clientapi.Keys does.
-func mdOnly(b *messageswire.Block, at string, allowed ...string) error {
-	m := map[string]json.RawMessage{}
-	for _, f := range []mdSet{
-		{"text", b.Text != ""}, {"source", b.Source != nil}, {"id", b.ID != ""}, {"name", b.Name != ""},
-		{"input", b.Input != nil}, {"tool_use_id", b.ToolUseID != ""}, {"content", b.Content != nil},
-		{"is_error", b.IsError != nil}, {"thinking", b.Thinking != ""}, {"signature", b.Signature != ""},
-		{"data", b.Data != ""}, {"title", b.Title != ""}, {"context", b.Context != ""},
-		{"citations", b.Citations != nil}, {"cache_control", b.CacheControl != nil},
-	} {
-		if f.set && !slices.Contains(allowed, f.name) {
-			m[f.name] = nil
-		}
-	}
-	if len(m) == 0 {
-		return mdUnknown(b.Extra, at, allowed...)
-	}
-	if err := mdUnknown(b.Extra, at, allowed...); err != nil {
-		var e *llm.Error
-		if errors.As(err, &e) {
-			m[strings.TrimPrefix(e.Param, at+".")] = nil
-		}
-	}
-	return clientapi.Keys(m, at, allowed...)
+// mdOnly rejects a block holding a member its type does not have, the
+// first in sorted order, as clientapi.Keys does: mdByType has read such a
+// member, modelled or not, into Extra.
+func mdOnly(b *messageswire.Block, at string) error {
+	return mdUnknown(b.Extra, at, mdBlockMembers[b.Type]...)
 }
 
 // required is the error of a required member found empty: absent or null
@@ -837,7 +809,7 @@ func (r *mdReader) assistantTurn(out []clientapi.ChatMessage, blocks []messagesw
 			case messageswire.BlockThinking, messageswire.BlockRedactedThinking:
 				// An earlier turn's thinking, signed by Anthropic for
 				// Anthropic: no other upstream can read it.
-				if err := mdOnly(b, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
+				if err := mdOnly(b, bat); err != nil {
 					return err
 				}
 				r.h.Add("messages[].content[" + b.Type + "]")
@@ -895,7 +867,7 @@ func mdUnsupportedBlock(at, typ string) error {
 
 // text reads a text block's text, which must not be empty.
 func (r *mdReader) text(b *messageswire.Block, at string) (string, error) {
-	if err := mdOnly(b, at, "type", "text", "cache_control", "citations"); err != nil {
+	if err := mdOnly(b, at); err != nil {
 		return "", err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
@@ -917,7 +889,7 @@ func (r *mdReader) hint(set bool, name string) {
 func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) {
 	var p mdImagePart
 	p.Type = "image_url"
-	if err := mdOnly(b, at, "type", "source", "cache_control"); err != nil {
+	if err := mdOnly(b, at); err != nil {
 		return p, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
@@ -929,21 +901,7 @@ func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) 
 	if src.Name != "" {
 		return p, clientapi.Invalid(sat, "%s must be an object", sat)
 	}
-	only := func(allowed ...string) error {
-		m := map[string]json.RawMessage{}
-		for _, f := range []mdSet{{"media_type", src.MediaType != ""}, {"data", src.Data != ""}, {"url", src.URL != ""}} {
-			if f.set && !slices.Contains(allowed, f.name) {
-				m[f.name] = nil
-			}
-		}
-		if err := mdUnknown(src.Extra, sat, allowed...); err != nil {
-			var e *llm.Error
-			if errors.As(err, &e) {
-				m[strings.TrimPrefix(e.Param, sat+".")] = nil
-			}
-		}
-		return clientapi.Keys(m, sat, allowed...)
-	}
+	only := func() error { return mdUnknown(src.Extra, sat, mdSourceMembers[src.Type]...) }
 	switch src.Type {
 	case "":
 		if v, _ := mdLookup(r.body, mdPath(sat)...); v != nil {
@@ -953,7 +911,7 @@ func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) 
 		}
 		return p, r.required(sat+".type", append(mdPath(sat), "type")...)
 	case messageswire.SourceBase64:
-		if err := only("type", "media_type", "data"); err != nil {
+		if err := only(); err != nil {
 			return p, err
 		}
 		mt := src.MediaType
@@ -968,7 +926,7 @@ func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) 
 		}
 		p.ImageURL.URL = "data:" + mt + ";base64," + src.Data
 	case messageswire.SourceURL:
-		if err := only("type", "url"); err != nil {
+		if err := only(); err != nil {
 			return p, err
 		}
 		u := src.URL
@@ -990,7 +948,7 @@ func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) 
 func (r *mdReader) toolUse(b *messageswire.Block, at string) (llm.ToolCall, error) {
 	var c llm.ToolCall
 	c.Type = "function"
-	if err := mdOnly(b, at, "type", "id", "name", "input", "cache_control"); err != nil {
+	if err := mdOnly(b, at); err != nil {
 		return c, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
@@ -1029,7 +987,7 @@ func (r *mdReader) toolUse(b *messageswire.Block, at string) (llm.ToolCall, erro
 // toolResult translates a tool_result block into a tool message.
 func (r *mdReader) toolResult(b *messageswire.Block, at string) (clientapi.ChatMessage, error) {
 	msg := clientapi.ChatMessage{Role: "tool"}
-	if err := mdOnly(b, at, "type", "tool_use_id", "content", "is_error", "cache_control"); err != nil {
+	if err := mdOnly(b, at); err != nil {
 		return msg, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
@@ -1175,26 +1133,12 @@ func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format j
 	if t == nil {
 		return effort, format, nil
 	}
-	check := func(allowed ...string) error {
-		m := map[string]json.RawMessage{}
-		for _, f := range []mdSet{{"budget_tokens", t.BudgetTokens != nil}, {"display", t.Display != ""}} {
-			if f.set && !slices.Contains(allowed, f.name) {
-				m[f.name] = nil
-			}
-		}
-		if err := mdUnknown(t.Extra, "thinking", allowed...); err != nil {
-			var e *llm.Error
-			if errors.As(err, &e) {
-				m[strings.TrimPrefix(e.Param, "thinking.")] = nil
-			}
-		}
-		return clientapi.Keys(m, "thinking", allowed...)
-	}
+	check := func() error { return mdUnknown(t.Extra, "thinking", mdThinkingMembers[t.Type]...) }
 	switch t.Type {
 	case "":
 		return "", nil, r.required("thinking.type", "thinking", "type")
 	case messageswire.ThinkingEnabled:
-		if err := check("type", "budget_tokens", "display"); err != nil {
+		if err := check(); err != nil {
 			return "", nil, err
 		}
 		if t.BudgetTokens == nil {
@@ -1215,14 +1159,14 @@ func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format j
 			}
 		}
 	case messageswire.ThinkingAdaptive:
-		if err := check("type", "display"); err != nil {
+		if err := check(); err != nil {
 			return "", nil, err
 		}
 		if effort == "" {
 			effort = "medium"
 		}
 	case messageswire.ThinkingDisabled:
-		if err := check("type"); err != nil {
+		if err := check(); err != nil {
 			return "", nil, err
 		}
 	default:
