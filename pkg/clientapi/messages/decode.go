@@ -96,7 +96,7 @@ var mdImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"
 // but for a thinking block's members, which it drops unread, and a
 // cache_control, a hint whose presence is all that counts. Content blocks,
 // sources and thinking configurations are read by mdByType.
-var mdDecodeOptions = jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+var mdDecodeOptions = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
 		if dec.PeekKind() == '"' || !mdThinkingMember(dec.StackPointer()) {
 			return errors.ErrUnsupported
@@ -130,7 +130,7 @@ var mdDecodeOptions = jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		type plain messageswire.Thinking
 		return mdByType(dec, (*plain)(v), &v.Extra, mdThinkingMembers, mdPlainOptions)
 	}),
-))
+)
 
 // mdPlainOptions read a source or a thinking configuration, which hold no
 // member mdDecodeOptions reads its own way.
@@ -221,6 +221,8 @@ func mdModelled(v any) []string {
 // all the modelled ones) into extra instead. An object of another type
 // is read as it is.
 func mdByType[T any](dec *jsontext.Decoder, v *T, extra *jsontext.Value, members map[string][]string, opts jsonv2.Options) error {
+	var zero T
+	*v = zero // a name given twice: the last value alone is read
 	raw, err := dec.ReadValue()
 	if err != nil {
 		return err

@@ -195,7 +195,7 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 // presence is what counts). A text's string, a list's strings and the
 // members the translation needs of a type are read strictly: their errors
 // are msgConvDecodeError's.
-var msgConvLenient = jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+var msgConvLenient = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
 		last := dec.StackPointer().LastToken()
 		if dec.PeekKind() == '"' || last == "text" || isIndex(last) {
@@ -220,7 +220,7 @@ var msgConvLenient = jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		type plain messages.Metadata
 		return msgConvPresent(dec, (*plain)(v))
 	}),
-))
+)
 
 // msgConvPresent reads the next value into v, or leaves v its zero value
 // when it is not one.

@@ -174,9 +174,10 @@ func (s *Source) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // UnmarshalJSONFrom reads a string or an object.
 func (s *Source) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*s = Source{}
 	if dec.PeekKind() == '"' {
 		tok, err := dec.ReadToken()
-		*s = Source{Name: tok.String()}
+		s.Name = tok.String()
 		return err
 	}
 	return jsonv2.UnmarshalDecode(dec, (*sourceObject)(s))
@@ -256,6 +257,30 @@ var encodeOptions = jsonv2.JoinOptions(jsontext.EscapeForJS(true), jsontext.Allo
 // duplicate name (the last wins).
 var decodeOptions = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
+// lastWins reads an object given twice under one name as the last alone,
+// as a reader of maps does, rather than the two merged into one struct.
+var lastWins = jsonv2.JoinUnmarshalers(
+	replace(func(v *InputMessage) any { type plain InputMessage; return (*plain)(v) }),
+	replace(func(v *Block) any { type plain Block; return (*plain)(v) }),
+	replace(func(v *CacheControl) any { type plain CacheControl; return (*plain)(v) }),
+	replace(func(v *Tool) any { type plain Tool; return (*plain)(v) }),
+	replace(func(v *ToolChoice) any { type plain ToolChoice; return (*plain)(v) }),
+	replace(func(v *Metadata) any { type plain Metadata; return (*plain)(v) }),
+	replace(func(v *Thinking) any { type plain Thinking; return (*plain)(v) }),
+	replace(func(v *OutputConfig) any { type plain OutputConfig; return (*plain)(v) }),
+	replace(func(v *OutputFormat) any { type plain OutputFormat; return (*plain)(v) }),
+)
+
+// replace reads a T afresh, as plain (v as a type without this
+// unmarshaler) reads it.
+func replace[T any](plain func(*T) any) *jsonv2.Unmarshalers {
+	return jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *T) error {
+		var zero T
+		*v = zero
+		return jsonv2.UnmarshalDecode(dec, plain(v))
+	})
+}
+
 // Marshal encodes a request (or any of its parts) compact, in field
 // order, Extra's members last.
 func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, encodeOptions) }
@@ -266,8 +291,9 @@ func MarshalWrite(w io.Writer, v any) error { return jsonv2.MarshalWrite(w, v, e
 
 // Unmarshal decodes a request (or any of its parts). A member of the
 // wrong JSON type is an error whose *jsonv2.SemanticError names it by
-// JSON pointer; opts may add a reader's own unmarshalers (one that reads
-// a member of the wrong type as absent, say).
-func Unmarshal(b []byte, v any, opts ...jsonv2.Options) error {
-	return jsonv2.Unmarshal(b, v, append([]jsonv2.Options{decodeOptions}, opts...)...)
+// JSON pointer; of a name given twice, the last value is read. us may add
+// a reader's own unmarshalers (one that reads a member of the wrong type
+// as absent, say), which come first.
+func Unmarshal(b []byte, v any, us ...*jsonv2.Unmarshalers) error {
+	return jsonv2.Unmarshal(b, v, decodeOptions, jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(append(us, lastWins)...)))
 }

@@ -243,3 +243,21 @@ func topNames(t *testing.T, b []byte) map[string]bool {
 	}
 	return names
 }
+
+// TestRequestLastWins: of an object given twice under one name, the last
+// is read alone, as a reader of maps reads it, not the two merged.
+func TestRequestLastWins(t *testing.T) {
+	var r Request
+	in := `{"model":"a","model":"b","tool_choice":{"type":"tool","name":"f"},"tool_choice":{"type":"auto"},` +
+		`"metadata":{"user_id":"u"},"metadata":{},"messages":[{"role":"user","content":[{"type":"image",` +
+		`"source":{"type":"base64","media_type":"image/png","data":"AA=="},"source":{"type":"url","url":"https://x"},` +
+		`"cache_control":{"type":"ephemeral","ttl":"1h"},"cache_control":{"type":"ephemeral"}}]}]}`
+	if err := Unmarshal([]byte(in), &r); err != nil {
+		t.Fatal(err)
+	}
+	b := r.Messages[0].Content.Blocks[0]
+	if r.Model != "b" || r.ToolChoice.Type != ToolChoiceAuto || r.ToolChoice.Name != "" || r.Metadata.UserID != "" ||
+		b.Source.MediaType != "" || b.Source.URL != "https://x" || b.CacheControl.TTL != "" {
+		t.Errorf("%+v", r)
+	}
+}
