@@ -3,11 +3,16 @@ package messages
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
@@ -15,7 +20,9 @@ import (
 	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
-// The Anthropic Messages request, as POST /api/v1/messages reads it.
+// The Anthropic Messages request, as POST /api/v1/messages reads it: the
+// body is decoded once into pkg/wire/messages' Request, then checked and
+// translated.
 //
 // decodeMessagesHints translates it into a Chat Completions body; the gateway
 // then decodes that with llm.DecodeChatRequest like any chat request, so the
@@ -85,6 +92,230 @@ var mdIgnoredFields = []string{"service_tier", "container", "mcp_servers", "cont
 // mdImageTypes are the media types Anthropic accepts for a base64 image.
 var mdImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 
+// mdDecodeOptions read a request as the translation checks it: strictly
+// but for a thinking block's members, which it drops unread, and a
+// cache_control, a hint whose presence is all that counts. Content blocks,
+// sources and thinking configurations are read by mdByType.
+var mdDecodeOptions = jsonv2.JoinUnmarshalers(
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
+		if dec.PeekKind() == '"' || !mdThinkingMember(dec.StackPointer()) {
+			return errors.ErrUnsupported
+		}
+		*s = ""
+		return dec.SkipValue()
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *[]string) error {
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		return mdStrings(raw, dec.StackPointer(), v)
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.Block) error {
+		type plain messageswire.Block
+		return mdByType(dec, (*plain)(v), &v.Extra, mdBlockMembers, dec.Options())
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.CacheControl) error {
+		*v = messageswire.CacheControl{}
+		return dec.SkipValue()
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.Source) error {
+		if dec.PeekKind() == '"' {
+			return errors.ErrUnsupported
+		}
+		type plain messageswire.Source
+		return mdByType(dec, (*plain)(v), &v.Extra, mdSourceMembers, mdPlainOptions)
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.Thinking) error {
+		type plain messageswire.Thinking
+		return mdByType(dec, (*plain)(v), &v.Extra, mdThinkingMembers, mdPlainOptions)
+	}),
+)
+
+// mdPlainOptions read a source or a thinking configuration, which hold no
+// member mdDecodeOptions reads its own way.
+var mdPlainOptions = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+
+// mdStrings reads a list of strings (stop_sequences, at base), a null
+// element an error naming it, as an empty string is not.
+func mdStrings(raw jsontext.Value, base jsontext.Pointer, v *[]string) error {
+	if raw.Kind() == '[' {
+		d := jsontext.NewDecoder(bytes.NewReader(raw), mdPlainOptions)
+		if _, err := d.ReadToken(); err != nil {
+			return err
+		}
+		for i := 0; d.PeekKind() != ']'; i++ {
+			el, err := d.ReadValue()
+			if err != nil {
+				return err
+			}
+			if el.Kind() == 'n' {
+				return &jsonv2.SemanticError{JSONPointer: base + jsontext.Pointer("/"+strconv.Itoa(i)), JSONKind: 'n', Err: errors.New("null is not a string")}
+			}
+		}
+	}
+	err := jsonv2.Unmarshal(raw, v, mdPlainOptions)
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		se.JSONPointer = base + se.JSONPointer
+	}
+	return err
+}
+
+// mdThinkingMember reports whether a member's pointer, within a content
+// block read by mdByType, is one of a thinking block's own.
+func mdThinkingMember(p jsontext.Pointer) bool {
+	n := 0
+	for range p.Tokens() {
+		n++
+	}
+	switch p.LastToken() {
+	case "thinking", "signature", "data":
+		return n == 1
+	}
+	return false
+}
+
+// The members an object may have, by its type, of those its Go type
+// models; a modelled member its type may not have is read as one the Go
+// type does not model (into Extra), for the check that names it.
+var (
+	mdBlockMembers = map[string][]string{
+		messageswire.BlockText:             {"type", "text", "cache_control", "citations"},
+		messageswire.BlockImage:            {"type", "source", "cache_control"},
+		messageswire.BlockToolUse:          {"type", "id", "name", "input", "cache_control"},
+		messageswire.BlockToolResult:       {"type", "tool_use_id", "content", "is_error", "cache_control"},
+		messageswire.BlockThinking:         {"type", "thinking", "signature", "data", "cache_control"},
+		messageswire.BlockRedactedThinking: {"type", "thinking", "signature", "data", "cache_control"},
+		"":                                 mdModelled(messageswire.Block{}),
+	}
+	mdSourceMembers = map[string][]string{
+		messageswire.SourceBase64: {"type", "media_type", "data"},
+		messageswire.SourceURL:    {"type", "url"},
+		"":                        mdModelled(messageswire.Source{}),
+	}
+	mdThinkingMembers = map[string][]string{
+		messageswire.ThinkingEnabled:  {"type", "budget_tokens", "display"},
+		messageswire.ThinkingAdaptive: {"type", "display"},
+		messageswire.ThinkingDisabled: {"type"},
+		"":                            mdModelled(messageswire.Thinking{}),
+	}
+)
+
+// mdModelled is the member names v's Go type models, from its json tags.
+func mdModelled(v any) []string {
+	var names []string
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// mdByType reads an object into v (a type without this unmarshaler, with
+// opts), a
+// modelled member its "type" may not have (members[type]; members[""] are
+// all the modelled ones) into extra instead. An object of another type
+// is read as it is.
+func mdByType[T any](dec *jsontext.Decoder, v *T, extra *jsontext.Value, members map[string][]string, opts jsonv2.Options) error {
+	var zero T
+	*v = zero // a name given twice: the last value alone is read
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	base := dec.StackPointer()
+	fail := func(err error) error {
+		var se *jsonv2.SemanticError
+		if errors.As(err, &se) {
+			se.JSONPointer = base + se.JSONPointer
+		}
+		return err
+	}
+	if raw.Kind() != '{' {
+		return fail(jsonv2.Unmarshal(raw, v, opts))
+	}
+	typ, moved := mdMoved(raw, members)
+	if !moved {
+		return fail(jsonv2.Unmarshal(raw, v, opts))
+	}
+	allowed := members[typ]
+	var kept, out []byte
+	kept, out = append(kept, '{'), append(out, '{')
+	d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	for d.PeekKind() == '"' {
+		name, _ := d.ReadValue()
+		nameCopy := slices.Clone(name)
+		val, err := d.ReadValue()
+		if err != nil {
+			return err
+		}
+		var key string
+		_ = jsonv2.Unmarshal(nameCopy, &key, jsontext.AllowInvalidUTF8(true))
+		dst := &kept
+		if slices.Contains(members[""], key) && !slices.Contains(allowed, key) {
+			dst = &out
+		}
+		if len(*dst) > 1 {
+			*dst = append(*dst, ',')
+		}
+		*dst = append(append(append(*dst, nameCopy...), ':'), val...)
+	}
+	if err := jsonv2.Unmarshal(append(kept, '}'), v, opts); err != nil {
+		return fail(err)
+	}
+	if len(*extra) > 2 {
+		out = append(append(out, ','), (*extra)[1:len(*extra)-1]...)
+	}
+	*extra = append(out, '}')
+	return nil
+}
+
+// mdMoved reads an object's type and reports whether it has a modelled
+// member its type may not have.
+func mdMoved(raw jsontext.Value, members map[string][]string) (typ string, moved bool) {
+	d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if _, err := d.ReadToken(); err != nil {
+		return "", false
+	}
+	var names []string
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return "", false
+		}
+		name := tok.String()
+		names = append(names, name)
+		if name == "type" && d.PeekKind() == '"' {
+			t, err := d.ReadToken()
+			if err != nil {
+				return "", false
+			}
+			typ = t.String()
+			continue
+		}
+		if err := d.SkipValue(); err != nil {
+			return "", false
+		}
+	}
+	allowed, ok := members[typ]
+	if !ok || typ == "" {
+		return typ, false
+	}
+	for _, n := range names {
+		if slices.Contains(members[""], n) && !slices.Contains(allowed, n) {
+			return typ, true
+		}
+	}
+	return typ, false
+}
+
 // decodeMessagesHints validates an Anthropic Messages request body and
 // returns the equivalent Chat Completions request body (JSON) that
 // llm.DecodeChatRequest accepts, so the gateway's router, idempotency and
@@ -99,87 +330,87 @@ func decodeMessagesHints(body []byte) (chat []byte, dropped []string, err error)
 	return chat, h.Names, nil
 }
 
+// mdReader checks and translates one request; body is kept for the error
+// path, which looks up what the types do not say (a member there but
+// empty, an element that is null).
+type mdReader struct {
+	body []byte
+	h    *clientapi.HintSet
+}
+
 func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err error) {
-	fields, err := clientapi.ObjectBody(body)
-	if err != nil {
-		return nil, err
+	var req messageswire.Request
+	if err := messageswire.Unmarshal(body, &req, mdDecodeOptions); err != nil {
+		return nil, mdDecodeError(body, err)
 	}
-	known := []string{
-		"model", "max_tokens", "system", "messages", "stop_sequences", "temperature", "top_p", "top_k",
-		"tools", "tool_choice", "metadata", "stream", "thinking", "output_config",
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); trimmed[0] != '{' {
+		return nil, mdDecodeError(body, nil) // null
 	}
-	if err := clientapi.Keys(fields, "", slices.Concat(known, llm.GatewayFields, mdIgnoredFields)...); err != nil {
+	r := &mdReader{body: body, h: h}
+	if err := mdUnknown(req.Extra, "", slices.Concat(llm.GatewayFields, mdIgnoredFields)...); err != nil {
 		return nil, err
 	}
 	var out clientapi.Object
 
-	model, err := clientapi.StringField(fields, "model", "model", true)
-	if err != nil {
-		return nil, err
+	if req.Model == "" {
+		return nil, r.required("model", "model")
 	}
-	out.Add("model", clientapi.JSON(model))
+	out.Add("model", clientapi.JSON(req.Model))
 
-	maxTokens, err := clientapi.IntField(fields, "max_tokens", "max_tokens", 1, clientapi.MaxTokens, true)
+	if req.MaxTokens == nil {
+		return nil, clientapi.Invalid("max_tokens", "max_tokens is required")
+	}
+	maxTokens, err := mdInt(*req.MaxTokens, "max_tokens", 1, clientapi.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
 	out.Add("max_completion_tokens", json.RawMessage(strconv.FormatInt(maxTokens, 10)))
 
 	var msgs []clientapi.ChatMessage
-	if raw, ok := clientapi.Present(fields, "system"); ok {
-		content, err := mdSystem(raw, "system", h)
-		if err != nil {
-			return nil, err
-		}
-		if content != nil {
-			msgs = append(msgs, clientapi.ChatMessage{Role: "system", Content: content})
-		}
+	content, err := r.system(req.System, "system")
+	if err != nil {
+		return nil, err
 	}
-	turns, err := mdTurns(fields, h)
+	if content != nil {
+		msgs = append(msgs, clientapi.ChatMessage{Role: "system", Content: content})
+	}
+	turns, err := r.turns(req.Messages)
 	if err != nil {
 		return nil, err
 	}
 	out.Add("messages", clientapi.JSON(append(msgs, turns...)))
 
-	if raw, ok := clientapi.Present(fields, "stop_sequences"); ok {
-		var stops []json.RawMessage
-		if raw[0] != '[' || json.Unmarshal(raw, &stops) != nil {
-			return nil, clientapi.Invalid("stop_sequences", "stop_sequences must be an array of strings")
-		}
-		list := make([]string, 0, len(stops))
-		for i, s := range stops {
-			v, err := clientapi.StringValue(s, fmt.Sprintf("stop_sequences[%d]", i))
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, v)
-		}
-		if len(list) > 0 {
-			out.Add("stop", clientapi.JSON(list))
-		}
+	if len(req.StopSequences) > 0 {
+		out.Add("stop", clientapi.JSON(req.StopSequences))
 	}
-	for _, name := range []string{"temperature", "top_p"} {
-		raw, ok := clientapi.Present(fields, name)
-		if !ok {
+	for _, s := range []struct {
+		name string
+		raw  jsontext.Value
+	}{{"temperature", req.Temperature}, {"top_p", req.TopP}} {
+		if mdAbsent(s.raw) {
 			continue
 		}
-		f, ok := clientapi.Number(raw)
+		f, ok := clientapi.Number(json.RawMessage(s.raw))
 		if !ok {
-			return nil, clientapi.Invalid(name, "%s must be a number", name)
+			return nil, clientapi.Invalid(s.name, "%s must be a number", s.name)
 		}
 		if f < 0 || f > 1 {
-			return nil, clientapi.Invalid(name, "%s must be from 0 to 1", name)
+			return nil, clientapi.Invalid(s.name, "%s must be from 0 to 1", s.name)
 		}
-		out.Add(name, raw)
+		out.Add(s.name, json.RawMessage(s.raw))
 	}
-	if raw, ok := clientapi.Present(fields, "top_k"); ok {
-		if _, err := clientapi.IntField(fields, "top_k", "top_k", 0, math.MaxInt32, false); err != nil {
+	if !mdAbsent(req.TopK) {
+		f, ok := clientapi.Number(json.RawMessage(req.TopK))
+		if !ok {
+			return nil, clientapi.Invalid("top_k", "top_k must be an integer")
+		}
+		if _, err := mdInt(f, "top_k", 0, math.MaxInt32); err != nil {
 			return nil, err
 		}
-		out.Add("top_k", raw)
+		out.Add("top_k", json.RawMessage(req.TopK))
 	}
 
-	effort, format, err := mdReasoning(fields)
+	effort, format, err := r.reasoning(&req)
 	if err != nil {
 		return nil, err
 	}
@@ -190,15 +421,15 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 		out.Add("response_format", format)
 	}
 
-	tools, names, err := mdTools(fields, h)
+	tools, names, err := r.tools(req.Tools)
 	if err != nil {
 		return nil, err
 	}
 	if len(tools) > 0 {
 		out.Add("tools", clientapi.JSON(tools))
 	}
-	if raw, ok := clientapi.Present(fields, "tool_choice"); ok {
-		choice, parallel, err := mdToolChoice(raw, names)
+	if req.ToolChoice != nil {
+		choice, parallel, err := r.toolChoice(req.ToolChoice, names)
 		if err != nil {
 			return nil, err
 		}
@@ -210,39 +441,193 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 		}
 	}
 
-	if raw, ok := clientapi.Present(fields, "metadata"); ok {
-		meta, err := clientapi.ObjectOf(raw, "metadata")
-		if err != nil {
+	if m := req.Metadata; m != nil {
+		if err := mdUnknown(m.Extra, "metadata"); err != nil {
 			return nil, err
 		}
-		if err := clientapi.Keys(meta, "metadata", "user_id"); err != nil {
-			return nil, err
-		}
-		user, err := clientapi.StringField(meta, "user_id", "metadata.user_id", false)
-		if err != nil {
-			return nil, err
-		}
-		if user != "" {
-			out.Add("user", clientapi.JSON(user))
+		if m.UserID != "" {
+			out.Add("user", clientapi.JSON(m.UserID))
 		}
 	}
 
-	if raw, ok := clientapi.Present(fields, "stream"); ok {
-		switch string(raw) {
-		case "true":
-			out.Add("stream", json.RawMessage("true"))
-			out.Add("stream_options", json.RawMessage(`{"include_usage":true}`))
-		case "false":
-		default:
-			return nil, clientapi.Invalid("stream", "stream must be a boolean")
-		}
+	if req.Stream {
+		out.Add("stream", json.RawMessage("true"))
+		out.Add("stream_options", json.RawMessage(`{"include_usage":true}`))
 	}
 	for _, name := range llm.GatewayFields {
-		if raw, ok := clientapi.Present(fields, name); ok {
+		if raw, ok := mdMember(req.Extra, name); ok {
 			out.Add(name, raw)
 		}
 	}
 	return out.Bytes(), nil
+}
+
+// mdAbsent reports whether a member kept as written is absent or null.
+func mdAbsent(v jsontext.Value) bool { return len(v) == 0 || string(v) == "null" }
+
+// mdInt checks that f is an integer in [lo, hi] (1024 and 1024.0 alike).
+func mdInt(f float64, param string, lo, hi int64) (int64, error) {
+	if f != math.Trunc(f) || math.IsInf(f, 0) {
+		return 0, clientapi.Invalid(param, "%s must be an integer", param)
+	}
+	if f < float64(lo) || f > float64(hi) {
+		return 0, clientapi.Invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+	}
+	return int64(f), nil
+}
+
+// mdMember is the member name of an object kept as written, when there
+// and not null.
+func mdMember(obj jsontext.Value, name string) (json.RawMessage, bool) {
+	if len(obj) == 0 {
+		return nil, false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(obj), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	var found json.RawMessage
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		key := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		if key == name {
+			found = json.RawMessage(v.Clone())
+		}
+	}
+	if found == nil || string(found) == "null" {
+		return nil, false
+	}
+	return found, true
+}
+
+// mdUnknown rejects a member of extra (the members an object's type does
+// not model) that is not in allowed, the first in sorted order, as
+// clientapi.Keys does.
+func mdUnknown(extra jsontext.Value, param string, allowed ...string) error {
+	if len(extra) == 0 {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(extra), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil
+	}
+	m := map[string]json.RawMessage{}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil
+		}
+		m[tok.String()] = nil
+		if err := dec.SkipValue(); err != nil {
+			return nil
+		}
+	}
+	return clientapi.Keys(m, param, allowed...)
+}
+
+// mdOnly rejects a block holding a member its type does not have, the
+// first in sorted order, as clientapi.Keys does: mdByType has read such a
+// member, modelled or not, into Extra.
+func mdOnly(b *messageswire.Block, at string) error {
+	return mdUnknown(b.Extra, at, mdBlockMembers[b.Type]...)
+}
+
+// required is the error of a required member found empty: absent or null
+// in the body (at path, the member's place), it is required; there, it
+// must not be empty.
+func (r *mdReader) required(param string, path ...any) error {
+	if v, ok := mdLookup(r.body, path...); ok && v != nil {
+		return clientapi.Invalid(param, "%s must not be empty", param)
+	}
+	return clientapi.Invalid(param, "%s is required", param)
+}
+
+// mdLookup is the value at path (object names and array indexes) of body;
+// ok is false when there is none, and the value nil when it is null.
+func mdLookup(body []byte, path ...any) (v any, ok bool) {
+	if json.Unmarshal(body, &v) != nil {
+		return nil, false
+	}
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			m, isMap := v.(map[string]any)
+			if !isMap {
+				return nil, false
+			}
+			if v, ok = m[p]; !ok {
+				return nil, false
+			}
+		case int:
+			l, isList := v.([]any)
+			if !isList || p >= len(l) {
+				return nil, false
+			}
+			v = l[p]
+		}
+	}
+	return v, true
+}
+
+// mdDecodeError is the error of a body the request's types cannot read,
+// naming the member at fault as the translation's checks do.
+func mdDecodeError(body []byte, err error) error {
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) || se.JSONPointer == "" || !json.Valid(body) {
+		if _, err := clientapi.ObjectBody(body); err != nil {
+			return err
+		}
+		return clientapi.Invalid("", "request body must be a JSON object")
+	}
+	var at, shape string
+	var path []any
+	for tok := range se.JSONPointer.Tokens() {
+		if i, err := strconv.Atoi(tok); err == nil {
+			at += fmt.Sprintf("[%d]", i)
+			shape += "[]"
+			path = append(path, i)
+			continue
+		}
+		if at != "" {
+			at, shape = at+".", shape+"."
+		}
+		at, shape = at+tok, shape+tok
+		path = append(path, tok)
+	}
+	switch shape {
+	case "max_tokens", "thinking.budget_tokens":
+		return clientapi.Invalid(at, "%s must be an integer", at)
+	case "stream", "tools[].strict", "tool_choice.disable_parallel_tool_use",
+		"messages[].content[].is_error":
+		return clientapi.Invalid(at, "%s must be a boolean", at)
+	case "stop_sequences":
+		return clientapi.Invalid(at, "stop_sequences must be an array of strings")
+	case "messages":
+		return clientapi.Invalid(at, "messages must be an array of messages")
+	case "tools":
+		return clientapi.Invalid(at, "tools must be an array of tools")
+	case "system":
+		return clientapi.Invalid(at, "%s must be a string or an array of text blocks", at)
+	case "messages[].content":
+		if role, _ := mdLookup(body, path[0], path[1], "role"); role == messageswire.RoleSystem {
+			return clientapi.Invalid(at, "%s must be a string or an array of text blocks", at)
+		}
+		return clientapi.Invalid(at, "%s must be a string or an array of content blocks", at)
+	case "messages[].content[].content":
+		return clientapi.Invalid(at, "%s must be a string or an array of text blocks", at)
+	case "messages[]", "system[]", "messages[].content[]", "messages[].content[].content[]", "tools[]",
+		"tool_choice", "metadata", "thinking", "output_config", "output_config.format",
+		"messages[].content[].source", "messages[].content[].content[].source":
+		return clientapi.Invalid(at, "%s must be an object", at)
+	}
+	return clientapi.Invalid(at, "%s must be a string", at)
 }
 
 type mdImagePart struct {
@@ -252,84 +637,95 @@ type mdImagePart struct {
 	} `json:"image_url"`
 }
 
-// mdSystem translates the system prompt: a string or an array of text
+// system translates the system prompt: a string or an array of text
 // blocks. nil means there is none.
 //
 // A list of blocks is joined by a blank line into one string, as the
 // blocks are paragraphs of one prompt (an upstream that reads text parts
 // would run them together). param is where it is: "system", or a system
-// message's content.
-func mdSystem(raw json.RawMessage, param string, h *clientapi.HintSet) (json.RawMessage, error) {
-	if raw[0] == '"' {
-		s, err := clientapi.StringValue(raw, param)
-		if err != nil || s == "" {
-			return nil, err
+// message's content; path is its place in the body.
+func (r *mdReader) system(c messageswire.Content, param string, path ...any) (json.RawMessage, error) {
+	if c.Blocks == nil {
+		if c.Text == "" {
+			return nil, nil
 		}
-		return raw, nil
+		return clientapi.JSON(c.Text), nil
 	}
-	blocks, err := clientapi.Array(raw, param, param+" must be a string or an array of text blocks")
-	if err != nil {
-		return nil, err
+	if len(path) == 0 {
+		path = []any{param}
 	}
-	if len(blocks) == 0 {
+	if len(c.Blocks) == 0 {
 		return nil, nil
 	}
-	texts := make([]string, 0, len(blocks))
-	err = clientapi.EachBlock(blocks, param, func(m map[string]json.RawMessage, at, typ string) error {
-		if typ != "text" {
-			return clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
+	texts := make([]string, 0, len(c.Blocks))
+	for i := range c.Blocks {
+		b := &c.Blocks[i]
+		at := fmt.Sprintf("%s[%d]", param, i)
+		bpath := append(slices.Clip(path), i)
+		if err := r.blockType(b, at, bpath); err != nil {
+			return nil, err
 		}
-		text, err := mdText(m, at, h)
+		if b.Type != messageswire.BlockText {
+			return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
+		}
+		text, err := r.text(b, at)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		texts = append(texts, text)
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	return clientapi.JSON(strings.Join(texts, "\n\n")), nil
 }
 
-// mdTurns translates messages into Chat Completions messages.
-func mdTurns(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
-	raw, ok := clientapi.Present(fields, "messages")
-	if !ok {
-		return nil, clientapi.Invalid("messages", "messages is required")
+// blockType checks that a block has a type: a block decoded from null has
+// none, and is no object.
+func (r *mdReader) blockType(b *messageswire.Block, at string, path []any) error {
+	if b.Type != "" {
+		return nil
 	}
-	turns, err := clientapi.Array(raw, "messages", "messages must be an array of messages")
-	if err != nil {
-		return nil, err
+	if v, ok := mdLookup(r.body, path...); ok && v == nil {
+		return clientapi.Invalid(at, "%s must be an object", at)
+	}
+	return r.required(at+".type", append(slices.Clip(path), "type")...)
+}
+
+// turns translates messages into Chat Completions messages.
+func (r *mdReader) turns(turns []messageswire.InputMessage) ([]clientapi.ChatMessage, error) {
+	if turns == nil {
+		return nil, clientapi.Invalid("messages", "messages is required")
 	}
 	if len(turns) == 0 {
 		return nil, clientapi.Invalid("messages", "messages must not be empty")
 	}
 	var out []clientapi.ChatMessage
-	for i, t := range turns {
+	for i := range turns {
+		t := &turns[i]
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := clientapi.ObjectOf(t, at)
-		if err != nil {
+		if t.Role == "" {
+			if v, ok := mdLookup(r.body, "messages", i); ok && v == nil {
+				return nil, clientapi.Invalid(at, "%s must be an object", at)
+			}
+		}
+		if err := mdUnknown(t.Extra, at); err != nil {
 			return nil, err
 		}
-		if err := clientapi.Keys(m, at, "role", "content"); err != nil {
-			return nil, err
+		role := t.Role
+		if role == "" {
+			return nil, r.required(at+".role", "messages", i, "role")
 		}
-		role, err := clientapi.StringField(m, "role", at+".role", true)
-		if err != nil {
-			return nil, err
-		}
-		if role != "user" && role != "assistant" && role != "system" {
+		if role != messageswire.RoleUser && role != messageswire.RoleAssistant && role != messageswire.RoleSystem {
 			return nil, clientapi.Invalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
 		}
-		content, ok := clientapi.Present(m, "content")
-		if !ok {
-			return nil, clientapi.Invalid(at+".content", "%s.content is required", at)
+		content := t.Content
+		if content.Blocks == nil && content.Text == "" {
+			if v, ok := mdLookup(r.body, "messages", i, "content"); !ok || v == nil {
+				return nil, clientapi.Invalid(at+".content", "%s.content is required", at)
+			}
 		}
-		if role == "system" {
+		if role == messageswire.RoleSystem {
 			// A system prompt given at this point of the conversation
 			// (Claude Code sends one so): a system message here.
-			text, err := mdSystem(content, at+".content", h)
+			text, err := r.system(content, at+".content", "messages", i, "content")
 			if err != nil {
 				return nil, err
 			}
@@ -339,29 +735,22 @@ func mdTurns(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 			out = append(out, clientapi.ChatMessage{Role: "system", Content: text})
 			continue
 		}
-		final := i == len(turns)-1 && role == "assistant"
-		if content[0] == '"' {
-			s, err := clientapi.StringValue(content, at+".content")
-			if err != nil {
-				return nil, err
-			}
-			if s == "" && !final {
+		final := i == len(turns)-1 && role == messageswire.RoleAssistant
+		if content.Blocks == nil {
+			if content.Text == "" && !final {
 				return nil, clientapi.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 			}
-			out = append(out, clientapi.ChatMessage{Role: role, Content: content})
+			out = append(out, clientapi.ChatMessage{Role: role, Content: clientapi.JSON(content.Text)})
 			continue
 		}
-		blocks, err := clientapi.Array(content, at+".content", at+".content must be a string or an array of content blocks")
-		if err != nil {
-			return nil, err
-		}
-		if len(blocks) == 0 && !final {
+		if len(content.Blocks) == 0 && !final {
 			return nil, clientapi.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 		}
-		if role == "user" {
-			out, err = mdUserTurn(out, blocks, at, h)
+		var err error
+		if role == messageswire.RoleUser {
+			out, err = r.userTurn(out, content.Blocks, at, i)
 		} else {
-			out, err = mdAssistantTurn(out, blocks, at, h)
+			out, err = r.assistantTurn(out, content.Blocks, at, i)
 		}
 		if err != nil {
 			return nil, err
@@ -370,29 +759,29 @@ func mdTurns(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 	return out, nil
 }
 
-// mdUserTurn translates a user turn of blocks: its tool results as tool
+// userTurn translates a user turn of blocks: its tool results as tool
 // messages, then the rest as one user message.
-func mdUserTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
+func (r *mdReader) userTurn(out []clientapi.ChatMessage, blocks []messageswire.Block, at string, turn int) ([]clientapi.ChatMessage, error) {
 	var parts []any
-	err := mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
-		func(m map[string]json.RawMessage, bat, typ string) error {
-			switch typ {
-			case "image":
-				p, err := mdImage(m, bat, h)
+	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p clientapi.TextPart) { parts = append(parts, p) },
+		func(b *messageswire.Block, bat string) error {
+			switch b.Type {
+			case messageswire.BlockImage:
+				p, err := r.image(b, bat)
 				if err != nil {
 					return err
 				}
 				parts = append(parts, p)
-			case "tool_result":
-				msg, err := mdToolResult(m, bat, h)
+			case messageswire.BlockToolResult:
+				msg, err := r.toolResult(b, bat)
 				if err != nil {
 					return err
 				}
 				out = append(out, msg)
-			case "tool_use", "thinking", "redacted_thinking":
-				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, typ)
+			case messageswire.BlockToolUse, messageswire.BlockThinking, messageswire.BlockRedactedThinking:
+				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, b.Type)
 			default:
-				return mdUnsupportedBlock(bat, typ)
+				return mdUnsupportedBlock(bat, b.Type)
 			}
 			return nil
 		})
@@ -405,31 +794,31 @@ func mdUserTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string
 	return out, nil
 }
 
-// mdAssistantTurn translates an assistant turn of blocks: text parts and
+// assistantTurn translates an assistant turn of blocks: text parts and
 // tool calls.
-func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at string, h *clientapi.HintSet) ([]clientapi.ChatMessage, error) {
+func (r *mdReader) assistantTurn(out []clientapi.ChatMessage, blocks []messageswire.Block, at string, turn int) ([]clientapi.ChatMessage, error) {
 	var parts []clientapi.TextPart
 	var calls []llm.ToolCall
-	err := mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
-		func(m map[string]json.RawMessage, bat, typ string) error {
-			switch typ {
-			case "tool_use":
-				c, err := mdToolUse(m, bat, h)
+	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p clientapi.TextPart) { parts = append(parts, p) },
+		func(b *messageswire.Block, bat string) error {
+			switch b.Type {
+			case messageswire.BlockToolUse:
+				c, err := r.toolUse(b, bat)
 				if err != nil {
 					return err
 				}
 				calls = append(calls, c)
-			case "thinking", "redacted_thinking":
+			case messageswire.BlockThinking, messageswire.BlockRedactedThinking:
 				// An earlier turn's thinking, signed by Anthropic for
 				// Anthropic: no other upstream can read it.
-				if err := clientapi.Keys(m, bat, "type", "thinking", "signature", "data", "cache_control"); err != nil {
+				if err := mdOnly(b, bat); err != nil {
 					return err
 				}
-				h.Add("messages[].content[" + typ + "]")
-			case "image", "tool_result":
-				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, typ)
+				r.h.Add("messages[].content[" + b.Type + "]")
+			case messageswire.BlockImage, messageswire.BlockToolResult:
+				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, b.Type)
 			default:
-				return mdUnsupportedBlock(bat, typ)
+				return mdUnsupportedBlock(bat, b.Type)
 			}
 			return nil
 		})
@@ -448,94 +837,103 @@ func mdAssistantTurn(out []clientapi.ChatMessage, blocks []json.RawMessage, at s
 	return append(out, msg), nil
 }
 
-// mdEachBlock reads a content's blocks in order: a text block's text (read
-// by mdText) goes to text, any other block to other, with its path and
-// type.
-func mdEachBlock(blocks []json.RawMessage, at string, h *clientapi.HintSet, text func(clientapi.TextPart),
-	other func(m map[string]json.RawMessage, bat, typ string) error) error {
-	return clientapi.EachBlock(blocks, at+".content", func(m map[string]json.RawMessage, bat, typ string) error {
-		if typ != "text" {
-			return other(m, bat, typ)
+// eachBlock reads a content's blocks in order: a text block's text (read
+// by text) goes to text, any other block to other, with its path. path is
+// the content's place in the body.
+func (r *mdReader) eachBlock(blocks []messageswire.Block, at string, path []any, text func(clientapi.TextPart),
+	other func(b *messageswire.Block, bat string) error) error {
+	for i := range blocks {
+		b := &blocks[i]
+		bat := fmt.Sprintf("%s.content[%d]", at, i)
+		if err := r.blockType(b, bat, append(slices.Clip(path), i)); err != nil {
+			return err
 		}
-		t, err := mdText(m, bat, h)
+		if b.Type != messageswire.BlockText {
+			if err := other(b, bat); err != nil {
+				return err
+			}
+			continue
+		}
+		t, err := r.text(b, bat)
 		if err != nil {
 			return err
 		}
 		text(clientapi.TextPart{Type: "text", Text: t})
-		return nil
-	})
+	}
+	return nil
 }
 
 func mdUnsupportedBlock(at, typ string) error {
 	return clientapi.Invalid(at+".type", "%s: content block type %s is not supported by this gateway", at, clientapi.Quote(typ))
 }
 
-// mdText reads a text block's text, which must not be empty.
-func mdText(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (string, error) {
-	if err := clientapi.Keys(m, at, "type", "text", "cache_control", "citations"); err != nil {
+// text reads a text block's text, which must not be empty.
+func (r *mdReader) text(b *messageswire.Block, at string) (string, error) {
+	if err := mdOnly(b, at); err != nil {
 		return "", err
 	}
-	h.Nested(m, "cache_control", "cache_control")
-	h.Nested(m, "citations", "citations")
-	text, err := clientapi.StringField(m, "text", at+".text", false)
-	if err != nil {
-		return "", err
-	}
-	if text == "" {
+	r.hint(b.CacheControl != nil, "cache_control")
+	r.hint(!mdAbsent(b.Citations), "citations")
+	if b.Text == "" {
 		return "", clientapi.Invalid(at+".text", "%s.text must be a non-empty string", at)
 	}
-	return text, nil
+	return b.Text, nil
 }
 
-// mdImage translates an image block into an image_url part.
-func mdImage(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (mdImagePart, error) {
+// hint adds name when set.
+func (r *mdReader) hint(set bool, name string) {
+	if set {
+		r.h.Add(name)
+	}
+}
+
+// image translates an image block into an image_url part.
+func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) {
 	var p mdImagePart
 	p.Type = "image_url"
-	if err := clientapi.Keys(m, at, "type", "source", "cache_control"); err != nil {
+	if err := mdOnly(b, at); err != nil {
 		return p, err
 	}
-	h.Nested(m, "cache_control", "cache_control")
-	raw, ok := clientapi.Present(m, "source")
-	if !ok {
-		return p, clientapi.Invalid(at+".source", "%s.source is required", at)
-	}
+	r.hint(b.CacheControl != nil, "cache_control")
 	sat := at + ".source"
-	src, err := clientapi.ObjectOf(raw, sat)
-	if err != nil {
-		return p, err
+	src := b.Source
+	if src == nil {
+		return p, clientapi.Invalid(sat, "%s is required", sat)
 	}
-	typ, err := clientapi.StringField(src, "type", sat+".type", true)
-	if err != nil {
-		return p, err
+	if src.Name != "" {
+		return p, clientapi.Invalid(sat, "%s must be an object", sat)
 	}
-	switch typ {
-	case "base64":
-		if err := clientapi.Keys(src, sat, "type", "media_type", "data"); err != nil {
+	only := func() error { return mdUnknown(src.Extra, sat, mdSourceMembers[src.Type]...) }
+	switch src.Type {
+	case "":
+		if v, _ := mdLookup(r.body, mdPath(sat)...); v != nil {
+			if _, isString := v.(string); isString {
+				return p, clientapi.Invalid(sat, "%s must be an object", sat)
+			}
+		}
+		return p, r.required(sat+".type", append(mdPath(sat), "type")...)
+	case messageswire.SourceBase64:
+		if err := only(); err != nil {
 			return p, err
 		}
-		mt, err := clientapi.StringField(src, "media_type", sat+".media_type", true)
-		if err != nil {
-			return p, err
+		mt := src.MediaType
+		if mt == "" {
+			return p, r.required(sat+".media_type", append(mdPath(sat), "media_type")...)
 		}
-		ok := false
-		for _, t := range mdImageTypes {
-			ok = ok || mt == t
-		}
-		if !ok {
+		if !slices.Contains(mdImageTypes, mt) {
 			return p, clientapi.Invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(mdImageTypes, ", "))
 		}
-		data, err := clientapi.StringField(src, "data", sat+".data", true)
-		if err != nil {
+		if src.Data == "" {
+			return p, r.required(sat+".data", append(mdPath(sat), "data")...)
+		}
+		p.ImageURL.URL = "data:" + mt + ";base64," + src.Data
+	case messageswire.SourceURL:
+		if err := only(); err != nil {
 			return p, err
 		}
-		p.ImageURL.URL = "data:" + mt + ";base64," + data
-	case "url":
-		if err := clientapi.Keys(src, sat, "type", "url"); err != nil {
-			return p, err
-		}
-		u, err := clientapi.StringField(src, "url", sat+".url", true)
-		if err != nil {
-			return p, err
+		u := src.URL
+		if u == "" {
+			return p, r.required(sat+".url", append(mdPath(sat), "url")...)
 		}
 		lower := strings.ToLower(u)
 		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
@@ -543,29 +941,32 @@ func mdImage(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (mdI
 		}
 		p.ImageURL.URL = u
 	default:
-		return p, clientapi.Invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, clientapi.Quote(typ))
+		return p, clientapi.Invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, clientapi.Quote(src.Type))
 	}
 	return p, nil
 }
 
-// mdToolUse translates a tool_use block into a tool call.
-func mdToolUse(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (llm.ToolCall, error) {
+// toolUse translates a tool_use block into a tool call.
+func (r *mdReader) toolUse(b *messageswire.Block, at string) (llm.ToolCall, error) {
 	var c llm.ToolCall
 	c.Type = "function"
-	if err := clientapi.Keys(m, at, "type", "id", "name", "input", "cache_control"); err != nil {
+	if err := mdOnly(b, at); err != nil {
 		return c, err
 	}
-	h.Nested(m, "cache_control", "cache_control")
-	var err error
-	if c.ID, err = clientapi.StringField(m, "id", at+".id", true); err != nil {
-		return c, err
+	r.hint(b.CacheControl != nil, "cache_control")
+	if b.ID == "" {
+		return c, r.required(at+".id", append(mdPath(at), "id")...)
 	}
-	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
-		return c, err
+	if b.Name == "" {
+		return c, r.required(at+".name", append(mdPath(at), "name")...)
 	}
-	raw, err := clientapi.ObjectField(m, "input", at, true, "an object")
-	if err != nil {
-		return c, err
+	c.ID, c.Function.Name = b.ID, b.Name
+	if mdAbsent(b.Input) {
+		return c, clientapi.Invalid(at+".input", "%s.input is required", at)
+	}
+	raw := json.RawMessage(b.Input)
+	if raw[0] != '{' {
+		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
 	}
 	// The arguments are text the model reads as it is written: they are
 	// the input's canonical form (the Idempotency-Key fingerprint's), so
@@ -577,143 +978,175 @@ func mdToolUse(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (l
 		c.Function.Arguments = string(canon)
 		return c, nil
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
 		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
 	}
-	c.Function.Arguments = b.String()
+	c.Function.Arguments = buf.String()
 	return c, nil
 }
 
-// mdToolResult translates a tool_result block into a tool message.
-func mdToolResult(m map[string]json.RawMessage, at string, h *clientapi.HintSet) (clientapi.ChatMessage, error) {
+// toolResult translates a tool_result block into a tool message.
+func (r *mdReader) toolResult(b *messageswire.Block, at string) (clientapi.ChatMessage, error) {
 	msg := clientapi.ChatMessage{Role: "tool"}
-	if err := clientapi.Keys(m, at, "type", "tool_use_id", "content", "is_error", "cache_control"); err != nil {
+	if err := mdOnly(b, at); err != nil {
 		return msg, err
 	}
-	h.Nested(m, "cache_control", "cache_control")
-	var err error
-	if msg.ToolCallID, err = clientapi.StringField(m, "tool_use_id", at+".tool_use_id", true); err != nil {
-		return msg, err
+	r.hint(b.CacheControl != nil, "cache_control")
+	if b.ToolUseID == "" {
+		return msg, r.required(at+".tool_use_id", append(mdPath(at), "tool_use_id")...)
 	}
-	// is_error has no Chat Completions counterpart: checked, then dropped;
-	// the result's own text is what tells the model what went wrong.
-	if raw, ok := clientapi.Present(m, "is_error"); ok && string(raw) != "true" && string(raw) != "false" {
-		return msg, clientapi.Invalid(at+".is_error", "%s.is_error must be a boolean", at)
-	}
-	raw, ok := clientapi.Present(m, "content")
-	switch {
-	case !ok:
+	msg.ToolCallID = b.ToolUseID
+	// is_error has no Chat Completions counterpart: checked (a boolean, by
+	// its type), then dropped; the result's own text is what tells the
+	// model what went wrong.
+	switch c := b.Content; {
+	case c == nil:
 		msg.Content = json.RawMessage(`""`)
-	case raw[0] == '"':
-		if _, err := clientapi.StringValue(raw, at+".content"); err != nil {
-			return msg, err
-		}
-		msg.Content = raw
+	case c.Blocks == nil:
+		msg.Content = clientapi.JSON(c.Text)
 	default:
-		blocks, err := clientapi.Array(raw, at+".content", at+".content must be a string or an array of text blocks")
-		if err != nil {
-			return msg, err
-		}
-		parts := make([]clientapi.TextPart, 0, len(blocks))
-		err = mdEachBlock(blocks, at, h, func(p clientapi.TextPart) { parts = append(parts, p) },
-			func(_ map[string]json.RawMessage, bat, typ string) error {
-				if typ == "image" {
-					return clientapi.Invalid(bat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", bat)
+		parts := make([]clientapi.TextPart, 0, len(c.Blocks))
+		for i := range c.Blocks {
+			p := &c.Blocks[i]
+			pat := fmt.Sprintf("%s.content[%d]", at, i)
+			if p.Type == "" {
+				if v, ok := mdLookup(r.body, mdPath(pat)...); ok && v == nil {
+					return msg, clientapi.Invalid(pat, "%s must be an object", pat)
 				}
-				return mdUnsupportedBlock(bat, typ)
-			})
-		if err != nil {
-			return msg, err
+				return msg, r.required(pat+".type", append(mdPath(pat), "type")...)
+			}
+			switch p.Type {
+			case messageswire.BlockText:
+				t, err := r.text(p, pat)
+				if err != nil {
+					return msg, err
+				}
+				parts = append(parts, clientapi.TextPart{Type: "text", Text: t})
+			case messageswire.BlockImage:
+				return msg, clientapi.Invalid(pat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", pat)
+			default:
+				return msg, mdUnsupportedBlock(pat, p.Type)
+			}
 		}
 		msg.Content = clientapi.TextContent(parts)
 	}
 	return msg, nil
 }
 
-// mdTools translates the tool definitions; names are the function tools'
+// mdPath is the body path of a param written messages[0].content[1]...
+func mdPath(param string) []any {
+	var path []any
+	for part := range strings.SplitSeq(param, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		path = append(path, name)
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			i, _ := strconv.Atoi(idx)
+			path = append(path, i)
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return path
+}
+
+// tools translates the tool definitions; names are the function tools'
 // names. A tool of a server-defined type (web_search_20250305, bash_…),
 // which only Anthropic runs, is dropped and named tools[<type>], its date
 // left out.
-func mdTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
-	return clientapi.ReadTools(fields, func(tools []clientapi.ChatTool, t json.RawMessage, at string, names map[string]bool) ([]clientapi.ChatTool, error) {
-		m, err := clientapi.ObjectOf(t, at)
-		if err != nil {
-			return nil, err
-		}
-		typ, err := clientapi.StringField(m, "type", at+".type", false)
-		if err != nil {
-			return nil, err
-		}
-		if typ != "" && typ != "custom" {
-			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
-				return nil, err
+func (r *mdReader) tools(tools []messageswire.Tool) ([]clientapi.ChatTool, map[string]bool, error) {
+	if tools == nil {
+		return nil, nil, nil
+	}
+	names := make(map[string]bool, len(tools))
+	out := make([]clientapi.ChatTool, 0, len(tools))
+	for i := range tools {
+		t := &tools[i]
+		at := fmt.Sprintf("tools[%d]", i)
+		if t.Name == "" {
+			if v, ok := mdLookup(r.body, "tools", i); ok && v == nil {
+				return nil, nil, clientapi.Invalid(at, "%s must be an object", at)
 			}
-			h.Add("tools[" + messageswire.ServerToolName(typ) + "]")
-			return tools, nil
 		}
-		if err := clientapi.Keys(m, at, "type", "name", "description", "input_schema", "cache_control", "strict",
-			"defer_loading", "input_examples", "eager_input_streaming"); err != nil {
-			return nil, err
+		if !t.Custom() {
+			if t.Name == "" {
+				return nil, nil, r.required(at+".name", "tools", i, "name")
+			}
+			r.h.Add("tools[" + messageswire.ServerToolName(t.Type) + "]")
+			continue
 		}
-		h.Nested(m, "cache_control", "cache_control")
-		for _, hint := range []string{"defer_loading", "input_examples", "eager_input_streaming"} {
-			h.Nested(m, hint, "tools[]."+hint)
+		hints := []string{"defer_loading", "input_examples", "eager_input_streaming"}
+		if err := mdUnknown(t.Extra, at, hints...); err != nil {
+			return nil, nil, err
 		}
-		out, err := clientapi.FunctionTool(m, at, names, nil, "input_schema", true)
-		if err != nil {
-			return nil, err
+		r.hint(t.CacheControl != nil, "cache_control")
+		for _, hint := range hints {
+			_, ok := mdMember(t.Extra, hint)
+			r.hint(ok, "tools[]."+hint)
 		}
-		return append(tools, out), nil
-	})
+		var ct clientapi.ChatTool
+		ct.Type = "function"
+		if t.Name == "" {
+			return nil, nil, r.required(at+".name", "tools", i, "name")
+		}
+		if names[t.Name] {
+			return nil, nil, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
+		}
+		names[t.Name] = true
+		ct.Function.Name, ct.Function.Description = t.Name, t.Description
+		if mdAbsent(t.InputSchema) {
+			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema is required", at)
+		}
+		if t.InputSchema[0] != '{' {
+			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
+		}
+		ct.Function.Parameters = json.RawMessage(t.InputSchema)
+		if t.Strict != nil {
+			ct.Function.Strict = json.RawMessage(strconv.FormatBool(*t.Strict))
+		}
+		out = append(out, ct)
+	}
+	return out, names, nil
 }
 
-// mdReasoning translates thinking and output_config into Chat's
+// reasoning translates thinking and output_config into Chat's
 // reasoning_effort ("" for none) and response_format (nil for none).
-func mdReasoning(fields map[string]json.RawMessage) (effort string, format json.RawMessage, err error) {
-	var configured string
-	if raw, ok := clientapi.Present(fields, "output_config"); ok {
-		m, err := clientapi.ObjectOf(raw, "output_config")
-		if err != nil {
+func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format json.RawMessage, err error) {
+	if c := req.OutputConfig; c != nil {
+		if err := mdUnknown(c.Extra, "output_config"); err != nil {
 			return "", nil, err
 		}
-		if err := clientapi.Keys(m, "output_config", "effort", "format"); err != nil {
-			return "", nil, err
-		}
-		e, err := clientapi.StringField(m, "effort", "output_config.effort", false)
-		if err != nil {
-			return "", nil, err
-		}
-		switch e {
+		switch c.Effort {
 		case "":
 		case "low", "medium", "high":
-			configured = e
+			effort = c.Effort
 		case "xhigh", "max":
-			configured = "high"
+			effort = "high"
 		default:
 			return "", nil, clientapi.Invalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
 		}
-		if raw, ok := clientapi.Present(m, "format"); ok {
-			if format, err = mdOutputFormat(raw); err != nil {
+		if c.Format != nil {
+			if format, err = r.outputFormat(c.Format); err != nil {
 				return "", nil, err
 			}
 		}
 	}
-	effort = configured
-	raw, ok := clientapi.Present(fields, "thinking")
-	if !ok {
+	t := req.Thinking
+	if t == nil {
 		return effort, format, nil
 	}
-	m, typ, err := clientapi.Block(raw, "thinking")
-	if err != nil {
-		return "", nil, err
-	}
-	switch typ {
-	case "enabled":
-		if err := clientapi.Keys(m, "thinking", "type", "budget_tokens", "display"); err != nil {
+	check := func() error { return mdUnknown(t.Extra, "thinking", mdThinkingMembers[t.Type]...) }
+	switch t.Type {
+	case "":
+		return "", nil, r.required("thinking.type", "thinking", "type")
+	case messageswire.ThinkingEnabled:
+		if err := check(); err != nil {
 			return "", nil, err
 		}
-		budget, err := clientapi.IntField(m, "budget_tokens", "thinking.budget_tokens", 1024, clientapi.MaxTokens, true)
+		if t.BudgetTokens == nil {
+			return "", nil, clientapi.Invalid("thinking.budget_tokens", "thinking.budget_tokens is required")
+		}
+		budget, err := mdInt(*t.BudgetTokens, "thinking.budget_tokens", 1024, clientapi.MaxTokens)
 		if err != nil {
 			return "", nil, err
 		}
@@ -727,43 +1160,38 @@ func mdReasoning(fields map[string]json.RawMessage) (effort string, format json.
 				effort = "high"
 			}
 		}
-	case "adaptive":
-		if err := clientapi.Keys(m, "thinking", "type", "display"); err != nil {
+	case messageswire.ThinkingAdaptive:
+		if err := check(); err != nil {
 			return "", nil, err
 		}
 		if effort == "" {
 			effort = "medium"
 		}
-	case "disabled":
-		if err := clientapi.Keys(m, "thinking", "type"); err != nil {
+	case messageswire.ThinkingDisabled:
+		if err := check(); err != nil {
 			return "", nil, err
 		}
 	default:
 		return "", nil, clientapi.Invalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
 	}
-	if _, err := clientapi.StringField(m, "display", "thinking.display", false); err != nil {
-		return "", nil, err
-	}
 	return effort, format, nil
 }
 
-// mdOutputFormat translates output_config.format, Anthropic's structured
+// outputFormat translates output_config.format, Anthropic's structured
 // output: {type: json_schema, schema} becomes a json_schema
 // response_format named "output".
-func mdOutputFormat(raw json.RawMessage) (json.RawMessage, error) {
+func (r *mdReader) outputFormat(f *messageswire.OutputFormat) (json.RawMessage, error) {
 	const at = "output_config.format"
-	m, typ, err := clientapi.Block(raw, at)
-	if err != nil {
-		return nil, err
+	if f.Type == "" {
+		return nil, r.required(at+".type", "output_config", "format", "type")
 	}
-	if typ != "json_schema" {
+	if f.Type != "json_schema" {
 		return nil, clientapi.Invalid(at+".type", "%s.type must be \"json_schema\"", at)
 	}
-	if err := clientapi.Keys(m, at, "type", "schema"); err != nil {
+	if err := mdUnknown(f.Extra, at, "type", "schema"); err != nil {
 		return nil, err
 	}
-	schema, ok := clientapi.Present(m, "schema")
-	if !ok || schema[0] != '{' {
+	if mdAbsent(f.Schema) || f.Schema[0] != '{' {
 		return nil, clientapi.Invalid(at+".schema", "%s.schema must be a JSON schema object", at)
 	}
 	return clientapi.JSON(struct {
@@ -772,66 +1200,49 @@ func mdOutputFormat(raw json.RawMessage) (json.RawMessage, error) {
 	}{"json_schema", struct {
 		Name   string          `json:"name"`
 		Schema json.RawMessage `json:"schema"`
-	}{"output", schema}}), nil
+	}{"output", json.RawMessage(f.Schema)}}), nil
 }
 
-// mdToolChoice translates tool_choice; parallel is nil unless parallel tool
+// toolChoice translates tool_choice; parallel is nil unless parallel tool
 // use is turned off.
-func mdToolChoice(raw json.RawMessage, tools map[string]bool) (choice, parallel json.RawMessage, err error) {
-	m, err := clientapi.ObjectOf(raw, "tool_choice")
-	if err != nil {
+func (r *mdReader) toolChoice(c *messageswire.ToolChoice, tools map[string]bool) (choice, parallel json.RawMessage, err error) {
+	if err := mdUnknown(c.Extra, "tool_choice"); err != nil {
 		return nil, nil, err
 	}
-	if err := clientapi.Keys(m, "tool_choice", "type", "name", "disable_parallel_tool_use"); err != nil {
-		return nil, nil, err
+	if c.Type == "" {
+		return nil, nil, r.required("tool_choice.type", "tool_choice", "type")
 	}
-	typ, err := clientapi.StringField(m, "type", "tool_choice.type", true)
-	if err != nil {
-		return nil, nil, err
+	if c.DisableParallelToolUse {
+		parallel = json.RawMessage("false")
 	}
-	name, err := clientapi.StringField(m, "name", "tool_choice.name", false)
-	if err != nil {
-		return nil, nil, err
+	if c.Type != messageswire.ToolChoiceTool && c.Name != "" {
+		return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
 	}
-	if raw, ok := clientapi.Present(m, "disable_parallel_tool_use"); ok {
-		switch string(raw) {
-		case "true":
-			parallel = json.RawMessage("false")
-		case "false":
-		default:
-			return nil, nil, clientapi.Invalid("tool_choice.disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use must be a boolean")
-		}
-	}
-	if typ != "tool" {
-		if _, ok := clientapi.Present(m, "name"); ok {
-			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
-		}
-	}
-	switch typ {
-	case "auto":
+	switch c.Type {
+	case messageswire.ToolChoiceAuto:
 		choice = json.RawMessage(`"auto"`)
-	case "none":
+	case messageswire.ToolChoiceNone:
 		choice, parallel = json.RawMessage(`"none"`), nil
-	case "any":
+	case messageswire.ToolChoiceAny:
 		if len(tools) == 0 {
 			return nil, nil, clientapi.Invalid("tool_choice.type", "tool_choice.type \"any\" requires tools")
 		}
 		choice = json.RawMessage(`"required"`)
-	case "tool":
-		if name == "" {
+	case messageswire.ToolChoiceTool:
+		if c.Name == "" {
 			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
 		}
-		if !tools[name] {
-			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", clientapi.Quote(name))
+		if !tools[c.Name] {
+			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", clientapi.Quote(c.Name))
 		}
-		var c struct {
+		var tc struct {
 			Type     string `json:"type"`
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		c.Type, c.Function.Name = "function", name
-		choice = clientapi.JSON(c)
+		tc.Type, tc.Function.Name = "function", c.Name
+		choice = clientapi.JSON(tc)
 	default:
 		return nil, nil, clientapi.Invalid("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
 	}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // DefaultMaxTokens is the max_tokens sent when the request sets neither
@@ -83,69 +86,6 @@ type chatRequest struct {
 	Modalities          []string          `json:"modalities"`
 	Functions           json.RawMessage   `json:"functions"`
 	FunctionCall        json.RawMessage   `json:"function_call"`
-}
-
-// messagesRequest is the Messages API request, in Anthropic's field order.
-type messagesRequest struct {
-	Model         string           `json:"model"`
-	MaxTokens     int64            `json:"max_tokens"`
-	System        string           `json:"system,omitempty"`
-	Messages      []message        `json:"messages"`
-	Stream        bool             `json:"stream"`
-	Temperature   json.RawMessage  `json:"temperature,omitempty"`
-	TopP          json.RawMessage  `json:"top_p,omitempty"`
-	TopK          json.RawMessage  `json:"top_k,omitempty"`
-	StopSequences []string         `json:"stop_sequences,omitempty"`
-	Tools         []tool           `json:"tools,omitempty"`
-	ToolChoice    map[string]any   `json:"tool_choice,omitempty"`
-	Metadata      *requestMetadata `json:"metadata,omitempty"`
-	Thinking      *thinking        `json:"thinking,omitempty"`
-}
-
-type thinking struct {
-	Type         string `json:"type"`
-	BudgetTokens int64  `json:"budget_tokens"`
-}
-
-type requestMetadata struct {
-	UserID string `json:"user_id"`
-}
-
-type message struct {
-	Role    string  `json:"role"`
-	Content []block `json:"content"`
-}
-
-// block is one content block of a request message.
-type block struct {
-	Type string `json:"type"`
-	// text
-	Text string `json:"text,omitempty"`
-	// image
-	Source *imageSource `json:"source,omitempty"`
-	// tool_use
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
-	// tool_result
-	ToolUseID string `json:"tool_use_id,omitempty"`
-	// Content of a tool_result: its text. Always sent for a tool_result,
-	// so a pointer.
-	Content *string `json:"content,omitempty"`
-}
-
-type imageSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
-}
-
-type tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // readFields are the top-level Chat Completions fields translate reads (or
@@ -228,19 +168,21 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if err := refuseUnsupported(&in); err != nil {
 		return nil, "", err
 	}
-	out := messagesRequest{Model: req.Model, Stream: true, MaxTokens: DefaultMaxTokens}
+	out := messages.Request{Model: req.Model, Stream: true}
+	maxTokens := int64(DefaultMaxTokens)
 	if out.Model == "" {
 		out.Model = in.Model
 	}
 	switch {
 	case in.MaxCompletionTokens != nil:
-		out.MaxTokens = int64(*in.MaxCompletionTokens)
+		maxTokens = int64(*in.MaxCompletionTokens)
 	case in.MaxTokens != nil:
-		out.MaxTokens = int64(*in.MaxTokens)
+		maxTokens = int64(*in.MaxTokens)
 	}
-	out.Temperature = upstream.NonNull(in.Temperature)
-	out.TopP = upstream.NonNull(in.TopP)
-	out.TopK = upstream.NonNull(in.TopK)
+	out.MaxTokens = count(maxTokens)
+	out.Temperature = jsontext.Value(upstream.NonNull(in.Temperature))
+	out.TopP = jsontext.Value(upstream.NonNull(in.TopP))
+	out.TopK = jsontext.Value(upstream.NonNull(in.TopK))
 	if stop := upstream.NonNull(in.Stop); stop != nil {
 		if stop[0] == '"' {
 			var s string
@@ -253,7 +195,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		}
 	}
 	if in.User != "" {
-		out.Metadata = &requestMetadata{UserID: in.User}
+		out.Metadata = &messages.Metadata{UserID: in.User}
 	}
 
 	var system []string
@@ -282,7 +224,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			if err != nil {
 				return nil, "", err
 			}
-			out.Messages = appendTurn(out.Messages, "user", blocks)
+			out.Messages = appendTurn(out.Messages, messages.RoleUser, blocks)
 		case "assistant":
 			blocks, err := contentBlocks(m.Content, at)
 			if err != nil {
@@ -295,7 +237,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 				}
 				blocks = append(blocks, b)
 			}
-			out.Messages = appendTurn(out.Messages, "assistant", blocks)
+			out.Messages = appendTurn(out.Messages, messages.RoleAssistant, blocks)
 		case "tool":
 			text, err := plainContent(m.Content, at)
 			if err != nil {
@@ -304,7 +246,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			if m.ToolCallID == "" {
 				return nil, "", rejected(at+".tool_call_id is required", nil)
 			}
-			out.Messages = appendTurn(out.Messages, "user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: &text}})
+			out.Messages = appendTurn(out.Messages, messages.RoleUser, []messages.Block{{Type: messages.BlockToolResult, ToolUseID: m.ToolCallID, Content: &messages.Content{Text: text}}})
 		default:
 			return nil, "", rejected(fmt.Sprintf("%s.role %q is not supported by this provider", at, m.Role), nil)
 		}
@@ -312,7 +254,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if len(out.Messages) == 0 {
 		return nil, "", rejected("messages must contain at least one user or assistant message", nil)
 	}
-	out.System = strings.Join(system, "\n\n")
+	out.System = messages.Content{Text: strings.Join(system, "\n\n")}
 
 	for i, raw := range in.Tools {
 		t, err := translateTool(raw, fmt.Sprintf("tools[%d]", i))
@@ -327,10 +269,10 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	}
 	if len(out.Tools) > 0 {
 		if choice == nil && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
-			choice = map[string]any{"type": "auto"}
+			choice = &messages.ToolChoice{Type: messages.ToolChoiceAuto}
 		}
-		if choice != nil && choice["type"] != "none" && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
-			choice["disable_parallel_tool_use"] = true
+		if choice != nil && choice.Type != messages.ToolChoiceNone && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
+			choice.DisableParallelToolUse = true
 		}
 		out.ToolChoice = choice
 	}
@@ -339,12 +281,26 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		return nil, "", err
 	}
 	if budget := ThinkingBudget(in.ReasoningEffort); budget > 0 && outputTool == "" && !forced(out.ToolChoice) {
-		budget = min(budget, out.MaxTokens-1)
+		budget = min(budget, maxTokens-1)
 		if budget >= BudgetLow {
-			out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
+			out.Thinking = &messages.Thinking{Type: messages.ThinkingEnabled, BudgetTokens: count(budget)}
 		}
 	}
-	return upstream.Marshal(out), outputTool, nil
+	// The Messages body is about the size of the Chat Completions one.
+	var body bytes.Buffer
+	body.Grow(len(req.Bytes()) + 512)
+	if err := messages.MarshalWrite(&body, &out); err != nil {
+		// Strings read by encoding/json and raw values it checked: they
+		// always encode.
+		panic("anthropic: " + err.Error())
+	}
+	return bytes.TrimSuffix(body.Bytes(), []byte("\n")), outputTool, nil
+}
+
+// count is n as a count of tokens of a Messages request.
+func count(n int64) *float64 {
+	f := float64(n)
+	return &f
 }
 
 // refuseUnsupported refuses a request that sets a field Messages cannot
@@ -381,13 +337,13 @@ func refusedField(param, msg string) *llm.ProviderError {
 }
 
 // forced reports whether a tool choice forces a tool (any, or one named).
-func forced(choice map[string]any) bool {
-	return choice != nil && (choice["type"] == "any" || choice["type"] == "tool")
+func forced(choice *messages.ToolChoice) bool {
+	return choice != nil && (choice.Type == messages.ToolChoiceAny || choice.Type == messages.ToolChoiceTool)
 }
 
 // outputFormat adds the forced output tool of a JSON response_format and
 // returns its name ("" for text or none).
-func outputFormat(out *messagesRequest, raw json.RawMessage) (string, error) {
+func outputFormat(out *messages.Request, raw json.RawMessage) (string, error) {
 	if raw == nil {
 		return "", nil
 	}
@@ -402,7 +358,7 @@ func outputFormat(out *messagesRequest, raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return "", refusedField("response_format", "response_format must be an object")
 	}
-	t := tool{Name: OutputTool, Description: "Give the answer as this tool's input.", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	t := messages.Tool{Name: OutputTool, Description: "Give the answer as this tool's input.", InputSchema: jsontext.Value(`{"type":"object"}`)}
 	switch f.Type {
 	case "", "text":
 		return "", nil
@@ -418,7 +374,7 @@ func outputFormat(out *messagesRequest, raw json.RawMessage) (string, error) {
 			t.Description = f.JSONSchema.Description
 		}
 		if s := upstream.NonNull(f.JSONSchema.Schema); s != nil {
-			t.InputSchema = s
+			t.InputSchema = jsontext.Value(s)
 		}
 	default:
 		return "", refusedField("response_format.type", fmt.Sprintf("response_format.type %q is not supported by this provider", truncate(f.Type, 64)))
@@ -429,21 +385,21 @@ func outputFormat(out *messagesRequest, raw json.RawMessage) (string, error) {
 		}
 	}
 	out.Tools = append(out.Tools, t)
-	out.ToolChoice = map[string]any{"type": "tool", "name": t.Name}
+	out.ToolChoice = &messages.ToolChoice{Type: messages.ToolChoiceTool, Name: t.Name}
 	return t.Name, nil
 }
 
 // appendTurn adds blocks as a turn of role, merged into the last turn when
 // it has the same role. A turn with no blocks is left out.
-func appendTurn(msgs []message, role string, blocks []block) []message {
+func appendTurn(msgs []messages.InputMessage, role string, blocks []messages.Block) []messages.InputMessage {
 	if len(blocks) == 0 {
 		return msgs
 	}
 	if n := len(msgs); n > 0 && msgs[n-1].Role == role {
-		msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
+		msgs[n-1].Content.Blocks = append(msgs[n-1].Content.Blocks, blocks...)
 		return msgs
 	}
-	return append(msgs, message{Role: role, Content: blocks})
+	return append(msgs, messages.InputMessage{Role: role, Content: messages.Content{Blocks: blocks}})
 }
 
 // plainContent is the text of a content that may only hold text: a string,
@@ -455,7 +411,7 @@ func plainContent(raw json.RawMessage, at string) (string, error) {
 	}
 	var b strings.Builder
 	for _, bl := range blocks {
-		if bl.Type != "text" {
+		if bl.Type != messages.BlockText {
 			return "", rejected(at+".content may only hold text for this provider", nil)
 		}
 		b.WriteString(bl.Text)
@@ -466,7 +422,7 @@ func plainContent(raw json.RawMessage, at string) (string, error) {
 // contentBlocks translates a message content: a string, or an array of text,
 // refusal and image_url parts. Empty text is left out, as Messages rejects
 // empty text blocks.
-func contentBlocks(raw json.RawMessage, at string) ([]block, error) {
+func contentBlocks(raw json.RawMessage, at string) ([]messages.Block, error) {
 	raw = bytes.TrimSpace(raw)
 	if upstream.IsNull(raw) {
 		return nil, nil
@@ -479,7 +435,7 @@ func contentBlocks(raw json.RawMessage, at string) ([]block, error) {
 		if s == "" {
 			return nil, nil
 		}
-		return []block{{Type: "text", Text: s}}, nil
+		return []messages.Block{{Type: messages.BlockText, Text: s}}, nil
 	}
 	var parts []struct {
 		Type     string `json:"type"`
@@ -495,16 +451,16 @@ func contentBlocks(raw json.RawMessage, at string) ([]block, error) {
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return nil, rejected(at+".content must be a string or an array of content parts", err)
 	}
-	var blocks []block
+	var blocks []messages.Block
 	for j, p := range parts {
 		switch p.Type {
 		case "text":
 			if p.Text != "" {
-				blocks = append(blocks, block{Type: "text", Text: p.Text})
+				blocks = append(blocks, messages.Block{Type: messages.BlockText, Text: p.Text})
 			}
 		case "refusal":
 			if p.Refusal != "" {
-				blocks = append(blocks, block{Type: "text", Text: p.Refusal})
+				blocks = append(blocks, messages.Block{Type: messages.BlockText, Text: p.Refusal})
 			}
 		case "image_url":
 			if p.ImageURL == nil {
@@ -514,7 +470,7 @@ func contentBlocks(raw json.RawMessage, at string) ([]block, error) {
 			if err != nil {
 				return nil, rejected(fmt.Sprintf("%s.content[%d].image_url.url: %s", at, j, err.Error()), nil)
 			}
-			blocks = append(blocks, block{Type: "image", Source: src})
+			blocks = append(blocks, messages.Block{Type: messages.BlockImage, Source: src})
 		default:
 			return nil, rejected(fmt.Sprintf("%s.content[%d]: content part type %q is not supported by this provider", at, j, p.Type), nil)
 		}
@@ -523,41 +479,41 @@ func contentBlocks(raw json.RawMessage, at string) ([]block, error) {
 }
 
 // imageFrom reads an image_url: a base64 data: URL or an http(s) URL.
-func imageFrom(u string) (*imageSource, error) {
+func imageFrom(u string) (*messages.Source, error) {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
 		meta, data, ok := strings.Cut(rest, ",")
 		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
 		if !ok || !isBase64 || mediaType == "" {
 			return nil, fmt.Errorf("a data: URL must be base64 with a media type (data:image/png;base64,...)")
 		}
-		return &imageSource{Type: "base64", MediaType: mediaType, Data: data}, nil
+		return &messages.Source{Type: messages.SourceBase64, MediaType: mediaType, Data: data}, nil
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
-		return &imageSource{Type: "url", URL: u}, nil
+		return &messages.Source{Type: messages.SourceURL, URL: u}, nil
 	}
 	return nil, fmt.Errorf("must be a data: URL or an http(s) URL")
 }
 
 // toolUse translates an assistant's tool call.
-func toolUse(raw json.RawMessage, at string) (block, error) {
+func toolUse(raw json.RawMessage, at string) (messages.Block, error) {
 	var c llm.ToolCall
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return block{}, rejected(at+" must be a tool call object", err)
+		return messages.Block{}, rejected(at+" must be a tool call object", err)
 	}
 	if c.Type != "" && c.Type != "function" {
-		return block{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, c.Type), nil)
+		return messages.Block{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, c.Type), nil)
 	}
 	input := json.RawMessage(strings.TrimSpace(c.Function.Arguments))
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
 	if input[0] != '{' || !json.Valid(input) {
-		return block{}, rejected(at+".function.arguments must be a JSON object", nil)
+		return messages.Block{}, rejected(at+".function.arguments must be a JSON object", nil)
 	}
-	return block{Type: "tool_use", ID: c.ID, Name: c.Function.Name, Input: input}, nil
+	return messages.Block{Type: messages.BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: jsontext.Value(input)}, nil
 }
 
-func translateTool(raw json.RawMessage, at string) (tool, error) {
+func translateTool(raw json.RawMessage, at string) (messages.Tool, error) {
 	var t struct {
 		Type     string `json:"type"`
 		Function struct {
@@ -568,20 +524,20 @@ func translateTool(raw json.RawMessage, at string) (tool, error) {
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return tool{}, rejected(at+" must be a tool object", err)
+		return messages.Tool{}, rejected(at+" must be a tool object", err)
 	}
 	if t.Type != "function" {
-		return tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
+		return messages.Tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
 	}
 	schema := upstream.NonNull(t.Function.Parameters)
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	return tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema, Strict: t.Function.Strict}, nil
+	return messages.Tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: jsontext.Value(schema), Strict: t.Function.Strict}, nil
 }
 
 // toolChoice translates tool_choice; nil means none was given.
-func toolChoice(raw json.RawMessage) (map[string]any, error) {
+func toolChoice(raw json.RawMessage) (*messages.ToolChoice, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -590,11 +546,11 @@ func toolChoice(raw json.RawMessage) (map[string]any, error) {
 		_ = json.Unmarshal(raw, &s)
 		switch s {
 		case "auto":
-			return map[string]any{"type": "auto"}, nil
+			return &messages.ToolChoice{Type: messages.ToolChoiceAuto}, nil
 		case "none":
-			return map[string]any{"type": "none"}, nil
+			return &messages.ToolChoice{Type: messages.ToolChoiceNone}, nil
 		case "required":
-			return map[string]any{"type": "any"}, nil
+			return &messages.ToolChoice{Type: messages.ToolChoiceAny}, nil
 		}
 		return nil, rejected(fmt.Sprintf("tool_choice %q is not supported by this provider", s), nil)
 	}
@@ -607,7 +563,7 @@ func toolChoice(raw json.RawMessage) (map[string]any, error) {
 	if err := json.Unmarshal(raw, &c); err != nil || c.Type != "function" || c.Function.Name == "" {
 		return nil, rejected("tool_choice must be auto, none, required or a function", err)
 	}
-	return map[string]any{"type": "tool", "name": c.Function.Name}, nil
+	return &messages.ToolChoice{Type: messages.ToolChoiceTool, Name: c.Function.Name}, nil
 }
 
 // shape names the objects of a request that translate decodes into

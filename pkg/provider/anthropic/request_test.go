@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -217,4 +218,33 @@ func TestTranslateRequestRefuses(t *testing.T) {
 func translateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 	b, _, _, err := translate(req)
 	return b, err
+}
+
+// BenchmarkTranslateRequest is the translation of a coding agent's Chat
+// Completions turn of 10 KB and of 1 MB (many turns of long text with
+// escapes, non-ASCII and tool calls) into a Messages body.
+func BenchmarkTranslateRequest(b *testing.B) {
+	text := strings.Repeat(`Résumé of \"main.go\":\n\tfunc main() {}\n`, 20)
+	for _, size := range []int{10 << 10, 1 << 20} {
+		var turns []string
+		for n, i := 0, 0; n < size; i++ {
+			t := fmt.Sprintf(`{"role":"user","content":"%s"}`, text)
+			if i%2 == 1 {
+				t = fmt.Sprintf(`{"role":"assistant","content":"%s","tool_calls":[{"id":"c%d","type":"function","function":{"name":"read","arguments":"{\"path\":\"main.go\"}"}}]},{"role":"tool","tool_call_id":"c%d","content":"%s"}`, text, i, i, text)
+			}
+			turns = append(turns, t)
+			n += len(t) + 1
+		}
+		body := []byte(`{"model":"m","max_tokens":1024,"messages":[{"role":"system","content":"be brief"},` + strings.Join(turns, ",") +
+			`],"tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}]}`)
+		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: body}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

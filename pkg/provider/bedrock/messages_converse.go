@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
@@ -79,39 +83,46 @@ import (
 // field. Other members of a block are not read. A null field is an absent
 // one.
 func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
-	top, err := upstream.ParseObject(body)
-	if err != nil {
-		return nil, nil, convRejected("the request body is not a JSON object")
+	var req messages.Request
+	if err := messages.Unmarshal(body, &req, msgConvLenient); err != nil {
+		return nil, nil, msgConvDecodeError(body, err)
 	}
 	members, err := llm.Members(body)
 	if err != nil {
 		return nil, nil, convRejected("the request body is not a JSON object")
 	}
 	if modelID == "" {
-		modelID, _ = top.Str("model")
+		modelID = req.Model
 	}
 	r := &msgConvRequest{}
 	var inf types.InferenceConfiguration
 	infSet := false
+	last := make(map[string]json.RawMessage, len(members)) // a name's last value is the one read
+	for _, m := range members {
+		last[m.Key] = m.Value
+	}
 	seen := map[string]bool{}
 	for _, m := range members {
 		k := m.Key
-		v := top[k]
-		if seen[k] || upstream.IsNull(v) {
+		if seen[k] || upstream.IsNull(last[k]) {
 			continue
 		}
 		seen[k] = true
 		switch k {
 		case "model", "stream":
 		case "max_tokens":
-			var f float64
-			if json.Unmarshal(v, &f) != nil || f < 1 || f > math.MaxInt32 || f != math.Trunc(f) {
+			f := *req.MaxTokens
+			if f < 1 || f > math.MaxInt32 || f != math.Trunc(f) {
 				return nil, nil, convRejected("max_tokens must be an integer from 1 to 2147483647")
 			}
 			inf.MaxTokens, infSet = aws.Int32(int32(f)), true
 		case "temperature", "top_p":
-			var f float64
-			if json.Unmarshal(v, &f) != nil || math.Abs(f) > math.MaxFloat32 {
+			v := req.Temperature
+			if k == "top_p" {
+				v = req.TopP
+			}
+			f, err := strconv.ParseFloat(string(v), 64)
+			if err != nil || v[0] == '"' || math.Abs(f) > math.MaxFloat32 {
 				return nil, nil, convRejected(k + " must be a number")
 			}
 			if k == "temperature" {
@@ -121,39 +132,34 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 			}
 			infSet = true
 		case "stop_sequences":
-			var list []string
-			if json.Unmarshal(v, &list) != nil {
-				return nil, nil, convRejected("stop_sequences must be an array of strings")
-			}
-			for _, s := range list {
+			for _, s := range req.StopSequences {
 				if s != "" {
 					inf.StopSequences = append(inf.StopSequences, s)
 					infSet = true
 				}
 			}
 		case "system":
-			if r.system, err = r.systemBlocks(v, "system"); err != nil {
+			if r.system, err = r.systemBlocks(req.System, "system"); err != nil {
 				return nil, nil, err
 			}
 		case "messages":
-			if err := r.conversation(v); err != nil {
+			if err := r.conversation(req.Messages); err != nil {
 				return nil, nil, err
 			}
 		case "tools":
-			if err := r.toolSpecs(v); err != nil {
+			if err := r.toolSpecs(req.Tools); err != nil {
 				return nil, nil, err
 			}
 		case "tool_choice":
-			if err := r.toolChoice(v); err != nil {
+			if err := r.toolChoice(req.ToolChoice); err != nil {
 				return nil, nil, err
 			}
 		case "thinking":
-			t, err := upstream.ParseObject(v)
-			if typ, _ := t.Str("type"); err != nil || typ != "disabled" {
+			if req.Thinking.Type != messages.ThinkingDisabled {
 				r.drop("thinking")
 			}
 		case "output_config":
-			if err := r.outputConfig(v); err != nil {
+			if err := r.outputConfig(req.OutputConfig); err != nil {
 				return nil, nil, err
 			}
 		default:
@@ -182,6 +188,136 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 	return in, r.dropped, nil
 }
 
+// msgConvLenient reads a request as the translation takes it: a member it
+// does not check read as absent when of another JSON type (a string that
+// is not one as "", a flag as set only when true), and a cache_control,
+// thinking or metadata that is no such object as one with nothing set (its
+// presence is what counts). A text's string, a list's strings and the
+// members the translation needs of a type are read strictly: their errors
+// are msgConvDecodeError's.
+var msgConvLenient = jsonv2.JoinUnmarshalers(
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
+		last := dec.StackPointer().LastToken()
+		if dec.PeekKind() == '"' || last == "text" || isIndex(last) {
+			return errors.ErrUnsupported
+		}
+		*s = ""
+		return dec.SkipValue()
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, b *bool) error {
+		*b = dec.PeekKind() == 't'
+		return dec.SkipValue()
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messages.CacheControl) error {
+		type plain messages.CacheControl
+		return msgConvPresent(dec, (*plain)(v))
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messages.Thinking) error {
+		type plain messages.Thinking
+		return msgConvPresent(dec, (*plain)(v))
+	}),
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messages.Metadata) error {
+		type plain messages.Metadata
+		return msgConvPresent(dec, (*plain)(v))
+	}),
+)
+
+// msgConvPresent reads the next value into v, or leaves v its zero value
+// when it is not one.
+func msgConvPresent[T any](dec *jsontext.Decoder, v *T) error {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	var t T
+	if jsonv2.Unmarshal(raw, &t, dec.Options()) == nil {
+		*v = t
+	}
+	return nil
+}
+
+// isIndex reports whether a JSON pointer's token is an array index.
+func isIndex(tok string) bool {
+	_, err := strconv.Atoi(tok)
+	return err == nil && tok != ""
+}
+
+// msgConvDecodeError is the rejection of a body the request's types cannot
+// read, naming the member at fault as the translation's own checks do.
+func msgConvDecodeError(body []byte, err error) error {
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) || se.JSONPointer == "" || !json.Valid(body) {
+		return convRejected("the request body is not a JSON object")
+	}
+	var at, shape string
+	var msgIndex int
+	for tok := range se.JSONPointer.Tokens() {
+		if i, err := strconv.Atoi(tok); err == nil {
+			at += fmt.Sprintf("[%d]", i)
+			shape += "[]"
+			if shape == "messages[]" {
+				msgIndex = i
+			}
+			continue
+		}
+		if at != "" {
+			at, shape = at+".", shape+"."
+		}
+		at, shape = at+tok, shape+tok
+	}
+	system := strings.HasPrefix(shape, "messages[]") && msgConvRole(body, msgIndex) == messages.RoleSystem
+	switch shape {
+	case "max_tokens":
+		return convRejected("max_tokens must be an integer from 1 to 2147483647")
+	case "stop_sequences", "stop_sequences[]":
+		return convRejected("stop_sequences must be an array of strings")
+	case "messages", "tools":
+		return convRejected(at + " must be an array")
+	case "messages[]", "tool_choice", "output_config", "output_config.format":
+		return convRejected(at + " must be an object")
+	case "tools[]":
+		return convRejected(at + " must be a tool object")
+	case "system":
+		return convRejected(at + " must be a string or an array of text blocks")
+	case "messages[].content":
+		if system {
+			return convRejected(at + " must be a string or an array of text blocks")
+		}
+		return convRejected(at + " must be a string or an array of content blocks")
+	case "messages[].content[].content":
+		return convRejected(at + " must be a string or an array of content blocks")
+	case "system[]":
+		return convRejected(at + " must be a text block")
+	case "messages[].content[]":
+		if system {
+			return convRejected(at + " must be a text block")
+		}
+		return convRejected(at + " must be a content block object")
+	case "messages[].content[].content[]":
+		return convRejected(at + " must be a content block object")
+	case "messages[].content[].source", "messages[].content[].content[].source":
+		return convRejected(at + " must be an object")
+	}
+	if strings.HasSuffix(shape, ".text") {
+		return convRejected(at + " must be a string")
+	}
+	return convRejected(at + " is not valid")
+}
+
+// msgConvRole is the role of messages[i] of body, "" for none.
+func msgConvRole(body []byte, i int) string {
+	var roles struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	_ = messages.Unmarshal(body, &roles, msgConvLenient)
+	if i < len(roles.Messages) {
+		return roles.Messages[i].Role
+	}
+	return ""
+}
+
 // msgConvRequest is a Messages request being translated.
 type msgConvRequest struct {
 	system    []types.SystemContentBlock // the top-level system
@@ -201,16 +337,40 @@ func (r *msgConvRequest) drop(name string) {
 	}
 }
 
-// cached reports whether block b asks for a cache point after it, naming a
-// lifetime other than the default as a hint.
-func (r *msgConvRequest) cached(b convObject) bool {
-	if upstream.IsNull(b["cache_control"]) {
+// dropExtra names each non-null member of extra as a hint, prefix before
+// its name.
+func (r *msgConvRequest) dropExtra(extra jsontext.Value, prefix string) {
+	if len(extra) == 0 {
+		return
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(extra))
+	if _, err := dec.ReadToken(); err != nil {
+		return
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return
+		}
+		key := name.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return
+		}
+		if v.Kind() != 'n' {
+			r.drop(prefix + key)
+		}
+	}
+}
+
+// cached reports whether a block with cc asks for a cache point after it,
+// naming a lifetime other than the default as a hint.
+func (r *msgConvRequest) cached(cc *messages.CacheControl) bool {
+	if cc == nil {
 		return false
 	}
-	if c, err := upstream.ParseObject(b["cache_control"]); err == nil {
-		if ttl, _ := c.Str("ttl"); ttl != "" && ttl != "5m" {
-			r.drop("cache_control.ttl")
-		}
+	if cc.TTL != "" && cc.TTL != "5m" {
+		r.drop("cache_control.ttl")
 	}
 	return true
 }
@@ -221,117 +381,90 @@ func msgConvCachePoint() types.CachePointBlock {
 
 // systemBlocks translates a system prompt (at is where it is): a string or
 // an array of text blocks.
-func (r *msgConvRequest) systemBlocks(raw json.RawMessage, at string) ([]types.SystemContentBlock, error) {
-	s, list, err := convStringOrList(raw, at+" must be a string or an array of text blocks")
-	if err != nil || s == "" && list == nil {
-		return nil, err
-	}
-	if s != "" {
-		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: s}}, nil
+func (r *msgConvRequest) systemBlocks(c messages.Content, at string) ([]types.SystemContentBlock, error) {
+	if c.Blocks == nil {
+		if c.Text == "" {
+			return nil, nil
+		}
+		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: c.Text}}, nil
 	}
 	var out []types.SystemContentBlock
-	err = convEachObject(list, at, " must be a text block", func(b convObject, bat string) error {
-		if typ, _ := b.Str("type"); typ != "text" {
-			return convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(typ, 64)))
+	for i := range c.Blocks {
+		b := &c.Blocks[i]
+		bat := fmt.Sprintf("%s[%d]", at, i)
+		if b.Type != messages.BlockText {
+			return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(b.Type, 64)))
 		}
-		text, err := r.text(b, bat)
-		if err != nil {
-			return err
-		}
+		text := r.text(b)
 		if text != "" {
 			out = append(out, &types.SystemContentBlockMemberText{Value: text})
 		}
-		if r.cached(b) && len(out) > 0 {
+		if r.cached(b.CacheControl) && len(out) > 0 {
 			if _, ok := out[len(out)-1].(*types.SystemContentBlockMemberCachePoint); !ok {
 				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: msgConvCachePoint()})
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	return out, nil
 }
 
 // text is a text block's text, its citations named as a hint.
-func (r *msgConvRequest) text(b convObject, at string) (string, error) {
-	s, ok := b.Str("text")
-	if !ok && !upstream.IsNull(b["text"]) {
-		return "", convRejected(at + ".text must be a string")
-	}
-	if !upstream.IsNull(b["citations"]) {
+func (r *msgConvRequest) text(b *messages.Block) string {
+	if !upstream.IsNull(b.Citations) {
 		r.drop("citations")
 	}
-	return s, nil
+	return b.Text
 }
 
 // conversation translates the messages into turns (and system text).
-func (r *msgConvRequest) conversation(raw json.RawMessage) error {
-	list, err := convList(raw, "messages")
-	if err != nil {
-		return err
-	}
-	for i, rawMsg := range list {
+func (r *msgConvRequest) conversation(msgs []messages.InputMessage) error {
+	for i := range msgs {
+		m := &msgs[i]
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := upstream.ParseObject(rawMsg)
-		if err != nil {
-			return convRejected(at + " must be an object")
-		}
-		keys, _ := llm.Members(rawMsg)
-		for _, k := range keys {
-			if k.Key != "role" && k.Key != "content" && !upstream.IsNull(k.Value) {
-				r.drop("messages[]." + k.Key)
-			}
-		}
-		role, _ := m.Str("role")
-		switch role {
-		case "system":
-			blocks, err := r.systemBlocks(m["content"], at+".content")
+		r.dropExtra(m.Extra, "messages[].")
+		switch m.Role {
+		case messages.RoleSystem:
+			blocks, err := r.systemBlocks(m.Content, at+".content")
 			if err != nil {
 				return err
 			}
 			r.msgSystem = append(r.msgSystem, blocks...)
-		case "user", "assistant":
-			blocks, err := r.content(m["content"], at)
+		case messages.RoleUser, messages.RoleAssistant:
+			blocks, err := r.content(m.Content, at)
 			if err != nil {
 				return err
 			}
-			r.turns = convAppendTurn(r.turns, types.ConversationRole(role), blocks)
+			r.turns = convAppendTurn(r.turns, types.ConversationRole(m.Role), blocks)
 		default:
-			return convRejected(fmt.Sprintf("%s.role %q is not supported on Bedrock Converse", at, convTruncate(role, 64)))
+			return convRejected(fmt.Sprintf("%s.role %q is not supported on Bedrock Converse", at, convTruncate(m.Role, 64)))
 		}
 	}
 	return nil
 }
 
 // content translates a message's content: a string or an array of blocks.
-func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
-	s, list, err := convStringOrList(raw, at+".content must be a string or an array of content blocks")
-	if err != nil || s == "" && list == nil {
-		return nil, err
-	}
-	if s != "" {
-		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
+func (r *msgConvRequest) content(c messages.Content, at string) ([]types.ContentBlock, error) {
+	if c.Blocks == nil {
+		if c.Text == "" {
+			return nil, nil
+		}
+		return []types.ContentBlock{&types.ContentBlockMemberText{Value: c.Text}}, nil
 	}
 	var out []types.ContentBlock
-	err = convEachObject(list, at+".content", " must be a content block object", func(b convObject, bat string) error {
-		block, cacheAfter, err := r.block(b, bat)
+	for i := range c.Blocks {
+		b := &c.Blocks[i]
+		block, cacheAfter, err := r.block(b, fmt.Sprintf("%s.content[%d]", at, i))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if block != nil {
 			out = append(out, block)
 		}
-		if (r.cached(b) || cacheAfter) && len(out) > 0 {
+		if (r.cached(b.CacheControl) || cacheAfter) && len(out) > 0 {
 			if _, ok := out[len(out)-1].(*types.ContentBlockMemberCachePoint); !ok {
 				out = append(out, &types.ContentBlockMemberCachePoint{Value: msgConvCachePoint()})
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	return out, nil
 }
@@ -340,39 +473,36 @@ func (r *msgConvRequest) content(raw json.RawMessage, at string) ([]types.Conten
 // thinking). cacheAfter is true for a tool_result whose content asks for a
 // cache point, which Converse has none of inside a tool result: it goes
 // after the result.
-func (r *msgConvRequest) block(b convObject, at string) (block types.ContentBlock, cacheAfter bool, err error) {
-	typ, _ := b.Str("type")
-	switch typ {
-	case "tool_result":
+func (r *msgConvRequest) block(b *messages.Block, at string) (block types.ContentBlock, cacheAfter bool, err error) {
+	switch b.Type {
+	case messages.BlockToolResult:
 		return r.toolResult(b, at)
-	case "document":
+	case messages.BlockDocument:
 		block, err = r.document(b, at)
 	default:
-		block, err = r.simpleBlock(typ, b, at)
+		block, err = r.simpleBlock(b, at)
 	}
 	return block, false, err
 }
 
 // simpleBlock translates a content block that is not a tool_result or a
 // document.
-func (r *msgConvRequest) simpleBlock(typ string, b convObject, at string) (types.ContentBlock, error) {
-	switch typ {
-	case "text":
-		s, err := r.text(b, at)
-		if err != nil || s == "" {
-			return nil, err
+func (r *msgConvRequest) simpleBlock(b *messages.Block, at string) (types.ContentBlock, error) {
+	switch b.Type {
+	case messages.BlockText:
+		s := r.text(b)
+		if s == "" {
+			return nil, nil
 		}
 		return &types.ContentBlockMemberText{Value: s}, nil
-	case "image":
+	case messages.BlockImage:
 		img, err := msgConvImage(b, at)
 		if err != nil {
 			return nil, err
 		}
 		return &types.ContentBlockMemberImage{Value: img}, nil
-	case "tool_use":
-		id, _ := b.Str("id")
-		name, _ := b.Str("name")
-		input := bytes.TrimSpace(b["input"])
+	case messages.BlockToolUse:
+		input := []byte(b.Input)
 		if upstream.IsNull(input) {
 			input = []byte("{}")
 		}
@@ -384,50 +514,53 @@ func (r *msgConvRequest) simpleBlock(typ string, b convObject, at string) (types
 			return nil, err
 		}
 		return &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-			ToolUseId: aws.String(id), Name: aws.String(name), Input: doc,
+			ToolUseId: aws.String(b.ID), Name: aws.String(b.Name), Input: doc,
 		}}, nil
-	case "thinking":
-		text, _ := b.Str("thinking")
-		sig, _ := b.Str("signature")
-		if text == "" && sig == "" {
+	case messages.BlockThinking:
+		if b.Thinking == "" && b.Signature == "" {
 			return nil, nil
 		}
-		rt := types.ReasoningTextBlock{Text: aws.String(text)}
-		if sig != "" {
-			rt.Signature = aws.String(sig)
+		rt := types.ReasoningTextBlock{Text: aws.String(b.Thinking)}
+		if b.Signature != "" {
+			rt.Signature = aws.String(b.Signature)
 		}
 		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberReasoningText{Value: rt}}, nil
-	case "redacted_thinking":
-		data, _ := b.Str("data")
-		raw, err := msgConvBase64(data)
+	case messages.BlockRedactedThinking:
+		raw, err := msgConvBase64(b.Data)
 		if err != nil || len(raw) == 0 {
 			return nil, convRejected(at + ".data must be base64")
 		}
 		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberRedactedContent{Value: raw}}, nil
 	}
-	return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", at, convTruncate(typ, 64)))
+	return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", at, convTruncate(b.Type, 64)))
+}
+
+// msgConvSource is a block's source; a source that is no object is
+// refused.
+func msgConvSource(b *messages.Block, at string) (*messages.Source, error) {
+	if b.Source == nil || b.Source.Name != "" {
+		return nil, convRejected(at + ".source must be an object")
+	}
+	return b.Source, nil
 }
 
 // document translates a document block of plain text into a text block of
 // its title, context and data; other sources are refused.
-func (r *msgConvRequest) document(b convObject, at string) (types.ContentBlock, error) {
-	src, err := upstream.ParseObject(b["source"])
+func (r *msgConvRequest) document(b *messages.Block, at string) (types.ContentBlock, error) {
+	src, err := msgConvSource(b, at)
 	if err != nil {
-		return nil, convRejected(at + ".source must be an object")
+		return nil, err
 	}
-	if typ, _ := src.Str("type"); typ != "text" {
-		return nil, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse", at, convTruncate(typ, 64)))
+	if src.Type != messages.SourceText {
+		return nil, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse", at, convTruncate(src.Type, 64)))
 	}
-	if !upstream.IsNull(b["citations"]) {
+	if !upstream.IsNull(b.Citations) {
 		r.drop("citations")
 	}
 	var parts []string
-	for _, s := range []struct {
-		o convObject
-		k string
-	}{{b, "title"}, {b, "context"}, {src, "data"}} {
-		if v, _ := s.o.Str(s.k); v != "" {
-			parts = append(parts, v)
+	for _, s := range []string{b.Title, b.Context, src.Data} {
+		if s != "" {
+			parts = append(parts, s)
 		}
 	}
 	if len(parts) == 0 {
@@ -439,54 +572,37 @@ func (r *msgConvRequest) document(b convObject, at string) (types.ContentBlock, 
 // toolResult translates a tool_result block: its content, a string or text
 // and image blocks, and is_error. cacheAfter is true when a block of its
 // content has cache_control.
-func (r *msgConvRequest) toolResult(b convObject, at string) (block types.ContentBlock, cacheAfter bool, err error) {
-	id, _ := b.Str("tool_use_id")
-	if id == "" {
+func (r *msgConvRequest) toolResult(b *messages.Block, at string) (block types.ContentBlock, cacheAfter bool, err error) {
+	if b.ToolUseID == "" {
 		return nil, false, convRejected(at + ".tool_use_id is required")
 	}
-	res := types.ToolResultBlock{ToolUseId: aws.String(id)}
-	if string(bytes.TrimSpace(b["is_error"])) == "true" {
+	res := types.ToolResultBlock{ToolUseId: aws.String(b.ToolUseID)}
+	if b.IsError != nil && *b.IsError {
 		res.Status = types.ToolResultStatusError
 	}
-	raw := bytes.TrimSpace(b["content"])
-	switch {
-	case upstream.IsNull(raw):
-	case raw[0] == '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, false, convRejected(at + ".content must be a string or an array of content blocks")
-		}
-		res.Content = append(res.Content, &types.ToolResultContentBlockMemberText{Value: s})
+	switch c := b.Content; {
+	case c == nil:
+	case c.Blocks == nil:
+		res.Content = append(res.Content, &types.ToolResultContentBlockMemberText{Value: c.Text})
 	default:
-		list, err := convList(raw, at+".content")
-		if err != nil {
-			return nil, false, convRejected(at + ".content must be a string or an array of content blocks")
-		}
-		for k, rawPart := range list {
+		for k := range c.Blocks {
+			p := &c.Blocks[k]
 			pat := fmt.Sprintf("%s.content[%d]", at, k)
-			p, err := upstream.ParseObject(rawPart)
-			if err != nil {
-				return nil, false, convRejected(pat + " must be a content block object")
-			}
-			switch typ, _ := p.Str("type"); typ {
-			case "text":
-				s, err := r.text(p, pat)
-				if err != nil {
-					return nil, false, err
-				}
-				if s != "" {
+			switch p.Type {
+			case messages.BlockText:
+				if s := r.text(p); s != "" {
 					res.Content = append(res.Content, &types.ToolResultContentBlockMemberText{Value: s})
 				}
-			case "image":
+			case messages.BlockImage:
 				img, err := msgConvImage(p, pat)
 				if err != nil {
 					return nil, false, err
 				}
 				res.Content = append(res.Content, &types.ToolResultContentBlockMemberImage{Value: img})
 			default:
-				return nil, false, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", pat, convTruncate(typ, 64)))
+				return nil, false, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", pat, convTruncate(p.Type, 64)))
 			}
-			cacheAfter = r.cached(p) || cacheAfter
+			cacheAfter = r.cached(p.CacheControl) || cacheAfter
 		}
 	}
 	if len(res.Content) == 0 {
@@ -507,22 +623,19 @@ var msgConvImageTypes = map[string]types.ImageFormat{
 
 // msgConvImage translates an image block's base64 source; a url or file
 // source is refused, as Converse cannot fetch it.
-func msgConvImage(b convObject, at string) (types.ImageBlock, error) {
-	src, err := upstream.ParseObject(b["source"])
+func msgConvImage(b *messages.Block, at string) (types.ImageBlock, error) {
+	src, err := msgConvSource(b, at)
 	if err != nil {
-		return types.ImageBlock{}, convRejected(at + ".source must be an object")
+		return types.ImageBlock{}, err
 	}
-	typ, _ := src.Str("type")
-	if typ != "base64" {
-		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse, which cannot fetch an image; send it as base64", at, convTruncate(typ, 64)))
+	if src.Type != messages.SourceBase64 {
+		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse, which cannot fetch an image; send it as base64", at, convTruncate(src.Type, 64)))
 	}
-	mediaType, _ := src.Str("media_type")
-	format, ok := msgConvImageTypes[strings.ToLower(mediaType)]
+	format, ok := msgConvImageTypes[strings.ToLower(src.MediaType)]
 	if !ok {
-		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.media_type %q is not supported on Bedrock Converse (image/png, image/jpeg, image/gif, image/webp)", at, convTruncate(mediaType, 64)))
+		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.media_type %q is not supported on Bedrock Converse (image/png, image/jpeg, image/gif, image/webp)", at, convTruncate(src.MediaType, 64)))
 	}
-	data, _ := src.Str("data")
-	raw, err := msgConvBase64(data)
+	raw, err := msgConvBase64(src.Data)
 	if err != nil {
 		return types.ImageBlock{}, convRejected(at + ".source.data must be base64")
 	}
@@ -540,36 +653,28 @@ func msgConvBase64(s string) ([]byte, error) {
 
 // toolSpecs translates the tools: custom tools to toolSpecs, each cache_control
 // to a cachePoint after its tool.
-func (r *msgConvRequest) toolSpecs(raw json.RawMessage) error {
-	list, err := convList(raw, "tools")
-	if err != nil {
-		return err
-	}
-	for i, rawTool := range list {
+func (r *msgConvRequest) toolSpecs(tools []messages.Tool) error {
+	for i := range tools {
+		t := &tools[i]
 		at := fmt.Sprintf("tools[%d]", i)
-		t, err := upstream.ParseObject(rawTool)
-		if err != nil {
-			return convRejected(at + " must be a tool object")
-		}
-		if typ, _ := t.Str("type"); !upstream.IsNull(t["type"]) && typ != "custom" {
+		if !t.Custom() {
 			// A server tool (web_search_..., bash_...) that only Anthropic
 			// runs: a hint, named as the translation toward Chat
 			// Completions names it (docs/translation.md).
-			r.drop("tools[" + messages.ServerToolName(typ) + "]")
+			r.drop("tools[" + messages.ServerToolName(t.Type) + "]")
 			continue
 		}
-		name, _ := t.Str("name")
-		if name == "" {
+		if t.Name == "" {
 			return convRejected(at + ".name is required")
 		}
-		spec := types.ToolSpecification{Name: aws.String(name)}
-		if d, _ := t.Str("description"); d != "" {
-			spec.Description = aws.String(d)
+		spec := types.ToolSpecification{Name: aws.String(t.Name)}
+		if t.Description != "" {
+			spec.Description = aws.String(t.Description)
 		}
-		if string(bytes.TrimSpace(t["strict"])) == "true" {
+		if t.Strict != nil && *t.Strict {
 			spec.Strict = aws.Bool(true)
 		}
-		schema := bytes.TrimSpace(t["input_schema"])
+		schema := []byte(t.InputSchema)
 		if upstream.IsNull(schema) {
 			schema = []byte(`{"type":"object","properties":{}}`)
 		}
@@ -582,48 +687,34 @@ func (r *msgConvRequest) toolSpecs(raw json.RawMessage) error {
 		}
 		spec.InputSchema = &types.ToolInputSchemaMemberJson{Value: doc}
 		r.tools = append(r.tools, &types.ToolMemberToolSpec{Value: spec})
-		if r.cached(t) {
+		if r.cached(t.CacheControl) {
 			r.tools = append(r.tools, &types.ToolMemberCachePoint{Value: msgConvCachePoint()})
 		}
-		keys, _ := llm.Members(rawTool)
-		for _, k := range keys {
-			switch k.Key {
-			case "type", "name", "description", "input_schema", "strict", "cache_control":
-			default:
-				if !upstream.IsNull(k.Value) {
-					r.drop("tools[]." + k.Key)
-				}
-			}
-		}
+		r.dropExtra(t.Extra, "tools[].")
 	}
 	return nil
 }
 
 // toolChoice translates tool_choice: auto, any, tool {name}; none leaves
 // the tools out.
-func (r *msgConvRequest) toolChoice(raw json.RawMessage) error {
-	c, err := upstream.ParseObject(raw)
-	if err != nil {
-		return convRejected("tool_choice must be an object")
-	}
+func (r *msgConvRequest) toolChoice(c *messages.ToolChoice) error {
 	r.choice, r.noTools = nil, false
-	switch typ, _ := c.Str("type"); typ {
-	case "auto":
+	switch c.Type {
+	case messages.ToolChoiceAuto:
 		r.choice = &types.ToolChoiceMemberAuto{}
-	case "any":
+	case messages.ToolChoiceAny:
 		r.choice = &types.ToolChoiceMemberAny{}
-	case "tool":
-		name, _ := c.Str("name")
-		if name == "" {
+	case messages.ToolChoiceTool:
+		if c.Name == "" {
 			return convRejected("tool_choice.name is required")
 		}
-		r.choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(name)}}
-	case "none":
+		r.choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(c.Name)}}
+	case messages.ToolChoiceNone:
 		r.noTools = true
 	default:
-		return convRejected(fmt.Sprintf("tool_choice.type %q is not supported on Bedrock Converse", convTruncate(typ, 64)))
+		return convRejected(fmt.Sprintf("tool_choice.type %q is not supported on Bedrock Converse", convTruncate(c.Type, 64)))
 	}
-	if string(bytes.TrimSpace(c["disable_parallel_tool_use"])) == "true" {
+	if c.DisableParallelToolUse {
 		r.drop("tool_choice.disable_parallel_tool_use")
 	}
 	return nil
@@ -631,39 +722,28 @@ func (r *msgConvRequest) toolChoice(raw json.RawMessage) error {
 
 // outputConfig translates output_config: its json_schema format to
 // Converse's textFormat; its effort is a hint.
-func (r *msgConvRequest) outputConfig(raw json.RawMessage) error {
-	c, err := upstream.ParseObject(raw)
-	if err != nil {
-		return convRejected("output_config must be an object")
+func (r *msgConvRequest) outputConfig(c *messages.OutputConfig) error {
+	if c.Effort != "" {
+		r.drop("output_config.effort")
 	}
-	keys, _ := llm.Members(raw)
-	for _, k := range keys {
-		if upstream.IsNull(k.Value) {
-			continue
-		}
-		if k.Key != "format" {
-			r.drop("output_config." + k.Key)
-			continue
-		}
-		f, err := upstream.ParseObject(c["format"])
-		if err != nil {
-			return convRejected("output_config.format must be an object")
-		}
-		if typ, _ := f.Str("type"); typ != "json_schema" {
-			return convRejected(fmt.Sprintf("output_config.format.type %q is not supported on Bedrock Converse", convTruncate(typ, 64)))
-		}
-		schema := bytes.TrimSpace(f["schema"])
-		var compact bytes.Buffer
-		if len(schema) == 0 || schema[0] != '{' || json.Compact(&compact, schema) != nil {
-			return convRejected("output_config.format.schema must be a JSON object")
-		}
-		r.output = &types.OutputConfig{TextFormat: &types.OutputFormat{
-			Type: types.OutputFormatTypeJsonSchema,
-			Structure: &types.OutputFormatStructureMemberJsonSchema{Value: types.JsonSchemaDefinition{
-				Schema: aws.String(compact.String()),
-			}},
-		}}
+	r.dropExtra(c.Extra, "output_config.")
+	f := c.Format
+	if f == nil {
+		return nil
 	}
+	if f.Type != "json_schema" {
+		return convRejected(fmt.Sprintf("output_config.format.type %q is not supported on Bedrock Converse", convTruncate(f.Type, 64)))
+	}
+	var compact bytes.Buffer
+	if len(f.Schema) == 0 || f.Schema[0] != '{' || json.Compact(&compact, f.Schema) != nil {
+		return convRejected("output_config.format.schema must be a JSON object")
+	}
+	r.output = &types.OutputConfig{TextFormat: &types.OutputFormat{
+		Type: types.OutputFormatTypeJsonSchema,
+		Structure: &types.OutputFormatStructureMemberJsonSchema{Value: types.JsonSchemaDefinition{
+			Schema: aws.String(compact.String()),
+		}},
+	}}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -322,6 +323,25 @@ func TestMessagesConverseInputRefused(t *testing.T) {
 		{`{` + user + `,"max_tokens":0}`, "max_tokens must be an integer from 1 to 2147483647"},
 		{`{` + user + `,"temperature":"hot"}`, "temperature must be a number"},
 		{`{` + user + `,"stop_sequences":"END"}`, "stop_sequences must be an array of strings"},
+		{`{` + user + `,"stop_sequences":["a",2]}`, "stop_sequences must be an array of strings"},
+		{`{` + user + `,"max_tokens":"5"}`, "max_tokens must be an integer from 1 to 2147483647"},
+		{`{` + user + `,"max_tokens":1.5}`, "max_tokens must be an integer from 1 to 2147483647"},
+		{`{"messages":["hi"]}`, "messages[0] must be an object"},
+		{`{"system":1,` + user + `}`, "system must be a string or an array of text blocks"},
+		{`{"system":[1],` + user + `}`, "system[0] must be a text block"},
+		{`{"system":[{"type":"text","text":2}],` + user + `}`, "system[0].text must be a string"},
+		{`{"messages":[{"role":"system","content":1},{"role":"user","content":"q"}]}`, "messages[0].content must be a string or an array of text blocks"},
+		{`{"messages":[{"role":"system","content":[1]},{"role":"user","content":"q"}]}`, "messages[0].content[0] must be a text block"},
+		{in(`1`), "messages[0].content[0] must be a content block object"},
+		{in(`{"type":"text","text":2}`), "messages[0].content[0].text must be a string"},
+		{in(`{"type":"image","source":"s"}`), "messages[0].content[0].source must be an object"},
+		{in(`{"type":"image","source":1}`), "messages[0].content[0].source must be an object"},
+		{in(`{"type":"tool_result","tool_use_id":"t","content":1}`), "messages[0].content[0].content must be a string or an array of content blocks"},
+		{in(`{"type":"tool_result","tool_use_id":"t","content":[1]}`), "messages[0].content[0].content[0] must be a content block object"},
+		{`{` + user + `,"tools":{}}`, "tools must be an array"},
+		{`{` + user + `,"tools":[1]}`, "tools[0] must be a tool object"},
+		{`{` + user + `,"output_config":"x"}`, "output_config must be an object"},
+		{`{` + user + `,"output_config":{"format":"x"}}`, "output_config.format must be an object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.msg, func(t *testing.T) {
@@ -802,5 +822,50 @@ func TestMessagesEncoderNil(t *testing.T) {
 	// The metadata without usage came first: messageStop ends the message.
 	if diff := cmp.Diff([]string{"message_start", "message_delta", "message_stop"}, names); diff != "" {
 		t.Errorf("event names (-want +got):\n%s", diff)
+	}
+}
+
+// TestMessagesConverseInputDuplicates: of a name given twice, the last
+// value is read; a null last value is an absent member.
+func TestMessagesConverseInputDuplicates(t *testing.T) {
+	for _, body := range []string{
+		`{"max_tokens":5,"max_tokens":null,"thinking":{},"thinking":null,"tool_choice":{"type":"x"},"tool_choice":null,"output_config":{},"output_config":null,"temperature":1,"temperature":null,"messages":[{"role":"user","content":"Hi"}]}`,
+	} {
+		in, dropped, err := messagesConverseInput("m", []byte(body))
+		if err != nil || in.InferenceConfig != nil || in.ToolConfig != nil || dropped != nil {
+			t.Errorf("%s: %+v, %v, %v", body, in, dropped, err)
+		}
+	}
+}
+
+// BenchmarkMessagesConverseInput is the translation of a coding agent's
+// Messages turn of 10 KB and of 1 MB (many turns of long text with
+// escapes, non-ASCII, tool uses and tool results) into a ConverseStream
+// input.
+func BenchmarkMessagesConverseInput(b *testing.B) {
+	text := strings.Repeat(`Résumé of \"main.go\":\n\tfunc main() {}\n`, 20)
+	for _, size := range []int{10 << 10, 1 << 20} {
+		var turns []string
+		for n, i := 0, 0; n < size; i++ {
+			t := fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%s"},{"type":"text","text":"%s"}]}`, i-1, text, text)
+			if i == 0 {
+				t = fmt.Sprintf(`{"role":"user","content":"%s"}`, text)
+			} else if i%2 == 1 {
+				t = fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"%s"},{"type":"tool_use","id":"t%d","name":"read","input":{"path":"main.go"}}]}`, text, i)
+			}
+			turns = append(turns, t)
+			n += len(t) + 1
+		}
+		body := []byte(`{"model":"m","max_tokens":1024,"stream":true,"system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],"messages":[` +
+			strings.Join(turns, ",") + `],"tools":[{"name":"read","input_schema":{"type":"object"}}]}`)
+		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := messagesConverseInput("m", body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -134,32 +134,22 @@ type messagesRequest struct {
 // answer, as the last user message does for the OpenAI protocol, so a
 // conversation gets the same words on either protocol.
 func parseMessages(body []byte) (messagesRequest, error) {
-	var w struct {
-		Model    string `json:"model"`
-		System   string `json:"system"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &w); err != nil {
+	var w messages.Request
+	if err := messages.Unmarshal(body, &w); err != nil {
 		return messagesRequest{}, err
 	}
-	r := messagesRequest{model: w.Model, contentBytes: len(w.System)}
+	r := messagesRequest{model: w.Model, contentBytes: len(w.System.Text)}
 	for _, m := range w.Messages {
 		var text []byte
 		hasText := false
-		for _, b := range m.Content {
+		for _, b := range m.Content.Blocks {
 			if b.Type == messages.BlockText {
 				text = append(text, b.Text...)
 				hasText = true
 			}
 		}
 		r.contentBytes += len(text)
-		if m.Role == "user" && hasText {
+		if m.Role == messages.RoleUser && hasText {
 			r.lastUser = string(text)
 		}
 	}

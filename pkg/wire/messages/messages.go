@@ -1,5 +1,7 @@
-// Package messages is Anthropic's Messages wire shape: the message object
-// with its content blocks and usage, the stop reasons (and how they read
+// Package messages is Anthropic's Messages wire shape: the request (its
+// messages, content blocks, tools, tool_choice, thinking, metadata and
+// output_config: request.go), the message object with its content blocks
+// and usage, the stop reasons (and how they read
 // as Chat Completions finish reasons, and back), every stream event (its
 // type name as a constant, and its struct), the delta types, the error
 // envelope, and the request headers a passed-through request carries on. Fields are in Anthropic's order ("type" first), so that
@@ -9,7 +11,8 @@
 //
 // The codecs, the adapters, the fake upstreams and the simulated provider
 // all write and read these types; the package imports only the standard
-// library and pkg/wire/chat.
+// library, go-json-experiment/json (the request's types keep the members
+// they do not model) and pkg/wire/chat.
 package messages
 
 import (
