@@ -122,21 +122,21 @@ func bedrockPath(p string) (model, op string, ok bool) {
 
 // bedrockErrorType is the error type Bedrock names for a status.
 func bedrockErrorType(status int) string {
-	switch status {
-	case http.StatusTooManyRequests:
-		return converse.ErrThrottling
-	case http.StatusBadRequest:
-		return converse.ErrValidation
-	case http.StatusForbidden:
-		return converse.ErrAccessDenied
-	case http.StatusNotFound:
-		return converse.ErrResourceNotFound
-	case http.StatusServiceUnavailable:
-		return converse.ErrServiceUnavailable
-	case http.StatusRequestTimeout:
-		return converse.ErrModelTimeout
+	if t, ok := bedrockErrorTypes[status]; ok {
+		return t
 	}
 	return converse.ErrInternalServer
+}
+
+// bedrockErrorTypes are the statuses whose error type is not
+// InternalServerException.
+var bedrockErrorTypes = map[int]string{
+	http.StatusTooManyRequests:    converse.ErrThrottling,
+	http.StatusBadRequest:         converse.ErrValidation,
+	http.StatusForbidden:          converse.ErrAccessDenied,
+	http.StatusNotFound:           converse.ErrResourceNotFound,
+	http.StatusServiceUnavailable: converse.ErrServiceUnavailable,
+	http.StatusRequestTimeout:     converse.ErrModelTimeout,
 }
 
 // verifySigV4 computes r's Signature Version 4 for service again, with the
@@ -199,17 +199,19 @@ func (s *Server) bedrockEvents(w http.ResponseWriter, resp Response) {
 	}
 }
 
+// eventStreamHeader is the head of an answer in the AWS event-stream
+// encoding.
+var eventStreamHeader = map[string]string{
+	"Content-Type":                "application/vnd.amazon.eventstream",
+	"X-Amzn-Bedrock-Content-Type": "application/json",
+}
+
 // startEventStream sends the head of an answer in the AWS event-stream
 // encoding (200, its content type, resp's headers); event writes one event
 // of type typ with payload, or, when typ is "", a
 // modelStreamErrorException, and flushes it.
 func startEventStream(w http.ResponseWriter, resp Response) (event func(typ string, payload []byte) bool, rc *http.ResponseController) {
-	h := w.Header()
-	h.Set("Content-Type", "application/vnd.amazon.eventstream")
-	h.Set("X-Amzn-Bedrock-Content-Type", "application/json")
-	setHeaders(w, resp.Header)
-	w.WriteHeader(http.StatusOK)
-	rc = http.NewResponseController(w)
+	rc = writeStreamHead(w, eventStreamHeader, resp)
 	enc := eventstream.NewEncoder()
 	return func(typ string, payload []byte) bool {
 		msg := eventstream.Message{Headers: eventstream.Headers{

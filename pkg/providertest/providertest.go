@@ -485,17 +485,24 @@ func (s *Server) block(ctx context.Context) {
 	}
 }
 
+// sseHeader is the head of a server-sent event stream.
+var sseHeader = map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+// writeStreamHead sends the head of a streamed answer: 200, header, and
+// resp's headers, which may override header's.
+func writeStreamHead(w http.ResponseWriter, header map[string]string, resp Response) *http.ResponseController {
+	setHeaders(w, header)
+	setHeaders(w, resp.Header)
+	w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(w)
+}
+
 // startStream sends a stream's head: 200, text/event-stream and resp's
 // headers. event writes one event (its name, when not empty, and its data)
 // and flushes it, so that the client sees every event when it is sent
 // (timing is what these tests are about).
 func startStream(w http.ResponseWriter, resp Response) (event func(name string, data []byte) bool, rc *http.ResponseController) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	setHeaders(w, resp.Header)
-	w.WriteHeader(http.StatusOK)
-	rc = http.NewResponseController(w)
+	rc = writeStreamHead(w, sseHeader, resp)
 	return func(name string, data []byte) bool {
 		var b bytes.Buffer
 		b.Grow(len(data) + len(name) + 16)

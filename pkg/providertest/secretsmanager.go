@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -24,7 +25,8 @@ type SecretsManager struct {
 	mu      sync.Mutex
 	secrets map[string]string
 	fail    int // the next fail reads get a 500
-	calls   int
+
+	calls atomic.Int64
 }
 
 // NewSecretsManager starts the fake; it is closed when the test ends.
@@ -60,11 +62,7 @@ func (s *SecretsManager) FailNext(n int) {
 }
 
 // Calls is the number of signed GetSecretValue calls received.
-func (s *SecretsManager) Calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
-}
+func (s *SecretsManager) Calls() int { return int(s.calls.Load()) }
 
 func (s *SecretsManager) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -89,8 +87,8 @@ func (s *SecretsManager) serve(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "InvalidRequestException", "malformed request")
 		return
 	}
+	s.calls.Add(1)
 	s.mu.Lock()
-	s.calls++
 	value, ok := s.secrets[in.SecretId]
 	failing := s.fail > 0
 	if failing {

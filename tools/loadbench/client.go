@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -205,7 +206,7 @@ func (h *respHead) readHeaders(br *bufio.Reader) error {
 		value = bytes.TrimSpace(value)
 		switch {
 		case equalFold(name, "Content-Length"):
-			n, ok := parseDecimal(value)
+			n, ok := parseSize(value, 10)
 			if !ok {
 				return fmt.Errorf("bad Content-Length %q", value)
 			}
@@ -291,7 +292,7 @@ func readChunked(br *bufio.Reader, first *time.Time) error {
 		if i := bytes.IndexByte(line, ';'); i >= 0 {
 			line = line[:i] // chunk extensions
 		}
-		size, ok := parseHex(bytes.TrimSpace(line))
+		size, ok := parseSize(bytes.TrimSpace(line), 16)
 		if !ok {
 			return fmt.Errorf("bad chunk size line %q", line)
 		}
@@ -363,39 +364,11 @@ func equalFold(b []byte, s string) bool {
 	return true
 }
 
-func parseDecimal(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, d := range b {
-		if d < '0' || d > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(d-'0')
-	}
-	return n, true
-}
-
-func parseHex(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 15 {
-		return 0, false
-	}
-	var n int64
-	for _, d := range b {
-		switch {
-		case '0' <= d && d <= '9':
-			d -= '0'
-		case 'a' <= d && d <= 'f':
-			d -= 'a' - 10
-		case 'A' <= d && d <= 'F':
-			d -= 'A' - 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | int64(d)
-	}
-	return n, true
+// parseSize reads a Content-Length (base 10) or a chunk size (base 16):
+// digits only, no sign.
+func parseSize(b []byte, base int) (int64, bool) {
+	n, err := strconv.ParseUint(string(b), base, 63)
+	return int64(n), err == nil
 }
 
 // pool is the open loop's connections to one address: a request takes an

@@ -126,6 +126,49 @@ func reserved(t testing.TB, s idempotency.Store, base time.Time) *idempotency.Re
 	return rec
 }
 
+// reservation is a record a test reserved at base, and want, what Load
+// returns for it as its owner writes.
+type reservation struct {
+	t    *testing.T
+	s    idempotency.Store
+	base time.Time
+	rec  *idempotency.Record
+	want *idempotency.Record
+}
+
+// newReservation reserves a new record at Base().
+func newReservation(t *testing.T, s idempotency.Store) *reservation {
+	t.Helper()
+	base := Base()
+	rec := reserved(t, s, base)
+	return &reservation{t: t, s: s, base: base, rec: rec, want: Clone(rec)}
+}
+
+// append makes the owner's Append seq of head and evs, which must succeed,
+// and adds them to what Load returns.
+func (res *reservation) append(seq int, head *idempotency.Head, evs []idempotency.Event) {
+	res.t.Helper()
+	noErr(res.t, fmt.Sprintf("Append %d", seq), res.s.Append(res.t.Context(), res.rec.Key, res.rec.Owner, seq, head, evs))
+	if head != nil {
+		res.want.Head = head
+	}
+	res.want.Events = append(res.want.Events, evs...)
+}
+
+// expect fails the test unless Load returns want.
+func (res *reservation) expect() {
+	res.t.Helper()
+	ExpectRecord(res.t, res.s, res.rec.Key, res.base, res.want)
+}
+
+// headAt is the head an Append seq carries: head for the first, nil after.
+func headAt(seq int, head *idempotency.Head) *idempotency.Head {
+	if seq == 0 {
+		return head
+	}
+	return nil
+}
+
 // MustReserve reserves rec at now and fails the test unless it was created.
 func MustReserve(t testing.TB, s idempotency.Store, rec *idempotency.Record, now time.Time) {
 	t.Helper()
@@ -230,11 +273,7 @@ func ownerWrites(key, owner string, seq int, base time.Time) []struct {
 			return s.MarkStarted(ctx, key, owner)
 		}},
 		{"Append", func(ctx context.Context, s idempotency.Store) error {
-			var head *idempotency.Head
-			if seq == 0 {
-				head = StreamHead()
-			}
-			return s.Append(ctx, key, owner, seq, head, TextEvents("stale", 2))
+			return s.Append(ctx, key, owner, seq, headAt(seq, StreamHead()), TextEvents("stale", 2))
 		}},
 		{"Complete", func(ctx context.Context, s idempotency.Store) error {
 			return s.Complete(ctx, key, owner, JSONAnswer([]byte(`{"stale":true}`)))
@@ -422,47 +461,37 @@ func testLoadAfterWindow(t *testing.T, s idempotency.Store) {
 }
 
 func testHeartbeat(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
-	want := Clone(rec)
+	res := newReservation(t, s)
+	ctx, base, rec, want := t.Context(), res.base, res.rec, res.want
 	for _, d := range []time.Duration{time.Minute, 5 * time.Minute, 5*time.Minute + 30*time.Second} {
 		want.LeaseUntil = base.Add(d)
 		noErr(t, "Heartbeat", s.Heartbeat(ctx, rec.Key, rec.Owner, want.LeaseUntil))
 		ExpectRecord(t, s, rec.Key, base.Add(d/2), want)
 	}
 	// A heartbeat keeps what was appended.
-	head, evs := StreamHead(), TextEvents("a", 2)
-	noErr(t, "Append", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs))
-	want.Head, want.Events = head, evs
+	res.append(0, StreamHead(), TextEvents("a", 2))
 	want.LeaseUntil = base.Add(10 * time.Minute)
 	noErr(t, "Heartbeat", s.Heartbeat(ctx, rec.Key, rec.Owner, want.LeaseUntil))
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.expect()
 }
 
 func testWrongOwner(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
-	head, evs := StreamHead(), TextEvents("a", 2)
-	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs))
-	want := Clone(rec)
-	want.Head, want.Events = head, evs
+	res := newReservation(t, s)
+	base, rec := res.base, res.rec
+	res.append(0, StreamHead(), TextEvents("a", 2))
 
-	expectFenced(t, s, rec.Key, Owner(), 1, base, base, want)
-	expectFenced(t, s, rec.Key, "", 1, base, base, want)
+	expectFenced(t, s, rec.Key, Owner(), 1, base, base, res.want)
+	expectFenced(t, s, rec.Key, "", 1, base, base, res.want)
 	// seq 0 again, from another owner: still refused, not ignored as a retry.
-	wantErr(t, "Append 0 by another owner", s.Append(ctx, rec.Key, Owner(), 0, StreamHead(), TextEvents("x", 1)), idempotency.ErrNotOwner)
+	wantErr(t, "Append 0 by another owner", s.Append(t.Context(), rec.Key, Owner(), 0, StreamHead(), TextEvents("x", 1)), idempotency.ErrNotOwner)
 
 	// A missing key: every write is refused and nothing is created.
 	missing := Key()
 	expectFenced(t, s, missing, rec.Owner, 0, base, base, nil)
 
 	// The refused Append 1 used up nothing: the owner's Append 1 applies.
-	more := TextEvents("b", 1)
-	noErr(t, "Append 1", s.Append(ctx, rec.Key, rec.Owner, 1, nil, more))
-	want.Events = append(want.Events, more...)
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.append(1, nil, TextEvents("b", 1))
+	res.expect()
 }
 
 func testCompleteJSON(t *testing.T, s idempotency.Store) {
@@ -499,9 +528,8 @@ func testCompleteStream(t *testing.T, s idempotency.Store) {
 }
 
 func testCompleteTwice(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
+	res := newReservation(t, s)
+	ctx, base, rec := t.Context(), res.base, res.rec
 	ans := JSONAnswer([]byte(`{"first":true}`))
 	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
 	wantErr(t, "second Complete by the owner", s.Complete(ctx, rec.Key, rec.Owner, JSONAnswer([]byte(`{"second":true}`))), idempotency.ErrNotOwner)
@@ -510,22 +538,20 @@ func testCompleteTwice(t *testing.T, s idempotency.Store) {
 }
 
 func testNoWritesAfterComplete(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
-	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), TextEvents("a", 2)))
+	res := newReservation(t, s)
+	base, rec := res.base, res.rec
+	res.append(0, StreamHead(), TextEvents("a", 2))
 	ans := StreamAnswer(TextEvents("a", 4))
-	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
+	noErr(t, "Complete", s.Complete(t.Context(), rec.Key, rec.Owner, ans))
 	want := completed(rec, ans)
 	expectFenced(t, s, rec.Key, rec.Owner, 1, base, base, want)
 	expectFenced(t, s, rec.Key, Owner(), 1, base, base, want)
 }
 
 func testTombstone(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
-	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), TextEvents("a", 2)))
+	res := newReservation(t, s)
+	ctx, base, rec := t.Context(), res.base, res.rec
+	res.append(0, StreamHead(), TextEvents("a", 2))
 	noErr(t, "Tombstone", s.Tombstone(ctx, rec.Key, rec.Owner))
 	got := MustLoad(t, s, rec.Key, base)
 	if got.State != idempotency.StateTombstone || got.Answer != nil {
@@ -542,10 +568,9 @@ func testTombstone(t *testing.T, s idempotency.Store) {
 }
 
 func testRelease(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
-	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), TextEvents("a", 2)))
+	res := newReservation(t, s)
+	ctx, base, rec := t.Context(), res.base, res.rec
+	res.append(0, StreamHead(), TextEvents("a", 2))
 	noErr(t, "Release", s.Release(ctx, rec.Key, rec.Owner))
 	ExpectNotFound(t, s, rec.Key, base)
 	wantErr(t, "second Release", s.Release(ctx, rec.Key, rec.Owner), idempotency.ErrNotOwner)
@@ -576,95 +601,73 @@ func testReleaseFencesStaleOwner(t *testing.T, s idempotency.Store) {
 }
 
 func testAppendInOrder(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
-	head := StreamHead()
-	want := Clone(rec)
+	res := newReservation(t, s)
 
 	// seq 0 may carry the head alone, before the first event.
-	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, head, nil))
-	want.Head = head
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.append(0, StreamHead(), nil)
+	res.expect()
 
 	all := TextEvents("e", 6)
 	all[5].Usage = true
 	calls := [][]idempotency.Event{all[0:2], all[2:3], all[3:6]}
 	for i, evs := range calls {
-		noErr(t, fmt.Sprintf("Append %d", i+1), s.Append(ctx, rec.Key, rec.Owner, i+1, nil, evs))
-		want.Events = append(want.Events, evs...)
-		ExpectRecord(t, s, rec.Key, base, want)
+		res.append(i+1, nil, evs)
+		res.expect()
 	}
-	got := MustLoad(t, s, rec.Key, base)
+	got := MustLoad(t, s, res.rec.Key, res.base)
 	if got.State != idempotency.StateInProgress || got.Answer != nil {
 		t.Fatalf("after Append: State %q, Answer %v; want in progress, no answer", got.State, got.Answer)
 	}
 }
 
 func testAppendRetryIgnored(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
+	res := newReservation(t, s)
+	ctx, rec := t.Context(), res.rec
 	head := StreamHead()
-	want := Clone(rec)
-	want.Head = head
 	for seq := range 3 {
-		var h *idempotency.Head
-		if seq == 0 {
-			h = head
-		}
+		h := headAt(seq, head)
 		evs := TextEvents(fmt.Sprint("call", seq), 2)
-		noErr(t, fmt.Sprintf("Append %d", seq), s.Append(ctx, rec.Key, rec.Owner, seq, h, evs))
-		want.Events = append(want.Events, evs...)
+		res.append(seq, h, evs)
 		// The same call retried right away.
 		noErr(t, fmt.Sprintf("Append %d again", seq), s.Append(ctx, rec.Key, rec.Owner, seq, h, evs))
-		ExpectRecord(t, s, rec.Key, base, want)
+		res.expect()
 	}
 	// Late retries of earlier calls, even with other content, are ignored.
 	other := &idempotency.Head{Status: 500, Header: map[string]string{"X": "y"}}
 	noErr(t, "Append 0 late", s.Append(ctx, rec.Key, rec.Owner, 0, other, TextEvents("dup", 1)))
 	noErr(t, "Append 1 late", s.Append(ctx, rec.Key, rec.Owner, 1, nil, TextEvents("dup", 3)))
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.expect()
 	// And the next call still applies.
-	evs := TextEvents("call3", 1)
-	noErr(t, "Append 3", s.Append(ctx, rec.Key, rec.Owner, 3, nil, evs))
-	want.Events = append(want.Events, evs...)
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.append(3, nil, TextEvents("call3", 1))
+	res.expect()
 }
 
 func testAppendGap(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
-	want := Clone(rec)
+	res := newReservation(t, s)
+	ctx, rec := t.Context(), res.rec
 	if err := s.Append(ctx, rec.Key, rec.Owner, 1, StreamHead(), TextEvents("early", 1)); err == nil {
 		t.Fatalf("Append 1 before Append 0 succeeded, want an error")
 	}
-	ExpectRecord(t, s, rec.Key, base, want)
-	head, evs0 := StreamHead(), TextEvents("zero", 2)
-	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs0))
-	want.Head, want.Events = head, evs0
+	res.expect()
+	res.append(0, StreamHead(), TextEvents("zero", 2))
 	if err := s.Append(ctx, rec.Key, rec.Owner, 2, nil, TextEvents("two", 1)); err == nil {
 		t.Fatalf("Append 2 before Append 1 succeeded, want an error")
 	}
-	ExpectRecord(t, s, rec.Key, base, want)
-	evs1 := TextEvents("one", 1)
-	noErr(t, "Append 1", s.Append(ctx, rec.Key, rec.Owner, 1, nil, evs1))
-	want.Events = append(want.Events, evs1...)
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.expect()
+	res.append(1, nil, TextEvents("one", 1))
+	res.expect()
 }
 
 func testAppendThenComplete(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
+	res := newReservation(t, s)
+	base, rec := res.base, res.rec
 	evs := TextEvents("tok", 8)
-	noErr(t, "Append 0", s.Append(ctx, rec.Key, rec.Owner, 0, StreamHead(), evs[:3]))
-	noErr(t, "Append 1", s.Append(ctx, rec.Key, rec.Owner, 1, nil, evs[3:5]))
+	res.append(0, StreamHead(), evs[:3])
+	res.append(1, nil, evs[3:5])
 	// The answer is authoritative: the events not appended yet, another head.
 	ans := StreamAnswer(evs)
 	ans.Header["X-Gateway-Route-Depth"] = "2"
-	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
+	noErr(t, "Complete", s.Complete(t.Context(), rec.Key, rec.Owner, ans))
 	ExpectRecord(t, s, rec.Key, base, completed(rec, ans))
 	ExpectExisting(t, s, NewRecord(rec.Key, base), base, completed(rec, ans))
 }
@@ -704,23 +707,16 @@ func testLargeAnswers(t *testing.T, s idempotency.Store) {
 }
 
 func testLargeAppend(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
+	res := newReservation(t, s)
+	base, rec := res.base, res.rec
 	head, evs := StreamHead(), StreamEvents(5000, 300, 21)
 	for seq := range 50 {
-		var h *idempotency.Head
-		if seq == 0 {
-			h = head
-		}
-		noErr(t, fmt.Sprintf("Append %d", seq), s.Append(ctx, rec.Key, rec.Owner, seq, h, evs[seq*100:(seq+1)*100]))
+		res.append(seq, headAt(seq, head), evs[seq*100:(seq+1)*100])
 	}
-	want := Clone(rec)
-	want.Head, want.Events = head, evs
-	ExpectRecord(t, s, rec.Key, base, want)
-	ExpectExisting(t, s, NewRecord(rec.Key, base), base, want)
+	res.expect()
+	ExpectExisting(t, s, NewRecord(rec.Key, base), base, res.want)
 	ans := StreamAnswer(evs)
-	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
+	noErr(t, "Complete", s.Complete(t.Context(), rec.Key, rec.Owner, ans))
 	ExpectRecord(t, s, rec.Key, base, completed(rec, ans))
 }
 
@@ -967,10 +963,7 @@ func testConcurrentAppendRetries(t *testing.T, s idempotency.Store) {
 	want := Clone(rec)
 	want.Head = head
 	for seq := range calls {
-		var h *idempotency.Head
-		if seq == 0 {
-			h = head
-		}
+		h := headAt(seq, head)
 		evs := TextEvents(fmt.Sprint("call", seq), 2)
 		want.Events = append(want.Events, evs...)
 		errs := make([]error, retries)
@@ -1023,21 +1016,17 @@ func testKeysIsolated(t *testing.T, s idempotency.Store) {
 }
 
 func testMarkStarted(t *testing.T, s idempotency.Store) {
-	ctx := t.Context()
-	base := Base()
-	rec := reserved(t, s, base)
+	res := newReservation(t, s)
+	ctx, base, rec, want := t.Context(), res.base, res.rec, res.want
 	noErr(t, "MarkStarted", s.MarkStarted(ctx, rec.Key, rec.Owner))
-	want := Clone(rec)
 	want.Started = true
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.expect()
 	noErr(t, "MarkStarted again", s.MarkStarted(ctx, rec.Key, rec.Owner))
 	// Started survives the owner's other writes.
 	want.LeaseUntil = base.Add(time.Minute)
 	noErr(t, "Heartbeat", s.Heartbeat(ctx, rec.Key, rec.Owner, want.LeaseUntil))
-	head, evs := StreamHead(), TextEvents("a", 2)
-	noErr(t, "Append", s.Append(ctx, rec.Key, rec.Owner, 0, head, evs))
-	want.Head, want.Events = head, evs
-	ExpectRecord(t, s, rec.Key, base, want)
+	res.append(0, StreamHead(), TextEvents("a", 2))
+	res.expect()
 	expectFenced(t, s, rec.Key, Owner(), 1, base, base, want)
 	ans := JSONAnswer([]byte(`{"ok":true}`))
 	noErr(t, "Complete", s.Complete(ctx, rec.Key, rec.Owner, ans))
@@ -1156,11 +1145,7 @@ func testPoll(t *testing.T, s idempotency.Store) {
 	head := StreamHead()
 	batches := [][]idempotency.Event{TextEvents("a", 2), TextEvents("b", 1), TextEvents("c", 3)}
 	for seq, evs := range batches {
-		var h *idempotency.Head
-		if seq == 0 {
-			h = head
-		}
-		noErr(t, "Append", s.Append(ctx, rec.Key, rec.Owner, seq, h, evs))
+		noErr(t, "Append", s.Append(ctx, rec.Key, rec.Owner, seq, headAt(seq, head), evs))
 	}
 	all := slicesConcat(batches...)
 	want := Clone(rec)

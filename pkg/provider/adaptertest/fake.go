@@ -104,23 +104,19 @@ func response(p Protocol, s Script) providertest.Response {
 	case CutMalformed:
 		r.Body, r.Header = malformedBody(p, s)
 	default:
-		r.Cut = &providertest.Cut{After: s.CutAfter, How: cutMode(s.Cut)}
+		r.Cut = &providertest.Cut{After: s.CutAfter, How: cutModes[s.Cut]}
 	}
 	return r
 }
 
-func cutMode(m CutMode) providertest.CutMode {
-	switch m {
-	case CutAbort:
-		return providertest.CutAbort
-	case CutReset:
-		return providertest.CutReset
-	case CutError:
-		return providertest.CutError
-	case CutStall:
-		return providertest.CutStall
-	}
-	return providertest.CutClose
+// cutModes are the suite's cuts as the fake upstream makes them (CutMalformed
+// is the suite's own); any other is providertest's CutClose, its zero mode.
+var cutModes = map[CutMode]providertest.CutMode{
+	CutClose: providertest.CutClose,
+	CutAbort: providertest.CutAbort,
+	CutReset: providertest.CutReset,
+	CutError: providertest.CutError,
+	CutStall: providertest.CutStall,
 }
 
 // finishReason is f in the protocol's words: Chat Completions' finish_reason

@@ -260,19 +260,9 @@ func putBody(b *[]byte) {
 
 // readAll is io.ReadAll into b.
 func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
+	buf := bytes.NewBuffer(b)
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
