@@ -225,26 +225,13 @@ func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return appendCompletion(make([]byte, 0, 256+len(out.Usage)+a.textLen()), out), nil
+	return json.Marshal(out)
 }
 
 // Answer returns the chat.completion with usage as a value, for the
 // client APIs that reshape it.
 func (a *Assembler) Answer(usage Usage) (*chat.Completion, error) {
 	return a.completion(usage, "")
-}
-
-// textLen is about how many bytes of text the answer holds, to size its
-// buffer.
-func (a *Assembler) textLen() int {
-	n := 0
-	for _, c := range a.choices {
-		n += c.content.Len() + c.refusal.Len() + 128
-		for _, t := range c.toolCalls {
-			n += t.function.name.Len() + t.function.arguments.Len() + 64
-		}
-	}
-	return n + n/8
 }
 
 // completion is the answer as the structure encoding/json would encode.
@@ -281,7 +268,7 @@ func (a *Assembler) completion(usage Usage, finishOverride string) (*chat.Comple
 			m.Content = &s
 		}
 		if c.hasRefusal {
-			m.Refusal = appendJSONString(nil, c.refusal.String())
+			m.Refusal = AppendString(nil, c.refusal.String())
 		}
 		if len(c.toolCalls) > 0 {
 			ti := make([]int, 0, len(c.toolCalls))

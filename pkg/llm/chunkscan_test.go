@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"testing"
 	"unsafe"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 var deltaSeeds = []string{
@@ -131,6 +134,15 @@ func BenchmarkParseChunk(b *testing.B) {
 			}
 		}
 	})
+	b.Run("json-v2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var w deltaWire
+			if err := jsonv2.Unmarshal(raw, &w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // parseUsageJSON is ParseUsage by encoding/json alone.
@@ -212,12 +224,31 @@ func normalUsage(u Usage) any {
 
 func BenchmarkParseUsage(b *testing.B) {
 	raw := []byte(`{"prompt_tokens":12,"completion_tokens":40,"total_tokens":52,"prompt_tokens_details":{"cached_tokens":0}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseUsage(raw); err != nil {
-			b.Fatal(err)
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseUsage(raw); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseUsageJSON(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json-v2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]jsontext.Value
+			if err := jsonv2.Unmarshal(raw, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // TestChunkParserSharesRepeatedStrings: the chunks of one stream share the
