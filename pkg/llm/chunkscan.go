@@ -31,8 +31,11 @@ func decodeDelta(raw []byte, w *deltaWire, like *chunkStrings) error {
 }
 
 // maxScanDepth bounds the nesting the fast path follows; deeper goes to
-// encoding/json (whose own limit is 10000).
-const maxScanDepth = 512
+// encoding/json, whose own limit is maxJSONDepth.
+const (
+	maxScanDepth = 512
+	maxJSONDepth = 10000
+)
 
 type scanner struct {
 	b []byte
@@ -51,6 +54,9 @@ type scanner struct {
 	// outermost); dupTop: dup is a member of the outermost object.
 	nest   int
 	dupTop bool
+	// maxDepth is the deepest nesting of objects and arrays skip follows
+	// (0: maxScanDepth).
+	maxDepth int
 }
 
 func (s *scanner) ws() {
@@ -360,19 +366,22 @@ func (s *scanner) skipNumber() bool {
 	return true
 }
 
-// skip consumes any value, checking it as JSON does.
+// skip consumes any value, checking it as JSON does; depth is the value's
+// nesting (1: the outermost), and an object or an array nested deeper than
+// the scanner's maxDepth fails.
 func (s *scanner) skip(depth int) bool {
-	if depth > maxScanDepth {
-		return false
+	limit := s.maxDepth
+	if limit == 0 {
+		limit = maxScanDepth
 	}
 	switch c := s.peek(); {
 	case c == '"':
 		_, ok := s.skipString()
 		return ok
 	case c == '{':
-		return s.object(func([]byte, bool) bool { return s.skip(depth + 1) })
+		return depth <= limit && s.object(func([]byte, bool) bool { return s.skip(depth + 1) })
 	case c == '[':
-		return s.array(func() bool { return s.skip(depth + 1) })
+		return depth <= limit && s.array(func() bool { return s.skip(depth + 1) })
 	case c == 't':
 		return s.lit("true")
 	case c == 'f':
