@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // FuzzAppend: with html, Append is what encoding/json writes; without, it
@@ -35,6 +37,32 @@ func FuzzAppend(f *testing.F) {
 		}
 		if strings.ContainsAny(s, "<>&") && bytes.Contains(plain, []byte(`\u003c`)) {
 			t.Fatalf("Append(%q) without html escaped <: %s", s, plain)
+		}
+	})
+}
+
+// BenchmarkAppend: a short text with a quote and a line break, appended
+// by Append, by encoding/json's Marshal and by jsontext's AppendQuote.
+func BenchmarkAppend(b *testing.B) {
+	s := "Buzzgate is a \"gateway\" that sends each request\nto the first provider that answers"
+	buf := make([]byte, 0, 256)
+	b.Run("jsonstr", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = Append(buf[:0], s, true)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v, _ := json.Marshal(s)
+			buf = append(buf[:0], v...)
+		}
+	})
+	b.Run("jsontext", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = jsontext.AppendQuote(buf[:0], s)
 		}
 	})
 }

@@ -53,74 +53,28 @@ func (f *functionAcc) function() chat.Function {
 	return chat.Function{Name: f.name.String(), Arguments: f.arguments.String()}
 }
 
-type deltaWire struct {
-	ID                string            `json:"id"`
-	Model             string            `json:"model"`
-	Created           int64             `json:"created"`
-	SystemFingerprint string            `json:"system_fingerprint"`
-	ServiceTier       string            `json:"service_tier"`
-	Usage             json.RawMessage   `json:"usage"`
-	Error             json.RawMessage   `json:"error"`
-	Choices           []deltaChoiceWire `json:"choices"`
-}
-
-type deltaChoiceWire struct {
-	Index        int                `json:"index"`
-	Delta        deltaDeltaWire     `json:"delta"`
-	Logprobs     *deltaLogprobsWire `json:"logprobs"`
-	FinishReason *string            `json:"finish_reason"`
-	// StopReason is vLLM's: the stop string (or token id) that ended the
-	// choice. Raw, as it may be either.
-	StopReason json.RawMessage `json:"stop_reason"`
-}
-
-type deltaDeltaWire struct {
-	Role         string              `json:"role"`
-	Content      *string             `json:"content"`
-	Refusal      *string             `json:"refusal"`
-	ToolCalls    []deltaToolCallWire `json:"tool_calls"`
-	FunctionCall *FunctionCall       `json:"function_call"`
-	// A reasoning model's thinking, as OpenAI-compatible servers stream it
-	// (vLLM, DeepSeek and Together as reasoning_content, Groq and
-	// OpenRouter as reasoning): output, though not the answer's content.
-	// Raw, as neither is OpenAI's own: a server that sends something other
-	// than a string there is not failed for it.
-	ReasoningContent json.RawMessage `json:"reasoning_content"`
-	Reasoning        json.RawMessage `json:"reasoning"`
-}
-
-type deltaToolCallWire struct {
-	Index    int          `json:"index"`
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
-type deltaLogprobsWire struct {
-	Content []json.RawMessage `json:"content"`
-	Refusal []json.RawMessage `json:"refusal"`
-}
-
 // Add takes one chunk's JSON.
 func (a *Assembler) Add(raw []byte) error {
-	var w deltaWire
-	if err := decodeDelta(raw, &w, nil); err != nil {
+	var h chunkHead
+	if err := decodeChunk(raw, &h, nil); err != nil {
 		return err
 	}
-	a.add(&w)
+	c := h.chunk(raw)
+	a.add(&c)
 	return nil
 }
 
-// AddChunk takes a chunk from ParseChunk without decoding it again.
+// AddChunk takes a chunk: its typed fields, or, for a chunk made with only
+// Raw, Raw decoded.
 func (a *Assembler) AddChunk(c *Chunk) error {
-	if c.parsed == nil {
+	if c.undecoded() {
 		return a.Add(c.Raw)
 	}
-	a.add(c.parsed)
+	a.add(c)
 	return nil
 }
 
-func (a *Assembler) add(w *deltaWire) {
+func (a *Assembler) add(w *Chunk) {
 	if a.choices == nil {
 		a.choices = map[int]*choiceAcc{}
 	}
@@ -139,7 +93,8 @@ func (a *Assembler) add(w *deltaWire) {
 	if w.ServiceTier != "" {
 		a.serviceTier = w.ServiceTier
 	}
-	for _, ch := range w.Choices {
+	for i := range w.Choices {
+		ch := &w.Choices[i]
 		if ch.Index < 0 || ch.Index > 1024 {
 			continue
 		}
@@ -148,7 +103,7 @@ func (a *Assembler) add(w *deltaWire) {
 			c = &choiceAcc{}
 			a.choices[ch.Index] = c
 		}
-		d := ch.Delta
+		d := &ch.Delta
 		if d.Role != "" {
 			c.role = d.Role
 		}
@@ -181,19 +136,12 @@ func (a *Assembler) add(w *deltaWire) {
 			t.function.name.WriteString(tc.Function.Name)
 			t.function.arguments.WriteString(tc.Function.Arguments)
 		}
-		for _, r := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
-			var text string
-			if len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &text) == nil && text != "" {
-				c.reasoning.WriteString(text)
-				c.hasReasoning = true
-				break
-			}
+		if text := d.Thinking(); text != "" {
+			c.reasoning.WriteString(text)
+			c.hasReasoning = true
 		}
-		if len(ch.StopReason) > 0 && ch.StopReason[0] == '"' {
-			var stop string
-			if json.Unmarshal(ch.StopReason, &stop) == nil {
-				c.stopReason = stop
-			}
+		if ch.StopSequence != nil {
+			c.stopReason = *ch.StopSequence
 		}
 		if d.FunctionCall != nil {
 			if c.function == nil {
@@ -207,8 +155,8 @@ func (a *Assembler) add(w *deltaWire) {
 			c.logprobs.content = append(c.logprobs.content, ch.Logprobs.Content...)
 			c.logprobs.refusal = append(c.logprobs.refusal, ch.Logprobs.Refusal...)
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			c.finishReason = *ch.FinishReason
+		if ch.FinishReason != "" {
+			c.finishReason = ch.FinishReason
 		}
 	}
 }
@@ -225,26 +173,13 @@ func (a *Assembler) Completion(usage Usage, finishOverride string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return appendCompletion(make([]byte, 0, 256+len(out.Usage)+a.textLen()), out), nil
+	return json.Marshal(out)
 }
 
 // Answer returns the chat.completion with usage as a value, for the
 // client APIs that reshape it.
 func (a *Assembler) Answer(usage Usage) (*chat.Completion, error) {
 	return a.completion(usage, "")
-}
-
-// textLen is about how many bytes of text the answer holds, to size its
-// buffer.
-func (a *Assembler) textLen() int {
-	n := 0
-	for _, c := range a.choices {
-		n += c.content.Len() + c.refusal.Len() + 128
-		for _, t := range c.toolCalls {
-			n += t.function.name.Len() + t.function.arguments.Len() + 64
-		}
-	}
-	return n + n/8
 }
 
 // completion is the answer as the structure encoding/json would encode.
@@ -281,7 +216,7 @@ func (a *Assembler) completion(usage Usage, finishOverride string) (*chat.Comple
 			m.Content = &s
 		}
 		if c.hasRefusal {
-			m.Refusal = appendJSONString(nil, c.refusal.String())
+			m.Refusal = AppendString(nil, c.refusal.String())
 		}
 		if len(c.toolCalls) > 0 {
 			ti := make([]int, 0, len(c.toolCalls))

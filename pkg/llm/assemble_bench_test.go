@@ -72,3 +72,26 @@ func BenchmarkAssembleBigAnswer(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompletion: a short answer's chat.completion body, built once
+// per non-streaming answer by encoding/json.
+func BenchmarkCompletion(b *testing.B) {
+	var a Assembler
+	for _, c := range []string{
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1735689600,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1735689600,"model":"m","choices":[{"index":0,"delta":{"content":"Buzzgate is a gateway that sends each request to the first provider that answers "},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1735689600,"model":"m","choices":[{"index":0,"delta":{"content":"and reports the cost of every answer it gives back to its client, byte for byte."},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1735689600,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	} {
+		if err := a.Add([]byte(c)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	u := Usage{PromptTokens: 12, CompletionTokens: 40, TotalTokens: 52, Cost: 0.000092}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Completion(u, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -26,101 +26,54 @@ func ChatChunk(c *chat.Chunk) (Chunk, error) {
 		return Chunk{}, err
 	}
 	raw := bytes.Clone(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
-	w := newDeltaWire(len(c.Choices))
-	w.ID, w.Model, w.Created, w.SystemFingerprint, w.ServiceTier, w.Usage =
-		c.ID, c.Model, c.Created, c.SystemFingerprint, c.ServiceTier, c.Usage
-	for i := range c.Choices {
-		if err := w.Choices[i].from(&c.Choices[i]); err != nil {
-			return Chunk{}, err
-		}
-	}
-	ch := Chunk{Raw: raw, ID: c.ID, Model: c.Model, Created: c.Created, HasChoices: len(c.Choices) > 0, parsed: w}
+	ch := Chunk{Raw: raw, ID: c.ID, Model: c.Model, Created: c.Created,
+		SystemFingerprint: c.SystemFingerprint, ServiceTier: c.ServiceTier,
+		Choices: make([]ChunkChoice, len(c.Choices))}
 	if len(c.Usage) > 0 && string(c.Usage) != "null" {
 		ch.Usage = c.Usage
 	}
 	for i := range c.Choices {
-		ch.addChoice(&c.Choices[i])
+		if err := ch.Choices[i].from(&c.Choices[i]); err != nil {
+			return Chunk{}, err
+		}
 	}
+	ch.derive()
 	return ch, nil
-}
-
-// newDeltaWire is a decoded chunk of n choices; one of a single choice (a
-// translation's every chunk but its usage) is one allocation.
-func newDeltaWire(n int) *deltaWire {
-	if n != 1 {
-		return &deltaWire{Choices: make([]deltaChoiceWire, n)}
-	}
-	one := new(struct {
-		w deltaWire
-		c [1]deltaChoiceWire
-	})
-	one.w.Choices = one.c[:]
-	return &one.w
 }
 
 // chunkBuffers are the buffers ChatChunk encodes in: the chunk keeps a copy
 // of its own size, not the buffer.
 var chunkBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// addChoice reads one choice of a chunk as parseChunk reads it: its
-// output and text, its bit, and its finish_reason.
-func (c *Chunk) addChoice(ch *chat.ChunkChoice) {
+// from makes t the choice ch, as the chunk decoder reads it from ch's JSON.
+func (t *ChunkChoice) from(ch *chat.ChunkChoice) error {
 	d := &ch.Delta
-	for _, s := range [...]*string{d.Content, d.Refusal, d.ReasoningContent} {
-		if s != nil && *s != "" {
-			c.Output = true
-			c.addText(*s)
-		}
-	}
-	if len(d.ToolCalls) > 0 {
-		c.Output = true
-		for _, tc := range d.ToolCalls {
-			if f := tc.Function; f != nil {
-				c.addText(deref(f.Name))
-				c.addText(deref(f.Arguments))
-			}
-		}
-	}
-	bit := uint64(1) << min(max(ch.Index, 0), 63)
-	c.Seen |= bit
-	if ch.FinishReason != nil && *ch.FinishReason != "" {
-		c.Finished |= bit
-		if c.FinishReason == "" {
-			c.FinishReason = *ch.FinishReason
-		}
-	}
-}
-
-// from makes w the choice ch, as decodeDelta would read it from ch's JSON.
-func (w *deltaChoiceWire) from(ch *chat.ChunkChoice) error {
-	d := &ch.Delta
-	w.Index, w.FinishReason = ch.Index, ch.FinishReason
-	w.Delta = deltaDeltaWire{Role: d.Role, Content: d.Content, Refusal: d.Refusal}
-	var err error
-	if d.ReasoningContent != nil {
-		if w.Delta.ReasoningContent, err = json.Marshal(*d.ReasoningContent); err != nil {
-			return err
-		}
-	}
-	if ch.StopReason != nil {
-		if w.StopReason, err = json.Marshal(*ch.StopReason); err != nil {
-			return err
-		}
-	}
+	t.Index, t.FinishReason, t.StopSequence = ch.Index, deref(ch.FinishReason), ch.StopReason
+	t.Delta = Delta{Role: d.Role, Content: d.Content, Refusal: d.Refusal, ReasoningContent: deref(d.ReasoningContent)}
 	if len(ch.Logprobs) > 0 && string(ch.Logprobs) != "null" {
-		w.Logprobs = new(deltaLogprobsWire)
-		if err := json.Unmarshal(ch.Logprobs, w.Logprobs); err != nil {
+		// Read as the decoder reads them from Raw, where the encoder wrote
+		// them compact.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, ch.Logprobs); err != nil {
 			return err
 		}
+		var l struct {
+			Content []json.RawMessage `json:"content"`
+			Refusal []json.RawMessage `json:"refusal"`
+		}
+		if err := json.Unmarshal(compact.Bytes(), &l); err != nil {
+			return err
+		}
+		t.Logprobs = &ChunkLogprobs{Content: l.Content, Refusal: l.Refusal}
 	}
 	if len(d.ToolCalls) > 0 {
-		w.Delta.ToolCalls = make([]deltaToolCallWire, len(d.ToolCalls))
+		t.Delta.ToolCalls = make([]ToolCallDelta, len(d.ToolCalls))
 		for i, tc := range d.ToolCalls {
-			t := deltaToolCallWire{Index: tc.Index, ID: tc.ID, Type: tc.Type}
+			call := ToolCallDelta{Index: tc.Index, ID: tc.ID, Type: tc.Type}
 			if f := tc.Function; f != nil {
-				t.Function = FunctionCall{Name: deref(f.Name), Arguments: deref(f.Arguments)}
+				call.Function = FunctionCall{Name: deref(f.Name), Arguments: deref(f.Arguments)}
 			}
-			w.Delta.ToolCalls[i] = t
+			t.Delta.ToolCalls[i] = call
 		}
 	}
 	return nil

@@ -88,21 +88,35 @@ type UsageReporter interface {
 	UsageSoFar() json.RawMessage
 }
 
-// Chunk is one chat.completion.chunk. Raw is the JSON object exactly as the
-// upstream sent it (the SSE data payload), so that fields the gateway does
-// not know pass through untouched; the other fields are what the gateway
-// reads from it.
+// Chunk is one piece of a streamed answer. In the gateway's own protocol
+// (Proto ProtoChat, Chat Completions' chat.completion.chunk) it is typed:
+// ID to Choices are what the chunk says, which a translation reads and
+// sets, and Output to Text are derived from them. Raw is the JSON object
+// as the upstream sent it (the SSE data payload), which a Chat Completions
+// client gets as it is, so that fields the gateway does not know pass
+// through untouched; a chunk built from its typed fields has none.
 type Chunk struct {
 	// Proto is the chunk's protocol: ProtoChat for a chat.completion.chunk,
 	// or a NativeProvider's own for an event of a request passed through,
-	// whose Raw and Event go to the client as they are.
+	// whose Raw and Event go to the client as they are (and whose typed
+	// fields are only those its observer sets: Output, FinishReason in
+	// that protocol's vocabulary, Usage).
 	Proto Proto
 	// Event is the SSE event name of a passed-through event ("" for Chat).
-	Event   string
-	Raw     []byte
-	ID      string
-	Model   string
-	Created int64
+	Event string
+	Raw   []byte
+
+	ID                string
+	Model             string
+	Created           int64
+	SystemFingerprint string
+	ServiceTier       string
+	// Choices are the chunk's choices, in the order sent; an empty list
+	// for a usage-only chunk ("choices": []).
+	Choices []ChunkChoice
+	// Usage is the chunk's usage object, raw, or nil.
+	Usage json.RawMessage
+
 	// Output is true when the chunk carries text, a tool call, a refusal or
 	// a reasoning model's thinking: the first such chunk fixes the provider
 	// for the rest of the request.
@@ -114,18 +128,67 @@ type Chunk struct {
 	// on share bit 63): with n over 1, an answer is finished once every
 	// choice it had finished, not at the first.
 	Seen, Finished uint64
-	// Usage is the chunk's usage object, raw, or nil.
-	Usage json.RawMessage
 	// HasChoices is false for a usage-only chunk ("choices": []).
 	HasChoices bool
 	// Text is the content, refusal, reasoning and tool-call text the chunk
 	// adds (a tool call's name, then its arguments), for counting the
 	// tokens of an answer whose upstream reported no usage.
 	Text string
+}
 
-	// parsed keeps the decoded chunk so that the Assembler need not decode
-	// it again.
-	parsed *deltaWire
+// ChunkChoice is what one choice of a chunk adds.
+type ChunkChoice struct {
+	Index int
+	Delta Delta
+	// Logprobs is the choice's logprobs object, nil when it had none.
+	Logprobs *ChunkLogprobs
+	// FinishReason is "" until the choice ends.
+	FinishReason string
+	// StopSequence is the stop sequence that ended the choice, when the
+	// upstream says (vLLM's stop_reason, when a string), else nil.
+	StopSequence *string
+}
+
+// Delta is the message text a choice's chunk adds.
+type Delta struct {
+	Role string
+	// Content and Refusal are nil when the chunk has no such field (or
+	// null).
+	Content *string
+	Refusal *string
+	// ReasoningContent and Reasoning are a reasoning model's thinking, as
+	// OpenAI-compatible servers stream it (vLLM, DeepSeek and Together as
+	// reasoning_content, Groq and OpenRouter as reasoning): output, though
+	// not the answer's content. A value that is not a string (neither is
+	// OpenAI's own field) reads as "".
+	ReasoningContent string
+	Reasoning        string
+	ToolCalls        []ToolCallDelta
+	// FunctionCall is the legacy function_call.
+	FunctionCall *FunctionCall
+}
+
+// Thinking is the delta's reasoning text: ReasoningContent, else
+// Reasoning.
+func (d *Delta) Thinking() string {
+	if d.ReasoningContent != "" {
+		return d.ReasoningContent
+	}
+	return d.Reasoning
+}
+
+// ToolCallDelta is what a chunk adds to the tool call at Index.
+type ToolCallDelta struct {
+	Index    int
+	ID       string
+	Type     string
+	Function FunctionCall
+}
+
+// ChunkLogprobs are a choice's logprobs entries as sent.
+type ChunkLogprobs struct {
+	Content []json.RawMessage
+	Refusal []json.RawMessage
 }
 
 // addText appends s to the chunk's Text (the first piece is kept as it is,
@@ -176,28 +239,37 @@ type ChunkParser struct{ seen chunkStrings }
 func (p *ChunkParser) Parse(raw []byte) (Chunk, error) { return parseChunk(raw, &p.seen) }
 
 func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
-	w := new(deltaWire)
-	if err := decodeDelta(raw, w, seen); err != nil {
+	h := new(chunkHead)
+	if err := decodeChunk(raw, h, seen); err != nil {
 		return Chunk{}, fmt.Errorf("malformed chunk: %w", err)
 	}
 	if seen != nil {
-		seen.remember(w)
+		seen.remember(h)
 	}
-	if len(w.Error) > 0 && string(w.Error) != "null" {
+	if len(h.Error) > 0 && string(h.Error) != "null" {
 		var e struct {
 			Message string `json:"message"`
 		}
-		if json.Unmarshal(w.Error, &e) != nil || e.Message == "" {
+		if json.Unmarshal(h.Error, &e) != nil || e.Message == "" {
 			e.Message = "unspecified upstream error"
 		}
 		return Chunk{}, &ChunkError{Message: e.Message}
 	}
-	c := Chunk{Raw: raw, ID: w.ID, Model: w.Model, Created: w.Created, HasChoices: len(w.Choices) > 0, parsed: w}
-	if len(w.Usage) > 0 && string(w.Usage) != "null" {
-		c.Usage = w.Usage
+	c := h.chunk(raw)
+	if string(c.Usage) == "null" {
+		c.Usage = nil
 	}
-	for _, ch := range w.Choices {
-		d := ch.Delta
+	c.derive()
+	return c, nil
+}
+
+// derive sets the fields derived from the chunk's choices: Output, Text,
+// FinishReason, Seen, Finished and HasChoices.
+func (c *Chunk) derive() {
+	c.HasChoices = len(c.Choices) > 0
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		d := &ch.Delta
 		if d.Content != nil && *d.Content != "" {
 			c.Output = true
 			c.addText(*d.Content)
@@ -209,8 +281,8 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 		// A reasoning model's thinking is output: the provider is
 		// answering (its first-token timeout must not end it), and it is
 		// billed as completion tokens.
-		for _, r := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
-			if s := NonEmptyString(r); s != "" {
+		for _, s := range [...]string{d.ReasoningContent, d.Reasoning} {
+			if s != "" {
 				c.Output = true
 				c.addText(s)
 			}
@@ -228,12 +300,17 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 		}
 		bit := uint64(1) << min(max(ch.Index, 0), 63)
 		c.Seen |= bit
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
+		if ch.FinishReason != "" {
 			c.Finished |= bit
 			if c.FinishReason == "" {
-				c.FinishReason = *ch.FinishReason
+				c.FinishReason = ch.FinishReason
 			}
 		}
 	}
-	return c, nil
+}
+
+// undecoded reports a chunk made with only Raw, whose typed fields are
+// read from Raw when wanted.
+func (c *Chunk) undecoded() bool {
+	return c.Choices == nil && len(c.Raw) > 0 && c.Proto == ProtoChat
 }

@@ -8,30 +8,137 @@ import (
 	"unsafe"
 )
 
-// decodeDelta is json.Unmarshal(raw, w) for a fresh w, without reflection
-// for the chunks upstreams actually send. Every chunk of a stream is decoded
-// (the router must see each one's output, finish reason and usage), and
-// encoding/json was the largest part of the gateway's CPU per request.
+// decodeChunk decodes a chat.completion.chunk into the zero c, as
+// json.Unmarshal into a chunkWire and its typed form give it, without
+// reflection for the chunks upstreams actually send; errv is the chunk's
+// "error" member, raw. Every chunk of a stream is decoded (the router must
+// see each one's output, finish reason and usage), and encoding/json was
+// the largest part of the gateway's CPU per request.
 //
-// scanDelta is the fast path: it returns false whenever it cannot be sure
-// that encoding/json would give exactly the same result (a key that matches
-// a field only case-insensitively or through an escape, a key given twice,
-// a value of an unexpected type, a number that is not a plain integer, very
-// deep nesting, anything malformed), and then encoding/json decodes the
-// chunk, errors included. FuzzDecodeDelta checks the two against each other.
-func decodeDelta(raw []byte, w *deltaWire, like *chunkStrings) error {
-	var s scanner
-	s.b = raw
-	if s.delta(w, like) {
+// scanner.chunk is the fast path: it returns false whenever it cannot be
+// sure that encoding/json would give exactly the same result (a key that
+// matches a field only case-insensitively or through an escape, a key
+// given twice, a value of an unexpected type, a number that is not a plain
+// integer, very deep nesting, anything malformed), and then encoding/json
+// decodes the chunk, errors included. FuzzDecodeDelta checks the two
+// against each other. BenchmarkParseChunk keeps it: about half
+// go-json-experiment's time.
+func decodeChunk(raw []byte, h *chunkHead, like *chunkStrings) error {
+	s := scanner{b: raw}
+	if s.chunk(h, like) {
 		return nil
 	}
-	*w = deltaWire{}
-	return json.Unmarshal(raw, w)
+	var w chunkWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		*h = chunkHead{}
+		return err
+	}
+	w.typed(h)
+	return nil
+}
+
+// chunkHead is what a chunk says, as decodeChunk decodes it (the fields of
+// Chunk it sets, and the "error" member), kept apart from Chunk so that
+// what the decoder's closures hold on the heap is no larger than that.
+type chunkHead struct {
+	ID, Model                      string
+	Created                        int64
+	SystemFingerprint, ServiceTier string
+	Usage, Error                   json.RawMessage
+	Choices                        []ChunkChoice
+}
+
+// chunk is the Chunk with h's fields and raw.
+func (h *chunkHead) chunk(raw []byte) Chunk {
+	return Chunk{Raw: raw, ID: h.ID, Model: h.Model, Created: h.Created, SystemFingerprint: h.SystemFingerprint,
+		ServiceTier: h.ServiceTier, Usage: h.Usage, Choices: h.Choices}
+}
+
+// chunkWire is a chat.completion.chunk as encoding/json decodes it, when
+// the fast path leaves a chunk to it.
+type chunkWire struct {
+	ID                string          `json:"id"`
+	Model             string          `json:"model"`
+	Created           int64           `json:"created"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	ServiceTier       string          `json:"service_tier"`
+	Usage             json.RawMessage `json:"usage"`
+	Error             json.RawMessage `json:"error"`
+	Choices           []choiceWire    `json:"choices"`
+}
+
+type choiceWire struct {
+	Index        int            `json:"index"`
+	Delta        deltaWire      `json:"delta"`
+	Logprobs     *ChunkLogprobs `json:"logprobs"`
+	FinishReason *string        `json:"finish_reason"`
+	// StopReason is vLLM's: the stop string (or token id) that ended the
+	// choice.
+	StopReason json.RawMessage `json:"stop_reason"`
+}
+
+type deltaWire struct {
+	Role             string          `json:"role"`
+	Content          *string         `json:"content"`
+	Refusal          *string         `json:"refusal"`
+	ToolCalls        []toolCallWire  `json:"tool_calls"`
+	FunctionCall     *FunctionCall   `json:"function_call"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+}
+
+type toolCallWire struct {
+	Index    int          `json:"index"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// typed sets c's typed fields from w, as the fast path sets them.
+func (w *chunkWire) typed(c *chunkHead) {
+	*c = chunkHead{ID: w.ID, Model: w.Model, Created: w.Created, SystemFingerprint: w.SystemFingerprint, ServiceTier: w.ServiceTier, Usage: w.Usage, Error: w.Error}
+	if w.Choices == nil {
+		return
+	}
+	c.Choices = make([]ChunkChoice, len(w.Choices))
+	for i, ch := range w.Choices {
+		d := ch.Delta
+		t := ChunkChoice{Index: ch.Index, Logprobs: ch.Logprobs, Delta: Delta{
+			Role: d.Role, Content: d.Content, Refusal: d.Refusal, FunctionCall: d.FunctionCall,
+			ReasoningContent: stringOf(d.ReasoningContent), Reasoning: stringOf(d.Reasoning),
+		}}
+		if ch.FinishReason != nil {
+			t.FinishReason = *ch.FinishReason
+		}
+		if len(ch.StopReason) > 0 && ch.StopReason[0] == '"' {
+			seq := stringOf(ch.StopReason)
+			t.StopSequence = &seq
+		}
+		if d.ToolCalls != nil {
+			t.Delta.ToolCalls = make([]ToolCallDelta, len(d.ToolCalls))
+			for j, tc := range d.ToolCalls {
+				t.Delta.ToolCalls[j] = ToolCallDelta(tc)
+			}
+		}
+		c.Choices[i] = t
+	}
+}
+
+// stringOf is a raw JSON value's string, or "" when it is not one.
+func stringOf(r json.RawMessage) string {
+	var s string
+	if len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &s) == nil {
+		return s
+	}
+	return ""
 }
 
 // maxScanDepth bounds the nesting the fast path follows; deeper goes to
-// encoding/json (whose own limit is 10000).
-const maxScanDepth = 512
+// encoding/json, whose own limit is maxJSONDepth.
+const (
+	maxScanDepth = 512
+	maxJSONDepth = 10000
+)
 
 type scanner struct {
 	b []byte
@@ -50,6 +157,9 @@ type scanner struct {
 	// outermost); dupTop: dup is a member of the outermost object.
 	nest   int
 	dupTop bool
+	// maxDepth is the deepest nesting of objects and arrays skip follows
+	// (0: maxScanDepth).
+	maxDepth int
 }
 
 func (s *scanner) ws() {
@@ -359,19 +469,22 @@ func (s *scanner) skipNumber() bool {
 	return true
 }
 
-// skip consumes any value, checking it as JSON does.
+// skip consumes any value, checking it as JSON does; depth is the value's
+// nesting (1: the outermost), and an object or an array nested deeper than
+// the scanner's maxDepth fails.
 func (s *scanner) skip(depth int) bool {
-	if depth > maxScanDepth {
-		return false
+	limit := s.maxDepth
+	if limit == 0 {
+		limit = maxScanDepth
 	}
 	switch c := s.peek(); {
 	case c == '"':
 		_, ok := s.skipString()
 		return ok
 	case c == '{':
-		return s.object(func([]byte, bool) bool { return s.skip(depth + 1) })
+		return depth <= limit && s.object(func([]byte, bool) bool { return s.skip(depth + 1) })
 	case c == '[':
-		return s.array(func() bool { return s.skip(depth + 1) })
+		return depth <= limit && s.array(func() bool { return s.skip(depth + 1) })
 	case c == 't':
 		return s.lit("true")
 	case c == 'f':
@@ -458,39 +571,44 @@ var (
 // chunkStrings are the top-level strings a stream repeats in its chunks.
 type chunkStrings struct{ id, model, fingerprint, tier string }
 
-// delta decodes a whole chunk into the zero w; like (may be nil) holds
+// chunk decodes a whole chunk into the zero c; like (may be nil) holds
 // strings an earlier chunk of the stream had, to share rather than copy
 // again.
-func (s *scanner) delta(w *deltaWire, like *chunkStrings) bool {
+func (s *scanner) chunk(c *chunkHead, like *chunkStrings) bool {
 	if like == nil {
 		like = &chunkStrings{}
 	}
 	ok := s.fields(deltaTop, func(i int) bool {
 		switch i {
 		case 0:
-			return s.strLike(&w.ID, like.id)
+			return s.strLike(&c.ID, like.id)
 		case 1:
-			return s.strLike(&w.Model, like.model)
+			return s.strLike(&c.Model, like.model)
 		case 2:
-			return s.integer(&w.Created)
+			return s.integer(&c.Created)
 		case 3:
-			return s.strLike(&w.SystemFingerprint, like.fingerprint)
+			return s.strLike(&c.SystemFingerprint, like.fingerprint)
 		case 4:
-			return s.strLike(&w.ServiceTier, like.tier)
+			return s.strLike(&c.ServiceTier, like.tier)
 		case 5:
-			return s.raw(&w.Usage)
+			return s.raw(&c.Usage)
 		case 6:
-			return s.raw(&w.Error)
+			return s.raw(&c.Error)
 		case 7:
-			return list(s, &w.Choices, s.choice)
+			return list(s, &c.Choices, s.choice)
 		}
 		return s.skip(1)
 	})
 	if !ok {
+		*c = chunkHead{}
 		return false
 	}
 	s.ws()
-	return s.i == len(s.b)
+	if s.i != len(s.b) {
+		*c = chunkHead{}
+		return false
+	}
+	return true
 }
 
 // list decodes an array into *dst, each element with elem; null leaves
@@ -510,7 +628,17 @@ func list[T any](s *scanner, dst *[]T, elem func(*T) bool) bool {
 	})
 }
 
-func (s *scanner) choice(c *deltaChoiceWire) bool {
+// text decodes a string into *dst, and skips any other value (which reads
+// as ""), as stringOf reads a raw value.
+func (s *scanner) text(dst *string) bool {
+	if s.peek() != '"' {
+		*dst = ""
+		return s.skip(3)
+	}
+	return s.str(dst)
+}
+
+func (s *scanner) choice(c *ChunkChoice) bool {
 	return s.fields(deltaChoice, func(i int) bool {
 		switch i {
 		case 0:
@@ -525,18 +653,27 @@ func (s *scanner) choice(c *deltaChoiceWire) bool {
 				c.Logprobs = nil
 				return true
 			}
-			c.Logprobs = new(deltaLogprobsWire)
+			c.Logprobs = new(ChunkLogprobs)
 			return s.logprobs(c.Logprobs)
 		case 3:
-			return s.strPtr(&c.FinishReason)
+			if s.null() {
+				c.FinishReason = ""
+				return true
+			}
+			return s.str(&c.FinishReason)
 		case 4:
-			return s.raw(&c.StopReason)
+			if s.peek() != '"' {
+				c.StopSequence = nil
+				return s.skip(3)
+			}
+			c.StopSequence = new(string)
+			return s.str(c.StopSequence)
 		}
 		return s.skip(2)
 	})
 }
 
-func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
+func (s *scanner) deltaObject(d *Delta) bool {
 	return s.fields(deltaDelta, func(i int) bool {
 		switch i {
 		case 0:
@@ -555,15 +692,15 @@ func (s *scanner) deltaObject(d *deltaDeltaWire) bool {
 			d.FunctionCall = new(FunctionCall)
 			return s.function(d.FunctionCall)
 		case 5:
-			return s.raw(&d.ReasoningContent)
+			return s.text(&d.ReasoningContent)
 		case 6:
-			return s.raw(&d.Reasoning)
+			return s.text(&d.Reasoning)
 		}
 		return s.skip(3)
 	})
 }
 
-func (s *scanner) toolCall(t *deltaToolCallWire) bool {
+func (s *scanner) toolCall(t *ToolCallDelta) bool {
 	return s.fields(deltaToolCall, func(i int) bool {
 		switch i {
 		case 0:
@@ -594,7 +731,7 @@ func (s *scanner) function(f *FunctionCall) bool {
 	})
 }
 
-func (s *scanner) logprobs(l *deltaLogprobsWire) bool {
+func (s *scanner) logprobs(l *ChunkLogprobs) bool {
 	return s.fields(deltaLogprobs, func(i int) bool {
 		dst := &l.Content
 		if i == 1 {
@@ -623,16 +760,16 @@ func (s *scanner) logprobs(l *deltaLogprobsWire) bool {
 	})
 }
 
-// remember keeps w's repeated strings for the next chunk (a chunk without
+// remember keeps c's repeated strings for the next chunk (a chunk without
 // one keeps the earlier).
-func (c *chunkStrings) remember(w *deltaWire) {
+func (c *chunkStrings) remember(ch *chunkHead) {
 	keep := func(dst *string, v string) {
 		if v != "" {
 			*dst = v
 		}
 	}
-	keep(&c.id, w.ID)
-	keep(&c.model, w.Model)
-	keep(&c.fingerprint, w.SystemFingerprint)
-	keep(&c.tier, w.ServiceTier)
+	keep(&c.id, ch.ID)
+	keep(&c.model, ch.Model)
+	keep(&c.fingerprint, ch.SystemFingerprint)
+	keep(&c.tier, ch.ServiceTier)
 }

@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"testing"
 	"unsafe"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 var deltaSeeds = []string{
@@ -58,32 +61,33 @@ func FuzzDecodeDelta(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var want deltaWire
-		wantErr := json.Unmarshal(raw, &want)
-		var s scanner
-		s.b = raw
-		var got deltaWire
-		fast := s.delta(&got, nil)
+		var wire chunkWire
+		wantErr := json.Unmarshal(raw, &wire)
+		var want chunkHead
+		wire.typed(&want)
+		s := scanner{b: raw}
+		var got chunkHead
+		fast := s.chunk(&got, nil)
 		if fast && wantErr != nil {
 			t.Fatalf("fast path accepted %q, encoding/json says %v", raw, wantErr)
 		}
 		if fast && !reflect.DeepEqual(got, want) {
 			t.Fatalf("fast path differs on %q:\n got %+v\nwant %+v", raw, got, want)
 		}
-		var again deltaWire
-		err := decodeDelta(raw, &again, nil)
+		var again chunkHead
+		err := decodeChunk(raw, &again, nil)
 		if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(again, want)) {
-			t.Fatalf("decodeDelta(%q) = %+v, %v; want %+v, %v", raw, again, err, want, wantErr)
+			t.Fatalf("decodeChunk(%q) = %+v, %v; want %+v, %v", raw, again, err, want, wantErr)
 		}
 		// Strings shared from an earlier chunk, the same or not, change
 		// nothing in the result.
 		same := &chunkStrings{}
 		same.remember(&again)
 		for _, like := range []*chunkStrings{same, {"chatcmpl-1", "m", "fp_1", "default"}} {
-			var shared deltaWire
-			err := decodeDelta(raw, &shared, like)
+			var shared chunkHead
+			err := decodeChunk(raw, &shared, like)
 			if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(shared, want)) {
-				t.Fatalf("decodeDelta(%q) sharing %+v = %+v, %v; want %+v, %v", raw, *like, shared, err, want, wantErr)
+				t.Fatalf("decodeChunk(%q) sharing %+v = %+v, %v; want %+v, %v", raw, *like, shared, err, want, wantErr)
 			}
 		}
 	})
@@ -92,10 +96,9 @@ func FuzzDecodeDelta(f *testing.F) {
 // TestDecodeDeltaFastPath: the chunks upstreams send take the fast path.
 func TestDecodeDeltaFastPath(t *testing.T) {
 	for _, s := range deltaSeeds[:8] {
-		var sc scanner
-		sc.b = []byte(s)
-		var w deltaWire
-		if !sc.delta(&w, nil) {
+		sc := scanner{b: []byte(s)}
+		var h chunkHead
+		if !sc.chunk(&h, nil) {
 			t.Errorf("fast path refused %s", s)
 		}
 	}
@@ -125,8 +128,17 @@ func BenchmarkParseChunk(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var w deltaWire
+			var w chunkWire
 			if err := json.Unmarshal(raw, &w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json-v2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var w chunkWire
+			if err := jsonv2.Unmarshal(raw, &w); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -212,12 +224,31 @@ func normalUsage(u Usage) any {
 
 func BenchmarkParseUsage(b *testing.B) {
 	raw := []byte(`{"prompt_tokens":12,"completion_tokens":40,"total_tokens":52,"prompt_tokens_details":{"cached_tokens":0}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseUsage(raw); err != nil {
-			b.Fatal(err)
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseUsage(raw); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseUsageJSON(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json-v2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]jsontext.Value
+			if err := jsonv2.Unmarshal(raw, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // TestChunkParserSharesRepeatedStrings: the chunks of one stream share the
@@ -239,8 +270,8 @@ func TestChunkParserSharesRepeatedStrings(t *testing.T) {
 	if unsafe.StringData(second.ID) != unsafe.StringData(first.ID) || unsafe.StringData(second.Model) != unsafe.StringData(first.Model) {
 		t.Error("the second chunk's id and model are copies, not the first chunk's strings")
 	}
-	if second.ID != "chatcmpl-1" || second.Model != "mock-model" || second.parsed.SystemFingerprint != "fp_1" || second.parsed.ServiceTier != "default" {
-		t.Errorf("second chunk %+v %+v", second, second.parsed)
+	if second.ID != "chatcmpl-1" || second.Model != "mock-model" || second.SystemFingerprint != "fp_1" || second.ServiceTier != "default" {
+		t.Errorf("second chunk %+v", second)
 	}
 	changed, err := p.Parse(chunk("chatcmpl-2", "!"))
 	if err != nil || changed.ID != "chatcmpl-2" || changed.Model != "mock-model" {

@@ -1,7 +1,5 @@
 package llm
 
-import "encoding/json"
-
 // DeltaFuncs take what a chunk's first choice adds, for the codecs that
 // reshape a stream into another API's events. A nil Reasoning or
 // StopSequence is not called.
@@ -18,28 +16,26 @@ type DeltaFuncs struct {
 	ToolCall     func(index int, id, name, args string)
 }
 
-// FirstChoice passes what the chunk's choices of index 0 add to f, from
-// the chunk as its parser read it, and returns the first non-empty
-// finish_reason among them. A chunk that was not made by ParseChunk or a
-// ChunkParser is read first; one that does not read adds nothing.
+// FirstChoice passes what the chunk's choices of index 0 add to f, and
+// returns the first non-empty finish_reason among them. A chunk made with
+// only Raw is decoded first; one that does not decode adds nothing.
 func (c *Chunk) FirstChoice(f *DeltaFuncs) (finish string) {
-	w := c.parsed
-	if w == nil {
-		w = new(deltaWire)
-		if decodeDelta(c.Raw, w, nil) != nil {
+	choices := c.Choices
+	if c.undecoded() {
+		var h chunkHead
+		if decodeChunk(c.Raw, &h, nil) != nil {
 			return ""
 		}
+		choices = h.Choices
 	}
-	for i := range w.Choices {
-		ch := &w.Choices[i]
+	for i := range choices {
+		ch := &choices[i]
 		if ch.Index != 0 {
 			continue // one answer: the first choice
 		}
 		d := &ch.Delta
 		if f.Reasoning != nil {
-			if s := stringOf(d.ReasoningContent); s != "" {
-				f.Reasoning(s)
-			} else if s := stringOf(d.Reasoning); s != "" {
+			if s := d.Thinking(); s != "" {
 				f.Reasoning(s)
 			}
 		}
@@ -52,24 +48,12 @@ func (c *Chunk) FirstChoice(f *DeltaFuncs) (finish string) {
 		for _, tc := range d.ToolCalls {
 			f.ToolCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" && finish == "" {
-			finish = *ch.FinishReason
+		if ch.FinishReason != "" && finish == "" {
+			finish = ch.FinishReason
 		}
-		if f.StopSequence != nil && len(ch.StopReason) > 0 && ch.StopReason[0] == '"' {
-			var seq string
-			if json.Unmarshal(ch.StopReason, &seq) == nil {
-				f.StopSequence(seq)
-			}
+		if f.StopSequence != nil && ch.StopSequence != nil {
+			f.StopSequence(*ch.StopSequence)
 		}
 	}
 	return finish
-}
-
-// stringOf is a raw JSON value's string, or "" when it is not one.
-func stringOf(r json.RawMessage) string {
-	var s string
-	if len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &s) == nil {
-		return s
-	}
-	return ""
 }

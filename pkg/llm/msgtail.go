@@ -16,6 +16,9 @@ import (
 // array), or if the second found anything it does not pass, the first goes
 // on alone. Either way the result is one goroutine's (FuzzMessagesTail).
 
+// BenchmarkDecodeChatRequest's split-hand-0 and split-hand-262144 keep it:
+// two goroutines take about two thirds of one's time on a 1 MB body.
+
 // parallelMessages is the body size from which a second goroutine helps.
 const parallelMessages = 256 << 10
 

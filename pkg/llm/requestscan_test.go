@@ -1,9 +1,13 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/internal/benchbody"
 )
@@ -21,6 +25,30 @@ func BenchmarkDecodeChatRequest(b *testing.B) {
 			}
 		}
 	})
+	// The split alone, by the hand scanner (with the message checks and
+	// the duplicate-name check), on one goroutine and on two, and by
+	// jsontext (which checks names for duplicates by default).
+	for _, split := range []int{0, parallelMessages} {
+		b.Run(fmt.Sprintf("split-hand-%d", split), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				s := scanner{b: body, split: split, unique: true}
+				if _, msgsOK, ok := s.splitChat(); !ok || !msgsOK {
+					b.Fatal("split failed")
+				}
+			}
+		})
+	}
+	b.Run("split-jsontext", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := splitJSONText(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	req, err := DecodeChatRequest(body)
 	if err != nil {
 		b.Fatal(err)
@@ -34,6 +62,34 @@ func BenchmarkDecodeChatRequest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// splitJSONText is splitChat's split by jsontext: the top-level members
+// as slices of body, every value validated, every object's names checked
+// for duplicates.
+func splitJSONText(body []byte) (map[string]json.RawMessage, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, fmt.Errorf("not an object: %v", err)
+	}
+	fields := make(map[string]json.RawMessage, 8)
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		end := int(dec.InputOffset())
+		fields[name] = body[end-len(v) : end : end]
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	return fields, nil
 }
 
 // skipStringRef is the byte-at-a-time string check stringEnd replaces, the

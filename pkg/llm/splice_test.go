@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func TestSetTopLevel(t *testing.T) {
@@ -135,4 +137,53 @@ func TestSpliceParts(t *testing.T) {
 	if len(parts) != 5 {
 		t.Errorf("%d pieces, want 5", len(parts))
 	}
+}
+
+// BenchmarkEachMember: a Messages stream's content_block_delta, the event
+// a passed-through stream sends most, split into its members as the
+// observer reads it: by the hand scanner with keys that share the event's
+// memory (hand), the same with each key copied (hand-copy-keys), and by
+// jsontext (jsontext).
+func BenchmarkEachMember(b *testing.B) {
+	var keys []string
+	raw := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Buzzgate is a gateway that sends each request "}}`)
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !EachMember(raw, func(Member) bool { return true }) {
+				b.Fatal("not split")
+			}
+		}
+	})
+	b.Run("hand-copy-keys", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			keys = keys[:0]
+			if !EachMember(raw, func(m Member) bool { keys = append(keys, strings.Clone(m.Key)); return true }) {
+				b.Fatal("not split")
+			}
+		}
+	})
+	b.Run("jsontext", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			dec := jsontext.NewDecoder(bytes.NewReader(raw))
+			if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+				b.Fatal(err)
+			}
+			for dec.PeekKind() != '}' {
+				tok, err := dec.ReadToken()
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = tok.String()
+				if _, err := dec.ReadValue(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -1,8 +1,6 @@
 package llm
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 )
@@ -25,47 +23,24 @@ func DuplicateMember(name string, top bool) *Error {
 
 // CheckUnique refuses a JSON body with an object, at any depth, that has
 // a member name twice (DuplicateMember); a body that is not valid JSON is
-// not its to judge (nil). It walks the body with encoding/json: it is the
-// slow path, for the bodies the request scanners leave to encoding/json.
+// not its to judge (nil). It is the request scanner's own check
+// (uniqueObject) over the whole body, as deep as encoding/json reads, for
+// the bodies the request scanners leave to encoding/json; values after
+// the first are read too, as a json.Decoder would.
 func CheckUnique(body []byte) error {
-	type level struct {
-		names   map[string]struct{}
-		object  bool
-		nameNow bool // an object's next token is a member name
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var stack []level
+	s := scanner{b: body, unique: true, maxDepth: maxJSONDepth}
 	for {
-		tok, err := dec.Token()
-		if err != nil {
+		first := s.peek()
+		if first == 0 && s.i == len(body) {
 			return nil
 		}
-		top := len(stack) - 1
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:top]
-			if top > 0 && stack[top-1].object {
-				stack[top-1].nameNow = true
-			}
+		if s.skip(1) {
 			continue
 		}
-		if top >= 0 && stack[top].nameNow {
-			name, _ := tok.(string)
-			if _, seen := stack[top].names[name]; seen {
-				return DuplicateMember(name, top == 0)
-			}
-			if stack[top].names == nil {
-				stack[top].names = map[string]struct{}{}
-			}
-			stack[top].names[name] = struct{}{}
-			stack[top].nameNow = false
-			continue
+		if s.dup == nil {
+			return nil
 		}
-		if d, ok := tok.(json.Delim); ok {
-			stack = append(stack, level{object: d == '{', nameNow: d == '{'})
-			continue
-		}
-		if top >= 0 && stack[top].object {
-			stack[top].nameNow = true
-		}
+		// The outermost object of a value that is an array is not the body.
+		return DuplicateMember(*s.dup, s.dupTop && first == '{')
 	}
 }

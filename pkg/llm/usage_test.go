@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -29,4 +30,67 @@ func TestPriceOf(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// referenceUsage is Usage as encoding/json would encode it (its cost a
+// USD), built from encoding/json's pieces only: json.Marshal of a Usage would call
+// Usage.MarshalJSON, the encoder under test, and compare it with itself.
+type referenceUsage Usage
+
+func (u referenceUsage) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	num := func(v any) error {
+		x, err := json.Marshal(v)
+		b.Write(x)
+		return err
+	}
+	b.WriteString(`{"prompt_tokens":`)
+	num(u.PromptTokens)
+	b.WriteString(`,"completion_tokens":`)
+	num(u.CompletionTokens)
+	b.WriteString(`,"total_tokens":`)
+	num(u.TotalTokens)
+	b.WriteString(`,"cost":`)
+	if err := num(USD(u.Cost)); err != nil {
+		return nil, err
+	}
+	if u.Estimated {
+		b.WriteString(`,"estimated":true`)
+	}
+	if len(u.Extra) > 0 {
+		extra, err := json.Marshal(u.Extra)
+		if err != nil {
+			return nil, err
+		}
+		if len(extra) > 2 {
+			b.WriteByte(',')
+			b.Write(extra[1 : len(extra)-1])
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// FuzzUsageJSON checks Usage's encoder against the encoding/json-built
+// reference (referenceUsage), as json.Marshal puts it out.
+func FuzzUsageJSON(f *testing.F) {
+	f.Add(10, 2, 12, 0.0000075, false, "x", `{"a":"<&>"}`)
+	f.Add(0, 0, 0, 1e-7, true, "", "")
+	f.Add(1, 2, 3, 1e21, false, "k", `[1, 2]`)
+	f.Add(1, 2, 3, -1e-9, false, "k", `"\u2028"`)
+	f.Add(-5, 1<<40, 3, 9.2e-5, true, "a<>&\u2028", ` { "x" : "<\u2029" } `)
+	f.Add(1, 2, 3, 3e21, false, "", "")
+	f.Add(1, 2, 3, 1e-6, false, "", "")
+	f.Add(1, 2, 3, 9.99e-7, false, "", "")
+	f.Fuzz(func(t *testing.T, p, c, tot int, cost float64, est bool, key, extra string) {
+		u := Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: tot, Cost: cost, Estimated: est}
+		if key != "" && json.Valid([]byte(extra)) {
+			u.Extra = map[string]json.RawMessage{key: json.RawMessage(extra)}
+		}
+		want, wantErr := json.Marshal(referenceUsage(u))
+		got, err := u.appendJSON(nil)
+		if (err != nil) != (wantErr != nil) || (err == nil && !bytes.Equal(got, want)) {
+			t.Fatalf("appendJSON = %s, %v; json.Marshal = %s, %v", got, err, want, wantErr)
+		}
+	})
 }
