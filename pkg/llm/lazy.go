@@ -18,16 +18,59 @@ type Translator interface {
 // passes through to a route of its own protocol is never translated, so
 // what its translation costs (several times the body) is not paid.
 func NewRoutingRequest(members []Member, size int, t Translator) (*ChatRequest, error) {
+	return newRoutingRequest(members, size, t, false)
+}
+
+// DecodeRoutingRequest reads what routing reads of a whole body of another
+// protocol than Chat Completions, for an endpoint that plans it and
+// translates nothing (Messages count_tokens): NewRoutingRequest of its
+// members, with its messages checked too (a non-empty array of objects
+// with a role), each problem refused as DecodeChatRequest refuses it.
+func DecodeRoutingRequest(body []byte) (*ChatRequest, error) {
+	members, err := RequestMembers(body)
+	if dup, ok := err.(*Error); ok {
+		return nil, dup
+	}
+	if err != nil {
+		// Not one object the scan reads: encoding/json names the
+		// problem, or reads a body the scan leaves aside.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(body, &fields); err != nil {
+			return nil, bodyError(body, err)
+		}
+		if fields == nil {
+			return nil, invalid("", "request body must be a JSON object")
+		}
+		members = make([]Member, 0, len(fields))
+		for k, v := range fields {
+			members = append(members, Member{Key: k, Value: v})
+		}
+	}
+	return newRoutingRequest(members, len(body), nil, true)
+}
+
+// newRoutingRequest is NewRoutingRequest, checking the messages too when
+// messages is true, in DecodeChatRequest's order.
+func newRoutingRequest(members []Member, size int, t Translator, messages bool) (*ChatRequest, error) {
 	fields := make(map[string]json.RawMessage, 4)
 	for _, m := range members {
 		switch m.Key {
 		case "model", "stream", "gateway", "provider":
 			fields[m.Key] = m.Value
+		case "messages":
+			if messages {
+				fields[m.Key] = m.Value
+			}
 		}
 	}
 	r := &ChatRequest{size: size, translator: t}
 	if err := r.decodeModel(fields); err != nil {
 		return nil, err
+	}
+	if messages {
+		if err := checkMessages(fields["messages"]); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if r.Stream, err = boolField(fields, "stream", "stream"); err != nil {

@@ -2,6 +2,9 @@ package llm
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -97,3 +100,42 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 type translatorFunc func() (*ChatRequest, error)
 
 func (f translatorFunc) Translate() (*ChatRequest, error) { return f() }
+
+// TestDecodeRoutingRequest: a whole body read for routing is refused as
+// DecodeChatRequest refuses it (the same message), its messages included,
+// and what routing reads is read alike.
+func TestDecodeRoutingRequest(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m:floor","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"provider":{"only":["a"]},"gateway":{"retry":{"max_total_attempts":3}}}`,
+		``,
+		`{"model":`,
+		`[]`,
+		`null`,
+		`"x"`,
+		`{}`,
+		`{"model":1,"messages":[]}`,
+		`{"model":"m"}`,
+		`{"model":"m","messages":null}`,
+		`{"model":"m","messages":[]}`,
+		`{"model":"m","messages":[1]}`,
+		`{"model":"m","messages":[{"content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":""}]}`,
+		`{"model":"m","messages":[{"role":"user"}],"model":"n"}`,
+		`{"model":"m","messages":[{"role":"user","role":"user"}]}`,
+		`{"model":"m","messages":[{"role":"user"}],"stream":"yes"}`,
+		`{"model":"m","messages":[{"role":"user"}],"provider":{"sort":"size"}}`,
+		`{"model":"m","messages":[{"role":"user"}],"gateway":{"x":1}}`,
+		`{"model":"m","messages":[{"role":"user"}],"system":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
+	} {
+		want, wantErr := DecodeChatRequest([]byte(body))
+		got, err := DecodeRoutingRequest([]byte(body))
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Errorf("%.80s: err %v, want %v", body, err, wantErr)
+			continue
+		}
+		if err == nil && (got.Model != want.Model || got.Suffix != want.Suffix || got.Stream != want.Stream ||
+			!slices.Equal(got.Provider.Only, want.Provider.Only) || got.Gateway != want.Gateway || got.Size() != len(body)) {
+			t.Errorf("%.80s: got %+v, want %+v", body, got, want)
+		}
+	}
+}
