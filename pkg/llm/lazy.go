@@ -3,10 +3,21 @@ package llm
 import "encoding/json"
 
 // Translator makes a client's request in the gateway's own form (the Chat
-// Completions request) from the client's body in its own protocol.
+// Completions request) from the client's body in its own protocol, with
+// what else the translation made for the answer (Translation).
 type Translator interface {
-	Translate() (*ChatRequest, error)
+	Translate() (*ChatRequest, Translation, error)
 }
+
+// Translation is what a client API's translation of a request made besides
+// its Chat Completions form, for encoding an answer to it: the pipeline
+// does not read it, and returns it with an answer served in Chat
+// Completions (router.Answer.Translation).
+type Translation any
+
+// Translation is what the request's translation made besides its Chat
+// Completions form (Translator), nil when it was not translated.
+func (r *ChatRequest) Translation() Translation { return r.translation }
 
 // NewRoutingRequest returns the request of a client in another protocol,
 // from its body's top-level members, until its Chat Completions form is
@@ -91,12 +102,13 @@ func (r *ChatRequest) translated() error {
 	}
 	t := r.translator
 	r.translator = nil
-	full, err := t.Translate()
+	full, tr, err := t.Translate()
 	if err != nil {
 		r.ChatErr = err
 		return err
 	}
 	r.fields = full.fields
 	r.Dropped = full.Dropped
+	r.translation = tr
 	return nil
 }

@@ -55,19 +55,19 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	req, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) {
+	req, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, Translation, error) {
 		calls++
 		full, err := DecodeChatRequest([]byte(`{"model":"m","messages":[{"role":"system","content":"s"}]}`))
 		if full != nil {
 			full.Dropped = []string{"hint"}
 		}
-		return full, err
+		return full, "codec", err
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 0 {
-		t.Fatalf("translated %d times before a route needed it", calls)
+	if calls != 0 || req.Translation() != nil {
+		t.Fatalf("translated %d times before a route needed it (translation %v)", calls, req.Translation())
 	}
 	for range 2 {
 		body, err := req.UpstreamBody("up")
@@ -78,11 +78,11 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 			t.Fatalf("body = %s, want %s", body, want)
 		}
 	}
-	if calls != 1 || len(req.Dropped) != 1 {
-		t.Errorf("translated %d times, dropped %v; want once, [hint]", calls, req.Dropped)
+	if calls != 1 || len(req.Dropped) != 1 || req.Translation() != "codec" {
+		t.Errorf("translated %d times, dropped %v, translation %v; want once, [hint], codec", calls, req.Dropped, req.Translation())
 	}
 
-	failing, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) { calls++; return nil, errors.New("refused") }))
+	failing, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, Translation, error) { calls++; return nil, nil, errors.New("refused") }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,9 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 	}
 }
 
-type translatorFunc func() (*ChatRequest, error)
+type translatorFunc func() (*ChatRequest, Translation, error)
 
-func (f translatorFunc) Translate() (*ChatRequest, error) { return f() }
+func (f translatorFunc) Translate() (*ChatRequest, Translation, error) { return f() }
 
 // TestDecodeRoutingRequest: a whole body read for routing is refused as
 // DecodeChatRequest refuses it (the same message), its messages included,

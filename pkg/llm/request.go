@@ -71,6 +71,9 @@ type ChatRequest struct {
 	// translator, when set, makes the Chat Completions form on first use
 	// (NewRoutingRequest).
 	translator Translator
+	// translation is what the translation made besides the Chat
+	// Completions form (Translation).
+	translation Translation
 
 	fields map[string]json.RawMessage
 	size   int
