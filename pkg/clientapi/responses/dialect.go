@@ -22,3 +22,13 @@ func (passDialect) Broken(e *llm.Error, _ error) idempotency.Event {
 }
 
 func (passDialect) Stopped(llm.Usage) []idempotency.Event { return nil }
+
+// deltaWriter is the itemWriter of a translated answer's stream
+// (clientapi.DeltaWriter); a stop sequence is not in a Responses event.
+type deltaWriter struct{ *itemWriter }
+
+func (w deltaWriter) Text(s string)                             { w.text(s) }
+func (w deltaWriter) Refusal(s string)                          { w.refusal(s) }
+func (w deltaWriter) Reasoning(s string)                        { w.reasoning(s) }
+func (deltaWriter) StopSequence(string)                         {}
+func (w deltaWriter) ToolCall(index int, id, name, args string) { w.toolCall(index, id, name, args) }
