@@ -272,7 +272,7 @@ var errAborted = errors.New("clientapi: the client was dropped")
 // which both edges turn into a broken response), so that the client sees
 // its answer break off and retries, instead of taking a stream the gateway
 // stopped feeding for a whole one. A keyed request's pump calls it
-// (gateway's aborter), from the goroutine that writes.
+// (gateway.Client.Abort), from the goroutine that writes.
 func (o *Wire) Abort() {
 	o.endKeepAlive()
 	if o.gone == nil {
