@@ -114,18 +114,21 @@ func CutShort(provider string, end error) *llm.Error {
 	return &llm.Error{Code: llm.CodeStreamInterrupted, Message: "provider " + provider + " failed after its answer had started; the answer is cut short"}
 }
 
-// DeltaSink takes the deltas of a streamed answer's first choice, as a codec
-// that reshapes them into its own events writes them. (Functions rather
-// than an interface: the codec's writer then stays on its stack.)
-type DeltaSink struct {
-	Text, Refusal func(s string)
-	// Reasoning takes a reasoning model's thinking (nil: dropped);
-	// StopSequence the stop sequence that ended the answer, when the
-	// upstream says (nil: not wanted).
-	Reasoning, StopSequence func(s string)
-	ToolCall                func(index int, id, name, args string)
-	// Failed is the Emitter's error: the client is gone.
-	Failed func() error
+// DeltaWriter takes the deltas of a streamed answer's first choice, as a
+// codec that reshapes them into its own events writes them.
+type DeltaWriter interface {
+	// Text and Refusal take the content and refusal text.
+	Text(s string)
+	Refusal(s string)
+	// Reasoning takes a reasoning model's thinking.
+	Reasoning(s string)
+	// StopSequence takes the stop sequence that ended the answer, when
+	// the upstream says.
+	StopSequence(s string)
+	// ToolCall takes a piece of the tool call at index.
+	ToolCall(index int, id, name, args string)
+	// Err is the Emitter's error: the client is gone.
+	Err() error
 }
 
 // RelayDeltas reads a streamed answer's chunks into w until the answer ends
@@ -133,9 +136,9 @@ type DeltaSink struct {
 // how the answer ended. When gone is true, the client is gone (w failed, or
 // an unkeyed client cancelled) and res is the request's result, with
 // nothing more to write.
-func RelayDeltas(ans *router.Answer, w DeltaSink) (finish string, usage llm.Usage, res gateway.Result, gone bool, end error) {
+func RelayDeltas(ans *router.Answer, w DeltaWriter) (finish string, usage llm.Usage, res gateway.Result, gone bool, end error) {
 	funcs := llm.DeltaFuncs{Text: w.Text, Refusal: w.Refusal, Reasoning: w.Reasoning, StopSequence: w.StopSequence, ToolCall: w.ToolCall}
-	for w.Failed() == nil {
+	for w.Err() == nil {
 		ch, err := ans.Next()
 		if err != nil {
 			end = err
@@ -146,7 +149,7 @@ func RelayDeltas(ans *router.Answer, w DeltaSink) (finish string, usage llm.Usag
 		}
 	}
 	usage = ans.Usage()
-	if err := w.Failed(); err != nil {
+	if err := w.Err(); err != nil {
 		return finish, usage, gateway.Result{Usage: usage, Answered: true, Err: err}, true, end
 	}
 	if errors.Is(end, context.Canceled) {

@@ -91,7 +91,8 @@ type Caller struct {
 // client sent it: it is translated to the gateway's own form, once, only
 // when a route of another protocol is tried (llm.Translator), and it
 // encodes the answer of either kind (gateway.Codec): passed through, with
-// its API's Codec, or translated, with its translation's.
+// its API's Codec, or translated, with the codec its translation made,
+// which the answer carries (router.Answer.Translation).
 type Native struct {
 	api       API
 	caller    Caller
@@ -100,7 +101,7 @@ type Native struct {
 	dropped   []string
 	keyed     bool
 
-	pass, translated gateway.Codec
+	pass gateway.Codec
 }
 
 // NewNative returns the request of body for requestID; dropped are the
@@ -118,27 +119,29 @@ func (n *Native) Keep(req *llm.ChatRequest, keyed bool) {
 	n.pass = n.api.Codec(n.caller, n.requestID, n.body, req, keyed)
 }
 
-// Translate makes the request's Chat Completions form (llm.Translator).
-func (n *Native) Translate() (*llm.ChatRequest, error) {
+// Translate makes the request's Chat Completions form (llm.Translator),
+// with the codec of the answers to it as its llm.Translation.
+func (n *Native) Translate() (*llm.ChatRequest, llm.Translation, error) {
 	chat, t, err := n.api.Translate(n.caller, n.requestID, n.body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	full, err := llm.DecodeChatRequest(chat)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	full.Dropped = n.dropped
-	if t != nil {
-		n.translated = t.Codec(n.requestID, full, n.keyed)
+	if t == nil {
+		return full, nil, nil
 	}
-	return full, nil
+	return full, t.Codec(n.requestID, full, n.keyed), nil
 }
 
-// Answer encodes ans with the codec of its protocol.
+// Answer encodes ans with the codec of its protocol: a translated answer
+// with the codec Translate made, which it carries.
 func (n *Native) Answer(ans *router.Answer, out gateway.Emitter) gateway.Result {
-	if ans.Proto == llm.ProtoChat && n.translated != nil {
-		return n.translated.Answer(ans, out)
+	if c, ok := ans.Translation.(gateway.Codec); ok && ans.Proto == llm.ProtoChat {
+		return c.Answer(ans, out)
 	}
 	return n.pass.Answer(ans, out)
 }

@@ -22,7 +22,7 @@ func keepAliveServer(t *testing.T, every time.Duration, answer func(o *Wire)) (u
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := &Recorder{ResponseWriter: w}
 		rc.Header().Set("X-Request-Id", "req_1")
-		o := NewWire(rc, time.Second, WriteError)
+		o := NewWire(rc, time.Second, openAIErrors{})
 		o.SetKeepAlive(every)
 		stop := o.KeepAlive()
 		defer stop()
@@ -126,3 +126,8 @@ func TestNoKeepAliveBeforeInterval(t *testing.T) {
 		})
 	}
 }
+
+// openAIErrors writes errors in OpenAI's envelope (WriteError).
+type openAIErrors struct{}
+
+func (openAIErrors) WriteError(w http.ResponseWriter, err error) int { return WriteError(w, err) }

@@ -77,7 +77,7 @@ func TestNative(t *testing.T) {
 	if n != 1 || len(req.Dropped) != 1 || req.Dropped[0] != "metadata" {
 		t.Errorf("%d translations, dropped %v; want one, [metadata]", n, req.Dropped)
 	}
-	if got := native.Answer(&router.Answer{Proto: llm.ProtoChat}, nil).Err.Error(); got != "translated" {
+	if got := native.Answer(&router.Answer{Proto: llm.ProtoChat, Translation: req.Translation()}, nil).Err.Error(); got != "translated" {
 		t.Errorf("a translated answer: codec %q", got)
 	}
 	if got := native.JoinBroken("x").Name; got != "pass" {
@@ -93,7 +93,7 @@ func TestNative(t *testing.T) {
 	if _, err := req.UpstreamBody("up"); llm.AsError(err).Param != "thinking" || req.ChatErr == nil {
 		t.Errorf("a refused translation: %v, ChatErr %v", err, req.ChatErr)
 	}
-	if got := refused.Answer(&router.Answer{Proto: llm.ProtoChat}, nil).Err.Error(); got != "pass" {
+	if got := refused.Answer(&router.Answer{Proto: llm.ProtoChat, Translation: req.Translation()}, nil).Err.Error(); got != "pass" {
 		t.Errorf("no translation: codec %q, want pass", got)
 	}
 }

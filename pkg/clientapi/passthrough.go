@@ -50,74 +50,76 @@ func WithCost(data []byte, cost float64, path ...string) []byte {
 	return llm.Splice(ms, len(data)+32, map[string][]byte{path[0]: v})
 }
 
-// PassStream relays a passed-through stream. usageEvent tells the event
-// that carries the final usage (it is priced first and gets the cost at
-// usagePath), broken writes the ending of a stream that failed after
-// output started, and stopped the ending of one that just stopped (nil:
-// nothing more is written).
-type PassStream struct {
-	Ans        *router.Answer
-	Out        gateway.Emitter
-	UsageEvent func(ch *llm.Chunk) bool
-	UsagePath  []string
-	Broken     func(e *llm.Error, end error) idempotency.Event
-	Stopped    func(u llm.Usage) []idempotency.Event
+// PassDialect is what a protocol says of its own stream passed through:
+// which event carries the answer's final usage, where in it, and the
+// events that end a stream the gateway ends. Each protocol implements it
+// once.
+type PassDialect interface {
+	// UsageEvent reports whether ch carries the answer's final usage: it
+	// is priced first and gets the cost in the usage object at UsagePath.
+	UsageEvent(ch *llm.Chunk) bool
+	// UsagePath is the keys, from the top, of that event's usage object.
+	UsagePath() []string
+	// Broken is the event ending a stream that failed after output
+	// started (e is the client's error, end the failure).
+	Broken(e *llm.Error, end error) idempotency.Event
+	// Stopped are the events ending a stream that just stopped before its
+	// usage came (none: nothing more is written).
+	Stopped(u llm.Usage) []idempotency.Event
 }
 
-func (p *PassStream) Run() gateway.Result {
+// PassStream relays a passed-through stream, ans, to out, in the
+// protocol of d.
+func PassStream(ans *router.Answer, out gateway.Emitter, d PassDialect) gateway.Result {
 	var (
 		usage  llm.Usage
 		priced bool
 		end    error
 	)
 	for {
-		ch, err := p.Ans.Next()
+		ch, err := ans.Next()
 		if err != nil {
 			end = err
 			break
 		}
 		ev := idempotency.Event{Name: ch.Event, Data: ch.Raw}
-		if !priced && p.UsageEvent(&ch) {
-			usage, priced = p.Ans.Usage(), true
-			p.Out.Price(usage)
-			ev.Data = WithCost(ch.Raw, usage.Cost, p.UsagePath...)
+		if !priced && d.UsageEvent(&ch) {
+			usage, priced = ans.Usage(), true
+			out.Price(usage)
+			ev.Data = WithCost(ch.Raw, usage.Cost, d.UsagePath()...)
 		}
-		if err := p.Out.Event(ev, true); err != nil {
+		if err := out.Event(ev, true); err != nil {
 			if !priced {
-				usage = p.Ans.Usage()
+				usage = ans.Usage()
 			}
 			return gateway.Result{Usage: usage, Answered: true, Err: err}
 		}
 	}
 	if !priced {
-		usage = p.Ans.Usage()
+		usage = ans.Usage()
 	}
 	switch {
 	case end == io.EOF:
 		if !priced {
-			p.Out.Price(usage)
+			out.Price(usage)
 		}
 		return gateway.Result{Usage: usage, Answered: true}
 	case errors.Is(end, context.Canceled):
 		return gateway.Result{Usage: usage, Answered: true, Err: end}
 	case errors.Is(end, router.ErrIncomplete):
 		if !priced {
-			p.Out.Price(usage)
-			var evs []idempotency.Event
-			if p.Stopped != nil {
-				evs = p.Stopped(usage)
-			}
-			for _, ev := range evs {
-				if p.Out.Event(ev, true) != nil {
+			out.Price(usage)
+			for _, ev := range d.Stopped(usage) {
+				if out.Event(ev, true) != nil {
 					break
 				}
 			}
 		}
 	default:
 		if !priced {
-			p.Out.Price(usage)
+			out.Price(usage)
 		}
-		p.Out.Event(p.Broken(CutShort(p.Ans.Provider, end), end), true)
+		out.Event(d.Broken(CutShort(ans.Provider, end), end), true)
 	}
 	return gateway.Result{Usage: usage, Answered: true, Err: end}
 }

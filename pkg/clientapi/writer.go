@@ -20,9 +20,9 @@ type Wire struct {
 	w            *Recorder
 	rc           *http.ResponseController
 	writeTimeout time.Duration
-	// errorf writes an error envelope (the API's own).
-	errorf func(w http.ResponseWriter, err error) int
-	gone   error
+	// envelope writes an error envelope (the API's own).
+	envelope ErrorWriter
+	gone     error
 	// status of a JSON answer, written with its Content-Length by Body.
 	status int
 	// more, when set, tells Event that another event is at hand (SetMore).
@@ -52,8 +52,16 @@ type keepAlive struct {
 // before a document, so the body still parses as the answer.
 var keepAliveBytes = []byte(" ")
 
-func NewWire(w *Recorder, writeTimeout time.Duration, errorf func(http.ResponseWriter, error) int) *Wire {
-	return &Wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, errorf: errorf}
+// ErrorWriter writes an error in a client API's envelope and returns the
+// status it wrote (API.WriteError).
+type ErrorWriter interface {
+	WriteError(w http.ResponseWriter, err error) int
+}
+
+// NewWire is the writer of an answer to w, its errors written by
+// envelope (the client API's).
+func NewWire(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) *Wire {
+	return &Wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, envelope: envelope}
 }
 
 func (o *Wire) Error(err error) {
@@ -63,7 +71,7 @@ func (o *Wire) Error(err error) {
 		// the metrics take the error's status (a 502 counts as one).
 		if o.gone == nil {
 			o.deadline()
-			o.w.Status = o.errorf(o.w, err)
+			o.w.Status = o.envelope.WriteError(o.w, err)
 			o.flush()
 		}
 		return
@@ -72,7 +80,7 @@ func (o *Wire) Error(err error) {
 		return // never a second status line
 	}
 	o.deadline()
-	o.errorf(o.w, err)
+	o.envelope.WriteError(o.w, err)
 }
 
 func (o *Wire) Start(status int, header map[string]string, stream bool) {
@@ -272,7 +280,7 @@ var errAborted = errors.New("clientapi: the client was dropped")
 // which both edges turn into a broken response), so that the client sees
 // its answer break off and retries, instead of taking a stream the gateway
 // stopped feeding for a whole one. A keyed request's pump calls it
-// (gateway's aborter), from the goroutine that writes.
+// (gateway.Client.Abort), from the goroutine that writes.
 func (o *Wire) Abort() {
 	o.endKeepAlive()
 	if o.gone == nil {

@@ -150,6 +150,31 @@ type Writer interface {
 	Event(name string, data []byte) error
 }
 
+// Client is the client's connection as the HTTP layer gives it to Run
+// (clientapi.Wire): a Writer, and what the pipeline tunes of its writes.
+type Client interface {
+	Writer
+	// KeepAlive keeps the connection busy while a JSON answer is
+	// produced, until its first frame or stop, where a proxy would time
+	// an idle response out (under Lambda); elsewhere it does nothing.
+	KeepAlive() (stop func())
+	// SetMore holds an event's flush back while more reports that another
+	// event is at hand, so that a burst goes out in one write.
+	SetMore(more func() bool)
+	// WritesBounded reports whether every write has a deadline.
+	WritesBounded() bool
+	// Abort drops the client (the pump gave up on it with frames still
+	// queued): the answer is cut off.
+	Abort()
+}
+
+// answerWriter is what an answer is written to: the client, or the pump
+// in front of it; either keeps the connection alive on request.
+type answerWriter interface {
+	Writer
+	KeepAlive() (stop func())
+}
+
 // Codec is one client API's encoding of an answer.
 type Codec interface {
 	// Answer reads ans to its end and emits the answer through out: a body
@@ -328,7 +353,7 @@ func BillingUnavailable(err error) error {
 // request outlives it. Run may give slot back early, and take another in
 // its place (a retry that runs the request once the first call ended):
 // the caller releases whichever it holds when Run returns.
-func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Writer, codec Codec) {
+func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Client, codec Codec) {
 	req.group = groupOf(ctx)
 	if req.IdempotencyKey == "" {
 		err := s.resolve(ctx, req)
@@ -352,7 +377,7 @@ func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Writ
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 		defer cancel()
-		s.execute(ctx, ctx, req, w, codec, nil)
+		s.execute(ctx, ctx, req, w, w, codec, nil)
 		return
 	}
 	if s.idem == nil {
@@ -454,16 +479,15 @@ func (s *Service) resolve(ctx context.Context, req *Request) error {
 // runOwner runs a keyed request's first call. It outlives its client: it
 // runs to the end, records its answer and is billed even when the client
 // goes away, so that a retry gets the answer.
-func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, codec Codec, exec *idempotency.Execution) {
+func (s *Service) runOwner(clientCtx context.Context, req *Request, client Client, codec Codec, exec *idempotency.Execution) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(clientCtx), s.cfg.RequestTimeout)
 	defer cancel()
 	// The client is written to through a pump: recording does not wait on
 	// the client reading (a small JSON answer on a connection with write
 	// deadlines is written here, bounded by them: see pump). Close (last)
 	// waits for the client's copy.
-	pw := newPump(w)
-	defer pw.Close(ctx)
-	w = pw
+	w := newPump(client)
+	defer w.Close(ctx)
 	defer func() {
 		// A panic (a bug) must not leave the record in progress with a
 		// live lease: end it as failed, so that retries answer 409.
@@ -491,12 +515,14 @@ func (s *Service) runOwner(clientCtx context.Context, req *Request, w Writer, co
 		w.Error(err)
 		return
 	}
-	s.execute(clientCtx, ctx, req, w, codec, exec)
+	s.execute(clientCtx, ctx, req, w, nil, codec, exec)
 }
 
 // execute holds, routes, answers, prices and finishes. clientCtx is the
-// client's; ctx the request's own (the same for an unkeyed request).
-func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer, codec Codec, exec *idempotency.Execution) {
+// client's; ctx the request's own (the same for an unkeyed request). w is
+// the answer's writer: direct, the client itself, for an unkeyed request
+// (nil for a keyed one, written through a pump).
+func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w answerWriter, direct Client, codec Codec, exec *idempotency.Execution) {
 	log := req.Log
 	at := s.now()
 	hold := billing.Hold{
@@ -557,11 +583,9 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	if !req.Chat.Stream {
 		// A JSON answer sends nothing until it is whole, which can take
 		// longer than a proxy lets a response idle (API Gateway's idle
-		// timeout): a writer that can keep the connection busy meanwhile
-		// does (httpapi's wire, under Lambda).
-		if k, ok := w.(keepAliver); ok {
-			defer k.KeepAlive()()
-		}
+		// timeout): the writer keeps the connection busy meanwhile
+		// (httpapi's wire, under Lambda).
+		defer w.KeepAlive()()
 	}
 	ans, attempts, err := s.router.Start(ctx, req.Plan, req.Chat)
 	for _, a := range attempts {
@@ -596,13 +620,11 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w Writer
 	log.Metrics.PassThrough = log.Metrics.ClientAPI == ans.Proto.String()
 	log.Metrics.Dropped = ans.DroppedFrom(req.Chat)
 
-	if exec == nil {
-		// The client's writer may send a burst of events in one write
+	if direct != nil {
+		// The client's writer sends a burst of events in one write
 		// (httpapi's wire). A keyed request writes through the pump, which
 		// holds a flush back while it has more events queued.
-		if c, ok := w.(moreSetter); ok {
-			c.SetMore(ans.More)
-		}
+		direct.SetMore(ans.More)
 	}
 	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, extra: req.rateHeaders, rate: req.rate, entry: billing.Entry{
 		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,

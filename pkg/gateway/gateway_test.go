@@ -78,7 +78,17 @@ func (namedCodec) JoinBroken(reason string) idempotency.Event {
 	return idempotency.Event{Name: "error", Data: []byte(reason)}
 }
 
+// noTuning gives a test's Writer the rest of a Client: no keep-alive, no
+// flush hint, writes without deadlines, nothing to abort.
+type noTuning struct{}
+
+func (noTuning) KeepAlive() (stop func()) { return func() {} }
+func (noTuning) SetMore(func() bool)      {}
+func (noTuning) WritesBounded() bool      { return false }
+func (noTuning) Abort()                   {}
+
 type recordingWriter struct {
+	noTuning
 	status int
 	header map[string]string
 	events []idempotency.Event
@@ -361,7 +371,7 @@ func TestReplayToAGoneClientIsLogged(t *testing.T) {
 	cfg, rt, plan, chat, _ := cannedSetup(t)
 	svc := New(Config{}, rt, idempotency.New(memstore.New(1<<20), idempotency.Config{}, nil, nil), Accounts{}, nil, nil, nil)
 	caller := &Caller{Project: &cfg.Projects[0], BillingKeyID: "k"}
-	run := func(id string, w Writer) *Log {
+	run := func(id string, w Client) *Log {
 		log := &Log{}
 		runAdmitted(svc, context.Background(), &Request{ID: id, Caller: caller, Model: "m", Plan: plan, Chat: chat,
 			IdempotencyKey: "key", Fingerprint: "fp", Log: log}, w, namedCodec{})
@@ -379,7 +389,7 @@ func TestReplayToAGoneClientIsLogged(t *testing.T) {
 }
 
 // runAdmitted admits req as the HTTP layer does, then runs it.
-func runAdmitted(svc *Service, ctx context.Context, req *Request, w Writer, codec Codec) {
+func runAdmitted(svc *Service, ctx context.Context, req *Request, w Client, codec Codec) {
 	slot, err := svc.Admit(req.Caller)
 	if err != nil {
 		w.Error(err)

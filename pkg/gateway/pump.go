@@ -16,14 +16,6 @@ var errClientTooSlow = errors.New("gateway: the client reads too slowly; dropped
 // errPastCeiling drops a client still reading when its request's time is up.
 var errPastCeiling = errors.New("gateway: the request's time limit passed while its client was still reading; dropped")
 
-// aborter is a Writer that can drop its client so that the answer visibly
-// breaks off (httpapi's wire: the connection is cut without the response's
-// proper end). A stream the pump stops feeding would otherwise end as if it
-// were whole, short of its last events, and a client could take a cut
-// answer for a complete one instead of retrying its key for the recorded
-// one.
-type aborter interface{ Abort() }
-
 // pumpCloseGrace is how long past its request's limit Close still lets the
 // queue go out to a client that reads: a request that ended at its limit
 // (its last events, and the error that says so, still queued) gets them to
@@ -43,7 +35,7 @@ const pumpSyncBytes = 16 << 10
 //
 // A JSON answer of up to pumpSyncBytes, and an error, the caller writes
 // itself when nothing is queued and the writer bounds its writes
-// (boundedWriter: a deadline on every write): one write the socket takes at
+// (Client.WritesBounded: a deadline on every write): one write the socket takes at
 // once (its buffer holds far more), without starting the goroutine and
 // waking it for the one frame, which would cost a keyed request about a
 // tenth of its latency under load. Only a client that left earlier
@@ -53,7 +45,7 @@ const pumpSyncBytes = 16 << 10
 // runtime drains) gets every frame through the goroutine. The goroutine
 // starts with the first frame that is queued: a stream's, or a larger body.
 type pump struct {
-	w Writer
+	w Client
 
 	mu      sync.Mutex
 	wake    *sync.Cond
@@ -78,40 +70,17 @@ type frame struct {
 	err    error
 }
 
-// boundedWriter is a Writer that can say whether every write it makes has
-// a deadline (httpapi's wire, on a connection that takes one).
-type boundedWriter interface{ WritesBounded() bool }
+// KeepAlive starts the client's keep-alive. It is called before any frame
+// is queued; the client's first frame ends it.
+func (p *pump) KeepAlive() (stop func()) { return p.w.KeepAlive() }
 
-// moreSetter is a Writer that can hold an event's flush back while more
-// reports that another event is at hand (httpapi's wire).
-type moreSetter interface{ SetMore(more func() bool) }
-
-// keepAliver is a Writer that can keep its client's connection busy while
-// a JSON answer is produced (httpapi's wire, under Lambda): see
-// clientapi.Wire.KeepAlive.
-type keepAliver interface{ KeepAlive() (stop func()) }
-
-// KeepAlive starts the writer's keep-alive, if it has one. It is called
-// before any frame is queued; the writer's first frame ends it.
-func (p *pump) KeepAlive() (stop func()) {
-	if k, ok := p.w.(keepAliver); ok {
-		return k.KeepAlive()
-	}
-	return func() {}
-}
-
-func newPump(w Writer) *pump {
-	p := &pump{w: w, stopped: make(chan struct{}), grace: pumpCloseGrace}
-	if b, ok := w.(boundedWriter); ok {
-		p.sync = b.WritesBounded()
-	}
+func newPump(w Client) *pump {
+	p := &pump{w: w, stopped: make(chan struct{}), grace: pumpCloseGrace, sync: w.WritesBounded()}
 	p.wake = sync.NewCond(&p.mu)
-	// A writer that can hold a flush back (httpapi's wire) flushes an
-	// event only when no other event is queued behind it: a burst goes out
-	// in one write, and nothing queued ever waits.
-	if c, ok := w.(moreSetter); ok {
-		c.SetMore(p.eventQueued)
-	}
+	// The client flushes an event only when no other event is queued
+	// behind it: a burst goes out in one write, and nothing queued ever
+	// waits.
+	w.SetMore(p.eventQueued)
 	return p
 }
 
@@ -151,10 +120,14 @@ func (p *pump) run() {
 		p.mu.Unlock()
 		if drop {
 			// The pump gave up on the client with frames still queued:
-			// the writer (this goroutine's) cuts the answer off.
-			if a, ok := p.w.(aborter); ok {
-				a.Abort()
-			}
+			// the writer (this goroutine's) cuts the answer off, so that
+			// it visibly breaks off (httpapi's wire: the connection is
+			// cut without the response's proper end). A stream the pump
+			// stops feeding would otherwise end as if it were whole,
+			// short of its last events, and a client could take a cut
+			// answer for a complete one instead of retrying its key for
+			// the recorded one.
+			p.w.Abort()
 		}
 		if gone && f.kind != 's' && f.kind != 'x' {
 			continue

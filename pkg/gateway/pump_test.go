@@ -11,6 +11,7 @@ import (
 // blockedWriter is a client that reads nothing until released. reading,
 // when set, is sent to once the first event is being written.
 type blockedWriter struct {
+	noTuning
 	release chan struct{}
 	reading chan struct{}
 	mu      sync.Mutex
@@ -72,6 +73,7 @@ func TestPumpNeverBlocks(t *testing.T) {
 
 // hintWriter records, after each event, what the pump's SetMore hint said.
 type hintWriter struct {
+	noTuning
 	release chan struct{}
 	more    func() bool
 	events  []string
@@ -114,6 +116,7 @@ func TestPumpHintsQueuedEvents(t *testing.T) {
 
 // bodyWriter records a JSON answer; Body blocks until release is closed.
 type bodyWriter struct {
+	noTuning
 	release chan struct{}
 	mu      sync.Mutex
 	status  int
@@ -215,6 +218,7 @@ func TestPumpUnboundedWriterNeverBlocks(t *testing.T) {
 // startWriter records whether each frame it was given found an event
 // queued behind it (the pump's SetMore hint).
 type startWriter struct {
+	noTuning
 	more    func() bool
 	started chan bool // the hint when Start was written
 	events  int
@@ -260,7 +264,7 @@ func TestPumpStreamStartWaitsForFirstEvent(t *testing.T) {
 	}
 }
 
-// abortWriter is a blockedWriter that can drop its client (aborter).
+// abortWriter is a blockedWriter that can drop its client (Client.Abort).
 type abortWriter struct {
 	blockedWriter
 	aborts int // written by the pump's goroutine; read after Close
@@ -290,6 +294,7 @@ func TestPumpKeepsAReadingClient(t *testing.T) {
 // slowWriter takes each event only when told to: a client that keeps
 // reading, a little at a time.
 type slowWriter struct {
+	noTuning
 	step   chan struct{}
 	events int
 	aborts int

@@ -65,10 +65,9 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 	for k, v := range adm.Header {
 		w.Header().Set(k, v)
 	}
-	// The Chat Completions decoder checks what the plan needs, which a
-	// Messages body has in the same shape: model, a non-empty messages array
-	// of objects with a role, and the gateway's "gateway" and "provider".
-	req, err := llm.DecodeChatRequest(body)
+	// Planned as a Messages request is: from what routing reads of the
+	// body (llm.DecodeRoutingRequest), its messages checked too.
+	req, err := llm.DecodeRoutingRequest(body)
 	if err != nil {
 		clientapi.WriteAnthropicError(w, err)
 		return

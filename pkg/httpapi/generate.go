@@ -44,7 +44,7 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		fail(err)
 		return
 	}
-	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api.WriteError)
+	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api)
 	wire.SetKeepAlive(s.keepAlive)
 	slot, err := s.svc.Admit(&p.Caller)
 	if err != nil {

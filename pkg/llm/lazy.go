@@ -3,10 +3,21 @@ package llm
 import "encoding/json"
 
 // Translator makes a client's request in the gateway's own form (the Chat
-// Completions request) from the client's body in its own protocol.
+// Completions request) from the client's body in its own protocol, with
+// what else the translation made for the answer (Translation).
 type Translator interface {
-	Translate() (*ChatRequest, error)
+	Translate() (*ChatRequest, Translation, error)
 }
+
+// Translation is what a client API's translation of a request made besides
+// its Chat Completions form, for encoding an answer to it: the pipeline
+// does not read it, and returns it with an answer served in Chat
+// Completions (router.Answer.Translation).
+type Translation any
+
+// Translation is what the request's translation made besides its Chat
+// Completions form (Translator), nil when it was not translated.
+func (r *ChatRequest) Translation() Translation { return r.translation }
 
 // NewRoutingRequest returns the request of a client in another protocol,
 // from its body's top-level members, until its Chat Completions form is
@@ -18,16 +29,59 @@ type Translator interface {
 // passes through to a route of its own protocol is never translated, so
 // what its translation costs (several times the body) is not paid.
 func NewRoutingRequest(members []Member, size int, t Translator) (*ChatRequest, error) {
+	return newRoutingRequest(members, size, t, false)
+}
+
+// DecodeRoutingRequest reads what routing reads of a whole body of another
+// protocol than Chat Completions, for an endpoint that plans it and
+// translates nothing (Messages count_tokens): NewRoutingRequest of its
+// members, with its messages checked too (a non-empty array of objects
+// with a role), each problem refused as DecodeChatRequest refuses it.
+func DecodeRoutingRequest(body []byte) (*ChatRequest, error) {
+	members, err := RequestMembers(body)
+	if dup, ok := err.(*Error); ok {
+		return nil, dup
+	}
+	if err != nil {
+		// Not one object the scan reads: encoding/json names the
+		// problem, or reads a body the scan leaves aside.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(body, &fields); err != nil {
+			return nil, bodyError(body, err)
+		}
+		if fields == nil {
+			return nil, invalid("", "request body must be a JSON object")
+		}
+		members = make([]Member, 0, len(fields))
+		for k, v := range fields {
+			members = append(members, Member{Key: k, Value: v})
+		}
+	}
+	return newRoutingRequest(members, len(body), nil, true)
+}
+
+// newRoutingRequest is NewRoutingRequest, checking the messages too when
+// messages is true, in DecodeChatRequest's order.
+func newRoutingRequest(members []Member, size int, t Translator, messages bool) (*ChatRequest, error) {
 	fields := make(map[string]json.RawMessage, 4)
 	for _, m := range members {
 		switch m.Key {
 		case "model", "stream", "gateway", "provider":
 			fields[m.Key] = m.Value
+		case "messages":
+			if messages {
+				fields[m.Key] = m.Value
+			}
 		}
 	}
 	r := &ChatRequest{size: size, translator: t}
 	if err := r.decodeModel(fields); err != nil {
 		return nil, err
+	}
+	if messages {
+		if err := checkMessages(fields["messages"]); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if r.Stream, err = boolField(fields, "stream", "stream"); err != nil {
@@ -48,12 +102,13 @@ func (r *ChatRequest) translated() error {
 	}
 	t := r.translator
 	r.translator = nil
-	full, err := t.Translate()
+	full, tr, err := t.Translate()
 	if err != nil {
 		r.ChatErr = err
 		return err
 	}
 	r.fields = full.fields
 	r.Dropped = full.Dropped
+	r.translation = tr
 	return nil
 }

@@ -2,6 +2,9 @@ package llm
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -52,19 +55,19 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	req, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) {
+	req, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, Translation, error) {
 		calls++
 		full, err := DecodeChatRequest([]byte(`{"model":"m","messages":[{"role":"system","content":"s"}]}`))
 		if full != nil {
 			full.Dropped = []string{"hint"}
 		}
-		return full, err
+		return full, "codec", err
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 0 {
-		t.Fatalf("translated %d times before a route needed it", calls)
+	if calls != 0 || req.Translation() != nil {
+		t.Fatalf("translated %d times before a route needed it (translation %v)", calls, req.Translation())
 	}
 	for range 2 {
 		body, err := req.UpstreamBody("up")
@@ -75,11 +78,11 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 			t.Fatalf("body = %s, want %s", body, want)
 		}
 	}
-	if calls != 1 || len(req.Dropped) != 1 {
-		t.Errorf("translated %d times, dropped %v; want once, [hint]", calls, req.Dropped)
+	if calls != 1 || len(req.Dropped) != 1 || req.Translation() != "codec" {
+		t.Errorf("translated %d times, dropped %v, translation %v; want once, [hint], codec", calls, req.Dropped, req.Translation())
 	}
 
-	failing, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, error) { calls++; return nil, errors.New("refused") }))
+	failing, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, Translation, error) { calls++; return nil, nil, errors.New("refused") }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +97,45 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 	}
 }
 
-type translatorFunc func() (*ChatRequest, error)
+type translatorFunc func() (*ChatRequest, Translation, error)
 
-func (f translatorFunc) Translate() (*ChatRequest, error) { return f() }
+func (f translatorFunc) Translate() (*ChatRequest, Translation, error) { return f() }
+
+// TestDecodeRoutingRequest: a whole body read for routing is refused as
+// DecodeChatRequest refuses it (the same message), its messages included,
+// and what routing reads is read alike.
+func TestDecodeRoutingRequest(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m:floor","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"provider":{"only":["a"]},"gateway":{"retry":{"max_total_attempts":3}}}`,
+		``,
+		`{"model":`,
+		`[]`,
+		`null`,
+		`"x"`,
+		`{}`,
+		`{"model":1,"messages":[]}`,
+		`{"model":"m"}`,
+		`{"model":"m","messages":null}`,
+		`{"model":"m","messages":[]}`,
+		`{"model":"m","messages":[1]}`,
+		`{"model":"m","messages":[{"content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":""}]}`,
+		`{"model":"m","messages":[{"role":"user"}],"model":"n"}`,
+		`{"model":"m","messages":[{"role":"user","role":"user"}]}`,
+		`{"model":"m","messages":[{"role":"user"}],"stream":"yes"}`,
+		`{"model":"m","messages":[{"role":"user"}],"provider":{"sort":"size"}}`,
+		`{"model":"m","messages":[{"role":"user"}],"gateway":{"x":1}}`,
+		`{"model":"m","messages":[{"role":"user"}],"system":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
+	} {
+		want, wantErr := DecodeChatRequest([]byte(body))
+		got, err := DecodeRoutingRequest([]byte(body))
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Errorf("%.80s: err %v, want %v", body, err, wantErr)
+			continue
+		}
+		if err == nil && (got.Model != want.Model || got.Suffix != want.Suffix || got.Stream != want.Stream ||
+			!slices.Equal(got.Provider.Only, want.Provider.Only) || got.Gateway != want.Gateway || got.Size() != len(body)) {
+			t.Errorf("%.80s: got %+v, want %+v", body, got, want)
+		}
+	}
+}

@@ -71,6 +71,9 @@ type ChatRequest struct {
 	// translator, when set, makes the Chat Completions form on first use
 	// (NewRoutingRequest).
 	translator Translator
+	// translation is what the translation made besides the Chat
+	// Completions form (Translation).
+	translation Translation
 
 	fields map[string]json.RawMessage
 	size   int
@@ -133,6 +136,15 @@ func DecodeCheckedChatRequest(body []byte) (*ChatRequest, error) {
 	return decodeChatRequest(body, true)
 }
 
+// bodyError is the error of a body that encoding/json could not read into
+// an object (err).
+func bodyError(body []byte, err error) *Error {
+	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
+		return invalid("", "request body is not valid JSON: %s", jsonProblem(err))
+	}
+	return invalid("", "request body must be a JSON object")
+}
+
 func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 	// The fast path: one scan, no copies, no reflection. It refuses a
 	// member name given twice, at any depth, unless another parser checks
@@ -144,10 +156,7 @@ func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 	}
 	if !ok {
 		if err := json.Unmarshal(body, &fields); err != nil {
-			if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
-				return nil, invalid("", "request body is not valid JSON: %s", jsonProblem(err))
-			}
-			return nil, invalid("", "request body must be a JSON object")
+			return nil, bodyError(body, err)
 		}
 		if !checked {
 			if err := CheckUnique(body); err != nil {

@@ -511,6 +511,9 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		ans, err := r.attempt(ctx, c, i, &up)
 		if ans != nil {
 			ans.Calls = len(attempts) + 1
+			if up.Proto == llm.ProtoChat {
+				ans.Translation = req.Translation()
+			}
 			ans.toolPrices, ans.perAnswer = plan.toolPrices(c)
 			return ans, nil
 		}
@@ -713,6 +716,11 @@ type Answer struct {
 	// Dropped are the request's fields the adapter's translation left out
 	// (llm.DropReporter), nil for a request passed through.
 	Dropped []string
+	// Translation is what the client API's translation of the request made
+	// besides its Chat Completions form (llm.Translation), for encoding
+	// this answer: set when the answer's Proto is ProtoChat and the client
+	// sent another protocol.
+	Translation llm.Translation
 	// API is the provider's upstream API (catalog.Provider.API).
 	API string
 	// Calls is the number of provider calls the request made, this one

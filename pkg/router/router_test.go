@@ -536,3 +536,45 @@ func TestRejectionLeavesRouteIn(t *testing.T) {
 		t.Errorf("calls a %d, b %d, a live %v; want 6, 0, live", w.fakes["a"].Calls(), w.fakes["b"].Calls(), w.r.health.Live("a"))
 	}
 }
+
+// translator translates a client's request to plain, its translation the
+// string "translated".
+type translator struct{ t *testing.T }
+
+func (tr translator) Translate() (*llm.ChatRequest, llm.Translation, error) {
+	return decode(tr.t, plain), "translated", nil
+}
+
+// TestAnswerCarriesTranslation: an answer served in Chat Completions to a
+// request translated from another protocol carries what its translation
+// made, for the client API's codec; one to a Chat Completions request
+// carries nothing.
+func TestAnswerCarriesTranslation(t *testing.T) {
+	w := newWorld(t, nil)
+	body := []byte(`{"model":"m","system":"hi"}`)
+	members, err := llm.RequestMembers(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	translated, err := llm.NewRoutingRequest(members, len(body), translator{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		req  *llm.ChatRequest
+		want llm.Translation
+	}{{translated, "translated"}, {decode(t, plain), nil}} {
+		plan, err := w.r.Plan(TargetOf(c.req), Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ans, _, err := w.r.Start(context.Background(), plan, c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ans.Close()
+		if ans.Proto != llm.ProtoChat || ans.Translation != c.want {
+			t.Errorf("answer in %v carries %v, want %v", ans.Proto, ans.Translation, c.want)
+		}
+	}
+}

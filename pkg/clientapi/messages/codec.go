@@ -239,12 +239,12 @@ type blockWriter struct {
 	stopSeq string
 }
 
-func (w *blockWriter) refusal(s string) {
+func (w *blockWriter) Refusal(s string) {
 	if s == "" {
 		return
 	}
 	w.refused = true
-	w.text(s)
+	w.Text(s)
 }
 
 func (w *blockWriter) close() {
@@ -262,7 +262,7 @@ func (w *blockWriter) start(b messageswire.ContentBlock) {
 	w.next++
 }
 
-func (w *blockWriter) text(s string) {
+func (w *blockWriter) Text(s string) {
 	if s == "" {
 		return
 	}
@@ -274,7 +274,7 @@ func (w *blockWriter) text(s string) {
 
 // thinking takes a reasoning model's thinking: a thinking block, as
 // thinking_delta events.
-func (w *blockWriter) thinking(s string) {
+func (w *blockWriter) Reasoning(s string) {
 	if s == "" {
 		return
 	}
@@ -289,14 +289,14 @@ func (w *blockWriter) delta(d messageswire.Delta) {
 	w.Send(messageswire.EventContentBlockDelta, messageswire.ContentBlockDelta{Type: messageswire.EventContentBlockDelta, Index: w.next - 1, Delta: d})
 }
 
-func (w *blockWriter) stopSequence(s string) { w.stopSeq = s }
+func (w *blockWriter) StopSequence(s string) { w.stopSeq = s }
 
 // toolCall takes one tool-call delta: a new index opens a tool_use block
 // (with the id and name of that delta), arguments go out as input_json_delta.
 // Upstreams send a call's id and name whole in its first delta, and one call
 // after another; a name fragment after the first delta is dropped, and a
 // call resumed after another began opens a new block.
-func (w *blockWriter) toolCall(index int, id, name, args string) {
+func (w *blockWriter) ToolCall(index int, id, name, args string) {
 	if w.open != messageswire.BlockToolUse || w.tool != index {
 		if id == "" {
 			id = w.c.toolUseID(w.next)
@@ -346,8 +346,7 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 	start.Type = messageswire.EventMessageStart
 	w.Send(messageswire.EventMessageStart, start)
 	w.Send(messageswire.EventPing, messageswire.Ping{Type: messageswire.EventPing})
-	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.thinking,
-		StopSequence: w.stopSequence, ToolCall: w.toolCall, Failed: w.Err})
+	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, w)
 	if gone {
 		return res
 	}

@@ -21,20 +21,32 @@ import (
 // events as it sent them, message_delta with the cost in its usage.
 func (c *messagesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
-	p := clientapi.PassStream{Ans: ans, Out: out,
-		UsageEvent: func(ch *llm.Chunk) bool {
-			return ch.Event == messageswire.EventMessageDelta || ch.Usage != nil && ch.FinishReason != ""
-		},
-		UsagePath: []string{"usage"},
-		Broken:    anthropicErrorEvent,
-		Stopped: func(u llm.Usage) []idempotency.Event {
-			var md messageDelta
-			md.Type, md.Usage = messageswire.EventMessageDelta, toAnthropicUsage(u)
-			b, _ := json.Marshal(md)
-			return []idempotency.Event{{Name: messageswire.EventMessageDelta, Data: b}}
-		},
-	}
-	return p.Run()
+	return clientapi.PassStream(ans, out, passDialect{})
+}
+
+// passDialect is the Messages stream passed through
+// (clientapi.PassDialect): message_delta carries the final usage, in
+// "usage"; a stream that fails ends with an error event, one that stops
+// with a message_delta of the usage so far.
+type passDialect struct{}
+
+var usagePath = []string{"usage"}
+
+func (passDialect) UsageEvent(ch *llm.Chunk) bool {
+	return ch.Event == messageswire.EventMessageDelta || ch.Usage != nil && ch.FinishReason != ""
+}
+
+func (passDialect) UsagePath() []string { return usagePath }
+
+func (passDialect) Broken(e *llm.Error, end error) idempotency.Event {
+	return anthropicErrorEvent(e, end)
+}
+
+func (passDialect) Stopped(u llm.Usage) []idempotency.Event {
+	var md messageDelta
+	md.Type, md.Usage = messageswire.EventMessageDelta, toAnthropicUsage(u)
+	b, _ := json.Marshal(md)
+	return []idempotency.Event{{Name: messageswire.EventMessageDelta, Data: b}}
 }
 
 // passMessage assembles a Messages stream passed through into the Message

@@ -90,6 +90,9 @@ type responsesCodec struct {
 	// request asked while the answer runs, whether the turn was kept once
 	// it is final.
 	store func(final bool) bool
+	// items writes a stream's events (stream): part of the codec, which
+	// is on the heap already, as the DeltaWriter it is given to needs.
+	items itemWriter
 }
 
 var _ gateway.Codec = (*responsesCodec)(nil)
@@ -585,10 +588,11 @@ func (w *itemWriter) responseEvent(name string, r *responseswire.Response) {
 func (c *responsesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
 	s := c.settings()
-	w := &itemWriter{c: c, EventSender: clientapi.EventSender{Out: out}}
+	c.items = itemWriter{c: c, EventSender: clientapi.EventSender{Out: out}}
+	w := &c.items
 	w.responseEvent(responseswire.EventCreated, c.object(&s, responseswire.StatusInProgress, nil, nil))
 	w.responseEvent(responseswire.EventInProgress, c.object(&s, responseswire.StatusInProgress, nil, nil))
-	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, clientapi.DeltaSink{Text: w.text, Refusal: w.refusal, Reasoning: w.reasoning, ToolCall: w.toolCall, Failed: w.Err})
+	finish, usage, res, gone, end := clientapi.RelayDeltas(ans, deltaWriter{w})
 	if gone {
 		return res
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/gateway"
-	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
@@ -26,12 +25,7 @@ func responsesTerminal(ch *llm.Chunk) bool {
 // response's usage.
 func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
-	p := clientapi.PassStream{Ans: ans, Out: out,
-		UsageEvent: responsesTerminal,
-		UsagePath:  []string{"response", "usage"},
-		Broken:     func(e *llm.Error, _ error) idempotency.Event { return errorEvent(e.Code, e.Message) },
-	}
-	return p.Run()
+	return clientapi.PassStream(ans, out, passDialect{})
 }
 
 // passResponse answers a non-streaming Responses request passed through
