@@ -12,7 +12,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
-
 // buildCases are chunks of every shape a translation makes.
 func buildCases() map[string]chat.Chunk {
 	one := func(d chat.Delta, finish *string) chat.Chunk {

@@ -1,7 +1,6 @@
 package tokenize
 
 import (
-	"math"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -44,14 +43,6 @@ func newEncoder(ranks map[string]int, pattern string) (*encoder, error) {
 		e.maxTok = max(e.maxTok, len(t))
 	}
 	return e, nil
-}
-
-// count is the number of tokens of text. Bytes that are not UTF-8 count as
-// U+FFFD, each, as they do in github.com/pkoukk/tiktoken-go.
-func (e *encoder) count(text string) int {
-	b := mergeBudget{left: math.MaxInt}
-	n, _ := e.countBudget(text, &b)
-	return n
 }
 
 // mergeBudget is how many more bytes a count may merge pair by pair, and

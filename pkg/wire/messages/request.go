@@ -281,12 +281,9 @@ func replace[T any](plain func(*T) any) *jsonv2.Unmarshalers {
 	})
 }
 
-// Marshal encodes a request (or any of its parts) compact, in field
-// order, Extra's members last.
-func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, encodeOptions) }
-
-// MarshalWrite is Marshal into w: a writer sized for the body spares
-// Marshal's copy of it.
+// MarshalWrite encodes a request (or any of its parts) compact, in field
+// order, Extra's members last, into w: a writer sized for the body spares a
+// copy of it.
 func MarshalWrite(w io.Writer, v any) error { return jsonv2.MarshalWrite(w, v, encodeOptions) }
 
 // Unmarshal decodes a request (or any of its parts). A member of the

@@ -261,3 +261,6 @@ func TestRequestLastWins(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 }
+
+// Marshal is MarshalWrite into a new slice, for the tests.
+func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, encodeOptions) }
