@@ -6,6 +6,9 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/bin/staticcheck-$(STATICCHECK_VERSION)
+# deadcode (golang.org/x/tools) lists the functions no binary reaches.
+DEADCODE_VERSION := v0.52.0
+DEADCODE := $(TOOLS)/bin/deadcode-$(DEADCODE_VERSION)
 DYNALITE_VERSION := 4.0.0
 DYNALITE := $(TOOLS)/dynalite/node_modules/.bin/dynalite
 # The official Node SDKs, for internal/systemtest's TestNodeSDK* tests,
@@ -140,8 +143,12 @@ vet:
 	$(GO) vet -tags integration ./...
 
 # Every file is in the integration build, so one run covers both tiers.
-lint: $(STATICCHECK)
+# A product function that only tests reach belongs in the tests: deadcode
+# must find nothing unreachable from the binaries (functions/*).
+lint: $(STATICCHECK) $(DEADCODE)
 	$(STATICCHECK) -tags integration ./...
+	@out=$$($(DEADCODE) ./functions/...) || exit 1; \
+	if [ -n "$$out" ]; then echo "$$out"; echo "reachable from no binary: move it into the tests, or delete it"; exit 1; fi
 
 # The tools module's checks: `go vet ./...` and `go test ./...` here do not
 # reach into tools/, a module of its own. Its integration tier builds the
@@ -205,12 +212,17 @@ fuzz:
 	  done; \
 	done
 
-tools: $(STATICCHECK) $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP) $(TOKENIZER)
+tools: $(STATICCHECK) $(DEADCODE) $(DYNALITE) $(RIE_LINK) $(NODE_SDKS) $(CODEX_STAMP) $(TOKENIZER)
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)/bin
 	GOBIN=$(TOOLS)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(TOOLS)/bin/staticcheck $@
+
+$(DEADCODE):
+	mkdir -p $(TOOLS)/bin
+	GOBIN=$(TOOLS)/bin $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION)
+	mv $(TOOLS)/bin/deadcode $@
 
 $(RIE):
 	mkdir -p $(TOOLS)/bin

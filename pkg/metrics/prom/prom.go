@@ -103,15 +103,6 @@ var (
 		"any other count"}
 )
 
-// Definitions returns the metrics the sink registers (besides the Go
-// runtime's go_* and the process's process_* ones), in the docs' order.
-func Definitions() []Def {
-	return []Def{defRequests, defDuration, defTTFT, defProviderCalls, defFallbacks, defRouteDepth,
-		defReplays, defIdemRefusals, defStoreErrors, defCost, defPairs, defDropped,
-		defProjectRequests, defProjectCost, defRefusals, defSecretRefresh,
-		defReconcileRuns, defReconcileHolds, defReconcileCost, defReconcileDuration, defEvents}
-}
-
 // Histogram buckets, in seconds: an answer takes from milliseconds (a
 // refusal, a replay) to the 600 s a request may last.
 var (

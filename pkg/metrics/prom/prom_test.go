@@ -425,3 +425,12 @@ func TestRecordConcurrent(t *testing.T) {
 		t.Errorf("project cost: %v, want %v", got, workers*each*0.5)
 	}
 }
+
+// Definitions returns the metrics the sink registers (besides the Go
+// runtime's go_* and the process's process_* ones), in the docs' order.
+func Definitions() []Def {
+	return []Def{defRequests, defDuration, defTTFT, defProviderCalls, defFallbacks, defRouteDepth,
+		defReplays, defIdemRefusals, defStoreErrors, defCost, defPairs, defDropped,
+		defProjectRequests, defProjectCost, defRefusals, defSecretRefresh,
+		defReconcileRuns, defReconcileHolds, defReconcileCost, defReconcileDuration, defEvents}
+}
