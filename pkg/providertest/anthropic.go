@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
@@ -16,9 +16,12 @@ import (
 // the other is CountTokensPath.
 const AnthropicPath = "/v1/messages"
 
+// statusOverloaded is the status of Anthropic's overloaded_error.
+const statusOverloaded = 529
+
 // anthropicMidStreamError is the event a CutError sends in Anthropic mode.
 var anthropicMidStreamError = messages.Error{Type: messages.TypeError,
-	Error: messages.ErrorBody{Type: "overloaded_error", Message: "scripted mid-stream error"}}
+	Error: messages.ErrorBody{Type: messages.ErrorType(statusOverloaded), Message: "scripted mid-stream error"}}
 
 // NewAnthropic starts a fake upstream that speaks the Anthropic Messages API
 // instead: POST /v1/messages, answered with Messages' event sequence
@@ -63,7 +66,7 @@ func (s *Server) errorBody(msg string, status int) []byte {
 // OpenAI calls those invalid_request_error.
 func (s *Server) requestError(msg string, status int) []byte {
 	if !s.anthropic {
-		return errorEnvelope(msg, "invalid_request_error")
+		return errorEnvelope(msg, chat.ErrorInvalidRequest)
 	}
 	return s.errorBody(msg, status)
 }
@@ -196,13 +199,9 @@ func tokens(input, output int64) *messages.Usage {
 func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
 	n := len(a.texts)
 	if a.toolCall != nil {
-		n = 2
+		n = 2 // the arguments' halves
 	}
-	wait := resp.FirstChunkDelay
-	if n > 1 {
-		wait += time.Duration(n-1) * resp.ChunkDelay
-	}
-	if !s.sleep(ctx, wait) {
+	if !s.generate(ctx, resp, n) {
 		return
 	}
 	var block messages.ContentBlock

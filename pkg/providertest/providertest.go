@@ -46,7 +46,8 @@ const PromptTokens = 10
 const Path = "/v1/chat/completions"
 
 // midStreamError is the event sent by CutError: the shape OpenAI uses when a
-// stream fails after it started.
+// stream fails after it started. It is written out because it has no
+// "param", which chat.Error always writes.
 const midStreamError = `{"error":{"message":"scripted mid-stream error","type":"server_error","code":"server_error"}}`
 
 // Request is one call as the server received it.
@@ -642,14 +643,21 @@ func (s *Server) writeWhole(ctx context.Context, w http.ResponseWriter, body []b
 	s.cut(ctx, w, resp.Cut.How)
 }
 
-// complete sends a plain chat.completion.
-func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
-	// A non-streaming upstream answers once it has generated everything.
+// generate waits as long as a non-streaming upstream takes to generate an
+// answer of n pieces before it sends it whole: FirstChunkDelay, and
+// ChunkDelay for each piece after the first. It reports false if the
+// client went away or the server closed first.
+func (s *Server) generate(ctx context.Context, resp Response, n int) bool {
 	wait := resp.FirstChunkDelay
-	if n := len(a.deltas); n > 1 {
+	if n > 1 {
 		wait += time.Duration(n-1) * resp.ChunkDelay
 	}
-	if !s.sleep(ctx, wait) {
+	return s.sleep(ctx, wait)
+}
+
+// complete sends a plain chat.completion.
+func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+	if !s.generate(ctx, resp, len(a.deltas)) {
 		return
 	}
 	msg := chat.Message{Role: chat.RoleAssistant, Refusal: json.RawMessage("null")}
@@ -722,17 +730,17 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 func errorType(status int) string {
 	switch {
 	case status >= 500:
-		return "server_error"
+		return chat.ErrorServer
 	case status == http.StatusUnauthorized:
-		return "authentication_error"
+		return chat.ErrorAuthentication
 	case status == http.StatusForbidden:
-		return "permission_error"
+		return chat.ErrorPermission
 	case status == http.StatusNotFound:
-		return "not_found_error"
+		return chat.ErrorNotFound
 	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
+		return chat.ErrorRateLimit
 	}
-	return "invalid_request_error"
+	return chat.ErrorInvalidRequest
 }
 
 func errorEnvelope(msg, typ string) []byte {

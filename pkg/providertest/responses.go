@@ -1,13 +1,11 @@
 package providertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
@@ -134,7 +132,7 @@ func (r *responsesAnswer) object(status string, output []any, usage *responses.U
 		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`),
 	}
 	if status == responses.StatusFailed {
-		o.Error = &responses.Error{Code: "server_error", Message: "scripted failure"}
+		o.Error = &responses.Error{Code: responses.CodeServerError, Message: "scripted failure"}
 	}
 	if status == responses.StatusIncomplete {
 		o.IncompleteDetails = &responses.IncompleteDetails{Reason: r.reason}
@@ -208,9 +206,9 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	}
 	cutStream := func(how CutMode) {
 		if how == CutError {
-			// sequence_number second, as in the other events.
-			sendEvent(responses.EventError, obj("type", responses.EventError, "sequence_number", next(),
-				"code", "server_error", "message", "scripted mid-stream error", "param", nil))
+			code := responses.CodeServerError
+			sendEvent(responses.EventError, midStreamErrorEvent{Type: responses.EventError, SequenceNumber: next(),
+				Code: &code, Message: "scripted mid-stream error"})
 			return
 		}
 		s.cutStream(ctx, w, how, func([]byte) bool { return true })
@@ -352,37 +350,22 @@ func (s *Server) streamItem(ctx context.Context, resp Response, pieces []string,
 func (s *Server) completeResponses(ctx context.Context, w http.ResponseWriter, r responsesAnswer, resp Response) {
 	n := len(r.texts)
 	if r.toolCall != nil {
-		n = 2
+		n = 2 // the arguments' halves
 	}
-	wait := resp.FirstChunkDelay
-	if n > 1 {
-		wait += time.Duration(n-1) * resp.ChunkDelay
-	}
-	if !s.sleep(ctx, wait) {
+	if !s.generate(ctx, resp, n) {
 		return
 	}
 	s.writeWhole(ctx, w, marshal(r.object(r.status, r.output(r.itemStatus()), r.usage)), resp)
 }
 
-// ordered is a JSON object whose fields keep their order: key, value, key,
-// value, ... It writes the error event, whose fields this server sends in
-// an order of its own ("sequence_number" second, as in its other events),
-// not in responses.ErrorEvent's, which the gateway's own error events keep.
-type ordered []any
-
-func obj(kv ...any) ordered { return ordered(kv) }
-
-func (o ordered) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i := 0; i+1 < len(o); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(marshal(o[i].(string)))
-		b.WriteByte(':')
-		b.Write(marshal(o[i+1]))
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+// midStreamErrorEvent is the error event a CutError sends: the members of
+// responses.ErrorEvent, in an order of this server's own (sequence_number
+// second, as in its other events), which the gateway's own error events do
+// not keep.
+type midStreamErrorEvent struct {
+	Type           string  `json:"type"`
+	SequenceNumber int     `json:"sequence_number"`
+	Code           *string `json:"code"`
+	Message        string  `json:"message"`
+	Param          *string `json:"param"`
 }
