@@ -126,14 +126,6 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 	if s.bedrock {
 		send, rc = startBedrockStream(w, resp)
 	}
-	cutStream := func(how CutMode) {
-		if how == CutError {
-			send(messages.EventError, marshal(anthropicMidStreamError))
-			return
-		}
-		s.cutStream(ctx, w, how, func([]byte) bool { return true })
-	}
-
 	if resp.NoRoleChunk {
 		if rc.Flush() != nil {
 			return
@@ -164,14 +156,14 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 			deltas = append(deltas, messages.Delta{Type: messages.DeltaText, Text: &a.texts[i]})
 		}
 	}
-	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
+	if !s.pace(ctx, w, resp, len(deltas), func(i int) bool {
 		if i == 0 && !send(messages.EventContentBlockStart, marshal(messages.ContentBlockStart{
 			Type: messages.EventContentBlockStart, ContentBlock: block})) {
 			return false
 		}
 		return send(messages.EventContentBlockDelta, marshal(messages.ContentBlockDelta{
 			Type: messages.EventContentBlockDelta, Delta: deltas[i]}))
-	}, cutStream) {
+	}, func() { send(messages.EventError, marshal(anthropicMidStreamError)) }) {
 		return
 	}
 	if len(deltas) > 0 && !send(messages.EventContentBlockStop, marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop})) {

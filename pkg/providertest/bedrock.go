@@ -266,20 +266,13 @@ func (s *Server) streamConverse(ctx context.Context, w http.ResponseWriter, a an
 			deltas = append(deltas, converse.BlockDelta{Text: &a.texts[i]})
 		}
 	}
-	cutStream := func(how CutMode) {
-		if how == CutError {
-			event("", nil)
-			return
-		}
-		s.cutStream(ctx, w, how, func([]byte) bool { return true })
-	}
-	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
+	if !s.pace(ctx, w, resp, len(deltas), func(i int) bool {
 		if i == 0 && a.toolCall != nil && !event(converse.EventContentBlockStart, marshal(converse.ContentBlockStart{
 			Start: converse.BlockStart{ToolUse: &converse.ToolUseStart{ToolUseID: a.toolID, Name: a.toolCall.Name}}})) {
 			return false
 		}
 		return event(converse.EventContentBlockDelta, marshal(converse.ContentBlockDelta{Delta: deltas[i]}))
-	}, cutStream) {
+	}, func() { event("", nil) }) {
 		return
 	}
 	if !event(converse.EventContentBlockStop, marshal(converse.ContentBlockStop{})) ||

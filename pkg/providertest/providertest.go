@@ -550,9 +550,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	} else if !sendChunk(choice(roleDelta(), nil), nullUsage) {
 		return
 	}
-	if !s.pace(ctx, resp, len(a.deltas), func(i int) bool {
+	if !s.pace(ctx, w, resp, len(a.deltas), func(i int) bool {
 		return sendChunk(choice(a.deltas[i], nil), nullUsage)
-	}, func(how CutMode) { s.cutStream(ctx, w, how, send) }) {
+	}, func() { send([]byte(midStreamError)) }) {
 		return
 	}
 	if !sendChunk(choice(chat.Delta{}, &a.finish), nullUsage) {
@@ -568,10 +568,17 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 
 // pace sends a stream's n content pieces with send, waiting before each
 // (resp.FirstChunkDelay before the first, resp.ChunkDelay before the
-// others), and cuts the stream with cutStream where resp.Cut says. It
-// reports whether the stream goes on: false once it was cut, the client
-// went away or the server closed.
-func (s *Server) pace(ctx context.Context, resp Response, n int, send func(i int) bool, cutStream func(CutMode)) bool {
+// others), and cuts the stream where resp.Cut says: on CutError after
+// sendError sent the protocol's error event. It reports whether the stream
+// goes on: false once it was cut, the client went away or the server
+// closed.
+func (s *Server) pace(ctx context.Context, w http.ResponseWriter, resp Response, n int, send func(i int) bool, sendError func()) bool {
+	cutStream := func(how CutMode) {
+		if how == CutError {
+			sendError()
+		}
+		s.cut(ctx, w, how)
+	}
 	cut := resp.Cut
 	for i := 0; i < n; i++ {
 		wait := resp.ChunkDelay
@@ -597,13 +604,6 @@ func (s *Server) pace(ctx context.Context, resp Response, n int, send func(i int
 		return false
 	}
 	return true
-}
-
-func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMode, send func([]byte) bool) {
-	if how == CutError {
-		send([]byte(midStreamError))
-	}
-	s.cut(ctx, w, how)
 }
 
 // cut ends a response, once what was written is flushed, as how says:

@@ -204,14 +204,10 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	itemEvent := func(typ string, oi int, item any) bool {
 		return sendEvent(typ, responses.OutputItemEvent{Type: typ, SequenceNumber: next(), OutputIndex: oi, Item: item})
 	}
-	cutStream := func(how CutMode) {
-		if how == CutError {
-			code := responses.CodeServerError
-			sendEvent(responses.EventError, midStreamErrorEvent{Type: responses.EventError, SequenceNumber: next(),
-				Code: &code, Message: "scripted mid-stream error"})
-			return
-		}
-		s.cutStream(ctx, w, how, func([]byte) bool { return true })
+	sendError := func() {
+		code := responses.CodeServerError
+		sendEvent(responses.EventError, midStreamErrorEvent{Type: responses.EventError, SequenceNumber: next(),
+			Code: &code, Message: "scripted mid-stream error"})
 	}
 
 	if resp.NoRoleChunk {
@@ -270,7 +266,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Arguments: r.toolCall.Arguments}) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.callItem(r.itemStatus(), r.toolCall.Arguments))
 		}
-		if !s.streamItem(ctx, resp, pieces, open, send, finish, cutStream) {
+		if !s.streamItem(ctx, w, resp, pieces, open, send, finish, sendError) {
 			return
 		}
 	} else {
@@ -303,7 +299,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 			return done && part(responses.EventContentPartDone, r.messagePart(whole)) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.messageItem(r.itemStatus(), []any{r.messagePart(whole)}))
 		}
-		if !s.streamItem(ctx, resp, r.texts, open, send, finish, cutStream) {
+		if !s.streamItem(ctx, w, resp, r.texts, open, send, finish, sendError) {
 			return
 		}
 	}
@@ -327,9 +323,9 @@ func (r *responsesAnswer) itemStatus() string {
 // streamItem sends an item: open before its first piece (or, with none,
 // after the pieces), its pieces paced and cut as resp says, then finish.
 // It reports whether the stream goes on.
-func (s *Server) streamItem(ctx context.Context, resp Response, pieces []string, open func() bool, send func(int) bool, finish func() bool, cutStream func(CutMode)) bool {
+func (s *Server) streamItem(ctx context.Context, w http.ResponseWriter, resp Response, pieces []string, open func() bool, send func(int) bool, finish func() bool, sendError func()) bool {
 	opened := false
-	if !s.pace(ctx, resp, len(pieces), func(i int) bool {
+	if !s.pace(ctx, w, resp, len(pieces), func(i int) bool {
 		if !opened {
 			opened = true
 			if !open() {
@@ -337,7 +333,7 @@ func (s *Server) streamItem(ctx context.Context, resp Response, pieces []string,
 			}
 		}
 		return send(i)
-	}, cutStream) {
+	}, sendError) {
 		return false
 	}
 	if !opened && !open() {
