@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buzzgate/buzzgate/pkg/wire/chat"
-	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -49,26 +47,6 @@ var anthropicMidStreamError = messages.Error{Type: messages.TypeError,
 func NewAnthropic(tb testing.TB) *Server {
 	tb.Helper()
 	return start(tb, messagesProtocol)
-}
-
-// errorBody is the error envelope of the server's API.
-func (s *Server) errorBody(msg string, status int) []byte {
-	if s.bedrock {
-		return marshal(converse.Error{Message: msg})
-	}
-	if !s.anthropic {
-		return errorEnvelope(msg, errorType(status))
-	}
-	return marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
-}
-
-// requestError is the envelope for a request to a wrong path or method:
-// OpenAI calls those invalid_request_error.
-func (s *Server) requestError(msg string, status int) []byte {
-	if !s.anthropic {
-		return errorEnvelope(msg, chat.ErrorInvalidRequest)
-	}
-	return s.errorBody(msg, status)
 }
 
 // anthropicAnswer is an answer in Messages' terms.

@@ -33,6 +33,8 @@ import (
 
 	"github.com/buzzgate/buzzgate/internal/wait"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // Created is the "created" timestamp of every answer, fixed so that outputs
@@ -724,6 +726,26 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// errorBody is the error envelope of the server's API.
+func (s *Server) errorBody(msg string, status int) []byte {
+	if s.bedrock {
+		return marshal(converse.Error{Message: msg})
+	}
+	if !s.anthropic {
+		return errorEnvelope(msg, errorType(status))
+	}
+	return marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
+}
+
+// requestError is the envelope for a request to a wrong path or method:
+// OpenAI calls those invalid_request_error.
+func (s *Server) requestError(msg string, status int) []byte {
+	if !s.anthropic {
+		return errorEnvelope(msg, chat.ErrorInvalidRequest)
+	}
+	return s.errorBody(msg, status)
 }
 
 // errorType is the OpenAI error type for a status.
