@@ -54,9 +54,7 @@ func NewResponsesFake(t *testing.T, s Script) Fake {
 func responsesStreamStart(pieces []string) []event {
 	seq := 0
 	next := func() int { seq++; return seq - 1 }
-	head := &responses.Response{ID: "resp_malformed", Object: responses.ObjectResponse, CreatedAt: providertest.Created,
-		Status: responses.StatusInProgress, Model: RouteModel, Output: []any{},
-		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`)}
+	head := malformedResponse(responses.StatusInProgress, []any{})
 	events := []event{
 		{responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head}},
 		{responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head}},
@@ -73,6 +71,15 @@ func responsesStreamStart(pieces []string) []event {
 	return events
 }
 
+// malformedResponse is the Response of a malformed answer, with status
+// and output.
+func malformedResponse(status string, output []any) *responses.Response {
+	return &responses.Response{ID: "resp_malformed", Object: responses.ObjectResponse, CreatedAt: providertest.Created,
+		Status: status, Model: RouteModel, Output: output,
+		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`)}
+}
+
+// outputText is an output_text part of text.
 func outputText(text string) responses.OutputText {
 	return responses.OutputText{Type: responses.PartOutputText, Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}, Text: text}
 }
@@ -82,10 +89,8 @@ func outputText(text string) responses.OutputText {
 // middle of its JSON; with s.JSON, a Response cut off in the middle.
 func responsesMalformedBody(s Script) (string, map[string]string) {
 	if s.JSON {
-		return string(cutOff(responses.Response{ID: "resp_malformed", Object: responses.ObjectResponse, CreatedAt: providertest.Created,
-			Status: responses.StatusCompleted, Model: RouteModel, Output: []any{responses.MessageItem{ID: "msg_malformed",
-				Type: responses.ItemMessage, Status: responses.StatusCompleted, Content: []any{outputText(cutText)}, Role: responses.RoleAssistant}},
-			ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`)})), jsonHeader
+		return string(cutOff(malformedResponse(responses.StatusCompleted, []any{responses.MessageItem{ID: "msg_malformed",
+			Type: responses.ItemMessage, Status: responses.StatusCompleted, Content: []any{outputText(cutText)}, Role: responses.RoleAssistant}}))), jsonHeader
 	}
 	return sseBody(responsesStreamStart(append(slices.Clip(s.Text[:s.CutAfter]), cutText)), true), sseHeader
 }
