@@ -54,7 +54,6 @@ type anthropicAnswer struct {
 	answer
 	stopReason string
 	toolID     string
-	texts      []string // the text pieces, one text_delta each
 }
 
 func newAnthropicAnswer(a answer, resp Response) anthropicAnswer {
@@ -70,13 +69,8 @@ func newAnthropicAnswer(a answer, resp Response) anthropicAnswer {
 			aa.stopReason = messages.StopToolUse
 		}
 	case resp.Refusal != "":
-		aa.texts = []string{resp.Refusal}
 		if aa.stopReason == "" {
 			aa.stopReason = messages.StopRefusal
-		}
-	default:
-		for _, d := range a.deltas {
-			aa.texts = append(aa.texts, *d.Content)
 		}
 	}
 	if aa.stopReason == "" {
@@ -126,13 +120,13 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 	block := messages.ContentBlock{Type: messages.BlockText, Text: &empty}
 	if a.toolCall != nil {
 		block = messages.ContentBlock{Type: messages.BlockToolUse, ID: a.toolID, Name: a.toolCall.Name, Input: json.RawMessage("{}")}
-		first, second := splitHalf(a.toolCall.Arguments)
-		deltas = append(deltas, messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &first},
-			messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &second})
-	} else {
-		for i := range a.texts {
-			deltas = append(deltas, messages.Delta{Type: messages.DeltaText, Text: &a.texts[i]})
+	}
+	for i := range a.pieces {
+		d := messages.Delta{Type: messages.DeltaText, Text: &a.pieces[i]}
+		if a.toolCall != nil {
+			d = messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &a.pieces[i]}
 		}
+		deltas = append(deltas, d)
 	}
 	if !s.pace(ctx, w, resp, len(deltas), func(i int) bool {
 		if i == 0 && !send(messages.EventContentBlockStart, marshal(messages.ContentBlockStart{
@@ -167,11 +161,7 @@ func tokens(input, output int64) *messages.Usage {
 
 // completeAnthropic sends a Message object.
 func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
-	n := len(a.texts)
-	if a.toolCall != nil {
-		n = 2 // the arguments' halves
-	}
-	if !s.generate(ctx, resp, n) {
+	if !s.generate(ctx, resp, len(a.pieces)) {
 		return
 	}
 	var block messages.ContentBlock
@@ -182,7 +172,7 @@ func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a
 		}
 		block = messages.ContentBlock{Type: messages.BlockToolUse, ID: a.toolID, Name: a.toolCall.Name, Input: input}
 	} else {
-		text := strings.Join(a.texts, "")
+		text := strings.Join(a.pieces, "")
 		block = messages.ContentBlock{Type: messages.BlockText, Text: &text}
 	}
 	msg := messages.Message{ID: a.id, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: a.model,

@@ -24,6 +24,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -670,11 +671,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 	case resp.Refusal != "":
 		msg.Refusal = marshal(resp.Refusal)
 	default:
-		var text strings.Builder
-		for _, d := range a.deltas {
-			text.WriteString(*d.Content)
-		}
-		content := text.String()
+		content := strings.Join(a.pieces, "")
 		msg.Content = &content
 	}
 	body := marshal(chat.Completion{
@@ -777,10 +774,13 @@ func includeUsage(req Request) bool {
 
 // answer is a generated answer, common to streaming and not.
 type answer struct {
-	req      Request
-	id       string
-	model    string
-	deltas   []chat.Delta // the content chunks
+	req   Request
+	id    string
+	model string
+	// pieces are the content's pieces: the text's (and the padding), the
+	// refusal, or a tool call's arguments in two halves.
+	pieces   []string
+	deltas   []chat.Delta // the content chunks, in Chat Completions' terms
 	toolCall *ToolCall
 	finish   string
 	usage    chat.Usage
@@ -800,6 +800,7 @@ func newAnswer(call int, req Request, resp Response) answer {
 		}
 		a.toolCall = &tc
 		first, second := splitHalf(tc.Arguments)
+		a.pieces = []string{first, second}
 		a.deltas = []chat.Delta{
 			{ToolCalls: []chat.DeltaToolCall{{Index: 0, ID: tc.ID, Type: chat.ToolTypeFunction, Function: functionPiece(tc.Name, "")}}},
 			{ToolCalls: []chat.DeltaToolCall{{Index: 0, Function: functionPiece("", first)}}},
@@ -809,18 +810,18 @@ func newAnswer(call int, req Request, resp Response) answer {
 			a.finish = chat.FinishToolCalls
 		}
 	case resp.Refusal != "":
+		a.pieces = []string{resp.Refusal}
 		a.deltas = []chat.Delta{{Refusal: &resp.Refusal}}
 	default:
-		text := resp.Text
-		if text == nil {
-			text = []string{"Hello", " world"}
-		}
-		for _, t := range text {
-			a.deltas = append(a.deltas, chat.Delta{Content: &t})
+		a.pieces = slices.Clone(resp.Text)
+		if resp.Text == nil {
+			a.pieces = []string{"Hello", " world"}
 		}
 		if resp.PadBytes > 0 {
-			pad := strings.Repeat("x", resp.PadBytes)
-			a.deltas = append(a.deltas, chat.Delta{Content: &pad})
+			a.pieces = append(a.pieces, strings.Repeat("x", resp.PadBytes))
+		}
+		for i := range a.pieces {
+			a.deltas = append(a.deltas, chat.Delta{Content: &a.pieces[i]})
 		}
 	}
 	if a.finish == "" {

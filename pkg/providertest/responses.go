@@ -78,7 +78,6 @@ type responsesAnswer struct {
 	status    string // completed, incomplete, failed
 	reason    string // incomplete_details.reason
 	refusal   string
-	texts     []string // the message's pieces
 	callID    string
 	reasoning bool
 	usage     *responses.Usage // nil: null
@@ -103,11 +102,6 @@ func newResponsesAnswer(a answer, resp Response) responsesAnswer {
 		r.callID = a.toolCall.ID
 	case resp.Refusal != "":
 		r.refusal = resp.Refusal
-		r.texts = []string{resp.Refusal}
-	default:
-		for _, d := range a.deltas {
-			r.texts = append(r.texts, *d.Content)
-		}
 	}
 	if !resp.NoUsage {
 		r.usage = &responses.Usage{
@@ -183,7 +177,7 @@ func (r *responsesAnswer) output(itemStatus string) []any {
 	if r.toolCall != nil {
 		return append(out, r.callItem(itemStatus, r.toolCall.Arguments))
 	}
-	return append(out, r.messageItem(itemStatus, []any{r.messagePart(strings.Join(r.texts, ""))}))
+	return append(out, r.messageItem(itemStatus, []any{r.messagePart(strings.Join(r.pieces, ""))}))
 }
 
 func (s *Server) respondResponses(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
@@ -249,24 +243,21 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 
 	// The answer's item: its opening events, its pieces, its closing ones.
 	var open, finish func() bool
-	var pieces []string
 	if r.toolCall != nil {
 		id := "fc_" + r.n()
-		first, second := splitHalf(r.toolCall.Arguments)
-		pieces = []string{first, second}
 		open = func() bool {
 			return itemEvent(responses.EventOutputItemAdded, oi, r.callItem(responses.StatusInProgress, ""))
 		}
 		send := func(i int) bool {
 			return sendEvent(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{Type: responses.EventFunctionCallArgumentsDelta,
-				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: pieces[i]})
+				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i]})
 		}
 		finish = func() bool {
 			return sendEvent(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{Type: responses.EventFunctionCallArgumentsDone,
 				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Arguments: r.toolCall.Arguments}) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.callItem(r.itemStatus(), r.toolCall.Arguments))
 		}
-		if !s.streamItem(ctx, w, resp, pieces, open, send, finish, sendError) {
+		if !s.streamItem(ctx, w, resp, r.pieces, open, send, finish, sendError) {
 			return
 		}
 	} else {
@@ -274,7 +265,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 		part := func(typ string, p any) bool {
 			return sendEvent(typ, responses.ContentPartEvent{Type: typ, SequenceNumber: next(), ItemID: id, OutputIndex: oi, Part: p})
 		}
-		whole := strings.Join(r.texts, "")
+		whole := strings.Join(r.pieces, "")
 		open = func() bool {
 			return itemEvent(responses.EventOutputItemAdded, oi, r.messageItem(responses.StatusInProgress, []any{})) &&
 				part(responses.EventContentPartAdded, r.messagePart(""))
@@ -282,10 +273,10 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 		send := func(i int) bool {
 			if r.refusal != "" {
 				return sendEvent(responses.EventRefusalDelta, responses.RefusalDeltaEvent{Type: responses.EventRefusalDelta,
-					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.texts[i]})
+					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i]})
 			}
 			return sendEvent(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
-				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.texts[i], Logprobs: []json.RawMessage{}})
+				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i], Logprobs: []json.RawMessage{}})
 		}
 		finish = func() bool {
 			var done bool
@@ -299,7 +290,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 			return done && part(responses.EventContentPartDone, r.messagePart(whole)) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.messageItem(r.itemStatus(), []any{r.messagePart(whole)}))
 		}
-		if !s.streamItem(ctx, w, resp, r.texts, open, send, finish, sendError) {
+		if !s.streamItem(ctx, w, resp, r.pieces, open, send, finish, sendError) {
 			return
 		}
 	}
@@ -344,11 +335,7 @@ func (s *Server) streamItem(ctx context.Context, w http.ResponseWriter, resp Res
 
 // completeResponses sends a Response object.
 func (s *Server) completeResponses(ctx context.Context, w http.ResponseWriter, r responsesAnswer, resp Response) {
-	n := len(r.texts)
-	if r.toolCall != nil {
-		n = 2 // the arguments' halves
-	}
-	if !s.generate(ctx, resp, n) {
+	if !s.generate(ctx, resp, len(r.pieces)) {
 		return
 	}
 	s.writeWhole(ctx, w, marshal(r.object(r.status, r.output(r.itemStatus()), r.usage)), resp)
