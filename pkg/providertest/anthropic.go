@@ -12,7 +12,7 @@ import (
 
 // AnthropicPath is the messages path a server made by NewAnthropic serves;
 // the other is CountTokensPath.
-const AnthropicPath = "/v1/messages"
+const AnthropicPath = messages.PathMessages
 
 // statusOverloaded is the status of Anthropic's overloaded_error.
 const statusOverloaded = 529

@@ -46,7 +46,7 @@ const Created int64 = 1700000000
 const PromptTokens = 10
 
 // Path is the only path served.
-const Path = "/v1/chat/completions"
+const Path = chat.PathCompletions
 
 // midStreamError is the event sent by CutError: the shape OpenAI uses when a
 // stream fails after it started. It is written out because it has no

@@ -12,7 +12,7 @@ import (
 )
 
 // ResponsesPath is the only path a server made by NewResponses serves.
-const ResponsesPath = "/v1/responses"
+const ResponsesPath = responses.PathResponses
 
 // ResponsesAnswer scripts what only a Responses answer has.
 type ResponsesAnswer struct {

@@ -73,10 +73,10 @@ func (t *messagesTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return errorResponse(req, http.StatusInternalServerError,
 			fmt.Sprintf("simulated provider %s: unknown fail mode %q", t.name, t.cfg.Fail)), nil
 	}
-	if req.URL.Path == "/v1/messages/count_tokens" && req.Method == http.MethodPost {
+	if req.URL.Path == messages.PathCountTokens && req.Method == http.MethodPost {
 		return countTokensResponse(req, body), nil
 	}
-	if req.URL.Path != "/v1/messages" || req.Method != http.MethodPost {
+	if req.URL.Path != messages.PathMessages || req.Method != http.MethodPost {
 		return errorResponse(req, http.StatusNotFound, "not found"), nil
 	}
 	m, err := parseMessages(body)
