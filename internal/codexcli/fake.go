@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // ResponsesPath is the path the fake serves, under its URL's /v1: where a
 // client whose base URL is URL() posts Responses API requests.
-const ResponsesPath = "/v1/responses"
+const ResponsesPath = responses.PathResponses
 
 // Request is one HTTP request the fake received, whatever its method and
 // path.

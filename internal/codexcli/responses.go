@@ -3,9 +3,9 @@ package codexcli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
+	"github.com/buzzgate/buzzgate/pkg/sse"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
@@ -77,13 +77,6 @@ type Event struct {
 	Name string
 	// Data is the JSON data.
 	Data []byte
-}
-
-// WriteTo writes the event in the SSE framing OpenAI uses:
-// "event: NAME\ndata: JSON\n\n".
-func (e Event) WriteTo(w io.Writer) (int64, error) {
-	n, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Name, e.Data)
-	return int64(n), err
 }
 
 // wire is it as output_item.added (done false) or output_item.done
@@ -198,14 +191,15 @@ func Events(r Response, model string) []Event {
 }
 
 // Stream answers an HTTP request with events as a Responses API stream
-// (text/event-stream), flushing after each event.
+// (text/event-stream, each event "event: NAME\ndata: JSON\n\n"), flushing
+// after each event.
 func Stream(w http.ResponseWriter, events []Event) error {
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	for _, e := range events {
-		if _, err := e.WriteTo(w); err != nil {
+		if err := sse.WriteEvent(w, e.Name, e.Data); err != nil {
 			return err
 		}
 		if err := rc.Flush(); err != nil {
@@ -219,9 +213,9 @@ func Stream(w http.ResponseWriter, events []Event) error {
 func WriteError(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	typ := "invalid_request_error"
+	typ := chat.ErrorInvalidRequest
 	if status >= 500 {
-		typ = "server_error"
+		typ = chat.ErrorServer
 	}
 	_, _ = w.Write(mustJSON(chat.Error{Error: chat.ErrorBody{Message: message, Type: typ}}))
 }

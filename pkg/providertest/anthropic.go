@@ -6,19 +6,20 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // AnthropicPath is the messages path a server made by NewAnthropic serves;
 // the other is CountTokensPath.
-const AnthropicPath = "/v1/messages"
+const AnthropicPath = messages.PathMessages
+
+// statusOverloaded is the status of Anthropic's overloaded_error.
+const statusOverloaded = 529
 
 // anthropicMidStreamError is the event a CutError sends in Anthropic mode.
 var anthropicMidStreamError = messages.Error{Type: messages.TypeError,
-	Error: messages.ErrorBody{Type: "overloaded_error", Message: "scripted mid-stream error"}}
+	Error: messages.ErrorBody{Type: messages.ErrorType(statusOverloaded), Message: "scripted mid-stream error"}}
 
 // NewAnthropic starts a fake upstream that speaks the Anthropic Messages API
 // instead: POST /v1/messages, answered with Messages' event sequence
@@ -48,32 +49,11 @@ func NewAnthropic(tb testing.TB) *Server {
 	return start(tb, messagesProtocol)
 }
 
-// errorBody is the error envelope of the server's API.
-func (s *Server) errorBody(msg string, status int) []byte {
-	if s.bedrock {
-		return marshal(converse.Error{Message: msg})
-	}
-	if !s.anthropic {
-		return errorEnvelope(msg, errorType(status))
-	}
-	return marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
-}
-
-// requestError is the envelope for a request to a wrong path or method:
-// OpenAI calls those invalid_request_error.
-func (s *Server) requestError(msg string, status int) []byte {
-	if !s.anthropic {
-		return errorEnvelope(msg, "invalid_request_error")
-	}
-	return s.errorBody(msg, status)
-}
-
 // anthropicAnswer is an answer in Messages' terms.
 type anthropicAnswer struct {
 	answer
 	stopReason string
 	toolID     string
-	texts      []string // the text pieces, one text_delta each
 }
 
 func newAnthropicAnswer(a answer, resp Response) anthropicAnswer {
@@ -89,13 +69,8 @@ func newAnthropicAnswer(a answer, resp Response) anthropicAnswer {
 			aa.stopReason = messages.StopToolUse
 		}
 	case resp.Refusal != "":
-		aa.texts = []string{resp.Refusal}
 		if aa.stopReason == "" {
 			aa.stopReason = messages.StopRefusal
-		}
-	default:
-		for _, d := range a.deltas {
-			aa.texts = append(aa.texts, *d.Content)
 		}
 	}
 	if aa.stopReason == "" {
@@ -123,14 +98,6 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 	if s.bedrock {
 		send, rc = startBedrockStream(w, resp)
 	}
-	cutStream := func(how CutMode) {
-		if how == CutError {
-			send(messages.EventError, marshal(anthropicMidStreamError))
-			return
-		}
-		s.cutStream(ctx, w, how, func([]byte) bool { return true })
-	}
-
 	if resp.NoRoleChunk {
 		if rc.Flush() != nil {
 			return
@@ -153,22 +120,22 @@ func (s *Server) streamAnthropic(ctx context.Context, w http.ResponseWriter, a a
 	block := messages.ContentBlock{Type: messages.BlockText, Text: &empty}
 	if a.toolCall != nil {
 		block = messages.ContentBlock{Type: messages.BlockToolUse, ID: a.toolID, Name: a.toolCall.Name, Input: json.RawMessage("{}")}
-		first, second := splitHalf(a.toolCall.Arguments)
-		deltas = append(deltas, messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &first},
-			messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &second})
-	} else {
-		for i := range a.texts {
-			deltas = append(deltas, messages.Delta{Type: messages.DeltaText, Text: &a.texts[i]})
-		}
 	}
-	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
+	for i := range a.pieces {
+		d := messages.Delta{Type: messages.DeltaText, Text: &a.pieces[i]}
+		if a.toolCall != nil {
+			d = messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &a.pieces[i]}
+		}
+		deltas = append(deltas, d)
+	}
+	if !s.pace(ctx, w, resp, len(deltas), func(i int) bool {
 		if i == 0 && !send(messages.EventContentBlockStart, marshal(messages.ContentBlockStart{
 			Type: messages.EventContentBlockStart, ContentBlock: block})) {
 			return false
 		}
 		return send(messages.EventContentBlockDelta, marshal(messages.ContentBlockDelta{
 			Type: messages.EventContentBlockDelta, Delta: deltas[i]}))
-	}, cutStream) {
+	}, func() { send(messages.EventError, marshal(anthropicMidStreamError)) }) {
 		return
 	}
 	if len(deltas) > 0 && !send(messages.EventContentBlockStop, marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop})) {
@@ -194,15 +161,7 @@ func tokens(input, output int64) *messages.Usage {
 
 // completeAnthropic sends a Message object.
 func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a anthropicAnswer, resp Response) {
-	n := len(a.texts)
-	if a.toolCall != nil {
-		n = 2
-	}
-	wait := resp.FirstChunkDelay
-	if n > 1 {
-		wait += time.Duration(n-1) * resp.ChunkDelay
-	}
-	if !s.sleep(ctx, wait) {
+	if !s.generate(ctx, resp, len(a.pieces)) {
 		return
 	}
 	var block messages.ContentBlock
@@ -213,7 +172,7 @@ func (s *Server) completeAnthropic(ctx context.Context, w http.ResponseWriter, a
 		}
 		block = messages.ContentBlock{Type: messages.BlockToolUse, ID: a.toolID, Name: a.toolCall.Name, Input: input}
 	} else {
-		text := strings.Join(a.texts, "")
+		text := strings.Join(a.pieces, "")
 		block = messages.ContentBlock{Type: messages.BlockText, Text: &text}
 	}
 	msg := messages.Message{ID: a.id, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: a.model,

@@ -258,28 +258,20 @@ func (s *Server) streamConverse(ctx context.Context, w http.ResponseWriter, a an
 		return
 	}
 	var deltas []converse.BlockDelta
-	if a.toolCall != nil {
-		first, second := splitHalf(a.toolCall.Arguments)
-		deltas = []converse.BlockDelta{{ToolUse: &converse.ToolUseDelta{Input: first}}, {ToolUse: &converse.ToolUseDelta{Input: second}}}
-	} else {
-		for i := range a.texts {
-			deltas = append(deltas, converse.BlockDelta{Text: &a.texts[i]})
+	for i := range a.pieces {
+		d := converse.BlockDelta{Text: &a.pieces[i]}
+		if a.toolCall != nil {
+			d = converse.BlockDelta{ToolUse: &converse.ToolUseDelta{Input: a.pieces[i]}}
 		}
+		deltas = append(deltas, d)
 	}
-	cutStream := func(how CutMode) {
-		if how == CutError {
-			event("", nil)
-			return
-		}
-		s.cutStream(ctx, w, how, func([]byte) bool { return true })
-	}
-	if !s.pace(ctx, resp, len(deltas), func(i int) bool {
+	if !s.pace(ctx, w, resp, len(deltas), func(i int) bool {
 		if i == 0 && a.toolCall != nil && !event(converse.EventContentBlockStart, marshal(converse.ContentBlockStart{
 			Start: converse.BlockStart{ToolUse: &converse.ToolUseStart{ToolUseID: a.toolID, Name: a.toolCall.Name}}})) {
 			return false
 		}
 		return event(converse.EventContentBlockDelta, marshal(converse.ContentBlockDelta{Delta: deltas[i]}))
-	}, cutStream) {
+	}, func() { event("", nil) }) {
 		return
 	}
 	if !event(converse.EventContentBlockStop, marshal(converse.ContentBlockStop{})) ||

@@ -10,7 +10,7 @@ import (
 
 // CountTokensPath is the second path a server made by NewAnthropic serves:
 // Anthropic's token counting, POST /v1/messages/count_tokens.
-const CountTokensPath = "/v1/messages/count_tokens"
+const CountTokensPath = messages.PathCountTokens
 
 // CountedTokens is the input_tokens of a count_tokens answer whose Response
 // sets no Usage.

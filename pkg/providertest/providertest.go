@@ -24,6 +24,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,8 @@ import (
 
 	"github.com/buzzgate/buzzgate/internal/wait"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // Created is the "created" timestamp of every answer, fixed so that outputs
@@ -43,10 +46,11 @@ const Created int64 = 1700000000
 const PromptTokens = 10
 
 // Path is the only path served.
-const Path = "/v1/chat/completions"
+const Path = chat.PathCompletions
 
 // midStreamError is the event sent by CutError: the shape OpenAI uses when a
-// stream fails after it started.
+// stream fails after it started. It is written out because it has no
+// "param", which chat.Error always writes.
 const midStreamError = `{"error":{"message":"scripted mid-stream error","type":"server_error","code":"server_error"}}`
 
 // Request is one call as the server received it.
@@ -549,9 +553,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 	} else if !sendChunk(choice(roleDelta(), nil), nullUsage) {
 		return
 	}
-	if !s.pace(ctx, resp, len(a.deltas), func(i int) bool {
+	if !s.pace(ctx, w, resp, len(a.deltas), func(i int) bool {
 		return sendChunk(choice(a.deltas[i], nil), nullUsage)
-	}, func(how CutMode) { s.cutStream(ctx, w, how, send) }) {
+	}, func() { send([]byte(midStreamError)) }) {
 		return
 	}
 	if !sendChunk(choice(chat.Delta{}, &a.finish), nullUsage) {
@@ -567,10 +571,17 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, a answer, re
 
 // pace sends a stream's n content pieces with send, waiting before each
 // (resp.FirstChunkDelay before the first, resp.ChunkDelay before the
-// others), and cuts the stream with cutStream where resp.Cut says. It
-// reports whether the stream goes on: false once it was cut, the client
-// went away or the server closed.
-func (s *Server) pace(ctx context.Context, resp Response, n int, send func(i int) bool, cutStream func(CutMode)) bool {
+// others), and cuts the stream where resp.Cut says: on CutError after
+// sendError sent the protocol's error event. It reports whether the stream
+// goes on: false once it was cut, the client went away or the server
+// closed.
+func (s *Server) pace(ctx context.Context, w http.ResponseWriter, resp Response, n int, send func(i int) bool, sendError func()) bool {
+	cutStream := func(how CutMode) {
+		if how == CutError {
+			sendError()
+		}
+		s.cut(ctx, w, how)
+	}
 	cut := resp.Cut
 	for i := 0; i < n; i++ {
 		wait := resp.ChunkDelay
@@ -596,13 +607,6 @@ func (s *Server) pace(ctx context.Context, resp Response, n int, send func(i int
 		return false
 	}
 	return true
-}
-
-func (s *Server) cutStream(ctx context.Context, w http.ResponseWriter, how CutMode, send func([]byte) bool) {
-	if how == CutError {
-		send([]byte(midStreamError))
-	}
-	s.cut(ctx, w, how)
 }
 
 // cut ends a response, once what was written is flushed, as how says:
@@ -642,14 +646,21 @@ func (s *Server) writeWhole(ctx context.Context, w http.ResponseWriter, body []b
 	s.cut(ctx, w, resp.Cut.How)
 }
 
-// complete sends a plain chat.completion.
-func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
-	// A non-streaming upstream answers once it has generated everything.
+// generate waits as long as a non-streaming upstream takes to generate an
+// answer of n pieces before it sends it whole: FirstChunkDelay, and
+// ChunkDelay for each piece after the first. It reports false if the
+// client went away or the server closed first.
+func (s *Server) generate(ctx context.Context, resp Response, n int) bool {
 	wait := resp.FirstChunkDelay
-	if n := len(a.deltas); n > 1 {
+	if n > 1 {
 		wait += time.Duration(n-1) * resp.ChunkDelay
 	}
-	if !s.sleep(ctx, wait) {
+	return s.sleep(ctx, wait)
+}
+
+// complete sends a plain chat.completion.
+func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
+	if !s.generate(ctx, resp, len(a.deltas)) {
 		return
 	}
 	msg := chat.Message{Role: chat.RoleAssistant, Refusal: json.RawMessage("null")}
@@ -660,11 +671,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, a answer, 
 	case resp.Refusal != "":
 		msg.Refusal = marshal(resp.Refusal)
 	default:
-		var text strings.Builder
-		for _, d := range a.deltas {
-			text.WriteString(*d.Content)
-		}
-		content := text.String()
+		content := strings.Join(a.pieces, "")
 		msg.Content = &content
 	}
 	body := marshal(chat.Completion{
@@ -718,21 +725,41 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// errorBody is the error envelope of the server's API.
+func (s *Server) errorBody(msg string, status int) []byte {
+	if s.bedrock {
+		return marshal(converse.Error{Message: msg})
+	}
+	if !s.anthropic {
+		return errorEnvelope(msg, errorType(status))
+	}
+	return marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
+}
+
+// requestError is the envelope for a request to a wrong path or method:
+// OpenAI calls those invalid_request_error.
+func (s *Server) requestError(msg string, status int) []byte {
+	if !s.anthropic {
+		return errorEnvelope(msg, chat.ErrorInvalidRequest)
+	}
+	return s.errorBody(msg, status)
+}
+
 // errorType is the OpenAI error type for a status.
 func errorType(status int) string {
 	switch {
 	case status >= 500:
-		return "server_error"
+		return chat.ErrorServer
 	case status == http.StatusUnauthorized:
-		return "authentication_error"
+		return chat.ErrorAuthentication
 	case status == http.StatusForbidden:
-		return "permission_error"
+		return chat.ErrorPermission
 	case status == http.StatusNotFound:
-		return "not_found_error"
+		return chat.ErrorNotFound
 	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
+		return chat.ErrorRateLimit
 	}
-	return "invalid_request_error"
+	return chat.ErrorInvalidRequest
 }
 
 func errorEnvelope(msg, typ string) []byte {
@@ -747,10 +774,13 @@ func includeUsage(req Request) bool {
 
 // answer is a generated answer, common to streaming and not.
 type answer struct {
-	req      Request
-	id       string
-	model    string
-	deltas   []chat.Delta // the content chunks
+	req   Request
+	id    string
+	model string
+	// pieces are the content's pieces: the text's (and the padding), the
+	// refusal, or a tool call's arguments in two halves.
+	pieces   []string
+	deltas   []chat.Delta // the content chunks, in Chat Completions' terms
 	toolCall *ToolCall
 	finish   string
 	usage    chat.Usage
@@ -770,6 +800,7 @@ func newAnswer(call int, req Request, resp Response) answer {
 		}
 		a.toolCall = &tc
 		first, second := splitHalf(tc.Arguments)
+		a.pieces = []string{first, second}
 		a.deltas = []chat.Delta{
 			{ToolCalls: []chat.DeltaToolCall{{Index: 0, ID: tc.ID, Type: chat.ToolTypeFunction, Function: functionPiece(tc.Name, "")}}},
 			{ToolCalls: []chat.DeltaToolCall{{Index: 0, Function: functionPiece("", first)}}},
@@ -779,18 +810,18 @@ func newAnswer(call int, req Request, resp Response) answer {
 			a.finish = chat.FinishToolCalls
 		}
 	case resp.Refusal != "":
+		a.pieces = []string{resp.Refusal}
 		a.deltas = []chat.Delta{{Refusal: &resp.Refusal}}
 	default:
-		text := resp.Text
-		if text == nil {
-			text = []string{"Hello", " world"}
-		}
-		for _, t := range text {
-			a.deltas = append(a.deltas, chat.Delta{Content: &t})
+		a.pieces = slices.Clone(resp.Text)
+		if resp.Text == nil {
+			a.pieces = []string{"Hello", " world"}
 		}
 		if resp.PadBytes > 0 {
-			pad := strings.Repeat("x", resp.PadBytes)
-			a.deltas = append(a.deltas, chat.Delta{Content: &pad})
+			a.pieces = append(a.pieces, strings.Repeat("x", resp.PadBytes))
+		}
+		for i := range a.pieces {
+			a.deltas = append(a.deltas, chat.Delta{Content: &a.pieces[i]})
 		}
 	}
 	if a.finish == "" {

@@ -1,20 +1,18 @@
 package providertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // ResponsesPath is the only path a server made by NewResponses serves.
-const ResponsesPath = "/v1/responses"
+const ResponsesPath = responses.PathResponses
 
 // ResponsesAnswer scripts what only a Responses answer has.
 type ResponsesAnswer struct {
@@ -80,7 +78,6 @@ type responsesAnswer struct {
 	status    string // completed, incomplete, failed
 	reason    string // incomplete_details.reason
 	refusal   string
-	texts     []string // the message's pieces
 	callID    string
 	reasoning bool
 	usage     *responses.Usage // nil: null
@@ -105,11 +102,6 @@ func newResponsesAnswer(a answer, resp Response) responsesAnswer {
 		r.callID = a.toolCall.ID
 	case resp.Refusal != "":
 		r.refusal = resp.Refusal
-		r.texts = []string{resp.Refusal}
-	default:
-		for _, d := range a.deltas {
-			r.texts = append(r.texts, *d.Content)
-		}
 	}
 	if !resp.NoUsage {
 		r.usage = &responses.Usage{
@@ -134,7 +126,7 @@ func (r *responsesAnswer) object(status string, output []any, usage *responses.U
 		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`),
 	}
 	if status == responses.StatusFailed {
-		o.Error = &responses.Error{Code: "server_error", Message: "scripted failure"}
+		o.Error = &responses.Error{Code: responses.CodeServerError, Message: "scripted failure"}
 	}
 	if status == responses.StatusIncomplete {
 		o.IncompleteDetails = &responses.IncompleteDetails{Reason: r.reason}
@@ -185,7 +177,7 @@ func (r *responsesAnswer) output(itemStatus string) []any {
 	if r.toolCall != nil {
 		return append(out, r.callItem(itemStatus, r.toolCall.Arguments))
 	}
-	return append(out, r.messageItem(itemStatus, []any{r.messagePart(strings.Join(r.texts, ""))}))
+	return append(out, r.messageItem(itemStatus, []any{r.messagePart(strings.Join(r.pieces, ""))}))
 }
 
 func (s *Server) respondResponses(ctx context.Context, w http.ResponseWriter, a answer, resp Response) {
@@ -206,14 +198,10 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	itemEvent := func(typ string, oi int, item any) bool {
 		return sendEvent(typ, responses.OutputItemEvent{Type: typ, SequenceNumber: next(), OutputIndex: oi, Item: item})
 	}
-	cutStream := func(how CutMode) {
-		if how == CutError {
-			// sequence_number second, as in the other events.
-			sendEvent(responses.EventError, obj("type", responses.EventError, "sequence_number", next(),
-				"code", "server_error", "message", "scripted mid-stream error", "param", nil))
-			return
-		}
-		s.cutStream(ctx, w, how, func([]byte) bool { return true })
+	sendError := func() {
+		code := responses.CodeServerError
+		sendEvent(responses.EventError, midStreamErrorEvent{Type: responses.EventError, SequenceNumber: next(),
+			Code: &code, Message: "scripted mid-stream error"})
 	}
 
 	if resp.NoRoleChunk {
@@ -255,24 +243,21 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 
 	// The answer's item: its opening events, its pieces, its closing ones.
 	var open, finish func() bool
-	var pieces []string
 	if r.toolCall != nil {
 		id := "fc_" + r.n()
-		first, second := splitHalf(r.toolCall.Arguments)
-		pieces = []string{first, second}
 		open = func() bool {
 			return itemEvent(responses.EventOutputItemAdded, oi, r.callItem(responses.StatusInProgress, ""))
 		}
 		send := func(i int) bool {
 			return sendEvent(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{Type: responses.EventFunctionCallArgumentsDelta,
-				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: pieces[i]})
+				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i]})
 		}
 		finish = func() bool {
 			return sendEvent(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{Type: responses.EventFunctionCallArgumentsDone,
 				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Arguments: r.toolCall.Arguments}) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.callItem(r.itemStatus(), r.toolCall.Arguments))
 		}
-		if !s.streamItem(ctx, resp, pieces, open, send, finish, cutStream) {
+		if !s.streamItem(ctx, w, resp, r.pieces, open, send, finish, sendError) {
 			return
 		}
 	} else {
@@ -280,7 +265,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 		part := func(typ string, p any) bool {
 			return sendEvent(typ, responses.ContentPartEvent{Type: typ, SequenceNumber: next(), ItemID: id, OutputIndex: oi, Part: p})
 		}
-		whole := strings.Join(r.texts, "")
+		whole := strings.Join(r.pieces, "")
 		open = func() bool {
 			return itemEvent(responses.EventOutputItemAdded, oi, r.messageItem(responses.StatusInProgress, []any{})) &&
 				part(responses.EventContentPartAdded, r.messagePart(""))
@@ -288,10 +273,10 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 		send := func(i int) bool {
 			if r.refusal != "" {
 				return sendEvent(responses.EventRefusalDelta, responses.RefusalDeltaEvent{Type: responses.EventRefusalDelta,
-					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.texts[i]})
+					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i]})
 			}
 			return sendEvent(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
-				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.texts[i], Logprobs: []json.RawMessage{}})
+				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i], Logprobs: []json.RawMessage{}})
 		}
 		finish = func() bool {
 			var done bool
@@ -305,7 +290,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 			return done && part(responses.EventContentPartDone, r.messagePart(whole)) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.messageItem(r.itemStatus(), []any{r.messagePart(whole)}))
 		}
-		if !s.streamItem(ctx, resp, r.texts, open, send, finish, cutStream) {
+		if !s.streamItem(ctx, w, resp, r.pieces, open, send, finish, sendError) {
 			return
 		}
 	}
@@ -329,9 +314,9 @@ func (r *responsesAnswer) itemStatus() string {
 // streamItem sends an item: open before its first piece (or, with none,
 // after the pieces), its pieces paced and cut as resp says, then finish.
 // It reports whether the stream goes on.
-func (s *Server) streamItem(ctx context.Context, resp Response, pieces []string, open func() bool, send func(int) bool, finish func() bool, cutStream func(CutMode)) bool {
+func (s *Server) streamItem(ctx context.Context, w http.ResponseWriter, resp Response, pieces []string, open func() bool, send func(int) bool, finish func() bool, sendError func()) bool {
 	opened := false
-	if !s.pace(ctx, resp, len(pieces), func(i int) bool {
+	if !s.pace(ctx, w, resp, len(pieces), func(i int) bool {
 		if !opened {
 			opened = true
 			if !open() {
@@ -339,7 +324,7 @@ func (s *Server) streamItem(ctx context.Context, resp Response, pieces []string,
 			}
 		}
 		return send(i)
-	}, cutStream) {
+	}, sendError) {
 		return false
 	}
 	if !opened && !open() {
@@ -350,39 +335,20 @@ func (s *Server) streamItem(ctx context.Context, resp Response, pieces []string,
 
 // completeResponses sends a Response object.
 func (s *Server) completeResponses(ctx context.Context, w http.ResponseWriter, r responsesAnswer, resp Response) {
-	n := len(r.texts)
-	if r.toolCall != nil {
-		n = 2
-	}
-	wait := resp.FirstChunkDelay
-	if n > 1 {
-		wait += time.Duration(n-1) * resp.ChunkDelay
-	}
-	if !s.sleep(ctx, wait) {
+	if !s.generate(ctx, resp, len(r.pieces)) {
 		return
 	}
 	s.writeWhole(ctx, w, marshal(r.object(r.status, r.output(r.itemStatus()), r.usage)), resp)
 }
 
-// ordered is a JSON object whose fields keep their order: key, value, key,
-// value, ... It writes the error event, whose fields this server sends in
-// an order of its own ("sequence_number" second, as in its other events),
-// not in responses.ErrorEvent's, which the gateway's own error events keep.
-type ordered []any
-
-func obj(kv ...any) ordered { return ordered(kv) }
-
-func (o ordered) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i := 0; i+1 < len(o); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(marshal(o[i].(string)))
-		b.WriteByte(':')
-		b.Write(marshal(o[i+1]))
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+// midStreamErrorEvent is the error event a CutError sends: the members of
+// responses.ErrorEvent, in an order of this server's own (sequence_number
+// second, as in its other events), which the gateway's own error events do
+// not keep.
+type midStreamErrorEvent struct {
+	Type           string  `json:"type"`
+	SequenceNumber int     `json:"sequence_number"`
+	Code           *string `json:"code"`
+	Message        string  `json:"message"`
+	Param          *string `json:"param"`
 }

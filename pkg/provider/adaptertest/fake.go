@@ -1,14 +1,16 @@
 package adaptertest
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/sse"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
@@ -141,78 +143,115 @@ func finishReason(p Protocol, f Finish) string {
 // errorEnvelope is the protocol's error body with message msg.
 func errorEnvelope(p Protocol, msg string) string {
 	if p == Messages {
-		return string(mustJSON(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: "invalid_request_error", Message: msg}}))
+		return string(mustJSON(messages.Error{Type: messages.TypeError,
+			Error: messages.ErrorBody{Type: messages.ErrorType(http.StatusBadRequest), Message: msg}}))
 	}
-	return string(mustJSON(chat.Error{Error: chat.ErrorBody{Message: msg, Type: "invalid_request_error"}}))
+	return string(mustJSON(chat.Error{Error: chat.ErrorBody{Message: msg, Type: chat.ErrorInvalidRequest}}))
 }
 
 // notFoundBody is the body of a 404 about what m names, as the protocol's
 // provider writes it (Anthropic's Messages; OpenAI's Chat Completions and
 // Responses, which share the envelope).
 func notFoundBody(p Protocol, m Missing) string {
-	switch {
-	case p == Messages && m == MissingReference:
-		return `{"type":"error","error":{"type":"not_found_error","message":"File not found: file_011CNha8iCJcU1wXNR6q4V8w"},"request_id":"req_011CVzcontract"}`
-	case p == Messages:
-		return `{"type":"error","error":{"type":"not_found_error","message":"model: ` + RouteModel + `"},"request_id":"req_011CVzcontract"}`
-	case m == MissingReference:
-		return `{"error":{"message":"Conversation with id 'conv_contract' not found.","type":"invalid_request_error","param":null,"code":null}}`
+	if p == Messages {
+		msg := "model: " + RouteModel
+		if m == MissingReference {
+			msg = "File not found: file_011CNha8iCJcU1wXNR6q4V8w"
+		}
+		requestID := "req_011CVzcontract"
+		return string(mustJSON(messages.Error{Type: messages.TypeError, RequestID: &requestID,
+			Error: messages.ErrorBody{Type: messages.ErrorType(http.StatusNotFound), Message: msg}}))
 	}
-	return `{"error":{"message":"The model ` + "`" + RouteModel + "`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`
+	body := chat.ErrorBody{Message: "The model `" + RouteModel + "` does not exist or you do not have access to it.",
+		Type: chat.ErrorInvalidRequest}
+	if m == MissingReference {
+		body.Message = "Conversation with id 'conv_contract' not found."
+	} else {
+		code := "model_not_found"
+		body.Code = &code
+	}
+	return string(mustJSON(chat.Error{Error: body}))
 }
 
+// cutText is the last piece of a malformed answer, whose JSON is cut off
+// in its middle.
+const cutText = "world"
+
+// cutOff is v's JSON cut off in the middle of the cutText it holds: JSON
+// no more.
+func cutOff(v any) []byte {
+	b := mustJSON(v)
+	return b[:bytes.Index(b, []byte(cutText))+len("wor")]
+}
+
+// jsonHeader and sseHeader are the headers of a scripted Body.
+var (
+	jsonHeader = map[string]string{"Content-Type": "application/json"}
+	sseHeader  = map[string]string{"Content-Type": "text/event-stream"}
+)
+
 // malformedBody is an answer whose opening and first s.CutAfter pieces
-// are the protocol's, followed by an event whose data is cut off in the
+// are the protocol's, followed by a piece whose data is cut off in the
 // middle of its JSON; with s.JSON, a JSON answer cut off in the middle.
 func malformedBody(p Protocol, s Script) (string, map[string]string) {
 	if s.JSON {
-		return `{"id":"chatcmpl-malformed","object":"` + chat.ObjectCompletion + `","choices":[{"index":0,"message":{"role":"assist`,
-			map[string]string{"Content-Type": "application/json"}
+		text := cutText
+		return string(cutOff(chat.Completion{ID: "chatcmpl-malformed", Object: chat.ObjectCompletion, Created: providertest.Created,
+			Model: RouteModel, Choices: []chat.Choice{{Message: chat.Message{Role: chat.RoleAssistant, Content: &text}}}})), jsonHeader
 	}
-	body := streamStart(p, s.Text[:s.CutAfter])
-	if p == ChatCompletions {
-		body += `data: {"id":"chatcmpl-malformed","object":"` + chat.ObjectChunk + `","choices":[{"index":0,"delta":{"content":"wor` + "\n\n"
-	} else {
-		body += "event: " + messages.EventContentBlockDelta + "\n" +
-			`data: {"type":"` + messages.EventContentBlockDelta + `","index":0,"delta":{"type":"` + messages.DeltaText + `","text":"wor` + "\n\n"
+	return sseBody(streamStart(p, append(slices.Clip(s.Text[:s.CutAfter]), cutText)), true), sseHeader
+}
+
+// event is one event of a stream: its name ("" for none), and the value
+// its data is the JSON of.
+type event struct {
+	name string
+	v    any
+}
+
+// sseBody is events as a text/event-stream body; with cut, the last
+// event's data is cut off (cutOff).
+func sseBody(events []event, cut bool) string {
+	var b strings.Builder
+	for i, e := range events {
+		data := mustJSON(e.v)
+		if cut && i == len(events)-1 {
+			data = cutOff(e.v)
+		}
+		_ = sse.WriteEvent(&b, e.name, data)
 	}
-	return body, map[string]string{"Content-Type": "text/event-stream"}
+	return b.String()
 }
 
 // streamStart is the opening events of a stream in the protocol, and the
 // events of pieces.
-func streamStart(p Protocol, pieces []string) string {
-	var b strings.Builder
-	event := func(name string, v any) {
-		if name != "" {
-			fmt.Fprintf(&b, "event: %s\n", name)
-		}
-		fmt.Fprintf(&b, "data: %s\n\n", mustJSON(v))
-	}
+func streamStart(p Protocol, pieces []string) []event {
+	var events []event
 	if p == ChatCompletions {
-		chunk := func(delta chat.Delta) chat.Chunk {
-			return chat.Chunk{ID: "chatcmpl-malformed", Object: chat.ObjectChunk, Created: providertest.Created,
-				Model: RouteModel, Choices: []chat.ChunkChoice{{Delta: delta}}}
+		chunk := func(delta chat.Delta) event {
+			return event{"", chat.Chunk{ID: "chatcmpl-malformed", Object: chat.ObjectChunk, Created: providertest.Created,
+				Model: RouteModel, Choices: []chat.ChunkChoice{{Delta: delta}}}}
 		}
 		empty := ""
-		event("", chunk(chat.Delta{Role: chat.RoleAssistant, Content: &empty}))
+		events = append(events, chunk(chat.Delta{Role: chat.RoleAssistant, Content: &empty}))
 		for _, piece := range pieces {
-			event("", chunk(chat.Delta{Content: &piece}))
+			events = append(events, chunk(chat.Delta{Content: &piece}))
 		}
-	} else {
-		input, output := int64(11), int64(1)
-		event(messages.EventMessageStart, messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
-			ID: "msg_malformed", Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: RouteModel,
-			Content: []messages.ContentBlock{}, Usage: &messages.Usage{InputTokens: &input, OutputTokens: &output}}})
-		empty := ""
-		event(messages.EventContentBlockStart, messages.ContentBlockStart{Type: messages.EventContentBlockStart,
-			ContentBlock: messages.ContentBlock{Type: messages.BlockText, Text: &empty}})
-		for _, piece := range pieces {
-			event(messages.EventContentBlockDelta, messages.ContentBlockDelta{Type: messages.EventContentBlockDelta,
-				Delta: messages.Delta{Type: messages.DeltaText, Text: &piece}})
-		}
+		return events
 	}
-	return b.String()
+	input, output := int64(11), int64(1)
+	empty := ""
+	events = append(events,
+		event{messages.EventMessageStart, messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
+			ID: "msg_malformed", Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: RouteModel,
+			Content: []messages.ContentBlock{}, Usage: &messages.Usage{InputTokens: &input, OutputTokens: &output}}}},
+		event{messages.EventContentBlockStart, messages.ContentBlockStart{Type: messages.EventContentBlockStart,
+			ContentBlock: messages.ContentBlock{Type: messages.BlockText, Text: &empty}}})
+	for _, piece := range pieces {
+		events = append(events, event{messages.EventContentBlockDelta, messages.ContentBlockDelta{Type: messages.EventContentBlockDelta,
+			Delta: messages.Delta{Type: messages.DeltaText, Text: &piece}}})
+	}
+	return events
 }
 
 func mustJSON(v any) []byte {
@@ -286,7 +325,7 @@ func contentText(t *testing.T, raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
-	return partsText(t, raw, "text")
+	return partsText(t, raw, messages.BlockText)
 }
 
 // partsText is the text of content that is a string or a list of parts:

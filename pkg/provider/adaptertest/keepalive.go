@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // keepAliveFake serves every call with the opening and s.CutAfter pieces of
@@ -14,11 +16,12 @@ import (
 // no event of the test's choosing before a stall.
 func keepAliveFake(t *testing.T, p Protocol, s Script) Fake {
 	t.Helper()
-	body := streamStart(p, s.Text[:s.CutAfter])
-	if p == ChatCompletions {
-		body += "data: \n\n"
+	events := streamStart(p, s.Text[:s.CutAfter])
+	var body string
+	if p == Messages {
+		body = sseBody(append(events, event{messages.EventPing, messages.Ping{Type: messages.EventPing}}), false)
 	} else {
-		body += "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+		body = sseBody(events, false) + "data: \n\n"
 	}
 	path := ""
 	if p == ChatCompletions {

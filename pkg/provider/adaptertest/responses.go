@@ -2,8 +2,7 @@ package adaptertest
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -52,43 +51,48 @@ func NewResponsesFake(t *testing.T, s Script) Fake {
 
 // responsesStreamStart is the opening events of a Responses stream with a
 // message item, and the output_text deltas of pieces.
-func responsesStreamStart(pieces []string) string {
-	var b strings.Builder
+func responsesStreamStart(pieces []string) []event {
 	seq := 0
-	event := func(typ string, v any) {
-		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, mustJSON(v))
-	}
 	next := func() int { seq++; return seq - 1 }
-	head := &responses.Response{ID: "resp_malformed", Object: responses.ObjectResponse, CreatedAt: providertest.Created,
-		Status: responses.StatusInProgress, Model: RouteModel, Output: []any{},
-		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`)}
-	event(responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head})
-	event(responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head})
-	event(responses.EventOutputItemAdded, responses.OutputItemEvent{Type: responses.EventOutputItemAdded, SequenceNumber: next(),
-		Item: responses.MessageItem{ID: "msg_malformed", Type: responses.ItemMessage, Status: responses.StatusInProgress,
-			Content: []any{}, Role: responses.RoleAssistant}})
-	event(responses.EventContentPartAdded, responses.ContentPartEvent{Type: responses.EventContentPartAdded, SequenceNumber: next(),
-		ItemID: "msg_malformed", Part: responses.OutputText{Type: responses.PartOutputText,
-			Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}}})
-	for _, piece := range pieces {
-		event(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta, SequenceNumber: next(),
-			ItemID: "msg_malformed", Delta: piece, Logprobs: []json.RawMessage{}})
+	head := malformedResponse(responses.StatusInProgress, []any{})
+	events := []event{
+		{responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head}},
+		{responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head}},
+		{responses.EventOutputItemAdded, responses.OutputItemEvent{Type: responses.EventOutputItemAdded, SequenceNumber: next(),
+			Item: responses.MessageItem{ID: "msg_malformed", Type: responses.ItemMessage, Status: responses.StatusInProgress,
+				Content: []any{}, Role: responses.RoleAssistant}}},
+		{responses.EventContentPartAdded, responses.ContentPartEvent{Type: responses.EventContentPartAdded, SequenceNumber: next(),
+			ItemID: "msg_malformed", Part: outputText("")}},
 	}
-	return b.String()
+	for _, piece := range pieces {
+		events = append(events, event{responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
+			SequenceNumber: next(), ItemID: "msg_malformed", Delta: piece, Logprobs: []json.RawMessage{}}})
+	}
+	return events
+}
+
+// malformedResponse is the Response of a malformed answer, with status
+// and output.
+func malformedResponse(status string, output []any) *responses.Response {
+	return &responses.Response{ID: "resp_malformed", Object: responses.ObjectResponse, CreatedAt: providertest.Created,
+		Status: status, Model: RouteModel, Output: output,
+		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`)}
+}
+
+// outputText is an output_text part of text.
+func outputText(text string) responses.OutputText {
+	return responses.OutputText{Type: responses.PartOutputText, Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}, Text: text}
 }
 
 // responsesMalformedBody is an answer whose opening and first s.CutAfter
-// pieces are Responses', followed by an event whose data is cut off in the
+// pieces are Responses', followed by a piece whose data is cut off in the
 // middle of its JSON; with s.JSON, a Response cut off in the middle.
 func responsesMalformedBody(s Script) (string, map[string]string) {
 	if s.JSON {
-		return `{"id":"resp_malformed","object":"` + responses.ObjectResponse + `","status":"completed","output":[{"type":"message","content":[{"type":"output_te`,
-			map[string]string{"Content-Type": "application/json"}
+		return string(cutOff(malformedResponse(responses.StatusCompleted, []any{responses.MessageItem{ID: "msg_malformed",
+			Type: responses.ItemMessage, Status: responses.StatusCompleted, Content: []any{outputText(cutText)}, Role: responses.RoleAssistant}}))), jsonHeader
 	}
-	body := responsesStreamStart(s.Text[:s.CutAfter]) +
-		"event: " + responses.EventOutputTextDelta + "\n" +
-		`data: {"type":"` + responses.EventOutputTextDelta + `","item_id":"msg_malformed","output_index":0,"content_index":0,"delta":"wor` + "\n\n"
-	return body, map[string]string{"Content-Type": "text/event-stream"}
+	return sseBody(responsesStreamStart(append(slices.Clip(s.Text[:s.CutAfter]), cutText)), true), sseHeader
 }
 
 // responsesKeepAliveFake serves every call with the opening and s.CutAfter
@@ -96,7 +100,7 @@ func responsesMalformedBody(s Script) (string, map[string]string) {
 // no chunk), then nothing until the client goes.
 func responsesKeepAliveFake(t *testing.T, s Script) Fake {
 	t.Helper()
-	body := responsesStreamStart(s.Text[:s.CutAfter]) +
+	body := sseBody(responsesStreamStart(s.Text[:s.CutAfter]), false) +
 		"event: keepalive\ndata: {\"type\":\"keepalive\",\"sequence_number\":99}\n\n"
 	return stallServer(t, body, "/v1", func(b []byte) Received { return readResponsesRequest(t, b) })
 }
@@ -131,7 +135,7 @@ func readResponsesRequest(t *testing.T, body []byte) Received {
 	}
 	var input string
 	if json.Unmarshal(req.Input, &input) == nil {
-		r.Messages = []Message{{Role: "user", Text: input}}
+		r.Messages = []Message{{Role: responses.RoleUser, Text: input}}
 	} else {
 		var items []struct {
 			Type    string          `json:"type"`
@@ -142,7 +146,7 @@ func readResponsesRequest(t *testing.T, body []byte) Received {
 			t.Fatalf("input %s is neither a string nor a list of items: %v", req.Input, err)
 		}
 		for _, it := range items {
-			if it.Type != "" && it.Type != "message" {
+			if it.Type != "" && it.Type != responses.ItemMessage {
 				r.Messages = append(r.Messages, Message{Role: it.Type})
 				continue
 			}
@@ -159,5 +163,5 @@ func readResponsesRequest(t *testing.T, body []byte) Received {
 // input_text and output_text parts joined.
 func responsesText(t *testing.T, raw json.RawMessage) string {
 	t.Helper()
-	return partsText(t, raw, "input_text", "output_text")
+	return partsText(t, raw, responses.PartInputText, responses.PartOutputText)
 }

@@ -2,19 +2,17 @@ package simulated
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
+	"github.com/buzzgate/buzzgate/pkg/sse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -75,50 +73,46 @@ func (t *messagesTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return errorResponse(req, http.StatusInternalServerError,
 			fmt.Sprintf("simulated provider %s: unknown fail mode %q", t.name, t.cfg.Fail)), nil
 	}
-	if req.URL.Path == "/v1/messages/count_tokens" && req.Method == http.MethodPost {
+	if req.URL.Path == messages.PathCountTokens && req.Method == http.MethodPost {
 		return countTokensResponse(req, body), nil
 	}
-	if req.URL.Path != "/v1/messages" || req.Method != http.MethodPost {
+	if req.URL.Path != messages.PathMessages || req.Method != http.MethodPost {
 		return errorResponse(req, http.StatusNotFound, "not found"), nil
 	}
 	m, err := parseMessages(body)
 	if err != nil {
 		return errorResponse(req, http.StatusBadRequest, "request body is not a valid messages request"), nil
 	}
-	h := fnv.New64a()
-	h.Write([]byte(m.lastUser))
-	seed := h.Sum64()
-	eb := &eventBody{
-		ctx:          ctx,
-		cfg:          t.cfg,
-		words:        t.cfg.Words, // New has applied the default and the cap
-		id:           fmt.Sprintf("msg_sim_%016x", seed),
-		model:        m.model,
-		prefix:       "Simulated answer from " + t.name + ":",
-		promptTokens: max(1, llm.EstimateTokens(m.contentBytes)),
-		rng:          seed,
-		done:         make(chan struct{}),
-	}
-	return &http.Response{
-		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"text/event-stream"}},
-		Body:          eb,
-		ContentLength: -1,
-		Request:       req,
-	}, nil
+	a, seed := newAnswer(ctx, t.name, t.cfg, m.lastUser, m.contentBytes)
+	eb := &eventBody{answer: a, id: fmt.Sprintf("msg_sim_%016x", seed), model: m.model}
+	r := newResponse(req, http.StatusOK, "text/event-stream", eb)
+	r.ContentLength = -1
+	return r, nil
 }
 
 // errorResponse is Anthropic's error envelope, of the error type Anthropic
 // gives status.
 func errorResponse(req *http.Request, status int, msg string) *http.Response {
 	b, _ := json.Marshal(messages.Error{Type: messages.TypeError, Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
+	return jsonResponse(req, status, b)
+}
+
+// jsonResponse is an answer of status whose body is b, JSON.
+func jsonResponse(req *http.Request, status int, b []byte) *http.Response {
+	r := newResponse(req, status, "application/json", io.NopCloser(bytes.NewReader(b)))
+	r.ContentLength = int64(len(b))
+	return r
+}
+
+// newResponse is an HTTP/1.1 answer to req of status, whose body of
+// contentType is body.
+func newResponse(req *http.Request, status int, contentType string, body io.ReadCloser) *http.Response {
 	return &http.Response{
 		Status: strconv.Itoa(status) + " " + http.StatusText(status), StatusCode: status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(b)),
-		ContentLength: int64(len(b)),
-		Request:       req,
+		Header:  http.Header{"Content-Type": {contentType}},
+		Body:    body,
+		Request: req,
 	}
 }
 
@@ -157,51 +151,36 @@ func parseMessages(body []byte) (messagesRequest, error) {
 }
 
 // eventBody is the Messages event stream of one answer, made event by event
-// as it is read: each wait happens in the Read that needs the next event, so
-// no goroutine runs, and Close or the request's context ends a waiting Read.
+// as it is read: each wait happens in the Read that needs the next event.
 type eventBody struct {
-	ctx   context.Context
-	cfg   catalog.Simulated
-	words int
-
-	id, model, prefix string
-	promptTokens      int
-	rng               uint64
+	*answer
+	id, model string
 
 	// step is the next event: 0 message_start, 1 content_block_start,
 	// 2..words+1 the deltas, then content_block_stop, message_delta,
 	// message_stop.
 	step int
-	buf  []byte
-
-	done      chan struct{}
-	closeOnce sync.Once
+	buf  bytes.Buffer
 }
 
 func (b *eventBody) Read(p []byte) (int, error) {
-	for len(b.buf) == 0 {
-		select {
-		case <-b.done:
+	for b.buf.Len() == 0 {
+		if b.closed() {
 			return 0, ErrClosed
-		default:
 		}
 		if err := b.ctx.Err(); err != nil {
 			return 0, err
 		}
-		ev, err := b.next()
-		if err != nil {
+		if err := b.next(); err != nil {
 			return 0, err
 		}
-		b.buf = ev
 	}
-	n := copy(p, b.buf)
-	b.buf = b.buf[n:]
-	return n, nil
+	return b.buf.Read(p)
 }
 
-// next makes the next event, after its wait.
-func (b *eventBody) next() ([]byte, error) {
-	words := b.words
+// next makes the next event, after its wait, into buf.
+func (b *eventBody) next() error {
+	words := b.cfg.Words // New has applied the default and the cap
 	var name string
 	var data any
 	switch s := b.step; {
@@ -216,16 +195,9 @@ func (b *eventBody) next() ([]byte, error) {
 		empty := ""
 		data = messages.ContentBlockStart{Type: name, ContentBlock: messages.ContentBlock{Type: messages.BlockText, Text: &empty}}
 	case s <= words+1:
-		wait := b.cfg.ChunkLatency.D()
-		if s == 2 {
-			wait = b.cfg.FirstTokenLatency.D()
-		}
-		if err := sleep(b.ctx, b.done, wait); err != nil {
-			return nil, err
-		}
-		text := " " + nextWord(&b.rng)
-		if s == 2 {
-			text = b.prefix + text
+		text, err := b.word()
+		if err != nil {
+			return err
 		}
 		name = messages.EventContentBlockDelta
 		data = messages.ContentBlockDelta{Type: name, Delta: messages.Delta{Type: messages.DeltaText, Text: &text}}
@@ -241,17 +213,12 @@ func (b *eventBody) next() ([]byte, error) {
 		name = messages.EventMessageStop
 		data = messages.MessageStop{Type: name}
 	default:
-		return nil, io.EOF
+		return io.EOF
 	}
 	b.step++
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", name, raw), nil
-}
-
-func (b *eventBody) Close() error {
-	b.closeOnce.Do(func() { close(b.done) })
-	return nil
+	return sse.WriteEvent(&b.buf, name, raw)
 }

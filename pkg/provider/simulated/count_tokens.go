@@ -1,12 +1,10 @@
 package simulated
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -34,11 +32,5 @@ func (p *Provider) CountTokens(ctx context.Context, req *llm.TokenCountRequest) 
 func countTokensResponse(req *http.Request, body []byte) *http.Response {
 	n := int64(llm.EstimateMessagesTokens(body))
 	b, _ := json.Marshal(messages.TokenCount{InputTokens: &n})
-	return &http.Response{
-		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(b)),
-		ContentLength: int64(len(b)),
-		Request:       req,
-	}
+	return jsonResponse(req, http.StatusOK, b)
 }

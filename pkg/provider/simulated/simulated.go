@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/buzzgate/buzzgate/internal/wait"
@@ -105,25 +104,8 @@ func (p *Provider) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (ll
 		r.model = routeModel
 	}
 
-	// The seed depends on the last user message alone, so that a
-	// conversation's answer does not change with the gateway's own edits to
-	// the request (model name, stream options). The message is hashed, never
-	// logged.
-	h := fnv.New64a()
-	h.Write([]byte(r.lastUser))
-	seed := h.Sum64()
-
-	return &stream{
-		ctx:          ctx,
-		name:         p.name,
-		cfg:          p.cfg,
-		id:           fmt.Sprintf("chatcmpl-sim-%016x", seed),
-		model:        r.model,
-		prefix:       "Simulated answer from " + p.name + ":",
-		promptTokens: max(1, llm.EstimateTokens(r.contentBytes)),
-		rng:          seed,
-		done:         make(chan struct{}),
-	}, nil
+	a, seed := newAnswer(ctx, p.name, p.cfg, r.lastUser, r.contentBytes)
+	return &stream{answer: a, name: p.name, id: fmt.Sprintf("chatcmpl-sim-%016x", seed), model: r.model}, nil
 }
 
 // fail returns the configured failure, or nil when the call should succeed.

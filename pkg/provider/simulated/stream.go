@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"sync"
 
@@ -13,26 +14,95 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
-// stream is one simulated answer. It runs no goroutine: each chunk is made,
-// after its wait, inside the Next call that returns it. Next is not safe for
-// concurrent use (no ChunkStream is), but Close may be called from another
-// goroutine to abort a waiting Next, as closing an HTTP body would.
-type stream struct {
-	// ctx is the call's context, kept because the stream outlives
-	// ChatStream exactly as an HTTP response body outlives the round trip,
-	// and its waits must end when the request is cancelled.
-	ctx  context.Context
-	name string
-	cfg  catalog.Simulated
+// answer is the text of one simulated answer, made word by word as it is
+// read, and the waits between its words: each happens in the call that
+// needs the word, so no goroutine runs, and Close or the request's context
+// ends a wait. Its Close may be called from another goroutine, as closing
+// an HTTP body would be.
+type answer struct {
+	// ctx is the call's context, kept because the answer outlives the
+	// call that started it exactly as an HTTP response body outlives the
+	// round trip, and its waits must end when the request is cancelled.
+	ctx context.Context
+	cfg catalog.Simulated
 
-	id     string
-	model  string
+	// prefix starts the first word: the provider's name.
 	prefix string
-	// promptTokens is reported in the usage chunk; completion tokens are
-	// cfg.Words, one per content chunk.
+	// promptTokens is the usage's prompt (input) tokens; the completion
+	// tokens are cfg.Words, one per word.
 	promptTokens int
-	// rng is the word generator's state, seeded from the message hash.
+	// rng is the word generator's state, seeded from the last user text.
 	rng uint64
+	// made counts the words made.
+	made int
+
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// newAnswer starts the answer of provider name to a request whose last
+// user text is lastUser and whose text is contentBytes long. seed, which
+// depends on lastUser alone, also makes the answer's id, so that a
+// conversation's answer does not change with the gateway's own edits to
+// the request (model name, stream options). The text is hashed, never
+// logged.
+func newAnswer(ctx context.Context, name string, cfg catalog.Simulated, lastUser string, contentBytes int) (a *answer, seed uint64) {
+	h := fnv.New64a()
+	h.Write([]byte(lastUser))
+	seed = h.Sum64()
+	return &answer{
+		ctx:          ctx,
+		cfg:          cfg,
+		prefix:       "Simulated answer from " + name + ":",
+		promptTokens: max(1, llm.EstimateTokens(contentBytes)),
+		rng:          seed,
+		done:         make(chan struct{}),
+	}, seed
+}
+
+// word returns the next word's text, " <word>" (the first after the
+// prefix), after its wait: the first token latency before the first, the
+// chunk latency before each later one.
+func (a *answer) word() (string, error) {
+	wait := a.cfg.ChunkLatency.D()
+	if a.made == 0 {
+		wait = a.cfg.FirstTokenLatency.D()
+	}
+	if err := sleep(a.ctx, a.done, wait); err != nil {
+		return "", err
+	}
+	text := " " + nextWord(&a.rng)
+	if a.made == 0 {
+		text = a.prefix + text
+	}
+	a.made++
+	return text, nil
+}
+
+// closed reports whether Close was called.
+func (a *answer) closed() bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends the answer: a waiting or later read returns ErrClosed.
+func (a *answer) Close() error {
+	a.closeOnce.Do(func() { close(a.done) })
+	return nil
+}
+
+// stream is one simulated answer as Chat Completions chunks. Next is not
+// safe for concurrent use (no ChunkStream is), but Close may be called
+// from another goroutine to abort a waiting Next.
+type stream struct {
+	*answer
+	name  string
+	id    string
+	model string
 	// chunks parses its chunks, which share their id and model.
 	chunks llm.ChunkParser
 
@@ -42,19 +112,14 @@ type stream struct {
 	// err, once set, is returned by every later Next: io.EOF after the
 	// last chunk, or the context error that cut the stream.
 	err error
-
-	done      chan struct{}
-	closeOnce sync.Once
 }
 
 // Next returns the next chunk, waiting first as the config says: the first
 // token latency before the first content chunk, the chunk latency before each
 // later one.
 func (s *stream) Next() (llm.Chunk, error) {
-	select {
-	case <-s.done:
+	if s.closed() {
 		return llm.Chunk{}, ErrClosed
-	default:
 	}
 	if s.err != nil {
 		return llm.Chunk{}, s.err
@@ -72,16 +137,9 @@ func (s *stream) Next() (llm.Chunk, error) {
 		empty := ""
 		w.Choices = []chat.ChunkChoice{{Delta: chat.Delta{Role: chat.RoleAssistant, Content: &empty}}}
 	case s.step <= words:
-		wait := s.cfg.ChunkLatency.D()
-		if s.step == 1 {
-			wait = s.cfg.FirstTokenLatency.D()
-		}
-		if err := sleep(s.ctx, s.done, wait); err != nil {
+		text, err := s.word()
+		if err != nil {
 			return s.cut(err)
-		}
-		text := " " + s.nextWord()
-		if s.step == 1 {
-			text = s.prefix + text
 		}
 		w.Choices = []chat.ChunkChoice{{Delta: chat.Delta{Content: &text}}}
 	case s.step == words+1:
@@ -120,12 +178,6 @@ func (s *stream) Next() (llm.Chunk, error) {
 	return c, nil
 }
 
-// Close ends the stream: any waiting or later Next returns ErrClosed.
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() { close(s.done) })
-	return nil
-}
-
 // cut ends the stream on err: ErrClosed as such, a context error wrapped
 // (not as a ProviderError: the router tells a cancellation or a timeout from
 // a provider failure by the context).
@@ -145,12 +197,9 @@ func (s *stream) malformed(err error) (llm.Chunk, error) {
 	return llm.Chunk{}, s.err
 }
 
-// nextWord returns the answer's next word. The FNV hash of the message seeds
-// a splitmix64 sequence, which spreads even similar hashes into unrelated
-// word choices.
-func (s *stream) nextWord() string { return nextWord(&s.rng) }
-
-// nextWord advances the generator state rng and returns its word.
+// nextWord advances the generator state rng and returns its word. The FNV
+// hash of the last user text seeds a splitmix64 sequence, which spreads
+// even similar hashes into unrelated word choices.
 func nextWord(rng *uint64) string {
 	*rng += 0x9e3779b97f4a7c15
 	z := *rng
