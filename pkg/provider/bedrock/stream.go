@@ -104,11 +104,12 @@ func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStream
 // decode turns each event into chunks (Chat Completions chunks, or Messages
 // events), end gives what is still owed when the events end cleanly.
 type eventChunks struct {
-	ctx     context.Context
-	es      *bedrockruntime.ConverseStreamEventStream
-	decode  func(types.ConverseStreamOutput) ([]llm.Chunk, error)
-	end     func() []llm.Chunk // nil: nothing
-	dropped []string
+	llm.NoReports // never Ready: events come over a channel
+	ctx           context.Context
+	es            *bedrockruntime.ConverseStreamEventStream
+	decode        func(types.ConverseStreamOutput) ([]llm.Chunk, error)
+	end           func() []llm.Chunk // nil: nothing
+	dropped       []string
 
 	pending  []llm.Chunk
 	usage    json.RawMessage
@@ -168,12 +169,11 @@ func (s *eventChunks) failure(err error) error {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "the stream broke", Err: err}
 }
 
-// UsageSoFar is the usage the answer reported so far (Chat Completions
-// shape), or nil.
-func (s *eventChunks) UsageSoFar() json.RawMessage { return s.usage }
-
-// Dropped names the request's fields the translation left out.
-func (s *eventChunks) Dropped() []string { return s.dropped }
+// Report is the request's fields the translation left out, and the usage
+// the answer reported so far (Chat Completions shape), or nil.
+func (s *eventChunks) Report() llm.StreamReport {
+	return llm.StreamReport{Dropped: s.dropped, Usage: s.usage}
+}
 
 // Close ends the call.
 func (s *eventChunks) Close() error { return s.es.Close() }

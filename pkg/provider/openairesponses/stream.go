@@ -18,7 +18,7 @@ type converter interface {
 	add(out []llm.Chunk, name string, data []byte) ([]llm.Chunk, error)
 	// done reports whether the terminal event was read.
 	done() bool
-	// usageSoFar is llm.UsageReporter's.
+	// usageSoFar is the usage reported so far (llm.StreamReport).
 	usageSoFar() json.RawMessage
 }
 
@@ -47,14 +47,6 @@ func (t *translation) add(out []llm.Chunk, name string, data []byte) ([]llm.Chun
 	return append(out, chunks...), err
 }
 func (t *translation) done() bool { return t.dec.Done() }
-
-// Dropped implements llm.DropReporter.
-func (s *stream) Dropped() []string {
-	if t, ok := s.conv.(*translation); ok {
-		return t.dropped
-	}
-	return nil
-}
 
 func (t *translation) usageSoFar() json.RawMessage { return t.dec.UsageSoFar() }
 
@@ -180,7 +172,7 @@ func (s *stream) readJSON() error {
 }
 
 // Ready reports whether Next can return at once without reading from the
-// network (llm.ReadyStream): a chunk, a failure or the end is at hand. An
+// network (llm.ChunkStream): a chunk, a failure or the end is at hand. An
 // event that makes no chunk (an empty one; most events, translated) is no
 // reason to be ready, so Ready converts the events already buffered, which
 // costs no wait, until one makes a chunk.
@@ -212,10 +204,16 @@ func (s *stream) Ready() bool {
 	return false
 }
 
-// UsageSoFar implements llm.UsageReporter: the usage of a terminal or
-// failed Response read so far, in the Chat Completions shape; the Responses
-// API reports none before.
-func (s *stream) UsageSoFar() json.RawMessage { return s.conv.usageSoFar() }
+// Report is the request's fields the translation left out (none passed
+// through), and the usage of a terminal or failed Response read so far,
+// in the Chat Completions shape: the Responses API reports none before.
+func (s *stream) Report() llm.StreamReport {
+	r := llm.StreamReport{Usage: s.conv.usageSoFar()}
+	if t, ok := s.conv.(*translation); ok {
+		r.Dropped = t.dropped
+	}
+	return r
+}
 
 func (s *stream) fail(err error) (llm.Chunk, error) {
 	s.err = err

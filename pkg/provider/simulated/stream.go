@@ -18,6 +18,7 @@ import (
 // concurrent use (no ChunkStream is), but Close may be called from another
 // goroutine to abort a waiting Next, as closing an HTTP body would.
 type stream struct {
+	llm.NoReports
 	// ctx is the call's context, kept because the stream outlives
 	// ChatStream exactly as an HTTP response body outlives the round trip,
 	// and its waits must end when the request is cancelled.
