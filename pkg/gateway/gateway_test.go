@@ -24,7 +24,8 @@ import (
 // cannedProvider answers every call with one text chunk and the end.
 type cannedProvider struct{ calls atomic.Int64 }
 
-func (p *cannedProvider) Name() string { return "p" }
+func (p *cannedProvider) Name() string   { return "p" }
+func (p *cannedProvider) Caps() llm.Caps { return llm.Caps{} }
 
 func (p *cannedProvider) ChatStream(context.Context, *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	p.calls.Add(1)
@@ -42,7 +43,10 @@ func (p *cannedProvider) ChatStream(context.Context, *llm.UpstreamRequest) (llm.
 	return &sliceStream{chunks: chunks}, nil
 }
 
-type sliceStream struct{ chunks []llm.Chunk }
+type sliceStream struct {
+	llm.NoReports
+	chunks []llm.Chunk
+}
 
 func (s *sliceStream) Next() (llm.Chunk, error) {
 	if len(s.chunks) == 0 {

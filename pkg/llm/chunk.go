@@ -12,7 +12,7 @@ type UpstreamRequest struct {
 	// Model is the route's upstream model name; Body already carries it.
 	Model string
 	// Proto is Body's protocol: ProtoChat, or the provider's own
-	// (NativeProvider) for a client's request passed through.
+	// (Caps.Native) for a client's request passed through.
 	Proto Proto
 	// Body is the request to send, as JSON. In Chat Completions: the
 	// client's fields less the gateway-owned ones, with "model" replaced,
@@ -55,38 +55,80 @@ func (r *UpstreamRequest) Pieces() [][]byte {
 // never retry on their own: retrying is the router's job alone.
 type Provider interface {
 	Name() string
+	// Caps is what the provider can do besides ChatStream. It does not
+	// change: the router reads it once, when it is made.
+	Caps() Caps
 	// ChatStream sends req. It returns a stream once the upstream accepted
 	// the request (HTTP 200), or a *ProviderError.
 	ChatStream(ctx context.Context, req *UpstreamRequest) (ChunkStream, error)
 }
 
-// ChunkStream is an upstream's answer, chunk by chunk.
+// Caps is what a provider can do besides ChatStream. The zero value is a
+// provider of Chat Completions with no output limit of its own that
+// cannot count tokens.
+type Caps struct {
+	// Native is the protocol the provider takes requests in as they are:
+	// the router sends it a client's own body (with the route's model)
+	// when the client speaks that protocol, and the stream's chunks are
+	// then that protocol's events (Chunk.Proto), passed to the client
+	// unchanged. ProtoChat for a provider that takes only Chat
+	// Completions.
+	Native Proto
+	// MaxOutputTokens is the most output tokens (of each choice) the
+	// provider lets a request that sets no limit produce, when it sets a
+	// limit of its own on such a request (Anthropic's Messages requires
+	// max_tokens: its adapter sends one); 0 when it sets none. The router
+	// reads it for what a request without a limit may produce (reserved
+	// against a tpm).
+	MaxOutputTokens int
+	// Counter counts the input tokens of a Messages request upstream;
+	// nil when the provider cannot.
+	Counter TokenCounter
+}
+
+// ChunkStream is an upstream's answer, chunk by chunk. A stream embeds
+// NoReports for what it cannot tell.
 type ChunkStream interface {
 	// Next returns the next chunk. It returns io.EOF after "data: [DONE]",
 	// ErrStreamCut when the stream ended without it, and a *ProviderError
 	// for an error event, a malformed chunk or a broken connection.
 	Next() (Chunk, error)
+	// Ready reports that Next will return without waiting for the network
+	// (conservatively: false when unsure). It is called from the goroutine
+	// that calls Next.
+	Ready() bool
+	// Report is what the stream tells besides its chunks, as of now. It
+	// is called from the goroutine that calls Next.
+	Report() StreamReport
 	// Close releases the connection. It is safe to call more than once.
 	Close() error
 }
 
-// ReadyStream is a ChunkStream that can tell whether its next chunk is
-// already buffered: Ready reports that Next will return without waiting
-// for the network (conservatively: false when unsure). It is called from
-// the goroutine that calls Next.
-type ReadyStream interface {
-	Ready() bool
+// StreamReport is what a stream tells besides its chunks.
+type StreamReport struct {
+	// Dropped names the request's fields the adapter's translation into
+	// another protocol left out (top-level keys, or paths such as
+	// messages[].name), for the answer's x-gateway-dropped header
+	// (docs/translation.md); nil when it left none out.
+	Dropped []string
+	// Usage is the usage the provider reported so far, before its usage
+	// chunk or without one (an Anthropic stream reports the prompt's
+	// tokens at its start): a stream that breaks off before its end is
+	// then billed on those counts, not on an estimate. Nil when nothing
+	// was reported; a usage chunk, once read, supersedes it.
+	Usage json.RawMessage
 }
 
-// UsageReporter is a ChunkStream that can tell the usage its provider
-// reported so far, before its usage chunk or without one (an Anthropic
-// stream reports the prompt's tokens at its start): a stream that breaks
-// off before its end is then billed on those counts, not on an estimate.
-// It returns nil when nothing was reported; a usage chunk, once read,
-// supersedes it.
-type UsageReporter interface {
-	UsageSoFar() json.RawMessage
-}
+// NoReports is what a stream that tells nothing besides its chunks says:
+// it is never Ready, and its Report is empty. A ChunkStream embeds it for
+// the methods it has nothing to say in.
+type NoReports struct{}
+
+// Ready is false: Next may wait.
+func (NoReports) Ready() bool { return false }
+
+// Report is empty.
+func (NoReports) Report() StreamReport { return StreamReport{} }
 
 // Chunk is one piece of a streamed answer. In the gateway's own protocol
 // (Proto ProtoChat, Chat Completions' chat.completion.chunk) it is typed:
@@ -97,7 +139,7 @@ type UsageReporter interface {
 // through untouched; a chunk built from its typed fields has none.
 type Chunk struct {
 	// Proto is the chunk's protocol: ProtoChat for a chat.completion.chunk,
-	// or a NativeProvider's own for an event of a request passed through,
+	// or a provider's native one (Caps.Native) for an event of a request passed through,
 	// whose Raw and Event go to the client as they are (and whose typed
 	// fields are only those its observer sets: Output, FinishReason in
 	// that protocol's vocabulary, Usage).

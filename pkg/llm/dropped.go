@@ -2,14 +2,6 @@ package llm
 
 import "reflect"
 
-// DropReporter is a ChunkStream whose adapter translated the request into
-// another protocol and left some of its fields out: Dropped names them
-// (top-level keys, or paths such as messages[].name), for the answer's
-// x-gateway-dropped header (docs/translation.md).
-type DropReporter interface {
-	Dropped() []string
-}
-
 // UnreadFields lists the top-level keys of body, a JSON object, that are
 // not null and not in read, in the body's order: the fields a translation
 // that reads only read leaves out. A body that is not an object has none.

@@ -30,16 +30,6 @@ func (p Proto) String() string {
 	return "unknown"
 }
 
-// NativeProvider is a provider that takes requests in its own protocol as
-// they are: the router sends it a client's own body (with the route's model)
-// when the client speaks that protocol, and the stream's chunks are then that
-// protocol's events (Chunk.Proto), passed to the client unchanged.
-type NativeProvider interface {
-	Provider
-	// Native is the protocol the provider speaks.
-	Native() Proto
-}
-
 // Native is a client's request in its own protocol, kept beside the Chat
 // Completions form the pipeline reads, for routes that speak it.
 type Native struct {

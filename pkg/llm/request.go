@@ -55,7 +55,7 @@ type ChatRequest struct {
 	Gateway      GatewayOptions
 	Provider     ProviderPreferences
 	// Native, when set, is the client's request in its own protocol, sent
-	// as it is to a route that speaks it (NativeProvider).
+	// as it is to a route that speaks it (Caps.Native).
 	Native *Native
 	// ChatErr, when set, is why the client's request has no Chat
 	// Completions form (its translation failed, NewRoutingRequest): only a

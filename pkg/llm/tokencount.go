@@ -6,17 +6,16 @@ import (
 	"encoding/json"
 )
 
-// TokenCounter is a Provider whose upstream counts the input tokens of an
+// TokenCounter is a provider's upstream that counts the input tokens of an
 // Anthropic Messages request itself (Anthropic's POST
-// /v1/messages/count_tokens). It is optional: the HTTP layer finds it with a
-// type assertion on a plan candidate's Provider, and answers with
-// EstimateMessagesTokens when no candidate has one. Counting is not a
-// generation: the router's fallback, health and billing play no part.
+// /v1/messages/count_tokens): a provider that has one says so in its Caps,
+// and the HTTP layer answers with EstimateMessagesTokens when no candidate
+// of a plan has one. Counting is not a generation: the router's fallback,
+// health and billing play no part.
 type TokenCounter interface {
 	// CountTokens sends req in one call and returns the upstream's answer.
 	// It returns an error that Is errors.ErrUnsupported, having called
-	// nothing, when this provider cannot count in its configuration (a
-	// simulated provider that speaks Chat Completions); a *ProviderError
+	// nothing, when it cannot count in its configuration; a *ProviderError
 	// classified as for ChatStream when the upstream fails (its 400 is
 	// FailRejected, with the message of its error envelope; a 200 whose
 	// body has no input_tokens is FailTransient); the context's error when

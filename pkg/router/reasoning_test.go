@@ -11,6 +11,7 @@ import (
 
 // scriptStream returns its chunks in order, each after its delay, then end.
 type scriptStream struct {
+	llm.NoReports
 	ctx    context.Context
 	chunks []string
 	delays []time.Duration
@@ -42,7 +43,8 @@ type scriptProvider struct {
 	end    error
 }
 
-func (p *scriptProvider) Name() string { return p.name }
+func (p *scriptProvider) Name() string   { return p.name }
+func (p *scriptProvider) Caps() llm.Caps { return llm.Caps{} }
 func (p *scriptProvider) ChatStream(ctx context.Context, _ *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	d := p.delays
 	if d == nil {

@@ -40,9 +40,11 @@ var ErrIncomplete = errors.New("the provider's stream ended before the answer wa
 type Router struct {
 	cfg       *catalog.Config
 	providers map[string]llm.Provider
-	health    *Health
-	now       func() time.Time
-	tokens    *tokenize.Counter
+	// caps are the providers' Caps, read once.
+	caps   map[string]llm.Caps
+	health *Health
+	now    func() time.Time
+	tokens *tokenize.Counter
 
 	// out holds the routes taken out after a configuration failure
 	// (llm.FailConfig), until the time each comes back.
@@ -97,7 +99,11 @@ func New(cfg *catalog.Config, providers map[string]llm.Provider, health *Health,
 	if now == nil {
 		now = time.Now
 	}
-	return &Router{cfg: cfg, providers: providers, health: health, now: now}, nil
+	caps := make(map[string]llm.Caps, len(providers))
+	for name, p := range providers {
+		caps[name] = p.Caps()
+	}
+	return &Router{cfg: cfg, providers: providers, caps: caps, health: health, now: now}, nil
 }
 
 // CountWith makes the router count the tokens of an answer whose provider
@@ -122,6 +128,7 @@ type Candidate struct {
 	Route    catalog.Route
 	Provider *catalog.Provider
 	adapter  llm.Provider
+	caps     llm.Caps
 }
 
 // Plan is the ordered list of providers one request may call: the requested
@@ -188,7 +195,7 @@ func (p *Plan) PriceTools(proto llm.Proto, tools []llm.ServerTool) error {
 // provider with its server tools: a route that takes the protocol as it is
 // (for Chat Completions, an OpenAI one: the others translate it).
 func carries(c Candidate, proto llm.Proto) bool {
-	if speaks(c.adapter) != proto {
+	if c.caps.Native != proto {
 		return false
 	}
 	return proto != llm.ProtoChat || c.Provider.API == "openai"
@@ -227,10 +234,10 @@ func (p *Plan) toolPrices(c Candidate) (prices map[string]float64, perAnswer []s
 }
 
 // Speaks reports whether one of the plan's providers takes requests in
-// protocol p as they are (llm.NativeProvider).
+// protocol p as they are (llm.Caps.Native).
 func (p *Plan) Speaks(proto llm.Proto) bool {
 	for _, c := range p.Candidates {
-		if speaks(c.adapter) == proto {
+		if c.caps.Native == proto {
 			return true
 		}
 	}
@@ -358,7 +365,7 @@ func (r *Router) modelCandidates(m *catalog.Model, t *Target, pol Policy, select
 		if !meetsDemand(p, pol.Demand) || !meetsResidency(p, pol.Residency) {
 			continue
 		}
-		cands = append(cands, Candidate{Model: m.ID, Route: rt, Provider: p, adapter: r.providers[rt.Provider]})
+		cands = append(cands, Candidate{Model: m.ID, Route: rt, Provider: p, adapter: r.providers[rt.Provider], caps: r.caps[rt.Provider]})
 	}
 	r.sortCandidates(cands, t.Sort())
 	if len(t.Provider.Order) > 0 {
@@ -484,7 +491,7 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	try := func(i int) (*Answer, error) {
 		c := plan.Candidates[i]
 		up := llm.UpstreamRequest{Model: c.Route.Model, Proto: llm.ProtoChat}
-		if req.Native != nil && speaks(c.adapter) == req.Native.Proto {
+		if req.Native != nil && c.caps.Native == req.Native.Proto {
 			up.Proto, up.Header = req.Native.Proto, req.Native.Header
 		} else if req.ChatErr != nil {
 			return nil, nil // this route cannot serve the request (Plan.Speaks)
@@ -598,14 +605,6 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 	return nil, attempts, &llm.Error{Code: llm.CodeAllProvidersFailed, Message: fmt.Sprintf("every provider of model %q that was tried failed (%d calls)", plan.Model.ID, len(attempts))}
 }
 
-// speaks is the protocol p takes requests in.
-func speaks(p llm.Provider) llm.Proto {
-	if np, ok := p.(llm.NativeProvider); ok {
-		return np.Native()
-	}
-	return llm.ProtoChat
-}
-
 // bodyKey names one upstream body of a request: routes to the same model in
 // the same protocol send the same bytes.
 type bodyKey struct {
@@ -671,9 +670,7 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 		stream: stream, cancel: cancel, health: r.health, now: r.now, tokens: r.tokens, prompt: up.Parts,
 	}
 	a.pending = a.firstChunks[:0]
-	if dr, ok := stream.(llm.DropReporter); ok {
-		a.Dropped = dr.Dropped()
-	}
+	a.Dropped = stream.Report().Dropped
 	for {
 		ch, ok, err := a.read()
 		if err != nil {
@@ -714,7 +711,7 @@ type Answer struct {
 	// client's own when its request was passed through.
 	Proto llm.Proto
 	// Dropped are the request's fields the adapter's translation left out
-	// (llm.DropReporter), nil for a request passed through.
+	// (llm.StreamReport), nil for a request passed through.
 	Dropped []string
 	// Translation is what the client API's translation of the request made
 	// besides its Chat Completions form (llm.Translation), for encoding
@@ -787,7 +784,7 @@ func (a *Answer) Model() string {
 
 // More reports whether Next will return without waiting on the provider:
 // a chunk read before the first output is still pending, or the stream has
-// its next chunk (or its end) buffered (llm.ReadyStream). A writer flushes
+// its next chunk (or its end) buffered (llm.ChunkStream's Ready). A writer flushes
 // to the client only when there is no more: a burst the provider sent at
 // once goes out in one write, and nothing is held back while the provider
 // is quiet. Call it from the goroutine that calls Next.
@@ -798,8 +795,7 @@ func (a *Answer) More() bool {
 	if a.err != nil {
 		return false
 	}
-	rs, ok := a.stream.(llm.ReadyStream)
-	return ok && rs.Ready()
+	return a.stream.Ready()
 }
 
 // read returns the next chunk to forward (ok), a usage-only chunk's
@@ -933,8 +929,8 @@ func isProviderError(err error) bool {
 func (a *Answer) Usage() llm.Usage {
 	var u llm.Usage
 	raw := a.usage
-	if ur, ok := a.stream.(llm.UsageReporter); ok && raw == nil {
-		raw = ur.UsageSoFar()
+	if raw == nil {
+		raw = a.stream.Report().Usage
 	}
 	if raw != nil {
 		if parsed, err := llm.ParseUsage(raw); err == nil {

@@ -22,6 +22,9 @@ type fake struct {
 	mu     sync.Mutex
 	calls  int
 	script []step
+	// caps is what Caps says; nCaps counts its calls.
+	caps  llm.Caps
+	nCaps int
 }
 
 type step struct {
@@ -35,6 +38,13 @@ type step struct {
 }
 
 func (f *fake) Name() string { return f.name }
+
+func (f *fake) Caps() llm.Caps {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nCaps++
+	return f.caps
+}
 
 func (f *fake) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	f.mu.Lock()
@@ -67,6 +77,7 @@ func (f *fake) Calls() int {
 }
 
 type fakeStream struct {
+	llm.NoReports
 	ctx     context.Context
 	chunks  []string
 	i       int

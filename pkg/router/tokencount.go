@@ -11,14 +11,14 @@ type TokenCounter struct {
 }
 
 // TokenCounters returns, in plan order, the plan's candidates whose provider
-// is live and whose adapter implements llm.TokenCounter, for token counting
+// is live and whose adapter can count tokens (llm.Caps.Counter), for token counting
 // (POST /messages/count_tokens). Counting is not a generation: the caller
 // makes its own call, which is not an attempt and changes no health.
 func (r *Router) TokenCounters(plan *Plan) []TokenCounter {
 	var out []TokenCounter
 	for i, c := range plan.Candidates {
-		if tc, ok := c.adapter.(llm.TokenCounter); ok && r.health.Live(c.Route.Provider) {
-			out = append(out, TokenCounter{Candidate: c, Depth: i, Counter: tc})
+		if c.caps.Counter != nil && r.health.Live(c.Route.Provider) {
+			out = append(out, TokenCounter{Candidate: c, Depth: i, Counter: c.caps.Counter})
 		}
 	}
 	return out

@@ -13,6 +13,8 @@ import (
 // counting is a fake provider that can count tokens.
 type counting struct{ *fake }
 
+func (c counting) Caps() llm.Caps { return llm.Caps{Counter: c} }
+
 func (counting) CountTokens(context.Context, *llm.TokenCountRequest) (*llm.TokenCount, error) {
 	return &llm.TokenCount{InputTokens: 1, Body: []byte(`{"input_tokens":1}`)}, nil
 }

@@ -70,7 +70,8 @@ type ScriptedProvider struct {
 	End  error
 }
 
-func (p *ScriptedProvider) Name() string { return "p" }
+func (p *ScriptedProvider) Name() string   { return "p" }
+func (p *ScriptedProvider) Caps() llm.Caps { return llm.Caps{} }
 
 func (p *ScriptedProvider) ChatStream(context.Context, *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	s := &scriptedStream{end: p.End}
@@ -85,6 +86,7 @@ func (p *ScriptedProvider) ChatStream(context.Context, *llm.UpstreamRequest) (ll
 }
 
 type scriptedStream struct {
+	llm.NoReports
 	chunks []llm.Chunk
 	end    error
 }

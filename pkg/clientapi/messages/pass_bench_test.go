@@ -17,13 +17,16 @@ import (
 // chunks, as the anthropic provider's Observer made them.
 type nativeProvider struct{ chunks []llm.Chunk }
 
-func (p *nativeProvider) Name() string      { return "p" }
-func (p *nativeProvider) Native() llm.Proto { return llm.ProtoMessages }
+func (p *nativeProvider) Name() string   { return "p" }
+func (p *nativeProvider) Caps() llm.Caps { return llm.Caps{Native: llm.ProtoMessages} }
 func (p *nativeProvider) ChatStream(context.Context, *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	return &chunkStream{chunks: p.chunks}, nil
 }
 
-type chunkStream struct{ chunks []llm.Chunk }
+type chunkStream struct {
+	llm.NoReports
+	chunks []llm.Chunk
+}
 
 func (s *chunkStream) Next() (llm.Chunk, error) {
 	if len(s.chunks) == 0 {

@@ -105,7 +105,7 @@ const (
 	OmittedUsage Feature = "omitted usage"
 	// EarlyUsage: usage reported before the answer's end (the prompt's
 	// tokens at its start, as Anthropic reports them), so that a stream cut
-	// short is billed on counts (llm.UsageReporter), not on an estimate.
+	// short is billed on counts (llm.StreamReport), not on an estimate.
 	EarlyUsage Feature = "usage before the end"
 	// RetryAfterHint: a 429's retry hint as scripted.
 	RetryAfterHint Feature = "retry-after hint"

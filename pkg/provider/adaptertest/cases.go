@@ -120,11 +120,7 @@ func testUsageSoFar(w *world) {
 	up := w.start(s)
 	st := open(t, up, t.Context())
 	readUntilBlocked(t, st, 1)
-	ur, ok := st.(llm.UsageReporter)
-	if !ok {
-		t.Fatalf("the stream (%T) does not implement llm.UsageReporter, yet its upstream reports usage before the end", st)
-	}
-	raw := ur.UsageSoFar()
+	raw := st.Report().Usage
 	if raw == nil {
 		t.Fatal("UsageSoFar is nil after the upstream reported the prompt's tokens")
 	}
@@ -553,10 +549,7 @@ const blockedAfter = 500 * time.Millisecond
 func readUntilBlocked(t *testing.T, st llm.ChunkStream, outputs int) (a answer, pending <-chan result) {
 	t.Helper()
 	for len(a.chunks) < maxChunks {
-		ready := false
-		if rs, ok := st.(llm.ReadyStream); ok {
-			ready = rs.Ready()
-		}
+		ready := st.Ready()
 		ch := startNext(st)
 		wait := patience
 		if a.outputs() >= outputs {

@@ -179,11 +179,11 @@ func checkEnd(t *testing.T, s llm.ChunkStream, a answer, want error) {
 	}
 }
 
-// checkReady fails the test when s claims a buffered chunk (llm.ReadyStream)
+// checkReady fails the test when s claims a buffered chunk (Ready)
 // where there is none.
 func checkReady(t *testing.T, s llm.ChunkStream, when string) {
 	t.Helper()
-	if rs, ok := s.(llm.ReadyStream); ok && rs.Ready() {
+	if s.Ready() {
 		t.Errorf("Ready is true %s: Next would wait for the network", when)
 	}
 }
@@ -467,10 +467,8 @@ func checkAnswer(w *world, s Script, a answer, st llm.ChunkStream) {
 		if len(usages) > 0 {
 			t.Errorf("usage %s from an upstream that reported none", usages)
 		}
-		if ur, ok := st.(llm.UsageReporter); ok {
-			if raw := ur.UsageSoFar(); raw != nil {
-				t.Errorf("UsageSoFar %s from an upstream that reported none", raw)
-			}
+		if raw := st.Report().Usage; raw != nil {
+			t.Errorf("UsageSoFar %s from an upstream that reported none", raw)
 		}
 		return
 	}
@@ -478,10 +476,8 @@ func checkAnswer(w *world, s Script, a answer, st llm.ChunkStream) {
 		// A stream that ended before its end marker may not have sent its
 		// usage chunk yet; what its upstream reported is then UsageSoFar,
 		// which the router bills on.
-		if ur, ok := st.(llm.UsageReporter); ok {
-			if raw := ur.UsageSoFar(); raw != nil {
-				usages = append(usages, raw)
-			}
+		if raw := st.Report().Usage; raw != nil {
+			usages = append(usages, raw)
 		}
 	}
 	if len(usages) != 1 {
@@ -494,12 +490,10 @@ func checkAnswer(w *world, s Script, a answer, st llm.ChunkStream) {
 	if u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 		t.Errorf("usage %s: total_tokens is not the sum", usages[0])
 	}
-	if ur, ok := st.(llm.UsageReporter); ok {
-		// At the end, what was reported so far is what was reported.
-		if raw := ur.UsageSoFar(); raw != nil {
-			if so, err := llm.ParseUsage(raw); err != nil || so.PromptTokens != u.PromptTokens || so.CompletionTokens != u.CompletionTokens {
-				t.Errorf("UsageSoFar %s at the end, want the counts of usage %s", raw, usages[0])
-			}
+	// At the end, what was reported so far is what was reported.
+	if raw := st.Report().Usage; raw != nil {
+		if so, err := llm.ParseUsage(raw); err != nil || so.PromptTokens != u.PromptTokens || so.CompletionTokens != u.CompletionTokens {
+			t.Errorf("UsageSoFar %s at the end, want the counts of usage %s", raw, usages[0])
 		}
 	}
 	if w.can(ScriptedUsage, "the token counts") {

@@ -25,7 +25,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
-var _ llm.NativeProvider = (*Client)(nil)
+var _ llm.Provider = (*Client)(nil)
 
 // Version is the anthropic-version header sent with every request.
 const Version = "2023-06-01"
@@ -46,10 +46,6 @@ type Client struct {
 	// transport carries the Messages calls: httpTransport, or NewOver's.
 	transport Transport
 }
-
-// DefaultMaxOutputTokens implements llm.OutputDefaulter: a request that
-// sets no output limit is sent with DefaultMaxTokens.
-func (c *Client) DefaultMaxOutputTokens() int { return DefaultMaxTokens }
 
 // Option configures a Client.
 type Option func(*Client)
@@ -95,8 +91,12 @@ func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client 
 // Name returns the upstream's name.
 func (c *Client) Name() string { return c.name }
 
-// Native implements llm.NativeProvider: a Messages request passes through.
-func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
+// Caps: a Messages request passes through; a request that sets no output
+// limit is sent with DefaultMaxTokens; the upstream counts tokens
+// (CountTokens).
+func (c *Client) Caps() llm.Caps {
+	return llm.Caps{Native: llm.ProtoMessages, MaxOutputTokens: DefaultMaxTokens, Counter: c}
+}
 
 // ChatStream translates req (translate), or passes a Messages request
 // through, sends it through the Client's Transport and returns the answer
@@ -154,8 +154,9 @@ func ctxError(ctx context.Context) error { return upstream.ContextError("anthrop
 // stream is an accepted call's answer: a Messages event stream, or a
 // Message read whole (an upstream that ignored "stream": true).
 type stream struct {
-	ctx context.Context
-	src upstream.Events
+	llm.NoReports // never Ready: its events are not read ahead
+	ctx           context.Context
+	src           upstream.Events
 	// dec translates the events into chunks, or, for a request passed
 	// through (dec nil), obs observes them.
 	dec *Decoder
@@ -249,16 +250,16 @@ func (s *stream) decode(name string, data []byte) ([]llm.Chunk, error) {
 	return append(s.pending[:0], c), nil
 }
 
-// Dropped implements llm.DropReporter: the request's fields its
-// translation left out.
-func (s *stream) Dropped() []string { return s.dropped }
-
-// UsageSoFar implements llm.UsageReporter.
-func (s *stream) UsageSoFar() json.RawMessage {
+// Report is the request's fields its translation left out, and the usage
+// the events read so far reported.
+func (s *stream) Report() llm.StreamReport {
+	r := llm.StreamReport{Dropped: s.dropped}
 	if s.dec == nil {
-		return s.obs.UsageSoFar()
+		r.Usage = s.obs.UsageSoFar()
+	} else {
+		r.Usage = s.dec.UsageSoFar()
 	}
-	return s.dec.UsageSoFar()
+	return r
 }
 
 // readWhole decodes a whole Message answer, body, into pending chunks.

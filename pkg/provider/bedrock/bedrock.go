@@ -91,12 +91,13 @@ func New(name string, runtime *bedrockruntime.Client, claude llm.Provider) *Clie
 // Name is the provider's name.
 func (c *Client) Name() string { return c.name }
 
-// Native is Messages, for every model: a Claude model takes a Messages
-// request as Anthropic's API does; any other takes it translated to
-// Converse directly (messagesConverseInput), so that a Messages client's
-// cache points and thinking survive. Requests of the other client APIs
-// come as Chat Completions.
-func (c *Client) Native() llm.Proto { return llm.ProtoMessages }
+// Caps: the native protocol is Messages, for every model: a Claude model
+// takes a Messages request as Anthropic's API does; any other takes it
+// translated to Converse directly (messagesConverseInput), so that a
+// Messages client's cache points and thinking survive. Requests of the
+// other client APIs come as Chat Completions. It sets no output limit of
+// its own and cannot count tokens.
+func (c *Client) Caps() llm.Caps { return llm.Caps{Native: llm.ProtoMessages} }
 
 // ChatStream calls req.Model: a Claude model through the Messages adapter;
 // any other through ConverseStream, from a Messages body or a Chat

@@ -22,19 +22,7 @@ func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (
 	if err != nil {
 		return nil, err
 	}
-	dec := newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix())
-	var one [1]llm.Chunk // an event is one chunk at most, read before the next event
-	s.decode = func(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
-		ch, ok, err := dec.decode(ev)
-		if !ok {
-			return nil, err
-		}
-		// The answer ends at its finish or at the usage-only chunk after
-		// it.
-		s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
-		one[0] = ch
-		return one[:], nil
-	}
+	s.dec = &chatEvents{dec: newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix())}
 	return s, nil
 }
 
@@ -49,26 +37,61 @@ func (c *Client) messagesStream(ctx context.Context, req *llm.UpstreamRequest) (
 		return nil, err
 	}
 	id = "msg_bdrk_" + id
-	enc := newMessagesEncoder(id, req.Model)
-	chunks := func(evs []messagesEvent) []llm.Chunk {
-		out := make([]llm.Chunk, len(evs))
-		for i, ev := range evs {
-			c := llm.Chunk{Proto: llm.ProtoMessages, Event: ev.Name, Raw: ev.Data, HasChoices: true,
-				Output: ev.Output, Text: ev.Text, FinishReason: ev.Finish, Usage: ev.Usage, ID: id, Model: req.Model}
-			if ev.Finish != "" {
-				c.Seen, c.Finished = 1, 1
-				s.finished = true
-			}
-			out[i] = c
-		}
-		return out
-	}
-	s.decode = func(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
-		evs, err := enc.encode(ev)
-		return chunks(evs), err
-	}
-	s.end = func() []llm.Chunk { return chunks(enc.end()) }
+	s.dec = &messagesEvents{enc: newMessagesEncoder(id, req.Model), id: id, model: req.Model}
 	return s, nil
+}
+
+// eventDecoder turns a ConverseStream answer's events into the client's
+// chunks.
+type eventDecoder interface {
+	// decode is the chunks of one event.
+	decode(ev types.ConverseStreamOutput) ([]llm.Chunk, error)
+	// end is what is still owed when the events end cleanly.
+	end() []llm.Chunk
+}
+
+// chatEvents decodes the events into chat.completion.chunks.
+type chatEvents struct {
+	dec *converseDecoder
+	one [1]llm.Chunk // an event is one chunk at most, read before the next event
+}
+
+func (e *chatEvents) decode(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
+	ch, ok, err := e.dec.decode(ev)
+	if !ok {
+		return nil, err
+	}
+	e.one[0] = ch
+	return e.one[:], nil
+}
+
+func (e *chatEvents) end() []llm.Chunk { return nil }
+
+// messagesEvents encodes the events as Anthropic Messages events.
+type messagesEvents struct {
+	enc       *messagesEncoder
+	id, model string
+}
+
+func (e *messagesEvents) decode(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
+	evs, err := e.enc.encode(ev)
+	return e.chunks(evs), err
+}
+
+func (e *messagesEvents) end() []llm.Chunk { return e.chunks(e.enc.end()) }
+
+// chunks are evs as the chunks of a stream passed through.
+func (e *messagesEvents) chunks(evs []messagesEvent) []llm.Chunk {
+	out := make([]llm.Chunk, len(evs))
+	for i, ev := range evs {
+		c := llm.Chunk{Proto: llm.ProtoMessages, Event: ev.Name, Raw: ev.Data, HasChoices: true,
+			Output: ev.Output, Text: ev.Text, FinishReason: ev.Finish, Usage: ev.Usage, ID: e.id, Model: e.model}
+		if ev.Finish != "" {
+			c.Seen, c.Finished = 1, 1
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // open translates req's body to Converse with translate and makes the
@@ -100,15 +123,14 @@ func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStream
 	return out.GetStream(), id, nil
 }
 
-// eventChunks is a ConverseStream answer read as the client's chunks:
-// decode turns each event into chunks (Chat Completions chunks, or Messages
-// events), end gives what is still owed when the events end cleanly.
+// eventChunks is a ConverseStream answer read as the client's chunks, which
+// dec makes from its events (Chat Completions chunks, or Messages events).
 type eventChunks struct {
-	ctx     context.Context
-	es      *bedrockruntime.ConverseStreamEventStream
-	decode  func(types.ConverseStreamOutput) ([]llm.Chunk, error)
-	end     func() []llm.Chunk // nil: nothing
-	dropped []string
+	llm.NoReports // never Ready: events come over a channel
+	ctx           context.Context
+	es            *bedrockruntime.ConverseStreamEventStream
+	dec           eventDecoder
+	dropped       []string
 
 	pending  []llm.Chunk
 	usage    json.RawMessage
@@ -134,16 +156,14 @@ func (s *eventChunks) Next() (llm.Chunk, error) {
 				if err := s.es.Err(); err != nil {
 					return llm.Chunk{}, s.failure(err)
 				}
-				if s.end != nil {
-					s.pending = s.end()
-				}
+				s.take(s.dec.end())
 				continue
 			}
-			chunks, err := s.decode(ev)
+			chunks, err := s.dec.decode(ev)
 			if err != nil {
 				return llm.Chunk{}, err
 			}
-			s.pending = chunks
+			s.take(chunks)
 		case <-s.ctx.Done():
 			return llm.Chunk{}, upstream.ContextError("bedrock", s.ctx)
 		}
@@ -154,6 +174,16 @@ func (s *eventChunks) Next() (llm.Chunk, error) {
 		s.usage = ch.Usage
 	}
 	return ch, nil
+}
+
+// take makes chunks the pending ones. The answer ends at its finish, or
+// at a usage-only chunk (after the finish).
+func (s *eventChunks) take(chunks []llm.Chunk) {
+	for i := range chunks {
+		ch := &chunks[i]
+		s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
+	}
+	s.pending = chunks
 }
 
 // failure is the error of a stream that ended with err.
@@ -168,12 +198,11 @@ func (s *eventChunks) failure(err error) error {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "the stream broke", Err: err}
 }
 
-// UsageSoFar is the usage the answer reported so far (Chat Completions
-// shape), or nil.
-func (s *eventChunks) UsageSoFar() json.RawMessage { return s.usage }
-
-// Dropped names the request's fields the translation left out.
-func (s *eventChunks) Dropped() []string { return s.dropped }
+// Report is the request's fields the translation left out, and the usage
+// the answer reported so far (Chat Completions shape), or nil.
+func (s *eventChunks) Report() llm.StreamReport {
+	return llm.StreamReport{Dropped: s.dropped, Usage: s.usage}
+}
 
 // Close ends the call.
 func (s *eventChunks) Close() error { return s.es.Close() }

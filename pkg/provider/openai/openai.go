@@ -104,6 +104,10 @@ func WithKey(get func() string) Option {
 	return func(c *Client) { c.cred = upstreamhttp.NewCredential("Bearer ", get) }
 }
 
+// Caps is a Chat Completions upstream's: it takes Chat Completions alone,
+// sets no output limit of its own and cannot count tokens.
+func (c *Client) Caps() llm.Caps { return llm.Caps{} }
+
 // Name returns the upstream's name.
 func (c *Client) Name() string { return c.name }
 

@@ -12,7 +12,8 @@ import (
 // stream is an upstream's 200 answer: an event stream, or, when body.Events
 // is nil, a chat.completion JSON body read whole on the first Next.
 type stream struct {
-	body upstreamhttp.Body
+	llm.NoReports // a Chat Completions answer is not translated
+	body          upstreamhttp.Body
 
 	chunks llm.ChunkParser
 	// ahead is an event (or the error in its place) that Ready read ahead,
@@ -79,7 +80,7 @@ func (s *stream) nextEvent() (sse.Event, error) {
 }
 
 // Ready reports whether Next can return at once without reading from the
-// network (llm.ReadyStream): a whole chunk, or the end marker, is buffered.
+// network (llm.ChunkStream): a whole chunk, or the end marker, is buffered.
 // An empty event is no chunk (Next skips it and reads on), so Ready reads
 // past the empty events buffered, which costs no wait, and keeps the first
 // other event for Next.

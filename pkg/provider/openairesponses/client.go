@@ -11,7 +11,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 )
 
-var _ llm.NativeProvider = (*Client)(nil)
+var _ llm.Provider = (*Client)(nil)
 
 // ErrClosed is returned by a stream's Next once Close was called: the end the
 // caller asked for, not a provider failure.
@@ -60,9 +60,10 @@ func WithKey(get func() string) Option {
 // Name returns the upstream's name.
 func (c *Client) Name() string { return c.name }
 
-// Native is the protocol the upstream speaks: a Responses client's body is
-// passed through to it.
-func (c *Client) Native() llm.Proto { return llm.ProtoResponses }
+// Caps: the upstream speaks Responses, so a Responses client's body is
+// passed through to it; it sets no output limit of its own and cannot
+// count tokens.
+func (c *Client) Caps() llm.Caps { return llm.Caps{Native: llm.ProtoResponses} }
 
 // Header values shared by every upstream request; never written to.
 var (

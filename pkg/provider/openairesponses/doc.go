@@ -1,8 +1,8 @@
 // Package openairesponses is the provider adapter for upstreams that speak
 // the OpenAI Responses API (api: openai-responses): POST {base_url}/responses,
-// base_url up to /v1, with the key as Authorization: Bearer. It is an
-// llm.NativeProvider of llm.ProtoResponses and serves a call in one of two
-// ways, chosen by the request's protocol:
+// base_url up to /v1, with the key as Authorization: Bearer. Its native
+// protocol is llm.ProtoResponses (llm.Caps), and it serves a call in one of
+// two ways, chosen by the request's protocol:
 //
 //   - Passed through (llm.ProtoResponses: a Responses client on a Responses
 //     route). The body goes out as the gateway hands it over, byte for byte,

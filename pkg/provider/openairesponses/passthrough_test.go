@@ -411,7 +411,7 @@ func TestPassThroughFailures(t *testing.T) {
 					t.Errorf("chunk %d (%s): finish %q in a stream that failed", i, c.Event, c.FinishReason)
 				}
 			}
-			if got := s.(llm.UsageReporter).UsageSoFar(); string(got) != tt.usage {
+			if got := s.Report().Usage; string(got) != tt.usage {
 				t.Errorf("UsageSoFar %s, want %s", got, tt.usage)
 			}
 			if up.Calls() != 1 {

@@ -2,7 +2,6 @@ package openairesponses
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
@@ -18,8 +17,9 @@ type converter interface {
 	add(out []llm.Chunk, name string, data []byte) ([]llm.Chunk, error)
 	// done reports whether the terminal event was read.
 	done() bool
-	// usageSoFar is llm.UsageReporter's.
-	usageSoFar() json.RawMessage
+	// report is the request's fields left out and the usage reported so
+	// far (llm.StreamReport).
+	report() llm.StreamReport
 }
 
 // passThrough hands every event on as it is, observed.
@@ -32,8 +32,10 @@ func (p *passThrough) add(out []llm.Chunk, name string, data []byte) ([]llm.Chun
 	}
 	return append(out, c), nil
 }
-func (p *passThrough) done() bool                  { return p.obs.Done() }
-func (p *passThrough) usageSoFar() json.RawMessage { return p.obs.UsageSoFar() }
+func (p *passThrough) done() bool { return p.obs.Done() }
+func (p *passThrough) report() llm.StreamReport {
+	return llm.StreamReport{Usage: p.obs.UsageSoFar()}
+}
 
 // translation decodes the events into chat.completion.chunk values.
 type translation struct {
@@ -48,15 +50,9 @@ func (t *translation) add(out []llm.Chunk, name string, data []byte) ([]llm.Chun
 }
 func (t *translation) done() bool { return t.dec.Done() }
 
-// Dropped implements llm.DropReporter.
-func (s *stream) Dropped() []string {
-	if t, ok := s.conv.(*translation); ok {
-		return t.dropped
-	}
-	return nil
+func (t *translation) report() llm.StreamReport {
+	return llm.StreamReport{Dropped: t.dropped, Usage: t.dec.UsageSoFar()}
 }
-
-func (t *translation) usageSoFar() json.RawMessage { return t.dec.UsageSoFar() }
 
 // stream is an upstream's 200 answer: an event stream, or, when body.Events
 // is nil, a Response JSON body (an upstream that ignored "stream": true) read
@@ -180,7 +176,7 @@ func (s *stream) readJSON() error {
 }
 
 // Ready reports whether Next can return at once without reading from the
-// network (llm.ReadyStream): a chunk, a failure or the end is at hand. An
+// network (llm.ChunkStream): a chunk, a failure or the end is at hand. An
 // event that makes no chunk (an empty one; most events, translated) is no
 // reason to be ready, so Ready converts the events already buffered, which
 // costs no wait, until one makes a chunk.
@@ -212,10 +208,10 @@ func (s *stream) Ready() bool {
 	return false
 }
 
-// UsageSoFar implements llm.UsageReporter: the usage of a terminal or
-// failed Response read so far, in the Chat Completions shape; the Responses
-// API reports none before.
-func (s *stream) UsageSoFar() json.RawMessage { return s.conv.usageSoFar() }
+// Report is the request's fields the translation left out (none passed
+// through), and the usage of a terminal or failed Response read so far,
+// in the Chat Completions shape: the Responses API reports none before.
+func (s *stream) Report() llm.StreamReport { return s.conv.report() }
 
 func (s *stream) fail(err error) (llm.Chunk, error) {
 	s.err = err

@@ -1,30 +1,26 @@
 package simulated
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
-var _ llm.TokenCounter = (*Provider)(nil)
-
-// CountTokens counts req's input tokens as an Anthropic upstream would,
-// when the provider speaks the Anthropic protocol: through the real
-// adapter, against the in-process transport, which answers POST
-// /v1/messages/count_tokens with the gateway's own estimate
-// (llm.EstimateMessagesTokens), after the configured failure mode as every
-// call. A provider that speaks Chat Completions cannot count: its error Is
-// errors.ErrUnsupported.
-func (p *Provider) CountTokens(ctx context.Context, req *llm.TokenCountRequest) (*llm.TokenCount, error) {
-	if tc, ok := p.via.(llm.TokenCounter); ok {
-		return tc.CountTokens(ctx, req)
+// Caps: the provider takes Chat Completions (with protocol "anthropic"
+// too: the anthropic adapter translates them) and sets no output limit of
+// its own. With protocol "anthropic" it counts tokens as an Anthropic
+// upstream would: through the real adapter, against the in-process
+// transport, which answers POST /v1/messages/count_tokens with the
+// gateway's own estimate (llm.EstimateMessagesTokens), after the
+// configured failure mode as every call. A provider that speaks Chat
+// Completions cannot count.
+func (p *Provider) Caps() llm.Caps {
+	if p.via == nil {
+		return llm.Caps{}
 	}
-	return nil, fmt.Errorf("simulated provider %s speaks Chat Completions, which has no token counting: %w", p.name, errors.ErrUnsupported)
+	return llm.Caps{Counter: p.via.Caps().Counter}
 }
 
 // countTokensResponse is the in-process transport's answer to a

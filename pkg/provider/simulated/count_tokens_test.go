@@ -15,7 +15,7 @@ import (
 func TestCountTokens(t *testing.T) {
 	body := []byte(`{"model":"m","system":"Be brief.","messages":[{"role":"user","content":"Say hello, please"}]}`)
 	req := &llm.TokenCountRequest{Model: "route-model", Body: body}
-	got, err := New("sim", catalog.Simulated{Protocol: "anthropic"}).CountTokens(context.Background(), req)
+	got, err := New("sim", catalog.Simulated{Protocol: "anthropic"}).Caps().Counter.CountTokens(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,16 +24,15 @@ func TestCountTokens(t *testing.T) {
 		t.Errorf("count %d %s, want %d", got.InputTokens, got.Body, want)
 	}
 
-	_, err = New("sim", catalog.Simulated{}).CountTokens(context.Background(), req)
-	if !errors.Is(err, errors.ErrUnsupported) {
-		t.Errorf("the openai protocol: %v, want ErrUnsupported", err)
+	if c := New("sim", catalog.Simulated{}).Caps().Counter; c != nil {
+		t.Errorf("the openai protocol: counter %T, want none", c)
 	}
 
 	for _, c := range []struct {
 		fail  string
 		class llm.FailureClass
 	}{{"throttle", llm.FailThrottled}, {"reject", llm.FailRejected}, {"error", llm.FailTransient}} {
-		_, err := New("sim", catalog.Simulated{Protocol: "anthropic", Fail: c.fail}).CountTokens(context.Background(), req)
+		_, err := New("sim", catalog.Simulated{Protocol: "anthropic", Fail: c.fail}).Caps().Counter.CountTokens(context.Background(), req)
 		var pe *llm.ProviderError
 		if !errors.As(err, &pe) || pe.Class != c.class {
 			t.Errorf("fail %s: %v, want class %v", c.fail, err, c.class)

@@ -100,6 +100,7 @@ func (a *answer) Close() error {
 // from another goroutine to abort a waiting Next.
 type stream struct {
 	*answer
+	llm.NoReports
 	name  string
 	id    string
 	model string
