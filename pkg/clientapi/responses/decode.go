@@ -13,6 +13,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -540,20 +541,6 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 	return nil
 }
 
-// rsImagePart is an image_url part with Chat's detail.
-type rsImagePart struct {
-	Type     string `json:"type"`
-	ImageURL struct {
-		URL    string `json:"url"`
-		Detail string `json:"detail,omitempty"`
-	} `json:"image_url"`
-}
-
-type rsRefusalPart struct {
-	Type    string `json:"type"`
-	Refusal string `json:"refusal"`
-}
-
 // rsMessage translates a message item.
 func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, error) {
 	var msg clientapi.ChatMessage
@@ -628,7 +615,7 @@ func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, 
 			if err != nil {
 				return err
 			}
-			out = append(out, rsRefusalPart{Type: "refusal", Refusal: text})
+			out = append(out, chat.RefusalPart{Type: chat.PartRefusal, Refusal: text})
 		case typ == responseswire.PartInputText || typ == responseswire.PartInputImage || typ == responseswire.PartOutputText || typ == responseswire.PartRefusal:
 			return clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
 		case typ == responseswire.PartInputFile || typ == responseswire.PartInputAudio:
@@ -675,9 +662,8 @@ func rsPartText(m map[string]json.RawMessage, at, name string) (string, error) {
 }
 
 // rsImage translates an input_image part.
-func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
-	var p rsImagePart
-	p.Type = "image_url"
+func rsImage(m map[string]json.RawMessage, at string) (chat.ImagePart, error) {
+	p := chat.ImagePart{Type: chat.PartImageURL}
 	if err := clientapi.Keys(m, at, "type", "image_url", "file_id", "detail"); err != nil {
 		return p, err
 	}
@@ -939,14 +925,7 @@ func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, 
 	if !tools[name] {
 		return nil, clientapi.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", clientapi.Quote(name))
 	}
-	var c struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	c.Type, c.Function.Name = "function", name
-	return clientapi.JSON(c), nil
+	return clientapi.JSON(chat.NamedToolChoice{Type: chat.ToolTypeFunction, Function: chat.NamedFunc{Name: name}}), nil
 }
 
 // rsText translates text: its format, as a response_format (nil for plain
@@ -990,7 +969,7 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 		if err := clientapi.Keys(f, at, "type"); err != nil {
 			return nil, err
 		}
-		return json.RawMessage(`{"type":"json_object"}`), nil
+		return clientapi.JSON(chat.ResponseFormat{Type: chat.FormatJSONObject}), nil
 	case responseswire.FormatJSONSchema:
 	default:
 		return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
@@ -998,12 +977,7 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 	if err := clientapi.Keys(f, at, "type", "name", "schema", "description", "strict"); err != nil {
 		return nil, err
 	}
-	var js struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Schema      json.RawMessage `json:"schema"`
-		Strict      json.RawMessage `json:"strict,omitempty"`
-	}
+	var js chat.JSONSchema
 	if js.Name, err = clientapi.StringField(f, "name", at+".name", true); err != nil {
 		return nil, err
 	}
@@ -1021,10 +995,7 @@ func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
 	} else if strict != nil {
 		js.Strict = json.RawMessage(strconv.FormatBool(*strict))
 	}
-	return clientapi.JSON(struct {
-		Type       string `json:"type"`
-		JSONSchema any    `json:"json_schema"`
-	}{"json_schema", js}), nil
+	return clientapi.JSON(chat.ResponseFormat{Type: chat.FormatJSONSchema, JSONSchema: &js}), nil
 }
 
 // rsMetadata checks metadata, OpenAI's map of at most 16 strings, and

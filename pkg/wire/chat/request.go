@@ -1,0 +1,62 @@
+package chat
+
+import "encoding/json"
+
+// The content part types of a request's messages.
+const (
+	PartText     = "text"
+	PartImageURL = "image_url"
+	PartRefusal  = "refusal"
+)
+
+// The response_format types.
+const (
+	FormatJSONObject = "json_object"
+	FormatJSONSchema = "json_schema"
+)
+
+// ImagePart is an image_url content part of a user message.
+type ImagePart struct {
+	Type     string   `json:"type"`
+	ImageURL ImageURL `json:"image_url"`
+}
+
+// ImageURL is an image part's image: an http(s) or data: URL, and the
+// detail to see it at (left out when unset).
+type ImageURL struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// RefusalPart is a refusal content part of an assistant message.
+type RefusalPart struct {
+	Type    string `json:"type"`
+	Refusal string `json:"refusal"`
+}
+
+// NamedToolChoice is a tool_choice that forces one function.
+type NamedToolChoice struct {
+	Type     string    `json:"type"`
+	Function NamedFunc `json:"function"`
+}
+
+// NamedFunc names a function.
+type NamedFunc struct {
+	Name string `json:"name"`
+}
+
+// ResponseFormat is a request's response_format: json_object has a type
+// only; json_schema has JSONSchema.
+type ResponseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema is a json_schema response format's schema. Schema and strict
+// are raw, as the client wrote them; strict is left out when nil.
+type JSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      json.RawMessage `json:"strict,omitempty"`
+}
