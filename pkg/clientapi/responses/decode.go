@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -1207,18 +1206,10 @@ func rsFirst(body []byte) byte {
 }
 
 // rsBodyError is the error of a body that is not a JSON object, saying
-// where a body that is not JSON stops being JSON, as encoding/json finds
-// it.
+// where a body that is not JSON stops being JSON (clientapi.ObjectBody).
 func rsBodyError(body []byte) error {
-	var fields map[string]json.RawMessage
-	err := json.Unmarshal(body, &fields)
-	if trimmed := bytes.TrimSpace(body); err != nil && (len(trimmed) == 0 || trimmed[0] == '{') {
-		var se *json.SyntaxError
-		problem := "unexpected end of input"
-		if errors.As(err, &se) {
-			problem = fmt.Sprintf("syntax error at byte %d", se.Offset)
-		}
-		return clientapi.Invalid("", "request body is not valid JSON: %s", problem)
+	if _, err := clientapi.ObjectBody(body); err != nil {
+		return err
 	}
 	return clientapi.Invalid("", "request body must be a JSON object")
 }
