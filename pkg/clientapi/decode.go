@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // The helpers the translating decoders (Messages, Responses) share: the
@@ -32,24 +33,9 @@ func (h *HintSet) Add(name string) {
 // MaxTokens bounds max_tokens so it fits any upstream's integer.
 const MaxTokens = math.MaxInt32
 
-// ChatMessage is one Chat Completions message of the translation.
-type ChatMessage struct {
-	Role string `json:"role"`
-	// Content is a string, an array of parts, or null (an assistant turn of
-	// tool calls only).
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-}
-
-type TextPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
 // TextContent is a Chat message's content of text parts: "" when there
 // are none.
-func TextContent(parts []TextPart) json.RawMessage {
+func TextContent(parts []chat.TextPart) json.RawMessage {
 	if len(parts) == 0 {
 		return json.RawMessage(`""`)
 	}
@@ -150,18 +136,6 @@ func Number(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	return f, true
-}
-
-// ChatTool is a Chat Completions function tool, as a request translated
-// into Chat Completions carries it.
-type ChatTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-		Strict      json.RawMessage `json:"strict,omitempty"`
-	} `json:"function"`
 }
 
 // ObjectBody reads a request body into its top-level fields: a body that

@@ -397,7 +397,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 func (r *responsesRequest) build(prior []json.RawMessage) error {
 	msgs := make([]json.RawMessage, 0, 1+len(prior)+len(r.Input))
 	if r.Instructions != "" {
-		msgs = append(msgs, clientapi.JSON(clientapi.ChatMessage{Role: "system", Content: clientapi.JSON(r.Instructions)}))
+		msgs = append(msgs, clientapi.JSON(chat.RequestMessage{Role: "system", Content: clientapi.JSON(r.Instructions)}))
 	}
 	calls := make(map[string]bool)
 	for i, m := range prior {
@@ -463,7 +463,7 @@ func (r *responsesRequest) input(input []byte, h *clientapi.HintSet) error {
 		if _, err := rsStringValue(raw, "input"); err != nil {
 			return err
 		}
-		r.Input = []json.RawMessage{clientapi.JSON(clientapi.ChatMessage{Role: "user", Content: json.RawMessage(raw)})}
+		r.Input = []json.RawMessage{clientapi.JSON(chat.RequestMessage{Role: "user", Content: json.RawMessage(raw)})}
 		return nil
 	}
 	items, err := rsArray(raw, "input", "input must be a string or an array of input items")
@@ -473,7 +473,7 @@ func (r *responsesRequest) input(input []byte, h *clientapi.HintSet) error {
 	if len(items) == 0 {
 		return clientapi.Invalid("input", "input must not be empty")
 	}
-	var out []clientapi.ChatMessage
+	var out []chat.RequestMessage
 	open := -1 // the assistant message in out a function_call joins, or -1
 	declared := make(map[string]bool)
 	for i, item := range items {
@@ -510,7 +510,7 @@ func (r *responsesRequest) input(input []byte, h *clientapi.HintSet) error {
 			}
 			declared[c.ID] = true
 			if open < 0 {
-				out = append(out, clientapi.ChatMessage{Role: "assistant", Content: json.RawMessage("null")})
+				out = append(out, chat.RequestMessage{Role: "assistant", Content: json.RawMessage("null")})
 				open = len(out) - 1
 			} else if string(out[open].Content) == `""` {
 				out[open].Content = json.RawMessage("null")
@@ -572,8 +572,8 @@ func rsToolKeys(t *responseswire.ToolView, at string, allowed ...string) error {
 }
 
 // rsMessage translates a message item.
-func rsMessage(m *responseswire.InputItemView, at string) (clientapi.ChatMessage, error) {
-	var msg clientapi.ChatMessage
+func rsMessage(m *responseswire.InputItemView, at string) (chat.RequestMessage, error) {
+	var msg chat.RequestMessage
 	if err := rsItemKeys(m, at, "type", "role", "content", "id", "status", "phase"); err != nil {
 		return msg, err
 	}
@@ -631,7 +631,7 @@ func rsMessage(m *responseswire.InputItemView, at string) (clientapi.ChatMessage
 			if err != nil {
 				return msg, err
 			}
-			out = append(out, clientapi.TextPart{Type: chat.PartText, Text: text})
+			out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 		case typ == responseswire.PartInputImage && role == responseswire.RoleUser:
 			img, err := rsImage(&pm, pat)
 			if err != nil {
@@ -649,7 +649,7 @@ func rsMessage(m *responseswire.InputItemView, at string) (clientapi.ChatMessage
 			if !rsPresent(pm.Text) {
 				return msg, clientapi.Invalid(pat+".text", "%s.text is required", pat)
 			}
-			out = append(out, clientapi.TextPart{Type: chat.PartText, Text: text})
+			out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 		case typ == responseswire.PartRefusal && assistant:
 			text, err := rsPartText(&pm, pm.Refusal, pat, "refusal")
 			if err != nil {
@@ -733,8 +733,8 @@ func rsImage(m *responseswire.InputPartView, at string) (chat.ImagePart, error) 
 }
 
 // rsFunctionCall translates a function_call item into a tool call.
-func rsFunctionCall(m *responseswire.InputItemView, at string) (llm.ToolCall, error) {
-	var c llm.ToolCall
+func rsFunctionCall(m *responseswire.InputItemView, at string) (chat.ToolCall, error) {
+	var c chat.ToolCall
 	c.Type = "function"
 	if err := rsItemKeys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
 		return c, err
@@ -770,8 +770,8 @@ func rsCallID(m *responseswire.InputItemView, at string) (string, error) {
 
 // rsFunctionOutput translates a function_call_output item into a tool
 // message.
-func rsFunctionOutput(m *responseswire.InputItemView, at string) (clientapi.ChatMessage, error) {
-	msg := clientapi.ChatMessage{Role: "tool"}
+func rsFunctionOutput(m *responseswire.InputItemView, at string) (chat.RequestMessage, error) {
+	msg := chat.RequestMessage{Role: "tool"}
 	if err := rsItemKeys(m, at, "type", "id", "call_id", "output", "status"); err != nil {
 		return msg, err
 	}
@@ -787,7 +787,7 @@ func rsFunctionOutput(m *responseswire.InputItemView, at string) (clientapi.Chat
 		msg.Content = output
 		return msg, nil
 	}
-	out := make([]clientapi.TextPart, 0, len(parts))
+	out := make([]chat.TextPart, 0, len(parts))
 	for i, raw := range parts {
 		pat := fmt.Sprintf("%s.output[%d]", at, i)
 		var pm responseswire.InputPartView
@@ -805,7 +805,7 @@ func rsFunctionOutput(m *responseswire.InputItemView, at string) (clientapi.Chat
 		if err != nil {
 			return msg, err
 		}
-		out = append(out, clientapi.TextPart{Type: chat.PartText, Text: text})
+		out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 	}
 	msg.Content = clientapi.TextContent(out)
 	return msg, nil
@@ -835,7 +835,7 @@ func rsStringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessag
 // rsTools translates the function tools, those of namespaces flattened;
 // names are their names. Built-in tools are dropped and named. Both are
 // nil when the request has no tools.
-func rsTools(raw jsontext.Value, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
+func rsTools(raw jsontext.Value, h *clientapi.HintSet) ([]chat.Tool, map[string]bool, error) {
 	if !rsPresent(raw) {
 		return nil, nil, nil
 	}
@@ -844,7 +844,7 @@ func rsTools(raw jsontext.Value, h *clientapi.HintSet) ([]clientapi.ChatTool, ma
 		return nil, nil, err
 	}
 	names := make(map[string]bool, len(list))
-	tools := make([]clientapi.ChatTool, 0, len(list))
+	tools := make([]chat.Tool, 0, len(list))
 	for i, t := range list {
 		at := fmt.Sprintf("tools[%d]", i)
 		var m responseswire.ToolView
@@ -913,8 +913,8 @@ func rsTools(raw jsontext.Value, h *clientapi.HintSet) ([]clientapi.ChatTool, ma
 // rsFunctionTool translates a function tool: its name (unique among
 // names, the names so far, to which it is added), description, JSON
 // schema and strict.
-func rsFunctionTool(m *responseswire.ToolView, at string, names map[string]bool) (clientapi.ChatTool, error) {
-	var out clientapi.ChatTool
+func rsFunctionTool(m *responseswire.ToolView, at string, names map[string]bool) (chat.Tool, error) {
+	var out chat.Tool
 	if err := rsToolKeys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
 		return out, err
 	}

@@ -60,3 +60,34 @@ type JSONSchema struct {
 	Schema      json.RawMessage `json:"schema"`
 	Strict      json.RawMessage `json:"strict,omitempty"`
 }
+
+// RequestMessage is one message of a request's messages, as a translation
+// into Chat Completions writes it. Content is a string, an array of parts
+// or null (an assistant turn of tool calls only), as written.
+type RequestMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// TextPart is a text content part.
+type TextPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Tool is a function tool of a request's tools.
+type Tool struct {
+	Type     string      `json:"type"`
+	Function FunctionDef `json:"function"`
+}
+
+// FunctionDef is a tool's function: its JSON schema and strict are raw,
+// as the client wrote them, and left out when nil.
+type FunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      json.RawMessage `json:"strict,omitempty"`
+}
