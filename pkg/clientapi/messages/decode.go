@@ -17,6 +17,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
 	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -366,13 +367,13 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 	}
 	out.Add("max_completion_tokens", json.RawMessage(strconv.FormatInt(maxTokens, 10)))
 
-	var msgs []clientapi.ChatMessage
+	var msgs []chatwire.RequestMessage
 	content, err := r.system(req.System, "system")
 	if err != nil {
 		return nil, err
 	}
 	if content != nil {
-		msgs = append(msgs, clientapi.ChatMessage{Role: "system", Content: content})
+		msgs = append(msgs, chatwire.RequestMessage{Role: "system", Content: content})
 	}
 	turns, err := r.turns(req.Messages)
 	if err != nil {
@@ -690,14 +691,14 @@ func (r *mdReader) blockType(b *messageswire.Block, at string, path []any) error
 }
 
 // turns translates messages into Chat Completions messages.
-func (r *mdReader) turns(turns []messageswire.InputMessage) ([]clientapi.ChatMessage, error) {
+func (r *mdReader) turns(turns []messageswire.InputMessage) ([]chatwire.RequestMessage, error) {
 	if turns == nil {
 		return nil, clientapi.Invalid("messages", "messages is required")
 	}
 	if len(turns) == 0 {
 		return nil, clientapi.Invalid("messages", "messages must not be empty")
 	}
-	var out []clientapi.ChatMessage
+	var out []chatwire.RequestMessage
 	for i := range turns {
 		t := &turns[i]
 		at := fmt.Sprintf("messages[%d]", i)
@@ -732,7 +733,7 @@ func (r *mdReader) turns(turns []messageswire.InputMessage) ([]clientapi.ChatMes
 			if text == nil {
 				return nil, clientapi.Invalid(at+".content", "%s.content must not be empty", at)
 			}
-			out = append(out, clientapi.ChatMessage{Role: "system", Content: text})
+			out = append(out, chatwire.RequestMessage{Role: "system", Content: text})
 			continue
 		}
 		final := i == len(turns)-1 && role == messageswire.RoleAssistant
@@ -740,7 +741,7 @@ func (r *mdReader) turns(turns []messageswire.InputMessage) ([]clientapi.ChatMes
 			if content.Text == "" && !final {
 				return nil, clientapi.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 			}
-			out = append(out, clientapi.ChatMessage{Role: role, Content: clientapi.JSON(content.Text)})
+			out = append(out, chatwire.RequestMessage{Role: role, Content: clientapi.JSON(content.Text)})
 			continue
 		}
 		if len(content.Blocks) == 0 && !final {
@@ -761,9 +762,9 @@ func (r *mdReader) turns(turns []messageswire.InputMessage) ([]clientapi.ChatMes
 
 // userTurn translates a user turn of blocks: its tool results as tool
 // messages, then the rest as one user message.
-func (r *mdReader) userTurn(out []clientapi.ChatMessage, blocks []messageswire.Block, at string, turn int) ([]clientapi.ChatMessage, error) {
+func (r *mdReader) userTurn(out []chatwire.RequestMessage, blocks []messageswire.Block, at string, turn int) ([]chatwire.RequestMessage, error) {
 	var parts []any
-	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p clientapi.TextPart) { parts = append(parts, p) },
+	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
 		func(b *messageswire.Block, bat string) error {
 			switch b.Type {
 			case messageswire.BlockImage:
@@ -789,17 +790,17 @@ func (r *mdReader) userTurn(out []clientapi.ChatMessage, blocks []messageswire.B
 		return nil, err
 	}
 	if len(parts) > 0 {
-		out = append(out, clientapi.ChatMessage{Role: "user", Content: clientapi.JSON(parts)})
+		out = append(out, chatwire.RequestMessage{Role: "user", Content: clientapi.JSON(parts)})
 	}
 	return out, nil
 }
 
 // assistantTurn translates an assistant turn of blocks: text parts and
 // tool calls.
-func (r *mdReader) assistantTurn(out []clientapi.ChatMessage, blocks []messageswire.Block, at string, turn int) ([]clientapi.ChatMessage, error) {
-	var parts []clientapi.TextPart
-	var calls []llm.ToolCall
-	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p clientapi.TextPart) { parts = append(parts, p) },
+func (r *mdReader) assistantTurn(out []chatwire.RequestMessage, blocks []messageswire.Block, at string, turn int) ([]chatwire.RequestMessage, error) {
+	var parts []chatwire.TextPart
+	var calls []chatwire.ToolCall
+	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
 		func(b *messageswire.Block, bat string) error {
 			switch b.Type {
 			case messageswire.BlockToolUse:
@@ -825,7 +826,7 @@ func (r *mdReader) assistantTurn(out []clientapi.ChatMessage, blocks []messagesw
 	if err != nil {
 		return nil, err
 	}
-	msg := clientapi.ChatMessage{Role: "assistant", ToolCalls: calls}
+	msg := chatwire.RequestMessage{Role: "assistant", ToolCalls: calls}
 	switch {
 	case len(parts) > 0:
 		msg.Content = clientapi.JSON(parts)
@@ -840,7 +841,7 @@ func (r *mdReader) assistantTurn(out []clientapi.ChatMessage, blocks []messagesw
 // eachBlock reads a content's blocks in order: a text block's text (read
 // by text) goes to text, any other block to other, with its path. path is
 // the content's place in the body.
-func (r *mdReader) eachBlock(blocks []messageswire.Block, at string, path []any, text func(clientapi.TextPart),
+func (r *mdReader) eachBlock(blocks []messageswire.Block, at string, path []any, text func(chatwire.TextPart),
 	other func(b *messageswire.Block, bat string) error) error {
 	for i := range blocks {
 		b := &blocks[i]
@@ -858,7 +859,7 @@ func (r *mdReader) eachBlock(blocks []messageswire.Block, at string, path []any,
 		if err != nil {
 			return err
 		}
-		text(clientapi.TextPart{Type: "text", Text: t})
+		text(chatwire.TextPart{Type: "text", Text: t})
 	}
 	return nil
 }
@@ -947,8 +948,8 @@ func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) 
 }
 
 // toolUse translates a tool_use block into a tool call.
-func (r *mdReader) toolUse(b *messageswire.Block, at string) (llm.ToolCall, error) {
-	var c llm.ToolCall
+func (r *mdReader) toolUse(b *messageswire.Block, at string) (chatwire.ToolCall, error) {
+	var c chatwire.ToolCall
 	c.Type = "function"
 	if err := mdOnly(b, at); err != nil {
 		return c, err
@@ -987,8 +988,8 @@ func (r *mdReader) toolUse(b *messageswire.Block, at string) (llm.ToolCall, erro
 }
 
 // toolResult translates a tool_result block into a tool message.
-func (r *mdReader) toolResult(b *messageswire.Block, at string) (clientapi.ChatMessage, error) {
-	msg := clientapi.ChatMessage{Role: "tool"}
+func (r *mdReader) toolResult(b *messageswire.Block, at string) (chatwire.RequestMessage, error) {
+	msg := chatwire.RequestMessage{Role: "tool"}
 	if err := mdOnly(b, at); err != nil {
 		return msg, err
 	}
@@ -1006,7 +1007,7 @@ func (r *mdReader) toolResult(b *messageswire.Block, at string) (clientapi.ChatM
 	case c.Blocks == nil:
 		msg.Content = clientapi.JSON(c.Text)
 	default:
-		parts := make([]clientapi.TextPart, 0, len(c.Blocks))
+		parts := make([]chatwire.TextPart, 0, len(c.Blocks))
 		for i := range c.Blocks {
 			p := &c.Blocks[i]
 			pat := fmt.Sprintf("%s.content[%d]", at, i)
@@ -1022,7 +1023,7 @@ func (r *mdReader) toolResult(b *messageswire.Block, at string) (clientapi.ChatM
 				if err != nil {
 					return msg, err
 				}
-				parts = append(parts, clientapi.TextPart{Type: "text", Text: t})
+				parts = append(parts, chatwire.TextPart{Type: "text", Text: t})
 			case messageswire.BlockImage:
 				return msg, clientapi.Invalid(pat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", pat)
 			default:
@@ -1054,12 +1055,12 @@ func mdPath(param string) []any {
 // names. A tool of a server-defined type (web_search_20250305, bash_…),
 // which only Anthropic runs, is dropped and named tools[<type>], its date
 // left out.
-func (r *mdReader) tools(tools []messageswire.Tool) ([]clientapi.ChatTool, map[string]bool, error) {
+func (r *mdReader) tools(tools []messageswire.Tool) ([]chatwire.Tool, map[string]bool, error) {
 	if tools == nil {
 		return nil, nil, nil
 	}
 	names := make(map[string]bool, len(tools))
-	out := make([]clientapi.ChatTool, 0, len(tools))
+	out := make([]chatwire.Tool, 0, len(tools))
 	for i := range tools {
 		t := &tools[i]
 		at := fmt.Sprintf("tools[%d]", i)
@@ -1084,7 +1085,7 @@ func (r *mdReader) tools(tools []messageswire.Tool) ([]clientapi.ChatTool, map[s
 			_, ok := mdMember(t.Extra, hint)
 			r.hint(ok, "tools[]."+hint)
 		}
-		var ct clientapi.ChatTool
+		var ct chatwire.Tool
 		ct.Type = "function"
 		if t.Name == "" {
 			return nil, nil, r.required(at+".name", "tools", i, "name")

@@ -11,12 +11,20 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
-// The OpenAI Responses request, as POST /api/v1/responses reads it.
+// The OpenAI Responses request, as POST /api/v1/responses reads it: the
+// body is decoded into pkg/wire/responses' RequestView, and each item,
+// part and tool into its view, members raw, so that each member is
+// checked in the order below and named in its error; a member a view does
+// not model is refused by name.
 //
 // Decoding is two steps, because a request continuing an earlier response
 // needs that response's stored turn, and only the request says which:
@@ -206,16 +214,11 @@ func (r *responsesRequest) preview() ([]byte, error) {
 // parseResponses validates a Responses request body and translates all of
 // it but the messages before this turn's; Chat is left nil until build.
 func parseResponses(body []byte) (*responsesRequest, error) {
-	fields, err := clientapi.ObjectBody(body)
-	if err != nil {
-		return nil, err
+	var v responseswire.RequestView
+	if err := jsonv2.Unmarshal(body, &v, rsOptions); err != nil || rsFirst(body) != '{' {
+		return nil, rsBodyError(body)
 	}
-	known := []string{
-		"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
-		"parallel_tool_calls", "text", "metadata", "user", "safety_identifier", "stream", "store",
-		"previous_response_id", "background", "top_logprobs", "conversation", "prompt", "reasoning",
-	}
-	if err := clientapi.Keys(fields, "", slices.Concat(known, llm.GatewayFields, rsIgnoredFields)...); err != nil {
+	if err := rsKeys("", v.Extra, slices.Concat(llm.GatewayFields, rsIgnoredFields)); err != nil {
 		return nil, err
 	}
 	r := &responsesRequest{Store: true}
@@ -225,56 +228,56 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 
 	// Features the gateway does not offer: a clear 400 rather than a
 	// silently different answer.
-	if _, ok := clientapi.Present(fields, "conversation"); ok {
+	if rsPresent(v.Conversation) {
 		return nil, clientapi.Invalid("conversation", "conversation is not supported by this gateway; continue a conversation with previous_response_id")
 	}
-	if _, ok := clientapi.Present(fields, "prompt"); ok {
+	if rsPresent(v.Prompt) {
 		return nil, clientapi.Invalid("prompt", "prompt templates are not supported by this gateway; send the prompt as instructions and input")
 	}
-	background, err := clientapi.BoolField(fields, "background", "background")
+	background, err := rsBool(v.Background, "background")
 	if err != nil {
 		return nil, err
 	}
 	if background != nil && *background {
 		return nil, clientapi.Invalid("background", "background mode is not supported by this gateway; send the request with background false (or without it), streaming if it is long")
 	}
-	if logprobs, err := clientapi.IntField(fields, "top_logprobs", "top_logprobs", 0, 20, false); err != nil {
+	if logprobs, err := rsInt(v.TopLogprobs, "top_logprobs", 0, 20); err != nil {
 		return nil, err
 	} else if logprobs > 0 {
 		return nil, clientapi.Invalid("top_logprobs", "top_logprobs is not supported by this gateway")
 	}
 	h := &clientapi.HintSet{}
-	effort, err := rsCheckIgnored(fields, h)
+	effort, err := rsCheckIgnored(&v, h)
 	if err != nil {
 		return nil, err
 	}
 
-	model, err := clientapi.StringField(fields, "model", "model", true)
+	model, err := rsString(v.Model, "model", true)
 	if err != nil {
 		return nil, err
 	}
 	r.model = clientapi.JSON(model)
 
-	if r.PreviousResponseID, err = clientapi.StringField(fields, "previous_response_id", "previous_response_id", false); err != nil {
+	if r.PreviousResponseID, err = rsString(v.PreviousResponseID, "previous_response_id", false); err != nil {
 		return nil, err
 	}
-	if _, ok := clientapi.Present(fields, "previous_response_id"); ok && r.PreviousResponseID == "" {
+	if rsPresent(v.PreviousResponseID) && r.PreviousResponseID == "" {
 		return nil, clientapi.Invalid("previous_response_id", "previous_response_id must not be empty")
 	}
-	if store, err := clientapi.BoolField(fields, "store", "store"); err != nil {
+	if store, err := rsBool(v.Store, "store"); err != nil {
 		return nil, err
 	} else if store != nil {
 		r.Store = *store
 	}
-	if r.Instructions, err = clientapi.StringField(fields, "instructions", "instructions", false); err != nil {
+	if r.Instructions, err = rsString(v.Instructions, "instructions", false); err != nil {
 		return nil, err
 	}
-	if err := r.input(fields, h); err != nil {
+	if err := r.input(v.Input, h); err != nil {
 		return nil, err
 	}
 
-	if _, ok := clientapi.Present(fields, "max_output_tokens"); ok {
-		n, err := clientapi.IntField(fields, "max_output_tokens", "max_output_tokens", 1, clientapi.MaxTokens, false)
+	if rsPresent(v.MaxOutputTokens) {
+		n, err := rsInt(v.MaxOutputTokens, "max_output_tokens", 1, clientapi.MaxTokens)
 		if err != nil {
 			return nil, err
 		}
@@ -285,41 +288,41 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 	}
 	for _, p := range []struct {
 		name string
+		raw  jsontext.Value
 		max  float64
-	}{{"temperature", 2}, {"top_p", 1}} {
-		raw, ok := clientapi.Present(fields, p.name)
-		if !ok {
+	}{{"temperature", v.Temperature, 2}, {"top_p", v.TopP, 1}} {
+		if !rsPresent(p.raw) {
 			continue
 		}
-		f, ok := clientapi.Number(raw)
+		f, ok := clientapi.Number(json.RawMessage(p.raw))
 		if !ok {
 			return nil, clientapi.Invalid(p.name, "%s must be a number", p.name)
 		}
 		if f < 0 || f > p.max {
 			return nil, clientapi.Invalid(p.name, "%s must be from 0 to %g", p.name, p.max)
 		}
-		add(p.name, raw)
+		add(p.name, json.RawMessage(p.raw))
 	}
 
-	tools, names, err := rsTools(fields, h)
+	tools, names, err := rsTools(v.Tools, h)
 	if err != nil {
 		return nil, err
 	}
 	if len(tools) > 0 {
 		add("tools", clientapi.JSON(tools))
 	}
-	if raw, ok := clientapi.Present(fields, "tool_choice"); ok {
-		choice, err := rsToolChoice(raw, names)
+	if rsPresent(v.ToolChoice) {
+		choice, err := rsToolChoice(v.ToolChoice, names)
 		if err != nil {
 			return nil, err
 		}
 		if len(tools) > 0 {
 			add("tool_choice", choice)
 		} else {
-			r.EchoToolChoice = raw
+			r.EchoToolChoice = json.RawMessage(v.ToolChoice)
 		}
 	}
-	if parallel, err := clientapi.BoolField(fields, "parallel_tool_calls", "parallel_tool_calls"); err != nil {
+	if parallel, err := rsBool(v.ParallelToolCalls, "parallel_tool_calls"); err != nil {
 		return nil, err
 	} else if parallel != nil && len(tools) > 0 {
 		add("parallel_tool_calls", json.RawMessage(strconv.FormatBool(*parallel)))
@@ -327,8 +330,8 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		r.EchoParallel = parallel
 	}
 
-	if raw, ok := clientapi.Present(fields, "text"); ok {
-		format, verbosity, err := rsText(raw)
+	if rsPresent(v.Text) {
+		format, verbosity, err := rsText(v.Text)
 		if err != nil {
 			return nil, err
 		}
@@ -340,16 +343,16 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		}
 	}
 
-	if raw, ok := clientapi.Present(fields, "metadata"); ok {
-		if r.Metadata, err = rsMetadata(raw); err != nil {
+	if rsPresent(v.Metadata) {
+		if r.Metadata, err = rsMetadata(json.RawMessage(v.Metadata)); err != nil {
 			return nil, err
 		}
 	}
-	user, err := clientapi.StringField(fields, "user", "user", false)
+	user, err := rsString(v.User, "user", false)
 	if err != nil {
 		return nil, err
 	}
-	safety, err := clientapi.StringField(fields, "safety_identifier", "safety_identifier", false)
+	safety, err := rsString(v.SafetyIdentifier, "safety_identifier", false)
 	if err != nil {
 		return nil, err
 	}
@@ -360,15 +363,17 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		add("user", clientapi.JSON(user))
 	}
 
-	if stream, err := clientapi.BoolField(fields, "stream", "stream"); err != nil {
+	if stream, err := rsBool(v.Stream, "stream"); err != nil {
 		return nil, err
 	} else if stream != nil && *stream {
 		add("stream", json.RawMessage("true"))
 		add("stream_options", json.RawMessage(`{"include_usage":true}`))
 	}
-	for _, name := range llm.GatewayFields {
-		if raw, ok := clientapi.Present(fields, name); ok {
-			add(name, raw)
+	if len(v.Extra) > 0 {
+		for _, name := range llm.GatewayFields {
+			if raw := rsExtraMember(v.Extra, name); rsPresent(raw) {
+				add(name, json.RawMessage(raw))
+			}
 		}
 	}
 
@@ -392,7 +397,7 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 func (r *responsesRequest) build(prior []json.RawMessage) error {
 	msgs := make([]json.RawMessage, 0, 1+len(prior)+len(r.Input))
 	if r.Instructions != "" {
-		msgs = append(msgs, clientapi.JSON(clientapi.ChatMessage{Role: "system", Content: clientapi.JSON(r.Instructions)}))
+		msgs = append(msgs, clientapi.JSON(chat.RequestMessage{Role: "system", Content: clientapi.JSON(r.Instructions)}))
 	}
 	calls := make(map[string]bool)
 	for i, m := range prior {
@@ -447,48 +452,49 @@ func (r *responsesRequest) build(prior []json.RawMessage) error {
 	return nil
 }
 
-// input translates input into r.Input.
-func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi.HintSet) error {
-	raw, ok := clientapi.Present(fields, "input")
-	if !ok {
+// input translates input (a string or an array of items, as written)
+// into r.Input.
+func (r *responsesRequest) input(input []byte, h *clientapi.HintSet) error {
+	raw := jsontext.Value(input)
+	if !rsPresent(raw) {
 		return clientapi.Invalid("input", "input is required")
 	}
 	if raw[0] == '"' {
-		if _, err := clientapi.StringValue(raw, "input"); err != nil {
+		if _, err := rsStringValue(raw, "input"); err != nil {
 			return err
 		}
-		r.Input = []json.RawMessage{clientapi.JSON(clientapi.ChatMessage{Role: "user", Content: raw})}
+		r.Input = []json.RawMessage{clientapi.JSON(chat.RequestMessage{Role: "user", Content: json.RawMessage(raw)})}
 		return nil
 	}
-	items, err := clientapi.Array(raw, "input", "input must be a string or an array of input items")
+	items, err := rsArray(raw, "input", "input must be a string or an array of input items")
 	if err != nil {
 		return err
 	}
 	if len(items) == 0 {
 		return clientapi.Invalid("input", "input must not be empty")
 	}
-	var out []clientapi.ChatMessage
+	var out []chat.RequestMessage
 	open := -1 // the assistant message in out a function_call joins, or -1
 	declared := make(map[string]bool)
 	for i, item := range items {
 		at := fmt.Sprintf("input[%d]", i)
-		m, err := clientapi.ObjectOf(item, at)
-		if err != nil {
+		var m responseswire.InputItemView
+		if err := rsObject(item, at, &m); err != nil {
 			return err
 		}
-		typ, err := clientapi.StringField(m, "type", at+".type", false)
+		typ, err := rsString(m.Type, at+".type", false)
 		if err != nil {
 			return err
 		}
 		if typ == "" {
-			if _, ok := clientapi.Present(m, "role"); !ok {
+			if !rsPresent(m.Role) {
 				return clientapi.Invalid(at+".type", "%s.type is required (or a role, for a message)", at)
 			}
 			typ = responseswire.ItemMessage
 		}
 		switch typ {
 		case responseswire.ItemMessage:
-			msg, err := rsMessage(m, at)
+			msg, err := rsMessage(&m, at)
 			if err != nil {
 				return err
 			}
@@ -498,20 +504,20 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 				open = len(out) - 1
 			}
 		case responseswire.ItemFunctionCall:
-			c, err := rsFunctionCall(m, at)
+			c, err := rsFunctionCall(&m, at)
 			if err != nil {
 				return err
 			}
 			declared[c.ID] = true
 			if open < 0 {
-				out = append(out, clientapi.ChatMessage{Role: "assistant", Content: json.RawMessage("null")})
+				out = append(out, chat.RequestMessage{Role: "assistant", Content: json.RawMessage("null")})
 				open = len(out) - 1
 			} else if string(out[open].Content) == `""` {
 				out[open].Content = json.RawMessage("null")
 			}
 			out[open].ToolCalls = append(out[open].ToolCalls, c)
 		case responseswire.ItemFunctionCallOutput:
-			msg, err := rsFunctionOutput(m, at)
+			msg, err := rsFunctionOutput(&m, at)
 			if err != nil {
 				return err
 			}
@@ -523,7 +529,7 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 		case responseswire.ItemReasoning:
 			// An earlier output's reasoning, sent back: encrypted for the
 			// upstream that wrote it, which no other can read.
-			if err := clientapi.Keys(m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
+			if err := rsItemKeys(&m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
 				return err
 			}
 			h.Add("input[reasoning]")
@@ -540,39 +546,51 @@ func (r *responsesRequest) input(fields map[string]json.RawMessage, h *clientapi
 	return nil
 }
 
-// rsImagePart is an image_url part with Chat's detail.
-type rsImagePart struct {
-	Type     string `json:"type"`
-	ImageURL struct {
-		URL    string `json:"url"`
-		Detail string `json:"detail,omitempty"`
-	} `json:"image_url"`
+// rsItemKeys rejects a member of an input item that its type may not
+// have: one of allowed, of those the view models, or any it does not.
+func rsItemKeys(m *responseswire.InputItemView, at string, allowed ...string) error {
+	return rsKeys(at, m.Extra, nil, rsMembers(allowed,
+		rsMember{"type", m.Type}, rsMember{"id", m.ID}, rsMember{"role", m.Role}, rsMember{"content", m.Content},
+		rsMember{"status", m.Status}, rsMember{"phase", m.Phase}, rsMember{"call_id", m.CallID}, rsMember{"name", m.Name},
+		rsMember{"arguments", m.Arguments}, rsMember{"output", m.Output}, rsMember{"summary", m.Summary},
+		rsMember{"encrypted_content", m.EncryptedContent})...)
 }
 
-type rsRefusalPart struct {
-	Type    string `json:"type"`
-	Refusal string `json:"refusal"`
+// rsPartKeys is rsItemKeys for a content part.
+func rsPartKeys(p *responseswire.InputPartView, at string, allowed ...string) error {
+	return rsKeys(at, p.Extra, nil, rsMembers(allowed,
+		rsMember{"type", p.Type}, rsMember{"text", p.Text}, rsMember{"refusal", p.Refusal}, rsMember{"image_url", p.ImageURL},
+		rsMember{"file_id", p.FileID}, rsMember{"detail", p.Detail}, rsMember{"annotations", p.Annotations},
+		rsMember{"logprobs", p.Logprobs})...)
+}
+
+// rsToolKeys is rsItemKeys for a tool.
+func rsToolKeys(t *responseswire.ToolView, at string, allowed ...string) error {
+	return rsKeys(at, t.Extra, nil, rsMembers(allowed,
+		rsMember{"type", t.Type}, rsMember{"name", t.Name}, rsMember{"description", t.Description},
+		rsMember{"parameters", t.Parameters}, rsMember{"strict", t.Strict}, rsMember{"tools", t.Tools})...)
 }
 
 // rsMessage translates a message item.
-func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, error) {
-	var msg clientapi.ChatMessage
-	if err := clientapi.Keys(m, at, "type", "role", "content", "id", "status", "phase"); err != nil {
+func rsMessage(m *responseswire.InputItemView, at string) (chat.RequestMessage, error) {
+	var msg chat.RequestMessage
+	if err := rsItemKeys(m, at, "type", "role", "content", "id", "status", "phase"); err != nil {
 		return msg, err
 	}
 	// phase marks an assistant message as commentary or the final answer,
 	// for the SDKs to send back as they got it: checked, then left out, as
 	// id and status are (Chat Completions has no such field).
-	switch phase, err := clientapi.StringField(m, "phase", at+".phase", false); {
+	switch phase, err := rsString(m.Phase, at+".phase", false); {
 	case err != nil:
 		return msg, err
 	case phase != "" && phase != "commentary" && phase != "final_answer":
 		return msg, clientapi.Invalid(at+".phase", "%s.phase must be \"commentary\" or \"final_answer\"", at)
 	}
-	role, err := clientapi.StringField(m, "role", at+".role", true)
+	clientRole, err := rsString(m.Role, at+".role", true)
 	if err != nil {
 		return msg, err
 	}
+	role := clientRole
 	switch role {
 	case "user", "assistant", "system":
 	case "developer":
@@ -580,11 +598,11 @@ func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, 
 	default:
 		return msg, clientapi.Invalid(at+".role", "%s.role must be \"user\", \"assistant\", \"system\" or \"developer\"", at)
 	}
-	if _, err := clientapi.StringField(m, "status", at+".status", false); err != nil {
+	if _, err := rsString(m.Status, at+".status", false); err != nil {
 		return msg, err
 	}
 	msg.Role = role
-	content, parts, err := rsStringOrParts(m, "content", at, "content parts")
+	content, parts, err := rsStringOrParts(m.Content, "content", at, "content parts")
 	if err != nil {
 		return msg, err
 	}
@@ -596,60 +614,58 @@ func rsMessage(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, 
 		return msg, clientapi.Invalid(at+".content", "%s.content must not be empty", at)
 	}
 	out := make([]any, 0, len(parts))
-	err = clientapi.EachBlock(parts, at+".content", func(pm map[string]json.RawMessage, pat, typ string) error {
-		assistant := role == "assistant"
+	assistant := role == "assistant"
+	for i, raw := range parts {
+		pat := fmt.Sprintf("%s.content[%d]", at, i)
+		var pm responseswire.InputPartView
+		if err := rsObject(raw, pat, &pm); err != nil {
+			return msg, err
+		}
+		typ, err := rsString(pm.Type, pat+".type", true)
+		if err != nil {
+			return msg, err
+		}
 		switch {
 		case typ == responseswire.PartInputText && !assistant:
-			text, err := rsPartText(pm, pat, "text")
+			text, err := rsPartText(&pm, pm.Text, pat, "text")
 			if err != nil {
-				return err
+				return msg, err
 			}
-			out = append(out, clientapi.TextPart{Type: "text", Text: text})
+			out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 		case typ == responseswire.PartInputImage && role == responseswire.RoleUser:
-			img, err := rsImage(pm, pat)
+			img, err := rsImage(&pm, pat)
 			if err != nil {
-				return err
+				return msg, err
 			}
 			out = append(out, img)
 		case typ == responseswire.PartOutputText && assistant:
-			if err := clientapi.Keys(pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
-				return err
+			if err := rsPartKeys(&pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
+				return msg, err
 			}
-			text, err := clientapi.StringField(pm, "text", pat+".text", false)
+			text, err := rsString(pm.Text, pat+".text", false)
 			if err != nil {
-				return err
+				return msg, err
 			}
-			if _, ok := clientapi.Present(pm, "text"); !ok {
-				return clientapi.Invalid(pat+".text", "%s.text is required", pat)
+			if !rsPresent(pm.Text) {
+				return msg, clientapi.Invalid(pat+".text", "%s.text is required", pat)
 			}
-			out = append(out, clientapi.TextPart{Type: "text", Text: text})
+			out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 		case typ == responseswire.PartRefusal && assistant:
-			text, err := rsPartText(pm, pat, "refusal")
+			text, err := rsPartText(&pm, pm.Refusal, pat, "refusal")
 			if err != nil {
-				return err
+				return msg, err
 			}
-			out = append(out, rsRefusalPart{Type: "refusal", Refusal: text})
+			out = append(out, chat.RefusalPart{Type: chat.PartRefusal, Refusal: text})
 		case typ == responseswire.PartInputText || typ == responseswire.PartInputImage || typ == responseswire.PartOutputText || typ == responseswire.PartRefusal:
-			return clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, rsClientRole(m), rsAllowedParts(role))
+			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, clientRole, rsAllowedParts(role))
 		case typ == responseswire.PartInputFile || typ == responseswire.PartInputAudio:
-			return clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
+			return msg, clientapi.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
 		default:
-			return clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
+			return msg, clientapi.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, clientapi.Quote(typ), rsAllowedParts(role))
 		}
-		return nil
-	})
-	if err != nil {
-		return msg, err
 	}
 	msg.Content = clientapi.JSON(out)
 	return msg, nil
-}
-
-// rsClientRole is the role as the client wrote it, for messages.
-func rsClientRole(m map[string]json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(m["role"], &s)
-	return s
 }
 
 func rsAllowedParts(role string) string {
@@ -662,29 +678,28 @@ func rsAllowedParts(role string) string {
 	return "a system or developer message holds input_text parts"
 }
 
-// rsPartText reads a part of {type, <name>: string}; the string may be
-// empty but must be there.
-func rsPartText(m map[string]json.RawMessage, at, name string) (string, error) {
-	if err := clientapi.Keys(m, at, "type", name); err != nil {
+// rsPartText reads a part of {type, <name>: string} (value is its
+// member name); the string may be empty but must be there.
+func rsPartText(p *responseswire.InputPartView, value jsontext.Value, at, name string) (string, error) {
+	if err := rsPartKeys(p, at, "type", name); err != nil {
 		return "", err
 	}
-	if _, ok := clientapi.Present(m, name); !ok {
+	if !rsPresent(value) {
 		return "", clientapi.Invalid(at+"."+name, "%s.%s is required", at, name)
 	}
-	return clientapi.StringField(m, name, at+"."+name, false)
+	return rsString(value, at+"."+name, false)
 }
 
 // rsImage translates an input_image part.
-func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
-	var p rsImagePart
-	p.Type = "image_url"
-	if err := clientapi.Keys(m, at, "type", "image_url", "file_id", "detail"); err != nil {
+func rsImage(m *responseswire.InputPartView, at string) (chat.ImagePart, error) {
+	p := chat.ImagePart{Type: chat.PartImageURL}
+	if err := rsPartKeys(m, at, "type", "image_url", "file_id", "detail"); err != nil {
 		return p, err
 	}
-	if _, ok := clientapi.Present(m, "file_id"); ok {
+	if rsPresent(m.FileID) {
 		return p, clientapi.Invalid(at+".file_id", "%s.file_id is not supported by this gateway (it keeps no files); send the image as image_url, an https or data: URL", at)
 	}
-	u, err := clientapi.StringField(m, "image_url", at+".image_url", true)
+	u, err := rsString(m.ImageURL, at+".image_url", true)
 	if err != nil {
 		return p, err
 	}
@@ -700,7 +715,7 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 		return p, clientapi.Invalid(at+".image_url", "%s.image_url must be an http or https URL or a data:image/...;base64 URL", at)
 	}
 	p.ImageURL.URL = u
-	detail, err := clientapi.StringField(m, "detail", at+".detail", false)
+	detail, err := rsString(m.Detail, at+".detail", false)
 	if err != nil {
 		return p, err
 	}
@@ -718,23 +733,23 @@ func rsImage(m map[string]json.RawMessage, at string) (rsImagePart, error) {
 }
 
 // rsFunctionCall translates a function_call item into a tool call.
-func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, error) {
-	var c llm.ToolCall
+func rsFunctionCall(m *responseswire.InputItemView, at string) (chat.ToolCall, error) {
+	var c chat.ToolCall
 	c.Type = "function"
-	if err := clientapi.Keys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
+	if err := rsItemKeys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
 		return c, err
 	}
 	var err error
 	if c.ID, err = rsCallID(m, at); err != nil {
 		return c, err
 	}
-	if c.Function.Name, err = clientapi.StringField(m, "name", at+".name", true); err != nil {
+	if c.Function.Name, err = rsString(m.Name, at+".name", true); err != nil {
 		return c, err
 	}
-	if _, ok := clientapi.Present(m, "arguments"); !ok {
+	if !rsPresent(m.Arguments) {
 		return c, clientapi.Invalid(at+".arguments", "%s.arguments is required", at)
 	}
-	if c.Function.Arguments, err = clientapi.StringField(m, "arguments", at+".arguments", false); err != nil {
+	if c.Function.Arguments, err = rsString(m.Arguments, at+".arguments", false); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -743,28 +758,28 @@ func rsFunctionCall(m map[string]json.RawMessage, at string) (llm.ToolCall, erro
 // rsCallID reads the members a function_call item and its
 // function_call_output share: the item's own id and status, checked and
 // dropped, and the call_id, which is returned.
-func rsCallID(m map[string]json.RawMessage, at string) (string, error) {
-	if _, err := clientapi.StringField(m, "id", at+".id", false); err != nil {
+func rsCallID(m *responseswire.InputItemView, at string) (string, error) {
+	if _, err := rsString(m.ID, at+".id", false); err != nil {
 		return "", err
 	}
-	if _, err := clientapi.StringField(m, "status", at+".status", false); err != nil {
+	if _, err := rsString(m.Status, at+".status", false); err != nil {
 		return "", err
 	}
-	return clientapi.StringField(m, "call_id", at+".call_id", true)
+	return rsString(m.CallID, at+".call_id", true)
 }
 
 // rsFunctionOutput translates a function_call_output item into a tool
 // message.
-func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMessage, error) {
-	msg := clientapi.ChatMessage{Role: "tool"}
-	if err := clientapi.Keys(m, at, "type", "id", "call_id", "output", "status"); err != nil {
+func rsFunctionOutput(m *responseswire.InputItemView, at string) (chat.RequestMessage, error) {
+	msg := chat.RequestMessage{Role: "tool"}
+	if err := rsItemKeys(m, at, "type", "id", "call_id", "output", "status"); err != nil {
 		return msg, err
 	}
 	var err error
 	if msg.ToolCallID, err = rsCallID(m, at); err != nil {
 		return msg, err
 	}
-	output, parts, err := rsStringOrParts(m, "output", at, "input_text parts")
+	output, parts, err := rsStringOrParts(m.Output, "output", at, "input_text parts")
 	if err != nil {
 		return msg, err
 	}
@@ -772,41 +787,45 @@ func rsFunctionOutput(m map[string]json.RawMessage, at string) (clientapi.ChatMe
 		msg.Content = output
 		return msg, nil
 	}
-	out := make([]clientapi.TextPart, 0, len(parts))
-	err = clientapi.EachBlock(parts, at+".output", func(pm map[string]json.RawMessage, pat, typ string) error {
-		if typ != responseswire.PartInputText {
-			return clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
+	out := make([]chat.TextPart, 0, len(parts))
+	for i, raw := range parts {
+		pat := fmt.Sprintf("%s.output[%d]", at, i)
+		var pm responseswire.InputPartView
+		if err := rsObject(raw, pat, &pm); err != nil {
+			return msg, err
 		}
-		text, err := rsPartText(pm, pat, "text")
+		typ, err := rsString(pm.Type, pat+".type", true)
 		if err != nil {
-			return err
+			return msg, err
 		}
-		out = append(out, clientapi.TextPart{Type: "text", Text: text})
-		return nil
-	})
-	if err != nil {
-		return msg, err
+		if typ != responseswire.PartInputText {
+			return msg, clientapi.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, clientapi.Quote(typ))
+		}
+		text, err := rsPartText(&pm, pm.Text, pat, "text")
+		if err != nil {
+			return msg, err
+		}
+		out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 	}
 	msg.Content = clientapi.TextContent(out)
 	return msg, nil
 }
 
-// rsStringOrParts reads the required field of the item at at, a string or
-// an array of parts (what names them in the error): the string as it is
-// written, or the parts.
-func rsStringOrParts(m map[string]json.RawMessage, field, at, what string) (json.RawMessage, []json.RawMessage, error) {
+// rsStringOrParts reads the required member field (raw) of the item at
+// at, a string or an array of parts (what names them in the error): the
+// string as it is written, or the parts.
+func rsStringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessage, []jsontext.Value, error) {
 	fat := at + "." + field
-	raw, ok := clientapi.Present(m, field)
-	if !ok {
+	if !rsPresent(raw) {
 		return nil, nil, clientapi.Invalid(fat, "%s is required", fat)
 	}
 	if raw[0] == '"' {
-		if _, err := clientapi.StringValue(raw, fat); err != nil {
+		if _, err := rsStringValue(raw, fat); err != nil {
 			return nil, nil, err
 		}
-		return raw, nil, nil
+		return json.RawMessage(raw), nil, nil
 	}
-	parts, err := clientapi.Array(raw, fat, fat+" must be a string or an array of "+what)
+	parts, err := rsArray(raw, fat, fat+" must be a string or an array of "+what)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -814,51 +833,70 @@ func rsStringOrParts(m map[string]json.RawMessage, field, at, what string) (json
 }
 
 // rsTools translates the function tools, those of namespaces flattened;
-// names are their names. Built-in tools are dropped and named.
-func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clientapi.ChatTool, map[string]bool, error) {
-	return clientapi.ReadTools(fields, func(tools []clientapi.ChatTool, t json.RawMessage, at string, names map[string]bool) ([]clientapi.ChatTool, error) {
-		m, typ, err := clientapi.Block(t, at)
+// names are their names. Built-in tools are dropped and named. Both are
+// nil when the request has no tools.
+func rsTools(raw jsontext.Value, h *clientapi.HintSet) ([]chat.Tool, map[string]bool, error) {
+	if !rsPresent(raw) {
+		return nil, nil, nil
+	}
+	list, err := rsArray(raw, "tools", "tools must be an array of tools")
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make(map[string]bool, len(list))
+	tools := make([]chat.Tool, 0, len(list))
+	for i, t := range list {
+		at := fmt.Sprintf("tools[%d]", i)
+		var m responseswire.ToolView
+		if err := rsObject(t, at, &m); err != nil {
+			return nil, nil, err
+		}
+		typ, err := rsString(m.Type, at+".type", true)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch typ {
 		case responseswire.ToolFunction:
-			out, err := rsFunctionTool(m, at, names)
+			out, err := rsFunctionTool(&m, at, names)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			tools = append(tools, out)
 		case responseswire.ToolNamespace:
-			if err := clientapi.Keys(m, at, "type", "name", "description", "tools"); err != nil {
-				return nil, err
+			if err := rsToolKeys(&m, at, "type", "name", "description", "tools"); err != nil {
+				return nil, nil, err
 			}
-			if _, err := clientapi.StringField(m, "name", at+".name", true); err != nil {
-				return nil, err
+			if _, err := rsString(m.Name, at+".name", true); err != nil {
+				return nil, nil, err
 			}
-			if _, err := clientapi.StringField(m, "description", at+".description", false); err != nil {
-				return nil, err
+			if _, err := rsString(m.Description, at+".description", false); err != nil {
+				return nil, nil, err
 			}
-			inner, ok := clientapi.Present(m, "tools")
-			if !ok {
-				return nil, clientapi.Invalid(at+".tools", "%s.tools is required", at)
+			if !rsPresent(m.Tools) {
+				return nil, nil, clientapi.Invalid(at+".tools", "%s.tools is required", at)
 			}
-			list, err := clientapi.Array(inner, at+".tools", at+".tools must be an array of function tools")
+			inner, err := rsArray(m.Tools, at+".tools", at+".tools must be an array of function tools")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			err = clientapi.EachBlock(list, at+".tools", func(im map[string]json.RawMessage, iat, ityp string) error {
-				if ityp != responseswire.ToolFunction {
-					return clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
+			for j, it := range inner {
+				iat := fmt.Sprintf("%s.tools[%d]", at, j)
+				var im responseswire.ToolView
+				if err := rsObject(it, iat, &im); err != nil {
+					return nil, nil, err
 				}
-				out, err := rsFunctionTool(im, iat, names)
+				ityp, err := rsString(im.Type, iat+".type", true)
 				if err != nil {
-					return err
+					return nil, nil, err
+				}
+				if ityp != responseswire.ToolFunction {
+					return nil, nil, clientapi.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, clientapi.Quote(ityp))
+				}
+				out, err := rsFunctionTool(&im, iat, names)
+				if err != nil {
+					return nil, nil, err
 				}
 				tools = append(tools, out)
-				return nil
-			})
-			if err != nil {
-				return nil, err
 			}
 			h.Add("tools[namespace]")
 		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
@@ -866,23 +904,44 @@ func rsTools(fields map[string]json.RawMessage, h *clientapi.HintSet) ([]clienta
 			"computer_use_preview", "computer_use", "apply_patch":
 			h.Add("tools[" + typ + "]")
 		default:
-			return nil, clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, clientapi.Quote(typ))
+			return nil, nil, clientapi.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, clientapi.Quote(typ))
 		}
-		return tools, nil
-	})
+	}
+	return tools, names, nil
 }
 
-// rsFunctionTool translates a function tool; names are the names so far.
-func rsFunctionTool(m map[string]json.RawMessage, at string, names map[string]bool) (clientapi.ChatTool, error) {
-	if err := clientapi.Keys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
-		return clientapi.ChatTool{}, err
+// rsFunctionTool translates a function tool: its name (unique among
+// names, the names so far, to which it is added), description, JSON
+// schema and strict.
+func rsFunctionTool(m *responseswire.ToolView, at string, names map[string]bool) (chat.Tool, error) {
+	var out chat.Tool
+	if err := rsToolKeys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
+		return out, err
 	}
-	return clientapi.FunctionTool(m, at, names, func(name string) error {
-		if !rsValidName(name) {
-			return clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
-		}
-		return nil
-	}, "parameters", false)
+	out.Type = "function"
+	var err error
+	if out.Function.Name, err = rsString(m.Name, at+".name", true); err != nil {
+		return out, err
+	}
+	if !rsValidName(out.Function.Name) {
+		return out, clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
+	}
+	if names[out.Function.Name] {
+		return out, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
+	}
+	names[out.Function.Name] = true
+	if out.Function.Description, err = rsString(m.Description, at+".description", false); err != nil {
+		return out, err
+	}
+	if out.Function.Parameters, err = rsObjectMember(m.Parameters, at+".parameters", false); err != nil {
+		return out, err
+	}
+	if strict, err := rsBool(m.Strict, at+".strict"); err != nil {
+		return out, err
+	} else if strict != nil {
+		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
+	}
+	return out, nil
 }
 
 // rsValidName is OpenAI's rule for function names: ^[a-zA-Z0-9_-]{1,64}$.
@@ -900,10 +959,10 @@ func rsValidName(s string) bool {
 }
 
 // rsToolChoice translates tool_choice.
-func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, error) {
+func rsToolChoice(raw jsontext.Value, tools map[string]bool) (json.RawMessage, error) {
 	const param = "tool_choice"
 	if raw[0] == '"' {
-		s, err := clientapi.StringValue(raw, param)
+		s, err := rsStringValue(raw, param)
 		if err != nil {
 			return nil, err
 		}
@@ -918,48 +977,41 @@ func rsToolChoice(raw json.RawMessage, tools map[string]bool) (json.RawMessage, 
 		}
 		return clientapi.JSON(s), nil
 	}
-	m, err := clientapi.ObjectOf(raw, param)
-	if err != nil {
+	var m responseswire.ToolChoiceView
+	if err := rsObject(raw, param, &m); err != nil {
 		return nil, clientapi.Invalid(param, "tool_choice must be a string or an object")
 	}
-	typ, err := clientapi.StringField(m, "type", "tool_choice.type", true)
+	typ, err := rsString(m.Type, "tool_choice.type", true)
 	if err != nil {
 		return nil, err
 	}
 	if typ != responseswire.ToolFunction {
 		return nil, clientapi.Invalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", clientapi.Quote(typ))
 	}
-	if err := clientapi.Keys(m, param, "type", "name"); err != nil {
+	if err := rsKeys(param, m.Extra, nil); err != nil {
 		return nil, err
 	}
-	name, err := clientapi.StringField(m, "name", "tool_choice.name", true)
+	name, err := rsString(m.Name, "tool_choice.name", true)
 	if err != nil {
 		return nil, err
 	}
 	if !tools[name] {
 		return nil, clientapi.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", clientapi.Quote(name))
 	}
-	var c struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	c.Type, c.Function.Name = "function", name
-	return clientapi.JSON(c), nil
+	return clientapi.JSON(chat.NamedToolChoice{Type: chat.ToolTypeFunction, Function: chat.NamedFunc{Name: name}}), nil
 }
 
 // rsText translates text: its format, as a response_format (nil for plain
 // text), and its verbosity ("" for none).
-func rsText(raw json.RawMessage) (format json.RawMessage, verbosity string, err error) {
-	m, err := clientapi.ObjectOf(raw, "text")
-	if err != nil {
+func rsText(raw jsontext.Value) (format json.RawMessage, verbosity string, err error) {
+	var m responseswire.TextView
+	if err := rsObject(raw, "text", &m); err != nil {
 		return nil, "", err
 	}
-	if err := clientapi.Keys(m, "text", "format", "verbosity"); err != nil {
+	if err := rsKeys("text", m.Extra, nil); err != nil {
 		return nil, "", err
 	}
-	verbosity, err = clientapi.StringField(m, "verbosity", "text.verbosity", false)
+	verbosity, err = rsString(m.Verbosity, "text.verbosity", false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -968,71 +1020,71 @@ func rsText(raw json.RawMessage) (format json.RawMessage, verbosity string, err 
 	default:
 		return nil, "", clientapi.Invalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
 	}
-	format, err = rsFormat(m)
+	format, err = rsFormat(m.Format)
 	return format, verbosity, err
 }
 
-// rsFormat translates text.format (m is text).
-func rsFormat(m map[string]json.RawMessage) (json.RawMessage, error) {
-	fraw, ok := clientapi.Present(m, "format")
-	if !ok {
+// rsFormat translates text.format.
+func rsFormat(raw jsontext.Value) (json.RawMessage, error) {
+	if !rsPresent(raw) {
 		return nil, nil
 	}
 	const at = "text.format"
-	f, typ, err := clientapi.Block(fraw, at)
+	var f responseswire.TextFormatView
+	if err := rsObject(raw, at, &f); err != nil {
+		return nil, err
+	}
+	typ, err := rsString(f.Type, at+".type", true)
 	if err != nil {
 		return nil, err
 	}
+	keys := func(allowed ...string) error {
+		return rsKeys(at, f.Extra, nil, rsMembers(allowed,
+			rsMember{"type", f.Type}, rsMember{"name", f.Name}, rsMember{"schema", f.Schema},
+			rsMember{"description", f.Description}, rsMember{"strict", f.Strict})...)
+	}
 	switch typ {
 	case responseswire.FormatText:
-		return nil, clientapi.Keys(f, at, "type")
+		return nil, keys("type")
 	case responseswire.FormatJSONObject:
-		if err := clientapi.Keys(f, at, "type"); err != nil {
+		if err := keys("type"); err != nil {
 			return nil, err
 		}
-		return json.RawMessage(`{"type":"json_object"}`), nil
+		return clientapi.JSON(chat.ResponseFormat{Type: chat.FormatJSONObject}), nil
 	case responseswire.FormatJSONSchema:
 	default:
 		return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
 	}
-	if err := clientapi.Keys(f, at, "type", "name", "schema", "description", "strict"); err != nil {
+	if err := keys("type", "name", "schema", "description", "strict"); err != nil {
 		return nil, err
 	}
-	var js struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Schema      json.RawMessage `json:"schema"`
-		Strict      json.RawMessage `json:"strict,omitempty"`
-	}
-	if js.Name, err = clientapi.StringField(f, "name", at+".name", true); err != nil {
+	var js chat.JSONSchema
+	if js.Name, err = rsString(f.Name, at+".name", true); err != nil {
 		return nil, err
 	}
 	if !rsValidName(js.Name) {
 		return nil, clientapi.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, rsMaxFunctionNameLen)
 	}
-	if js.Description, err = clientapi.StringField(f, "description", at+".description", false); err != nil {
+	if js.Description, err = rsString(f.Description, at+".description", false); err != nil {
 		return nil, err
 	}
-	if js.Schema, err = clientapi.ObjectField(f, "schema", at, true, "a JSON schema object"); err != nil {
+	if js.Schema, err = rsObjectMember(f.Schema, at+".schema", true); err != nil {
 		return nil, err
 	}
-	if strict, err := clientapi.BoolField(f, "strict", at+".strict"); err != nil {
+	if strict, err := rsBool(f.Strict, at+".strict"); err != nil {
 		return nil, err
 	} else if strict != nil {
 		js.Strict = json.RawMessage(strconv.FormatBool(*strict))
 	}
-	return clientapi.JSON(struct {
-		Type       string `json:"type"`
-		JSONSchema any    `json:"json_schema"`
-	}{"json_schema", js}), nil
+	return clientapi.JSON(chat.ResponseFormat{Type: chat.FormatJSONSchema, JSONSchema: &js}), nil
 }
 
 // rsMetadata checks metadata, OpenAI's map of at most 16 strings, and
 // returns it compacted.
 func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
-	m, err := clientapi.ObjectOf(raw, "metadata")
-	if err != nil {
-		return nil, err
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, clientapi.Invalid("metadata", "metadata must be an object")
 	}
 	if len(m) > rsMaxMetadata {
 		return nil, clientapi.Invalid("metadata", "metadata must have at most %d keys", rsMaxMetadata)
@@ -1052,7 +1104,7 @@ func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
 		if len(k) > rsMaxMetadataKey {
 			return nil, clientapi.Invalid(at, "metadata keys must be at most %d characters", rsMaxMetadataKey)
 		}
-		v, err := clientapi.StringValue(m[k], at)
+		v, err := rsStringValue(jsontext.Value(m[k]), at)
 		if err != nil {
 			return nil, err
 		}
@@ -1070,71 +1122,280 @@ func rsMetadata(raw json.RawMessage) (json.RawMessage, error) {
 // rsCheckIgnored checks the shape of the ignored fields (a wrong type is
 // still the client's mistake) and returns reasoning.effort, which is
 // translated.
-func rsCheckIgnored(fields map[string]json.RawMessage, h *clientapi.HintSet) (effort string, err error) {
-	if raw, ok := clientapi.Present(fields, "client_metadata"); ok {
-		if _, err := clientapi.ObjectOf(raw, "client_metadata"); err != nil {
+func rsCheckIgnored(v *responseswire.RequestView, h *clientapi.HintSet) (effort string, err error) {
+	if rsPresent(v.ClientMetadata) && v.ClientMetadata[0] != '{' {
+		return "", clientapi.Invalid("client_metadata", "client_metadata must be an object")
+	}
+	for _, f := range []rsMember{{"service_tier", v.ServiceTier}, {"prompt_cache_key", v.PromptCacheKey}, {"prompt_cache_retention", v.PromptCacheRetention}} {
+		if _, err := rsString(f.value, f.name, false); err != nil {
 			return "", err
 		}
 	}
-	for _, name := range []string{"service_tier", "prompt_cache_key", "prompt_cache_retention"} {
-		if _, err := clientapi.StringField(fields, name, name, false); err != nil {
-			return "", err
-		}
-	}
-	truncation, err := clientapi.StringField(fields, "truncation", "truncation", false)
+	truncation, err := rsString(v.Truncation, "truncation", false)
 	if err != nil {
 		return "", err
 	}
 	if truncation != "" && truncation != "auto" && truncation != "disabled" {
 		return "", clientapi.Invalid("truncation", "truncation must be \"auto\" or \"disabled\"")
 	}
-	if _, err := clientapi.IntField(fields, "max_tool_calls", "max_tool_calls", 0, math.MaxInt32, false); err != nil {
+	if _, err := rsInt(v.MaxToolCalls, "max_tool_calls", 0, math.MaxInt32); err != nil {
 		return "", err
 	}
-	if raw, ok := clientapi.Present(fields, "include"); ok {
-		list, err := clientapi.Array(raw, "include", "include must be an array of strings")
+	if rsPresent(v.Include) {
+		list, err := rsArray(v.Include, "include", "include must be an array of strings")
 		if err != nil {
 			return "", err
 		}
-		for i, v := range list {
-			if _, err := clientapi.StringValue(v, fmt.Sprintf("include[%d]", i)); err != nil {
+		for i, s := range list {
+			if _, err := rsStringValue(s, fmt.Sprintf("include[%d]", i)); err != nil {
 				return "", err
 			}
 		}
 	}
-	if raw, ok := clientapi.Present(fields, "reasoning"); ok {
-		m, err := clientapi.ObjectOf(raw, "reasoning")
-		if err != nil {
+	if rsPresent(v.Reasoning) {
+		var m responseswire.ReasoningView
+		if err := rsObject(v.Reasoning, "reasoning", &m); err != nil {
 			return "", err
 		}
-		if err := clientapi.Keys(m, "reasoning", "effort", "summary", "generate_summary"); err != nil {
+		if err := rsKeys("reasoning", m.Extra, nil); err != nil {
 			return "", err
 		}
-		for _, name := range []string{"effort", "summary", "generate_summary"} {
-			if _, err := clientapi.StringField(m, name, "reasoning."+name, false); err != nil {
+		for _, f := range []rsMember{{"effort", m.Effort}, {"summary", m.Summary}, {"generate_summary", m.GenerateSummary}} {
+			if _, err := rsString(f.value, "reasoning."+f.name, false); err != nil {
 				return "", err
 			}
 		}
-		effort, _ = clientapi.StringField(m, "effort", "reasoning.effort", false)
+		effort, _ = rsString(m.Effort, "reasoning.effort", false)
 		switch effort {
 		case "", "none", "minimal", "low", "medium", "high", "xhigh":
 		default:
 			return "", clientapi.Invalid("reasoning.effort", "reasoning.effort must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"")
 		}
-		h.Nested(m, "summary", "reasoning.summary")
-		h.Nested(m, "generate_summary", "reasoning.summary")
+		if rsPresent(m.Summary) || rsPresent(m.GenerateSummary) {
+			h.Add("reasoning.summary")
+		}
 	}
-	if raw, ok := clientapi.Present(fields, "stream_options"); ok {
-		m, err := clientapi.ObjectOf(raw, "stream_options")
-		if err != nil {
+	if rsPresent(v.StreamOptions) {
+		var m responseswire.StreamOptionsView
+		if err := rsObject(v.StreamOptions, "stream_options", &m); err != nil {
 			return "", err
 		}
-		if err := clientapi.Keys(m, "stream_options", "include_obfuscation"); err != nil {
+		if err := rsKeys("stream_options", m.Extra, nil); err != nil {
 			return "", err
 		}
-		if _, err := clientapi.BoolField(m, "include_obfuscation", "stream_options.include_obfuscation"); err != nil {
+		if _, err := rsBool(m.IncludeObfuscation, "stream_options.include_obfuscation"); err != nil {
 			return "", err
 		}
 	}
 	return effort, nil
+}
+
+// The readers of a view's members, each a JSON value as the client wrote
+// it: nil when absent. A null member is an absent one.
+
+// rsOptions read a request: of a name given twice the last value counts,
+// and strings need not be valid UTF-8, as encoding/json reads them.
+var rsOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// rsFirst is body's first byte after white space, or 0.
+func rsFirst(body []byte) byte {
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 {
+		return t[0]
+	}
+	return 0
+}
+
+// rsBodyError is the error of a body that is not a JSON object, saying
+// where a body that is not JSON stops being JSON (clientapi.ObjectBody).
+func rsBodyError(body []byte) error {
+	if _, err := clientapi.ObjectBody(body); err != nil {
+		return err
+	}
+	return clientapi.Invalid("", "request body must be a JSON object")
+}
+
+func rsPresent(raw jsontext.Value) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// rsObject reads a member that must be an object into its view.
+func rsObject(raw jsontext.Value, param string, v any) error {
+	if len(raw) == 0 || raw[0] != '{' || jsonv2.Unmarshal(raw, v, rsOptions) != nil {
+		return clientapi.Invalid(param, "%s must be an object", param)
+	}
+	return nil
+}
+
+// rsObjectMember reads a member that holds a JSON schema object, kept as
+// written; a required one must be there. It is nil when absent.
+func rsObjectMember(raw jsontext.Value, param string, required bool) (json.RawMessage, error) {
+	if !rsPresent(raw) {
+		if required {
+			return nil, clientapi.Invalid(param, "%s is required", param)
+		}
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, clientapi.Invalid(param, "%s must be a JSON schema object", param)
+	}
+	return json.RawMessage(raw), nil
+}
+
+// rsArray reads a member that must be an array (msg says so).
+func rsArray(raw jsontext.Value, param, msg string) ([]jsontext.Value, error) {
+	var a []jsontext.Value
+	if len(raw) == 0 || raw[0] != '[' || jsonv2.Unmarshal(raw, &a, rsOptions) != nil {
+		return nil, clientapi.Invalid(param, "%s", msg)
+	}
+	return a, nil
+}
+
+// rsString reads a string member; a required one must be there and not
+// empty.
+func rsString(raw jsontext.Value, param string, required bool) (string, error) {
+	if !rsPresent(raw) {
+		if required {
+			return "", clientapi.Invalid(param, "%s is required", param)
+		}
+		return "", nil
+	}
+	s, err := rsStringValue(raw, param)
+	if err != nil {
+		return "", err
+	}
+	if required && s == "" {
+		return "", clientapi.Invalid(param, "%s must not be empty", param)
+	}
+	return s, nil
+}
+
+// rsStringValue reads a string, invalid UTF-8 replaced as encoding/json
+// replaces it.
+func rsStringValue(raw jsontext.Value, param string) (string, error) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", clientapi.Invalid(param, "%s must be a string", param)
+	}
+	return s, nil
+}
+
+// rsBool reads a boolean member; nil when absent.
+func rsBool(raw jsontext.Value, param string) (*bool, error) {
+	if !rsPresent(raw) {
+		return nil, nil
+	}
+	var b bool
+	switch string(raw) {
+	case "true":
+		b = true
+	case "false":
+	default:
+		return nil, clientapi.Invalid(param, "%s must be a boolean", param)
+	}
+	return &b, nil
+}
+
+// rsInt reads an integer in [lo, hi] (1024 and 1024.0 alike); 0 when
+// absent.
+func rsInt(raw jsontext.Value, param string, lo, hi int64) (int64, error) {
+	if !rsPresent(raw) {
+		return 0, nil
+	}
+	f, ok := clientapi.Number(json.RawMessage(raw))
+	if !ok || f != math.Trunc(f) {
+		return 0, clientapi.Invalid(param, "%s must be an integer", param)
+	}
+	if f < float64(lo) || f > float64(hi) {
+		return 0, clientapi.Invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+	}
+	return int64(f), nil
+}
+
+// rsMember is a modelled member of a view, by name.
+type rsMember struct {
+	name  string
+	value jsontext.Value
+}
+
+// rsMembers are those of members that are there (null or not) and not
+// allowed.
+func rsMembers(allowed []string, members ...rsMember) []rsMember {
+	var out []rsMember
+	for _, m := range members {
+		if m.value != nil && !slices.Contains(allowed, m.name) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// rsKeys rejects a member of the object at param (the body when "") that
+// is not allowed: one of extra, the members the object's view does not
+// model, but those in known, or one of refused, modelled members the
+// object may not have. Of several, it names the first in sorted order.
+func rsKeys(param string, extra jsontext.Value, known []string, refused ...rsMember) error {
+	name, ok := "", false
+	for _, m := range refused {
+		if !ok || m.name < name {
+			name, ok = m.name, true
+		}
+	}
+	if len(extra) > 2 {
+		d := jsontext.NewDecoder(bytes.NewReader(extra), rsOptions)
+		if _, err := d.ReadToken(); err == nil {
+			for d.PeekKind() == '"' {
+				raw, err := d.ReadValue()
+				if err != nil {
+					break
+				}
+				var k string
+				_ = json.Unmarshal(raw, &k) // before the next read reuses raw
+				if d.SkipValue() != nil {
+					break
+				}
+				if !slices.Contains(known, k) && (!ok || k < name) {
+					name, ok = k, true
+				}
+			}
+		}
+	}
+	if !ok {
+		return nil
+	}
+	if !utf8.ValidString(name) || len(name) > 64 {
+		name = "(unprintable)"
+	}
+	if name == "" {
+		name = `""` // an empty key, named so that the error names a param
+	}
+	if param != "" {
+		name = param + "." + name
+	}
+	return clientapi.Invalid(name, "unknown field %s", name)
+}
+
+// rsExtraMember is the member name of extra (the last, if given twice),
+// or nil.
+func rsExtraMember(extra jsontext.Value, name string) jsontext.Value {
+	var out jsontext.Value
+	d := jsontext.NewDecoder(bytes.NewReader(extra), rsOptions)
+	if _, err := d.ReadToken(); err != nil {
+		return nil
+	}
+	for d.PeekKind() == '"' {
+		raw, err := d.ReadValue()
+		if err != nil {
+			return out
+		}
+		var k string
+		_ = json.Unmarshal(raw, &k)
+		v, err := d.ReadValue()
+		if err != nil {
+			return out
+		}
+		if k == name {
+			out = v.Clone()
+		}
+	}
+	return out
 }

@@ -293,6 +293,11 @@ func TestDecodeResponsesFields(t *testing.T) {
 			want: fields{Input: []string{`{"role":"user","content":"hi"}`}, Metadata: `{"a":"1","b":""}`, Instructions: "be brief"},
 		},
 		{
+			name: "a name given twice reads as its last value; names match exactly",
+			in:   `{"model":"m","input":"a","store":true,"input":[{"role":"user","content":"b","content":"c"}],"st\u006fre":false}`,
+			want: fields{Input: []string{`{"role":"user","content":"c"}`}},
+		},
+		{
 			name: "empty metadata is echoed",
 			in:   `{"model":"m","input":"hi","metadata":{}}`,
 			want: fields{Store: true, Input: []string{`{"role":"user","content":"hi"}`}, Metadata: `{}`},
@@ -586,6 +591,9 @@ func TestDecodeResponsesErrors(t *testing.T) {
 		{"max_tool_calls negative", base(`,"max_tool_calls":-1`), "max_tool_calls", "from 0"},
 		{"stream_options a bool", base(`,"stream_options":true`), "stream_options", "must be an object"},
 		{"stream_options include_usage", base(`,"stream_options":{"include_usage":true}`), "stream_options.include_usage", "unknown field"},
+		{"a name in another case", base(`,"Model":"m"`), "Model", "unknown field"},
+		{"a member of another item type", base(`,"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}","content":"x"}]`), "input[0].content", "unknown field"},
+		{"unknown fields named in sorted order", base(`,"text":{"zeta":1,"alpha":2}`), "text.alpha", "unknown field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

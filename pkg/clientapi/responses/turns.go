@@ -342,7 +342,7 @@ func (k *turnKeeper) keepPassed(response []byte) bool {
 // as Chat Completions messages, as a request's input is translated.
 func itemMessages(raw json.RawMessage) ([]json.RawMessage, error) {
 	r := &responsesRequest{}
-	if err := r.input(map[string]json.RawMessage{"input": raw}, &clientapi.HintSet{}); err != nil {
+	if err := r.input(raw, &clientapi.HintSet{}); err != nil {
 		return nil, err
 	}
 	return r.Input, nil

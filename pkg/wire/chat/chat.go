@@ -1,6 +1,8 @@
 // Package chat is OpenAI's Chat Completions wire shape: the chat.completion
 // object with its choices, message, tool calls and usage, the streamed
-// chat.completion.chunk, and the error envelope. Fields are in OpenAI's
+// chat.completion.chunk, the error envelope, and the messages, parts,
+// tools, response_format and tool_choice of a request that a translation
+// into Chat Completions writes. Fields are in OpenAI's
 // order, so that what a writer encodes reads like OpenAI's own bytes; a
 // field the API leaves out when it has nothing to say is omitempty, and
 // one a reader must tell absent from zero is a pointer or json.RawMessage.
