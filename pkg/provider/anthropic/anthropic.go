@@ -80,7 +80,7 @@ func (c *Client) setKey(h http.Header) {
 // followed.
 func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client {
 	c := &Client{name: name, apiKey: apiKey, hc: upstream.HTTPClient(hc), now: time.Now}
-	c.endpoint, c.urlErr = upstream.Endpoint(baseURL, "/v1/messages")
+	c.endpoint, c.urlErr = upstream.Endpoint(baseURL, messages.PathMessages)
 	c.transport = httpTransport{c}
 	for _, o := range opts {
 		o(c)
