@@ -35,6 +35,11 @@ func Reconcile(ctx context.Context, r billing.Reconciler, every time.Duration, n
 				return
 			case <-t.C:
 			}
+			// Of a tick and the end, both ready, select takes either:
+			// no run starts after the end.
+			if ctx.Err() != nil {
+				return
+			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, every)
 		start := time.Now()
