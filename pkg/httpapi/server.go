@@ -59,6 +59,9 @@ type principal struct {
 	gateway.Caller
 	// keyID is a short prefix of the key's SHA-256, safe to log.
 	keyID string
+	// storeHash is a config key's billing.HashKey, for the key store's
+	// lookup: computed once, not on each request.
+	storeHash string
 }
 
 // Options are the Server's optional dependencies.
@@ -118,7 +121,7 @@ func New(cfg *catalog.Config, rt *router.Router, opts Options) *Server {
 		p := &cfg.Projects[i]
 		for _, k := range p.Keys {
 			h := sha256.Sum256([]byte(k.Key))
-			s.keys[h] = &principal{keyID: hex.EncodeToString(h[:6]), Caller: gateway.Caller{Project: p, KeyHash: h,
+			s.keys[h] = &principal{keyID: hex.EncodeToString(h[:6]), storeHash: billing.HashKey(s.accounts.Pepper, k.Key), Caller: gateway.Caller{Project: p, KeyHash: h,
 				Policy: llm.ParseDataPolicy(p.DataPolicy), BillingKeyID: billing.ConfigKeyID(s.accounts.Pepper, k.Key), FromConfig: true,
 				KeyRates: billing.Rates{RPM: k.RPM, TPM: k.TPM, Budget: k.Budget}}}
 		}
@@ -262,7 +265,13 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	// pepper, behind a short in-process cache. A config key is asked about
 	// too: one revoked with the admin tool stays revoked, whatever the
 	// config file says.
-	rec, err := s.accounts.Keys.Lookup(r.Context(), billing.HashKey(s.accounts.Pepper, token))
+	storeHash := ""
+	if cfgKey != nil {
+		storeHash = cfgKey.storeHash
+	} else {
+		storeHash = billing.HashKey(s.accounts.Pepper, token)
+	}
+	rec, err := s.accounts.Keys.Lookup(r.Context(), storeHash)
 	switch {
 	case err == nil && cfgKey != nil:
 		return cfgKey, nil
