@@ -352,9 +352,11 @@ func (s *Server) getResponse(w *clientapi.Recorder, r *http.Request) {
 // request is admitted only once its body is read.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.Server.MaxBodyBytes
-	tooLarge := llm.Errorf(llm.CodeRequestTooLarge, "", "request body is larger than %d bytes", limit)
+	tooLarge := func() error {
+		return llm.Errorf(llm.CodeRequestTooLarge, "", "request body is larger than %d bytes", limit)
+	}
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	rc := http.NewResponseController(w)
 	timeout := s.cfg.Server.BodyTimeout.D()
@@ -368,7 +370,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		var ne net.Error
 		switch {
 		case errors.As(err, &mbe):
-			return nil, tooLarge
+			return nil, tooLarge()
 		case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 			// The connection cannot be read again: close it after the answer.
 			w.Header().Set("Connection", "close")
