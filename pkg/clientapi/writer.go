@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
@@ -26,7 +27,7 @@ type Wire struct {
 	// status of a JSON answer, written with its Content-Length by Body.
 	status int
 	// more, when set, tells Event that another event is at hand (SetMore).
-	more func() bool
+	more gateway.Backlog
 	// streaming: Start wrote a stream's status and headers.
 	streaming bool
 	// keepAliveEvery is SetKeepAlive's interval (0: none); ka the
@@ -111,7 +112,7 @@ func (o *Wire) Start(status int, header map[string]string, stream bool) {
 		o.streaming = true
 		o.deadline()
 		o.w.WriteHeader(status)
-		if o.more != nil && o.more() {
+		if o.more != nil && o.more.More() {
 			// The first event is at hand (the router answers once the
 			// provider's output began): the headers leave with it, in
 			// one write instead of two.
@@ -151,7 +152,7 @@ func (o *Wire) Event(name string, data []byte) error {
 		o.gone = err
 		return err
 	}
-	if o.more != nil && o.more() {
+	if o.more != nil && o.more.More() {
 		// The next event is already at hand: it goes out with this one.
 		return nil
 	}
@@ -161,7 +162,7 @@ func (o *Wire) Event(name string, data []byte) error {
 // SetMore makes Event flush only when more reports that no other event is
 // at hand (router.Answer.More): a burst from the provider leaves in one
 // write, and an event followed by a pause leaves at once.
-func (o *Wire) SetMore(more func() bool) { o.more = more }
+func (o *Wire) SetMore(more gateway.Backlog) { o.more = more }
 
 // Flush sends what Event held back; it does nothing before a stream
 // started (a JSON answer's headers wait for its Body, and a keep-alive may
