@@ -19,8 +19,11 @@ import (
 // still finishes and records its answer).
 type Wire struct {
 	w            *Recorder
-	rc           *http.ResponseController
+	rc           http.ResponseController
 	writeTimeout time.Duration
+	// noDeadline: the writer took no write deadline (ErrNotSupported),
+	// and will take none: it is not asked again.
+	noDeadline bool
 	// envelope writes an error envelope (the API's own).
 	envelope ErrorWriter
 	gone     error
@@ -62,7 +65,7 @@ type ErrorWriter interface {
 // NewWire is the writer of an answer to w, its errors written by
 // envelope (the client API's).
 func NewWire(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) *Wire {
-	return &Wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, envelope: envelope}
+	return &Wire{w: w, rc: *http.NewResponseController(w), writeTimeout: writeTimeout, envelope: envelope}
 }
 
 func (o *Wire) Error(err error) {
@@ -297,16 +300,26 @@ func (o *Wire) Abort() {
 // sets the deadline the next write would get, so the connection is never
 // left without one.
 func (o *Wire) WritesBounded() bool {
-	return o.writeTimeout > 0 && o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout)) == nil
+	return o.writeTimeout > 0 && !o.noDeadline && o.setDeadline() == nil
 }
 
 // deadline gives the next write writeTimeout to make progress. A writer
 // that cannot take a deadline (the Lambda edge, a test recorder) writes
 // without one.
 func (o *Wire) deadline() {
-	if o.writeTimeout > 0 {
-		_ = o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout))
+	if o.writeTimeout > 0 && !o.noDeadline {
+		_ = o.setDeadline()
 	}
+}
+
+// setDeadline sets the next write's deadline. net/http formats a new
+// error each time a writer takes none: the first one is remembered.
+func (o *Wire) setDeadline() error {
+	err := o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout))
+	if errors.Is(err, http.ErrNotSupported) {
+		o.noDeadline = true
+	}
+	return err
 }
 
 func (o *Wire) flush() error {

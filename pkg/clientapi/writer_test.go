@@ -3,6 +3,7 @@ package clientapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,5 +89,49 @@ func TestWireWritesBoundedKeepsADeadline(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the handler's write still waits on a client that reads nothing")
+	}
+}
+
+// deadlineCounter is a writer that counts the write deadlines it is
+// asked for, taking them or not.
+type deadlineCounter struct {
+	*httptest.ResponseRecorder
+	takes bool
+	asked int
+}
+
+func (d *deadlineCounter) SetWriteDeadline(time.Time) error {
+	d.asked++
+	if !d.takes {
+		return fmt.Errorf("%w", http.ErrNotSupported)
+	}
+	return nil
+}
+
+// A writer that takes write deadlines gets one before each write; one that
+// takes none is asked once, and its writes go on without.
+func TestWireAsksForDeadlinesOnce(t *testing.T) {
+	for _, takes := range []bool{true, false} {
+		d := &deadlineCounter{ResponseRecorder: httptest.NewRecorder(), takes: takes}
+		o := NewWire(&Recorder{ResponseWriter: d}, time.Second, nil)
+		if got := o.WritesBounded(); got != takes {
+			t.Errorf("takes deadlines %v: WritesBounded() = %v", takes, got)
+		}
+		o.Start(http.StatusOK, map[string]string{"Content-Type": "text/event-stream"}, true)
+		for range 3 {
+			if err := o.Event("", []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if o.WritesBounded() != takes {
+			t.Errorf("takes deadlines %v: WritesBounded() changed its answer", takes)
+		}
+		want := 1
+		if takes {
+			want = 6 // each probe, the stream's start and each event
+		}
+		if d.asked != want || d.Body.String() != "data: {}\n\ndata: {}\n\ndata: {}\n\n" {
+			t.Errorf("takes deadlines %v: asked %d times (want %d), wrote %q", takes, d.asked, want, d.Body.String())
+		}
 	}
 }
