@@ -62,10 +62,12 @@ type ErrorWriter interface {
 	WriteError(w http.ResponseWriter, err error) int
 }
 
-// NewWire is the writer of an answer to w, its errors written by
-// envelope (the client API's).
-func NewWire(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) *Wire {
-	return &Wire{w: w, rc: *http.NewResponseController(w), writeTimeout: writeTimeout, envelope: envelope}
+// Init makes o, unused, the writer of an answer to w, its errors written
+// by envelope (the client API's). It is a method, not a constructor, so
+// that the HTTP layer keeps the Wire with the rest of a request's state,
+// in one allocation.
+func (o *Wire) Init(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) {
+	*o = Wire{w: w, rc: *http.NewResponseController(w), writeTimeout: writeTimeout, envelope: envelope}
 }
 
 func (o *Wire) Error(err error) {

@@ -23,7 +23,7 @@ func TestWireWritesBounded(t *testing.T) {
 	got := make(chan [2]bool, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &Recorder{ResponseWriter: w}
-		got <- [2]bool{NewWire(rec, time.Second, nil).WritesBounded(), NewWire(rec, 0, nil).WritesBounded()}
+		got <- [2]bool{newWire(rec, time.Second, nil).WritesBounded(), newWire(rec, 0, nil).WritesBounded()}
 	}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
@@ -34,13 +34,13 @@ func TestWireWritesBounded(t *testing.T) {
 	if b := <-got; !b[0] || b[1] {
 		t.Errorf("on a server connection: with a timeout %v (want true), without %v (want false)", b[0], b[1])
 	}
-	if NewWire(&Recorder{ResponseWriter: httptest.NewRecorder()}, time.Second, nil).WritesBounded() {
+	if newWire(&Recorder{ResponseWriter: httptest.NewRecorder()}, time.Second, nil).WritesBounded() {
 		t.Error("a test recorder reported bounded writes")
 	}
 	// The Lambda edge writes into a pipe the runtime drains, without
 	// deadlines.
 	edge := lambdaedge.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- [2]bool{NewWire(&Recorder{ResponseWriter: w}, time.Second, nil).WritesBounded()}
+		got <- [2]bool{newWire(&Recorder{ResponseWriter: w}, time.Second, nil).WritesBounded()}
 		w.Write([]byte("ok"))
 	}))
 	sr, err := edge(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodGet, Path: "/"})
@@ -59,7 +59,7 @@ func TestWireWritesBounded(t *testing.T) {
 func TestWireWritesBoundedKeepsADeadline(t *testing.T) {
 	done := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o := NewWire(&Recorder{ResponseWriter: w}, 100*time.Millisecond, nil)
+		o := newWire(&Recorder{ResponseWriter: w}, 100*time.Millisecond, nil)
 		if !o.WritesBounded() {
 			done <- errors.New("a server connection reported unbounded writes")
 			return
@@ -92,6 +92,13 @@ func TestWireWritesBoundedKeepsADeadline(t *testing.T) {
 	}
 }
 
+// newWire is a Wire of its own.
+func newWire(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) *Wire {
+	o := new(Wire)
+	o.Init(w, writeTimeout, envelope)
+	return o
+}
+
 // deadlineCounter is a writer that counts the write deadlines it is
 // asked for, taking them or not.
 type deadlineCounter struct {
@@ -113,7 +120,7 @@ func (d *deadlineCounter) SetWriteDeadline(time.Time) error {
 func TestWireAsksForDeadlinesOnce(t *testing.T) {
 	for _, takes := range []bool{true, false} {
 		d := &deadlineCounter{ResponseRecorder: httptest.NewRecorder(), takes: takes}
-		o := NewWire(&Recorder{ResponseWriter: d}, time.Second, nil)
+		o := newWire(&Recorder{ResponseWriter: d}, time.Second, nil)
 		if got := o.WritesBounded(); got != takes {
 			t.Errorf("takes deadlines %v: WritesBounded() = %v", takes, got)
 		}
