@@ -398,9 +398,25 @@ func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Clie
 	c := req.Caller
 	ident := idempotency.Identity(c.Project.ID, c.KeyHash, req.Scope+req.IdempotencyKey, req.Demand.String(), c.Residency())
 	req.Log.Add(slog.Bool("keyed", true))
-	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
+	// The lookup and the wait for another request's answer are bounded by
+	// the request's timeout. A store in the process never waits
+	// (storecall): its lookup goes without, and the bound (a context and a
+	// timer) is made only for a wait.
+	waitCtx, cancel := ctx, context.CancelFunc(nil)
+	bound := func() {
+		if cancel == nil {
+			waitCtx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		}
+	}
+	defer func() {
+		if cancel != nil {
+			cancel()
+		}
+	}()
 	for range 4 {
+		if !s.idemLocal {
+			bound()
+		}
 		exec, rec, err := s.idem.Begin(waitCtx, idempotency.Request{Key: ident, Fingerprint: req.Fingerprint, RequestID: req.ID, Tenant: c.Project.ID})
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -423,6 +439,7 @@ func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Clie
 		// no provider work: it gives its admission slot back, so that retry
 		// storms on one slow key cannot fill the gateway.
 		slot.Release()
+		bound()
 		reply, err := s.idem.Serve(waitCtx, rec, idempotency.Retry{Fingerprint: req.Fingerprint, IncludeUsage: req.IncludeUsage})
 		switch {
 		case err == nil:
