@@ -27,8 +27,10 @@ type Wire struct {
 	// envelope writes an error envelope (the API's own).
 	envelope ErrorWriter
 	gone     error
-	// status of a JSON answer, written with its Content-Length by Body.
-	status int
+	// status of a JSON answer, written with its Content-Length by Body;
+	// contentLength is that header's value slice.
+	status        int
+	contentLength [1]string
 	// more, when set, tells Event that another event is at hand (SetMore).
 	more gateway.Backlog
 	// streaming: Start wrote a stream's status and headers.
@@ -135,7 +137,9 @@ func (o *Wire) Body(b []byte) error {
 		return o.gone
 	}
 	if !o.endKeepAlive() {
-		o.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		// As Header.Set, with the value's slice in o.
+		o.contentLength[0] = strconv.Itoa(len(b))
+		o.w.Header()["Content-Length"] = o.contentLength[:]
 		o.w.WriteHeader(o.status)
 	}
 	o.deadline()
