@@ -31,13 +31,27 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // Changing the pepper orphans every stored key.
 func HashKey(pepper []byte, key string) string {
 	pool := hmacPool(pepper)
-	m := pool.Get().(hash.Hash)
-	m.Reset()
-	m.Write([]byte(key))
-	var sum [sha256.Size]byte
-	h := hex.EncodeToString(m.Sum(sum[:0]))
+	m := pool.Get().(*keyHMAC)
+	m.h.Reset()
+	// The key goes in through a buffer of the pooled state's: []byte(key)
+	// given to the hash.Hash interface would be a copy on the heap.
+	for len(key) > 0 {
+		n := copy(m.in[:], key)
+		m.h.Write(m.in[:n])
+		key = key[n:]
+	}
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], m.h.Sum(m.sum[:0]))
 	pool.Put(m)
-	return h
+	return string(out[:])
+}
+
+// keyHMAC is a pooled HMAC-SHA256 state with the buffers HashKey writes
+// through, so that a hash allocates only its result.
+type keyHMAC struct {
+	h   hash.Hash
+	in  [256]byte
+	sum [sha256.Size]byte
 }
 
 // hmacs pools the HMAC-SHA256 states of the last pepper used (a process has
@@ -55,7 +69,7 @@ func hmacPool(pepper []byte) *sync.Pool {
 		return &p.pool
 	}
 	p := &pepperPool{pepper: string(pepper)} // a copy: the caller may reuse its slice
-	p.pool.New = func() any { return hmac.New(sha256.New, []byte(p.pepper)) }
+	p.pool.New = func() any { return &keyHMAC{h: hmac.New(sha256.New, []byte(p.pepper))} }
 	hmacs.Store(p)
 	return &p.pool
 }

@@ -22,7 +22,7 @@ func keepAliveServer(t *testing.T, every time.Duration, answer func(o *Wire)) (u
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := &Recorder{ResponseWriter: w}
 		rc.Header().Set("X-Request-Id", "req_1")
-		o := NewWire(rc, time.Second, openAIErrors{})
+		o := newWire(rc, time.Second, openAIErrors{})
 		o.SetKeepAlive(every)
 		stop := o.KeepAlive()
 		defer stop()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/sse"
 )
 
@@ -18,15 +19,20 @@ import (
 // still finishes and records its answer).
 type Wire struct {
 	w            *Recorder
-	rc           *http.ResponseController
+	rc           http.ResponseController
 	writeTimeout time.Duration
+	// noDeadline: the writer took no write deadline (ErrNotSupported),
+	// and will take none: it is not asked again.
+	noDeadline bool
 	// envelope writes an error envelope (the API's own).
 	envelope ErrorWriter
 	gone     error
-	// status of a JSON answer, written with its Content-Length by Body.
-	status int
+	// status of a JSON answer, written with its Content-Length by Body;
+	// contentLength is that header's value slice.
+	status        int
+	contentLength [1]string
 	// more, when set, tells Event that another event is at hand (SetMore).
-	more func() bool
+	more gateway.Backlog
 	// streaming: Start wrote a stream's status and headers.
 	streaming bool
 	// keepAliveEvery is SetKeepAlive's interval (0: none); ka the
@@ -58,10 +64,12 @@ type ErrorWriter interface {
 	WriteError(w http.ResponseWriter, err error) int
 }
 
-// NewWire is the writer of an answer to w, its errors written by
-// envelope (the client API's).
-func NewWire(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) *Wire {
-	return &Wire{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, envelope: envelope}
+// Init makes o, unused, the writer of an answer to w, its errors written
+// by envelope (the client API's). It is a method, not a constructor, so
+// that the HTTP layer keeps the Wire with the rest of a request's state,
+// in one allocation.
+func (o *Wire) Init(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) {
+	*o = Wire{w: w, rc: *http.NewResponseController(w), writeTimeout: writeTimeout, envelope: envelope}
 }
 
 func (o *Wire) Error(err error) {
@@ -111,7 +119,7 @@ func (o *Wire) Start(status int, header map[string]string, stream bool) {
 		o.streaming = true
 		o.deadline()
 		o.w.WriteHeader(status)
-		if o.more != nil && o.more() {
+		if o.more != nil && o.more.More() {
 			// The first event is at hand (the router answers once the
 			// provider's output began): the headers leave with it, in
 			// one write instead of two.
@@ -129,7 +137,9 @@ func (o *Wire) Body(b []byte) error {
 		return o.gone
 	}
 	if !o.endKeepAlive() {
-		o.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		// As Header.Set, with the value's slice in o.
+		o.contentLength[0] = strconv.Itoa(len(b))
+		o.w.Header()["Content-Length"] = o.contentLength[:]
 		o.w.WriteHeader(o.status)
 	}
 	o.deadline()
@@ -151,7 +161,7 @@ func (o *Wire) Event(name string, data []byte) error {
 		o.gone = err
 		return err
 	}
-	if o.more != nil && o.more() {
+	if o.more != nil && o.more.More() {
 		// The next event is already at hand: it goes out with this one.
 		return nil
 	}
@@ -161,7 +171,7 @@ func (o *Wire) Event(name string, data []byte) error {
 // SetMore makes Event flush only when more reports that no other event is
 // at hand (router.Answer.More): a burst from the provider leaves in one
 // write, and an event followed by a pause leaves at once.
-func (o *Wire) SetMore(more func() bool) { o.more = more }
+func (o *Wire) SetMore(more gateway.Backlog) { o.more = more }
 
 // Flush sends what Event held back; it does nothing before a stream
 // started (a JSON answer's headers wait for its Body, and a keep-alive may
@@ -296,16 +306,26 @@ func (o *Wire) Abort() {
 // sets the deadline the next write would get, so the connection is never
 // left without one.
 func (o *Wire) WritesBounded() bool {
-	return o.writeTimeout > 0 && o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout)) == nil
+	return o.writeTimeout > 0 && !o.noDeadline && o.setDeadline() == nil
 }
 
 // deadline gives the next write writeTimeout to make progress. A writer
 // that cannot take a deadline (the Lambda edge, a test recorder) writes
 // without one.
 func (o *Wire) deadline() {
-	if o.writeTimeout > 0 {
-		_ = o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout))
+	if o.writeTimeout > 0 && !o.noDeadline {
+		_ = o.setDeadline()
 	}
+}
+
+// setDeadline sets the next write's deadline. net/http formats a new
+// error each time a writer takes none: the first one is remembered.
+func (o *Wire) setDeadline() error {
+	err := o.rc.SetWriteDeadline(time.Now().Add(o.writeTimeout))
+	if errors.Is(err, http.ErrNotSupported) {
+		o.noDeadline = true
+	}
+	return err
 }
 
 func (o *Wire) flush() error {

@@ -3,6 +3,7 @@ package clientapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,7 +23,7 @@ func TestWireWritesBounded(t *testing.T) {
 	got := make(chan [2]bool, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &Recorder{ResponseWriter: w}
-		got <- [2]bool{NewWire(rec, time.Second, nil).WritesBounded(), NewWire(rec, 0, nil).WritesBounded()}
+		got <- [2]bool{newWire(rec, time.Second, nil).WritesBounded(), newWire(rec, 0, nil).WritesBounded()}
 	}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
@@ -33,13 +34,13 @@ func TestWireWritesBounded(t *testing.T) {
 	if b := <-got; !b[0] || b[1] {
 		t.Errorf("on a server connection: with a timeout %v (want true), without %v (want false)", b[0], b[1])
 	}
-	if NewWire(&Recorder{ResponseWriter: httptest.NewRecorder()}, time.Second, nil).WritesBounded() {
+	if newWire(&Recorder{ResponseWriter: httptest.NewRecorder()}, time.Second, nil).WritesBounded() {
 		t.Error("a test recorder reported bounded writes")
 	}
 	// The Lambda edge writes into a pipe the runtime drains, without
 	// deadlines.
 	edge := lambdaedge.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- [2]bool{NewWire(&Recorder{ResponseWriter: w}, time.Second, nil).WritesBounded()}
+		got <- [2]bool{newWire(&Recorder{ResponseWriter: w}, time.Second, nil).WritesBounded()}
 		w.Write([]byte("ok"))
 	}))
 	sr, err := edge(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodGet, Path: "/"})
@@ -58,7 +59,7 @@ func TestWireWritesBounded(t *testing.T) {
 func TestWireWritesBoundedKeepsADeadline(t *testing.T) {
 	done := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o := NewWire(&Recorder{ResponseWriter: w}, 100*time.Millisecond, nil)
+		o := newWire(&Recorder{ResponseWriter: w}, 100*time.Millisecond, nil)
 		if !o.WritesBounded() {
 			done <- errors.New("a server connection reported unbounded writes")
 			return
@@ -88,5 +89,56 @@ func TestWireWritesBoundedKeepsADeadline(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the handler's write still waits on a client that reads nothing")
+	}
+}
+
+// newWire is a Wire of its own.
+func newWire(w *Recorder, writeTimeout time.Duration, envelope ErrorWriter) *Wire {
+	o := new(Wire)
+	o.Init(w, writeTimeout, envelope)
+	return o
+}
+
+// deadlineCounter is a writer that counts the write deadlines it is
+// asked for, taking them or not.
+type deadlineCounter struct {
+	*httptest.ResponseRecorder
+	takes bool
+	asked int
+}
+
+func (d *deadlineCounter) SetWriteDeadline(time.Time) error {
+	d.asked++
+	if !d.takes {
+		return fmt.Errorf("%w", http.ErrNotSupported)
+	}
+	return nil
+}
+
+// A writer that takes write deadlines gets one before each write; one that
+// takes none is asked once, and its writes go on without.
+func TestWireAsksForDeadlinesOnce(t *testing.T) {
+	for _, takes := range []bool{true, false} {
+		d := &deadlineCounter{ResponseRecorder: httptest.NewRecorder(), takes: takes}
+		o := newWire(&Recorder{ResponseWriter: d}, time.Second, nil)
+		if got := o.WritesBounded(); got != takes {
+			t.Errorf("takes deadlines %v: WritesBounded() = %v", takes, got)
+		}
+		o.Start(http.StatusOK, map[string]string{"Content-Type": "text/event-stream"}, true)
+		for range 3 {
+			if err := o.Event("", []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if o.WritesBounded() != takes {
+			t.Errorf("takes deadlines %v: WritesBounded() changed its answer", takes)
+		}
+		want := 1
+		if takes {
+			want = 6 // each probe, the stream's start and each event
+		}
+		if d.asked != want || d.Body.String() != "data: {}\n\ndata: {}\n\ndata: {}\n\n" {
+			t.Errorf("takes deadlines %v: asked %d times (want %d), wrote %q", takes, d.asked, want, d.Body.String())
+		}
 	}
 }

@@ -116,6 +116,9 @@ type Request struct {
 	// projectRates are the project's rpm, tpm and budget: the config's, or
 	// the admin tool's (set by the balance check).
 	projectRates billing.Rates
+	// out is the answer's Emitter (execute), kept here rather than
+	// allocated apart.
+	out tee
 	// free is a request admitted to produce nothing (AdmitFree): it
 	// reserves no output tokens.
 	free bool
@@ -160,12 +163,20 @@ type Client interface {
 	KeepAlive() (stop func())
 	// SetMore holds an event's flush back while more reports that another
 	// event is at hand, so that a burst goes out in one write.
-	SetMore(more func() bool)
+	SetMore(more Backlog)
 	// WritesBounded reports whether every write has a deadline.
 	WritesBounded() bool
 	// Abort drops the client (the pump gave up on it with frames still
 	// queued): the answer is cut off.
 	Abort()
+}
+
+// Backlog reports whether another event is at hand: the answer's
+// (router.Answer), or a keyed request's pump's. (An interface, not a
+// func: a method value given to SetMore would be an allocation a
+// request.)
+type Backlog interface {
+	More() bool
 }
 
 // answerWriter is what an answer is written to: the client, or the pump
@@ -387,9 +398,25 @@ func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Clie
 	c := req.Caller
 	ident := idempotency.Identity(c.Project.ID, c.KeyHash, req.Scope+req.IdempotencyKey, req.Demand.String(), c.Residency())
 	req.Log.Add(slog.Bool("keyed", true))
-	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
+	// The lookup and the wait for another request's answer are bounded by
+	// the request's timeout. A store in the process never waits
+	// (storecall): its lookup goes without, and the bound (a context and a
+	// timer) is made only for a wait.
+	waitCtx, cancel := ctx, context.CancelFunc(nil)
+	bound := func() {
+		if cancel == nil {
+			waitCtx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		}
+	}
+	defer func() {
+		if cancel != nil {
+			cancel()
+		}
+	}()
 	for range 4 {
+		if !s.idemLocal {
+			bound()
+		}
 		exec, rec, err := s.idem.Begin(waitCtx, idempotency.Request{Key: ident, Fingerprint: req.Fingerprint, RequestID: req.ID, Tenant: c.Project.ID})
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -412,6 +439,7 @@ func (s *Service) Run(ctx context.Context, req *Request, slot *Admission, w Clie
 		// no provider work: it gives its admission slot back, so that retry
 		// storms on one slow key cannot fill the gateway.
 		slot.Release()
+		bound()
 		reply, err := s.idem.Serve(waitCtx, rec, idempotency.Retry{Fingerprint: req.Fingerprint, IncludeUsage: req.IncludeUsage})
 		switch {
 		case err == nil:
@@ -624,15 +652,20 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w answer
 		// The client's writer sends a burst of events in one write
 		// (httpapi's wire). A keyed request writes through the pump, which
 		// holds a flush back while it has more events queued.
-		direct.SetMore(ans.More)
+		direct.SetMore(ans)
 	}
-	out := &tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, extra: req.rateHeaders, rate: req.rate, entry: billing.Entry{
+	out := &req.out
+	*out = tee{ctx: ctx, w: w, exec: exec, svc: s, settle: req.settleAtPrice, extra: req.rateHeaders, rate: req.rate, entry: billing.Entry{
 		RequestID: req.ID, Project: hold.Project, KeyID: hold.KeyID, Model: req.Model, Provider: ans.Provider, At: at,
 	}}
 	res := codec.Answer(ans, out)
 	u := res.Usage
 	req.usedTokens, req.outputTokens = int64(u.PromptTokens+u.CompletionTokens), int64(u.CompletionTokens)
-	log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Any("cost", llm.USD(u.Cost)))
+	if !log.Off {
+		// slog.Any boxes the cost: an allocation, made only for a line
+		// that is written.
+		log.Add(slog.Int("prompt_tokens", u.PromptTokens), slog.Int("completion_tokens", u.CompletionTokens), slog.Any("cost", llm.USD(u.Cost)))
+	}
 	switch {
 	case out.clientErr != nil:
 		// A write to the client failed (it left, or made no progress for
@@ -688,11 +721,11 @@ func (s *Service) execute(clientCtx, ctx context.Context, req *Request, w answer
 	}
 	if s.accounts.Ledger != nil && !out.settled {
 		// out.entry is final: the codec is done with out. The Finisher
-		// may retry the bill for half an hour (a ledger outage): out
-		// must then keep nothing else of the request alive (the client's
-		// writer, the upstream stream, the recorded answer).
-		out.w, out.exec, out.ctx = nil, nil, nil
-		s.fin.do(req.group, "billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, out.entry) }, nil, s.ledgerLocal)
+		// may retry the bill for half an hour (a ledger outage): the step
+		// holds a copy of the entry, and nothing else of the request (the
+		// client's writer, the upstream stream, the recorded answer).
+		entry := out.entry
+		s.fin.do(req.group, "billing settle", func(ctx context.Context) error { return s.accounts.Ledger.Bill(ctx, entry) }, nil, s.ledgerLocal)
 	}
 }
 

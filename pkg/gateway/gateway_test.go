@@ -87,7 +87,7 @@ func (namedCodec) JoinBroken(reason string) idempotency.Event {
 type noTuning struct{}
 
 func (noTuning) KeepAlive() (stop func()) { return func() {} }
-func (noTuning) SetMore(func() bool)      {}
+func (noTuning) SetMore(Backlog)          {}
 func (noTuning) WritesBounded() bool      { return false }
 func (noTuning) Abort()                   {}
 

@@ -80,13 +80,13 @@ func newPump(w Client) *pump {
 	// The client flushes an event only when no other event is queued
 	// behind it: a burst goes out in one write, and nothing queued ever
 	// waits.
-	w.SetMore(p.eventQueued)
+	w.SetMore(p)
 	return p
 }
 
-// eventQueued reports whether the next frame to write is an event; the
+// More reports whether the next frame to write is an event (Backlog); the
 // writer calls it from run, between frames.
-func (p *pump) eventQueued() bool {
+func (p *pump) More() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.queue) > 0 && p.queue[0].kind == 'e'
@@ -167,7 +167,7 @@ func (p *pump) push(f frame) error {
 		// Written by the caller (see pump). The pump's methods are called
 		// from one goroutine and run has not started, so nothing else
 		// uses the writer meanwhile; the lock is let go while it writes,
-		// as the writer may ask eventQueued. (A body never reaches here
+		// as the writer may ask More. (A body never reaches here
 		// once the client is gone: see above.)
 		p.mu.Unlock()
 		err := p.write(f)

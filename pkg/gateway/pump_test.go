@@ -75,18 +75,18 @@ func TestPumpNeverBlocks(t *testing.T) {
 type hintWriter struct {
 	noTuning
 	release chan struct{}
-	more    func() bool
+	more    Backlog
 	events  []string
 	hints   []bool
 }
 
-func (h *hintWriter) SetMore(f func() bool)              { h.more = f }
+func (h *hintWriter) SetMore(f Backlog)                  { h.more = f }
 func (h *hintWriter) Error(error)                        {}
 func (h *hintWriter) Start(int, map[string]string, bool) { <-h.release }
 func (h *hintWriter) Body([]byte) error                  { return nil }
 func (h *hintWriter) Event(name string, data []byte) error {
 	h.events = append(h.events, string(data))
-	h.hints = append(h.hints, h.more())
+	h.hints = append(h.hints, h.more.More())
 	return nil
 }
 
@@ -219,15 +219,15 @@ func TestPumpUnboundedWriterNeverBlocks(t *testing.T) {
 // queued behind it (the pump's SetMore hint).
 type startWriter struct {
 	noTuning
-	more    func() bool
+	more    Backlog
 	started chan bool // the hint when Start was written
 	events  int
 }
 
-func (w *startWriter) SetMore(f func() bool) { w.more = f }
-func (w *startWriter) Error(error)           {}
+func (w *startWriter) SetMore(f Backlog) { w.more = f }
+func (w *startWriter) Error(error)       {}
 func (w *startWriter) Start(int, map[string]string, bool) {
-	w.started <- w.more()
+	w.started <- w.more.More()
 }
 func (w *startWriter) Body([]byte) error          { return nil }
 func (w *startWriter) Event(string, []byte) error { w.events++; return nil }

@@ -44,7 +44,9 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		fail(err)
 		return
 	}
-	wire := clientapi.NewWire(w, s.cfg.Server.WriteTimeout.D(), api)
+	gen := &generation{}
+	wire := &gen.wire
+	wire.Init(w, s.cfg.Server.WriteTimeout.D(), api)
 	wire.SetKeepAlive(s.keepAlive)
 	slot, err := s.svc.Admit(&p.Caller)
 	if err != nil {
@@ -52,13 +54,21 @@ func (s *Server) generate(w *clientapi.Recorder, r *http.Request, id string, log
 		return
 	}
 	defer slot.Release()
-	g := &gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: spec.Scope}
+	g := &gen.req
+	*g = gateway.Request{ID: id, Caller: &p.Caller, Log: log, Scope: spec.Scope}
 	codec, err := s.validate(r, p, g, api, body)
 	if err != nil {
 		wire.Error(err)
 		return
 	}
 	s.svc.Run(r.Context(), g, &slot, wire, codec)
+}
+
+// generation is what generate allocates for a request, in one piece: the
+// request the gateway runs and the writer of its answer.
+type generation struct {
+	req  gateway.Request
+	wire clientapi.Wire
 }
 
 // passNative is the request in its own protocol for a plan that has a

@@ -20,6 +20,8 @@ type exchange struct {
 	clientapi.Recorder
 	id   string
 	info logInfo
+	// idValue is the X-Request-Id header's value slice.
+	idValue [1]string
 }
 
 // endpoint is a handler of the mux: its ResponseWriter is the request's

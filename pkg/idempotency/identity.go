@@ -18,13 +18,27 @@ const MaxKeyLength = 512
 // together. A request under another demand or residency is another record,
 // and the raw key is never stored.
 func Identity(project string, apiKeyHash [32]byte, idempotencyKey, demand, residency string) string {
-	h := sha256.New()
+	// The tuple is written out whole and hashed once: a few hundred bytes,
+	// on the stack unless the key is long.
+	var buf [256]byte
+	b := buf[:0]
 	for _, part := range []string{"buzzgate-idem-v1", project, string(apiKeyHash[:]), idempotencyKey, demand, residency} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
+		b = strconv.AppendInt(b, int64(len(part)), 10)
+		b = append(b, ':')
+		b = append(b, part...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return hexString(sum[:])
+}
+
+// hexString is hex.EncodeToString with one allocation, the string, for
+// up to 32 bytes.
+func hexString(b []byte) string {
+	var buf [2 * sha256.Size]byte
+	if len(b) > sha256.Size {
+		return hex.EncodeToString(b)
+	}
+	return string(buf[:hex.Encode(buf[:], b)])
 }
 
 // Fingerprint is the SHA-256 of the request: its method, its path and its
@@ -46,5 +60,5 @@ func Fingerprint(method, path string, body []byte) (string, error) {
 	if err := canonjson.WriteWithout(h, prefix, body, "stream_options", "include_usage"); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hexString(h.Sum(nil)), nil
 }

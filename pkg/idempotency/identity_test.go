@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/buzzgate/buzzgate/internal/benchbody"
@@ -33,6 +34,22 @@ func TestIdentity(t *testing.T) {
 	}
 	if len(base) != 64 {
 		t.Errorf("identity %q is not a hex SHA-256", base)
+	}
+}
+
+// Identities and fingerprints are stored: their values never change, a
+// key longer than Identity's stack buffer included.
+func TestIdentityPinned(t *testing.T) {
+	k := sha256.Sum256([]byte("sk-one"))
+	fp, err := Fingerprint("POST", "/api/v1/chat/completions", []byte(`{"b":1,"a":[true,null]}`))
+	for _, c := range []struct{ got, want string }{
+		{Identity("proj", k, "key", "none", "anywhere"), "6426abe0970d23840d6ce57c4af55ac43d92e9c7378bc25db0235b8fc311b5c6"},
+		{Identity("proj", k, strings.Repeat("é", 256), "zdr", "eu"), "4a32150d93240e98210bea8c0a3433892c0bff18286b906314a8ae4a1b5a9075"},
+		{fp, "5e34006bdc694e91fe4023613b128e6671b1af6eb025bacd9ec64026b338a4d4"},
+	} {
+		if c.got != c.want || err != nil {
+			t.Errorf("got %s (%v), want %s", c.got, err, c.want)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -182,7 +181,7 @@ func (s *Service) dropFlight(key, owner string) {
 func newToken() string {
 	var b [16]byte
 	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return hexString(b[:])
 }
 
 // Execution is the first call of a key, running. It records the answer as it

@@ -49,8 +49,11 @@ type Store struct {
 
 // held is a hold, priced or not.
 type held struct {
-	h      billing.Hold
+	h billing.Hold
+	// priced points at entry once the hold is priced (nil before): the
+	// entry is kept in the hold, not allocated apart.
 	priced *billing.Entry
+	entry  billing.Entry
 }
 
 type account struct {
@@ -236,7 +239,8 @@ func (s *Store) Price(ctx context.Context, e billing.Entry) error {
 	if err := billing.CheckPriced(h.h, h.priced, e); err != nil {
 		return err
 	}
-	h.priced = &e
+	h.entry = e
+	h.priced = &h.entry
 	return nil
 }
 
