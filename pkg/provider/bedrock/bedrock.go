@@ -28,6 +28,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/schemas"
+	"github.com/aws/smithy-go/transport/http/protocol/restjson1"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
@@ -110,4 +112,13 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		return c.messagesStream(ctx, req)
 	}
 	return c.converseStream(ctx, req)
+}
+
+// ownStream gives one streaming call a protocol of its own. The SDK's
+// client holds one event-stream codec for all its calls, and that codec
+// keeps scratch state that every open stream's reader writes without a
+// lock (github.com/aws/smithy-go issue 714): two overlapping streams on one
+// client are a data race.
+func ownStream(o *bedrockruntime.Options) {
+	o.Protocol = restjson1.New(schemas.AmazonBedrockFrontendService)
 }

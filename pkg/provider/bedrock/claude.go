@@ -73,7 +73,7 @@ func (t ClaudeTransport) Open(ctx context.Context, call upstream.Call) (upstream
 		Body:        body,
 		ContentType: aws.String("application/json"),
 		Accept:      aws.String("application/json"),
-	})
+	}, ownStream)
 	if err != nil {
 		return nil, classify(ctx, err)
 	}

@@ -1,6 +1,7 @@
 package bedrock
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -241,5 +242,42 @@ func TestClaudeEventsEnd(t *testing.T) {
 	}
 	if _, err := tr.Open(ctx, messagesCall(body)); !errors.Is(err, context.Canceled) || up.Calls() != 2 {
 		t.Errorf("a call with its context ended: %v, %d calls; want context.Canceled and no new call", err, up.Calls())
+	}
+}
+
+// TestOverlappingStreams: two streams open at once on one client are read
+// whole, each its own answer. The SDK's client shares one event-stream
+// decoder among its calls unless a call brings its own (ownStream); under
+// the race detector (make test) sharing it fails this test.
+func TestOverlappingStreams(t *testing.T) {
+	body := `{"model":"` + claudeModel + `","max_tokens":50,"messages":[{"role":"user","content":"Hi"}]}`
+	up, tr := fake(t, nil)
+	up.Script(providertest.Response{Text: []string{"one ", "two ", "three"}},
+		providertest.Response{Text: []string{"four ", "five ", "six"}})
+	first, err := tr.Open(t.Context(), messagesCall(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tr.Open(t.Context(), messagesCall(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, evs := range []upstream.Events{first, second} {
+		names, data, err := readEvents(t, evs)
+		if err != io.EOF {
+			t.Errorf("stream %d ended with %v, want io.EOF", i, err)
+		}
+		var deltas int
+		for j, name := range names {
+			if name == "content_block_delta" {
+				deltas++
+				if !bytes.Contains(data[j], []byte(`"text_delta"`)) {
+					t.Errorf("stream %d: delta %s", i, data[j])
+				}
+			}
+		}
+		if deltas != 3 || names[len(names)-1] != "message_stop" {
+			t.Errorf("stream %d: events %q, want 3 text deltas and message_stop last", i, names)
+		}
 	}
 }

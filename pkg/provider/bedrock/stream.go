@@ -115,7 +115,7 @@ func (c *Client) converse(ctx context.Context, in *bedrockruntime.ConverseStream
 	if ctx.Err() != nil {
 		return nil, "", upstream.ContextError("bedrock", ctx)
 	}
-	out, err := c.runtime.ConverseStream(ctx, in)
+	out, err := c.runtime.ConverseStream(ctx, in, ownStream)
 	if err != nil {
 		return nil, "", classify(ctx, err)
 	}
