@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -70,7 +71,13 @@ func (c *cli) store() *dynamoledger.Store {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return dynamoledger.New(client, c.env[EnvTable], dynamoledger.Options{Pepper: []byte(testPepper)})
+	// The store's clock is the command's: a bill's periods are kept by
+	// how they stand to now, and a test's bills are dated by its clock.
+	now := c.deps.now
+	if now == nil {
+		now = time.Now
+	}
+	return dynamoledger.New(client, c.env[EnvTable], dynamoledger.Options{Pepper: []byte(testPepper), Now: now})
 }
 
 // fields returns the value of each "name  value" line of a show-like
