@@ -3,6 +3,7 @@ package systemtest_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -308,5 +309,44 @@ func TestBedrockConverseFromMessages(t *testing.T) {
 	}
 	if got := j(req.JSON["toolConfig"]); !strings.Contains(got, `{"cachePoint":{"type":"default"}}`) || !strings.Contains(got, `"name":"Bash"`) {
 		t.Errorf("toolConfig %s", got)
+	}
+}
+
+// TestCountTokensPassesOverBedrock: Claude on Bedrock has no count_tokens
+// call, so the adapter over Bedrock declares no token counter; a model
+// whose first route is Claude on Bedrock and whose second is Anthropic's
+// API has its tokens counted by the second, and Bedrock is never called.
+func TestCountTokensPassesOverBedrock(t *testing.T) {
+	bedrock, claude := providertest.NewBedrock(t), providertest.NewAnthropic(t)
+	cfg, err := catalog.Parse(fmt.Appendf(nil, `providers:
+  - {name: aws, api: bedrock, aws_region: %s, base_url: %q}
+  - {name: claude, api: anthropic, base_url: %q}
+models:
+  - id: m
+    routes:
+      - {provider: aws, model: %q, input_price: 1, output_price: 2}
+      - {provider: claude, model: claude-x, input_price: 1, output_price: 2}
+projects:
+  - id: proj
+    keys: [{key: %s}]
+`, providertest.BedrockRegion, bedrock.URL(), claude.URL(), bedrockClaude, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.FromConfig(cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), AWSCredentials: bedrockCredentials})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	claude.ScriptCountTokens(providertest.Response{Body: `{"input_tokens":42}`})
+	got := countTokens(t, srv.URL, countBody+"}")
+	if got.status != 200 || got.body != `{"input_tokens":42}` || got.provider != "claude" || got.depth != "1" ||
+		got.header.Get("X-Gateway-Estimated") != "" {
+		t.Errorf("count_tokens: %d %s from %q at depth %s, estimated %q; want claude's count at depth 1",
+			got.status, got.body, got.provider, got.depth, got.header.Get("X-Gateway-Estimated"))
+	}
+	if n, b := len(claude.CountTokensRequests()), bedrock.Calls(); n != 1 || b != 0 {
+		t.Errorf("%d count_tokens calls to claude, %d calls to Bedrock; want 1 and 0", n, b)
 	}
 }

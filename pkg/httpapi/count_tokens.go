@@ -111,7 +111,6 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 			}
 			clientapi.WriteAnthropicError(w, &llm.Error{Code: llm.CodeProviderRejected, Message: "provider rejected the request: " + msg, Cause: pe})
 			return
-		case errors.Is(err, errors.ErrUnsupported):
 		default:
 			reason = "provider_failed"
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -132,31 +131,26 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 	}{llm.EstimateMessagesTokens(body)})
 }
 
-// callCounter asks the first of counters that can count in its
-// configuration; err Is errors.ErrUnsupported when none can.
+// callCounter asks the first of counters (the plan's first live route
+// whose adapter counts tokens) to count body.
 func (s *Server) callCounter(r *http.Request, counters []router.TokenCounter, body []byte) (*llm.TokenCount, router.TokenCounter, error) {
+	c := counters[0]
 	up, err := withoutGatewayFields(body)
 	if err != nil {
 		return nil, router.TokenCounter{}, err
 	}
-	for _, c := range counters {
-		timeout := s.cfg.Server.RequestTimeout.D()
-		if t := c.Provider.FirstTokenTimeout.D(); t > 0 && (timeout <= 0 || t < timeout) {
-			timeout = t
-		}
-		ctx, cancel := r.Context(), context.CancelFunc(func() {})
-		if timeout > 0 {
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-		}
-		count, err := c.Counter.CountTokens(ctx, &llm.TokenCountRequest{Model: c.Route.Model, Body: up,
-			Version: r.Header.Get("Anthropic-Version"), Beta: r.Header.Values("Anthropic-Beta")})
-		cancel()
-		if errors.Is(err, errors.ErrUnsupported) {
-			continue
-		}
-		return count, c, err
+	timeout := s.cfg.Server.RequestTimeout.D()
+	if t := c.Provider.FirstTokenTimeout.D(); t > 0 && (timeout <= 0 || t < timeout) {
+		timeout = t
 	}
-	return nil, router.TokenCounter{}, errors.ErrUnsupported
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	count, err := c.Counter.CountTokens(ctx, &llm.TokenCountRequest{Model: c.Route.Model, Body: up,
+		Version: r.Header.Get("Anthropic-Version"), Beta: r.Header.Values("Anthropic-Beta")})
+	return count, c, err
 }
 
 // withoutGatewayFields is the JSON object body less the fields the gateway

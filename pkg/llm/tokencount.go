@@ -13,13 +13,11 @@ import (
 // of a plan has one. Counting is not a generation: the router's fallback,
 // health and billing play no part.
 type TokenCounter interface {
-	// CountTokens sends req in one call and returns the upstream's answer.
-	// It returns an error that Is errors.ErrUnsupported, having called
-	// nothing, when it cannot count in its configuration; a *ProviderError
-	// classified as for ChatStream when the upstream fails (its 400 is
-	// FailRejected, with the message of its error envelope; a 200 whose
-	// body has no input_tokens is FailTransient); the context's error when
-	// ctx ended.
+	// CountTokens sends req in one call and returns the upstream's answer,
+	// or a *ProviderError classified as for ChatStream when the upstream
+	// fails (its 400 is FailRejected, with the message of its error
+	// envelope; a 200 whose body has no input_tokens is FailTransient), or
+	// the context's error when ctx ended.
 	CountTokens(ctx context.Context, req *TokenCountRequest) (*TokenCount, error)
 }
 
