@@ -897,3 +897,36 @@ func TestConverseStopReason(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConverseEncoder turns a typical ConverseStream answer (its
+// start, a short thought, 200 pieces of text, a tool call in three pieces,
+// its stop and its usage) into the Messages events a client reads.
+func BenchmarkConverseEncoder(b *testing.B) {
+	evs := []types.ConverseStreamOutput{
+		converseMessageStart,
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "Let me think."}),
+		converseBlockStop(0),
+	}
+	for range 200 {
+		evs = append(evs, converseTextDelta(1, " token"))
+	}
+	evs = append(evs, converseBlockStop(1),
+		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
+			ContentBlockIndex: aws.Int32(2),
+			Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String("tooluse_1"), Name: aws.String("get_weather")}},
+		}},
+		converseInputDelta(2, `{"city":`), converseInputDelta(2, `"Paris"}`), converseBlockStop(2),
+		converseMessageStop(types.StopReasonToolUse),
+		&types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{
+			InputTokens: aws.Int32(100), OutputTokens: aws.Int32(220), TotalTokens: aws.Int32(320)}}})
+	b.ReportAllocs()
+	for b.Loop() {
+		e := NewConverseEncoder("msg_1", "m")
+		for _, ev := range evs {
+			if _, err := e.Encode(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		e.End()
+	}
+}
