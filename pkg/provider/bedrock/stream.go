@@ -18,7 +18,8 @@ import (
 )
 
 // converseStream calls ConverseStream with req, a Chat Completions body,
-// translated (converse.FromHub); its answer's events come back as chat.completion.chunks.
+// translated (converse.FromHub); its answer's events come back as
+// chat.completion.chunks (converse.Decoder).
 func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	s, id, err := c.open(ctx, req, converse.FromHub)
 	if err != nil {
