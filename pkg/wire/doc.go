@@ -1,11 +1,12 @@
 // Package wire groups the JSON wire shapes of the protocols the gateway
 // speaks, one package each: chat (OpenAI Chat Completions), messages
 // (Anthropic Messages), responses (OpenAI Responses) and converse (Amazon
-// Bedrock's Converse: its stop reasons and stream events; the Bedrock
-// adapter reads them with the AWS SDK's types). Each declares its stop-reason vocabulary and how it reads as the
-// hub's finish_reason, its error envelope, and the headers it forwards.
-// They are leaves:
-// they import the standard library, each other and the JSON library
-// (go-json-experiment/json) only, so that codecs,
-// adapters, fake upstreams and tools can all share them (TestImports).
+// Bedrock's Converse: its stop reasons, its stream events, and its
+// translation to and from the hub, over the AWS SDK's types). Each
+// declares its stop-reason vocabulary and how it reads as the hub's
+// finish_reason, its error envelope, and the headers it forwards. They
+// import the standard library, each other, the JSON library
+// (go-json-experiment/json), and for Converse's translations the AWS SDK
+// and the hub (pkg/llm) only, so that codecs, adapters, fake upstreams and
+// tools can all share them (TestImports).
 package wire

@@ -14,10 +14,14 @@ const module = "github.com/buzzgate/buzzgate/"
 // standard library's (for its typed decoding of unknown members).
 const jsonLibrary = "github.com/go-json-experiment/json"
 
-// TestImports keeps the wire packages leaves: each imports the standard
-// library, the JSON library and the other wire packages only (test files
-// included), and
-// says in its package doc what it is.
+// awsSDK is the AWS SDK, whose types are the Converse protocol's (the
+// Bedrock Runtime's call and events, and their documents).
+var awsSDK = []string{"github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
+
+// TestImports keeps the wire packages beneath the adapters and the client
+// APIs: each imports the standard library, the JSON library, the AWS SDK,
+// the hub (pkg/llm) and the other wire packages only (test files
+// included, with go-cmp), and says in its package doc what it is.
 func TestImports(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {
@@ -43,7 +47,9 @@ func TestImports(t *testing.T) {
 		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
 			first, _, _ := strings.Cut(imp, "/")
 			switch {
-			case strings.HasPrefix(imp, module+"pkg/wire/"), strings.HasPrefix(imp, jsonLibrary):
+			case strings.HasPrefix(imp, module+"pkg/wire/"), strings.HasPrefix(imp, jsonLibrary), imp == module+"pkg/llm",
+				strings.HasPrefix(imp, awsSDK[0]), strings.HasPrefix(imp, awsSDK[1]),
+				strings.HasPrefix(imp, "github.com/google/go-cmp/") && !slices.Contains(p.Imports, imp):
 			case strings.HasPrefix(imp, module), strings.Contains(first, "."):
 				t.Errorf("pkg/wire/%s imports %s", name, imp)
 			}

@@ -8,9 +8,11 @@
 // request passes through as on an anthropic provider, and every other is
 // translated as for one, by an anthropic adapter whose transport is
 // ClaudeTransport (InvokeModelWithResponseStream). Every other model goes
-// through ConverseStream: a Messages client's request translated directly,
-// its answer as Messages events; any other from Chat Completions, its
-// answer as chunks.
+// through ConverseStream: a Messages client's request translated directly
+// (pkg/wire/messages), its answer as Messages events; any other from Chat
+// Completions (pkg/wire/converse), its answer as chunks. This package is
+// the transport: the SDK's client, credentials and signing, the event
+// streams, and the classification of Bedrock's exceptions.
 //
 // The SDK's own retries are off: the router alone decides what is called
 // again. Bedrock's failures are classified by their exception
@@ -95,7 +97,7 @@ func (c *Client) Name() string { return c.name }
 
 // Caps: the native protocol is Messages, for every model: a Claude model
 // takes a Messages request as Anthropic's API does; any other takes it
-// translated to Converse directly (messagesConverseInput), so that a
+// translated to Converse directly (messages.ToConverse), so that a
 // Messages client's cache points and thinking survive. Requests of the
 // other client APIs come as Chat Completions. It sets no output limit of
 // its own and cannot count tokens.

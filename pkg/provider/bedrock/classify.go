@@ -15,7 +15,7 @@ import (
 
 // classify is the error of a failed call: the context's when it ended, else
 // a *llm.ProviderError of Bedrock's exception's class and message
-// (convFailure), with the status that stands for it (Status); no answer
+// (exceptionFailure), with the status that stands for it (Status); no answer
 // at all is a connection failure.
 func classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
@@ -26,17 +26,17 @@ func classify(ctx context.Context, err error) error {
 	if code == 0 || !errors.As(err, &apiErr) {
 		return &llm.ProviderError{Class: llm.FailTransient, Message: "connection failed", Err: err}
 	}
-	pe := convFailure(apiErr.ErrorCode(), apiErr.ErrorMessage())
+	pe := exceptionFailure(apiErr.ErrorCode(), apiErr.ErrorMessage())
 	pe.Status, pe.Err = code, err
 	return pe
 }
 
-// convFailure is the classified failure of a Bedrock exception named code
+// exceptionFailure is the classified failure of a Bedrock exception named code
 // (as an event stream member names it, "throttlingException", or as the
 // API does, "ThrottlingException"), with Bedrock's message, of the class
 // failureClass gives it (a validation error is the provider's own refusal,
 // FailRejected, with Bedrock's message).
-func convFailure(code, msg string) *llm.ProviderError {
+func exceptionFailure(code, msg string) *llm.ProviderError {
 	class := failureClass(code, msg)
 	text := code
 	switch {

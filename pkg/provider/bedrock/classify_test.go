@@ -96,11 +96,11 @@ func TestFailureClassOfStreamExceptions(t *testing.T) {
 		"someExceptionAddedLater":       llm.FailTransient,
 		"ServiceQuotaExceededException": llm.FailThrottled,
 	} {
-		if pe := convFailure(code, "m"); pe.Class != want {
+		if pe := exceptionFailure(code, "m"); pe.Class != want {
 			t.Errorf("%s: %v, want %v", code, pe.Class, want)
 		}
 	}
-	if pe := convFailure("validationException", "The provided model identifier is invalid."); pe.Class != llm.FailConfig {
+	if pe := exceptionFailure("validationException", "The provided model identifier is invalid."); pe.Class != llm.FailConfig {
 		t.Errorf("a model id refused in the stream: %v, want config", pe.Class)
 	}
 	var pe *llm.ProviderError

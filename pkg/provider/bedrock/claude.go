@@ -16,6 +16,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -50,7 +51,7 @@ type ClaudeTransport struct {
 // Open sends call.
 func (t ClaudeTransport) Open(ctx context.Context, call upstream.Call) (upstream.Events, error) {
 	if call.Model == "" {
-		return nil, convRejected("the request has no model")
+		return nil, converse.Refuse("the request has no model")
 	}
 	set := map[string][]byte{"model": nil, "stream": nil, "anthropic_version": []byte(strconv.Quote(AnthropicVersion))}
 	var betas []string
@@ -66,7 +67,7 @@ func (t ClaudeTransport) Open(ctx context.Context, call upstream.Call) (upstream
 	}
 	body, err := llm.SetTopLevel(bytes.Join(call.Body, nil), set)
 	if err != nil {
-		return nil, convRejected("the request body is not a JSON object")
+		return nil, converse.Refuse("the request body is not a JSON object")
 	}
 	out, err := t.Runtime.InvokeModelWithResponseStream(ctx, &bedrockruntime.InvokeModelWithResponseStreamInput{
 		ModelId:     aws.String(call.Model),

@@ -13,51 +13,53 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // converseStream calls ConverseStream with req, a Chat Completions body,
-// translated; its answer's events come back as chat.completion.chunks.
+// translated (converse.FromHub); its answer's events come back as
+// chat.completion.chunks (converse.Decoder).
 func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
-	s, id, err := c.open(ctx, req, converseInput)
+	s, id, err := c.open(ctx, req, converse.FromHub)
 	if err != nil {
 		return nil, err
 	}
-	s.dec = &chatEvents{dec: newConverseDecoder("chatcmpl-"+id, req.Model, c.now().Unix())}
+	s.dec = &chatEvents{dec: converse.NewDecoder("chatcmpl-"+id, req.Model, c.now().Unix())}
 	return s, nil
 }
 
 // messagesStream calls ConverseStream with req, a Messages client's body
-// passed through, translated to Converse (messagesConverseInput); the answer
-// comes back as Anthropic Messages events (messagesEncoder), so that the
-// client gets what Converse and Messages share: cache points, thinking and
-// its signatures, tool use.
+// passed through, translated to Converse (messages.ToConverse); the answer
+// comes back as Anthropic Messages events (messages.ConverseEncoder), so
+// that the client gets what Converse and Messages share: cache points,
+// thinking and its signatures, tool use.
 func (c *Client) messagesStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
-	s, id, err := c.open(ctx, req, messagesConverseInput)
+	s, id, err := c.open(ctx, req, messages.ToConverse)
 	if err != nil {
 		return nil, err
 	}
-	id = "msg_bdrk_" + id
-	s.dec = &messagesEvents{enc: newMessagesEncoder(id, req.Model), id: id, model: req.Model}
+	s.dec = messages.NewConverseEncoder("msg_bdrk_"+id, req.Model)
 	return s, nil
 }
 
 // eventDecoder turns a ConverseStream answer's events into the client's
 // chunks.
 type eventDecoder interface {
-	// decode is the chunks of one event.
-	decode(ev types.ConverseStreamOutput) ([]llm.Chunk, error)
-	// end is what is still owed when the events end cleanly.
-	end() []llm.Chunk
+	// Encode is the chunks of one event.
+	Encode(ev types.ConverseStreamOutput) ([]llm.Chunk, error)
+	// End is what is still owed when the events end cleanly.
+	End() []llm.Chunk
 }
 
 // chatEvents decodes the events into chat.completion.chunks.
 type chatEvents struct {
-	dec *converseDecoder
+	dec *converse.Decoder
 	one [1]llm.Chunk // an event is one chunk at most, read before the next event
 }
 
-func (e *chatEvents) decode(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
-	ch, ok, err := e.dec.decode(ev)
+func (e *chatEvents) Encode(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
+	ch, ok, err := e.dec.Decode(ev)
 	if !ok {
 		return nil, err
 	}
@@ -65,34 +67,7 @@ func (e *chatEvents) decode(ev types.ConverseStreamOutput) ([]llm.Chunk, error) 
 	return e.one[:], nil
 }
 
-func (e *chatEvents) end() []llm.Chunk { return nil }
-
-// messagesEvents encodes the events as Anthropic Messages events.
-type messagesEvents struct {
-	enc       *messagesEncoder
-	id, model string
-}
-
-func (e *messagesEvents) decode(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
-	evs, err := e.enc.encode(ev)
-	return e.chunks(evs), err
-}
-
-func (e *messagesEvents) end() []llm.Chunk { return e.chunks(e.enc.end()) }
-
-// chunks are evs as the chunks of a stream passed through.
-func (e *messagesEvents) chunks(evs []messagesEvent) []llm.Chunk {
-	out := make([]llm.Chunk, len(evs))
-	for i, ev := range evs {
-		c := llm.Chunk{Proto: llm.ProtoMessages, Event: ev.Name, Raw: ev.Data, HasChoices: true,
-			Output: ev.Output, Text: ev.Text, FinishReason: ev.Finish, Usage: ev.Usage, ID: e.id, Model: e.model}
-		if ev.Finish != "" {
-			c.Seen, c.Finished = 1, 1
-		}
-		out[i] = c
-	}
-	return out
-}
+func (e *chatEvents) End() []llm.Chunk { return nil }
 
 // open translates req's body to Converse with translate and makes the
 // ConverseStream call: its events, to be decoded, and the AWS request id.
@@ -156,12 +131,12 @@ func (s *eventChunks) Next() (llm.Chunk, error) {
 				if err := s.es.Err(); err != nil {
 					return llm.Chunk{}, s.failure(err)
 				}
-				s.take(s.dec.end())
+				s.take(s.dec.End())
 				continue
 			}
-			chunks, err := s.dec.decode(ev)
+			chunks, err := s.dec.Encode(ev)
 			if err != nil {
-				return llm.Chunk{}, err
+				return llm.Chunk{}, eventFailure(err)
 			}
 			s.take(chunks)
 		case <-s.ctx.Done():
@@ -184,6 +159,16 @@ func (s *eventChunks) take(chunks []llm.Chunk) {
 		s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
 	}
 	s.pending = chunks
+}
+
+// eventFailure is err, the error of decoding an event, with an exception
+// in the stream classified (exceptionFailure).
+func eventFailure(err error) error {
+	var ex *converse.Exception
+	if errors.As(err, &ex) {
+		return exceptionFailure(ex.Name, ex.Message)
+	}
+	return err
 }
 
 // failure is the error of a stream that ended with err.

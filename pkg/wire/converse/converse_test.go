@@ -1,6 +1,11 @@
 package converse
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+)
 
 func TestFinishReason(t *testing.T) {
 	for in, want := range map[string]string{
@@ -14,15 +19,17 @@ func TestFinishReason(t *testing.T) {
 	}
 }
 
-func TestMessagesStopReason(t *testing.T) {
-	for in, want := range map[string]string{
-		"end_turn": "end_turn", "stop_sequence": "stop_sequence", "max_tokens": "max_tokens", "tool_use": "tool_use",
-		"model_context_window_exceeded": "model_context_window_exceeded",
-		"guardrail_intervened":          "refusal", "content_filtered": "refusal",
-		"malformed_model_output": "end_turn", "malformed_tool_use": "end_turn", "new_reason": "end_turn",
-	} {
-		if got := MessagesStopReason(in); got != want {
-			t.Errorf("MessagesStopReason(%q) = %q, want %q", in, got, want)
+// TestStopReasons: this package names every stop reason the SDK knows,
+// with the SDK's value.
+func TestStopReasons(t *testing.T) {
+	names := []string{
+		StopEndTurn, StopToolUse, StopMaxTokens, StopStopSequence,
+		StopGuardrailIntervened, StopContentFiltered, StopMalformedModelOutput,
+		StopMalformedToolUse, StopModelContextWindowExceeded,
+	}
+	for _, r := range types.StopReason("").Values() {
+		if !slices.Contains(names, string(r)) {
+			t.Errorf("stop reason %q is not in pkg/wire/converse", r)
 		}
 	}
 }

@@ -1,13 +1,11 @@
-package bedrock
+package converse
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -18,15 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	smithydocument "github.com/aws/smithy-go/document"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
-// convSDKOpts compare the SDK's structs: documents by the JSON the SDK sends
+// sdkOpts compare the SDK's structs: documents by the JSON the SDK sends
 // of them, and the structs' unexported (empty) fields not at all.
-var convSDKOpts = cmp.Options{
+var sdkOpts = cmp.Options{
 	cmp.Transformer("document", func(d document.Interface) string {
 		if d == nil {
 			return "<nil>"
@@ -43,17 +39,17 @@ var convSDKOpts = cmp.Options{
 	}, cmp.Ignore()),
 }
 
-// convPNG is the image of convPNGURL.
-var convPNG = []byte("\x89PNG\r\n\x1a\n")
+// pngBytes is the image of pngURL.
+var pngBytes = []byte("\x89PNG\r\n\x1a\n")
 
-const convPNGURL = "data:image/png;base64,iVBORw0KGgo="
+const pngURL = "data:image/png;base64,iVBORw0KGgo="
 
-// convConversation exercises every message role and content kind.
-const convConversation = `{"model":"amazon.nova-pro-v1:0","stream":true,"stream_options":{"include_usage":true},
+// conversation exercises every message role and content kind.
+const conversation = `{"model":"amazon.nova-pro-v1:0","stream":true,"stream_options":{"include_usage":true},
 "messages":[
  {"role":"system","content":"Be brief."},
  {"role":"developer","content":[{"type":"text","text":"Use metric"},{"type":"text","text":" units."}]},
- {"role":"user","content":[{"type":"text","text":"Weather here?"},{"type":"image_url","image_url":{"url":"` + convPNGURL + `","detail":"low"}}]},
+ {"role":"user","content":[{"type":"text","text":"Weather here?"},{"type":"image_url","image_url":{"url":"` + pngURL + `","detail":"low"}}]},
  {"role":"assistant","content":"Checking.","tool_calls":[
    {"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"id\":12345678901234567890,\"days\":[1,2.5]}"}},
    {"id":"call_2","type":"function","function":{"name":"get_time","arguments":""}}]},
@@ -70,16 +66,16 @@ const convConversation = `{"model":"amazon.nova-pro-v1:0","stream":true,"stream_
 "max_completion_tokens":256,"max_tokens":100,"temperature":0.5,"top_p":0.9,"stop":["END",""],
 "n":1,"logprobs":false,"top_logprobs":0,"logit_bias":{ },"modalities":["text"],"response_format":{"type":"text"}}`
 
-func convText(s string) types.ContentBlock { return &types.ContentBlockMemberText{Value: s} }
+func textBlock(s string) types.ContentBlock { return &types.ContentBlockMemberText{Value: s} }
 
-func convToolResult(id, s string) types.ContentBlock {
+func toolResultBlock(id, s string) types.ContentBlock {
 	return &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
 		ToolUseId: aws.String(id),
 		Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: s}},
 	}}
 }
 
-func convToolSpec(name, description string, strict bool, schema any) types.Tool {
+func toolSpec(name, description string, strict bool, schema any) types.Tool {
 	spec := types.ToolSpecification{Name: aws.String(name), InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(schema)}}
 	if description != "" {
 		spec.Description = aws.String(description)
@@ -91,15 +87,15 @@ func convToolSpec(name, description string, strict bool, schema any) types.Tool 
 }
 
 // emptySchema is the input schema of a tool that gives no parameters.
-var convEmptySchema = map[string]any{"type": "object", "properties": map[string]any{}}
+var emptySchema = map[string]any{"type": "object", "properties": map[string]any{}}
 
-var convWeatherTool = convToolSpec("get_weather", "", false, convEmptySchema)
+var weatherTool = toolSpec("get_weather", "", false, emptySchema)
 
-func TestConverseInput(t *testing.T) {
+func TestFromHub(t *testing.T) {
 	user := func(body string) string {
 		return `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hi"}],` + body + `}`
 	}
-	hi := []types.Message{{Role: types.ConversationRoleUser, Content: []types.ContentBlock{convText("Hi")}}}
+	hi := []types.Message{{Role: types.ConversationRoleUser, Content: []types.ContentBlock{textBlock("Hi")}}}
 	tools := `"tools":[{"type":"function","function":{"name":"get_weather"}}]`
 	tests := []struct {
 		name, model, body string
@@ -107,17 +103,17 @@ func TestConverseInput(t *testing.T) {
 	}{{
 		name:  "conversation",
 		model: "amazon.nova-pro-v1:0",
-		body:  convConversation,
+		body:  conversation,
 		want: &bedrockruntime.ConverseStreamInput{
 			ModelId: aws.String("amazon.nova-pro-v1:0"),
 			System:  []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: "Be brief.\n\nUse metric units."}},
 			Messages: []types.Message{
 				{Role: types.ConversationRoleUser, Content: []types.ContentBlock{
-					convText("Weather here?"),
-					&types.ContentBlockMemberImage{Value: types.ImageBlock{Format: types.ImageFormatPng, Source: &types.ImageSourceMemberBytes{Value: convPNG}}},
+					textBlock("Weather here?"),
+					&types.ContentBlockMemberImage{Value: types.ImageBlock{Format: types.ImageFormatPng, Source: &types.ImageSourceMemberBytes{Value: pngBytes}}},
 				}},
 				{Role: types.ConversationRoleAssistant, Content: []types.ContentBlock{
-					convText("Checking."),
+					textBlock("Checking."),
 					&types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
 						ToolUseId: aws.String("call_1"), Name: aws.String("get_weather"),
 						Input: document.NewLazyDocument(map[string]any{
@@ -132,15 +128,15 @@ func TestConverseInput(t *testing.T) {
 					}},
 				}},
 				{Role: types.ConversationRoleUser, Content: []types.ContentBlock{
-					convToolResult("call_1", "18C"), convToolResult("call_2", "09:00"), convText("Thanks"), convText("no"),
+					toolResultBlock("call_1", "18C"), toolResultBlock("call_2", "09:00"), textBlock("Thanks"), textBlock("no"),
 				}},
 			},
 			ToolConfig: &types.ToolConfiguration{
 				Tools: []types.Tool{
-					convToolSpec("get_weather", "Weather of a city", true, map[string]any{
+					toolSpec("get_weather", "Weather of a city", true, map[string]any{
 						"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"},
 					}),
-					convToolSpec("get_time", "", false, convEmptySchema),
+					toolSpec("get_time", "", false, emptySchema),
 				},
 				ToolChoice: &types.ToolChoiceMemberAuto{},
 			},
@@ -157,13 +153,13 @@ func TestConverseInput(t *testing.T) {
 		model: "meta.llama3",
 		body:  user(tools + `,"tool_choice":"required"`),
 		want: &bedrockruntime.ConverseStreamInput{ModelId: aws.String("meta.llama3"), Messages: hi,
-			ToolConfig: &types.ToolConfiguration{Tools: []types.Tool{convWeatherTool}, ToolChoice: &types.ToolChoiceMemberAny{}}},
+			ToolConfig: &types.ToolConfiguration{Tools: []types.Tool{weatherTool}, ToolChoice: &types.ToolChoiceMemberAny{}}},
 	}, {
 		name:  "tool_choice a function",
 		model: "meta.llama3",
 		body:  user(tools + `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`),
 		want: &bedrockruntime.ConverseStreamInput{ModelId: aws.String("meta.llama3"), Messages: hi,
-			ToolConfig: &types.ToolConfiguration{Tools: []types.Tool{convWeatherTool},
+			ToolConfig: &types.ToolConfiguration{Tools: []types.Tool{weatherTool},
 				ToolChoice: &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String("get_weather")}}}},
 	}, {
 		name:  "tool_choice none leaves the tools out",
@@ -175,7 +171,7 @@ func TestConverseInput(t *testing.T) {
 		model: "meta.llama3",
 		body:  user(tools),
 		want: &bedrockruntime.ConverseStreamInput{ModelId: aws.String("meta.llama3"), Messages: hi,
-			ToolConfig: &types.ToolConfiguration{Tools: []types.Tool{convWeatherTool}}},
+			ToolConfig: &types.ToolConfiguration{Tools: []types.Tool{weatherTool}}},
 	}, {
 		name:  "tool_choice without tools",
 		model: "meta.llama3",
@@ -199,29 +195,29 @@ func TestConverseInput(t *testing.T) {
 			{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/JPEG;base64,/9j/"}}]}]}`,
 		want: &bedrockruntime.ConverseStreamInput{ModelId: aws.String("deepseek.r1"), Messages: []types.Message{{
 			Role: types.ConversationRoleUser, Content: []types.ContentBlock{
-				convText("a"),
+				textBlock("a"),
 				&types.ContentBlockMemberImage{Value: types.ImageBlock{Format: types.ImageFormatJpeg, Source: &types.ImageSourceMemberBytes{Value: []byte{0xff, 0xd8, 0xff}}}},
 			},
 		}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := converseInput(tt.model, []byte(tt.body))
+			got, _, err := FromHub(tt.model, []byte(tt.body))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got, convSDKOpts); diff != "" {
-				t.Errorf("converseInput (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, got, sdkOpts); diff != "" {
+				t.Errorf("FromHub (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestConverseInputWire sends a translation through the SDK's own
+// TestFromHubWire sends a translation through the SDK's own
 // serializer (to an HTTP client that answers nothing) and checks the body
 // Bedrock would get.
-func TestConverseInputWire(t *testing.T) {
-	in, _, err := converseInput("amazon.nova-pro-v1:0", []byte(convConversation))
+func TestFromHubWire(t *testing.T) {
+	in, _, err := FromHub("amazon.nova-pro-v1:0", []byte(conversation))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +228,7 @@ func TestConverseInputWire(t *testing.T) {
 			return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "example"}, nil
 		}),
 		Retryer: aws.NopRetryer{},
-		HTTPClient: convDoFunc(func(r *http.Request) (*http.Response, error) {
+		HTTPClient: doFunc(func(r *http.Request) (*http.Response, error) {
 			body, _ = io.ReadAll(r.Body)
 			return nil, errors.New("not sent")
 		}),
@@ -273,11 +269,11 @@ func TestConverseInputWire(t *testing.T) {
 	}
 }
 
-type convDoFunc func(*http.Request) (*http.Response, error)
+type doFunc func(*http.Request) (*http.Response, error)
 
-func (f convDoFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
+func (f doFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
 
-func TestConverseInputRefused(t *testing.T) {
+func TestFromHubRefused(t *testing.T) {
 	tests := []struct{ field, value string }{
 		{"n", `2`},
 		{"logprobs", `true`},
@@ -294,13 +290,13 @@ func TestConverseInputRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
 			body := `{"model":"m","messages":[{"role":"user","content":"Hi"}],"` + tt.field + `":` + tt.value + `}`
-			in, _, err := converseInput("m", []byte(body))
-			convCheckRejected(t, in, err, tt.field+" is not supported on Bedrock Converse", true)
+			in, _, err := FromHub("m", []byte(body))
+			checkRejected(t, in, err, tt.field+" is not supported on Bedrock Converse", true)
 		})
 	}
 }
 
-func TestConverseInputRejected(t *testing.T) {
+func TestFromHubRejected(t *testing.T) {
 	user := func(content string) string {
 		return `{"messages":[{"role":"user","content":` + content + `}]}`
 	}
@@ -326,7 +322,7 @@ func TestConverseInputRejected(t *testing.T) {
 		{"an audio part", user(`[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]`),
 			`messages[0].content[0]: content part type "input_audio" is not supported on Bedrock Converse`},
 		{"content of a number", user(`5`), "messages[0].content must be a string or an array of content parts"},
-		{"an image in a system message", `{"messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"` + convPNGURL + `"}}]},{"role":"user","content":"Hi"}]}`,
+		{"an image in a system message", `{"messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"` + pngURL + `"}}]},{"role":"user","content":"Hi"}]}`,
 			"messages[0].content may only hold text on Bedrock Converse"},
 		{"a tool message without its call id", `{"messages":[{"role":"tool","content":"18C"}]}`, "messages[0].tool_call_id is required"},
 		{"arguments not an object", `{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`,
@@ -354,15 +350,15 @@ func TestConverseInputRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, _, err := converseInput("m", []byte(tt.body))
-			convCheckRejected(t, in, err, tt.msg, false)
+			in, _, err := FromHub("m", []byte(tt.body))
+			checkRejected(t, in, err, tt.msg, false)
 		})
 	}
 }
 
-// convCheckRejected checks that a translation failed with a FailRejected
+// checkRejected checks that a translation failed with a FailRejected
 // *llm.ProviderError whose message is msg (exact), or starts with it.
-func convCheckRejected(t *testing.T, in *bedrockruntime.ConverseStreamInput, err error, msg string, exact bool) {
+func checkRejected(t *testing.T, in *bedrockruntime.ConverseStreamInput, err error, msg string, exact bool) {
 	t.Helper()
 	var pe *llm.ProviderError
 	if !errors.As(err, &pe) {
@@ -379,13 +375,13 @@ func convCheckRejected(t *testing.T, in *bedrockruntime.ConverseStreamInput, err
 	}
 }
 
-func TestConverseInputDropped(t *testing.T) {
+func TestFromHubDropped(t *testing.T) {
 	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"user":"u1","metadata":{"k":"v"},
 		"messages":[{"role":"user","content":"Hi","name":"ann"}],
 		"store":false,"service_tier":"default","parallel_tool_calls":false,"prompt_cache_key":"k","safety_identifier":"s",
 		"seed":7,"frequency_penalty":0.5,"presence_penalty":0.5,"reasoning_effort":"high","top_k":5,"verbosity":null,
 		"something_new":1,"n":1,"logit_bias":{}}`
-	in, dropped, err := converseInput("m", []byte(body))
+	in, dropped, err := FromHub("m", []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,317 +394,15 @@ func TestConverseInputDropped(t *testing.T) {
 		t.Errorf("a hint reached the input: %+v", in)
 	}
 
-	_, dropped, err = converseInput("m", []byte(convConversation))
+	_, dropped, err = FromHub("m", []byte(conversation))
 	if err != nil || dropped != nil {
 		t.Errorf("conversation: dropped %q, err %v; want none", dropped, err)
 	}
 }
 
-const convCreated = 1735689600
-
-// convChunk is the wire form of a chunk of one choice.
-func convChunk(delta, finish string) string {
-	return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1735689600,"model":"amazon.nova-pro-v1:0","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
-}
-
-func convBlockDelta(i int32, d types.ContentBlockDelta) types.ConverseStreamOutput {
-	return &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: aws.Int32(i), Delta: d}}
-}
-
-func convToolStart(i int32, id, name string) types.ConverseStreamOutput {
-	return &types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
-		ContentBlockIndex: aws.Int32(i),
-		Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String(id), Name: aws.String(name)}},
-	}}
-}
-
-func convBlockStop(i int32) types.ConverseStreamOutput {
-	return &types.ConverseStreamOutputMemberContentBlockStop{Value: types.ContentBlockStopEvent{ContentBlockIndex: aws.Int32(i)}}
-}
-
-func convTextDelta(i int32, s string) types.ConverseStreamOutput {
-	return convBlockDelta(i, &types.ContentBlockDeltaMemberText{Value: s})
-}
-
-func convInputDelta(i int32, s string) types.ConverseStreamOutput {
-	return convBlockDelta(i, &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String(s)}})
-}
-
-// convDecodeAll decodes events and returns the chunks and the error that
-// stopped it. Each chunk is checked to be what llm.ParseChunk reads of its
-// JSON, in every field the pipeline reads and in what a codec reads of its
-// choice.
-func convDecodeAll(t *testing.T, events ...types.ConverseStreamOutput) ([]llm.Chunk, error) {
-	t.Helper()
-	d := newConverseDecoder("chatcmpl-1", "amazon.nova-pro-v1:0", convCreated)
-	var out []llm.Chunk
-	for _, ev := range events {
-		c, ok, err := d.decode(ev)
-		if ok {
-			parsed, perr := llm.ParseChunk(c.Raw)
-			if perr != nil {
-				t.Fatalf("chunk %s: %v", c.Raw, perr)
-			}
-			if diff := cmp.Diff(parsed, c, cmpopts.IgnoreUnexported(llm.Chunk{})); diff != "" {
-				t.Errorf("chunk %s (-parsed +decoded):\n%s", c.Raw, diff)
-			}
-			if got, want := convFirstChoice(&c), convFirstChoice(&parsed); !slices.Equal(got, want) {
-				t.Errorf("chunk %s: FirstChoice %q, parsed %q", c.Raw, got, want)
-			}
-			out = append(out, c)
-		}
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
-// convFirstChoice is what a codec reads of a chunk's first choice.
-func convFirstChoice(c *llm.Chunk) []string {
-	var got []string
-	finish := c.FirstChoice(&llm.DeltaFuncs{
-		Text:      func(s string) { got = append(got, "text "+s) },
-		Refusal:   func(s string) { got = append(got, "refusal "+s) },
-		Reasoning: func(s string) { got = append(got, "reasoning "+s) },
-		ToolCall: func(index int, id, name, args string) {
-			got = append(got, fmt.Sprintf("tool %d %s %s %s", index, id, name, args))
-		},
-	})
-	return append(got, "finish "+finish)
-}
-
-func TestConverseDecoder(t *testing.T) {
-	events := []types.ConverseStreamOutput{
-		&types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}},
-		convBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{Value: &types.ReasoningContentBlockDeltaMemberText{Value: "Think."}}),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{Value: &types.ReasoningContentBlockDeltaMemberSignature{Value: "sig"}}),
-		convBlockStop(0),
-		convTextDelta(1, "Hel"),
-		convTextDelta(1, ""),
-		convTextDelta(1, "lo <b>"),
-		convBlockStop(1),
-		convToolStart(2, "tooluse_1", "get_weather"),
-		convInputDelta(2, `{"city":`),
-		convInputDelta(2, `"Paris"}`),
-		convBlockStop(2),
-		convToolStart(3, "tooluse_2", "get_time"),
-		convBlockStop(3),
-		&types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: types.StopReasonToolUse}},
-		&types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{
-			InputTokens: aws.Int32(100), OutputTokens: aws.Int32(20), TotalTokens: aws.Int32(155),
-			CacheReadInputTokens: aws.Int32(30), CacheWriteInputTokens: aws.Int32(5),
-		}}},
-	}
-	chunks, err := convDecodeAll(t, events...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type seen struct {
-		Raw          string
-		Output       bool
-		FinishReason string
-		Text         string
-	}
-	var got []seen
-	for _, c := range chunks {
-		got = append(got, seen{string(c.Raw), c.Output, c.FinishReason, c.Text})
-	}
-	want := []seen{
-		{convChunk(`{"role":"assistant","content":""}`, "null"), false, "", ""},
-		{convChunk(`{"reasoning_content":"Think."}`, "null"), true, "", "Think."},
-		{convChunk(`{"content":"Hel"}`, "null"), true, "", "Hel"},
-		{convChunk(`{"content":"lo <b>"}`, "null"), true, "", "lo <b>"},
-		{convChunk(`{"tool_calls":[{"index":0,"id":"tooluse_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`, "null"), true, "", "get_weather"},
-		{convChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, "null"), true, "", `{"city":`},
-		{convChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, "null"), true, "", `"Paris"}`},
-		{convChunk(`{"tool_calls":[{"index":1,"id":"tooluse_2","type":"function","function":{"name":"get_time","arguments":""}}]}`, "null"), true, "", "get_time"},
-		{convChunk(`{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}`, "null"), true, "", "{}"},
-		{convChunk(`{}`, `"tool_calls"`), false, "tool_calls", ""},
-		{`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1735689600,"model":"amazon.nova-pro-v1:0","choices":[],` +
-			`"usage":{"prompt_tokens":135,"completion_tokens":20,"total_tokens":155,"prompt_tokens_details":{"cached_tokens":30,"cache_write_tokens":5}}}`, false, "", ""},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("chunks (-want +got):\n%s", diff)
-	}
-
-	last := chunks[len(chunks)-1]
-	if last.HasChoices || last.Usage == nil {
-		t.Fatalf("the last chunk is not usage-only: %s", last.Raw)
-	}
-	u, err := llm.ParseUsage(last.Usage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uncached, read, write := u.PromptParts()
-	gotUsage := []int{u.PromptTokens, u.CompletionTokens, u.TotalTokens, uncached, read, write}
-	if diff := cmp.Diff([]int{135, 20, 155, 100, 30, 5}, gotUsage); diff != "" {
-		t.Errorf("usage [prompt completion total uncached cache-read cache-write] (-want +got):\n%s", diff)
-	}
-
-	var a llm.Assembler
-	for _, c := range chunks {
-		if err := a.AddChunk(&c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	answer, err := a.Answer(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := answer.Choices[0].Message
-	wantMsg := chat.Message{Role: "assistant", Content: aws.String("Hello <b>"), ReasoningContent: aws.String("Think."), ToolCalls: []chat.ToolCall{
-		{ID: "tooluse_1", Type: "function", Function: chat.Function{Name: "get_weather", Arguments: `{"city":"Paris"}`}},
-		{ID: "tooluse_2", Type: "function", Function: chat.Function{Name: "get_time", Arguments: `{}`}},
-	}}
-	msg.Refusal = nil
-	if diff := cmp.Diff(wantMsg, msg); diff != "" {
-		t.Errorf("assembled message (-want +got):\n%s", diff)
-	}
-}
-
-func TestConverseDecoderFinishReason(t *testing.T) {
-	tests := map[types.StopReason]string{
-		types.StopReasonEndTurn:                    "stop",
-		types.StopReasonStopSequence:               "stop",
-		types.StopReasonMaxTokens:                  "length",
-		types.StopReasonModelContextWindowExceeded: "length",
-		types.StopReasonToolUse:                    "tool_calls",
-		types.StopReasonGuardrailIntervened:        "content_filter",
-		types.StopReasonContentFiltered:            "content_filter",
-		types.StopReasonMalformedModelOutput:       "stop",
-		types.StopReasonMalformedToolUse:           "stop",
-		"":                                         "stop",
-		"something_new":                            "stop",
-	}
-	for reason, want := range tests {
-		chunks, err := convDecodeAll(t, &types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: reason}})
-		if err != nil || len(chunks) != 1 || chunks[0].FinishReason != want {
-			t.Errorf("%q: chunks %v, err %v; want one with finish_reason %q", reason, chunks, err, want)
-		}
-	}
-}
-
-func TestConverseDecoderUsage(t *testing.T) {
-	tests := []struct {
-		name  string
-		usage *types.TokenUsage
-		want  string // the usage object, "" for no chunk
-	}{
-		{"no cache", &types.TokenUsage{InputTokens: aws.Int32(12), OutputTokens: aws.Int32(3)},
-			`{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}`},
-		{"cache reads only", &types.TokenUsage{InputTokens: aws.Int32(2), OutputTokens: aws.Int32(3), CacheReadInputTokens: aws.Int32(10)},
-			`{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":10}}`},
-		{"no counts", &types.TokenUsage{}, `{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}`},
-		{"negative counts", &types.TokenUsage{InputTokens: aws.Int32(-1), OutputTokens: aws.Int32(4)},
-			`{"prompt_tokens":0,"completion_tokens":4,"total_tokens":4}`},
-		{"no usage", nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			chunks, err := convDecodeAll(t, &types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: tt.usage}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got string
-			if len(chunks) == 1 {
-				got = string(chunks[0].Usage)
-			}
-			if len(chunks) > 1 || got != tt.want {
-				t.Errorf("chunks %d, usage %s; want %s", len(chunks), got, tt.want)
-			}
-		})
-	}
-}
-
-func TestConverseDecoderExceptions(t *testing.T) {
-	tests := []struct {
-		tag, value string
-		class      llm.FailureClass
-		msg        string
-	}{
-		{"throttlingException", `{"message":"Too many requests"}`, llm.FailThrottled, "throttlingException: Too many requests"},
-		{"validationException", `{"message":"The model returned an invalid tool use"}`, llm.FailRejected, "The model returned an invalid tool use"},
-		{"validationException", ``, llm.FailRejected, "validationException"},
-		{"modelStreamErrorException", `{"Message":"broken"}`, llm.FailTransient, "modelStreamErrorException: broken"},
-		{"internalServerException", `not json`, llm.FailTransient, "internalServerException"},
-		{"serviceUnavailableException", `{}`, llm.FailTransient, "serviceUnavailableException"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.tag, func(t *testing.T) {
-			chunks, err := convDecodeAll(t, &types.UnknownUnionMember{Tag: tt.tag, Value: []byte(tt.value)})
-			var pe *llm.ProviderError
-			if len(chunks) != 0 || !errors.As(err, &pe) {
-				t.Fatalf("chunks %d, err %v; want a *llm.ProviderError", len(chunks), err)
-			}
-			if pe.Class != tt.class || pe.Message != tt.msg {
-				t.Errorf("class %v, message %q; want %v, %q", pe.Class, pe.Message, tt.class, tt.msg)
-			}
-		})
-	}
-	chunks, err := convDecodeAll(t, &types.UnknownUnionMember{Tag: "somethingNew", Value: []byte(`{}`)})
-	if len(chunks) != 0 || err != nil {
-		t.Errorf("an unknown member: chunks %d, err %v; want nothing", len(chunks), err)
-	}
-}
-
-// TestConverseDecoderNil decodes events with nothing in them: every nil
-// pointer of the SDK's types, and members of no kind the decoder reads.
-func TestConverseDecoderNil(t *testing.T) {
-	events := []types.ConverseStreamOutput{
-		nil,
-		(*types.ConverseStreamOutputMemberMessageStart)(nil),
-		(*types.ConverseStreamOutputMemberContentBlockStart)(nil),
-		(*types.ConverseStreamOutputMemberContentBlockDelta)(nil),
-		(*types.ConverseStreamOutputMemberContentBlockStop)(nil),
-		(*types.ConverseStreamOutputMemberMessageStop)(nil),
-		(*types.ConverseStreamOutputMemberMetadata)(nil),
-		(*types.UnknownUnionMember)(nil),
-		&types.ConverseStreamOutputMemberContentBlockStart{},
-		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: (*types.ContentBlockStartMemberToolUse)(nil)}},
-		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: &types.ContentBlockStartMemberImage{}}},
-		&types.ConverseStreamOutputMemberContentBlockDelta{},
-		convBlockDelta(0, (*types.ContentBlockDeltaMemberText)(nil)),
-		convBlockDelta(0, (*types.ContentBlockDeltaMemberToolUse)(nil)),
-		convBlockDelta(0, (*types.ContentBlockDeltaMemberReasoningContent)(nil)),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{}),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{Value: (*types.ReasoningContentBlockDeltaMemberText)(nil)}),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberToolUse{}),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberCitation{}),
-		convInputDelta(0, `{"a":1}`), // no tool call started: nowhere to put it
-		&types.ConverseStreamOutputMemberContentBlockStop{},
-		&types.ConverseStreamOutputMemberMetadata{},
-	}
-	chunks, err := convDecodeAll(t, events...)
-	if err != nil || len(chunks) != 0 {
-		t.Errorf("chunks %d, err %v; want none", len(chunks), err)
-	}
-
-	// A tool call whose start names nothing, and input for a block whose
-	// index is not given: it goes to the tool call started last.
-	chunks, err = convDecodeAll(t,
-		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: &types.ContentBlockStartMemberToolUse{}}},
-		&types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{
-			ContentBlockIndex: aws.Int32(7), Delta: &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String("{}")}},
-		}},
-		&types.ConverseStreamOutputMemberContentBlockStop{},
-	)
-	var raws []string
-	for _, c := range chunks {
-		raws = append(raws, string(c.Raw))
-	}
-	want := []string{
-		convChunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"","arguments":""}}]}`, "null"),
-		convChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, "null"),
-	}
-	if diff := cmp.Diff(want, raws); err != nil || diff != "" {
-		t.Errorf("err %v, chunks (-want +got):\n%s", err, diff)
-	}
-}
-
-func FuzzConverseInput(f *testing.F) {
+func FuzzFromHub(f *testing.F) {
 	for _, seed := range []string{
-		convConversation,
+		conversation,
 		`{"messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
 		`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":[1,{\"b\":null}]}"}}]},{"role":"tool","tool_call_id":"c","content":"x"}]}`,
 		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/webp;base64,UklGRg=="}}]}],"stop":"x","max_tokens":5}`,
@@ -719,7 +413,7 @@ func FuzzConverseInput(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, _, err := converseInput("m", body)
+		in, _, err := FromHub("m", body)
 		if err != nil {
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) || pe.Class != llm.FailRejected || pe.Message == "" {
@@ -739,20 +433,20 @@ func FuzzConverseInput(f *testing.F) {
 			}
 			for _, b := range m.Content {
 				if use, ok := b.(*types.ContentBlockMemberToolUse); ok {
-					convMustMarshal(t, use.Value.Input)
+					mustMarshal(t, use.Value.Input)
 				}
 			}
 		}
 		if in.ToolConfig != nil {
 			for _, tool := range in.ToolConfig.Tools {
-				convMustMarshal(t, tool.(*types.ToolMemberToolSpec).Value.InputSchema.(*types.ToolInputSchemaMemberJson).Value)
+				mustMarshal(t, tool.(*types.ToolMemberToolSpec).Value.InputSchema.(*types.ToolInputSchemaMemberJson).Value)
 			}
 		}
 	})
 }
 
-// convMustMarshal checks that the SDK can write d as JSON.
-func convMustMarshal(t *testing.T, d document.Interface) {
+// mustMarshal checks that the SDK can write d as JSON.
+func mustMarshal(t *testing.T, d document.Interface) {
 	t.Helper()
 	b, err := d.MarshalSmithyDocument()
 	if err != nil || !json.Valid(b) {

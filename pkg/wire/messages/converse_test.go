@@ -1,4 +1,4 @@
-package bedrock
+package messages
 
 import (
 	"encoding/base64"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -15,14 +16,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
-	"github.com/buzzgate/buzzgate/pkg/wire/messages"
+	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 )
 
-// msgConvClaudeCode is a request as Claude Code sends it: system blocks
+// claudeCodeRequest is a request as Claude Code sends it: system blocks
 // with cache_control, a system message among the turns, signed thinking,
 // tools with cache_control on the last, and the hints it sets.
-const msgConvClaudeCode = `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,
+const claudeCodeRequest = `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,
 "system":[
  {"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}},
  {"type":"text","text":"Be concise.","cache_control":{"type":"ephemeral","ttl":"1h"}}],
@@ -50,27 +50,62 @@ const msgConvClaudeCode = `{"model":"claude-sonnet-4-5","max_tokens":32000,"stre
 "output_config":{"effort":"high"},
 "temperature":1,"top_p":0.9,"stop_sequences":["END",""],"top_k":40}`
 
-// msgConvCache is the cache point a translation should give, written out
+// sdkOpts compare the SDK's structs: documents by the JSON the SDK sends
+// of them, and the structs' unexported (empty) fields not at all.
+var sdkOpts = cmp.Options{
+	cmp.Transformer("document", func(d document.Interface) string {
+		if d == nil {
+			return "<nil>"
+		}
+		b, err := d.MarshalSmithyDocument()
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}),
+	cmp.FilterPath(func(p cmp.Path) bool {
+		sf, ok := p.Last().(cmp.StructField)
+		return ok && !unicode.IsUpper([]rune(sf.Name())[0])
+	}, cmp.Ignore()),
+}
+
+func converseBlockDelta(i int32, d types.ContentBlockDelta) types.ConverseStreamOutput {
+	return &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: aws.Int32(i), Delta: d}}
+}
+
+func converseBlockStop(i int32) types.ConverseStreamOutput {
+	return &types.ConverseStreamOutputMemberContentBlockStop{Value: types.ContentBlockStopEvent{ContentBlockIndex: aws.Int32(i)}}
+}
+
+func converseTextDelta(i int32, s string) types.ConverseStreamOutput {
+	return converseBlockDelta(i, &types.ContentBlockDeltaMemberText{Value: s})
+}
+
+func converseInputDelta(i int32, s string) types.ConverseStreamOutput {
+	return converseBlockDelta(i, &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String(s)}})
+}
+
+// converseCache is the cache point a translation should give, written out
 // here rather than taken from the code under test.
-func msgConvCache() types.CachePointBlock {
+func converseCache() types.CachePointBlock {
 	return types.CachePointBlock{Type: types.CachePointTypeDefault}
 }
 
-func msgConvDoc(t *testing.T, s string) document.Interface {
+func converseDoc(t *testing.T, s string) document.Interface {
 	t.Helper()
-	d, err := convDocument(json.RawMessage(s), "test")
+	d, err := converse.Document(json.RawMessage(s), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func msgConvUser(s string) []types.Message {
+func converseUser(s string) []types.Message {
 	return []types.Message{{Role: types.ConversationRoleUser, Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}}}
 }
 
-func TestMessagesConverseInputClaudeCode(t *testing.T) {
-	in, dropped, err := messagesConverseInput("us.amazon.nova-pro-v1:0", []byte(msgConvClaudeCode))
+func TestToConverseClaudeCode(t *testing.T) {
+	in, dropped, err := ToConverse("us.amazon.nova-pro-v1:0", []byte(claudeCodeRequest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +114,11 @@ func TestMessagesConverseInputClaudeCode(t *testing.T) {
 		ModelId: aws.String("us.amazon.nova-pro-v1:0"),
 		System: []types.SystemContentBlock{
 			&types.SystemContentBlockMemberText{Value: "You are Claude Code."},
-			&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+			&types.SystemContentBlockMemberCachePoint{Value: converseCache()},
 			&types.SystemContentBlockMemberText{Value: "Be concise."},
-			&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+			&types.SystemContentBlockMemberCachePoint{Value: converseCache()},
 			&types.SystemContentBlockMemberText{Value: "Tests must pass."},
-			&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+			&types.SystemContentBlockMemberCachePoint{Value: converseCache()},
 		},
 		Messages: []types.Message{
 			{Role: types.ConversationRoleUser, Content: []types.ContentBlock{
@@ -99,7 +134,7 @@ func TestMessagesConverseInputClaudeCode(t *testing.T) {
 				&types.ContentBlockMemberText{Value: "Reading."},
 				&types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
 					ToolUseId: aws.String("toolu_1"), Name: aws.String("Read"),
-					Input: msgConvDoc(t, `{"path":"main.go","limit":20000000000000000001}`),
+					Input: converseDoc(t, `{"path":"main.go","limit":20000000000000000001}`),
 				}},
 			}},
 			{Role: types.ConversationRoleUser, Content: []types.ContentBlock{
@@ -107,14 +142,14 @@ func TestMessagesConverseInputClaudeCode(t *testing.T) {
 					ToolUseId: aws.String("toolu_1"),
 					Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: "package main"}},
 				}},
-				&types.ContentBlockMemberCachePoint{Value: msgConvCache()},
+				&types.ContentBlockMemberCachePoint{Value: converseCache()},
 				&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
 					ToolUseId: aws.String("toolu_2"),
 					Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: "not found"}},
 					Status:    types.ToolResultStatusError,
 				}},
 				&types.ContentBlockMemberText{Value: "Go on."},
-				&types.ContentBlockMemberCachePoint{Value: msgConvCache()},
+				&types.ContentBlockMemberCachePoint{Value: converseCache()},
 			}},
 		},
 		InferenceConfig: &types.InferenceConfiguration{
@@ -124,18 +159,18 @@ func TestMessagesConverseInputClaudeCode(t *testing.T) {
 			Tools: []types.Tool{
 				&types.ToolMemberToolSpec{Value: types.ToolSpecification{
 					Name: aws.String("Read"), Description: aws.String("Read a file"),
-					InputSchema: &types.ToolInputSchemaMemberJson{Value: msgConvDoc(t, `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+					InputSchema: &types.ToolInputSchemaMemberJson{Value: converseDoc(t, `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
 				}},
 				&types.ToolMemberToolSpec{Value: types.ToolSpecification{
 					Name:        aws.String("Bash"),
-					InputSchema: &types.ToolInputSchemaMemberJson{Value: msgConvDoc(t, `{"type":"object"}`)},
+					InputSchema: &types.ToolInputSchemaMemberJson{Value: converseDoc(t, `{"type":"object"}`)},
 				}},
-				&types.ToolMemberCachePoint{Value: msgConvCache()},
+				&types.ToolMemberCachePoint{Value: converseCache()},
 			},
 			ToolChoice: &types.ToolChoiceMemberAuto{},
 		},
 	}
-	if diff := cmp.Diff(want, in, convSDKOpts); diff != "" {
+	if diff := cmp.Diff(want, in, sdkOpts); diff != "" {
 		t.Errorf("input (-want +got):\n%s", diff)
 	}
 	wantDropped := []string{
@@ -147,7 +182,7 @@ func TestMessagesConverseInputClaudeCode(t *testing.T) {
 	}
 }
 
-func TestMessagesConverseInput(t *testing.T) {
+func TestToConverse(t *testing.T) {
 	user := `"messages":[{"role":"user","content":"Hi"}]`
 	tests := []struct {
 		name        string
@@ -179,7 +214,7 @@ func TestMessagesConverseInput(t *testing.T) {
 					&types.ToolResultContentBlockMemberText{Value: "x"},
 					&types.ToolResultContentBlockMemberImage{Value: types.ImageBlock{Format: types.ImageFormatWebp, Source: &types.ImageSourceMemberBytes{Value: []byte("RIFF")}}},
 				}}},
-				&types.ContentBlockMemberCachePoint{Value: msgConvCache()},
+				&types.ContentBlockMemberCachePoint{Value: converseCache()},
 				&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String("t2"), Content: []types.ToolResultContentBlock{
 					&types.ToolResultContentBlockMemberText{Value: ""},
 				}}},
@@ -192,15 +227,15 @@ func TestMessagesConverseInput(t *testing.T) {
 		want: func(in *bedrockruntime.ConverseStreamInput) {
 			in.System = []types.SystemContentBlock{
 				&types.SystemContentBlockMemberText{Value: "a"},
-				&types.SystemContentBlockMemberCachePoint{Value: msgConvCache()},
+				&types.SystemContentBlockMemberCachePoint{Value: converseCache()},
 			}
-			in.Messages[0].Content = append(in.Messages[0].Content, &types.ContentBlockMemberCachePoint{Value: msgConvCache()})
+			in.Messages[0].Content = append(in.Messages[0].Content, &types.ContentBlockMemberCachePoint{Value: converseCache()})
 		},
 	}, {
 		name: "a plain-text document is a text block",
 		body: `{"messages":[{"role":"user","content":[{"type":"document","title":"Notes","source":{"type":"text","media_type":"text/plain","data":"Line."},"citations":{"enabled":true}}]}]}`,
 		want: func(in *bedrockruntime.ConverseStreamInput) {
-			in.Messages = msgConvUser("Notes\n\nLine.")
+			in.Messages = converseUser("Notes\n\nLine.")
 		},
 		wantDropped: []string{"citations"},
 	}, {
@@ -250,7 +285,7 @@ func TestMessagesConverseInput(t *testing.T) {
 		name: "thinking with a budget is a hint",
 		body: `{"thinking":{"type":"enabled","budget_tokens":8000},` + user + `,"messages":[{"role":"user","content":"Hi","extra":1}]}`,
 		want: func(in *bedrockruntime.ConverseStreamInput) {
-			in.Messages = msgConvUser("Hi")
+			in.Messages = converseUser("Hi")
 		},
 		wantDropped: []string{"thinking", "messages[].extra"},
 	}, {
@@ -264,18 +299,18 @@ func TestMessagesConverseInput(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, dropped, err := messagesConverseInput("", []byte(tt.body))
+			in, dropped, err := ToConverse("", []byte(tt.body))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(""), Messages: msgConvUser("Hi")}
+			want := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(""), Messages: converseUser("Hi")}
 			if strings.Contains(tt.body, "body-model") {
 				want.ModelId = aws.String("body-model")
 			}
 			if tt.want != nil {
 				tt.want(want)
 			}
-			if diff := cmp.Diff(want, in, convSDKOpts); diff != "" {
+			if diff := cmp.Diff(want, in, sdkOpts); diff != "" {
 				t.Errorf("input (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantDropped, dropped); diff != "" {
@@ -285,7 +320,7 @@ func TestMessagesConverseInput(t *testing.T) {
 	}
 }
 
-func TestMessagesConverseInputRefused(t *testing.T) {
+func TestToConverseRefused(t *testing.T) {
 	in := func(blocks string) string { return `{"messages":[{"role":"user","content":[` + blocks + `]}]}` }
 	user := `"messages":[{"role":"user","content":"Hi"}]`
 	tests := []struct{ body, msg string }{
@@ -345,7 +380,7 @@ func TestMessagesConverseInputRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.msg, func(t *testing.T) {
-			in, dropped, err := messagesConverseInput("m", []byte(tt.body))
+			in, dropped, err := ToConverse("m", []byte(tt.body))
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) {
 				t.Fatalf("err %v, want a *llm.ProviderError", err)
@@ -360,9 +395,9 @@ func TestMessagesConverseInputRefused(t *testing.T) {
 	}
 }
 
-func FuzzMessagesConverseInput(f *testing.F) {
+func FuzzToConverse(f *testing.F) {
 	for _, seed := range []string{
-		msgConvClaudeCode,
+		claudeCodeRequest,
 		`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x","cache_control":{}}]}]}]}`,
 		`{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","data":"d"}}]}],"output_config":{"format":{"type":"json_schema","schema":{}}}}`,
 		`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"":1}}]}]}`,
@@ -372,7 +407,7 @@ func FuzzMessagesConverseInput(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, _, err := messagesConverseInput("m", body)
+		in, _, err := ToConverse("m", body)
 		if err != nil {
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) || pe.Class != llm.FailRejected || pe.Message == "" {
@@ -399,15 +434,15 @@ func FuzzMessagesConverseInput(f *testing.F) {
 
 // Converse stream events, for the encoder's tests.
 
-func msgConvReasoning(i int32, r types.ReasoningContentBlockDelta) types.ConverseStreamOutput {
-	return convBlockDelta(i, &types.ContentBlockDeltaMemberReasoningContent{Value: r})
+func converseReasoning(i int32, r types.ReasoningContentBlockDelta) types.ConverseStreamOutput {
+	return converseBlockDelta(i, &types.ContentBlockDeltaMemberReasoningContent{Value: r})
 }
 
-func msgConvMessageStop(r types.StopReason) types.ConverseStreamOutput {
+func converseMessageStop(r types.StopReason) types.ConverseStreamOutput {
 	return &types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: r}}
 }
 
-func msgConvMetadata(input, output, read, write int32) types.ConverseStreamOutput {
+func converseMetadata(input, output, read, write int32) types.ConverseStreamOutput {
 	return &types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{
 		InputTokens: aws.Int32(input), OutputTokens: aws.Int32(output),
 		CacheReadInputTokens: aws.Int32(read), CacheWriteInputTokens: aws.Int32(write),
@@ -415,70 +450,70 @@ func msgConvMetadata(input, output, read, write int32) types.ConverseStreamOutpu
 	}}}
 }
 
-var msgConvMessageStart types.ConverseStreamOutput = &types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}}
+var converseMessageStart types.ConverseStreamOutput = &types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}}
 
-// msgConvEncodeAll encodes events, then end's, checking that each event's
+// encodeConverse encodes events, then end's, checking that each event's
 // Name is its data's type.
-func msgConvEncodeAll(t *testing.T, events ...types.ConverseStreamOutput) []messagesEvent {
+func encodeConverse(t *testing.T, events ...types.ConverseStreamOutput) []llm.Chunk {
 	t.Helper()
-	e := newMessagesEncoder("msg_1", "nova-pro")
-	var out []messagesEvent
+	e := NewConverseEncoder("msg_1", "nova-pro")
+	var out []llm.Chunk
 	for _, ev := range events {
-		evs, err := e.encode(ev)
+		evs, err := e.Encode(ev)
 		if err != nil {
 			t.Fatalf("encode %T: %v", ev, err)
 		}
 		out = append(out, evs...)
 	}
-	out = append(out, e.end()...)
-	if more := e.end(); more != nil {
+	out = append(out, e.End()...)
+	if more := e.End(); more != nil {
 		t.Errorf("end a second time: %d events", len(more))
 	}
 	for i, ev := range out {
 		var typ struct{ Type string }
-		if err := json.Unmarshal(ev.Data, &typ); err != nil || typ.Type != ev.Name {
-			t.Errorf("event %d %s: type %q, err %v", i, ev.Name, typ.Type, err)
+		if err := json.Unmarshal(ev.Raw, &typ); err != nil || typ.Type != ev.Event {
+			t.Errorf("event %d %s: type %q, err %v", i, ev.Event, typ.Type, err)
 		}
 	}
 	return out
 }
 
-// msgConvView is what a test checks of an event.
-type msgConvView struct {
+// converseView is what a test checks of an event.
+type converseView struct {
 	Name, Data   string
 	Output       bool
 	Text, Finish string
 }
 
-func msgConvViews(evs []messagesEvent) []msgConvView {
-	var out []msgConvView
+func converseViews(evs []llm.Chunk) []converseView {
+	var out []converseView
 	for _, ev := range evs {
-		out = append(out, msgConvView{ev.Name, string(ev.Data), ev.Output, ev.Text, ev.Finish})
+		out = append(out, converseView{ev.Event, string(ev.Raw), ev.Output, ev.Text, ev.FinishReason})
 	}
 	return out
 }
 
-func TestMessagesEncoderStream(t *testing.T) {
-	evs := msgConvEncodeAll(t,
-		msgConvMessageStart,
-		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "Let me "}),
-		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "think."}),
-		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberSignature{Value: "sig"}),
-		convBlockStop(0),
-		convTextDelta(1, "Hello <b>"),
-		convTextDelta(1, ""),
-		convBlockStop(1),
+func TestConverseEncoderStream(t *testing.T) {
+	evs := encodeConverse(t,
+		converseMessageStart,
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "Let me "}),
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "think."}),
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberSignature{Value: "sig"}),
+		converseBlockStop(0),
+		converseTextDelta(1, "Hello <b>"),
+		converseTextDelta(1, ""),
+		converseBlockStop(1),
 		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
 			ContentBlockIndex: aws.Int32(2),
 			Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String("tooluse_1"), Name: aws.String("get_weather")}},
 		}},
-		convInputDelta(2, `{"city":`),
-		convInputDelta(2, `"Paris"}`),
-		convBlockStop(2),
-		msgConvMessageStop(types.StopReasonToolUse),
-		msgConvMetadata(12, 34, 9000, 100),
+		converseInputDelta(2, `{"city":`),
+		converseInputDelta(2, `"Paris"}`),
+		converseBlockStop(2),
+		converseMessageStop(types.StopReasonToolUse),
+		converseMetadata(12, 34, 9000, 100),
 	)
-	want := []msgConvView{
+	want := []converseView{
 		{Name: "message_start", Data: `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"nova-pro","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`},
 		{Name: "content_block_start", Data: `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`},
 		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me "}}`, Output: true, Text: "Let me "},
@@ -495,14 +530,14 @@ func TestMessagesEncoderStream(t *testing.T) {
 		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":9000,"output_tokens":34}}`, Finish: "tool_use"},
 		{Name: "message_stop", Data: `{"type":"message_stop"}`},
 	}
-	if diff := cmp.Diff(want, msgConvViews(evs)); diff != "" {
+	if diff := cmp.Diff(want, converseViews(evs)); diff != "" {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
 
 	// The usage the gateway bills from.
 	for i, ev := range evs {
-		if (ev.Usage != nil) != (ev.Name == messages.EventMessageDelta) {
-			t.Errorf("event %d %s: usage %s", i, ev.Name, ev.Usage)
+		if (ev.Usage != nil) != (ev.Event == EventMessageDelta) {
+			t.Errorf("event %d %s: usage %s", i, ev.Event, ev.Usage)
 		}
 	}
 	u, err := llm.ParseUsage(evs[13].Usage)
@@ -514,27 +549,8 @@ func TestMessagesEncoderStream(t *testing.T) {
 		t.Errorf("usage %+v, parts %d %d %d; want 9112 prompt (12, 9000 read, 100 written), 34 completion", u, uncached, read, write)
 	}
 
-	// What the gateway reads of the events passed through is what the
-	// encoder says of them.
-	var obs anthropic.Observer
-	for i, ev := range evs {
-		c, err := obs.Observe(ev.Name, ev.Data)
-		if err != nil {
-			t.Fatalf("event %d: %v", i, err)
-		}
-		if c.Output != ev.Output || c.Text != ev.Text || c.FinishReason != ev.Finish {
-			t.Errorf("event %d %s: observed output %v text %q finish %q; encoder says %v %q %q", i, ev.Name, c.Output, c.Text, c.FinishReason, ev.Output, ev.Text, ev.Finish)
-		}
-		if ev.Name == messages.EventMessageDelta && string(c.Usage) != string(ev.Usage) {
-			t.Errorf("observed usage %s, encoder's %s", c.Usage, ev.Usage)
-		}
-	}
-	if !obs.Done() {
-		t.Error("the observer did not see message_stop")
-	}
-
 	// A client SDK's accumulation of the stream: blocks by index.
-	got := msgConvAccumulate(t, evs)
+	got := accumulateConverse(t, evs)
 	wantMsg := `{"id":"msg_1","type":"message","role":"assistant","model":"nova-pro","content":[` +
 		`{"type":"thinking","thinking":"Let me think.","signature":"sig"},{"type":"text","text":"Hello <b>"},` +
 		`{"type":"tool_use","id":"tooluse_1","name":"get_weather","input":{"city":"Paris"}}],` +
@@ -544,25 +560,25 @@ func TestMessagesEncoderStream(t *testing.T) {
 	}
 }
 
-// msgConvAccumulate builds the message a client SDK makes of a stream, as
+// accumulateConverse builds the message a client SDK makes of a stream, as
 // Anthropic's SDKs do: content blocks appended at their start, found by
 // index, tool input parsed at the block's stop.
-func msgConvAccumulate(t *testing.T, evs []messagesEvent) string {
+func accumulateConverse(t *testing.T, evs []llm.Chunk) string {
 	t.Helper()
-	var msg messages.Message
+	var msg Message
 	partial := map[int]string{}
 	for _, ev := range evs {
-		var raw messages.RawEvent
-		if err := json.Unmarshal(ev.Data, &raw); err != nil {
+		var raw RawEvent
+		if err := json.Unmarshal(ev.Raw, &raw); err != nil {
 			t.Fatal(err)
 		}
-		switch ev.Name {
-		case messages.EventMessageStart:
+		switch ev.Event {
+		case EventMessageStart:
 			if err := json.Unmarshal(raw.Message, &msg); err != nil {
 				t.Fatal(err)
 			}
-		case messages.EventContentBlockStart:
-			var b messages.ContentBlock
+		case EventContentBlockStart:
+			var b ContentBlock
 			if err := json.Unmarshal(raw.ContentBlock, &b); err != nil {
 				t.Fatal(err)
 			}
@@ -570,8 +586,8 @@ func msgConvAccumulate(t *testing.T, evs []messagesEvent) string {
 				t.Fatalf("block %d started as the message's block %d", raw.Index, len(msg.Content))
 			}
 			msg.Content = append(msg.Content, b)
-		case messages.EventContentBlockDelta:
-			var d messages.Delta
+		case EventContentBlockDelta:
+			var d Delta
 			if err := json.Unmarshal(raw.Delta, &d); err != nil {
 				t.Fatal(err)
 			}
@@ -587,22 +603,22 @@ func msgConvAccumulate(t *testing.T, evs []messagesEvent) string {
 				*dst = &v
 			}
 			switch d.Type {
-			case messages.DeltaText:
+			case DeltaText:
 				cat(&b.Text, d.Text)
-			case messages.DeltaThinking:
+			case DeltaThinking:
 				cat(&b.Thinking, d.Thinking)
-			case messages.DeltaSignature:
+			case DeltaSignature:
 				cat(&b.Signature, d.Signature)
-			case messages.DeltaInputJSON:
+			case DeltaInputJSON:
 				partial[raw.Index] += *d.PartialJSON
 			}
-		case messages.EventContentBlockStop:
+		case EventContentBlockStop:
 			if s, ok := partial[raw.Index]; ok {
 				msg.Content[raw.Index].Input = json.RawMessage(s)
 			}
-		case messages.EventMessageDelta:
-			var md messages.MessageDelta
-			if err := json.Unmarshal(ev.Data, &md); err != nil {
+		case EventMessageDelta:
+			var md MessageDelta
+			if err := json.Unmarshal(ev.Raw, &md); err != nil {
 				t.Fatal(err)
 			}
 			msg.StopReason, msg.StopSequence, msg.Usage = md.Delta.StopReason, md.Delta.StopSequence, md.Usage
@@ -617,53 +633,53 @@ func msgConvAccumulate(t *testing.T, evs []messagesEvent) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func TestMessagesEncoderEnd(t *testing.T) {
-	noUsage := []msgConvView{
+func TestConverseEncoderEnd(t *testing.T) {
+	noUsage := []converseView{
 		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":0}}`, Finish: "end_turn"},
 		{Name: "message_stop", Data: `{"type":"message_stop"}`},
 	}
-	withUsage := []msgConvView{
+	withUsage := []converseView{
 		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}`, Finish: "end_turn"},
 		{Name: "message_stop", Data: `{"type":"message_stop"}`},
 	}
 	tests := []struct {
 		name   string
 		events []types.ConverseStreamOutput
-		want   []msgConvView // after message_start and the text block
+		want   []converseView // after message_start and the text block
 		usage  string
 	}{
-		{"metadata", []types.ConverseStreamOutput{msgConvMessageStop(types.StopReasonEndTurn), msgConvMetadata(5, 2, 0, 0)}, withUsage,
+		{"metadata", []types.ConverseStreamOutput{converseMessageStop(types.StopReasonEndTurn), converseMetadata(5, 2, 0, 0)}, withUsage,
 			`{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}`},
-		{"metadata first", []types.ConverseStreamOutput{msgConvMetadata(5, 2, 0, 0), msgConvMessageStop(types.StopReasonEndTurn)}, withUsage,
+		{"metadata first", []types.ConverseStreamOutput{converseMetadata(5, 2, 0, 0), converseMessageStop(types.StopReasonEndTurn)}, withUsage,
 			`{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}`},
-		{"no metadata", []types.ConverseStreamOutput{msgConvMessageStop(types.StopReasonEndTurn)}, noUsage, ""},
-		{"metadata without usage", []types.ConverseStreamOutput{msgConvMessageStop(types.StopReasonEndTurn), &types.ConverseStreamOutputMemberMetadata{}}, noUsage, ""},
-		{"cut before messageStop", []types.ConverseStreamOutput{msgConvMetadata(5, 2, 0, 0)}, nil, ""},
+		{"no metadata", []types.ConverseStreamOutput{converseMessageStop(types.StopReasonEndTurn)}, noUsage, ""},
+		{"metadata without usage", []types.ConverseStreamOutput{converseMessageStop(types.StopReasonEndTurn), &types.ConverseStreamOutputMemberMetadata{}}, noUsage, ""},
+		{"cut before messageStop", []types.ConverseStreamOutput{converseMetadata(5, 2, 0, 0)}, nil, ""},
 		{"cut", nil, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The text block is still open at messageStop: it is stopped then.
-			evs := msgConvEncodeAll(t, append([]types.ConverseStreamOutput{msgConvMessageStart, convTextDelta(0, "Hi")}, tt.events...)...)
-			want := []msgConvView{
+			evs := encodeConverse(t, append([]types.ConverseStreamOutput{converseMessageStart, converseTextDelta(0, "Hi")}, tt.events...)...)
+			want := []converseView{
 				{Name: "content_block_start", Data: `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
 				{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, Output: true, Text: "Hi"},
 			}
 			if tt.want != nil {
-				want = append(want, msgConvView{Name: "content_block_stop", Data: `{"type":"content_block_stop","index":0}`})
+				want = append(want, converseView{Name: "content_block_stop", Data: `{"type":"content_block_stop","index":0}`})
 			}
 			want = append(want, tt.want...)
-			if diff := cmp.Diff(want, msgConvViews(evs[1:])); diff != "" {
+			if diff := cmp.Diff(want, converseViews(evs[1:])); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 			if last := evs[len(evs)-1]; tt.want != nil && string(evs[len(evs)-2].Usage) != tt.usage {
-				t.Errorf("%s usage %s, want %s", last.Name, evs[len(evs)-2].Usage, tt.usage)
+				t.Errorf("%s usage %s, want %s", last.Event, evs[len(evs)-2].Usage, tt.usage)
 			}
 		})
 	}
 }
 
-func TestMessagesEncoderStopReasons(t *testing.T) {
+func TestConverseEncoderStopReasons(t *testing.T) {
 	tests := []struct {
 		reason   types.StopReason
 		fields   document.Interface
@@ -684,12 +700,12 @@ func TestMessagesEncoderStopReasons(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.reason)+tt.sequence, func(t *testing.T) {
-			evs := msgConvEncodeAll(t, &types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: tt.reason, AdditionalModelResponseFields: tt.fields}})
-			if len(evs) != 3 || evs[1].Name != messages.EventMessageDelta || evs[1].Finish != tt.want {
-				t.Fatalf("events %+v, want message_start, message_delta %s, message_stop", msgConvViews(evs), tt.want)
+			evs := encodeConverse(t, &types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: tt.reason, AdditionalModelResponseFields: tt.fields}})
+			if len(evs) != 3 || evs[1].Event != EventMessageDelta || evs[1].FinishReason != tt.want {
+				t.Fatalf("events %+v, want message_start, message_delta %s, message_stop", converseViews(evs), tt.want)
 			}
-			var md messages.Event
-			if err := json.Unmarshal(evs[1].Data, &md); err != nil {
+			var md Event
+			if err := json.Unmarshal(evs[1].Raw, &md); err != nil {
 				t.Fatal(err)
 			}
 			if seq := aws.ToString(md.Delta.StopSequence); md.Delta.StopReason != tt.want || seq != tt.sequence {
@@ -699,25 +715,25 @@ func TestMessagesEncoderStopReasons(t *testing.T) {
 	}
 }
 
-func TestMessagesEncoderBlocks(t *testing.T) {
-	evs := msgConvEncodeAll(t,
+func TestConverseEncoderBlocks(t *testing.T) {
+	evs := encodeConverse(t,
 		// No messageStart: message_start comes with the first content.
-		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("ab")}),
-		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("cd")}),
-		convBlockStop(0),
-		msgConvReasoning(1, &types.ReasoningContentBlockDeltaMemberSignature{Value: "s"}),
-		convTextDelta(1, "after"), // a kind change within one Converse block
-		convInputDelta(1, `{}`),   // no tool started: nothing
-		convTextDelta(3, "gap"),   // Converse numbering with a gap
-		msgConvReasoning(4, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("x")}),
-		msgConvMessageStop(types.StopReasonEndTurn),
-		convTextDelta(5, "late"), // after messageStop: nothing
-		msgConvMetadata(1, 1, 0, 0),
-		msgConvMetadata(9, 9, 0, 0), // after message_stop: nothing
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("ab")}),
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("cd")}),
+		converseBlockStop(0),
+		converseReasoning(1, &types.ReasoningContentBlockDeltaMemberSignature{Value: "s"}),
+		converseTextDelta(1, "after"), // a kind change within one Converse block
+		converseInputDelta(1, `{}`),   // no tool started: nothing
+		converseTextDelta(3, "gap"),   // Converse numbering with a gap
+		converseReasoning(4, &types.ReasoningContentBlockDeltaMemberRedactedContent{Value: []byte("x")}),
+		converseMessageStop(types.StopReasonEndTurn),
+		converseTextDelta(5, "late"), // after messageStop: nothing
+		converseMetadata(1, 1, 0, 0),
+		converseMetadata(9, 9, 0, 0), // after message_stop: nothing
 	)
 	var names []string
 	for _, ev := range evs {
-		names = append(names, ev.Name)
+		names = append(names, ev.Event)
 	}
 	wantNames := []string{
 		"message_start",
@@ -733,57 +749,56 @@ func TestMessagesEncoderBlocks(t *testing.T) {
 	if diff := cmp.Diff(wantNames, names); diff != "" {
 		t.Fatalf("event names (-want +got):\n%s", diff)
 	}
-	if got, want := string(evs[1].Data), `{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"YWJjZA=="}}`; got != want || !evs[1].Output {
+	if got, want := string(evs[1].Raw), `{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"YWJjZA=="}}`; got != want || !evs[1].Output {
 		t.Errorf("redacted start %s (output %v), want %s", got, evs[1].Output, want)
 	}
-	if got, want := string(evs[12].Data), `{"type":"content_block_start","index":4,"content_block":{"type":"redacted_thinking","data":"eA=="}}`; got != want {
+	if got, want := string(evs[12].Raw), `{"type":"content_block_start","index":4,"content_block":{"type":"redacted_thinking","data":"eA=="}}`; got != want {
 		t.Errorf("second redacted start %s, want %s", got, want)
 	}
 	// The message a client accumulates has its blocks in order.
-	if got := msgConvAccumulate(t, evs); !strings.Contains(got, `"content":[{"type":"redacted_thinking","data":"YWJjZA=="},{"type":"thinking","thinking":"","signature":"s"},{"type":"text","text":"after"},{"type":"text","text":"gap"},{"type":"redacted_thinking","data":"eA=="}]`) {
+	if got := accumulateConverse(t, evs); !strings.Contains(got, `"content":[{"type":"redacted_thinking","data":"YWJjZA=="},{"type":"thinking","thinking":"","signature":"s"},{"type":"text","text":"after"},{"type":"text","text":"gap"},{"type":"redacted_thinking","data":"eA=="}]`) {
 		t.Errorf("accumulated %s", got)
 	}
 }
 
-func TestMessagesEncoderExceptions(t *testing.T) {
+func TestConverseEncoderExceptions(t *testing.T) {
 	tests := []struct {
 		tag, value string
-		class      llm.FailureClass
 		msg        string
 	}{
-		{"throttlingException", `{"message":"Too many requests"}`, llm.FailThrottled, "throttlingException: Too many requests"},
-		{"validationException", `{"Message":"Bad input"}`, llm.FailRejected, "Bad input"},
-		{"modelStreamErrorException", `not json`, llm.FailTransient, "modelStreamErrorException"},
-		{"internalServerException", `{}`, llm.FailTransient, "internalServerException"},
+		{"throttlingException", `{"message":"Too many requests"}`, "Too many requests"},
+		{"validationException", `{"Message":"Bad input"}`, "Bad input"},
+		{"modelStreamErrorException", `not json`, ""},
+		{"internalServerException", `{}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {
-			e := newMessagesEncoder("msg_1", "m")
-			if _, err := e.encode(convTextDelta(0, "partial")); err != nil {
+			e := NewConverseEncoder("msg_1", "m")
+			if _, err := e.Encode(converseTextDelta(0, "partial")); err != nil {
 				t.Fatal(err)
 			}
-			evs, err := e.encode(&types.UnknownUnionMember{Tag: tt.tag, Value: []byte(tt.value)})
-			var pe *llm.ProviderError
-			if len(evs) != 0 || !errors.As(err, &pe) {
-				t.Fatalf("events %d, err %v; want a *llm.ProviderError", len(evs), err)
+			evs, err := e.Encode(&types.UnknownUnionMember{Tag: tt.tag, Value: []byte(tt.value)})
+			var ex *converse.Exception
+			if len(evs) != 0 || !errors.As(err, &ex) {
+				t.Fatalf("events %d, err %v; want a *converse.Exception", len(evs), err)
 			}
-			if pe.Class != tt.class || pe.Message != tt.msg {
-				t.Errorf("class %v, message %q; want %v, %q", pe.Class, pe.Message, tt.class, tt.msg)
+			if ex.Name != tt.tag || ex.Message != tt.msg {
+				t.Errorf("exception %q, message %q; want %q, %q", ex.Name, ex.Message, tt.tag, tt.msg)
 			}
-			if evs := e.end(); evs != nil {
+			if evs := e.End(); evs != nil {
 				t.Errorf("end after an exception: %d events", len(evs))
 			}
 		})
 	}
-	e := newMessagesEncoder("msg_1", "m")
-	if evs, err := e.encode(&types.UnknownUnionMember{Tag: "somethingNew", Value: []byte(`{}`)}); len(evs) != 0 || err != nil {
+	e := NewConverseEncoder("msg_1", "m")
+	if evs, err := e.Encode(&types.UnknownUnionMember{Tag: "somethingNew", Value: []byte(`{}`)}); len(evs) != 0 || err != nil {
 		t.Errorf("an unknown member: events %d, err %v; want nothing", len(evs), err)
 	}
 }
 
-// TestMessagesEncoderNil encodes events with nothing in them: every nil
+// TestConverseEncoderNil encodes events with nothing in them: every nil
 // pointer of the SDK's types, and members of no kind the encoder reads.
-func TestMessagesEncoderNil(t *testing.T) {
+func TestConverseEncoderNil(t *testing.T) {
 	events := []types.ConverseStreamOutput{
 		nil,
 		(*types.ConverseStreamOutputMemberMessageStart)(nil),
@@ -797,27 +812,27 @@ func TestMessagesEncoderNil(t *testing.T) {
 		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: (*types.ContentBlockStartMemberToolUse)(nil)}},
 		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{Start: &types.ContentBlockStartMemberImage{}}},
 		&types.ConverseStreamOutputMemberContentBlockDelta{},
-		convBlockDelta(0, (*types.ContentBlockDeltaMemberText)(nil)),
-		convBlockDelta(0, (*types.ContentBlockDeltaMemberToolUse)(nil)),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberToolUse{}),
-		convBlockDelta(0, (*types.ContentBlockDeltaMemberReasoningContent)(nil)),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{}),
-		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberText)(nil)),
-		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberSignature)(nil)),
-		msgConvReasoning(0, (*types.ReasoningContentBlockDeltaMemberRedactedContent)(nil)),
-		msgConvReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{}),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberCitation{}),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberImage{}),
-		convBlockDelta(0, &types.ContentBlockDeltaMemberToolResult{}),
+		converseBlockDelta(0, (*types.ContentBlockDeltaMemberText)(nil)),
+		converseBlockDelta(0, (*types.ContentBlockDeltaMemberToolUse)(nil)),
+		converseBlockDelta(0, &types.ContentBlockDeltaMemberToolUse{}),
+		converseBlockDelta(0, (*types.ContentBlockDeltaMemberReasoningContent)(nil)),
+		converseBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{}),
+		converseReasoning(0, (*types.ReasoningContentBlockDeltaMemberText)(nil)),
+		converseReasoning(0, (*types.ReasoningContentBlockDeltaMemberSignature)(nil)),
+		converseReasoning(0, (*types.ReasoningContentBlockDeltaMemberRedactedContent)(nil)),
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberRedactedContent{}),
+		converseBlockDelta(0, &types.ContentBlockDeltaMemberCitation{}),
+		converseBlockDelta(0, &types.ContentBlockDeltaMemberImage{}),
+		converseBlockDelta(0, &types.ContentBlockDeltaMemberToolResult{}),
 		&types.ConverseStreamOutputMemberContentBlockStop{},
 		&types.ConverseStreamOutputMemberMetadata{},
 		&types.ConverseStreamOutputMemberMessageStop{},
 		&types.ConverseStreamOutputMemberMessageStop{},
 	}
-	evs := msgConvEncodeAll(t, events...)
+	evs := encodeConverse(t, events...)
 	var names []string
 	for _, ev := range evs {
-		names = append(names, ev.Name)
+		names = append(names, ev.Event)
 	}
 	// The metadata without usage came first: messageStop ends the message.
 	if diff := cmp.Diff([]string{"message_start", "message_delta", "message_stop"}, names); diff != "" {
@@ -825,24 +840,24 @@ func TestMessagesEncoderNil(t *testing.T) {
 	}
 }
 
-// TestMessagesConverseInputDuplicates: of a name given twice, the last
+// TestToConverseDuplicates: of a name given twice, the last
 // value is read; a null last value is an absent member.
-func TestMessagesConverseInputDuplicates(t *testing.T) {
+func TestToConverseDuplicates(t *testing.T) {
 	for _, body := range []string{
 		`{"max_tokens":5,"max_tokens":null,"thinking":{},"thinking":null,"tool_choice":{"type":"x"},"tool_choice":null,"output_config":{},"output_config":null,"temperature":1,"temperature":null,"messages":[{"role":"user","content":"Hi"}]}`,
 	} {
-		in, dropped, err := messagesConverseInput("m", []byte(body))
+		in, dropped, err := ToConverse("m", []byte(body))
 		if err != nil || in.InferenceConfig != nil || in.ToolConfig != nil || dropped != nil {
 			t.Errorf("%s: %+v, %v, %v", body, in, dropped, err)
 		}
 	}
 }
 
-// BenchmarkMessagesConverseInput is the translation of a coding agent's
+// BenchmarkToConverse is the translation of a coding agent's
 // Messages turn of 10 KB and of 1 MB (many turns of long text with
 // escapes, non-ASCII, tool uses and tool results) into a ConverseStream
 // input.
-func BenchmarkMessagesConverseInput(b *testing.B) {
+func BenchmarkToConverse(b *testing.B) {
 	text := strings.Repeat(`Résumé of \"main.go\":\n\tfunc main() {}\n`, 20)
 	for _, size := range []int{10 << 10, 1 << 20} {
 		var turns []string
@@ -862,10 +877,56 @@ func BenchmarkMessagesConverseInput(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := messagesConverseInput("m", body); err != nil {
+				if _, _, err := ToConverse("m", body); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+func TestConverseStopReason(t *testing.T) {
+	for in, want := range map[string]string{
+		"end_turn": "end_turn", "stop_sequence": "stop_sequence", "max_tokens": "max_tokens", "tool_use": "tool_use",
+		"model_context_window_exceeded": "model_context_window_exceeded",
+		"guardrail_intervened":          "refusal", "content_filtered": "refusal",
+		"malformed_model_output": "end_turn", "malformed_tool_use": "end_turn", "new_reason": "end_turn",
+	} {
+		if got := ConverseStopReason(in); got != want {
+			t.Errorf("ConverseStopReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkConverseEncoder turns a typical ConverseStream answer (its
+// start, a short thought, 200 pieces of text, a tool call in three pieces,
+// its stop and its usage) into the Messages events a client reads.
+func BenchmarkConverseEncoder(b *testing.B) {
+	evs := []types.ConverseStreamOutput{
+		converseMessageStart,
+		converseReasoning(0, &types.ReasoningContentBlockDeltaMemberText{Value: "Let me think."}),
+		converseBlockStop(0),
+	}
+	for range 200 {
+		evs = append(evs, converseTextDelta(1, " token"))
+	}
+	evs = append(evs, converseBlockStop(1),
+		&types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
+			ContentBlockIndex: aws.Int32(2),
+			Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String("tooluse_1"), Name: aws.String("get_weather")}},
+		}},
+		converseInputDelta(2, `{"city":`), converseInputDelta(2, `"Paris"}`), converseBlockStop(2),
+		converseMessageStop(types.StopReasonToolUse),
+		&types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{
+			InputTokens: aws.Int32(100), OutputTokens: aws.Int32(220), TotalTokens: aws.Int32(320)}}})
+	b.ReportAllocs()
+	for b.Loop() {
+		e := NewConverseEncoder("msg_1", "m")
+		for _, ev := range evs {
+			if _, err := e.Encode(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		e.End()
 	}
 }

@@ -1,4 +1,4 @@
-package bedrock
+package messages
 
 import (
 	"bytes"
@@ -20,12 +20,10 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/converse"
-	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
-// messagesConverseInput translates an Anthropic Messages request body (as a
+// ToConverse translates an Anthropic Messages request body (as a
 // Messages client sent it, "model" already the route's, "stream": true) into a
 // ConverseStream call of modelID (the body's "model" when modelID is empty).
 // dropped names the fields left out as mere hints, in body order, each once.
@@ -82,19 +80,19 @@ import (
 // other than role and content (messages[].<name>), and any other top-level
 // field. Other members of a block are not read. A null field is an absent
 // one.
-func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
-	var req messages.Request
-	if err := messages.Unmarshal(body, &req, msgConvLenient); err != nil {
-		return nil, nil, msgConvDecodeError(body, err)
+func ToConverse(modelID string, body []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
+	var req Request
+	if err := Unmarshal(body, &req, converseLenient); err != nil {
+		return nil, nil, converseDecodeError(body, err)
 	}
 	members, err := llm.Members(body)
 	if err != nil {
-		return nil, nil, convRejected("the request body is not a JSON object")
+		return nil, nil, converse.Refuse("the request body is not a JSON object")
 	}
 	if modelID == "" {
 		modelID = req.Model
 	}
-	r := &msgConvRequest{}
+	r := &converseRequest{}
 	var inf types.InferenceConfiguration
 	infSet := false
 	last := make(map[string]json.RawMessage, len(members)) // a name's last value is the one read
@@ -104,7 +102,7 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 	seen := map[string]bool{}
 	for _, m := range members {
 		k := m.Key
-		if seen[k] || upstream.IsNull(last[k]) {
+		if seen[k] || isNullJSON(last[k]) {
 			continue
 		}
 		seen[k] = true
@@ -113,7 +111,7 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 		case "max_tokens":
 			f := *req.MaxTokens
 			if f < 1 || f > math.MaxInt32 || f != math.Trunc(f) {
-				return nil, nil, convRejected("max_tokens must be an integer from 1 to 2147483647")
+				return nil, nil, converse.Refuse("max_tokens must be an integer from 1 to 2147483647")
 			}
 			inf.MaxTokens, infSet = aws.Int32(int32(f)), true
 		case "temperature", "top_p":
@@ -123,7 +121,7 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 			}
 			f, err := strconv.ParseFloat(string(v), 64)
 			if err != nil || v[0] == '"' || math.Abs(f) > math.MaxFloat32 {
-				return nil, nil, convRejected(k + " must be a number")
+				return nil, nil, converse.Refuse(k + " must be a number")
 			}
 			if k == "temperature" {
 				inf.Temperature = aws.Float32(float32(f))
@@ -155,7 +153,7 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 				return nil, nil, err
 			}
 		case "thinking":
-			if req.Thinking.Type != messages.ThinkingDisabled {
+			if req.Thinking.Type != ThinkingDisabled {
 				r.drop("thinking")
 			}
 		case "output_config":
@@ -168,10 +166,10 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 	}
 
 	if len(r.turns) == 0 {
-		return nil, nil, convRejected("messages must contain at least one user or assistant message")
+		return nil, nil, converse.Refuse("messages must contain at least one user or assistant message")
 	}
 	if r.turns[0].Role != types.ConversationRoleUser {
-		return nil, nil, convRejected("messages must start with a user message on Bedrock Converse")
+		return nil, nil, converse.Refuse("messages must start with a user message on Bedrock Converse")
 	}
 	in = &bedrockruntime.ConverseStreamInput{
 		ModelId:      aws.String(modelID),
@@ -188,17 +186,17 @@ func messagesConverseInput(modelID string, body []byte) (in *bedrockruntime.Conv
 	return in, r.dropped, nil
 }
 
-// msgConvLenient reads a request as the translation takes it: a member it
+// converseLenient reads a request as the translation takes it: a member it
 // does not check read as absent when of another JSON type (a string that
 // is not one as "", a flag as set only when true), and a cache_control,
 // thinking or metadata that is no such object as one with nothing set (its
 // presence is what counts). A text's string, a list's strings and the
 // members the translation needs of a type are read strictly: their errors
-// are msgConvDecodeError's.
-var msgConvLenient = jsonv2.JoinUnmarshalers(
+// are converseDecodeError's.
+var converseLenient = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
 		last := dec.StackPointer().LastToken()
-		if dec.PeekKind() == '"' || last == "text" || isIndex(last) {
+		if dec.PeekKind() == '"' || last == "text" || isArrayIndex(last) {
 			return errors.ErrUnsupported
 		}
 		*s = ""
@@ -208,23 +206,23 @@ var msgConvLenient = jsonv2.JoinUnmarshalers(
 		*b = dec.PeekKind() == 't'
 		return dec.SkipValue()
 	}),
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messages.CacheControl) error {
-		type plain messages.CacheControl
-		return msgConvPresent(dec, (*plain)(v))
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *CacheControl) error {
+		type plain CacheControl
+		return readPresent(dec, (*plain)(v))
 	}),
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messages.Thinking) error {
-		type plain messages.Thinking
-		return msgConvPresent(dec, (*plain)(v))
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *Thinking) error {
+		type plain Thinking
+		return readPresent(dec, (*plain)(v))
 	}),
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messages.Metadata) error {
-		type plain messages.Metadata
-		return msgConvPresent(dec, (*plain)(v))
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *Metadata) error {
+		type plain Metadata
+		return readPresent(dec, (*plain)(v))
 	}),
 )
 
-// msgConvPresent reads the next value into v, or leaves v its zero value
+// readPresent reads the next value into v, or leaves v its zero value
 // when it is not one.
-func msgConvPresent[T any](dec *jsontext.Decoder, v *T) error {
+func readPresent[T any](dec *jsontext.Decoder, v *T) error {
 	raw, err := dec.ReadValue()
 	if err != nil {
 		return err
@@ -236,18 +234,18 @@ func msgConvPresent[T any](dec *jsontext.Decoder, v *T) error {
 	return nil
 }
 
-// isIndex reports whether a JSON pointer's token is an array index.
-func isIndex(tok string) bool {
+// isArrayIndex reports whether a JSON pointer's token is an array index.
+func isArrayIndex(tok string) bool {
 	_, err := strconv.Atoi(tok)
 	return err == nil && tok != ""
 }
 
-// msgConvDecodeError is the rejection of a body the request's types cannot
+// converseDecodeError is the rejection of a body the request's types cannot
 // read, naming the member at fault as the translation's own checks do.
-func msgConvDecodeError(body []byte, err error) error {
+func converseDecodeError(body []byte, err error) error {
 	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) || se.JSONPointer == "" || !json.Valid(body) {
-		return convRejected("the request body is not a JSON object")
+		return converse.Refuse("the request body is not a JSON object")
 	}
 	var at, shape string
 	var msgIndex int
@@ -265,61 +263,61 @@ func msgConvDecodeError(body []byte, err error) error {
 		}
 		at, shape = at+tok, shape+tok
 	}
-	system := strings.HasPrefix(shape, "messages[]") && msgConvRole(body, msgIndex) == messages.RoleSystem
+	system := strings.HasPrefix(shape, "messages[]") && roleAt(body, msgIndex) == RoleSystem
 	switch shape {
 	case "max_tokens":
-		return convRejected("max_tokens must be an integer from 1 to 2147483647")
+		return converse.Refuse("max_tokens must be an integer from 1 to 2147483647")
 	case "stop_sequences", "stop_sequences[]":
-		return convRejected("stop_sequences must be an array of strings")
+		return converse.Refuse("stop_sequences must be an array of strings")
 	case "messages", "tools":
-		return convRejected(at + " must be an array")
+		return converse.Refuse(at + " must be an array")
 	case "messages[]", "tool_choice", "output_config", "output_config.format":
-		return convRejected(at + " must be an object")
+		return converse.Refuse(at + " must be an object")
 	case "tools[]":
-		return convRejected(at + " must be a tool object")
+		return converse.Refuse(at + " must be a tool object")
 	case "system":
-		return convRejected(at + " must be a string or an array of text blocks")
+		return converse.Refuse(at + " must be a string or an array of text blocks")
 	case "messages[].content":
 		if system {
-			return convRejected(at + " must be a string or an array of text blocks")
+			return converse.Refuse(at + " must be a string or an array of text blocks")
 		}
-		return convRejected(at + " must be a string or an array of content blocks")
+		return converse.Refuse(at + " must be a string or an array of content blocks")
 	case "messages[].content[].content":
-		return convRejected(at + " must be a string or an array of content blocks")
+		return converse.Refuse(at + " must be a string or an array of content blocks")
 	case "system[]":
-		return convRejected(at + " must be a text block")
+		return converse.Refuse(at + " must be a text block")
 	case "messages[].content[]":
 		if system {
-			return convRejected(at + " must be a text block")
+			return converse.Refuse(at + " must be a text block")
 		}
-		return convRejected(at + " must be a content block object")
+		return converse.Refuse(at + " must be a content block object")
 	case "messages[].content[].content[]":
-		return convRejected(at + " must be a content block object")
+		return converse.Refuse(at + " must be a content block object")
 	case "messages[].content[].source", "messages[].content[].content[].source":
-		return convRejected(at + " must be an object")
+		return converse.Refuse(at + " must be an object")
 	}
 	if strings.HasSuffix(shape, ".text") {
-		return convRejected(at + " must be a string")
+		return converse.Refuse(at + " must be a string")
 	}
-	return convRejected(at + " is not valid")
+	return converse.Refuse(at + " is not valid")
 }
 
-// msgConvRole is the role of messages[i] of body, "" for none.
-func msgConvRole(body []byte, i int) string {
+// roleAt is the role of messages[i] of body, "" for none.
+func roleAt(body []byte, i int) string {
 	var roles struct {
 		Messages []struct {
 			Role string `json:"role"`
 		} `json:"messages"`
 	}
-	_ = messages.Unmarshal(body, &roles, msgConvLenient)
+	_ = Unmarshal(body, &roles, converseLenient)
 	if i < len(roles.Messages) {
 		return roles.Messages[i].Role
 	}
 	return ""
 }
 
-// msgConvRequest is a Messages request being translated.
-type msgConvRequest struct {
+// converseRequest is a Messages request being translated.
+type converseRequest struct {
 	system    []types.SystemContentBlock // the top-level system
 	msgSystem []types.SystemContentBlock // the system messages among the turns
 	turns     []types.Message
@@ -331,7 +329,7 @@ type msgConvRequest struct {
 }
 
 // drop names a hint left out, once.
-func (r *msgConvRequest) drop(name string) {
+func (r *converseRequest) drop(name string) {
 	if !slices.Contains(r.dropped, name) {
 		r.dropped = append(r.dropped, name)
 	}
@@ -339,7 +337,7 @@ func (r *msgConvRequest) drop(name string) {
 
 // dropExtra names each non-null member of extra as a hint, prefix before
 // its name.
-func (r *msgConvRequest) dropExtra(extra jsontext.Value, prefix string) {
+func (r *converseRequest) dropExtra(extra jsontext.Value, prefix string) {
 	if len(extra) == 0 {
 		return
 	}
@@ -365,7 +363,7 @@ func (r *msgConvRequest) dropExtra(extra jsontext.Value, prefix string) {
 
 // cached reports whether a block with cc asks for a cache point after it,
 // naming a lifetime other than the default as a hint.
-func (r *msgConvRequest) cached(cc *messages.CacheControl) bool {
+func (r *converseRequest) cached(cc *CacheControl) bool {
 	if cc == nil {
 		return false
 	}
@@ -375,13 +373,13 @@ func (r *msgConvRequest) cached(cc *messages.CacheControl) bool {
 	return true
 }
 
-func msgConvCachePoint() types.CachePointBlock {
+func cachePoint() types.CachePointBlock {
 	return types.CachePointBlock{Type: types.CachePointTypeDefault}
 }
 
 // systemBlocks translates a system prompt (at is where it is): a string or
 // an array of text blocks.
-func (r *msgConvRequest) systemBlocks(c messages.Content, at string) ([]types.SystemContentBlock, error) {
+func (r *converseRequest) systemBlocks(c Content, at string) ([]types.SystemContentBlock, error) {
 	if c.Blocks == nil {
 		if c.Text == "" {
 			return nil, nil
@@ -392,8 +390,8 @@ func (r *msgConvRequest) systemBlocks(c messages.Content, at string) ([]types.Sy
 	for i := range c.Blocks {
 		b := &c.Blocks[i]
 		bat := fmt.Sprintf("%s[%d]", at, i)
-		if b.Type != messages.BlockText {
-			return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", bat, convTruncate(b.Type, 64)))
+		if b.Type != BlockText {
+			return nil, converse.Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", bat, converse.Quote(b.Type)))
 		}
 		text := r.text(b)
 		if text != "" {
@@ -401,7 +399,7 @@ func (r *msgConvRequest) systemBlocks(c messages.Content, at string) ([]types.Sy
 		}
 		if r.cached(b.CacheControl) && len(out) > 0 {
 			if _, ok := out[len(out)-1].(*types.SystemContentBlockMemberCachePoint); !ok {
-				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: msgConvCachePoint()})
+				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: cachePoint()})
 			}
 		}
 	}
@@ -409,41 +407,41 @@ func (r *msgConvRequest) systemBlocks(c messages.Content, at string) ([]types.Sy
 }
 
 // text is a text block's text, its citations named as a hint.
-func (r *msgConvRequest) text(b *messages.Block) string {
-	if !upstream.IsNull(b.Citations) {
+func (r *converseRequest) text(b *Block) string {
+	if !isNullJSON(b.Citations) {
 		r.drop("citations")
 	}
 	return b.Text
 }
 
 // conversation translates the messages into turns (and system text).
-func (r *msgConvRequest) conversation(msgs []messages.InputMessage) error {
+func (r *converseRequest) conversation(msgs []InputMessage) error {
 	for i := range msgs {
 		m := &msgs[i]
 		at := fmt.Sprintf("messages[%d]", i)
 		r.dropExtra(m.Extra, "messages[].")
 		switch m.Role {
-		case messages.RoleSystem:
+		case RoleSystem:
 			blocks, err := r.systemBlocks(m.Content, at+".content")
 			if err != nil {
 				return err
 			}
 			r.msgSystem = append(r.msgSystem, blocks...)
-		case messages.RoleUser, messages.RoleAssistant:
+		case RoleUser, RoleAssistant:
 			blocks, err := r.content(m.Content, at)
 			if err != nil {
 				return err
 			}
-			r.turns = convAppendTurn(r.turns, types.ConversationRole(m.Role), blocks)
+			r.turns = converse.AppendTurn(r.turns, types.ConversationRole(m.Role), blocks)
 		default:
-			return convRejected(fmt.Sprintf("%s.role %q is not supported on Bedrock Converse", at, convTruncate(m.Role, 64)))
+			return converse.Refuse(fmt.Sprintf("%s.role %s is not supported on Bedrock Converse", at, converse.Quote(m.Role)))
 		}
 	}
 	return nil
 }
 
 // content translates a message's content: a string or an array of blocks.
-func (r *msgConvRequest) content(c messages.Content, at string) ([]types.ContentBlock, error) {
+func (r *converseRequest) content(c Content, at string) ([]types.ContentBlock, error) {
 	if c.Blocks == nil {
 		if c.Text == "" {
 			return nil, nil
@@ -462,7 +460,7 @@ func (r *msgConvRequest) content(c messages.Content, at string) ([]types.Content
 		}
 		if (r.cached(b.CacheControl) || cacheAfter) && len(out) > 0 {
 			if _, ok := out[len(out)-1].(*types.ContentBlockMemberCachePoint); !ok {
-				out = append(out, &types.ContentBlockMemberCachePoint{Value: msgConvCachePoint()})
+				out = append(out, &types.ContentBlockMemberCachePoint{Value: cachePoint()})
 			}
 		}
 	}
@@ -473,11 +471,11 @@ func (r *msgConvRequest) content(c messages.Content, at string) ([]types.Content
 // thinking). cacheAfter is true for a tool_result whose content asks for a
 // cache point, which Converse has none of inside a tool result: it goes
 // after the result.
-func (r *msgConvRequest) block(b *messages.Block, at string) (block types.ContentBlock, cacheAfter bool, err error) {
+func (r *converseRequest) block(b *Block, at string) (block types.ContentBlock, cacheAfter bool, err error) {
 	switch b.Type {
-	case messages.BlockToolResult:
+	case BlockToolResult:
 		return r.toolResult(b, at)
-	case messages.BlockDocument:
+	case BlockDocument:
 		block, err = r.document(b, at)
 	default:
 		block, err = r.simpleBlock(b, at)
@@ -487,36 +485,36 @@ func (r *msgConvRequest) block(b *messages.Block, at string) (block types.Conten
 
 // simpleBlock translates a content block that is not a tool_result or a
 // document.
-func (r *msgConvRequest) simpleBlock(b *messages.Block, at string) (types.ContentBlock, error) {
+func (r *converseRequest) simpleBlock(b *Block, at string) (types.ContentBlock, error) {
 	switch b.Type {
-	case messages.BlockText:
+	case BlockText:
 		s := r.text(b)
 		if s == "" {
 			return nil, nil
 		}
 		return &types.ContentBlockMemberText{Value: s}, nil
-	case messages.BlockImage:
-		img, err := msgConvImage(b, at)
+	case BlockImage:
+		img, err := converseImage(b, at)
 		if err != nil {
 			return nil, err
 		}
 		return &types.ContentBlockMemberImage{Value: img}, nil
-	case messages.BlockToolUse:
+	case BlockToolUse:
 		input := []byte(b.Input)
-		if upstream.IsNull(input) {
+		if isNullJSON(input) {
 			input = []byte("{}")
 		}
 		if input[0] != '{' {
-			return nil, convRejected(at + ".input must be a JSON object")
+			return nil, converse.Refuse(at + ".input must be a JSON object")
 		}
-		doc, err := convDocument(input, at+".input")
+		doc, err := converse.Document(input, at+".input")
 		if err != nil {
 			return nil, err
 		}
 		return &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
 			ToolUseId: aws.String(b.ID), Name: aws.String(b.Name), Input: doc,
 		}}, nil
-	case messages.BlockThinking:
+	case BlockThinking:
 		if b.Thinking == "" && b.Signature == "" {
 			return nil, nil
 		}
@@ -525,36 +523,36 @@ func (r *msgConvRequest) simpleBlock(b *messages.Block, at string) (types.Conten
 			rt.Signature = aws.String(b.Signature)
 		}
 		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberReasoningText{Value: rt}}, nil
-	case messages.BlockRedactedThinking:
-		raw, err := msgConvBase64(b.Data)
+	case BlockRedactedThinking:
+		raw, err := decodeBase64(b.Data)
 		if err != nil || len(raw) == 0 {
-			return nil, convRejected(at + ".data must be base64")
+			return nil, converse.Refuse(at + ".data must be base64")
 		}
 		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberRedactedContent{Value: raw}}, nil
 	}
-	return nil, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", at, convTruncate(b.Type, 64)))
+	return nil, converse.Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", at, converse.Quote(b.Type)))
 }
 
-// msgConvSource is a block's source; a source that is no object is
+// blockSource is a block's source; a source that is no object is
 // refused.
-func msgConvSource(b *messages.Block, at string) (*messages.Source, error) {
+func blockSource(b *Block, at string) (*Source, error) {
 	if b.Source == nil || b.Source.Name != "" {
-		return nil, convRejected(at + ".source must be an object")
+		return nil, converse.Refuse(at + ".source must be an object")
 	}
 	return b.Source, nil
 }
 
 // document translates a document block of plain text into a text block of
 // its title, context and data; other sources are refused.
-func (r *msgConvRequest) document(b *messages.Block, at string) (types.ContentBlock, error) {
-	src, err := msgConvSource(b, at)
+func (r *converseRequest) document(b *Block, at string) (types.ContentBlock, error) {
+	src, err := blockSource(b, at)
 	if err != nil {
 		return nil, err
 	}
-	if src.Type != messages.SourceText {
-		return nil, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse", at, convTruncate(src.Type, 64)))
+	if src.Type != SourceText {
+		return nil, converse.Refuse(fmt.Sprintf("%s.source.type %s is not supported on Bedrock Converse", at, converse.Quote(src.Type)))
 	}
-	if !upstream.IsNull(b.Citations) {
+	if !isNullJSON(b.Citations) {
 		r.drop("citations")
 	}
 	var parts []string
@@ -572,9 +570,9 @@ func (r *msgConvRequest) document(b *messages.Block, at string) (types.ContentBl
 // toolResult translates a tool_result block: its content, a string or text
 // and image blocks, and is_error. cacheAfter is true when a block of its
 // content has cache_control.
-func (r *msgConvRequest) toolResult(b *messages.Block, at string) (block types.ContentBlock, cacheAfter bool, err error) {
+func (r *converseRequest) toolResult(b *Block, at string) (block types.ContentBlock, cacheAfter bool, err error) {
 	if b.ToolUseID == "" {
-		return nil, false, convRejected(at + ".tool_use_id is required")
+		return nil, false, converse.Refuse(at + ".tool_use_id is required")
 	}
 	res := types.ToolResultBlock{ToolUseId: aws.String(b.ToolUseID)}
 	if b.IsError != nil && *b.IsError {
@@ -589,18 +587,18 @@ func (r *msgConvRequest) toolResult(b *messages.Block, at string) (block types.C
 			p := &c.Blocks[k]
 			pat := fmt.Sprintf("%s.content[%d]", at, k)
 			switch p.Type {
-			case messages.BlockText:
+			case BlockText:
 				if s := r.text(p); s != "" {
 					res.Content = append(res.Content, &types.ToolResultContentBlockMemberText{Value: s})
 				}
-			case messages.BlockImage:
-				img, err := msgConvImage(p, pat)
+			case BlockImage:
+				img, err := converseImage(p, pat)
 				if err != nil {
 					return nil, false, err
 				}
 				res.Content = append(res.Content, &types.ToolResultContentBlockMemberImage{Value: img})
 			default:
-				return nil, false, convRejected(fmt.Sprintf("%s.type %q is not supported on Bedrock Converse", pat, convTruncate(p.Type, 64)))
+				return nil, false, converse.Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", pat, converse.Quote(p.Type)))
 			}
 			cacheAfter = r.cached(p.CacheControl) || cacheAfter
 		}
@@ -612,38 +610,38 @@ func (r *msgConvRequest) toolResult(b *messages.Block, at string) (block types.C
 	return &types.ContentBlockMemberToolResult{Value: res}, cacheAfter, nil
 }
 
-// msgConvImageTypes are the media types of an Anthropic base64 image
+// converseImageTypes are the media types of an Anthropic base64 image
 // source Converse takes.
-var msgConvImageTypes = map[string]types.ImageFormat{
+var converseImageTypes = map[string]types.ImageFormat{
 	"image/png":  types.ImageFormatPng,
 	"image/jpeg": types.ImageFormatJpeg,
 	"image/gif":  types.ImageFormatGif,
 	"image/webp": types.ImageFormatWebp,
 }
 
-// msgConvImage translates an image block's base64 source; a url or file
+// converseImage translates an image block's base64 source; a url or file
 // source is refused, as Converse cannot fetch it.
-func msgConvImage(b *messages.Block, at string) (types.ImageBlock, error) {
-	src, err := msgConvSource(b, at)
+func converseImage(b *Block, at string) (types.ImageBlock, error) {
+	src, err := blockSource(b, at)
 	if err != nil {
 		return types.ImageBlock{}, err
 	}
-	if src.Type != messages.SourceBase64 {
-		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.type %q is not supported on Bedrock Converse, which cannot fetch an image; send it as base64", at, convTruncate(src.Type, 64)))
+	if src.Type != SourceBase64 {
+		return types.ImageBlock{}, converse.Refuse(fmt.Sprintf("%s.source.type %s is not supported on Bedrock Converse, which cannot fetch an image; send it as base64", at, converse.Quote(src.Type)))
 	}
-	format, ok := msgConvImageTypes[strings.ToLower(src.MediaType)]
+	format, ok := converseImageTypes[strings.ToLower(src.MediaType)]
 	if !ok {
-		return types.ImageBlock{}, convRejected(fmt.Sprintf("%s.source.media_type %q is not supported on Bedrock Converse (image/png, image/jpeg, image/gif, image/webp)", at, convTruncate(src.MediaType, 64)))
+		return types.ImageBlock{}, converse.Refuse(fmt.Sprintf("%s.source.media_type %s is not supported on Bedrock Converse (image/png, image/jpeg, image/gif, image/webp)", at, converse.Quote(src.MediaType)))
 	}
-	raw, err := msgConvBase64(src.Data)
+	raw, err := decodeBase64(src.Data)
 	if err != nil {
-		return types.ImageBlock{}, convRejected(at + ".source.data must be base64")
+		return types.ImageBlock{}, converse.Refuse(at + ".source.data must be base64")
 	}
 	return types.ImageBlock{Format: format, Source: &types.ImageSourceMemberBytes{Value: raw}}, nil
 }
 
-// msgConvBase64 decodes standard base64, padded or not.
-func msgConvBase64(s string) ([]byte, error) {
+// decodeBase64 decodes standard base64, padded or not.
+func decodeBase64(s string) ([]byte, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return base64.RawStdEncoding.DecodeString(s)
@@ -653,7 +651,7 @@ func msgConvBase64(s string) ([]byte, error) {
 
 // toolSpecs translates the tools: custom tools to toolSpecs, each cache_control
 // to a cachePoint after its tool.
-func (r *msgConvRequest) toolSpecs(tools []messages.Tool) error {
+func (r *converseRequest) toolSpecs(tools []Tool) error {
 	for i := range tools {
 		t := &tools[i]
 		at := fmt.Sprintf("tools[%d]", i)
@@ -661,11 +659,11 @@ func (r *msgConvRequest) toolSpecs(tools []messages.Tool) error {
 			// A server tool (web_search_..., bash_...) that only Anthropic
 			// runs: a hint, named as the translation toward Chat
 			// Completions names it (docs/translation.md).
-			r.drop("tools[" + messages.ServerToolName(t.Type) + "]")
+			r.drop("tools[" + ServerToolName(t.Type) + "]")
 			continue
 		}
 		if t.Name == "" {
-			return convRejected(at + ".name is required")
+			return converse.Refuse(at + ".name is required")
 		}
 		spec := types.ToolSpecification{Name: aws.String(t.Name)}
 		if t.Description != "" {
@@ -675,20 +673,20 @@ func (r *msgConvRequest) toolSpecs(tools []messages.Tool) error {
 			spec.Strict = aws.Bool(true)
 		}
 		schema := []byte(t.InputSchema)
-		if upstream.IsNull(schema) {
+		if isNullJSON(schema) {
 			schema = []byte(`{"type":"object","properties":{}}`)
 		}
 		if schema[0] != '{' {
-			return convRejected(at + ".input_schema must be a JSON object")
+			return converse.Refuse(at + ".input_schema must be a JSON object")
 		}
-		doc, err := convDocument(schema, at+".input_schema")
+		doc, err := converse.Document(schema, at+".input_schema")
 		if err != nil {
 			return err
 		}
 		spec.InputSchema = &types.ToolInputSchemaMemberJson{Value: doc}
 		r.tools = append(r.tools, &types.ToolMemberToolSpec{Value: spec})
 		if r.cached(t.CacheControl) {
-			r.tools = append(r.tools, &types.ToolMemberCachePoint{Value: msgConvCachePoint()})
+			r.tools = append(r.tools, &types.ToolMemberCachePoint{Value: cachePoint()})
 		}
 		r.dropExtra(t.Extra, "tools[].")
 	}
@@ -697,22 +695,22 @@ func (r *msgConvRequest) toolSpecs(tools []messages.Tool) error {
 
 // toolChoice translates tool_choice: auto, any, tool {name}; none leaves
 // the tools out.
-func (r *msgConvRequest) toolChoice(c *messages.ToolChoice) error {
+func (r *converseRequest) toolChoice(c *ToolChoice) error {
 	r.choice, r.noTools = nil, false
 	switch c.Type {
-	case messages.ToolChoiceAuto:
+	case ToolChoiceAuto:
 		r.choice = &types.ToolChoiceMemberAuto{}
-	case messages.ToolChoiceAny:
+	case ToolChoiceAny:
 		r.choice = &types.ToolChoiceMemberAny{}
-	case messages.ToolChoiceTool:
+	case ToolChoiceTool:
 		if c.Name == "" {
-			return convRejected("tool_choice.name is required")
+			return converse.Refuse("tool_choice.name is required")
 		}
 		r.choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(c.Name)}}
-	case messages.ToolChoiceNone:
+	case ToolChoiceNone:
 		r.noTools = true
 	default:
-		return convRejected(fmt.Sprintf("tool_choice.type %q is not supported on Bedrock Converse", convTruncate(c.Type, 64)))
+		return converse.Refuse(fmt.Sprintf("tool_choice.type %s is not supported on Bedrock Converse", converse.Quote(c.Type)))
 	}
 	if c.DisableParallelToolUse {
 		r.drop("tool_choice.disable_parallel_tool_use")
@@ -722,7 +720,7 @@ func (r *msgConvRequest) toolChoice(c *messages.ToolChoice) error {
 
 // outputConfig translates output_config: its json_schema format to
 // Converse's textFormat; its effort is a hint.
-func (r *msgConvRequest) outputConfig(c *messages.OutputConfig) error {
+func (r *converseRequest) outputConfig(c *OutputConfig) error {
 	if c.Effort != "" {
 		r.drop("output_config.effort")
 	}
@@ -732,11 +730,11 @@ func (r *msgConvRequest) outputConfig(c *messages.OutputConfig) error {
 		return nil
 	}
 	if f.Type != "json_schema" {
-		return convRejected(fmt.Sprintf("output_config.format.type %q is not supported on Bedrock Converse", convTruncate(f.Type, 64)))
+		return converse.Refuse(fmt.Sprintf("output_config.format.type %s is not supported on Bedrock Converse", converse.Quote(f.Type)))
 	}
 	var compact bytes.Buffer
 	if len(f.Schema) == 0 || f.Schema[0] != '{' || json.Compact(&compact, f.Schema) != nil {
-		return convRejected("output_config.format.schema must be a JSON object")
+		return converse.Refuse("output_config.format.schema must be a JSON object")
 	}
 	r.output = &types.OutputConfig{TextFormat: &types.OutputFormat{
 		Type: types.OutputFormatTypeJsonSchema,
@@ -747,20 +745,12 @@ func (r *msgConvRequest) outputConfig(c *messages.OutputConfig) error {
 	return nil
 }
 
-// messagesEvent is one Anthropic Messages stream event for the client, with
-// what the gateway reads of it.
-type messagesEvent struct {
-	Name   string          // the SSE event name: message_start, content_block_start, ...
-	Data   []byte          // its JSON, "type" equal to Name
-	Output bool            // carries answer content (non-empty text/thinking delta, a tool_use or redacted_thinking start)
-	Text   string          // the text it adds (text, thinking, partial_json; a tool_use start: the tool's name), for token counting
-	Finish string          // message_delta's stop_reason, else ""
-	Usage  json.RawMessage // on message_delta: the usage in the Chat Completions shape llm.ParseUsage reads; nil otherwise, and when Converse reported none
-}
-
-// messagesEncoder turns the events of one ConverseStream answer into the
+// ConverseEncoder turns the events of one ConverseStream answer into the
 // Anthropic Messages stream events that say the same, as Anthropic sends
-// them:
+// them, each a chunk of a Messages stream passed through (llm.Chunk of
+// ProtoMessages: the event's name and JSON, "type" equal to the name, with
+// what the gateway reads of it: whether it carries answer content, the
+// text it adds, message_delta's stop reason and usage):
 //
 //	messageStart                   message_start (usage 0: Converse counts at the end)
 //	contentBlockStart toolUse      content_block_start tool_use {id, name, input: {}}
@@ -775,7 +765,7 @@ type messagesEvent struct {
 //	messageStop                    content_block_stop of any block still open; a
 //	                               message_delta held until the usage comes
 //	metadata                       the held message_delta with the usage, message_stop
-//	an exception                   an error (convFailure)
+//	an exception                   a *converse.Exception
 //	anything else                  nothing (images, citations, tool results, empty deltas)
 //
 // Blocks are numbered in the order they start, from 0: Converse's
@@ -791,19 +781,19 @@ type messagesEvent struct {
 //
 // Usage: message_delta carries Anthropic's counts (input_tokens without
 // the cache reads and writes, cache_read_input_tokens,
-// cache_creation_input_tokens, output_tokens); its messagesEvent.Usage is
-// the Chat Completions usage converseDecoder gives (prompt_tokens counting
+// cache_creation_input_tokens, output_tokens); its chunk's Usage is
+// the Chat Completions usage converse.Decoder gives (prompt_tokens counting
 // the cache reads and writes, prompt_tokens_details). When the stream ends
 // without usage, message_delta says output_tokens 0 and Usage is nil, so
-// that the gateway counts the tokens itself. The zero messagesEncoder is
-// not usable; use newMessagesEncoder.
-type messagesEncoder struct {
+// that the gateway counts the tokens itself. The zero ConverseEncoder is
+// not usable; use NewConverseEncoder.
+type ConverseEncoder struct {
 	id, model string
 
 	started bool // message_start sent
-	blocks  map[int32]*msgConvBlock
-	open    []*msgConvBlock // started, not stopped, in start order
-	next    int             // the next block's index
+	blocks  map[int32]*converseBlock
+	open    []*converseBlock // started, not stopped, in start order
+	next    int              // the next block's index
 
 	stopped  bool // messageStop read
 	stop     string
@@ -813,38 +803,31 @@ type messagesEncoder struct {
 	done     bool // message_stop sent
 }
 
-// msgConvBlock is the Anthropic block a Converse content block is being
+// converseBlock is the Anthropic block a Converse content block is being
 // sent as.
-type msgConvBlock struct {
+type converseBlock struct {
 	index    int
-	kind     string // a messages.Block* type
+	kind     string // a Block* type
 	started  bool
 	redacted []byte // a redacted_thinking block's data, sent at its stop
 }
 
-// newMessagesEncoder returns an encoder whose message is id, of model.
-func newMessagesEncoder(id, model string) *messagesEncoder {
-	return &messagesEncoder{id: id, model: model, blocks: map[int32]*msgConvBlock{}}
+// NewConverseEncoder returns an encoder whose message is id, of model.
+func NewConverseEncoder(id, model string) *ConverseEncoder {
+	return &ConverseEncoder{id: id, model: model, blocks: map[int32]*converseBlock{}}
 }
 
-// encode returns the events for one ConverseStream event (possibly none).
-// An exception member is returned as an error, classified like
-// converseDecoder's (convFailure); nil members and fields are nothing.
-func (e *messagesEncoder) encode(ev types.ConverseStreamOutput) ([]messagesEvent, error) {
-	if u, ok := ev.(*types.UnknownUnionMember); ok {
-		if u == nil || !strings.HasSuffix(strings.ToLower(u.Tag), "exception") {
-			return nil, nil
-		}
-		var body struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(u.Value, &body)
-		return nil, convFailure(u.Tag, body.Message)
+// Encode returns the events for one ConverseStream event (possibly none).
+// An exception member is returned as a *converse.Exception, which the
+// adapter classifies; nil members and fields are nothing.
+func (e *ConverseEncoder) Encode(ev types.ConverseStreamOutput) ([]llm.Chunk, error) {
+	if ex := converse.ExceptionOf(ev); ex != nil {
+		return nil, ex
 	}
 	if e.done {
 		return nil, nil
 	}
-	var out []messagesEvent
+	var out []llm.Chunk
 	switch ev := ev.(type) {
 	case *types.ConverseStreamOutputMemberMessageStart:
 		if ev == nil {
@@ -860,8 +843,8 @@ func (e *messagesEncoder) encode(ev types.ConverseStreamOutput) ([]messagesEvent
 			return nil, nil
 		}
 		out = e.begin(out)
-		out = e.startBlock(out, aws.ToInt32(ev.Value.ContentBlockIndex), messages.ContentBlock{
-			Type: messages.BlockToolUse, ID: aws.ToString(start.Value.ToolUseId),
+		out = e.startBlock(out, aws.ToInt32(ev.Value.ContentBlockIndex), ContentBlock{
+			Type: BlockToolUse, ID: aws.ToString(start.Value.ToolUseId),
 			Name: aws.ToString(start.Value.Name), Input: json.RawMessage("{}"),
 		})
 	case *types.ConverseStreamOutputMemberContentBlockDelta:
@@ -887,9 +870,9 @@ func (e *messagesEncoder) encode(ev types.ConverseStreamOutput) ([]messagesEvent
 			}
 		}
 		e.stopped = true
-		e.stop = converse.MessagesStopReason(string(ev.Value.StopReason))
-		if e.stop == messages.StopStopSequence {
-			e.stopSeq = msgConvStopSequence(ev.Value.AdditionalModelResponseFields)
+		e.stop = ConverseStopReason(string(ev.Value.StopReason))
+		if e.stop == StopStopSequence {
+			e.stopSeq = stopSequenceOf(ev.Value.AdditionalModelResponseFields)
 		}
 		if e.metadata {
 			out = e.finish(out)
@@ -906,11 +889,11 @@ func (e *messagesEncoder) encode(ev types.ConverseStreamOutput) ([]messagesEvent
 	return out, nil
 }
 
-// end returns the events still owed when the stream ended cleanly: the held
+// End returns the events still owed when the stream ended cleanly: the held
 // message_delta (without usage) and message_stop when messageStop came and
 // metadata never did; none when they were sent, or when messageStop never
 // came (the stream was cut).
-func (e *messagesEncoder) end() []messagesEvent {
+func (e *ConverseEncoder) End() []llm.Chunk {
 	if e.done || !e.stopped {
 		return nil
 	}
@@ -918,23 +901,23 @@ func (e *messagesEncoder) end() []messagesEvent {
 }
 
 // begin adds message_start when it is not sent yet.
-func (e *messagesEncoder) begin(out []messagesEvent) []messagesEvent {
+func (e *ConverseEncoder) begin(out []llm.Chunk) []llm.Chunk {
 	if e.started {
 		return out
 	}
 	e.started = true
 	zero := int64(0)
-	return e.add(out, messagesEvent{Name: messages.EventMessageStart}, messages.MessageStart{
-		Type: messages.EventMessageStart,
-		Message: messages.Message{
-			ID: e.id, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: e.model,
-			Content: []messages.ContentBlock{}, Usage: &messages.Usage{InputTokens: &zero, OutputTokens: &zero},
+	return e.add(out, llm.Chunk{Event: EventMessageStart}, MessageStart{
+		Type: EventMessageStart,
+		Message: Message{
+			ID: e.id, Type: TypeMessage, Role: RoleAssistant, Model: e.model,
+			Content: []ContentBlock{}, Usage: &Usage{InputTokens: &zero, OutputTokens: &zero},
 		},
 	})
 }
 
 // delta adds the events of one content block delta of Converse block i.
-func (e *messagesEncoder) delta(out []messagesEvent, i int32, d types.ContentBlockDelta) []messagesEvent {
+func (e *ConverseEncoder) delta(out []llm.Chunk, i int32, d types.ContentBlockDelta) []llm.Chunk {
 	empty := ""
 	switch d := d.(type) {
 	case *types.ContentBlockDeltaMemberText:
@@ -942,22 +925,22 @@ func (e *messagesEncoder) delta(out []messagesEvent, i int32, d types.ContentBlo
 			return out
 		}
 		out = e.begin(out)
-		out = e.startBlock(out, i, messages.ContentBlock{Type: messages.BlockText, Text: &empty})
-		return e.blockDelta(out, i, messagesEvent{Output: true, Text: d.Value}, messages.Delta{Type: messages.DeltaText, Text: &d.Value})
+		out = e.startBlock(out, i, ContentBlock{Type: BlockText, Text: &empty})
+		return e.blockDelta(out, i, llm.Chunk{Output: true, Text: d.Value}, Delta{Type: DeltaText, Text: &d.Value})
 	case *types.ContentBlockDeltaMemberToolUse:
 		if d == nil || aws.ToString(d.Value.Input) == "" {
 			return out
 		}
 		b := e.blocks[i]
-		if b == nil || b.kind != messages.BlockToolUse || !b.started {
+		if b == nil || b.kind != BlockToolUse || !b.started {
 			return out // no tool call started: nothing to add the input to
 		}
-		return e.blockDelta(out, i, messagesEvent{Output: true, Text: *d.Value.Input}, messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: d.Value.Input})
+		return e.blockDelta(out, i, llm.Chunk{Output: true, Text: *d.Value.Input}, Delta{Type: DeltaInputJSON, PartialJSON: d.Value.Input})
 	case *types.ContentBlockDeltaMemberReasoningContent:
 		if d == nil {
 			return out
 		}
-		thinking := messages.ContentBlock{Type: messages.BlockThinking, Thinking: &empty, Signature: &empty}
+		thinking := ContentBlock{Type: BlockThinking, Thinking: &empty, Signature: &empty}
 		switch r := d.Value.(type) {
 		case *types.ReasoningContentBlockDeltaMemberText:
 			if r == nil || r.Value == "" {
@@ -965,26 +948,26 @@ func (e *messagesEncoder) delta(out []messagesEvent, i int32, d types.ContentBlo
 			}
 			out = e.begin(out)
 			out = e.startBlock(out, i, thinking)
-			return e.blockDelta(out, i, messagesEvent{Output: true, Text: r.Value}, messages.Delta{Type: messages.DeltaThinking, Thinking: &r.Value})
+			return e.blockDelta(out, i, llm.Chunk{Output: true, Text: r.Value}, Delta{Type: DeltaThinking, Thinking: &r.Value})
 		case *types.ReasoningContentBlockDeltaMemberSignature:
 			if r == nil || r.Value == "" {
 				return out
 			}
 			out = e.begin(out)
 			out = e.startBlock(out, i, thinking)
-			return e.blockDelta(out, i, messagesEvent{}, messages.Delta{Type: messages.DeltaSignature, Signature: &r.Value})
+			return e.blockDelta(out, i, llm.Chunk{}, Delta{Type: DeltaSignature, Signature: &r.Value})
 		case *types.ReasoningContentBlockDeltaMemberRedactedContent:
 			if r == nil || len(r.Value) == 0 {
 				return out
 			}
 			out = e.begin(out)
 			b := e.blocks[i]
-			if b != nil && b.kind != messages.BlockRedactedThinking {
+			if b != nil && b.kind != BlockRedactedThinking {
 				out = e.stopBlock(out, b)
 				b = nil
 			}
 			if b == nil {
-				b = &msgConvBlock{kind: messages.BlockRedactedThinking, redacted: []byte{}}
+				b = &converseBlock{kind: BlockRedactedThinking, redacted: []byte{}}
 				e.blocks[i] = b
 			}
 			b.redacted = append(b.redacted, r.Value...)
@@ -995,7 +978,7 @@ func (e *messagesEncoder) delta(out []messagesEvent, i int32, d types.ContentBlo
 
 // startBlock starts Converse block i as block when it is not started as
 // one of that kind, stopping what it was started as before.
-func (e *messagesEncoder) startBlock(out []messagesEvent, i int32, block messages.ContentBlock) []messagesEvent {
+func (e *ConverseEncoder) startBlock(out []llm.Chunk, i int32, block ContentBlock) []llm.Chunk {
 	if b := e.blocks[i]; b != nil {
 		if b.kind == block.Type && b.started {
 			return out
@@ -1003,26 +986,26 @@ func (e *messagesEncoder) startBlock(out []messagesEvent, i int32, block message
 		out = e.stopBlock(out, b)
 	}
 	out = e.stopOpen(out)
-	b := &msgConvBlock{index: e.next, kind: block.Type, started: true}
+	b := &converseBlock{index: e.next, kind: block.Type, started: true}
 	e.next++
 	e.blocks[i] = b
 	e.open = append(e.open, b)
-	ev := messagesEvent{Name: messages.EventContentBlockStart}
-	if block.Type == messages.BlockToolUse {
+	ev := llm.Chunk{Event: EventContentBlockStart}
+	if block.Type == BlockToolUse {
 		ev.Output, ev.Text = true, block.Name
 	}
-	return e.add(out, ev, messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: b.index, ContentBlock: block})
+	return e.add(out, ev, ContentBlockStart{Type: EventContentBlockStart, Index: b.index, ContentBlock: block})
 }
 
 // blockDelta adds a content_block_delta to Converse block i.
-func (e *messagesEncoder) blockDelta(out []messagesEvent, i int32, ev messagesEvent, d messages.Delta) []messagesEvent {
-	ev.Name = messages.EventContentBlockDelta
-	return e.add(out, ev, messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: e.blocks[i].index, Delta: d})
+func (e *ConverseEncoder) blockDelta(out []llm.Chunk, i int32, ev llm.Chunk, d Delta) []llm.Chunk {
+	ev.Event = EventContentBlockDelta
+	return e.add(out, ev, ContentBlockDelta{Type: EventContentBlockDelta, Index: e.blocks[i].index, Delta: d})
 }
 
 // stopBlock ends block b: content_block_stop for a started block; a
 // redacted_thinking block is started and stopped whole.
-func (e *messagesEncoder) stopBlock(out []messagesEvent, b *msgConvBlock) []messagesEvent {
+func (e *ConverseEncoder) stopBlock(out []llm.Chunk, b *converseBlock) []llm.Chunk {
 	for i, k := range e.blocks {
 		if k == b {
 			delete(e.blocks, i)
@@ -1034,21 +1017,21 @@ func (e *messagesEncoder) stopBlock(out []messagesEvent, b *msgConvBlock) []mess
 		e.next++
 		data := base64.StdEncoding.EncodeToString(b.redacted)
 		b.redacted = nil
-		out = e.add(out, messagesEvent{Name: messages.EventContentBlockStart, Output: true}, messages.ContentBlockStart{
-			Type: messages.EventContentBlockStart, Index: b.index,
-			ContentBlock: messages.ContentBlock{Type: messages.BlockRedactedThinking, Data: &data},
+		out = e.add(out, llm.Chunk{Event: EventContentBlockStart, Output: true}, ContentBlockStart{
+			Type: EventContentBlockStart, Index: b.index,
+			ContentBlock: ContentBlock{Type: BlockRedactedThinking, Data: &data},
 		})
 	} else if i := slices.Index(e.open, b); i >= 0 {
 		e.open = slices.Delete(e.open, i, i+1)
 	} else {
 		return out
 	}
-	return e.add(out, messagesEvent{Name: messages.EventContentBlockStop}, messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: b.index})
+	return e.add(out, llm.Chunk{Event: EventContentBlockStop}, ContentBlockStop{Type: EventContentBlockStop, Index: b.index})
 }
 
 // stopOpen stops the blocks started and not stopped: as Anthropic sends
 // them, a block ends before the next one starts.
-func (e *messagesEncoder) stopOpen(out []messagesEvent) []messagesEvent {
+func (e *ConverseEncoder) stopOpen(out []llm.Chunk) []llm.Chunk {
 	for len(e.open) > 0 {
 		out = e.stopBlock(out, e.open[0])
 	}
@@ -1057,43 +1040,47 @@ func (e *messagesEncoder) stopOpen(out []messagesEvent) []messagesEvent {
 
 // finish adds the held message_delta, with the usage when metadata gave
 // it, and message_stop.
-func (e *messagesEncoder) finish(out []messagesEvent) []messagesEvent {
+func (e *ConverseEncoder) finish(out []llm.Chunk) []llm.Chunk {
 	e.done = true
 	stop := e.stop
-	ev := messagesEvent{Name: messages.EventMessageDelta, Finish: stop}
-	md := messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: &stop, StopSequence: e.stopSeq}}
+	ev := llm.Chunk{Event: EventMessageDelta, FinishReason: stop}
+	md := MessageDelta{Type: EventMessageDelta, Delta: StopDelta{StopReason: &stop, StopSequence: e.stopSeq}}
 	if e.usage != nil {
 		count := func(p *int32) *int64 { n := int64(max(aws.ToInt32(p), 0)); return &n }
-		md.Usage = &messages.Usage{
+		md.Usage = &Usage{
 			InputTokens:              count(e.usage.InputTokens),
 			CacheCreationInputTokens: count(e.usage.CacheWriteInputTokens),
 			CacheReadInputTokens:     count(e.usage.CacheReadInputTokens),
 			OutputTokens:             count(e.usage.OutputTokens),
 		}
-		ev.Usage = convUsage(e.usage)
+		ev.Usage = converse.ChatUsage(e.usage)
 	} else {
 		zero := int64(0)
-		md.Usage = &messages.Usage{OutputTokens: &zero}
+		md.Usage = &Usage{OutputTokens: &zero}
 	}
 	out = e.add(out, ev, md)
-	return e.add(out, messagesEvent{Name: messages.EventMessageStop}, messages.MessageStop{Type: messages.EventMessageStop})
+	return e.add(out, llm.Chunk{Event: EventMessageStop}, MessageStop{Type: EventMessageStop})
 }
 
 // add appends ev with data v as its JSON (compact, without HTML escaping,
 // as Anthropic writes it).
-func (e *messagesEncoder) add(out []messagesEvent, ev messagesEvent, v any) []messagesEvent {
+func (e *ConverseEncoder) add(out []llm.Chunk, ev llm.Chunk, v any) []llm.Chunk {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // strings, numbers and valid raw JSON only: it always encodes
-	ev.Data = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	ev.Raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	ev.Proto, ev.HasChoices, ev.ID, ev.Model = llm.ProtoMessages, true, e.id, e.model
+	if ev.FinishReason != "" {
+		ev.Seen, ev.Finished = 1, 1
+	}
 	return append(out, ev)
 }
 
-// msgConvStopSequence is the stop sequence a model names in its response
+// stopSequenceOf is the stop sequence a model names in its response
 // fields ({"stop_sequence": "..."}, as Claude does on Bedrock); nil when it
 // names none.
-func msgConvStopSequence(d document.Interface) *string {
+func stopSequenceOf(d document.Interface) *string {
 	if d == nil {
 		return nil
 	}
@@ -1108,4 +1095,23 @@ func msgConvStopSequence(d document.Interface) *string {
 		return nil
 	}
 	return &fields.StopSequence
+}
+
+// ConverseStopReason is a Converse stop reason as a Messages stop_reason:
+// the reasons the two protocols share keep their name, a guardrail or a
+// content filter is a refusal, and any other reason is end_turn.
+func ConverseStopReason(stopReason string) string {
+	switch stopReason {
+	case converse.StopEndTurn, converse.StopToolUse, converse.StopMaxTokens, converse.StopStopSequence, converse.StopModelContextWindowExceeded:
+		return stopReason
+	case converse.StopGuardrailIntervened, converse.StopContentFiltered:
+		return StopRefusal
+	}
+	return StopEndTurn
+}
+
+// isNullJSON reports whether v, spaces aside, is absent or null.
+func isNullJSON(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
 }

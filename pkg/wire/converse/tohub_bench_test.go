@@ -1,4 +1,4 @@
-package bedrock
+package converse
 
 import (
 	"testing"
@@ -7,20 +7,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 )
 
-// convBenchEvents is a typical ConverseStream answer: its start, a short
+// benchEvents is a typical ConverseStream answer: its start, a short
 // thought, 200 pieces of text, a tool call in three pieces, its stop and
 // its usage.
-func convBenchEvents() []types.ConverseStreamOutput {
+func benchEvents() []types.ConverseStreamOutput {
 	evs := []types.ConverseStreamOutput{
 		&types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}},
-		convBlockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{Value: &types.ReasoningContentBlockDeltaMemberText{Value: "Let me think."}}),
-		convBlockStop(0),
+		blockDelta(0, &types.ContentBlockDeltaMemberReasoningContent{Value: &types.ReasoningContentBlockDeltaMemberText{Value: "Let me think."}}),
+		blockStop(0),
 	}
 	for range 200 {
-		evs = append(evs, convTextDelta(1, " token"))
+		evs = append(evs, textDelta(1, " token"))
 	}
-	evs = append(evs, convBlockStop(1),
-		convToolStart(2, "tooluse_1", "get_weather"), convInputDelta(2, `{"city":`), convInputDelta(2, `"Paris"}`), convBlockStop(2),
+	evs = append(evs, blockStop(1),
+		toolStart(2, "tooluse_1", "get_weather"), inputDelta(2, `{"city":`), inputDelta(2, `"Paris"}`), blockStop(2),
 		&types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: types.StopReasonToolUse}},
 		&types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{
 			InputTokens: aws.Int32(100), OutputTokens: aws.Int32(220), TotalTokens: aws.Int32(320)}}})
@@ -30,12 +30,12 @@ func convBenchEvents() []types.ConverseStreamOutput {
 // BenchmarkConverseDecode turns one answer's events into the chunks a
 // client's codec reads.
 func BenchmarkConverseDecode(b *testing.B) {
-	evs := convBenchEvents()
+	evs := benchEvents()
 	b.ReportAllocs()
 	for b.Loop() {
-		d := newConverseDecoder("chatcmpl-1", "amazon.nova-pro-v1:0", convCreated)
+		d := NewDecoder("chatcmpl-1", "amazon.nova-pro-v1:0", testCreated)
 		for _, ev := range evs {
-			if _, _, err := d.decode(ev); err != nil {
+			if _, _, err := d.Decode(ev); err != nil {
 				b.Fatal(err)
 			}
 		}
