@@ -4,8 +4,8 @@
 // Bedrock's Converse: its stop reasons and stream events; the Bedrock
 // adapter reads them with the AWS SDK's types). Each declares its stop-reason vocabulary and how it reads as the
 // hub's finish_reason, its error envelope, and the headers it forwards.
-// They are leaves:
-// they import the standard library, each other and the JSON library
-// (go-json-experiment/json) only, so that codecs,
-// adapters, fake upstreams and tools can all share them (TestImports).
+// They sit just above the hub: they import the standard library, each
+// other, the JSON library (go-json-experiment/json) and the hub (pkg/llm,
+// pkg/sse, internal/jsonstr) only, so that codecs, adapters, fake
+// upstreams and tools can all share them (TestImports).
 package wire

@@ -14,10 +14,17 @@ const module = "github.com/buzzgate/buzzgate/"
 // standard library's (for its typed decoding of unknown members).
 const jsonLibrary = "github.com/go-json-experiment/json"
 
-// TestImports keeps the wire packages leaves: each imports the standard
-// library, the JSON library and the other wire packages only (test files
-// included), and
-// says in its package doc what it is.
+// hub are the packages beside the wire packages that a protocol's
+// translations to and from the hub and its stream observer use.
+var hub = []string{module + "pkg/llm", module + "pkg/sse", module + "internal/jsonstr"}
+
+// testOnly are what a wire package's tests may import besides.
+var testOnly = []string{"github.com/google/go-cmp/", module + "pkg/clientapi/clientapitest"}
+
+// TestImports keeps the wire packages near the bottom: each imports the
+// standard library, the JSON library, the other wire packages and the hub
+// only (its tests a comparison library and the client APIs' test helpers
+// besides), and says in its package doc what it is.
 func TestImports(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {
@@ -40,13 +47,18 @@ func TestImports(t *testing.T) {
 		if !strings.HasPrefix(p.Doc, "Package "+name+" is ") {
 			t.Errorf("pkg/wire/%s: package doc %q", name, p.Doc)
 		}
-		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
-			first, _, _ := strings.Cut(imp, "/")
-			switch {
-			case strings.HasPrefix(imp, module+"pkg/wire/"), strings.HasPrefix(imp, jsonLibrary):
-			case strings.HasPrefix(imp, module), strings.Contains(first, "."):
-				t.Errorf("pkg/wire/%s imports %s", name, imp)
+		check := func(imports []string, allowed ...string) {
+			for _, imp := range imports {
+				first, _, _ := strings.Cut(imp, "/")
+				switch {
+				case strings.HasPrefix(imp, module+"pkg/wire/"), strings.HasPrefix(imp, jsonLibrary),
+					slices.ContainsFunc(allowed, func(a string) bool { return strings.HasPrefix(imp, a) }):
+				case strings.HasPrefix(imp, module), strings.Contains(first, "."):
+					t.Errorf("pkg/wire/%s imports %s", name, imp)
+				}
 			}
 		}
+		check(p.Imports, hub...)
+		check(slices.Concat(p.TestImports, p.XTestImports), slices.Concat(hub, testOnly)...)
 	}
 }
