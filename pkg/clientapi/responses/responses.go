@@ -19,6 +19,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Deps are what the Responses API needs beyond a request.
@@ -50,7 +51,7 @@ func New(d Deps) *Service {
 var spec = clientapi.Spec{
 	Scope:     "/api/v1/responses\x00",
 	Proto:     llm.ProtoResponses,
-	Hints:     rsIgnoredFields,
+	Hints:     responseswire.IgnoredFields,
 	Owned:     slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 	NotNative: []string{"previous_response_id"},
 }
@@ -88,7 +89,7 @@ func (s *Service) Codec(p clientapi.Caller, id string, body []byte, req *llm.Cha
 // gets its stored answer even once those turns are no longer kept (their
 // windows end before the retry's record's).
 func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
-	rr, err := decodeResponses(body, nil)
+	rr, err := responseswire.ToHub(body, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +100,7 @@ func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, 
 		k: &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input, inputDone: true}}
 	chat := rr.Chat
 	if rr.PreviousResponseID != "" {
-		if chat, err = rr.preview(); err != nil {
+		if chat, err = rr.Preview(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -110,7 +111,7 @@ func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, 
 // decoded request, for its codec, and the turn it makes.
 type translation struct {
 	s       *Service
-	rr      *responsesRequest
+	rr      *responseswire.HubRequest
 	body    []byte
 	project string
 	k       *turnKeeper
@@ -152,7 +153,7 @@ func (t *translation) Resolve(ctx context.Context) (*llm.ChatRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	whole, err := decodeResponses(t.body, conv.messages)
+	whole, err := responseswire.ToHub(t.body, conv.messages)
 	if err != nil {
 		return nil, err
 	}
