@@ -7,7 +7,6 @@ package responses
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -76,7 +75,8 @@ func (s *Service) ProviderObject(body []byte) (clientapi.ObjectRef, bool) {
 // is false is read from the body once the answer is there
 // (turnKeeper.keepPassed).
 func (s *Service) Codec(p clientapi.Caller, id string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
-	c := &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
+	c := &responsesCodec{requestID: id, req: req, keyed: keyed,
+		head: responseswire.Head{RequestID: id, Model: req.Model + req.Suffix, CreatedAt: s.now().Unix()}}
 	return &turnCodec{responsesCodec: c, k: &turnKeeper{s: s, project: p.Project, want: s.idem != nil, body: body}}
 }
 
@@ -120,19 +120,12 @@ type translation struct {
 func (t *translation) Codec(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 	rr, k := t.rr, t.k
 	req.Dropped = append(req.Dropped, rr.Dropped...)
-	c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
-		metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: t.s.now().Unix(),
-		echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}
-	c.store = func(final bool) bool {
-		if final {
-			return k.kept
-		}
-		return k.want
-	}
+	c := &responsesCodec{requestID: reqID, req: req, keyed: keyed, store: k,
+		head: responseswire.Head{RequestID: reqID, Model: req.Model + req.Suffix, CreatedAt: t.s.now().Unix(),
+			Metadata: rr.Metadata, Instructions: rr.Instructions, PreviousID: rr.PreviousResponseID,
+			EchoToolChoice: rr.EchoToolChoice, EchoParallel: rr.EchoParallel}}
 	if k.want {
-		c.turn = func(response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
-			k.keep(c.responseID(), response, output)
-		}
+		c.turn = k
 	}
 	return &turnCodec{responsesCodec: c, k: k}
 }

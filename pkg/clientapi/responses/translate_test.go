@@ -38,4 +38,3 @@ func TestDecodeResponsesGatewayObjects(t *testing.T) {
 		t.Errorf("DecodeChatRequest: %v, want param gateway.retry.max_total_attempts", err)
 	}
 }
-

@@ -258,6 +258,21 @@ type turnKeeper struct {
 	kept bool
 }
 
+// stored is the "store" of a response object: what the request asked
+// while the answer runs (final false), whether the turn was kept once it
+// is final.
+func (k *turnKeeper) stored(final bool) bool {
+	if final {
+		return k.kept
+	}
+	return k.want
+}
+
+// keepTurn keeps a translated answer's turn (responsesCodec.turn).
+func (k *turnKeeper) keepTurn(id string, response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
+	k.keep(id, response, output)
+}
+
 // keep keeps the turn of response id: its response object and its output
 // (Chat Completions messages).
 func (k *turnKeeper) keep(id string, response json.RawMessage, output []json.RawMessage) {
