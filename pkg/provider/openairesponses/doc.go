@@ -13,11 +13,10 @@
 //     it carries output, the length of its text, the finish and the usage.
 //   - Translated (llm.ProtoChat: a client of Chat Completions, Messages or
 //     Responses-through-Chat routed here). The Chat Completions body is
-//     turned into a Responses request (responses.EncodeRequest, whose package doc
-//     has the table),
-//     and the Responses events back into chat.completion.chunk values
-//     (responses.Decoder), so that the rest of the gateway sees the upstream as any
-//     other.
+//     turned into a Responses request (responses.EncodeRequest, whose
+//     package doc has the table), and the Responses events back into
+//     chat.completion.chunk values (responses.Decoder), so that the rest of
+//     the gateway sees the upstream as any other.
 //
 // Either way the upstream is called streaming. One call is one attempt (no
 // retries of its own: retrying is the router's job alone), every failure is
@@ -27,9 +26,9 @@
 // response.failed or a malformed event transient), and a failure caused by
 // the caller's own context is returned as the context's error instead. An
 // upstream that ignores "stream": true and answers one Response object is
-// read as the events that object would have streamed (responses.ResponseEvents). The
-// Responses stream has no end marker of its own: it ends at its terminal
-// event (response.completed or response.incomplete), after which Next
-// returns io.EOF; a body that ends before one is llm.ErrStreamCut. It logs
-// nothing.
+// read as the events that object would have streamed
+// (responses.ResponseEvents). The Responses stream has no end marker of its
+// own: it ends at its terminal event (response.completed or
+// response.incomplete), after which Next returns io.EOF; a body that ends
+// before one is llm.ErrStreamCut. It logs nothing.
 package openairesponses
