@@ -73,7 +73,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	var out []llm.Chunk
 	switch ev.Type {
 	case EventCreated, EventInProgress, EventQueued:
-		if !isNull(ev.Response) {
+		if !absent(ev.Response) {
 			r, err := readResponse(ev.Response, false)
 			if err != nil {
 				return nil, err
@@ -337,7 +337,7 @@ func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk
 
 func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
 	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
-	c, err := d.chunks.Parse(marshal(w))
+	c, err := d.chunks.Parse(jsonValue(w))
 	if err != nil {
 		return nil, malformed(err)
 	}

@@ -95,13 +95,13 @@ func EncodeRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		}
 		out.Tools = append(out.Tools, t)
 	}
-	if tc := top["tool_choice"]; !isNull(tc) {
+	if tc := top["tool_choice"]; !absent(tc) {
 		if out.ToolChoice, err = toolChoice(tc); err != nil {
 			return nil, err
 		}
 	}
 	out.ParallelToolCalls = nonNull(top["parallel_tool_calls"])
-	if rf := top["response_format"]; !isNull(rf) {
+	if rf := top["response_format"]; !absent(rf) {
 		format, err := textFormat(rf)
 		if err != nil {
 			return nil, err
@@ -129,14 +129,14 @@ func EncodeRequest(req *llm.UpstreamRequest) ([]byte, error) {
 	out.PromptCacheRetention = nonNull(top["prompt_cache_retention"])
 	out.ServiceTier = nonNull(top["service_tier"])
 	out.Metadata = nonNull(top["metadata"])
-	return marshal(out), nil
+	return jsonValue(out), nil
 }
 
 // refusedField says why field k, which EncodeRequest does not translate,
 // cannot be sent: it asks for what Responses cannot give. "" means the
 // field is dropped (a hint, or a field this adapter does not know).
 func refusedField(k string, v json.RawMessage) string {
-	if isNull(v) {
+	if absent(v) {
 		return ""
 	}
 	s := string(bytes.TrimSpace(v))
@@ -181,7 +181,7 @@ func refusedField(k string, v json.RawMessage) string {
 
 // translateMessages fills instructions and input from messages.
 func translateMessages(out *Request, raw json.RawMessage) error {
-	if isNull(raw) || raw[0] != '[' {
+	if absent(raw) || raw[0] != '[' {
 		return rejected("messages must be an array", nil)
 	}
 	var msgs []json.RawMessage
@@ -243,7 +243,7 @@ func assistantItems(out *Request, m object, at string) error {
 	var parts []InputPart
 	content := bytes.TrimSpace(m["content"])
 	switch {
-	case isNull(content):
+	case absent(content):
 	case content[0] == '"':
 		var s string
 		if err := json.Unmarshal(content, &s); err != nil {
@@ -317,7 +317,7 @@ func assistantItems(out *Request, m object, at string) error {
 // as Responses input parts.
 func userContent(raw json.RawMessage, at string) (any, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if absent(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -386,7 +386,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 // developer or tool message): a string, or text parts, concatenated.
 func plainText(raw json.RawMessage, at string) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if absent(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {

@@ -62,7 +62,7 @@ func ResponseEvents(body []byte) ([]Event, error) {
 		}
 	}
 	var w eventWriter
-	if !hasStatus && !isNull(errRaw) {
+	if !hasStatus && !absent(errRaw) {
 		msg, code := ErrorText(errRaw)
 		if msg == "" {
 			msg = "unspecified upstream error"

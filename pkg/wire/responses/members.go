@@ -44,7 +44,7 @@ func (o object) Str(k string) (string, bool) {
 // for anything but an array.
 func elements(raw json.RawMessage) (l []json.RawMessage, ok bool) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if absent(raw) {
 		return nil, true
 	}
 	if raw[0] != '[' || json.Unmarshal(raw, &l) != nil {
@@ -53,28 +53,10 @@ func elements(raw json.RawMessage) (l []json.RawMessage, ok bool) {
 	return l, true
 }
 
-// isNull reports whether v, spaces aside, is absent or null.
-func isNull(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
-}
-
-// nonNull is v, or nil when v is absent or null (isNull).
+// nonNull is v, or nil when v is absent or null.
 func nonNull(v json.RawMessage) json.RawMessage {
-	if isNull(v) {
+	if absent(v) {
 		return nil
 	}
 	return v
-}
-
-// marshal encodes v compactly and without HTML escaping, as the upstreams
-// write JSON. v is one of this package's own types, which always encode.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("responses: " + err.Error())
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -120,7 +120,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 // noteResponse takes the id, model and creation time of a Response an
 // event carries.
 func (o *Observer) noteResponse(raw json.RawMessage) error {
-	if isNull(raw) {
+	if absent(raw) {
 		return nil
 	}
 	r, err := readResponse(raw, false)

@@ -70,7 +70,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 
 // response counts the output items of a Response object (raw JSON).
 func (t *toolCalls) response(raw json.RawMessage) {
-	if isNull(raw) {
+	if absent(raw) {
 		return
 	}
 	r, err := ReadResponse(raw, true)
