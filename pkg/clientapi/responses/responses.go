@@ -1,8 +1,9 @@
 // Package responses is OpenAI's Responses API as a client API: its
-// descriptor (Service.API, made by New with its dependencies), the decoder
-// that translates a request to Chat Completions, the codec, the handling of
-// an answer passed through, and the kept turns behind previous_response_id
-// and GET /api/v1/responses/{id} (ServeKept).
+// descriptor (Service.API, made by New with its dependencies), the codec
+// and the handling of an answer passed through, and the kept turns behind
+// previous_response_id and GET /api/v1/responses/{id} (ServeKept). The
+// protocol itself, the translation of a request to the hub and of the
+// hub's answer back included, is pkg/wire/responses'.
 package responses
 
 import (
