@@ -16,8 +16,8 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/app"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
-	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // The translation table (docs/translation.md) and its tests: the doc says,
@@ -497,7 +497,7 @@ func TestTranslationTable(t *testing.T) {
 	}
 	// Every field the openai-responses adapter drops is a hint the table
 	// checks the answer names.
-	for _, f := range openairesponses.DroppedFields {
+	for _, f := range responses.DroppedFields {
 		if !slices.ContainsFunc(cells, func(c tableCell) bool { return c.upstream == "openai-responses" && c.kind == "hint" && c.path == f }) {
 			t.Errorf("the openai-responses adapter drops %s, which no openai-responses cell names as a hint", f)
 		}

@@ -45,9 +45,6 @@ func TextContent(parts []chat.TextPart) json.RawMessage {
 // Object writes a JSON object member by member.
 type Object struct{ b []byte }
 
-// NewObject is an empty Object with room for n bytes.
-func NewObject(n int) Object { return Object{b: make([]byte, 0, n)} }
-
 func (o *Object) Add(key string, value json.RawMessage) {
 	if len(o.b) == 0 {
 		o.b = append(o.b, '{')

@@ -14,14 +14,20 @@ const module = "github.com/buzzgate/buzzgate/"
 // standard library's (for its typed decoding of unknown members).
 const jsonLibrary = "github.com/go-json-experiment/json"
 
-// awsSDK is the AWS SDK, whose types are the Converse protocol's (the
-// Bedrock Runtime's call and events, and their documents).
-var awsSDK = []string{"github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
+// hub are the packages beside the wire packages that a protocol's
+// translations to and from the hub and its stream observer use, and the
+// AWS SDK, whose types are the Converse protocol's (the Bedrock Runtime's
+// call and events, and their documents).
+var hub = []string{module + "pkg/llm", module + "pkg/sse", module + "internal/jsonstr",
+	"github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
 
-// TestImports keeps the wire packages beneath the adapters and the client
-// APIs: each imports the standard library, the JSON library, the AWS SDK,
-// the hub (pkg/llm) and the other wire packages only (test files
-// included, with go-cmp), and says in its package doc what it is.
+// testOnly are what a wire package's tests may import besides.
+var testOnly = []string{"github.com/google/go-cmp/", module + "pkg/clientapi/clientapitest"}
+
+// TestImports keeps the wire packages near the bottom: each imports the
+// standard library, the JSON library, the other wire packages and the hub
+// only (its tests a comparison library and the client APIs' test helpers
+// besides), and says in its package doc what it is.
 func TestImports(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {
@@ -44,15 +50,18 @@ func TestImports(t *testing.T) {
 		if !strings.HasPrefix(p.Doc, "Package "+name+" is ") {
 			t.Errorf("pkg/wire/%s: package doc %q", name, p.Doc)
 		}
-		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
-			first, _, _ := strings.Cut(imp, "/")
-			switch {
-			case strings.HasPrefix(imp, module+"pkg/wire/"), strings.HasPrefix(imp, jsonLibrary), imp == module+"pkg/llm",
-				strings.HasPrefix(imp, awsSDK[0]), strings.HasPrefix(imp, awsSDK[1]),
-				strings.HasPrefix(imp, "github.com/google/go-cmp/") && !slices.Contains(p.Imports, imp):
-			case strings.HasPrefix(imp, module), strings.Contains(first, "."):
-				t.Errorf("pkg/wire/%s imports %s", name, imp)
+		check := func(imports []string, allowed ...string) {
+			for _, imp := range imports {
+				first, _, _ := strings.Cut(imp, "/")
+				switch {
+				case strings.HasPrefix(imp, module+"pkg/wire/"), strings.HasPrefix(imp, jsonLibrary),
+					slices.ContainsFunc(allowed, func(a string) bool { return strings.HasPrefix(imp, a) }):
+				case strings.HasPrefix(imp, module), strings.Contains(first, "."):
+					t.Errorf("pkg/wire/%s imports %s", name, imp)
+				}
 			}
 		}
+		check(p.Imports, hub...)
+		check(slices.Concat(p.TestImports, p.XTestImports), slices.Concat(hub, testOnly)...)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // responsesAnswer starts a real router.Answer from a provider that sends
@@ -24,7 +25,7 @@ func responsesAnswer(t *testing.T, stream bool, extra string, end error, raws ..
 	t.Helper()
 	body := fmt.Sprintf(`{"model":"m","stream":%v,"messages":[{"role":"user","content":"x"}]%s}`, stream, extra)
 	ans, chat := clientapitest.ScriptedAnswer(t, body, end, raws...)
-	return ans, &responsesCodec{requestID: "req_0123abcd", req: chat, model: "gpt-x", createdAt: 1700000000}
+	return ans, &responsesCodec{requestID: "req_0123abcd", req: chat, head: responseswire.Head{RequestID: "req_0123abcd", Model: "gpt-x", CreatedAt: 1700000000}}
 }
 
 // turnRecorder records the turn a codec keeps, and whether Price came
@@ -37,7 +38,7 @@ type turnRecorder struct {
 	after  int // the emitter's event count when the turn was kept
 }
 
-func (r *turnRecorder) keep(_ json.RawMessage, output []json.RawMessage, usage llm.Usage) {
+func (r *turnRecorder) keepTurn(_ string, _ json.RawMessage, output []json.RawMessage, usage llm.Usage) {
 	r.calls++
 	r.usage = usage
 	r.after = len(r.out.Events)
@@ -47,6 +48,13 @@ func (r *turnRecorder) keep(_ json.RawMessage, output []json.RawMessage, usage l
 	for _, m := range output {
 		r.output = append(r.output, string(m))
 	}
+}
+
+// turnFunc is a turn keeper that is a function.
+type turnFunc func(json.RawMessage, []json.RawMessage, llm.Usage)
+
+func (f turnFunc) keepTurn(_ string, response json.RawMessage, output []json.RawMessage, usage llm.Usage) {
+	f(response, output, usage)
 }
 
 const respUsageJSON = `{"input_tokens":3,"input_tokens_details":{"cached_tokens":0},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":8,"cost":0.000013}`
@@ -103,7 +111,7 @@ func TestResponsesNonStream(t *testing.T) {
 			ans, c := responsesAnswer(t, false, "", tc.end, tc.raws...)
 			var out clientapitest.RecordingEmitter
 			tr := &turnRecorder{out: &out}
-			c.turn = tr.keep
+			c.turn = tr
 			res := c.Answer(ans, &out)
 			if !errors.Is(res.Err, tc.err) || !res.Answered {
 				t.Fatalf("result %+v, want err %v", res, tc.err)
@@ -132,9 +140,9 @@ func TestResponsesEchoes(t *testing.T) {
 	extra := `,"tools":[{"type":"function","function":{"name":"weather","description":"Weather now","parameters":{"type":"object"},"strict":true}}],` +
 		`"tool_choice":{"type":"function","function":{"name":"weather"}},"temperature":0.5,"top_p":0.9,"parallel_tool_calls":false,"max_tokens":100`
 	ans, c := responsesAnswer(t, false, extra, nil, clientapitest.Chunk(`{"content":"Hello"}`, "stop"), clientapitest.UsageChunk)
-	c.metadata = json.RawMessage(`{"k":"v"}`)
-	c.instructions = "Be brief."
-	c.previousID = "resp_feed"
+	c.head.Metadata = json.RawMessage(`{"k":"v"}`)
+	c.head.Instructions = "Be brief."
+	c.head.PreviousID = "resp_feed"
 	var out clientapitest.RecordingEmitter
 	if res := c.Answer(ans, &out); res.Err != nil {
 		t.Fatal(res.Err)
@@ -190,7 +198,7 @@ func TestResponsesNonStreamFailure(t *testing.T) {
 		{context.DeadlineExceeded, llm.CodeRequestTimeout},
 	} {
 		ans, c := responsesAnswer(t, false, "", tc.end, clientapitest.Chunk(`{"content":"Hi"}`, ""))
-		c.turn = func(json.RawMessage, []json.RawMessage, llm.Usage) { t.Error("turn kept") }
+		c.turn = turnFunc(func(json.RawMessage, []json.RawMessage, llm.Usage) { t.Error("turn kept") })
 		var out clientapitest.RecordingEmitter
 		res := c.Answer(ans, &out)
 		if res.Answered || llm.AsError(res.Err).Code != tc.code || out.Status != 0 || out.Priced != 0 {
@@ -333,7 +341,7 @@ func TestResponsesStream(t *testing.T) {
 				c.keyed = keyed
 				var out clientapitest.RecordingEmitter
 				tr := &turnRecorder{out: &out}
-				c.turn = tr.keep
+				c.turn = tr
 				res := c.Answer(ans, &out)
 				var pe *llm.ProviderError
 				if _, isPE := tc.err.(*llm.ProviderError); isPE && !errors.As(res.Err, &pe) || !isPE && !errors.Is(res.Err, tc.err) || !res.Answered {
@@ -394,7 +402,7 @@ func TestResponsesStreamSDKAccumulates(t *testing.T) {
 // and nothing is priced nor kept by the codec.
 func TestResponsesStreamCanceled(t *testing.T) {
 	ans, c := responsesAnswer(t, true, "", context.Canceled, clientapitest.Chunk(`{"content":"Hi"}`, ""))
-	c.turn = func(json.RawMessage, []json.RawMessage, llm.Usage) { t.Error("turn kept") }
+	c.turn = turnFunc(func(json.RawMessage, []json.RawMessage, llm.Usage) { t.Error("turn kept") })
 	var out clientapitest.RecordingEmitter
 	res := c.Answer(ans, &out)
 	if !errors.Is(res.Err, context.Canceled) || out.Priced != 0 || len(out.Events) != 5 {

@@ -10,16 +10,6 @@ import (
 	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
-// responsesTerminal reports whether a Responses event ends the response
-// (and carries its usage).
-func responsesTerminal(ch *llm.Chunk) bool {
-	switch ch.Event {
-	case responseswire.EventCompleted, responseswire.EventIncomplete, responseswire.EventFailed:
-		return true
-	}
-	return ch.Usage != nil && ch.FinishReason != ""
-}
-
 // passStream relays a Responses stream passed through: the provider's
 // events as it sent them, the terminal event with the cost in its
 // response's usage.
@@ -34,7 +24,7 @@ func (c *responsesCodec) passStream(ans *router.Answer, out gateway.Emitter) gat
 func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	var last []byte
 	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch llm.Chunk) error {
-		if responsesTerminal(&ch) || ch.Event == responseswire.EventCreated || ch.Event == responseswire.EventInProgress {
+		if responseswire.Terminal(&ch) || ch.Event == responseswire.EventCreated || ch.Event == responseswire.EventInProgress {
 			last = ch.Raw
 		}
 		return nil

@@ -1,13 +1,13 @@
 // Package responses is OpenAI's Responses API as a client API: its
-// descriptor (Service.API, made by New with its dependencies), the decoder
-// that translates a request to Chat Completions, the codec, the handling of
-// an answer passed through, and the kept turns behind previous_response_id
-// and GET /api/v1/responses/{id} (ServeKept).
+// descriptor (Service.API, made by New with its dependencies), the codec
+// and the handling of an answer passed through, and the kept turns behind
+// previous_response_id and GET /api/v1/responses/{id} (ServeKept). The
+// protocol itself, the translation of a request to the hub and of the
+// hub's answer back included, is pkg/wire/responses'.
 package responses
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -19,6 +19,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	responseswire "github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Deps are what the Responses API needs beyond a request.
@@ -50,7 +51,7 @@ func New(d Deps) *Service {
 var spec = clientapi.Spec{
 	Scope:     "/api/v1/responses\x00",
 	Proto:     llm.ProtoResponses,
-	Hints:     rsIgnoredFields,
+	Hints:     responseswire.IgnoredFields,
 	Owned:     slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 	NotNative: []string{"previous_response_id"},
 }
@@ -75,7 +76,8 @@ func (s *Service) ProviderObject(body []byte) (clientapi.ObjectRef, bool) {
 // is false is read from the body once the answer is there
 // (turnKeeper.keepPassed).
 func (s *Service) Codec(p clientapi.Caller, id string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {
-	c := &responsesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed, createdAt: s.now().Unix()}
+	c := &responsesCodec{requestID: id, req: req, keyed: keyed,
+		head: responseswire.Head{RequestID: id, Model: req.Model + req.Suffix, CreatedAt: s.now().Unix()}}
 	return &turnCodec{responsesCodec: c, k: &turnKeeper{s: s, project: p.Project, want: s.idem != nil, body: body}}
 }
 
@@ -88,7 +90,7 @@ func (s *Service) Codec(p clientapi.Caller, id string, body []byte, req *llm.Cha
 // gets its stored answer even once those turns are no longer kept (their
 // windows end before the retry's record's).
 func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
-	rr, err := decodeResponses(body, nil)
+	rr, err := responseswire.ToHub(body, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +101,7 @@ func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, 
 		k: &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input, inputDone: true}}
 	chat := rr.Chat
 	if rr.PreviousResponseID != "" {
-		if chat, err = rr.preview(); err != nil {
+		if chat, err = rr.Preview(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -110,7 +112,7 @@ func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, 
 // decoded request, for its codec, and the turn it makes.
 type translation struct {
 	s       *Service
-	rr      *responsesRequest
+	rr      *responseswire.HubRequest
 	body    []byte
 	project string
 	k       *turnKeeper
@@ -119,19 +121,12 @@ type translation struct {
 func (t *translation) Codec(reqID string, req *llm.ChatRequest, keyed bool) gateway.Codec {
 	rr, k := t.rr, t.k
 	req.Dropped = append(req.Dropped, rr.Dropped...)
-	c := &responsesCodec{requestID: reqID, req: req, model: req.Model + req.Suffix, keyed: keyed,
-		metadata: rr.Metadata, instructions: rr.Instructions, previousID: rr.PreviousResponseID, createdAt: t.s.now().Unix(),
-		echoToolChoice: rr.EchoToolChoice, echoParallel: rr.EchoParallel}
-	c.store = func(final bool) bool {
-		if final {
-			return k.kept
-		}
-		return k.want
-	}
+	c := &responsesCodec{requestID: reqID, req: req, keyed: keyed, store: k,
+		head: responseswire.Head{RequestID: reqID, Model: req.Model + req.Suffix, CreatedAt: t.s.now().Unix(),
+			Metadata: rr.Metadata, Instructions: rr.Instructions, PreviousID: rr.PreviousResponseID,
+			EchoToolChoice: rr.EchoToolChoice, EchoParallel: rr.EchoParallel}}
 	if k.want {
-		c.turn = func(response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
-			k.keep(c.responseID(), response, output)
-		}
+		c.turn = k
 	}
 	return &turnCodec{responsesCodec: c, k: k}
 }
@@ -152,7 +147,7 @@ func (t *translation) Resolve(ctx context.Context) (*llm.ChatRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	whole, err := decodeResponses(t.body, conv.messages)
+	whole, err := responseswire.ToHub(t.body, conv.messages)
 	if err != nil {
 		return nil, err
 	}

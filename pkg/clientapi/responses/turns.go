@@ -258,6 +258,21 @@ type turnKeeper struct {
 	kept bool
 }
 
+// stored is the "store" of a response object: what the request asked
+// while the answer runs (final false), whether the turn was kept once it
+// is final.
+func (k *turnKeeper) stored(final bool) bool {
+	if final {
+		return k.kept
+	}
+	return k.want
+}
+
+// keepTurn keeps a translated answer's turn (responsesCodec.turn).
+func (k *turnKeeper) keepTurn(id string, response json.RawMessage, output []json.RawMessage, _ llm.Usage) {
+	k.keep(id, response, output)
+}
+
 // keep keeps the turn of response id: its response object and its output
 // (Chat Completions messages).
 func (k *turnKeeper) keep(id string, response json.RawMessage, output []json.RawMessage) {
@@ -323,29 +338,19 @@ func (k *turnKeeper) keepPassed(response []byte) bool {
 		if !k.want {
 			return false
 		}
-		if k.input, err = itemMessages(input); err != nil {
+		if k.input, err = responseswire.InputMessages(input); err != nil {
 			return false
 		}
 		k.inputDone = true
 	}
 	var output []json.RawMessage
 	if len(clientapi.Items(r.RawOutput)) > 0 {
-		if output, err = itemMessages(r.RawOutput); err != nil {
+		if output, err = responseswire.InputMessages(r.RawOutput); err != nil {
 			return false
 		}
 	}
 	k.keep(r.ID, response, output)
 	return k.kept
-}
-
-// itemMessages are Responses input or output items (or an input string)
-// as Chat Completions messages, as a request's input is translated.
-func itemMessages(raw json.RawMessage) ([]json.RawMessage, error) {
-	r := &responsesRequest{}
-	if err := r.input(raw, &clientapi.HintSet{}); err != nil {
-		return nil, err
-	}
-	return r.Input, nil
 }
 
 // turnCodec is the Responses codec of a request whose turn the gateway may
@@ -376,7 +381,7 @@ type passEmitter struct {
 
 func (e *passEmitter) Body(b []byte) {
 	kept := e.k.keepPassed(bytes.TrimRight(b, "\n"))
-	e.Emitter.Body(withStore(b, kept))
+	e.Emitter.Body(responseswire.WithStore(b, kept))
 }
 
 func (e *passEmitter) Event(ev idempotency.Event, send bool) error {
@@ -391,7 +396,7 @@ func (e *passEmitter) Event(ev idempotency.Event, send bool) error {
 				continue
 			}
 			kept := ev.Name != responseswire.EventFailed && e.k.keepPassed(m.Value)
-			ev.Data = llm.Splice(ms, len(ev.Data)+8, map[string][]byte{"response": withStore(m.Value, kept)})
+			ev.Data = llm.Splice(ms, len(ev.Data)+8, map[string][]byte{"response": responseswire.WithStore(m.Value, kept)})
 			break
 		}
 	}
@@ -407,19 +412,4 @@ type storeEmitter struct {
 	k *turnKeeper
 }
 
-func (e *storeEmitter) Body(b []byte) { e.Emitter.Body(withStore(b, e.k.kept)) }
-
-// withStore is the response object obj (and what follows it: a newline)
-// with "store" set.
-func withStore(obj []byte, kept bool) []byte {
-	v := []byte("false")
-	if kept {
-		v = []byte("true")
-	}
-	body := bytes.TrimRight(obj, "\n")
-	out, err := llm.SetTopLevel(body, map[string][]byte{"store": v})
-	if err != nil {
-		return obj
-	}
-	return append(out, obj[len(body):]...)
-}
+func (e *storeEmitter) Body(b []byte) { e.Emitter.Body(responseswire.WithStore(b, e.k.kept)) }

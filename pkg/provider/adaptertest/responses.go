@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/buzzgate/buzzgate/pkg/providertest"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
@@ -111,49 +114,59 @@ func responsesKeepAliveFake(t *testing.T, s Script) Fake {
 // whose role is its type, with no text), max_output_tokens the cap.
 func readResponsesRequest(t *testing.T, body []byte) Received {
 	t.Helper()
-	var req struct {
-		Model           string          `json:"model"`
-		Stream          bool            `json:"stream"`
-		Instructions    string          `json:"instructions"`
-		Input           json.RawMessage `json:"input"`
-		MaxOutputTokens *int            `json:"max_output_tokens"`
-		Temperature     *float64        `json:"temperature"`
-		Stop            json.RawMessage `json:"stop"`
-		Tools           []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	var v responses.RequestView
+	if err := jsonv2.Unmarshal(body, &v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
 		t.Fatalf("the upstream received a body that is not a request: %v\n%s", err, body)
 	}
-	r := Received{Body: body, Model: req.Model, Stream: req.Stream, System: req.Instructions, Temperature: req.Temperature}
-	if req.MaxOutputTokens != nil {
-		r.MaxTokens = *req.MaxOutputTokens
+	// decode reads a member of the request into into; absent leaves it.
+	decode := func(raw jsontext.Value, into any) {
+		t.Helper()
+		if len(raw) == 0 {
+			return
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			t.Fatalf("the upstream received a body that is not a request: %v\n%s", err, body)
+		}
 	}
-	if len(req.Stop) > 0 {
-		t.Errorf("a Responses request with stop %s: the API has no such field", req.Stop)
+	var (
+		maxOutput *int
+		tools     []responses.FunctionTool
+		extra     map[string]json.RawMessage
+	)
+	r := Received{Body: body}
+	decode(v.Model, &r.Model)
+	decode(v.Stream, &r.Stream)
+	decode(v.Instructions, &r.System)
+	decode(v.Temperature, &r.Temperature)
+	decode(v.MaxOutputTokens, &maxOutput)
+	decode(v.Tools, &tools)
+	decode(v.Extra, &extra)
+	if maxOutput != nil {
+		r.MaxTokens = *maxOutput
+	}
+	if stop, ok := extra["stop"]; ok {
+		t.Errorf("a Responses request with stop %s: the API has no such field", stop)
 	}
 	var input string
-	if json.Unmarshal(req.Input, &input) == nil {
+	if json.Unmarshal(v.Input, &input) == nil {
 		r.Messages = []Message{{Role: responses.RoleUser, Text: input}}
 	} else {
-		var items []struct {
-			Type    string          `json:"type"`
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
-		if err := json.Unmarshal(req.Input, &items); err != nil {
-			t.Fatalf("input %s is neither a string nor a list of items: %v", req.Input, err)
+		var items []responses.InputItemView
+		if err := jsonv2.Unmarshal(v.Input, &items); err != nil {
+			t.Fatalf("input %s is neither a string nor a list of items: %v", v.Input, err)
 		}
 		for _, it := range items {
-			if it.Type != "" && it.Type != responses.ItemMessage {
-				r.Messages = append(r.Messages, Message{Role: it.Type})
+			var typ, role string
+			decode(it.Type, &typ)
+			decode(it.Role, &role)
+			if typ != "" && typ != responses.ItemMessage {
+				r.Messages = append(r.Messages, Message{Role: typ})
 				continue
 			}
-			r.Messages = append(r.Messages, Message{Role: it.Role, Text: responsesText(t, it.Content)})
+			r.Messages = append(r.Messages, Message{Role: role, Text: responsesText(t, json.RawMessage(it.Content))})
 		}
 	}
-	for _, tool := range req.Tools {
+	for _, tool := range tools {
 		r.Tools = append(r.Tools, tool.Name)
 	}
 	return r

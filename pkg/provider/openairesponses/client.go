@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 var _ llm.Provider = (*Client)(nil)
@@ -85,7 +86,7 @@ var ownHeaders = map[string]bool{
 //
 //   - the caller's context done: its error, wrapped (not a ProviderError);
 //   - a Chat Completions request Responses cannot express: FailRejected,
-//     without a call (TranslateRequest);
+//     without a call (responses.EncodeRequest);
 //   - no answer (connection refused or reset, EOF before headers):
 //     FailTransient, "connection failed";
 //   - 429: FailThrottled, with the retry-after-ms or retry-after hint,
@@ -116,12 +117,12 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 		pieces = req.Pieces()
 		conv = &passThrough{}
 	case llm.ProtoChat:
-		body, err := TranslateRequest(req)
+		body, err := responses.EncodeRequest(req)
 		if err != nil {
 			return nil, err
 		}
 		pieces = [][]byte{body}
-		conv = &translation{dec: NewDecoder(c.now().Unix()), dropped: Dropped(req.Bytes())}
+		conv = &translation{dec: responses.NewDecoder(c.now().Unix()), dropped: responses.Dropped(req.Bytes())}
 	default:
 		// A router that sends this adapter another protocol's body has a
 		// bug; the next provider may still serve the request.

@@ -604,3 +604,14 @@ func readUntilOutput(t *testing.T, s llm.ChunkStream) {
 		}
 	}
 }
+
+// chatBody is a Chat Completions body with the messages of one user turn
+// and extra top-level members (JSON, after a comma) as the gateway hands
+// it to the adapter.
+func chatBody(extra string) string {
+	b := `{"model":"client-model","messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"include_usage":true}`
+	if extra != "" {
+		b += "," + extra
+	}
+	return b + "}"
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 const (
@@ -44,7 +45,7 @@ func mustNext(t *testing.T, s *stream) llm.Chunk {
 // buffered that make no chunk do not count, and are read ahead; a chunk, a
 // failure or the end does.
 func TestReadyTranslated(t *testing.T) {
-	s, w := pipeStream(t, &translation{dec: NewDecoder(1)})
+	s, w := pipeStream(t, &translation{dec: responses.NewDecoder(1)})
 	go write(w, sseCreated+sseInProgress+ssePartAdded+"event: response.output_text.delta\ndata: {\"type\":")
 	if c := mustNext(t, s); c.FinishReason != "" || c.Output {
 		t.Fatalf("first chunk %s, want the role chunk", c.Raw)

@@ -7,6 +7,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/sse"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // converter turns a stream's events into its chunks: passed through, one
@@ -23,7 +24,7 @@ type converter interface {
 }
 
 // passThrough hands every event on as it is, observed.
-type passThrough struct{ obs Observer }
+type passThrough struct{ obs responses.Observer }
 
 func (p *passThrough) add(out []llm.Chunk, name string, data []byte) ([]llm.Chunk, error) {
 	c, err := p.obs.Observe(name, data)
@@ -39,7 +40,7 @@ func (p *passThrough) report() llm.StreamReport {
 
 // translation decodes the events into chat.completion.chunk values.
 type translation struct {
-	dec *Decoder
+	dec *responses.Decoder
 	// dropped are the request's fields the translation left out.
 	dropped []string
 }
@@ -159,7 +160,7 @@ func (s *stream) readJSON() error {
 	if err != nil {
 		return err
 	}
-	events, err := ResponseEvents(body)
+	events, err := responses.ResponseEvents(body)
 	if err != nil {
 		return err
 	}

@@ -1,22 +1,3 @@
-// Package responses is OpenAI's Responses wire shape: the request with its
-// input items, content parts, tools, tool_choice, text format and
-// reasoning settings; the response object with its output items (message,
-// function_call, reasoning), content parts, usage, error and
-// incomplete_details; and every stream event (its type as
-// a constant, and its struct, "type" and "sequence_number" first). Fields
-// are in OpenAI's order, so that what a writer encodes reads like OpenAI's
-// own bytes; a field the API leaves out when it has nothing to say is
-// omitempty, and one a reader must tell absent from zero is a pointer or
-// json.RawMessage. How a response ends (status and incomplete_details)
-// reads as a Chat Completions finish reason, and back, is here too; the
-// error envelope is Chat Completions' (package chat).
-//
-// The codecs, the adapters and the fake upstreams write these types and
-// compare against these names. What an upstream streams is read here too
-// (EventReader, ReadItem, ReadResponse): leniently, a member of the wrong
-// type read as absent, so that an event of a kind or a shape this package
-// does not know passes through. The package imports only the standard
-// library, pkg/wire/chat and go-json-experiment's jsontext.
 package responses
 
 import (

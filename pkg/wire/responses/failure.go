@@ -1,28 +1,27 @@
-package openairesponses
+package responses
 
 import (
 	"encoding/json"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 func malformed(err error) *llm.ProviderError {
 	return &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 }
 
-// readItem is responses.ReadItem, its failure a malformed event.
-func readItem(raw json.RawMessage) (responses.ItemView, error) {
-	it, err := responses.ReadItem(raw)
+// readItem is ReadItem, its failure a malformed event.
+func readItem(raw json.RawMessage) (ItemView, error) {
+	it, err := ReadItem(raw)
 	if err != nil {
 		return it, malformed(err)
 	}
 	return it, nil
 }
 
-// readResponse is responses.ReadResponse, its failure a malformed event.
-func readResponse(raw json.RawMessage, output bool) (responses.ResponseView, error) {
-	r, err := responses.ReadResponse(raw, output)
+// readResponse is ReadResponse, its failure a malformed event.
+func readResponse(raw json.RawMessage, output bool) (ResponseView, error) {
+	r, err := ReadResponse(raw, output)
 	if err != nil {
 		return r, malformed(err)
 	}
@@ -32,11 +31,11 @@ func readResponse(raw json.RawMessage, output bool) (responses.ResponseView, err
 // failure is the error of an "error" event or of response.failed: a
 // FailTransient *llm.ProviderError with the upstream's message (the router
 // falls back when it comes before any output).
-func failure(ev *responses.EventView) error {
-	msg := responses.FailureMessage(ev)
+func failure(ev *EventView) error {
+	msg := FailureMessage(ev)
 	switch {
 	case msg != "":
-	case ev.Type == responses.EventFailed:
+	case ev.Type == EventFailed:
 		msg = "the upstream's response failed"
 	default:
 		msg = "unspecified upstream error"
@@ -52,7 +51,7 @@ type identity struct {
 }
 
 // note takes the id, model and creation time r names.
-func (n *identity) note(r *responses.ResponseView) {
+func (n *identity) note(r *ResponseView) {
 	if r.ID != "" {
 		n.id = r.ID
 	}

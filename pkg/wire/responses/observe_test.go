@@ -1,4 +1,4 @@
-package openairesponses_test
+package responses_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -28,7 +27,7 @@ type observed struct {
 	ErrMessage, Error string
 }
 
-func observe(o *openairesponses.Observer, name, data string) observed {
+func observe(o *responses.Observer, name, data string) observed {
 	c, err := o.Observe(name, []byte(data))
 	if err != nil {
 		var pe *llm.ProviderError
@@ -139,7 +138,7 @@ func TestObserver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var o openairesponses.Observer
+			var o responses.Observer
 			if tt.name != "created" {
 				observe(&o, "response.created", created) // the Response's id and model
 			}
@@ -153,7 +152,7 @@ func TestObserver(t *testing.T) {
 // TestObserverEnd: the observer is done at the terminal event only, and
 // reports a failed Response's usage so far.
 func TestObserverEnd(t *testing.T) {
-	var o openairesponses.Observer
+	var o responses.Observer
 	observe(&o, "response.created", created)
 	if o.Done() || o.UsageSoFar() != nil {
 		t.Fatalf("Done %v, UsageSoFar %s after response.created", o.Done(), o.UsageSoFar())
@@ -163,7 +162,7 @@ func TestObserverEnd(t *testing.T) {
 		t.Errorf("Done %v, UsageSoFar %s after response.completed", o.Done(), o.UsageSoFar())
 	}
 
-	var f openairesponses.Observer
+	var f responses.Observer
 	observe(&f, "response.failed", `{"type":"response.failed","response":{"status":"failed","error":{"message":"x"},"usage":{"input_tokens":5,"output_tokens":7}}}`)
 	if f.Done() || string(f.UsageSoFar()) != `{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}` {
 		t.Errorf("Done %v, UsageSoFar %s after response.failed", f.Done(), f.UsageSoFar())

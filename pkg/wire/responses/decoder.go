@@ -1,13 +1,11 @@
-package openairesponses
+package responses
 
 import (
 	"encoding/json"
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
-	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Decoder turns the events of a Responses stream into OpenAI
@@ -20,7 +18,7 @@ import (
 // NewDecoder.
 type Decoder struct {
 	identity
-	events responses.EventReader
+	events EventReader
 	chunks llm.ChunkParser // its chunks share their id and model
 
 	byIndex map[int]*itemState
@@ -74,70 +72,70 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	}
 	var out []llm.Chunk
 	switch ev.Type {
-	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
-		if !upstream.IsNull(ev.Response) {
+	case EventCreated, EventInProgress, EventQueued:
+		if !absent(ev.Response) {
 			r, err := readResponse(ev.Response, false)
 			if err != nil {
 				return nil, err
 			}
 			d.note(&r)
 		}
-		if ev.Type == responses.EventCreated {
+		if ev.Type == EventCreated {
 			return d.start(nil)
 		}
-	case responses.EventOutputItemAdded:
+	case EventOutputItemAdded:
 		it, err := readItem(ev.Item)
 		if err != nil {
 			return nil, err
 		}
-		st := d.lookup(responses.Index(ev.OutputIndex), it.ID)
+		st := d.lookup(Index(ev.OutputIndex), it.ID)
 		if st != nil {
 			return nil, nil // added twice: the first counts
 		}
-		st = d.register(responses.Index(ev.OutputIndex), it.ID, it.Type)
-		if it.Type == responses.ItemFunctionCall {
+		st = d.register(Index(ev.OutputIndex), it.ID, it.Type)
+		if it.Type == ItemFunctionCall {
 			return d.startCall(out, st, &it, false)
 		}
-	case responses.EventOutputTextDelta, responses.EventRefusalDelta:
-		s := responses.String(ev.Delta)
+	case EventOutputTextDelta, EventRefusalDelta:
+		s := String(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
-		d.follow(&ev, responses.ItemMessage).textOut = true
-		if ev.Type == responses.EventRefusalDelta {
+		d.follow(&ev, ItemMessage).textOut = true
+		if ev.Type == EventRefusalDelta {
 			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
 		return d.emit(out, chat.Delta{Content: &s}, nil)
-	case responses.EventFunctionCallArgumentsDelta, responses.EventFunctionCallArgumentsDone:
-		st := d.lookup(responses.Index(ev.OutputIndex), responses.String(ev.ItemID))
-		if st == nil || st.kind != responses.ItemFunctionCall {
+	case EventFunctionCallArgumentsDelta, EventFunctionCallArgumentsDone:
+		st := d.lookup(Index(ev.OutputIndex), String(ev.ItemID))
+		if st == nil || st.kind != ItemFunctionCall {
 			return nil, nil
 		}
-		if ev.Type == responses.EventFunctionCallArgumentsDelta {
-			s := responses.String(ev.Delta)
+		if ev.Type == EventFunctionCallArgumentsDelta {
+			s := String(ev.Delta)
 			if s == "" {
 				return nil, nil
 			}
 			st.argsOut = true
 			return d.emitArgs(out, st, s)
 		}
-		if s := responses.String(ev.Arguments); !st.argsOut && s != "" {
+		if s := String(ev.Arguments); !st.argsOut && s != "" {
 			st.argsOut = true
 			return d.emitArgs(out, st, s)
 		}
-	case responses.EventReasoningSummaryTextDelta, responses.EventReasoningTextDelta:
-		s := responses.String(ev.Delta)
+	case EventReasoningSummaryTextDelta, EventReasoningTextDelta:
+		s := String(ev.Delta)
 		if s == "" {
 			return nil, nil
 		}
-		st := d.follow(&ev, responses.ItemReasoning)
-		part := responses.Index(ev.SummaryIndex)
-		if ev.Type == responses.EventReasoningSummaryTextDelta && st.reasoningOut && part > st.summary {
+		st := d.follow(&ev, ItemReasoning)
+		part := Index(ev.SummaryIndex)
+		if ev.Type == EventReasoningSummaryTextDelta && st.reasoningOut && part > st.summary {
 			s = "\n\n" + s // a new summary part
 		}
 		st.reasoningOut, st.summary = true, part
 		return d.emit(out, chat.Delta{ReasoningContent: &s}, nil)
-	case responses.EventOutputItemDone:
+	case EventOutputItemDone:
 		it, err := readItem(ev.Item)
 		if err != nil {
 			return nil, err
@@ -145,16 +143,16 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		if isCall(it.Type) {
 			d.calls.item(ev.Item)
 		}
-		return d.itemDone(out, responses.Index(ev.OutputIndex), &it)
-	case responses.EventCompleted, responses.EventIncomplete:
+		return d.itemDone(out, Index(ev.OutputIndex), &it)
+	case EventCompleted, EventIncomplete:
 		return d.finish(out, &ev)
-	case responses.EventFailed:
+	case EventFailed:
 		if r, err := readResponse(ev.Response, false); err == nil {
 			d.calls.response(ev.Response)
-			d.usage = chatUsage(r.Usage, &d.calls)
+			d.usage = ChatUsage(r.Usage, d.calls.counts)
 		}
 		return nil, failure(&ev)
-	case responses.EventError:
+	case EventError:
 		return nil, failure(&ev)
 	}
 	return nil, nil // content parts, the .done events, annotations, and kinds added after this was written
@@ -177,8 +175,8 @@ func (d *Decoder) lookup(idx int, id string) *itemState {
 // follow is the item an event's delta belongs to, registered as of kind
 // when no output_item.added announced it (so that its done event does not
 // emit its text again).
-func (d *Decoder) follow(ev *responses.EventView, kind string) *itemState {
-	idx, id := responses.Index(ev.OutputIndex), responses.String(ev.ItemID)
+func (d *Decoder) follow(ev *EventView, kind string) *itemState {
+	idx, id := Index(ev.OutputIndex), String(ev.ItemID)
 	if st := d.lookup(idx, id); st != nil {
 		return st
 	}
@@ -198,7 +196,7 @@ func (d *Decoder) register(idx int, id, kind string) *itemState {
 
 // startCall emits a function call's first piece: its index, id, type and
 // name, with the arguments the item already has (done: "{}" for none).
-func (d *Decoder) startCall(out []llm.Chunk, st *itemState, it *responses.ItemView, done bool) ([]llm.Chunk, error) {
+func (d *Decoder) startCall(out []llm.Chunk, st *itemState, it *ItemView, done bool) ([]llm.Chunk, error) {
 	st.tool = d.tools
 	d.tools++
 	args := it.Arguments
@@ -221,18 +219,18 @@ func (d *Decoder) emitArgs(out []llm.Chunk, st *itemState, args string) ([]llm.C
 // itemDone emits what a finished item holds that no delta streamed: a
 // function call not yet announced, or its arguments ("{}" for none); a
 // message's text and refusal; a reasoning item's summary and text.
-func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *responses.ItemView) ([]llm.Chunk, error) {
+func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *ItemView) ([]llm.Chunk, error) {
 	st := d.lookup(idx, it.ID)
 	if st == nil {
 		st = d.register(idx, it.ID, it.Type)
-		if it.Type == responses.ItemFunctionCall {
+		if it.Type == ItemFunctionCall {
 			return d.startCall(out, st, it, true)
 		}
 	}
 	var err error
 	switch it.Type {
-	case responses.ItemFunctionCall:
-		if st.kind == responses.ItemFunctionCall && !st.argsOut {
+	case ItemFunctionCall:
+		if st.kind == ItemFunctionCall && !st.argsOut {
 			st.argsOut = true
 			args := it.Arguments
 			if args == "" {
@@ -240,8 +238,8 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *responses.ItemView) ([]
 			}
 			return d.emitArgs(out, st, args)
 		}
-	case responses.ItemMessage:
-		if st.kind != responses.ItemMessage || st.textOut {
+	case ItemMessage:
+		if st.kind != ItemMessage || st.textOut {
 			return out, nil
 		}
 		st.textOut = true
@@ -258,13 +256,13 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *responses.ItemView) ([]
 		if s := refusal.String(); s != "" {
 			return d.emit(out, chat.Delta{Refusal: &s}, nil)
 		}
-	case responses.ItemReasoning:
-		if st.kind != responses.ItemReasoning || st.reasoningOut {
+	case ItemReasoning:
+		if st.kind != ItemReasoning || st.reasoningOut {
 			return out, nil
 		}
 		st.reasoningOut = true
 		var parts []string
-		for _, list := range [2][]responses.PartView{it.Summary, it.Content} {
+		for _, list := range [2][]PartView{it.Summary, it.Content} {
 			for _, p := range list {
 				if p.Text != "" {
 					parts = append(parts, p.Text)
@@ -281,7 +279,7 @@ func (d *Decoder) itemDone(out []llm.Chunk, idx int, it *responses.ItemView) ([]
 // finish ends the answer at response.completed or response.incomplete:
 // what the Response's output holds that no event streamed, the finish
 // chunk, and the usage chunk when there is usage.
-func (d *Decoder) finish(out []llm.Chunk, ev *responses.EventView) ([]llm.Chunk, error) {
+func (d *Decoder) finish(out []llm.Chunk, ev *EventView) ([]llm.Chunk, error) {
 	r, err := readResponse(ev.Response, true)
 	if err != nil {
 		return nil, err
@@ -299,12 +297,12 @@ func (d *Decoder) finish(out []llm.Chunk, ev *responses.EventView) ([]llm.Chunk,
 			return nil, err
 		}
 	}
-	incomplete := ev.Type == responses.EventIncomplete || r.Status == responses.StatusIncomplete
-	finish := responses.FinishReason(incomplete, r.IncompleteReason, d.tools > 0)
+	incomplete := ev.Type == EventIncomplete || r.Status == StatusIncomplete
+	finish := FinishReason(incomplete, r.IncompleteReason, d.tools > 0)
 	if out, err = d.emit(out, chat.Delta{}, &finish); err != nil {
 		return nil, err
 	}
-	d.usage = chatUsage(r.Usage, &d.calls)
+	d.usage = ChatUsage(r.Usage, d.calls.counts)
 	d.done = true
 	if d.usage == nil {
 		return out, nil
@@ -339,7 +337,7 @@ func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk
 
 func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
 	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
-	c, err := d.chunks.Parse(upstream.Marshal(w))
+	c, err := d.chunks.Parse(jsonValue(w))
 	if err != nil {
 		return nil, malformed(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/router"
 )
 
 // rsCheckChat checks that a translation is a body llm.DecodeChatRequest
@@ -254,9 +253,9 @@ func TestDecodeResponsesTranslation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := decodeResponses([]byte(tt.in), nil)
+			r, err := ToHub([]byte(tt.in), nil)
 			if err != nil {
-				t.Fatalf("decodeResponses: %v", err)
+				t.Fatalf("ToHub: %v", err)
 			}
 			if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(tt.want)), clientapitest.DecodeJSON(t, r.Chat)); diff != "" {
 				t.Errorf("chat body (-want +got):\n%s\ngot %s", diff, r.Chat)
@@ -319,7 +318,7 @@ func TestDecodeResponsesFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := decodeResponses([]byte(tt.in), nil)
+			r, err := ToHub([]byte(tt.in), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,7 +354,7 @@ func TestDecodeResponsesPrior(t *testing.T) {
 		"stream":true,"stream_options":{"include_usage":true}}`
 
 	// In one call.
-	r, err := decodeResponses([]byte(in), prior)
+	r, err := ToHub([]byte(in), prior)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +367,7 @@ func TestDecodeResponsesPrior(t *testing.T) {
 	}
 
 	// In two steps.
-	r2, err := parseResponses([]byte(in))
+	r2, err := parseRequest([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +383,7 @@ func TestDecodeResponsesPrior(t *testing.T) {
 
 	// A stored conversation continued by a new turn, instructions not
 	// carried over (prior has none).
-	r3, err := decodeResponses([]byte(`{"model":"m","previous_response_id":"resp_1","input":"more"}`), prior[:1])
+	r3, err := ToHub([]byte(`{"model":"m","previous_response_id":"resp_1","input":"more"}`), prior[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,44 +393,16 @@ func TestDecodeResponsesPrior(t *testing.T) {
 	}
 
 	// A tool output answering no call of prior or input.
-	_, err = decodeResponses([]byte(`{"model":"m","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_9","output":"x"}]}`), prior)
+	_, err = ToHub([]byte(`{"model":"m","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_9","output":"x"}]}`), prior)
 	var e *llm.Error
 	if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest || e.Param != "input[0].call_id" || !strings.Contains(e.Message, "no tool call found") {
 		t.Errorf("unanswered output: %v", err)
 	}
 
 	// An unusable stored turn is the gateway's fault, not the client's.
-	_, err = decodeResponses([]byte(`{"model":"m","previous_response_id":"resp_1","input":"x"}`), []json.RawMessage{json.RawMessage(`[1]`)})
+	_, err = ToHub([]byte(`{"model":"m","previous_response_id":"resp_1","input":"x"}`), []json.RawMessage{json.RawMessage(`[1]`)})
 	if !errors.As(err, &e) || e.Code != llm.CodeInternal {
 		t.Errorf("bad prior: %v, want an internal error", err)
-	}
-}
-
-// TestDecodeResponsesGatewayObjects checks that the gateway-owned objects
-// reach llm.DecodeChatRequest as they were.
-func TestDecodeResponsesGatewayObjects(t *testing.T) {
-	in := `{"model":"m:nitro","input":"q","gateway":{"retry":{"max_attempts_per_route":2},"routing":{"allow_fallbacks":false}},
-		"provider":{"only":["x"],"data_collection":"deny"}}`
-	r, err := decodeResponses([]byte(in), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := llm.DecodeChatRequest(r.Chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req.Model != "m" || req.Suffix != ":nitro" || req.Gateway.MaxAttemptsPerRoute != 2 || router.TargetOf(req).AllowFallbacks() ||
-		!cmp.Equal(req.Provider.Only, []string{"x"}) || req.Provider.DataCollection != "deny" {
-		t.Errorf("decoded %+v", req)
-	}
-	r, err = decodeResponses([]byte(`{"model":"m","input":"q","gateway":{"retry":{"max_total_attempts":99}}}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = llm.DecodeChatRequest(r.Chat)
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Param != "gateway.retry.max_total_attempts" {
-		t.Errorf("DecodeChatRequest: %v, want param gateway.retry.max_total_attempts", err)
 	}
 }
 
@@ -597,7 +568,7 @@ func TestDecodeResponsesErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := decodeResponses([]byte(tt.in), nil)
+			r, err := ToHub([]byte(tt.in), nil)
 			if err == nil {
 				t.Fatalf("no error; got %s", r.Chat)
 			}
@@ -635,7 +606,7 @@ func FuzzDecodeResponses(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := decodeResponses(body, nil)
+		r, err := ToHub(body, nil)
 		if err != nil {
 			clientapitest.CheckNamesParam(t, err)
 			return
@@ -673,7 +644,7 @@ func FuzzDecodeResponses(f *testing.F) {
 		}
 		// The stand-in before the lookup is always a request, with the
 		// settings of the whole one.
-		pv, err := r.preview()
+		pv, err := r.Preview()
 		if err != nil {
 			t.Fatalf("preview: %v", err)
 		}

@@ -1,4 +1,4 @@
-package openairesponses_test
+package responses_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // ev is one event for the decoder: its SSE name and data.
@@ -24,7 +24,7 @@ func named(data string) ev {
 
 // decodeAll decodes events in order and returns the chunks' JSON, and the
 // error that stopped it.
-func decodeAll(t *testing.T, d *openairesponses.Decoder, events ...ev) ([]string, error) {
+func decodeAll(t *testing.T, d *responses.Decoder, events ...ev) ([]string, error) {
 	t.Helper()
 	var out []string
 	for _, e := range events {
@@ -207,7 +207,7 @@ func TestDecoder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := openairesponses.NewDecoder(1)
+			d := responses.NewDecoder(1)
 			got, err := decodeAll(t, d, tt.events...)
 			if err != nil {
 				t.Fatal(err)
@@ -244,7 +244,7 @@ func TestDecoderFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := openairesponses.NewDecoder(1)
+			d := responses.NewDecoder(1)
 			_, err := decodeAll(t, d, tt.events...)
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) || pe.Class != llm.FailTransient || pe.Message != tt.message {
@@ -265,7 +265,7 @@ func TestDecoderFailures(t *testing.T) {
 // with its result in the next request, reaches the upstream as the same
 // function call and its output.
 func TestToolCallRoundTrip(t *testing.T) {
-	d := openairesponses.NewDecoder(1)
+	d := responses.NewDecoder(1)
 	var chunks []llm.Chunk
 	for _, e := range []ev{
 		named(created), callAdded(0, "fc_9", "call_9", "get_weather"),
@@ -310,7 +310,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 	next := `{"model":"m","messages":[{"role":"user","content":"Weather in Paris?"},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
 		`{"role":"tool","tool_call_id":"call_9","content":"18C, sunny"}],"stream":true}`
-	body, err := openairesponses.TranslateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(next)})
+	body, err := responses.EncodeRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(next)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package openairesponses
+package responses
 
 import (
 	"encoding/json"
@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Event is one Responses stream event: its name and its data.
@@ -64,12 +62,12 @@ func ResponseEvents(body []byte) ([]Event, error) {
 		}
 	}
 	var w eventWriter
-	if !hasStatus && !upstream.IsNull(errRaw) {
-		msg, code := responses.ErrorText(errRaw)
+	if !hasStatus && !absent(errRaw) {
+		msg, code := ErrorText(errRaw)
 		if msg == "" {
 			msg = "unspecified upstream error"
 		}
-		w.event(responses.EventError, "code", nullable(code), "message", llm.AppendString(nil, msg), "param", []byte("null"))
+		w.event(EventError, "code", nullable(code), "message", llm.AppendString(nil, msg), "param", []byte("null"))
 		return w.events, nil
 	}
 	r, err := readResponse(body, true)
@@ -77,23 +75,23 @@ func ResponseEvents(body []byte) ([]Event, error) {
 		return nil, malformedAnswer(err)
 	}
 	start := llm.Splice(ms, len(body), map[string][]byte{
-		"status": []byte(`"` + responses.StatusInProgress + `"`), "output": []byte("[]"), "usage": []byte("null"),
+		"status": []byte(`"` + StatusInProgress + `"`), "output": []byte("[]"), "usage": []byte("null"),
 		"incomplete_details": []byte("null"), "error": []byte("null"),
 	})
-	w.event(responses.EventCreated, "response", start)
-	w.event(responses.EventInProgress, "response", start)
+	w.event(EventCreated, "response", start)
+	w.event(EventInProgress, "response", start)
 	for i, raw := range r.Output {
 		if err := w.item(i, raw); err != nil {
 			return nil, malformedAnswer(err)
 		}
 	}
 	switch r.Status {
-	case responses.StatusCompleted:
-		w.event(responses.EventCompleted, "response", body)
-	case responses.StatusIncomplete:
-		w.event(responses.EventIncomplete, "response", body)
-	case responses.StatusFailed:
-		w.event(responses.EventFailed, "response", body)
+	case StatusCompleted:
+		w.event(EventCompleted, "response", body)
+	case StatusIncomplete:
+		w.event(EventIncomplete, "response", body)
+	case StatusFailed:
+		w.event(EventFailed, "response", body)
 	}
 	return w.events, nil
 }
@@ -156,20 +154,20 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 	id := llm.AppendString(nil, it.ID)
 	added := raw
 	switch it.Type {
-	case responses.ItemMessage:
-		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"` + responses.StatusInProgress + `"`), "content": []byte("[]")})
-	case responses.ItemFunctionCall:
-		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"` + responses.StatusInProgress + `"`), "arguments": emptyString})
-	case responses.ItemReasoning:
+	case ItemMessage:
+		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"` + StatusInProgress + `"`), "content": []byte("[]")})
+	case ItemFunctionCall:
+		added = llm.Splice(ms, len(raw), map[string][]byte{"status": []byte(`"` + StatusInProgress + `"`), "arguments": emptyString})
+	case ItemReasoning:
 		set := map[string][]byte{"summary": []byte("[]"), "encrypted_content": nil}
 		if hasMember(ms, "content") {
 			set["content"] = []byte("[]")
 		}
 		added = llm.Splice(ms, len(raw), set)
 	}
-	w.event(responses.EventOutputItemAdded, "output_index", oi, "item", added)
+	w.event(EventOutputItemAdded, "output_index", oi, "item", added)
 	switch it.Type {
-	case responses.ItemMessage:
+	case ItemMessage:
 		parts, err := rawParts(ms, "content")
 		if err != nil {
 			return err
@@ -179,30 +177,30 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 				return err
 			}
 		}
-	case responses.ItemFunctionCall:
+	case ItemFunctionCall:
 		args := llm.AppendString(nil, it.Arguments)
 		if it.Arguments != "" {
-			w.event(responses.EventFunctionCallArgumentsDelta, "item_id", id, "output_index", oi, "delta", args)
+			w.event(EventFunctionCallArgumentsDelta, "item_id", id, "output_index", oi, "delta", args)
 		}
-		w.event(responses.EventFunctionCallArgumentsDone, "item_id", id, "output_index", oi, "arguments", args)
-	case responses.ItemReasoning:
+		w.event(EventFunctionCallArgumentsDone, "item_id", id, "output_index", oi, "arguments", args)
+	case ItemReasoning:
 		for k, p := range it.Summary {
 			si := strconv.AppendInt(nil, int64(k), 10)
 			text := p.RawText
 			if text == nil {
 				text = emptyString
 			}
-			w.event(responses.EventReasoningSummaryPartAdded, "item_id", id, "output_index", oi, "summary_index", si,
+			w.event(EventReasoningSummaryPartAdded, "item_id", id, "output_index", oi, "summary_index", si,
 				"part", summaryPart(emptyString))
 			if p.Text != "" {
-				w.event(responses.EventReasoningSummaryTextDelta, "item_id", id, "output_index", oi, "summary_index", si, "delta", text)
+				w.event(EventReasoningSummaryTextDelta, "item_id", id, "output_index", oi, "summary_index", si, "delta", text)
 			}
-			w.event(responses.EventReasoningSummaryTextDone, "item_id", id, "output_index", oi, "summary_index", si, "text", text)
-			w.event(responses.EventReasoningSummaryPartDone, "item_id", id, "output_index", oi, "summary_index", si,
+			w.event(EventReasoningSummaryTextDone, "item_id", id, "output_index", oi, "summary_index", si, "text", text)
+			w.event(EventReasoningSummaryPartDone, "item_id", id, "output_index", oi, "summary_index", si,
 				"part", summaryPart(text))
 		}
 		for j, p := range it.Content {
-			if p.Type != responses.PartReasoningText {
+			if p.Type != PartReasoningText {
 				continue
 			}
 			ci := strconv.AppendInt(nil, int64(j), 10)
@@ -211,12 +209,12 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 				text = emptyString
 			}
 			if p.Text != "" {
-				w.event(responses.EventReasoningTextDelta, "item_id", id, "output_index", oi, "content_index", ci, "delta", text)
+				w.event(EventReasoningTextDelta, "item_id", id, "output_index", oi, "content_index", ci, "delta", text)
 			}
-			w.event(responses.EventReasoningTextDone, "item_id", id, "output_index", oi, "content_index", ci, "text", text)
+			w.event(EventReasoningTextDone, "item_id", id, "output_index", oi, "content_index", ci, "text", text)
 		}
 	}
-	w.event(responses.EventOutputItemDone, "output_index", oi, "item", []byte(raw))
+	w.event(EventOutputItemDone, "output_index", oi, "item", []byte(raw))
 	return nil
 }
 
@@ -224,7 +222,7 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 // refusal parts stream their text; a part of another kind is only added
 // and done.
 func (w *eventWriter) messagePart(oi, id []byte, j int, raw json.RawMessage) error {
-	p, err := responses.ReadPart(raw)
+	p, err := ReadPart(raw)
 	if err != nil {
 		return err
 	}
@@ -236,36 +234,36 @@ func (w *eventWriter) messagePart(oi, id []byte, j int, raw json.RawMessage) err
 	at := []any{"item_id", id, "output_index", oi, "content_index", ci}
 	with := func(kv ...any) []any { return append(at[:len(at):len(at)], kv...) }
 	switch p.Type {
-	case responses.PartOutputText:
+	case PartOutputText:
 		text := p.RawText
 		if text == nil {
 			text = emptyString
 		}
-		w.event(responses.EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"text": emptyString, "annotations": []byte("[]")}))...)
+		w.event(EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"text": emptyString, "annotations": []byte("[]")}))...)
 		if p.Text != "" {
-			w.event(responses.EventOutputTextDelta, with("delta", text, "logprobs", []byte("[]"))...)
+			w.event(EventOutputTextDelta, with("delta", text, "logprobs", []byte("[]"))...)
 		}
-		w.event(responses.EventOutputTextDone, with("text", text, "logprobs", []byte("[]"))...)
-	case responses.PartRefusal:
+		w.event(EventOutputTextDone, with("text", text, "logprobs", []byte("[]"))...)
+	case PartRefusal:
 		refusal := p.RawRefusal
 		if refusal == nil {
 			refusal = emptyString
 		}
-		w.event(responses.EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"refusal": emptyString}))...)
+		w.event(EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"refusal": emptyString}))...)
 		if p.Refusal != "" {
-			w.event(responses.EventRefusalDelta, with("delta", refusal)...)
+			w.event(EventRefusalDelta, with("delta", refusal)...)
 		}
-		w.event(responses.EventRefusalDone, with("refusal", refusal)...)
+		w.event(EventRefusalDone, with("refusal", refusal)...)
 	default:
-		w.event(responses.EventContentPartAdded, with("part", []byte(raw))...)
+		w.event(EventContentPartAdded, with("part", []byte(raw))...)
 	}
-	w.event(responses.EventContentPartDone, with("part", []byte(raw))...)
+	w.event(EventContentPartDone, with("part", []byte(raw))...)
 	return nil
 }
 
 // summaryPart is a summary_text part of text, a JSON string.
 func summaryPart(text []byte) []byte {
-	b := append([]byte(`{"type":"`+responses.PartSummaryText+`","text":`), text...)
+	b := append([]byte(`{"type":"`+PartSummaryText+`","text":`), text...)
 	return append(b, '}')
 }
 

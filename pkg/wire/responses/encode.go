@@ -1,4 +1,4 @@
-package openairesponses
+package responses
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // DroppedFields are the Chat Completions fields that have no Responses
@@ -21,7 +19,7 @@ import (
 // (refusedField).
 var DroppedFields = []string{"seed", "prediction", "store", "top_k"}
 
-// Dropped names the fields of a Chat Completions body that TranslateRequest
+// Dropped names the fields of a Chat Completions body that EncodeRequest
 // leaves out (for the answer's x-gateway-dropped): the top-level ones it
 // does not read (DroppedFields among them, and any it does not know), and
 // a message's name.
@@ -50,7 +48,7 @@ var readFields = func() map[string]bool {
 	return m
 }()
 
-// translated are the Chat Completions fields TranslateRequest reads; any
+// translated are the Chat Completions fields EncodeRequest reads; any
 // other field is checked by refusedField or dropped.
 var translated = map[string]bool{
 	"model": true, "messages": true, "max_tokens": true, "max_completion_tokens": true,
@@ -60,14 +58,14 @@ var translated = map[string]bool{
 	"service_tier": true, "metadata": true,
 }
 
-// TranslateRequest turns the gateway's upstream request, a Chat Completions
+// EncodeRequest turns the gateway's upstream request, a Chat Completions
 // body, into a streaming Responses body, as the package doc's table says. A
 // request it cannot express is a FailRejected *llm.ProviderError naming the
 // field, as the upstream's own 400 would be, and nothing is sent. Every key
 // is read exactly as written (a "Model" is not "model"), so that what is sent
 // depends on the body's members, never on their order.
-func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	top, err := upstream.ParseObject(req.Bytes())
+func EncodeRequest(req *llm.UpstreamRequest) ([]byte, error) {
+	top, err := parseObject(req.Bytes())
 	if err != nil {
 		return nil, rejected("the request body is not a JSON object", err)
 	}
@@ -78,7 +76,7 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 			}
 		}
 	}
-	out := responses.Request{Model: req.Model, Stream: true}
+	out := Request{Model: req.Model, Stream: true}
 	if out.Model == "" {
 		out.Model, _ = top.Str("model")
 	}
@@ -97,48 +95,48 @@ func TranslateRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		}
 		out.Tools = append(out.Tools, t)
 	}
-	if tc := top["tool_choice"]; !upstream.IsNull(tc) {
+	if tc := top["tool_choice"]; !absent(tc) {
 		if out.ToolChoice, err = toolChoice(tc); err != nil {
 			return nil, err
 		}
 	}
-	out.ParallelToolCalls = upstream.NonNull(top["parallel_tool_calls"])
-	if rf := top["response_format"]; !upstream.IsNull(rf) {
+	out.ParallelToolCalls = nonNull(top["parallel_tool_calls"])
+	if rf := top["response_format"]; !absent(rf) {
 		format, err := textFormat(rf)
 		if err != nil {
 			return nil, err
 		}
-		out.Text = &responses.Text{Format: format}
+		out.Text = &Text{Format: format}
 	}
-	if v := upstream.NonNull(top["verbosity"]); v != nil {
+	if v := nonNull(top["verbosity"]); v != nil {
 		if out.Text == nil {
-			out.Text = &responses.Text{}
+			out.Text = &Text{}
 		}
 		out.Text.Verbosity = v
 	}
-	if e := upstream.NonNull(top["reasoning_effort"]); e != nil {
-		out.Reasoning = &responses.Reasoning{Effort: e}
+	if e := nonNull(top["reasoning_effort"]); e != nil {
+		out.Reasoning = &Reasoning{Effort: e}
 	}
-	out.MaxOutputTokens = upstream.NonNull(top["max_completion_tokens"])
+	out.MaxOutputTokens = nonNull(top["max_completion_tokens"])
 	if out.MaxOutputTokens == nil {
-		out.MaxOutputTokens = upstream.NonNull(top["max_tokens"])
+		out.MaxOutputTokens = nonNull(top["max_tokens"])
 	}
-	out.Temperature = upstream.NonNull(top["temperature"])
-	out.TopP = upstream.NonNull(top["top_p"])
-	out.User = upstream.NonNull(top["user"])
-	out.SafetyIdentifier = upstream.NonNull(top["safety_identifier"])
-	out.PromptCacheKey = upstream.NonNull(top["prompt_cache_key"])
-	out.PromptCacheRetention = upstream.NonNull(top["prompt_cache_retention"])
-	out.ServiceTier = upstream.NonNull(top["service_tier"])
-	out.Metadata = upstream.NonNull(top["metadata"])
-	return upstream.Marshal(out), nil
+	out.Temperature = nonNull(top["temperature"])
+	out.TopP = nonNull(top["top_p"])
+	out.User = nonNull(top["user"])
+	out.SafetyIdentifier = nonNull(top["safety_identifier"])
+	out.PromptCacheKey = nonNull(top["prompt_cache_key"])
+	out.PromptCacheRetention = nonNull(top["prompt_cache_retention"])
+	out.ServiceTier = nonNull(top["service_tier"])
+	out.Metadata = nonNull(top["metadata"])
+	return jsonValue(out), nil
 }
 
-// refusedField says why field k, which TranslateRequest does not translate,
+// refusedField says why field k, which EncodeRequest does not translate,
 // cannot be sent: it asks for what Responses cannot give. "" means the
 // field is dropped (a hint, or a field this adapter does not know).
 func refusedField(k string, v json.RawMessage) string {
-	if upstream.IsNull(v) {
+	if absent(v) {
 		return ""
 	}
 	s := string(bytes.TrimSpace(v))
@@ -182,8 +180,8 @@ func refusedField(k string, v json.RawMessage) string {
 }
 
 // translateMessages fills instructions and input from messages.
-func translateMessages(out *responses.Request, raw json.RawMessage) error {
-	if upstream.IsNull(raw) || raw[0] != '[' {
+func translateMessages(out *Request, raw json.RawMessage) error {
+	if absent(raw) || raw[0] != '[' {
 		return rejected("messages must be an array", nil)
 	}
 	var msgs []json.RawMessage
@@ -193,7 +191,7 @@ func translateMessages(out *responses.Request, raw json.RawMessage) error {
 	var system []string
 	for i, rawMsg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := upstream.ParseObject(rawMsg)
+		m, err := parseObject(rawMsg)
 		if err != nil {
 			return rejected(at+" must be an object", err)
 		}
@@ -212,7 +210,7 @@ func translateMessages(out *responses.Request, raw json.RawMessage) error {
 			if err != nil {
 				return err
 			}
-			out.Input = append(out.Input, responses.InputMessage{Type: responses.ItemMessage, Role: responses.RoleUser, Content: content})
+			out.Input = append(out.Input, InputMessage{Type: ItemMessage, Role: RoleUser, Content: content})
 		case "assistant":
 			if err := assistantItems(out, m, at); err != nil {
 				return err
@@ -226,7 +224,7 @@ func translateMessages(out *responses.Request, raw json.RawMessage) error {
 			if id == "" {
 				return rejected(at+".tool_call_id is required", nil)
 			}
-			out.Input = append(out.Input, responses.FunctionCallOutput{Type: responses.ItemFunctionCallOutput, CallID: id, Output: text})
+			out.Input = append(out.Input, FunctionCallOutput{Type: ItemFunctionCallOutput, CallID: id, Output: text})
 		default:
 			return rejected(fmt.Sprintf("%s.role %q is not supported by this provider (OpenAI Responses)", at, role), nil)
 		}
@@ -241,18 +239,18 @@ func translateMessages(out *responses.Request, raw json.RawMessage) error {
 // assistantItems adds an assistant message: a message item of its text and
 // refusal (none when it has neither), then a function_call item per tool
 // call.
-func assistantItems(out *responses.Request, m object, at string) error {
-	var parts []responses.InputPart
+func assistantItems(out *Request, m object, at string) error {
+	var parts []InputPart
 	content := bytes.TrimSpace(m["content"])
 	switch {
-	case upstream.IsNull(content):
+	case absent(content):
 	case content[0] == '"':
 		var s string
 		if err := json.Unmarshal(content, &s); err != nil {
 			return rejected(at+".content must be a string or an array of content parts", err)
 		}
 		if s != "" {
-			parts = append(parts, responses.InputPart{Type: responses.PartOutputText, Text: &s})
+			parts = append(parts, InputPart{Type: PartOutputText, Text: &s})
 		}
 	case content[0] == '[':
 		var list []json.RawMessage
@@ -261,18 +259,18 @@ func assistantItems(out *responses.Request, m object, at string) error {
 		}
 		for j, raw := range list {
 			pat := fmt.Sprintf("%s.content[%d]", at, j)
-			p, err := upstream.ParseObject(raw)
+			p, err := parseObject(raw)
 			if err != nil {
 				return rejected(pat+" must be an object", err)
 			}
 			switch typ, _ := p.Str("type"); typ {
 			case "text":
 				if text, _ := p.Str("text"); text != "" {
-					parts = append(parts, responses.InputPart{Type: responses.PartOutputText, Text: &text})
+					parts = append(parts, InputPart{Type: PartOutputText, Text: &text})
 				}
 			case "refusal":
 				if refusal, _ := p.Str("refusal"); refusal != "" {
-					parts = append(parts, responses.InputPart{Type: responses.PartRefusal, Refusal: &refusal})
+					parts = append(parts, InputPart{Type: PartRefusal, Refusal: &refusal})
 				}
 			default:
 				return rejected(fmt.Sprintf("%s: content part type %q is not supported in an assistant message by this provider (OpenAI Responses)", pat, typ), nil)
@@ -282,10 +280,10 @@ func assistantItems(out *responses.Request, m object, at string) error {
 		return rejected(at+".content must be a string or an array of content parts", nil)
 	}
 	if refusal, _ := m.Str("refusal"); refusal != "" {
-		parts = append(parts, responses.InputPart{Type: responses.PartRefusal, Refusal: &refusal})
+		parts = append(parts, InputPart{Type: PartRefusal, Refusal: &refusal})
 	}
 	if len(parts) > 0 {
-		out.Input = append(out.Input, responses.InputMessage{Type: responses.ItemMessage, Role: responses.RoleAssistant, Content: parts})
+		out.Input = append(out.Input, InputMessage{Type: ItemMessage, Role: RoleAssistant, Content: parts})
 	}
 	calls, err := list(m["tool_calls"], at+".tool_calls")
 	if err != nil {
@@ -293,14 +291,14 @@ func assistantItems(out *responses.Request, m object, at string) error {
 	}
 	for j, raw := range calls {
 		cat := fmt.Sprintf("%s.tool_calls[%d]", at, j)
-		c, err := upstream.ParseObject(raw)
+		c, err := parseObject(raw)
 		if err != nil {
 			return rejected(cat+" must be an object", err)
 		}
 		if typ, _ := c.Str("type"); typ != "" && typ != "function" {
 			return rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses)", cat, typ), nil)
 		}
-		f, err := upstream.ParseObject(c["function"])
+		f, err := parseObject(c["function"])
 		if err != nil {
 			return rejected(cat+".function must be an object", err)
 		}
@@ -310,7 +308,7 @@ func assistantItems(out *responses.Request, m object, at string) error {
 		if id == "" || name == "" {
 			return rejected(cat+" needs an id and a function name", nil)
 		}
-		out.Input = append(out.Input, responses.FunctionCall{Type: responses.ItemFunctionCall, CallID: id, Name: name, Arguments: args})
+		out.Input = append(out.Input, FunctionCall{Type: ItemFunctionCall, CallID: id, Name: name, Arguments: args})
 	}
 	return nil
 }
@@ -319,7 +317,7 @@ func assistantItems(out *responses.Request, m object, at string) error {
 // as Responses input parts.
 func userContent(raw json.RawMessage, at string) (any, error) {
 	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
+	if absent(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -336,19 +334,19 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, rejected(at+".content must be a string or an array of content parts", err)
 	}
-	parts := make([]responses.InputPart, 0, len(list))
+	parts := make([]InputPart, 0, len(list))
 	for j, rawPart := range list {
 		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		p, err := upstream.ParseObject(rawPart)
+		p, err := parseObject(rawPart)
 		if err != nil {
 			return nil, rejected(pat+" must be an object", err)
 		}
 		switch typ, _ := p.Str("type"); typ {
 		case "text":
 			text, _ := p.Str("text")
-			parts = append(parts, responses.InputPart{Type: responses.PartInputText, Text: &text})
+			parts = append(parts, InputPart{Type: PartInputText, Text: &text})
 		case "image_url":
-			img, err := upstream.ParseObject(p["image_url"])
+			img, err := parseObject(p["image_url"])
 			if err != nil {
 				return nil, rejected(pat+".image_url must be an object", err)
 			}
@@ -360,19 +358,19 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 			if detail == "" {
 				detail = "auto"
 			}
-			parts = append(parts, responses.InputPart{Type: responses.PartInputImage, ImageURL: url, Detail: detail})
+			parts = append(parts, InputPart{Type: PartInputImage, ImageURL: url, Detail: detail})
 		case "input_audio":
-			audio := upstream.NonNull(p["input_audio"])
+			audio := nonNull(p["input_audio"])
 			if audio == nil || audio[0] != '{' {
 				return nil, rejected(pat+".input_audio must be an object", nil)
 			}
-			parts = append(parts, responses.InputPart{Type: responses.PartInputAudio, InputAudio: audio})
+			parts = append(parts, InputPart{Type: PartInputAudio, InputAudio: audio})
 		case "file":
-			f, err := upstream.ParseObject(p["file"])
+			f, err := parseObject(p["file"])
 			if err != nil {
 				return nil, rejected(pat+".file must be an object", err)
 			}
-			fp := responses.InputPart{Type: responses.PartInputFile, FileID: upstream.NonNull(f["file_id"]), FileData: upstream.NonNull(f["file_data"]), Filename: upstream.NonNull(f["filename"])}
+			fp := InputPart{Type: PartInputFile, FileID: nonNull(f["file_id"]), FileData: nonNull(f["file_data"]), Filename: nonNull(f["filename"])}
 			if fp.FileID == nil && fp.FileData == nil {
 				return nil, rejected(pat+".file needs a file_id or file_data", nil)
 			}
@@ -388,7 +386,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 // developer or tool message): a string, or text parts, concatenated.
 func plainText(raw json.RawMessage, at string) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
+	if absent(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -404,7 +402,7 @@ func plainText(raw json.RawMessage, at string) (string, error) {
 	}
 	var b strings.Builder
 	for j, rawPart := range list {
-		p, err := upstream.ParseObject(rawPart)
+		p, err := parseObject(rawPart)
 		typ, _ := p.Str("type")
 		if err != nil || typ != "text" {
 			return "", rejected(fmt.Sprintf("%s.content[%d]: this message may only hold text parts for this provider (OpenAI Responses)", at, j), err)
@@ -418,21 +416,21 @@ func plainText(raw json.RawMessage, at string) (string, error) {
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // translateTool flattens a Chat Completions function tool.
-func translateTool(raw json.RawMessage, at string) (responses.FunctionTool, error) {
-	t, err := upstream.ParseObject(raw)
+func translateTool(raw json.RawMessage, at string) (FunctionTool, error) {
+	t, err := parseObject(raw)
 	if err != nil {
-		return responses.FunctionTool{}, rejected(at+" must be an object", err)
+		return FunctionTool{}, rejected(at+" must be an object", err)
 	}
 	if typ, _ := t.Str("type"); typ != "function" {
-		return responses.FunctionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
+		return FunctionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
 	}
-	f, err := upstream.ParseObject(t["function"])
+	f, err := parseObject(t["function"])
 	if err != nil {
-		return responses.FunctionTool{}, rejected(at+".function must be an object", err)
+		return FunctionTool{}, rejected(at+".function must be an object", err)
 	}
-	out := responses.FunctionTool{Type: responses.ToolFunction, Parameters: upstream.NonNull(f["parameters"]), Strict: upstream.NonNull(f["strict"])}
+	out := FunctionTool{Type: ToolFunction, Parameters: nonNull(f["parameters"]), Strict: nonNull(f["strict"])}
 	if out.Name, _ = f.Str("name"); out.Name == "" {
-		return responses.FunctionTool{}, rejected(at+".function.name is required", nil)
+		return FunctionTool{}, rejected(at+".function.name is required", nil)
 	}
 	if d, ok := f.Str("description"); ok {
 		out.Description = &d
@@ -458,13 +456,13 @@ func toolChoice(raw json.RawMessage) (any, error) {
 		}
 		return nil, rejected(fmt.Sprintf("tool_choice %q is not supported by this provider (OpenAI Responses)", s), nil)
 	}
-	c, err := upstream.ParseObject(raw)
+	c, err := parseObject(raw)
 	if err != nil {
 		return nil, rejected(want, err)
 	}
 	switch typ, _ := c.Str("type"); typ {
 	case "function":
-		f, err := upstream.ParseObject(c["function"])
+		f, err := parseObject(c["function"])
 		if err != nil {
 			return nil, rejected(want, err)
 		}
@@ -472,46 +470,46 @@ func toolChoice(raw json.RawMessage) (any, error) {
 		if name == "" {
 			return nil, rejected("tool_choice.function.name is required", nil)
 		}
-		return &responses.NamedTool{Type: responses.ToolFunction, Name: name}, nil
+		return &NamedTool{Type: ToolFunction, Name: name}, nil
 	case "allowed_tools":
-		a, err := upstream.ParseObject(c["allowed_tools"])
+		a, err := parseObject(c["allowed_tools"])
 		if err != nil {
 			return nil, rejected("tool_choice.allowed_tools must be an object", err)
 		}
 		mode, _ := a.Str("mode")
-		tools := []responses.NamedTool{}
+		tools := []NamedTool{}
 		allowed, err := list(a["tools"], "tool_choice.allowed_tools.tools")
 		if err != nil {
 			return nil, err
 		}
 		for i, raw := range allowed {
-			t, err := upstream.ParseObject(raw)
+			t, err := parseObject(raw)
 			if err != nil {
 				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be an object", i), err)
 			}
-			f, _ := upstream.ParseObject(t["function"])
+			f, _ := parseObject(t["function"])
 			name, _ := f.Str("name")
 			if typ, _ := t.Str("type"); typ != "function" || name == "" {
 				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be a function with a name", i), nil)
 			}
-			tools = append(tools, responses.NamedTool{Type: responses.ToolFunction, Name: name})
+			tools = append(tools, NamedTool{Type: ToolFunction, Name: name})
 		}
-		return &responses.AllowedTools{Type: responses.ToolAllowedTools, Mode: mode, Tools: tools}, nil
+		return &AllowedTools{Type: ToolAllowedTools, Mode: mode, Tools: tools}, nil
 	}
 	return nil, rejected(want, nil)
 }
 
 // textFormat translates response_format into text.format.
-func textFormat(raw json.RawMessage) (*responses.TextFormat, error) {
-	rf, err := upstream.ParseObject(raw)
+func textFormat(raw json.RawMessage) (*TextFormat, error) {
+	rf, err := parseObject(raw)
 	if err != nil {
 		return nil, rejected("response_format must be an object", err)
 	}
 	switch typ, _ := rf.Str("type"); typ {
-	case responses.FormatText, responses.FormatJSONObject:
-		return &responses.TextFormat{Type: typ}, nil
-	case responses.FormatJSONSchema:
-		js, err := upstream.ParseObject(rf["json_schema"])
+	case FormatText, FormatJSONObject:
+		return &TextFormat{Type: typ}, nil
+	case FormatJSONSchema:
+		js, err := parseObject(rf["json_schema"])
 		if err != nil {
 			return nil, rejected("response_format.json_schema must be an object", err)
 		}
@@ -519,20 +517,17 @@ func textFormat(raw json.RawMessage) (*responses.TextFormat, error) {
 		if name == "" {
 			return nil, rejected("response_format.json_schema.name is required", nil)
 		}
-		return &responses.TextFormat{Type: responses.FormatJSONSchema, Name: name, Description: upstream.NonNull(js["description"]),
-			Schema: upstream.NonNull(js["schema"]), Strict: upstream.NonNull(js["strict"])}, nil
+		return &TextFormat{Type: FormatJSONSchema, Name: name, Description: nonNull(js["description"]),
+			Schema: nonNull(js["schema"]), Strict: nonNull(js["strict"])}, nil
 	default:
 		return nil, rejected(fmt.Sprintf("response_format type %q is not supported by this provider (OpenAI Responses)", typ), nil)
 	}
 }
 
-// object is a JSON object's members by their exact keys.
-type object = upstream.Object
-
 // list is an array's elements, none for null; anything else is refused,
 // naming at.
 func list(raw json.RawMessage, at string) ([]json.RawMessage, error) {
-	l, ok := upstream.List(raw)
+	l, ok := elements(raw)
 	if !ok {
 		return nil, rejected(at+" must be an array", nil)
 	}

@@ -1,4 +1,4 @@
-package openairesponses_test
+package responses_test
 
 import (
 	"encoding/json"
@@ -9,12 +9,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 func translate(t *testing.T, body string) ([]byte, error) {
 	t.Helper()
-	return openairesponses.TranslateRequest(&llm.UpstreamRequest{Model: "route-model", Body: []byte(body)})
+	return responses.EncodeRequest(&llm.UpstreamRequest{Model: "route-model", Body: []byte(body)})
 }
 
 // chatBody is a Chat Completions body with the messages of one user turn
@@ -206,7 +206,7 @@ func TestTranslateRequestSameMembers(t *testing.T) {
 // without it, and is not refused.
 func TestDroppedFields(t *testing.T) {
 	values := map[string]string{"seed": "7", "prediction": `{"type":"content","content":"x"}`, "store": "true", "top_k": "40"}
-	for _, f := range openairesponses.DroppedFields {
+	for _, f := range responses.DroppedFields {
 		t.Run(f, func(t *testing.T) {
 			v, ok := values[f]
 			if !ok {

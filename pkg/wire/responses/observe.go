@@ -1,12 +1,10 @@
-package openairesponses
+package responses
 
 import (
 	"encoding/json"
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // Observer reads the events of a Responses stream passed through to a
@@ -38,7 +36,7 @@ import (
 // name, else the data's type. The zero Observer is ready.
 type Observer struct {
 	identity
-	events responses.EventReader
+	events EventReader
 	// usage is that of a terminal or failed Response, converted.
 	usage json.RawMessage
 	done  bool
@@ -66,45 +64,45 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	// hold back.
 	c := llm.Chunk{Proto: llm.ProtoResponses, Event: name, Raw: data, HasChoices: true}
 	switch ev.Type {
-	case responses.EventCreated, responses.EventInProgress, responses.EventQueued:
+	case EventCreated, EventInProgress, EventQueued:
 		if err := o.noteResponse(ev.Response); err != nil {
 			return llm.Chunk{}, err
 		}
-	case responses.EventOutputItemAdded, responses.EventOutputItemDone:
+	case EventOutputItemAdded, EventOutputItemDone:
 		it, err := readItem(ev.Item)
 		if err != nil {
 			return llm.Chunk{}, err
 		}
 		c.Output = it.HasOutput()
-		if ev.Type == responses.EventOutputItemAdded {
+		if ev.Type == EventOutputItemAdded {
 			c.Text = it.Name + it.Arguments
 		} else if isCall(it.Type) {
 			o.calls.item(ev.Item)
 		}
-	case responses.EventImageGenerationCallPartialImage:
+	case EventImageGenerationCallPartialImage:
 		c.Output = true
-	case responses.EventCompleted, responses.EventIncomplete:
+	case EventCompleted, EventIncomplete:
 		r, err := readResponse(ev.Response, false)
 		if err != nil {
 			return llm.Chunk{}, err
 		}
 		o.note(&r)
 		o.calls.response(ev.Response)
-		o.usage = chatUsage(r.Usage, &o.calls)
+		o.usage = ChatUsage(r.Usage, o.calls.counts)
 		o.done = true
 		c.Usage = o.usage
-		c.FinishReason = responses.StatusCompleted
-		if ev.Type == responses.EventIncomplete {
-			c.FinishReason = responses.StatusIncomplete
+		c.FinishReason = StatusCompleted
+		if ev.Type == EventIncomplete {
+			c.FinishReason = StatusIncomplete
 		}
 		c.Seen, c.Finished = 1, 1
-	case responses.EventFailed:
+	case EventFailed:
 		if r, err := readResponse(ev.Response, false); err == nil {
 			o.calls.response(ev.Response)
-			o.usage = chatUsage(r.Usage, &o.calls)
+			o.usage = ChatUsage(r.Usage, o.calls.counts)
 		}
 		return llm.Chunk{}, failure(&ev)
-	case responses.EventError:
+	case EventError:
 		return llm.Chunk{}, failure(&ev)
 	default:
 		// A non-empty string delta.
@@ -122,7 +120,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 // noteResponse takes the id, model and creation time of a Response an
 // event carries.
 func (o *Observer) noteResponse(raw json.RawMessage) error {
-	if upstream.IsNull(raw) {
+	if absent(raw) {
 		return nil
 	}
 	r, err := readResponse(raw, false)

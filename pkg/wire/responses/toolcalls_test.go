@@ -1,4 +1,4 @@
-package openairesponses_test
+package responses_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // TestObserverCountsToolCalls: the usage an observed stream reports counts
@@ -28,7 +28,7 @@ func TestObserverCountsToolCalls(t *testing.T) {
 		`{"id":"mcp_1","type":"mcp_call","name":"t","server_label":"s","arguments":"{}"}`,
 		`{"id":"sh_1","type":"shell_call","call_id":"c2","action":{"commands":["ls"]}}`,
 	}
-	var o openairesponses.Observer
+	var o responses.Observer
 	// The first three items stream as done events; all of them, and one
 	// web search the stream did not name, are in the terminal Response.
 	for _, it := range items[:3] {
@@ -59,7 +59,7 @@ func TestObserverCountsToolCalls(t *testing.T) {
 	}
 
 	// A stream without built-in tool calls reports no server_tool_use.
-	var plain openairesponses.Observer
+	var plain responses.Observer
 	if _, err := plain.Observe("response.completed", []byte(`{"type":"response.completed","response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":1,"output_tokens":1}}}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
-package openairesponses
+package responses
 
 import (
 	"encoding/json"
 	"slices"
 	"strings"
-
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // toolCalls counts the calls of the provider's built-in tools in an
@@ -26,8 +23,8 @@ type toolCalls struct {
 }
 
 // freeCalls are the *_call item types that are not billed by the call.
-var freeCalls = []string{responses.ItemFunctionCall, responses.ItemCustomToolCall, responses.ItemLocalShellCall, responses.ItemShellCall,
-	responses.ItemApplyPatchCall, responses.ItemComputerCall, responses.ItemMCPCall}
+var freeCalls = []string{ItemFunctionCall, ItemCustomToolCall, ItemLocalShellCall, ItemShellCall,
+	ItemApplyPatchCall, ItemComputerCall, ItemMCPCall}
 
 // isCall reports whether an item of type typ may be a billed tool call,
 // so that the other items (messages, reasoning) are not read twice.
@@ -56,7 +53,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 		}
 		t.seen[it.ID] = true
 	}
-	if it.Type == responses.ItemCodeInterpreterCall && it.ContainerID != "" {
+	if it.Type == ItemCodeInterpreterCall && it.ContainerID != "" {
 		if t.containers[it.ContainerID] {
 			return
 		}
@@ -73,10 +70,10 @@ func (t *toolCalls) item(raw json.RawMessage) {
 
 // response counts the output items of a Response object (raw JSON).
 func (t *toolCalls) response(raw json.RawMessage) {
-	if upstream.IsNull(raw) {
+	if absent(raw) {
 		return
 	}
-	r, err := responses.ReadResponse(raw, true)
+	r, err := ReadResponse(raw, true)
 	if err != nil {
 		return
 	}

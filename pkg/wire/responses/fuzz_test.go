@@ -1,4 +1,4 @@
-package openairesponses_test
+package responses_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/openairesponses"
+	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
 // seedEvents are real-shaped events for the fuzz targets' corpora.
@@ -37,7 +37,7 @@ func FuzzObserver(f *testing.F) {
 		f.Add("response.output_text.delta", s)
 	}
 	f.Fuzz(func(t *testing.T, name, data string) {
-		var o openairesponses.Observer
+		var o responses.Observer
 		c, err := o.Observe(name, []byte(data))
 		if err != nil {
 			return
@@ -68,7 +68,7 @@ func FuzzDecoder(f *testing.F) {
 		f.Add(created + "\n" + s + "\n" + s)
 	}
 	f.Fuzz(func(t *testing.T, events string) {
-		d := openairesponses.NewDecoder(1)
+		d := responses.NewDecoder(1)
 		for _, line := range strings.Split(events, "\n") {
 			chunks, err := d.Decode("", []byte(line))
 			for _, c := range chunks {
@@ -99,12 +99,12 @@ func FuzzResponseEvents(f *testing.F) {
 	f.Add(`{"status":"completed","output":[{"type":"message","content":"x"}]}`)
 	f.Add(`{"status":"completed","output":[7]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		events, err := openairesponses.ResponseEvents([]byte(body))
+		events, err := responses.ResponseEvents([]byte(body))
 		if err != nil {
 			return
 		}
-		d := openairesponses.NewDecoder(1)
-		var o openairesponses.Observer
+		d := responses.NewDecoder(1)
+		var o responses.Observer
 		for _, e := range events {
 			if !json.Valid(e.Data) {
 				t.Fatalf("event %s: data %q is not JSON", e.Name, e.Data)
@@ -128,7 +128,7 @@ func FuzzTranslateRequest(f *testing.F) {
 		`"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{}}},"verbosity":"low","reasoning_effort":"high","max_tokens":5}`)
 	f.Add(`{"messages":[{"role":"user","content":"x"}],"stop":"y"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		out, err := openairesponses.TranslateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(body)})
+		out, err := responses.EncodeRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(body)})
 		if err != nil {
 			return
 		}
@@ -136,4 +136,22 @@ func FuzzTranslateRequest(f *testing.F) {
 			t.Fatalf("translated %q into %q, not JSON", body, out)
 		}
 	})
+}
+
+// wireEvents is a Responses stream as a server writes it, with the
+// oddities a reader must keep byte for byte: spacing, a member order of its
+// own, unknown members, escapes, and an event without a name; a comment
+// and an empty event in between carry nothing.
+var wireEvents = []struct{ name, data string }{
+	{"response.created", `{"type":"response.created","sequence_number":0,"response":{"id":"resp_7","object":"response","created_at":1700000007,"status":"in_progress","model":"gpt-5-2025","output":[],"usage":null,"x_vendor":{"a":[1,2]}}}`},
+	{"response.in_progress", `{"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_7","status":"in_progress"}}`},
+	{"response.output_item.added", `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"rs_7","type":"reasoning","summary":[]}}`},
+	{"response.output_item.done", `{"type":"response.output_item.done","sequence_number":3,"output_index":0,"item":{"id":"rs_7","type":"reasoning","summary":[],"encrypted_content":"gAAAAB7=="}}`},
+	{"response.output_item.added", `{"type":"response.output_item.added","sequence_number":4,"output_index":1,"item":{"id":"msg_7","type":"message","status":"in_progress","content":[],"role":"assistant"}}`},
+	{"", `{"sequence_number":5,"type":"response.content_part.added","item_id":"msg_7","output_index":1,"content_index":0,"part":{"type":"output_text","annotations":[],"text":""}}`},
+	{"response.output_text.delta", `{"type": "response.output_text.delta",  "sequence_number":6, "item_id":"msg_7","output_index":1,"content_index":0,"delta":"Bl\u00e9u <b>","logprobs":[]}`},
+	{"response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":7,"item_id":"msg_7","output_index":1,"content_index":0,"delta":".","obfuscation":"xyz"}`},
+	{"response.output_text.done", `{"type":"response.output_text.done","sequence_number":8,"item_id":"msg_7","output_index":1,"content_index":0,"text":"Bléu <b>."}`},
+	{"response.output_item.done", `{"type":"response.output_item.done","sequence_number":9,"output_index":1,"item":{"id":"msg_7","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Bléu <b>."}],"role":"assistant"}}`},
+	{"response.completed", `{"type":"response.completed","sequence_number":10,"response":{"id":"resp_7","object":"response","created_at":1700000007,"status":"completed","model":"gpt-5-2025","output":[],"usage":{"input_tokens":21,"input_tokens_details":{"cached_tokens":16},"output_tokens":40,"output_tokens_details":{"reasoning_tokens":35},"total_tokens":61}}}`},
 }
