@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
 	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
@@ -516,7 +515,7 @@ func TestMessagesEncoderStream(t *testing.T) {
 
 	// What the gateway reads of the events passed through is what the
 	// encoder says of them.
-	var obs anthropic.Observer
+	var obs messages.Observer
 	for i, ev := range evs {
 		c, err := obs.Observe(ev.Name, ev.Data)
 		if err != nil {

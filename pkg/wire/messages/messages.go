@@ -9,10 +9,13 @@
 // leaves out when it has nothing to say is omitempty, and one a reader must
 // tell absent from zero is a pointer or json.RawMessage.
 //
-// The codecs, the adapters, the fake upstreams and the simulated provider
-// all write and read these types; the package imports only the standard
-// library, go-json-experiment/json (the request's types keep the members
-// they do not model) and pkg/wire/chat.
+// It also translates the protocol to and from the hub (pkg/llm): an
+// upstream's stream or whole answer into hub chunks (decoder.go), and a
+// passed-through stream observed for what the gateway needs of it
+// (observe.go). The codecs, the adapters, the fake upstreams and the
+// simulated provider all write and read these types; the package imports
+// only the standard library, go-json-experiment/json (the request's types
+// keep the members they do not model), pkg/llm and pkg/wire/chat.
 package messages
 
 import (
