@@ -91,13 +91,13 @@ func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client 
 func (c *Client) Name() string { return c.name }
 
 // Caps: a Messages request passes through; a request that sets no output
-// limit is sent with DefaultMaxTokens; the upstream counts tokens
+// limit is sent with messages.DefaultMaxTokens; the upstream counts tokens
 // (CountTokens).
 func (c *Client) Caps() llm.Caps {
-	return llm.Caps{Native: llm.ProtoMessages, MaxOutputTokens: DefaultMaxTokens, Counter: c}
+	return llm.Caps{Native: llm.ProtoMessages, MaxOutputTokens: messages.DefaultMaxTokens, Counter: c}
 }
 
-// ChatStream translates req (translate), or passes a Messages request
+// ChatStream translates req (messages.FromHub), or passes a Messages request
 // through, sends it through the Client's Transport and returns the answer
 // as a stream of chat.completion.chunk values (passed through: the events
 // as received), or the failure classified as the openai adapter
@@ -129,7 +129,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if native {
 		call.Body, call.Header = req.Pieces(), req.Header
 	} else {
-		body, tool, d, err := translate(req)
+		body, tool, d, err := messages.FromHub(req)
 		if err != nil {
 			return nil, err
 		}

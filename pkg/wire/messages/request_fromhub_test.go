@@ -1,4 +1,4 @@
-package anthropic
+package messages
 
 import (
 	"encoding/json"
@@ -216,7 +216,7 @@ func TestTranslateRequestRefuses(t *testing.T) {
 
 // translateRequest is translate's body alone, what the tests compare.
 func translateRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	b, _, _, err := translate(req)
+	b, _, _, err := FromHub(req)
 	return b, err
 }
 
