@@ -29,7 +29,7 @@ var spec = clientapi.Spec{
 	Scope:   "/api/v1/messages\x00",
 	Proto:   llm.ProtoMessages,
 	Forward: messageswire.ForwardedHeaders,
-	Hints:   mdIgnoredFields,
+	Hints:   messageswire.IgnoredFields,
 	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 
 	RateHeaders: rateHeaders{},
@@ -51,9 +51,9 @@ func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec
 	return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
 }
 
-// Translate translates a Messages request (decodeMessagesHints).
+// Translate translates a Messages request (messageswire.ToHub).
 func (api) Translate(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
-	chat, dropped, err := decodeMessagesHints(body)
+	chat, dropped, err := messageswire.ToHub(body)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -136,7 +136,7 @@ projects:
 // router: translated, with the client's own body kept for a route that
 // speaks Messages.
 func decodeForBench(body []byte) (*llm.ChatRequest, error) {
-	chat, _, err := decodeMessagesHints(body)
+	chat, _, err := messageswire.ToHub(body)
 	if err != nil {
 		return nil, err
 	}

@@ -19,14 +19,16 @@ func nonNull(v json.RawMessage) json.RawMessage {
 	return v
 }
 
-// marshal encodes v compactly and without HTML escaping, as the upstreams
-// write JSON. v is one of this package's own types, which always encode.
-func marshal(v any) []byte {
+// marshal encodes a value of this package's own types compactly and
+// without HTML escaping, as the upstreams write JSON. The only raw values
+// inside are ones a decoder accepted, so it does not fail: were it to,
+// the value is null.
+func marshal(v any) json.RawMessage {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		panic("messages: " + err.Error())
+		return json.RawMessage("null")
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
