@@ -2,7 +2,6 @@ package messages
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,10 +42,7 @@ func (passDialect) Broken(e *llm.Error, end error) idempotency.Event {
 }
 
 func (passDialect) Stopped(u llm.Usage) []idempotency.Event {
-	var md messageDelta
-	md.Type, md.Usage = messageswire.EventMessageDelta, toAnthropicUsage(u)
-	b, _ := json.Marshal(md)
-	return []idempotency.Event{{Name: messageswire.EventMessageDelta, Data: b}}
+	return []idempotency.Event{{Name: messageswire.EventMessageDelta, Data: messageswire.StoppedDelta(u)}}
 }
 
 // passMessage assembles a Messages stream passed through into the Message
@@ -316,14 +312,5 @@ func (m *messageAssembler) message(u llm.Usage) []byte {
 // anthropicErrorEvent is the error event of a Messages stream that failed
 // after output started.
 func anthropicErrorEvent(e *llm.Error, end error) idempotency.Event {
-	typ := "api_error"
-	var pe *llm.ProviderError
-	switch {
-	case e.Code == llm.CodeRequestTimeout:
-		typ = "timeout_error"
-	case errors.As(end, &pe) && (pe.Status == 529 || pe.Status == http.StatusServiceUnavailable):
-		typ = "overloaded_error"
-	}
-	b, _ := json.Marshal(clientapi.AnthropicEnvelope(e, typ))
-	return idempotency.Event{Name: messageswire.EventError, Data: b}
+	return idempotency.Event{Name: messageswire.EventError, Data: messageswire.ErrorEvent(e, end)}
 }
