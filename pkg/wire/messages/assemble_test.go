@@ -9,11 +9,11 @@ import (
 )
 
 func assemble(events ...string) []byte {
-	var m messageAssembler
+	var m Assembler
 	for _, e := range events {
-		m.add(&llm.Chunk{Proto: llm.ProtoMessages, Raw: []byte(e)})
+		m.Add([]byte(e))
 	}
-	return m.message(llm.Usage{Cost: 0.5})
+	return m.Message(llm.Usage{Cost: 0.5})
 }
 
 func TestMessageAssembler(t *testing.T) {
@@ -51,11 +51,11 @@ func FuzzMessageAssembler(f *testing.F) {
 	f.Add([]byte(`{"type":"content_block_start","index":70000,"content_block":{}}` + "\n" + `{"type":"message_delta","delta":{"stop_reason":1},"usage":7}`))
 	f.Add([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}`))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		var m messageAssembler
+		var m Assembler
 		for _, line := range bytes.Split(stream, []byte("\n")) {
-			m.add(&llm.Chunk{Proto: llm.ProtoMessages, Raw: line})
+			m.Add(line)
 		}
-		if out := m.message(llm.Usage{}); !json.Valid(out) {
+		if out := m.Message(llm.Usage{}); !json.Valid(out) {
 			t.Fatalf("invalid message %q from %q", out, stream)
 		}
 	})
@@ -86,12 +86,12 @@ func FuzzMessageAssemblerDeltas(f *testing.F) {
 		f.Add([]byte(start + d + "\n" + d))
 	}
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		var fast, full messageAssembler
+		var fast, full Assembler
 		for _, line := range bytes.Split(stream, []byte("\n")) {
-			fast.add(&llm.Chunk{Proto: llm.ProtoMessages, Raw: line})
+			fast.Add(line)
 			full.addEvent(line)
 		}
-		if a, b := fast.message(llm.Usage{}), full.message(llm.Usage{}); !bytes.Equal(a, b) {
+		if a, b := fast.Message(llm.Usage{}), full.Message(llm.Usage{}); !bytes.Equal(a, b) {
 			t.Fatalf("from %q:\n%s\ndecoded in full:\n%s", stream, a, b)
 		}
 	})
