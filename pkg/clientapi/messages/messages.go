@@ -1,7 +1,7 @@
 // Package messages is Anthropic's Messages API as a client API: its
-// descriptor (API), the decoder that translates a request to Chat
-// Completions, the codec that reshapes a translated answer, and the
-// handling of an answer passed through.
+// descriptor (API), whose translation of a request is pkg/wire/messages'
+// ToHub, and the codec that reads an answer, translated or passed
+// through, and writes it with pkg/wire/messages.
 package messages
 
 import (

@@ -1,9 +1,11 @@
 // Package anthropic is the provider adapter for upstreams that speak the
-// Anthropic Messages API (api: anthropic). It translates the gateway's
-// upstream request, a Chat Completions body, into a streaming Messages
-// request, and the Messages event stream back into chat.completion.chunk
-// values, so that the router and the HTTP layer see an Anthropic upstream as
-// any other. Each call makes one attempt, with no retries of its own, and
+// Anthropic Messages API (api: anthropic): the transport, key and headers
+// of its calls. The gateway's upstream request, a Chat Completions body, is
+// translated into a streaming Messages request, and the Messages event
+// stream back into chat.completion.chunk values, by pkg/wire/messages
+// (FromHub, Decoder), or, for a Messages request passed through, observed
+// (Observer), so that the router and the HTTP layer see an Anthropic
+// upstream as any other. Each call makes one attempt, with no retries of its own, and
 // classifies every failure once as an *llm.ProviderError, with the same
 // classes as the openai adapter; a failure caused by the caller's own context
 // is returned as the context's error instead. It logs nothing.
