@@ -110,22 +110,6 @@ func Present(m map[string]json.RawMessage, name string) (json.RawMessage, bool) 
 	return raw, true
 }
 
-// Keys rejects a field not in known, the first in sorted order so the
-// error does not depend on map order.
-func Keys(m map[string]json.RawMessage, param string, known ...string) error {
-	name, ok := llm.UnknownField(m, known...)
-	if !ok {
-		return nil
-	}
-	if name == "" {
-		name = `""` // an empty key, named so that the error names a param
-	}
-	if param != "" {
-		name = param + "." + name
-	}
-	return Invalid(name, "unknown field %s", name)
-}
-
 // Number reads a JSON number.
 func Number(raw json.RawMessage) (float64, bool) {
 	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
