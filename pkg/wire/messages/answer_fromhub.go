@@ -25,7 +25,7 @@ import (
 //	(stream just stopped)  -> null: the message did not reach a stop
 //
 //	stop, with the stop sequence the upstream says ended it (stop_reason,
-//	as vLLM and the anthropic adapter report it) -> stop_sequence, and
+//	as vLLM and the Decoder report it) -> stop_sequence, and
 //	stop_sequence that string
 //
 // An upstream that does not say which stop sequence matched (OpenAI) has a
@@ -83,7 +83,7 @@ func (c *counts) set(input, cacheCreation, cacheRead, output int) {
 // GatewayUsage is the usage object of a Message and of message_delta, plus
 // the gateway's cost. cache_creation_input_tokens is the prompt's part
 // written to the provider's cache (prompt_tokens_details.cache_write_tokens,
-// as the anthropic adapter and OpenRouter report it);
+// as the Decoder and OpenRouter report it);
 // cache_read_input_tokens the part read from it, which Anthropic counts
 // apart from input_tokens (Chat Completions counts it in prompt_tokens, with
 // the part in prompt_tokens_details.cached_tokens). server_tool_use and

@@ -119,7 +119,7 @@ type Message struct {
 // Signature), redacted_thinking (Data) or tool_use (ID, Name, Input). A
 // field its type does not have is left out; a block of a type the readers
 // do not know, with fields of its own, is read as json.RawMessage by those
-// that keep it (pkg/clientapi/messages, the adapter's pass-through).
+// that keep it (the Assembler, NativeEvents).
 type ContentBlock struct {
 	Type      string          `json:"type"`
 	Thinking  *string         `json:"thinking,omitempty"`

@@ -20,7 +20,7 @@ import (
 )
 
 // The Anthropic Messages request, as POST /api/v1/messages reads it: the
-// body is decoded once into pkg/wire/messages' Request, then checked and
+// body is decoded once into Request, then checked and
 // translated.
 //
 // ToHub translates it into a Chat Completions body; the gateway
