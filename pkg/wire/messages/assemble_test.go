@@ -16,7 +16,7 @@ func assemble(events ...string) []byte {
 	return m.Message(llm.Usage{Cost: 0.5})
 }
 
-func TestMessageAssembler(t *testing.T) {
+func TestAssembler(t *testing.T) {
 	got := assemble(
 		`{"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1},"container":null}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
@@ -44,9 +44,9 @@ func TestMessageAssembler(t *testing.T) {
 	}
 }
 
-// FuzzMessageAssembler: whatever events arrive, the message is valid JSON
+// FuzzAssembler: whatever events arrive, the message is valid JSON
 // and assembling never panics.
-func FuzzMessageAssembler(f *testing.F) {
+func FuzzAssembler(f *testing.F) {
 	f.Add([]byte(`{"type":"message_start","message":{"id":"m","content":[]}}` + "\n" + `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n" + `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`))
 	f.Add([]byte(`{"type":"content_block_start","index":70000,"content_block":{}}` + "\n" + `{"type":"message_delta","delta":{"stop_reason":1},"usage":7}`))
 	f.Add([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}`))
@@ -61,10 +61,10 @@ func FuzzMessageAssembler(f *testing.F) {
 	})
 }
 
-// FuzzMessageAssemblerDeltas: a content_block_delta taken from its members
+// FuzzAssemblerDeltas: a content_block_delta taken from its members
 // as split assembles to what the same event decoded in full does, whatever
 // its keys (twice, in other case, escaped) and index.
-func FuzzMessageAssemblerDeltas(f *testing.F) {
+func FuzzAssemblerDeltas(f *testing.F) {
 	start := `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"a"}}` + "\n" +
 		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}` + "\n"
 	for _, d := range []string{

@@ -12,9 +12,9 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// TestDecodeMessagesTranslation checks each rule of the Messages → Chat
+// TestToHubTranslation checks each rule of the Messages → Chat
 // Completions translation.
-func TestDecodeMessagesTranslation(t *testing.T) {
+func TestToHubTranslation(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
@@ -245,9 +245,9 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 	}
 }
 
-// TestDecodeMessagesErrors checks that each invalid request is an
+// TestToHubErrors checks that each invalid request is an
 // invalid_request error naming its field.
-func TestDecodeMessagesErrors(t *testing.T) {
+func TestToHubErrors(t *testing.T) {
 	const msgs = `"messages":[{"role":"user","content":"q"}]`
 	base := func(extra string) string {
 		return `{"model":"m","max_tokens":5,` + msgs + extra + `}`
@@ -379,12 +379,12 @@ var toHubSeeds = []string{
 	`{"model":`, `[]`, `null`, `{}`,
 }
 
-// FuzzDecodeMessages checks that no body panics the decoder, that every
+// FuzzToHub checks that no body panics the decoder, that every
 // failure is an invalid_request error naming its param (but for a body
 // that is not a JSON object), and that every translation is a
 // body llm.DecodeChatRequest accepts (but for the checks left to it: the
 // model's length and the gateway and provider objects).
-func FuzzDecodeMessages(f *testing.F) {
+func FuzzToHub(f *testing.F) {
 	for _, s := range toHubSeeds {
 		f.Add([]byte(s))
 	}
