@@ -199,12 +199,3 @@ func (s *EventSender) Send(name string, v any) {
 
 // Err is the first failure of Send: nil while the client reads on.
 func (s *EventSender) Err() error { return s.err }
-
-// Refusal is an assembled message's refusal text, and whether it has one.
-func Refusal(m *chat.Message) (string, bool) {
-	var s string
-	if len(m.Refusal) == 0 || m.Refusal[0] != '"' || json.Unmarshal(m.Refusal, &s) != nil {
-		return "", false
-	}
-	return s, true
-}

@@ -105,19 +105,6 @@ func errorHead(w http.ResponseWriter, err error, e *llm.Error) int {
 	return kindOf(e.Code).status
 }
 
-// AnthropicEnvelope is e as Anthropic's error envelope with error type
-// typ and the gateway's code (request_id unset); the error event of a
-// stream is the same object.
-func AnthropicEnvelope(e *llm.Error, typ string) messageswire.Error {
-	code := string(e.Code)
-	o := messageswire.ErrorBody{Type: typ, Message: e.Message, Code: &code}
-	if e.Param != "" {
-		p := e.Param
-		o.Param = &p
-	}
-	return messageswire.Error{Type: messageswire.TypeError, Error: o}
-}
-
 // anthropicErrorType is Anthropic's error type for an HTTP status; 503,
 // which Anthropic does not use, is its 529 overloaded_error.
 func anthropicErrorType(status int) string {
@@ -140,7 +127,7 @@ func WriteAnthropicError(w http.ResponseWriter, err error) int {
 		// (409: ConflictError), not by the type.
 		typ = k.typ
 	}
-	body := AnthropicEnvelope(e, typ)
+	body := messageswire.NewError(e, typ)
 	if id := w.Header().Get("X-Request-Id"); id != "" {
 		body.RequestID = &id
 	}

@@ -18,7 +18,7 @@ const jsonLibrary = "github.com/go-json-experiment/json"
 // translations to and from the hub and its stream observer use, and the
 // AWS SDK, whose types are the Converse protocol's (the Bedrock Runtime's
 // call and events, and their documents).
-var hub = []string{module + "pkg/llm", module + "pkg/sse", module + "internal/jsonstr",
+var hub = []string{module + "pkg/llm", module + "pkg/sse", module + "pkg/canonjson", module + "internal/jsonstr",
 	"github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
 
 // testOnly are what a wire package's tests may import besides.

@@ -1,7 +1,7 @@
 // Package messages is Anthropic's Messages API as a client API: its
-// descriptor (API), the decoder that translates a request to Chat
-// Completions, the codec that reshapes a translated answer, and the
-// handling of an answer passed through.
+// descriptor (API), whose translation of a request is pkg/wire/messages'
+// ToHub, and the codec that reads an answer, translated or passed
+// through, and writes it with pkg/wire/messages.
 package messages
 
 import (
@@ -29,7 +29,7 @@ var spec = clientapi.Spec{
 	Scope:   "/api/v1/messages\x00",
 	Proto:   llm.ProtoMessages,
 	Forward: messageswire.ForwardedHeaders,
-	Hints:   mdIgnoredFields,
+	Hints:   messageswire.IgnoredFields,
 	Owned:   slices.Concat([]string{"model", "stream"}, llm.GatewayFields),
 
 	RateHeaders: rateHeaders{},
@@ -51,9 +51,9 @@ func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec
 	return &messagesCodec{requestID: id, req: req, model: req.Model + req.Suffix, keyed: keyed}
 }
 
-// Translate translates a Messages request (decodeMessagesHints).
+// Translate translates a Messages request (messageswire.ToHub).
 func (api) Translate(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
-	chat, dropped, err := decodeMessagesHints(body)
+	chat, dropped, err := messageswire.ToHub(body)
 	if err != nil {
 		return nil, nil, err
 	}

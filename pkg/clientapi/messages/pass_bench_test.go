@@ -9,8 +9,9 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/anthropic"
+
 	"github.com/buzzgate/buzzgate/pkg/router"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // nativeProvider answers a Messages request passed through with the given
@@ -71,7 +72,7 @@ func bigAnswerEvents(tool bool) [][2]string {
 // client event by event and assembled into one Message.
 func BenchmarkPassThroughBigAnswer(b *testing.B) {
 	for _, kind := range []string{"text", "tool"} {
-		var o anthropic.Observer
+		var o messageswire.Observer
 		var chunks []llm.Chunk
 		for _, ev := range bigAnswerEvents(kind == "tool") {
 			ch, err := o.Observe(ev[0], []byte(ev[1]))
@@ -135,7 +136,7 @@ projects:
 // router: translated, with the client's own body kept for a route that
 // speaks Messages.
 func decodeForBench(body []byte) (*llm.ChatRequest, error) {
-	chat, _, err := decodeMessagesHints(body)
+	chat, _, err := messageswire.ToHub(body)
 	if err != nil {
 		return nil, err
 	}

@@ -262,34 +262,33 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// readRequest reads a request body in the protocol's terms. Chat
-// Completions and Messages share most names (encoding/json matches the
-// untagged fields' keys regardless of case); where they differ, each
-// protocol fills its own fields.
+// readRequest reads a request body in the protocol's terms: a Chat
+// Completions body here (encoding/json matches the untagged fields' keys
+// regardless of case), a Messages body with readMessages.
 func readRequest(t *testing.T, p Protocol, body []byte) Received {
 	t.Helper()
+	if p == Messages {
+		return readMessages(t, body)
+	}
 	var req struct {
 		Model               string
 		Stream              bool
-		System              json.RawMessage // Messages
-		MaxTokens           *int            `json:"max_tokens"`
-		MaxCompletionTokens *int            `json:"max_completion_tokens"` // Chat Completions
+		MaxTokens           *int `json:"max_tokens"`
+		MaxCompletionTokens *int `json:"max_completion_tokens"`
 		Temperature         *float64
-		Stop                json.RawMessage // Chat Completions: a string or a list
-		StopSequences       []string        `json:"stop_sequences"` // Messages
+		Stop                json.RawMessage // a string or a list
 		Messages            []struct {
 			Role    string
 			Content json.RawMessage
 		}
 		Tools []struct {
-			Name     string                // Messages
-			Function struct{ Name string } // Chat Completions
+			Function struct{ Name string }
 		}
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatalf("the upstream received a body that is not a request: %v\n%s", err, body)
 	}
-	r := Received{Body: body, Model: req.Model, Stream: req.Stream, Temperature: req.Temperature, Stop: req.StopSequences}
+	r := Received{Body: body, Model: req.Model, Stream: req.Stream, Temperature: req.Temperature}
 	switch {
 	case req.MaxCompletionTokens != nil:
 		r.MaxTokens = *req.MaxCompletionTokens
@@ -302,10 +301,10 @@ func readRequest(t *testing.T, p Protocol, body []byte) Received {
 	} else if len(req.Stop) > 0 {
 		_ = json.Unmarshal(req.Stop, &r.Stop)
 	}
-	system := []string{contentText(t, req.System)}
+	var system []string
 	for _, m := range req.Messages {
 		text := contentText(t, m.Content)
-		if p == ChatCompletions && (m.Role == "system" || m.Role == "developer") {
+		if m.Role == "system" || m.Role == "developer" {
 			system = append(system, text)
 			continue
 		}
@@ -313,9 +312,53 @@ func readRequest(t *testing.T, p Protocol, body []byte) Received {
 	}
 	r.System = strings.TrimSpace(strings.Join(system, "\n\n"))
 	for _, tool := range req.Tools {
-		r.Tools = append(r.Tools, tool.Name+tool.Function.Name)
+		r.Tools = append(r.Tools, tool.Function.Name)
 	}
 	return r
+}
+
+// readMessages reads a Messages request body with pkg/wire/messages'
+// Request.
+func readMessages(t *testing.T, body []byte) Received {
+	t.Helper()
+	var req messages.Request
+	if err := messages.Unmarshal(body, &req); err != nil {
+		t.Fatalf("the upstream received a body that is not a request: %v\n%s", err, body)
+	}
+	r := Received{Body: body, Model: req.Model, Stream: req.Stream, Stop: req.StopSequences}
+	if req.MaxTokens != nil {
+		r.MaxTokens = int(*req.MaxTokens)
+	}
+	if len(req.Temperature) > 0 && string(req.Temperature) != "null" {
+		var f float64
+		if err := json.Unmarshal(req.Temperature, &f); err != nil {
+			t.Fatalf("temperature %s: %v", req.Temperature, err)
+		}
+		r.Temperature = &f
+	}
+	r.System = strings.TrimSpace(blocksText(req.System))
+	for _, m := range req.Messages {
+		r.Messages = append(r.Messages, Message{Role: m.Role, Text: blocksText(m.Content)})
+	}
+	for _, tool := range req.Tools {
+		r.Tools = append(r.Tools, tool.Name)
+	}
+	return r
+}
+
+// blocksText is the text of a Messages content: the string, or the text
+// of its text blocks, joined.
+func blocksText(c messages.Content) string {
+	if c.Blocks == nil {
+		return c.Text
+	}
+	var b strings.Builder
+	for _, bl := range c.Blocks {
+		if bl.Type == messages.BlockText {
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
 }
 
 // contentText is the text of a content field: a string, or the text of

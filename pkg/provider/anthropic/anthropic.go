@@ -1,9 +1,11 @@
 // Package anthropic is the provider adapter for upstreams that speak the
-// Anthropic Messages API (api: anthropic). It translates the gateway's
-// upstream request, a Chat Completions body, into a streaming Messages
-// request, and the Messages event stream back into chat.completion.chunk
-// values, so that the router and the HTTP layer see an Anthropic upstream as
-// any other. Each call makes one attempt, with no retries of its own, and
+// Anthropic Messages API (api: anthropic): the transport, key and headers
+// of its calls. The gateway's upstream request, a Chat Completions body, is
+// translated into a streaming Messages request, and the Messages event
+// stream back into chat.completion.chunk values, by pkg/wire/messages
+// (FromHub, Decoder), or, for a Messages request passed through, observed
+// (Observer), so that the router and the HTTP layer see an Anthropic
+// upstream as any other. Each call makes one attempt, with no retries of its own, and
 // classifies every failure once as an *llm.ProviderError, with the same
 // classes as the openai adapter; a failure caused by the caller's own context
 // is returned as the context's error instead. It logs nothing.
@@ -12,7 +14,6 @@ package anthropic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -92,13 +93,13 @@ func New(name, baseURL, apiKey string, hc *http.Client, opts ...Option) *Client 
 func (c *Client) Name() string { return c.name }
 
 // Caps: a Messages request passes through; a request that sets no output
-// limit is sent with DefaultMaxTokens; the upstream counts tokens
+// limit is sent with messages.DefaultMaxTokens; the upstream counts tokens
 // (CountTokens).
 func (c *Client) Caps() llm.Caps {
-	return llm.Caps{Native: llm.ProtoMessages, MaxOutputTokens: DefaultMaxTokens, Counter: c}
+	return llm.Caps{Native: llm.ProtoMessages, MaxOutputTokens: messages.DefaultMaxTokens, Counter: c}
 }
 
-// ChatStream translates req (translate), or passes a Messages request
+// ChatStream translates req (messages.FromHub), or passes a Messages request
 // through, sends it through the Client's Transport and returns the answer
 // as a stream of chat.completion.chunk values (passed through: the events
 // as received), or the failure classified as the openai adapter
@@ -130,7 +131,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	if native {
 		call.Body, call.Header = req.Pieces(), req.Header
 	} else {
-		body, tool, d, err := translate(req)
+		body, tool, d, err := messages.FromHub(req)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +143,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 	}
 	s := &stream{ctx: ctx, src: src, dropped: dropped}
 	if !native {
-		s.dec = NewDecoder(c.now().Unix())
+		s.dec = messages.NewDecoder(c.now().Unix())
 		s.dec.SetOutputTool(outputTool)
 	}
 	return s, nil
@@ -159,8 +160,8 @@ type stream struct {
 	src           upstream.Events
 	// dec translates the events into chunks, or, for a request passed
 	// through (dec nil), obs observes them.
-	dec *Decoder
-	obs Observer
+	dec *messages.Decoder
+	obs messages.Observer
 	// dropped are the fields the request's translation left out.
 	dropped []string
 
@@ -267,9 +268,9 @@ func (s *stream) readWhole(body []byte) error {
 	var events [][]byte
 	var err error
 	if s.dec == nil {
-		events, err = NativeEvents(body)
+		events, err = messages.NativeEvents(body)
 	} else {
-		events, err = MessageEvents(body)
+		events, err = messages.MessageEvents(body)
 	}
 	if err != nil {
 		return err
@@ -297,49 +298,4 @@ func (s *stream) fail(err error) (llm.Chunk, error) {
 func (s *stream) Close() error {
 	s.closed.Store(true)
 	return s.src.Close()
-}
-
-// MessageEvents turns a whole Message (a non-streamed answer) into the events
-// it would have streamed, so that one decoder reads both. An error envelope
-// is its error event.
-func MessageEvents(body []byte) ([][]byte, error) {
-	var m struct {
-		messages.Message
-		Error json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
-	}
-	if m.Type == messages.TypeError || !upstream.IsNull(m.Error) {
-		return [][]byte{body}, nil
-	}
-	events := [][]byte{upstream.Marshal(messages.MessageStart{Type: messages.EventMessageStart, Message: messages.Message{
-		ID: m.ID, Type: messages.TypeMessage, Role: messages.RoleAssistant, Model: m.Model,
-		Content: []messages.ContentBlock{}, Usage: m.Usage}})}
-	empty := ""
-	for i, b := range m.Content {
-		var start messages.ContentBlock
-		var delta messages.Delta
-		switch b.Type {
-		case messages.BlockText:
-			start = messages.ContentBlock{Type: messages.BlockText, Text: &empty}
-			delta = messages.Delta{Type: messages.DeltaText, Text: b.Text}
-		case messages.BlockToolUse:
-			input := string(upstream.NonNull(b.Input))
-			start = messages.ContentBlock{Type: messages.BlockToolUse, ID: b.ID, Name: b.Name, Input: json.RawMessage("{}")}
-			delta = messages.Delta{Type: messages.DeltaInputJSON, PartialJSON: &input}
-		default:
-			continue
-		}
-		events = append(events,
-			upstream.Marshal(messages.ContentBlockStart{Type: messages.EventContentBlockStart, Index: i, ContentBlock: start}),
-			upstream.Marshal(messages.ContentBlockDelta{Type: messages.EventContentBlockDelta, Index: i, Delta: delta}),
-			upstream.Marshal(messages.ContentBlockStop{Type: messages.EventContentBlockStop, Index: i}))
-	}
-	if m.StopReason != nil && *m.StopReason != "" {
-		events = append(events,
-			upstream.Marshal(messages.MessageDelta{Type: messages.EventMessageDelta, Delta: messages.StopDelta{StopReason: m.StopReason}}),
-			upstream.Marshal(messages.MessageStop{Type: messages.EventMessageStop}))
-	}
-	return events, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 func TestMain(m *testing.M) {
@@ -150,7 +151,7 @@ func TestAgainstFake(t *testing.T) {
 			usage:     `{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13,"cost":0}`},
 		{name: "refusal with text", resp: providertest.Response{Refusal: "I can't help with that."}, wantErr: io.EOF, content: "I can't help with that.", refusal: nil, finish: "content_filter",
 			usage: `{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11,"cost":0}`},
-		{name: "bare refusal", resp: providertest.Response{Text: []string{}, FinishReason: "refusal"}, wantErr: io.EOF, content: "", refusal: RefusalText, finish: "content_filter",
+		{name: "bare refusal", resp: providertest.Response{Text: []string{}, FinishReason: "refusal"}, wantErr: io.EOF, content: "", refusal: messages.RefusalText, finish: "content_filter",
 			usage: `{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10,"cost":0}`},
 		{name: "max_tokens", resp: providertest.Response{FinishReason: "max_tokens", Usage: &providertest.Usage{PromptTokens: 7, CompletionTokens: 64}}, wantErr: io.EOF, content: "Hello world", refusal: nil, finish: "length",
 			usage: `{"prompt_tokens":7,"completion_tokens":64,"total_tokens":71,"cost":0}`},
@@ -193,7 +194,7 @@ func TestAgainstFake(t *testing.T) {
 				t.Errorf("finish_reason %q, want %q", got, tt.finish)
 			}
 			if tt.toolCalls != "" {
-				if got := string(upstream.Marshal(msg["tool_calls"])); got != tt.toolCalls {
+				if got, _ := json.Marshal(msg["tool_calls"]); string(got) != tt.toolCalls {
 					t.Errorf("tool_calls %s, want %s", got, tt.toolCalls)
 				}
 			}

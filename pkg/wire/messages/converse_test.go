@@ -549,6 +549,25 @@ func TestConverseEncoderStream(t *testing.T) {
 		t.Errorf("usage %+v, parts %d %d %d; want 9112 prompt (12, 9000 read, 100 written), 34 completion", u, uncached, read, write)
 	}
 
+	// What the gateway reads of the events passed through is what the
+	// encoder says of them.
+	var obs Observer
+	for i, ev := range evs {
+		c, err := obs.Observe(ev.Event, ev.Raw)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if c.Output != ev.Output || c.Text != ev.Text || c.FinishReason != ev.FinishReason {
+			t.Errorf("event %d %s: observed output %v text %q finish %q; encoder says %v %q %q", i, ev.Event, c.Output, c.Text, c.FinishReason, ev.Output, ev.Text, ev.FinishReason)
+		}
+		if ev.Event == EventMessageDelta && string(c.Usage) != string(ev.Usage) {
+			t.Errorf("observed usage %s, encoder's %s", c.Usage, ev.Usage)
+		}
+	}
+	if !obs.Done() {
+		t.Error("the observer did not see message_stop")
+	}
+
 	// A client SDK's accumulation of the stream: blocks by index.
 	got := accumulateConverse(t, evs)
 	wantMsg := `{"id":"msg_1","type":"message","role":"assistant","model":"nova-pro","content":[` +

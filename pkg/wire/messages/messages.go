@@ -9,10 +9,27 @@
 // leaves out when it has nothing to say is omitempty, and one a reader must
 // tell absent from zero is a pointer or json.RawMessage.
 //
-// The codecs, the adapters, the fake upstreams and the simulated provider
-// all write and read these types; the package imports only the standard
-// library, go-json-experiment/json (the request's types keep the members
-// they do not model) and pkg/wire/chat.
+// It is also every translation of the protocol to and from the hub
+// (pkg/llm), so that a new field or content block is added here alone:
+//
+//   - a client's request to the hub's Chat Completions form, checked as
+//     Anthropic checks it (ToHub, request_tohub.go);
+//   - the hub's request to a Messages request for an upstream (FromHub,
+//     request_fromhub.go);
+//   - an upstream's stream, or whole answer, to hub chunks (Decoder,
+//     MessageEvents: decoder.go);
+//   - the hub's answer to a Message or to its events, with the gateway's
+//     usage and error events (NewMessage, StreamWriter, UsageOf,
+//     ErrorEvent: answer_fromhub.go);
+//   - a stream passed through: observed for what the gateway needs of it
+//     (Observer, NativeEvents: observe.go), and assembled into its Message
+//     (Assembler, assemble.go).
+//
+// The client API, the adapters, the fake upstreams and the simulated
+// provider all write and read these types and call these translations;
+// the package imports only the standard library, go-json-experiment/json
+// (the request's types keep the members they do not model), pkg/llm, the
+// JSON helpers beneath it and pkg/wire/chat.
 package messages
 
 import (
@@ -102,7 +119,7 @@ type Message struct {
 // Signature), redacted_thinking (Data) or tool_use (ID, Name, Input). A
 // field its type does not have is left out; a block of a type the readers
 // do not know, with fields of its own, is read as json.RawMessage by those
-// that keep it (pkg/clientapi/messages, the adapter's pass-through).
+// that keep it (the Assembler, NativeEvents).
 type ContentBlock struct {
 	Type      string          `json:"type"`
 	Thinking  *string         `json:"thinking,omitempty"`

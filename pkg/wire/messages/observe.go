@@ -1,4 +1,4 @@
-package anthropic
+package messages
 
 import (
 	"encoding/json"
@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // Observer reads the events of a Messages stream passed through to a
@@ -30,7 +28,7 @@ func (o *Observer) Done() bool { return o.done }
 // is data that is not an event object.
 func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	c := llm.Chunk{Proto: llm.ProtoMessages, Event: name, Raw: data, HasChoices: true}
-	var ev messages.Event
+	var ev Event
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return llm.Chunk{}, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.Join(errMalformed, err)}
 	}
@@ -38,44 +36,44 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		ev.Type = name
 	}
 	switch ev.Type {
-	case messages.EventMessageStart:
+	case EventMessageStart:
 		if ev.Message == nil {
 			return llm.Chunk{}, malformedEvent("message_start without message")
 		}
 		c.ID, c.Model = ev.Message.ID, ev.Message.Model
 		o.usage.add(ev.Message.Usage)
-	case messages.EventContentBlockStart:
+	case EventContentBlockStart:
 		cb := ev.ContentBlock
 		if cb == nil {
 			return llm.Chunk{}, malformedEvent("content_block_start without content_block")
 		}
 		switch cb.Type {
-		case messages.BlockText:
+		case BlockText:
 			c.Text = cb.Text
 			c.Output = c.Text != ""
-		case messages.BlockThinking:
+		case BlockThinking:
 			c.Text = cb.Thinking
 			c.Output = c.Text != ""
 		default:
 			c.Text = cb.Name
 			c.Output = true
 		}
-	case messages.EventContentBlockDelta:
+	case EventContentBlockDelta:
 		if ev.Delta == nil {
 			return llm.Chunk{}, malformedEvent("content_block_delta without delta")
 		}
 		c.Text = ev.Delta.Text + ev.Delta.Thinking + ev.Delta.PartialJSON
 		c.Output = c.Text != ""
-	case messages.EventMessageDelta:
+	case EventMessageDelta:
 		o.usage.add(ev.Usage)
 		c.Usage = o.usage.soFar()
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
 			c.FinishReason = ev.Delta.StopReason
 			c.Seen, c.Finished = 1, 1
 		}
-	case messages.EventMessageStop:
+	case EventMessageStop:
 		o.done = true
-	case messages.EventError:
+	case EventError:
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
 			msg = ev.Error.Message
@@ -104,7 +102,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 	for _, m := range ms {
 		switch m.Key {
 		case "type":
-			if string(m.Value) == `"`+messages.TypeError+`"` {
+			if string(m.Value) == `"`+TypeError+`"` {
 				return [][]byte{body}, nil
 			}
 		case "content":
@@ -118,31 +116,31 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		}
 	}
 	var blocks []json.RawMessage
-	if !upstream.IsNull(content) {
+	if !isNull(content) {
 		if err := json.Unmarshal(content, &blocks); err != nil {
 			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 		}
 	}
 	start := llm.Splice(ms, len(body), map[string][]byte{"content": []byte("[]"), "stop_reason": []byte("null"), "stop_sequence": []byte("null")})
-	events := [][]byte{append(append([]byte(`{"type":"`+messages.EventMessageStart+`","message":`), start...), '}')}
+	events := [][]byte{append(append([]byte(`{"type":"`+EventMessageStart+`","message":`), start...), '}')}
 	for i, b := range blocks {
 		idx := strconv.Itoa(i)
-		ev := []byte(`{"type":"` + messages.EventContentBlockStart + `","index":` + idx + `,"content_block":`)
+		ev := []byte(`{"type":"` + EventContentBlockStart + `","index":` + idx + `,"content_block":`)
 		ev = append(append(ev, b...), '}')
-		events = append(events, ev, []byte(`{"type":"`+messages.EventContentBlockStop+`","index":`+idx+`}`))
+		events = append(events, ev, []byte(`{"type":"`+EventContentBlockStop+`","index":`+idx+`}`))
 	}
 	if len(stop) == 0 || string(stop) == "null" {
 		return events, nil
 	}
-	delta := []byte(`{"type":"` + messages.EventMessageDelta + `","delta":{"stop_reason":`)
+	delta := []byte(`{"type":"` + EventMessageDelta + `","delta":{"stop_reason":`)
 	delta = append(delta, stop...)
 	if len(stopSeq) > 0 {
 		delta = append(append(delta, `,"stop_sequence":`...), stopSeq...)
 	}
 	delta = append(delta, '}')
-	if !upstream.IsNull(usage) {
+	if !isNull(usage) {
 		delta = append(append(delta, `,"usage":`...), usage...)
 	}
-	events = append(events, append(delta, '}'), []byte(`{"type":"`+messages.EventMessageStop+`"}`))
+	events = append(events, append(delta, '}'), []byte(`{"type":"`+EventMessageStop+`"}`))
 	return events, nil
 }

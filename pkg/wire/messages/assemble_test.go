@@ -9,14 +9,14 @@ import (
 )
 
 func assemble(events ...string) []byte {
-	var m messageAssembler
+	var m Assembler
 	for _, e := range events {
-		m.add(&llm.Chunk{Proto: llm.ProtoMessages, Raw: []byte(e)})
+		m.Add([]byte(e))
 	}
-	return m.message(llm.Usage{Cost: 0.5})
+	return m.Message(llm.Usage{Cost: 0.5})
 }
 
-func TestMessageAssembler(t *testing.T) {
+func TestAssembler(t *testing.T) {
 	got := assemble(
 		`{"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1},"container":null}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
@@ -44,27 +44,27 @@ func TestMessageAssembler(t *testing.T) {
 	}
 }
 
-// FuzzMessageAssembler: whatever events arrive, the message is valid JSON
+// FuzzAssembler: whatever events arrive, the message is valid JSON
 // and assembling never panics.
-func FuzzMessageAssembler(f *testing.F) {
+func FuzzAssembler(f *testing.F) {
 	f.Add([]byte(`{"type":"message_start","message":{"id":"m","content":[]}}` + "\n" + `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n" + `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`))
 	f.Add([]byte(`{"type":"content_block_start","index":70000,"content_block":{}}` + "\n" + `{"type":"message_delta","delta":{"stop_reason":1},"usage":7}`))
 	f.Add([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}`))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		var m messageAssembler
+		var m Assembler
 		for _, line := range bytes.Split(stream, []byte("\n")) {
-			m.add(&llm.Chunk{Proto: llm.ProtoMessages, Raw: line})
+			m.Add(line)
 		}
-		if out := m.message(llm.Usage{}); !json.Valid(out) {
+		if out := m.Message(llm.Usage{}); !json.Valid(out) {
 			t.Fatalf("invalid message %q from %q", out, stream)
 		}
 	})
 }
 
-// FuzzMessageAssemblerDeltas: a content_block_delta taken from its members
+// FuzzAssemblerDeltas: a content_block_delta taken from its members
 // as split assembles to what the same event decoded in full does, whatever
 // its keys (twice, in other case, escaped) and index.
-func FuzzMessageAssemblerDeltas(f *testing.F) {
+func FuzzAssemblerDeltas(f *testing.F) {
 	start := `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"a"}}` + "\n" +
 		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}` + "\n"
 	for _, d := range []string{
@@ -86,12 +86,12 @@ func FuzzMessageAssemblerDeltas(f *testing.F) {
 		f.Add([]byte(start + d + "\n" + d))
 	}
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		var fast, full messageAssembler
+		var fast, full Assembler
 		for _, line := range bytes.Split(stream, []byte("\n")) {
-			fast.add(&llm.Chunk{Proto: llm.ProtoMessages, Raw: line})
+			fast.Add(line)
 			full.addEvent(line)
 		}
-		if a, b := fast.message(llm.Usage{}), full.message(llm.Usage{}); !bytes.Equal(a, b) {
+		if a, b := fast.Message(llm.Usage{}), full.Message(llm.Usage{}); !bytes.Equal(a, b) {
 			t.Fatalf("from %q:\n%s\ndecoded in full:\n%s", stream, a, b)
 		}
 	})

@@ -1,4 +1,4 @@
-package anthropic
+package messages
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
-	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // DefaultMaxTokens is the max_tokens sent when the request sets neither
@@ -88,11 +86,11 @@ type chatRequest struct {
 	FunctionCall        json.RawMessage   `json:"function_call"`
 }
 
-// readFields are the top-level Chat Completions fields translate reads (or
+// readFields are the top-level Chat Completions fields FromHub reads (or
 // the gateway sets); the others are left out and named (Dropped).
 var readFields = llm.JSONFields(chatRequest{}, "stream", "stream_options")
 
-// translate turns the gateway's upstream request, a Chat Completions
+// FromHub turns the gateway's upstream request, a Chat Completions
 // body, into a streaming Messages API body. A request it cannot express
 // (a content part or tool of a kind Messages has no counterpart for,
 // malformed messages) is an *llm.ProviderError of class FailRejected, as the
@@ -133,7 +131,7 @@ var readFields = llm.JSONFields(chatRequest{}, "stream", "stream_options")
 // top-level ones it does not read (DroppedFields among them, and any it
 // does not know), a message's name, and reasoning_effort beside a JSON
 // response_format.
-func translate(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
+func FromHub(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 	body, tool, err := translateBody(req)
 	if err != nil {
 		return nil, "", nil, err
@@ -150,7 +148,7 @@ func translate(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 				break
 			}
 		}
-		if tool != "" && upstream.NonNull(in.Effort) != nil {
+		if tool != "" && nonNull(in.Effort) != nil {
 			dropped = append(dropped, "reasoning_effort")
 		}
 	}
@@ -168,7 +166,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if err := refuseUnsupported(&in); err != nil {
 		return nil, "", err
 	}
-	out := messages.Request{Model: req.Model, Stream: true}
+	out := Request{Model: req.Model, Stream: true}
 	maxTokens := int64(DefaultMaxTokens)
 	if out.Model == "" {
 		out.Model = in.Model
@@ -180,10 +178,10 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		maxTokens = int64(*in.MaxTokens)
 	}
 	out.MaxTokens = count(maxTokens)
-	out.Temperature = jsontext.Value(upstream.NonNull(in.Temperature))
-	out.TopP = jsontext.Value(upstream.NonNull(in.TopP))
-	out.TopK = jsontext.Value(upstream.NonNull(in.TopK))
-	if stop := upstream.NonNull(in.Stop); stop != nil {
+	out.Temperature = jsontext.Value(nonNull(in.Temperature))
+	out.TopP = jsontext.Value(nonNull(in.TopP))
+	out.TopK = jsontext.Value(nonNull(in.TopK))
+	if stop := nonNull(in.Stop); stop != nil {
 		if stop[0] == '"' {
 			var s string
 			if err := json.Unmarshal(stop, &s); err != nil {
@@ -195,7 +193,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		}
 	}
 	if in.User != "" {
-		out.Metadata = &messages.Metadata{UserID: in.User}
+		out.Metadata = &Metadata{UserID: in.User}
 	}
 
 	var system []string
@@ -206,7 +204,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			ToolCalls  []json.RawMessage `json:"tool_calls"`
 			ToolCallID string            `json:"tool_call_id"`
 		}
-		if err := json.Unmarshal(raw, &m); err != nil || upstream.IsNull(raw) {
+		if err := json.Unmarshal(raw, &m); err != nil || isNull(raw) {
 			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), err)
 		}
 		at := fmt.Sprintf("messages[%d]", i)
@@ -224,7 +222,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			if err != nil {
 				return nil, "", err
 			}
-			out.Messages = appendTurn(out.Messages, messages.RoleUser, blocks)
+			out.Messages = appendTurn(out.Messages, RoleUser, blocks)
 		case "assistant":
 			blocks, err := contentBlocks(m.Content, at)
 			if err != nil {
@@ -237,7 +235,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 				}
 				blocks = append(blocks, b)
 			}
-			out.Messages = appendTurn(out.Messages, messages.RoleAssistant, blocks)
+			out.Messages = appendTurn(out.Messages, RoleAssistant, blocks)
 		case "tool":
 			text, err := plainContent(m.Content, at)
 			if err != nil {
@@ -246,7 +244,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			if m.ToolCallID == "" {
 				return nil, "", rejected(at+".tool_call_id is required", nil)
 			}
-			out.Messages = appendTurn(out.Messages, messages.RoleUser, []messages.Block{{Type: messages.BlockToolResult, ToolUseID: m.ToolCallID, Content: &messages.Content{Text: text}}})
+			out.Messages = appendTurn(out.Messages, RoleUser, []Block{{Type: BlockToolResult, ToolUseID: m.ToolCallID, Content: &Content{Text: text}}})
 		default:
 			return nil, "", rejected(fmt.Sprintf("%s.role %q is not supported by this provider", at, m.Role), nil)
 		}
@@ -254,7 +252,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if len(out.Messages) == 0 {
 		return nil, "", rejected("messages must contain at least one user or assistant message", nil)
 	}
-	out.System = messages.Content{Text: strings.Join(system, "\n\n")}
+	out.System = Content{Text: strings.Join(system, "\n\n")}
 
 	for i, raw := range in.Tools {
 		t, err := translateTool(raw, fmt.Sprintf("tools[%d]", i))
@@ -263,33 +261,33 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		}
 		out.Tools = append(out.Tools, t)
 	}
-	choice, err := toolChoice(upstream.NonNull(in.ToolChoice))
+	choice, err := toolChoice(nonNull(in.ToolChoice))
 	if err != nil {
 		return nil, "", err
 	}
 	if len(out.Tools) > 0 {
 		if choice == nil && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
-			choice = &messages.ToolChoice{Type: messages.ToolChoiceAuto}
+			choice = &ToolChoice{Type: ToolChoiceAuto}
 		}
-		if choice != nil && choice.Type != messages.ToolChoiceNone && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
+		if choice != nil && choice.Type != ToolChoiceNone && in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
 			choice.DisableParallelToolUse = true
 		}
 		out.ToolChoice = choice
 	}
-	outputTool, err := outputFormat(&out, upstream.NonNull(in.ResponseFormat))
+	outputTool, err := outputFormat(&out, nonNull(in.ResponseFormat))
 	if err != nil {
 		return nil, "", err
 	}
 	if budget := ThinkingBudget(in.ReasoningEffort); budget > 0 && outputTool == "" && !forced(out.ToolChoice) {
 		budget = min(budget, maxTokens-1)
 		if budget >= BudgetLow {
-			out.Thinking = &messages.Thinking{Type: messages.ThinkingEnabled, BudgetTokens: count(budget)}
+			out.Thinking = &Thinking{Type: ThinkingEnabled, BudgetTokens: count(budget)}
 		}
 	}
 	// The Messages body is about the size of the Chat Completions one.
 	var body bytes.Buffer
 	body.Grow(len(req.Bytes()) + 512)
-	if err := messages.MarshalWrite(&body, &out); err != nil {
+	if err := MarshalWrite(&body, &out); err != nil {
 		// Strings read by encoding/json and raw values it checked: they
 		// always encode.
 		panic("anthropic: " + err.Error())
@@ -337,13 +335,13 @@ func refusedField(param, msg string) *llm.ProviderError {
 }
 
 // forced reports whether a tool choice forces a tool (any, or one named).
-func forced(choice *messages.ToolChoice) bool {
-	return choice != nil && (choice.Type == messages.ToolChoiceAny || choice.Type == messages.ToolChoiceTool)
+func forced(choice *ToolChoice) bool {
+	return choice != nil && (choice.Type == ToolChoiceAny || choice.Type == ToolChoiceTool)
 }
 
 // outputFormat adds the forced output tool of a JSON response_format and
 // returns its name ("" for text or none).
-func outputFormat(out *messages.Request, raw json.RawMessage) (string, error) {
+func outputFormat(out *Request, raw json.RawMessage) (string, error) {
 	if raw == nil {
 		return "", nil
 	}
@@ -358,7 +356,7 @@ func outputFormat(out *messages.Request, raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return "", refusedField("response_format", "response_format must be an object")
 	}
-	t := messages.Tool{Name: OutputTool, Description: "Give the answer as this tool's input.", InputSchema: jsontext.Value(`{"type":"object"}`)}
+	t := Tool{Name: OutputTool, Description: "Give the answer as this tool's input.", InputSchema: jsontext.Value(`{"type":"object"}`)}
 	switch f.Type {
 	case "", "text":
 		return "", nil
@@ -373,7 +371,7 @@ func outputFormat(out *messages.Request, raw json.RawMessage) (string, error) {
 		if f.JSONSchema.Description != "" {
 			t.Description = f.JSONSchema.Description
 		}
-		if s := upstream.NonNull(f.JSONSchema.Schema); s != nil {
+		if s := nonNull(f.JSONSchema.Schema); s != nil {
 			t.InputSchema = jsontext.Value(s)
 		}
 	default:
@@ -385,13 +383,13 @@ func outputFormat(out *messages.Request, raw json.RawMessage) (string, error) {
 		}
 	}
 	out.Tools = append(out.Tools, t)
-	out.ToolChoice = &messages.ToolChoice{Type: messages.ToolChoiceTool, Name: t.Name}
+	out.ToolChoice = &ToolChoice{Type: ToolChoiceTool, Name: t.Name}
 	return t.Name, nil
 }
 
 // appendTurn adds blocks as a turn of role, merged into the last turn when
 // it has the same role. A turn with no blocks is left out.
-func appendTurn(msgs []messages.InputMessage, role string, blocks []messages.Block) []messages.InputMessage {
+func appendTurn(msgs []InputMessage, role string, blocks []Block) []InputMessage {
 	if len(blocks) == 0 {
 		return msgs
 	}
@@ -399,7 +397,7 @@ func appendTurn(msgs []messages.InputMessage, role string, blocks []messages.Blo
 		msgs[n-1].Content.Blocks = append(msgs[n-1].Content.Blocks, blocks...)
 		return msgs
 	}
-	return append(msgs, messages.InputMessage{Role: role, Content: messages.Content{Blocks: blocks}})
+	return append(msgs, InputMessage{Role: role, Content: Content{Blocks: blocks}})
 }
 
 // plainContent is the text of a content that may only hold text: a string,
@@ -411,7 +409,7 @@ func plainContent(raw json.RawMessage, at string) (string, error) {
 	}
 	var b strings.Builder
 	for _, bl := range blocks {
-		if bl.Type != messages.BlockText {
+		if bl.Type != BlockText {
 			return "", rejected(at+".content may only hold text for this provider", nil)
 		}
 		b.WriteString(bl.Text)
@@ -422,9 +420,9 @@ func plainContent(raw json.RawMessage, at string) (string, error) {
 // contentBlocks translates a message content: a string, or an array of text,
 // refusal and image_url parts. Empty text is left out, as Messages rejects
 // empty text blocks.
-func contentBlocks(raw json.RawMessage, at string) ([]messages.Block, error) {
+func contentBlocks(raw json.RawMessage, at string) ([]Block, error) {
 	raw = bytes.TrimSpace(raw)
-	if upstream.IsNull(raw) {
+	if isNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -435,7 +433,7 @@ func contentBlocks(raw json.RawMessage, at string) ([]messages.Block, error) {
 		if s == "" {
 			return nil, nil
 		}
-		return []messages.Block{{Type: messages.BlockText, Text: s}}, nil
+		return []Block{{Type: BlockText, Text: s}}, nil
 	}
 	var parts []struct {
 		Type     string `json:"type"`
@@ -451,16 +449,16 @@ func contentBlocks(raw json.RawMessage, at string) ([]messages.Block, error) {
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return nil, rejected(at+".content must be a string or an array of content parts", err)
 	}
-	var blocks []messages.Block
+	var blocks []Block
 	for j, p := range parts {
 		switch p.Type {
 		case "text":
 			if p.Text != "" {
-				blocks = append(blocks, messages.Block{Type: messages.BlockText, Text: p.Text})
+				blocks = append(blocks, Block{Type: BlockText, Text: p.Text})
 			}
 		case "refusal":
 			if p.Refusal != "" {
-				blocks = append(blocks, messages.Block{Type: messages.BlockText, Text: p.Refusal})
+				blocks = append(blocks, Block{Type: BlockText, Text: p.Refusal})
 			}
 		case "image_url":
 			if p.ImageURL == nil {
@@ -470,7 +468,7 @@ func contentBlocks(raw json.RawMessage, at string) ([]messages.Block, error) {
 			if err != nil {
 				return nil, rejected(fmt.Sprintf("%s.content[%d].image_url.url: %s", at, j, err.Error()), nil)
 			}
-			blocks = append(blocks, messages.Block{Type: messages.BlockImage, Source: src})
+			blocks = append(blocks, Block{Type: BlockImage, Source: src})
 		default:
 			return nil, rejected(fmt.Sprintf("%s.content[%d]: content part type %q is not supported by this provider", at, j, p.Type), nil)
 		}
@@ -479,41 +477,41 @@ func contentBlocks(raw json.RawMessage, at string) ([]messages.Block, error) {
 }
 
 // imageFrom reads an image_url: a base64 data: URL or an http(s) URL.
-func imageFrom(u string) (*messages.Source, error) {
+func imageFrom(u string) (*Source, error) {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
 		meta, data, ok := strings.Cut(rest, ",")
 		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
 		if !ok || !isBase64 || mediaType == "" {
 			return nil, fmt.Errorf("a data: URL must be base64 with a media type (data:image/png;base64,...)")
 		}
-		return &messages.Source{Type: messages.SourceBase64, MediaType: mediaType, Data: data}, nil
+		return &Source{Type: SourceBase64, MediaType: mediaType, Data: data}, nil
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
-		return &messages.Source{Type: messages.SourceURL, URL: u}, nil
+		return &Source{Type: SourceURL, URL: u}, nil
 	}
 	return nil, fmt.Errorf("must be a data: URL or an http(s) URL")
 }
 
 // toolUse translates an assistant's tool call.
-func toolUse(raw json.RawMessage, at string) (messages.Block, error) {
+func toolUse(raw json.RawMessage, at string) (Block, error) {
 	var c llm.ToolCall
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return messages.Block{}, rejected(at+" must be a tool call object", err)
+		return Block{}, rejected(at+" must be a tool call object", err)
 	}
 	if c.Type != "" && c.Type != "function" {
-		return messages.Block{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, c.Type), nil)
+		return Block{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, c.Type), nil)
 	}
 	input := json.RawMessage(strings.TrimSpace(c.Function.Arguments))
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
 	if input[0] != '{' || !json.Valid(input) {
-		return messages.Block{}, rejected(at+".function.arguments must be a JSON object", nil)
+		return Block{}, rejected(at+".function.arguments must be a JSON object", nil)
 	}
-	return messages.Block{Type: messages.BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: jsontext.Value(input)}, nil
+	return Block{Type: BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: jsontext.Value(input)}, nil
 }
 
-func translateTool(raw json.RawMessage, at string) (messages.Tool, error) {
+func translateTool(raw json.RawMessage, at string) (Tool, error) {
 	var t struct {
 		Type     string `json:"type"`
 		Function struct {
@@ -524,20 +522,20 @@ func translateTool(raw json.RawMessage, at string) (messages.Tool, error) {
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return messages.Tool{}, rejected(at+" must be a tool object", err)
+		return Tool{}, rejected(at+" must be a tool object", err)
 	}
 	if t.Type != "function" {
-		return messages.Tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
+		return Tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
 	}
-	schema := upstream.NonNull(t.Function.Parameters)
+	schema := nonNull(t.Function.Parameters)
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	return messages.Tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: jsontext.Value(schema), Strict: t.Function.Strict}, nil
+	return Tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: jsontext.Value(schema), Strict: t.Function.Strict}, nil
 }
 
 // toolChoice translates tool_choice; nil means none was given.
-func toolChoice(raw json.RawMessage) (*messages.ToolChoice, error) {
+func toolChoice(raw json.RawMessage) (*ToolChoice, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -546,11 +544,11 @@ func toolChoice(raw json.RawMessage) (*messages.ToolChoice, error) {
 		_ = json.Unmarshal(raw, &s)
 		switch s {
 		case "auto":
-			return &messages.ToolChoice{Type: messages.ToolChoiceAuto}, nil
+			return &ToolChoice{Type: ToolChoiceAuto}, nil
 		case "none":
-			return &messages.ToolChoice{Type: messages.ToolChoiceNone}, nil
+			return &ToolChoice{Type: ToolChoiceNone}, nil
 		case "required":
-			return &messages.ToolChoice{Type: messages.ToolChoiceAny}, nil
+			return &ToolChoice{Type: ToolChoiceAny}, nil
 		}
 		return nil, rejected(fmt.Sprintf("tool_choice %q is not supported by this provider", s), nil)
 	}
@@ -563,10 +561,10 @@ func toolChoice(raw json.RawMessage) (*messages.ToolChoice, error) {
 	if err := json.Unmarshal(raw, &c); err != nil || c.Type != "function" || c.Function.Name == "" {
 		return nil, rejected("tool_choice must be auto, none, required or a function", err)
 	}
-	return &messages.ToolChoice{Type: messages.ToolChoiceTool, Name: c.Function.Name}, nil
+	return &ToolChoice{Type: ToolChoiceTool, Name: c.Function.Name}, nil
 }
 
-// shape names the objects of a request that translate decodes into
+// shape names the objects of a request that FromHub decodes into
 // structs: each key's value (an object, or an array of objects) is checked
 // by foldedKey in turn, with the shape under it.
 type shape map[string]shape

@@ -1,4 +1,4 @@
-package anthropic
+package messages
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-func TestTranslateRequest(t *testing.T) {
+func TestFromHub(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
@@ -110,9 +110,9 @@ func TestTranslateRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tt.body)})
+			got, err := fromHubBody(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tt.body)})
 			if err != nil {
-				t.Fatalf("TranslateRequest: %v", err)
+				t.Fatalf("FromHub: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
@@ -121,7 +121,7 @@ func TestTranslateRequest(t *testing.T) {
 	}
 }
 
-func TestTranslateRequestRejects(t *testing.T) {
+func TestFromHubRejects(t *testing.T) {
 	tests := []struct{ name, body, msg string }{
 		{"not JSON", `{`, "request body is not a valid chat completions request"},
 		{"no messages", `{"messages":[{"role":"system","content":"s"}]}`, "messages must contain at least one user or assistant message"},
@@ -138,7 +138,7 @@ func TestTranslateRequestRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := translateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(tt.body)})
+			_, err := fromHubBody(&llm.UpstreamRequest{Model: "m", Body: []byte(tt.body)})
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error %v, want a *llm.ProviderError", err)
@@ -150,10 +150,10 @@ func TestTranslateRequestRejects(t *testing.T) {
 	}
 }
 
-// TestTranslateRequestValidJSON: whatever the input, a translated body is a
+// TestFromHubValidJSON: whatever the input, a translated body is a
 // JSON object with stream true and a positive max_tokens.
-func TestTranslateRequestValidJSON(t *testing.T) {
-	got, err := translateRequest(&llm.UpstreamRequest{Model: "m", Body: []byte(`{"messages":[{"role":"user","content":"<b>&</b> \u2028"}]}`)})
+func TestFromHubValidJSON(t *testing.T) {
+	got, err := fromHubBody(&llm.UpstreamRequest{Model: "m", Body: []byte(`{"messages":[{"role":"user","content":"<b>&</b> \u2028"}]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +166,9 @@ func TestTranslateRequestValidJSON(t *testing.T) {
 	}
 }
 
-// FuzzTranslateRequest: no body panics; a body is either translated into a
+// FuzzFromHub: no body panics; a body is either translated into a
 // JSON object that streams, or rejected as the request's fault.
-func FuzzTranslateRequest(f *testing.F) {
+func FuzzFromHub(f *testing.F) {
 	for _, s := range []string{
 		`{"messages":[{"role":"user","content":"Hi"}]}`,
 		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","stop":"x"}`,
@@ -178,7 +178,7 @@ func FuzzTranslateRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := translateRequest(&llm.UpstreamRequest{Model: "m", Body: body})
+		out, err := fromHubBody(&llm.UpstreamRequest{Model: "m", Body: body})
 		if err != nil {
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) || pe.Class != llm.FailRejected {
@@ -193,9 +193,9 @@ func FuzzTranslateRequest(f *testing.F) {
 	})
 }
 
-// TestTranslateRequestRefuses: a field Messages cannot honour, set beyond
+// TestFromHubRefuses: a field Messages cannot honour, set beyond
 // its default, refuses the request with a rejection naming it.
-func TestTranslateRequestRefuses(t *testing.T) {
+func TestFromHubRefuses(t *testing.T) {
 	for field, extra := range map[string]string{
 		"n":             `"n":2`,
 		"logprobs":      `"logprobs":true`,
@@ -206,7 +206,7 @@ func TestTranslateRequestRefuses(t *testing.T) {
 		"functions":     `"functions":[{"name":"f"}]`,
 		"function_call": `"function_call":"auto"`,
 	} {
-		_, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(`{"messages":[{"role":"user","content":"x"}],` + extra + `}`)})
+		_, err := fromHubBody(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(`{"messages":[{"role":"user","content":"x"}],` + extra + `}`)})
 		var pe *llm.ProviderError
 		if !errors.As(err, &pe) || pe.Class != llm.FailRejected || !strings.HasPrefix(pe.Message, field+": ") {
 			t.Errorf("%s: err %v, want a rejection naming it", field, err)
@@ -214,16 +214,16 @@ func TestTranslateRequestRefuses(t *testing.T) {
 	}
 }
 
-// translateRequest is translate's body alone, what the tests compare.
-func translateRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	b, _, _, err := translate(req)
+// fromHubBody is FromHub's body alone, what the tests compare.
+func fromHubBody(req *llm.UpstreamRequest) ([]byte, error) {
+	b, _, _, err := FromHub(req)
 	return b, err
 }
 
-// BenchmarkTranslateRequest is the translation of a coding agent's Chat
+// BenchmarkFromHub is the translation of a coding agent's Chat
 // Completions turn of 10 KB and of 1 MB (many turns of long text with
 // escapes, non-ASCII and tool calls) into a Messages body.
-func BenchmarkTranslateRequest(b *testing.B) {
+func BenchmarkFromHub(b *testing.B) {
 	text := strings.Repeat(`Résumé of \"main.go\":\n\tfunc main() {}\n`, 20)
 	for _, size := range []int{10 << 10, 1 << 20} {
 		var turns []string
@@ -241,7 +241,7 @@ func BenchmarkTranslateRequest(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: body}); err != nil {
+				if _, err := fromHubBody(&llm.UpstreamRequest{Model: "claude-x", Body: body}); err != nil {
 					b.Fatal(err)
 				}
 			}

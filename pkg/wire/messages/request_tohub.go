@@ -15,17 +15,15 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/pkg/canonjson"
-	"github.com/buzzgate/buzzgate/pkg/clientapi"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
-	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // The Anthropic Messages request, as POST /api/v1/messages reads it: the
-// body is decoded once into pkg/wire/messages' Request, then checked and
+// body is decoded once into Request, then checked and
 // translated.
 //
-// decodeMessagesHints translates it into a Chat Completions body; the gateway
+// ToHub translates it into a Chat Completions body; the gateway
 // then decodes that with llm.DecodeChatRequest like any chat request, so the
 // router, the idempotency layer and billing run unchanged. The translation
 // (Messages → Chat Completions; docs/translation.md is the whole table,
@@ -70,7 +68,7 @@ import (
 // Dropped and named in x-gateway-dropped (hints, which do not change what
 // the answer is): cache_control wherever it is, citations of text blocks,
 // a tool's defer_loading, input_examples and eager_input_streaming, and at
-// the top level (mdIgnoredFields) service_tier, container, mcp_servers,
+// the top level (IgnoredFields) service_tier, container, mcp_servers,
 // context_management. Any other field, at any level, is rejected as
 // Anthropic's API rejects it ("Extra inputs are not permitted"). A null
 // field is an absent one.
@@ -86,20 +84,20 @@ import (
 // of them. Left to llm.DecodeChatRequest, which names the same params: the
 // model's length and the gateway and provider objects.
 
-// mdIgnoredFields are the top-level fields accepted and ignored: beta and
+// IgnoredFields are the top-level fields accepted and ignored: beta and
 // account features the gateway does not offer, which the SDKs may send.
-var mdIgnoredFields = []string{"service_tier", "container", "mcp_servers", "context_management"}
+var IgnoredFields = []string{"service_tier", "container", "mcp_servers", "context_management"}
 
-// mdImageTypes are the media types Anthropic accepts for a base64 image.
-var mdImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
+// imageTypes are the media types Anthropic accepts for a base64 image.
+var imageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 
-// mdDecodeOptions read a request as the translation checks it: strictly
+// checkOptions read a request as the translation checks it: strictly
 // but for a thinking block's members, which it drops unread, and a
 // cache_control, a hint whose presence is all that counts. Content blocks,
-// sources and thinking configurations are read by mdByType.
-var mdDecodeOptions = jsonv2.JoinUnmarshalers(
+// sources and thinking configurations are read by byType.
+var checkOptions = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
-		if dec.PeekKind() == '"' || !mdThinkingMember(dec.StackPointer()) {
+		if dec.PeekKind() == '"' || !thinkingMember(dec.StackPointer()) {
 			return errors.ErrUnsupported
 		}
 		*s = ""
@@ -110,38 +108,38 @@ var mdDecodeOptions = jsonv2.JoinUnmarshalers(
 		if err != nil {
 			return err
 		}
-		return mdStrings(raw, dec.StackPointer(), v)
+		return readStrings(raw, dec.StackPointer(), v)
 	}),
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.Block) error {
-		type plain messageswire.Block
-		return mdByType(dec, (*plain)(v), &v.Extra, mdBlockMembers, dec.Options())
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *Block) error {
+		type plain Block
+		return byType(dec, (*plain)(v), &v.Extra, blockMembers, dec.Options())
 	}),
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.CacheControl) error {
-		*v = messageswire.CacheControl{}
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *CacheControl) error {
+		*v = CacheControl{}
 		return dec.SkipValue()
 	}),
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.Source) error {
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *Source) error {
 		if dec.PeekKind() == '"' {
 			return errors.ErrUnsupported
 		}
-		type plain messageswire.Source
-		return mdByType(dec, (*plain)(v), &v.Extra, mdSourceMembers, mdPlainOptions)
+		type plain Source
+		return byType(dec, (*plain)(v), &v.Extra, sourceMembers, plainOptions)
 	}),
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *messageswire.Thinking) error {
-		type plain messageswire.Thinking
-		return mdByType(dec, (*plain)(v), &v.Extra, mdThinkingMembers, mdPlainOptions)
+	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *Thinking) error {
+		type plain Thinking
+		return byType(dec, (*plain)(v), &v.Extra, thinkingMembers, plainOptions)
 	}),
 )
 
-// mdPlainOptions read a source or a thinking configuration, which hold no
-// member mdDecodeOptions reads its own way.
-var mdPlainOptions = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+// plainOptions read a source or a thinking configuration, which hold no
+// member checkOptions reads its own way.
+var plainOptions = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
-// mdStrings reads a list of strings (stop_sequences, at base), a null
+// readStrings reads a list of strings (stop_sequences, at base), a null
 // element an error naming it, as an empty string is not.
-func mdStrings(raw jsontext.Value, base jsontext.Pointer, v *[]string) error {
+func readStrings(raw jsontext.Value, base jsontext.Pointer, v *[]string) error {
 	if raw.Kind() == '[' {
-		d := jsontext.NewDecoder(bytes.NewReader(raw), mdPlainOptions)
+		d := jsontext.NewDecoder(bytes.NewReader(raw), plainOptions)
 		if _, err := d.ReadToken(); err != nil {
 			return err
 		}
@@ -155,7 +153,7 @@ func mdStrings(raw jsontext.Value, base jsontext.Pointer, v *[]string) error {
 			}
 		}
 	}
-	err := jsonv2.Unmarshal(raw, v, mdPlainOptions)
+	err := jsonv2.Unmarshal(raw, v, plainOptions)
 	var se *jsonv2.SemanticError
 	if errors.As(err, &se) {
 		se.JSONPointer = base + se.JSONPointer
@@ -163,9 +161,9 @@ func mdStrings(raw jsontext.Value, base jsontext.Pointer, v *[]string) error {
 	return err
 }
 
-// mdThinkingMember reports whether a member's pointer, within a content
-// block read by mdByType, is one of a thinking block's own.
-func mdThinkingMember(p jsontext.Pointer) bool {
+// thinkingMember reports whether a member's pointer, within a content
+// block read by byType, is one of a thinking block's own.
+func thinkingMember(p jsontext.Pointer) bool {
 	n := 0
 	for range p.Tokens() {
 		n++
@@ -181,30 +179,30 @@ func mdThinkingMember(p jsontext.Pointer) bool {
 // models; a modelled member its type may not have is read as one the Go
 // type does not model (into Extra), for the check that names it.
 var (
-	mdBlockMembers = map[string][]string{
-		messageswire.BlockText:             {"type", "text", "cache_control", "citations"},
-		messageswire.BlockImage:            {"type", "source", "cache_control"},
-		messageswire.BlockToolUse:          {"type", "id", "name", "input", "cache_control"},
-		messageswire.BlockToolResult:       {"type", "tool_use_id", "content", "is_error", "cache_control"},
-		messageswire.BlockThinking:         {"type", "thinking", "signature", "data", "cache_control"},
-		messageswire.BlockRedactedThinking: {"type", "thinking", "signature", "data", "cache_control"},
-		"":                                 mdModelled(messageswire.Block{}),
+	blockMembers = map[string][]string{
+		BlockText:             {"type", "text", "cache_control", "citations"},
+		BlockImage:            {"type", "source", "cache_control"},
+		BlockToolUse:          {"type", "id", "name", "input", "cache_control"},
+		BlockToolResult:       {"type", "tool_use_id", "content", "is_error", "cache_control"},
+		BlockThinking:         {"type", "thinking", "signature", "data", "cache_control"},
+		BlockRedactedThinking: {"type", "thinking", "signature", "data", "cache_control"},
+		"":                    modelled(Block{}),
 	}
-	mdSourceMembers = map[string][]string{
-		messageswire.SourceBase64: {"type", "media_type", "data"},
-		messageswire.SourceURL:    {"type", "url"},
-		"":                        mdModelled(messageswire.Source{}),
+	sourceMembers = map[string][]string{
+		SourceBase64: {"type", "media_type", "data"},
+		SourceURL:    {"type", "url"},
+		"":           modelled(Source{}),
 	}
-	mdThinkingMembers = map[string][]string{
-		messageswire.ThinkingEnabled:  {"type", "budget_tokens", "display"},
-		messageswire.ThinkingAdaptive: {"type", "display"},
-		messageswire.ThinkingDisabled: {"type"},
-		"":                            mdModelled(messageswire.Thinking{}),
+	thinkingMembers = map[string][]string{
+		ThinkingEnabled:  {"type", "budget_tokens", "display"},
+		ThinkingAdaptive: {"type", "display"},
+		ThinkingDisabled: {"type"},
+		"":               modelled(Thinking{}),
 	}
 )
 
-// mdModelled is the member names v's Go type models, from its json tags.
-func mdModelled(v any) []string {
+// modelled is the member names v's Go type models, from its json tags.
+func modelled(v any) []string {
 	var names []string
 	t := reflect.TypeOf(v)
 	for i := range t.NumField() {
@@ -216,12 +214,12 @@ func mdModelled(v any) []string {
 	return names
 }
 
-// mdByType reads an object into v (a type without this unmarshaler, with
+// byType reads an object into v (a type without this unmarshaler, with
 // opts), a
 // modelled member its "type" may not have (members[type]; members[""] are
 // all the modelled ones) into extra instead. An object of another type
 // is read as it is.
-func mdByType[T any](dec *jsontext.Decoder, v *T, extra *jsontext.Value, members map[string][]string, opts jsonv2.Options) error {
+func byType[T any](dec *jsontext.Decoder, v *T, extra *jsontext.Value, members map[string][]string, opts jsonv2.Options) error {
 	var zero T
 	*v = zero // a name given twice: the last value alone is read
 	raw, err := dec.ReadValue()
@@ -239,7 +237,7 @@ func mdByType[T any](dec *jsontext.Decoder, v *T, extra *jsontext.Value, members
 	if raw.Kind() != '{' {
 		return fail(jsonv2.Unmarshal(raw, v, opts))
 	}
-	typ, moved := mdMoved(raw, members)
+	typ, moved := movesMember(raw, members)
 	if !moved {
 		return fail(jsonv2.Unmarshal(raw, v, opts))
 	}
@@ -278,9 +276,9 @@ func mdByType[T any](dec *jsontext.Decoder, v *T, extra *jsontext.Value, members
 	return nil
 }
 
-// mdMoved reads an object's type and reports whether it has a modelled
+// movesMember reads an object's type and reports whether it has a modelled
 // member its type may not have.
-func mdMoved(raw jsontext.Value, members map[string][]string) (typ string, moved bool) {
+func movesMember(raw jsontext.Value, members map[string][]string) (typ string, moved bool) {
 	d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if _, err := d.ReadToken(); err != nil {
 		return "", false
@@ -317,51 +315,51 @@ func mdMoved(raw jsontext.Value, members map[string][]string) (typ string, moved
 	return typ, false
 }
 
-// decodeMessagesHints validates an Anthropic Messages request body and
+// ToHub validates an Anthropic Messages request body and
 // returns the equivalent Chat Completions request body (JSON) that
 // llm.DecodeChatRequest accepts, so the gateway's router, idempotency and
 // billing run unchanged, and the nested hints the translation drops (the
-// top-level ones are mdIgnoredFields).
-func decodeMessagesHints(body []byte) (chat []byte, dropped []string, err error) {
-	h := &clientapi.HintSet{}
-	chat, err = decodeMessagesInto(body, h)
+// top-level ones are IgnoredFields).
+func ToHub(body []byte) (chat []byte, dropped []string, err error) {
+	h := &hintSet{}
+	chat, err = toHub(body, h)
 	if err != nil {
 		return nil, nil, err
 	}
 	return chat, h.Names, nil
 }
 
-// mdReader checks and translates one request; body is kept for the error
+// hubReader checks and translates one request; body is kept for the error
 // path, which looks up what the types do not say (a member there but
 // empty, an element that is null).
-type mdReader struct {
+type hubReader struct {
 	body []byte
-	h    *clientapi.HintSet
+	h    *hintSet
 }
 
-func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err error) {
-	var req messageswire.Request
-	if err := messageswire.Unmarshal(body, &req, mdDecodeOptions); err != nil {
-		return nil, mdDecodeError(body, err)
+func toHub(body []byte, h *hintSet) (chat []byte, err error) {
+	var req Request
+	if err := Unmarshal(body, &req, checkOptions); err != nil {
+		return nil, decodeError(body, err)
 	}
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); trimmed[0] != '{' {
-		return nil, mdDecodeError(body, nil) // null
+		return nil, decodeError(body, nil) // null
 	}
-	r := &mdReader{body: body, h: h}
-	if err := mdUnknown(req.Extra, "", slices.Concat(llm.GatewayFields, mdIgnoredFields)...); err != nil {
+	r := &hubReader{body: body, h: h}
+	if err := rejectUnknown(req.Extra, "", slices.Concat(llm.GatewayFields, IgnoredFields)...); err != nil {
 		return nil, err
 	}
-	var out clientapi.Object
+	var out object
 
 	if req.Model == "" {
 		return nil, r.required("model", "model")
 	}
-	out.Add("model", clientapi.JSON(req.Model))
+	out.Add("model", marshal(req.Model))
 
 	if req.MaxTokens == nil {
-		return nil, clientapi.Invalid("max_tokens", "max_tokens is required")
+		return nil, invalid("max_tokens", "max_tokens is required")
 	}
-	maxTokens, err := mdInt(*req.MaxTokens, "max_tokens", 1, clientapi.MaxTokens)
+	maxTokens, err := intIn(*req.MaxTokens, "max_tokens", 1, maxTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -379,33 +377,33 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 	if err != nil {
 		return nil, err
 	}
-	out.Add("messages", clientapi.JSON(append(msgs, turns...)))
+	out.Add("messages", marshal(append(msgs, turns...)))
 
 	if len(req.StopSequences) > 0 {
-		out.Add("stop", clientapi.JSON(req.StopSequences))
+		out.Add("stop", marshal(req.StopSequences))
 	}
 	for _, s := range []struct {
 		name string
 		raw  jsontext.Value
 	}{{"temperature", req.Temperature}, {"top_p", req.TopP}} {
-		if mdAbsent(s.raw) {
+		if absent(s.raw) {
 			continue
 		}
-		f, ok := clientapi.Number(json.RawMessage(s.raw))
+		f, ok := number(json.RawMessage(s.raw))
 		if !ok {
-			return nil, clientapi.Invalid(s.name, "%s must be a number", s.name)
+			return nil, invalid(s.name, "%s must be a number", s.name)
 		}
 		if f < 0 || f > 1 {
-			return nil, clientapi.Invalid(s.name, "%s must be from 0 to 1", s.name)
+			return nil, invalid(s.name, "%s must be from 0 to 1", s.name)
 		}
 		out.Add(s.name, json.RawMessage(s.raw))
 	}
-	if !mdAbsent(req.TopK) {
-		f, ok := clientapi.Number(json.RawMessage(req.TopK))
+	if !absent(req.TopK) {
+		f, ok := number(json.RawMessage(req.TopK))
 		if !ok {
-			return nil, clientapi.Invalid("top_k", "top_k must be an integer")
+			return nil, invalid("top_k", "top_k must be an integer")
 		}
-		if _, err := mdInt(f, "top_k", 0, math.MaxInt32); err != nil {
+		if _, err := intIn(f, "top_k", 0, math.MaxInt32); err != nil {
 			return nil, err
 		}
 		out.Add("top_k", json.RawMessage(req.TopK))
@@ -416,7 +414,7 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 		return nil, err
 	}
 	if effort != "" {
-		out.Add("reasoning_effort", clientapi.JSON(effort))
+		out.Add("reasoning_effort", marshal(effort))
 	}
 	if format != nil {
 		out.Add("response_format", format)
@@ -427,7 +425,7 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 		return nil, err
 	}
 	if len(tools) > 0 {
-		out.Add("tools", clientapi.JSON(tools))
+		out.Add("tools", marshal(tools))
 	}
 	if req.ToolChoice != nil {
 		choice, parallel, err := r.toolChoice(req.ToolChoice, names)
@@ -443,11 +441,11 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 	}
 
 	if m := req.Metadata; m != nil {
-		if err := mdUnknown(m.Extra, "metadata"); err != nil {
+		if err := rejectUnknown(m.Extra, "metadata"); err != nil {
 			return nil, err
 		}
 		if m.UserID != "" {
-			out.Add("user", clientapi.JSON(m.UserID))
+			out.Add("user", marshal(m.UserID))
 		}
 	}
 
@@ -456,30 +454,30 @@ func decodeMessagesInto(body []byte, h *clientapi.HintSet) (chat []byte, err err
 		out.Add("stream_options", json.RawMessage(`{"include_usage":true}`))
 	}
 	for _, name := range llm.GatewayFields {
-		if raw, ok := mdMember(req.Extra, name); ok {
+		if raw, ok := memberOf(req.Extra, name); ok {
 			out.Add(name, raw)
 		}
 	}
 	return out.Bytes(), nil
 }
 
-// mdAbsent reports whether a member kept as written is absent or null.
-func mdAbsent(v jsontext.Value) bool { return len(v) == 0 || string(v) == "null" }
+// absent reports whether a member kept as written is absent or null.
+func absent(v jsontext.Value) bool { return len(v) == 0 || string(v) == "null" }
 
-// mdInt checks that f is an integer in [lo, hi] (1024 and 1024.0 alike).
-func mdInt(f float64, param string, lo, hi int64) (int64, error) {
+// intIn checks that f is an integer in [lo, hi] (1024 and 1024.0 alike).
+func intIn(f float64, param string, lo, hi int64) (int64, error) {
 	if f != math.Trunc(f) || math.IsInf(f, 0) {
-		return 0, clientapi.Invalid(param, "%s must be an integer", param)
+		return 0, invalid(param, "%s must be an integer", param)
 	}
 	if f < float64(lo) || f > float64(hi) {
-		return 0, clientapi.Invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+		return 0, invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
 	}
 	return int64(f), nil
 }
 
-// mdMember is the member name of an object kept as written, when there
+// memberOf is the member name of an object kept as written, when there
 // and not null.
-func mdMember(obj jsontext.Value, name string) (json.RawMessage, bool) {
+func memberOf(obj jsontext.Value, name string) (json.RawMessage, bool) {
 	if len(obj) == 0 {
 		return nil, false
 	}
@@ -508,10 +506,10 @@ func mdMember(obj jsontext.Value, name string) (json.RawMessage, bool) {
 	return found, true
 }
 
-// mdUnknown rejects a member of extra (the members an object's type does
+// rejectUnknown rejects a member of extra (the members an object's type does
 // not model) that is not in allowed, the first in sorted order, as
-// clientapi.Keys does.
-func mdUnknown(extra jsontext.Value, param string, allowed ...string) error {
+// unknownKey does.
+func rejectUnknown(extra jsontext.Value, param string, allowed ...string) error {
 	if len(extra) == 0 {
 		return nil
 	}
@@ -530,29 +528,29 @@ func mdUnknown(extra jsontext.Value, param string, allowed ...string) error {
 			return nil
 		}
 	}
-	return clientapi.Keys(m, param, allowed...)
+	return unknownKey(m, param, allowed...)
 }
 
-// mdOnly rejects a block holding a member its type does not have, the
-// first in sorted order, as clientapi.Keys does: mdByType has read such a
+// onlyMembers rejects a block holding a member its type does not have, the
+// first in sorted order, as unknownKey does: byType has read such a
 // member, modelled or not, into Extra.
-func mdOnly(b *messageswire.Block, at string) error {
-	return mdUnknown(b.Extra, at, mdBlockMembers[b.Type]...)
+func onlyMembers(b *Block, at string) error {
+	return rejectUnknown(b.Extra, at, blockMembers[b.Type]...)
 }
 
 // required is the error of a required member found empty: absent or null
 // in the body (at path, the member's place), it is required; there, it
 // must not be empty.
-func (r *mdReader) required(param string, path ...any) error {
-	if v, ok := mdLookup(r.body, path...); ok && v != nil {
-		return clientapi.Invalid(param, "%s must not be empty", param)
+func (r *hubReader) required(param string, path ...any) error {
+	if v, ok := lookup(r.body, path...); ok && v != nil {
+		return invalid(param, "%s must not be empty", param)
 	}
-	return clientapi.Invalid(param, "%s is required", param)
+	return invalid(param, "%s is required", param)
 }
 
-// mdLookup is the value at path (object names and array indexes) of body;
+// lookup is the value at path (object names and array indexes) of body;
 // ok is false when there is none, and the value nil when it is null.
-func mdLookup(body []byte, path ...any) (v any, ok bool) {
+func lookup(body []byte, path ...any) (v any, ok bool) {
 	if json.Unmarshal(body, &v) != nil {
 		return nil, false
 	}
@@ -577,15 +575,15 @@ func mdLookup(body []byte, path ...any) (v any, ok bool) {
 	return v, true
 }
 
-// mdDecodeError is the error of a body the request's types cannot read,
+// decodeError is the error of a body the request's types cannot read,
 // naming the member at fault as the translation's checks do.
-func mdDecodeError(body []byte, err error) error {
+func decodeError(body []byte, err error) error {
 	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) || se.JSONPointer == "" || !json.Valid(body) {
-		if _, err := clientapi.ObjectBody(body); err != nil {
+		if err := bodyError(body); err != nil {
 			return err
 		}
-		return clientapi.Invalid("", "request body must be a JSON object")
+		return invalid("", "request body must be a JSON object")
 	}
 	var at, shape string
 	var path []any
@@ -604,34 +602,34 @@ func mdDecodeError(body []byte, err error) error {
 	}
 	switch shape {
 	case "max_tokens", "thinking.budget_tokens":
-		return clientapi.Invalid(at, "%s must be an integer", at)
+		return invalid(at, "%s must be an integer", at)
 	case "stream", "tools[].strict", "tool_choice.disable_parallel_tool_use",
 		"messages[].content[].is_error":
-		return clientapi.Invalid(at, "%s must be a boolean", at)
+		return invalid(at, "%s must be a boolean", at)
 	case "stop_sequences":
-		return clientapi.Invalid(at, "stop_sequences must be an array of strings")
+		return invalid(at, "stop_sequences must be an array of strings")
 	case "messages":
-		return clientapi.Invalid(at, "messages must be an array of messages")
+		return invalid(at, "messages must be an array of messages")
 	case "tools":
-		return clientapi.Invalid(at, "tools must be an array of tools")
+		return invalid(at, "tools must be an array of tools")
 	case "system":
-		return clientapi.Invalid(at, "%s must be a string or an array of text blocks", at)
+		return invalid(at, "%s must be a string or an array of text blocks", at)
 	case "messages[].content":
-		if role, _ := mdLookup(body, path[0], path[1], "role"); role == messageswire.RoleSystem {
-			return clientapi.Invalid(at, "%s must be a string or an array of text blocks", at)
+		if role, _ := lookup(body, path[0], path[1], "role"); role == RoleSystem {
+			return invalid(at, "%s must be a string or an array of text blocks", at)
 		}
-		return clientapi.Invalid(at, "%s must be a string or an array of content blocks", at)
+		return invalid(at, "%s must be a string or an array of content blocks", at)
 	case "messages[].content[].content":
-		return clientapi.Invalid(at, "%s must be a string or an array of text blocks", at)
+		return invalid(at, "%s must be a string or an array of text blocks", at)
 	case "messages[]", "system[]", "messages[].content[]", "messages[].content[].content[]", "tools[]",
 		"tool_choice", "metadata", "thinking", "output_config", "output_config.format",
 		"messages[].content[].source", "messages[].content[].content[].source":
-		return clientapi.Invalid(at, "%s must be an object", at)
+		return invalid(at, "%s must be an object", at)
 	}
-	return clientapi.Invalid(at, "%s must be a string", at)
+	return invalid(at, "%s must be a string", at)
 }
 
-type mdImagePart struct {
+type imagePart struct {
 	Type     string `json:"type"`
 	ImageURL struct {
 		URL string `json:"url"`
@@ -645,12 +643,12 @@ type mdImagePart struct {
 // blocks are paragraphs of one prompt (an upstream that reads text parts
 // would run them together). param is where it is: "system", or a system
 // message's content; path is its place in the body.
-func (r *mdReader) system(c messageswire.Content, param string, path ...any) (json.RawMessage, error) {
+func (r *hubReader) system(c Content, param string, path ...any) (json.RawMessage, error) {
 	if c.Blocks == nil {
 		if c.Text == "" {
 			return nil, nil
 		}
-		return clientapi.JSON(c.Text), nil
+		return marshal(c.Text), nil
 	}
 	if len(path) == 0 {
 		path = []any{param}
@@ -666,8 +664,8 @@ func (r *mdReader) system(c messageswire.Content, param string, path ...any) (js
 		if err := r.blockType(b, at, bpath); err != nil {
 			return nil, err
 		}
-		if b.Type != messageswire.BlockText {
-			return nil, clientapi.Invalid(at+".type", "%s.type must be \"text\"", at)
+		if b.Type != BlockText {
+			return nil, invalid(at+".type", "%s.type must be \"text\"", at)
 		}
 		text, err := r.text(b, at)
 		if err != nil {
@@ -675,55 +673,55 @@ func (r *mdReader) system(c messageswire.Content, param string, path ...any) (js
 		}
 		texts = append(texts, text)
 	}
-	return clientapi.JSON(strings.Join(texts, "\n\n")), nil
+	return marshal(strings.Join(texts, "\n\n")), nil
 }
 
 // blockType checks that a block has a type: a block decoded from null has
 // none, and is no object.
-func (r *mdReader) blockType(b *messageswire.Block, at string, path []any) error {
+func (r *hubReader) blockType(b *Block, at string, path []any) error {
 	if b.Type != "" {
 		return nil
 	}
-	if v, ok := mdLookup(r.body, path...); ok && v == nil {
-		return clientapi.Invalid(at, "%s must be an object", at)
+	if v, ok := lookup(r.body, path...); ok && v == nil {
+		return invalid(at, "%s must be an object", at)
 	}
 	return r.required(at+".type", append(slices.Clip(path), "type")...)
 }
 
 // turns translates messages into Chat Completions messages.
-func (r *mdReader) turns(turns []messageswire.InputMessage) ([]chatwire.RequestMessage, error) {
+func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, error) {
 	if turns == nil {
-		return nil, clientapi.Invalid("messages", "messages is required")
+		return nil, invalid("messages", "messages is required")
 	}
 	if len(turns) == 0 {
-		return nil, clientapi.Invalid("messages", "messages must not be empty")
+		return nil, invalid("messages", "messages must not be empty")
 	}
 	var out []chatwire.RequestMessage
 	for i := range turns {
 		t := &turns[i]
 		at := fmt.Sprintf("messages[%d]", i)
 		if t.Role == "" {
-			if v, ok := mdLookup(r.body, "messages", i); ok && v == nil {
-				return nil, clientapi.Invalid(at, "%s must be an object", at)
+			if v, ok := lookup(r.body, "messages", i); ok && v == nil {
+				return nil, invalid(at, "%s must be an object", at)
 			}
 		}
-		if err := mdUnknown(t.Extra, at); err != nil {
+		if err := rejectUnknown(t.Extra, at); err != nil {
 			return nil, err
 		}
 		role := t.Role
 		if role == "" {
 			return nil, r.required(at+".role", "messages", i, "role")
 		}
-		if role != messageswire.RoleUser && role != messageswire.RoleAssistant && role != messageswire.RoleSystem {
-			return nil, clientapi.Invalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
+		if role != RoleUser && role != RoleAssistant && role != RoleSystem {
+			return nil, invalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
 		}
 		content := t.Content
 		if content.Blocks == nil && content.Text == "" {
-			if v, ok := mdLookup(r.body, "messages", i, "content"); !ok || v == nil {
-				return nil, clientapi.Invalid(at+".content", "%s.content is required", at)
+			if v, ok := lookup(r.body, "messages", i, "content"); !ok || v == nil {
+				return nil, invalid(at+".content", "%s.content is required", at)
 			}
 		}
-		if role == messageswire.RoleSystem {
+		if role == RoleSystem {
 			// A system prompt given at this point of the conversation
 			// (Claude Code sends one so): a system message here.
 			text, err := r.system(content, at+".content", "messages", i, "content")
@@ -731,24 +729,24 @@ func (r *mdReader) turns(turns []messageswire.InputMessage) ([]chatwire.RequestM
 				return nil, err
 			}
 			if text == nil {
-				return nil, clientapi.Invalid(at+".content", "%s.content must not be empty", at)
+				return nil, invalid(at+".content", "%s.content must not be empty", at)
 			}
 			out = append(out, chatwire.RequestMessage{Role: "system", Content: text})
 			continue
 		}
-		final := i == len(turns)-1 && role == messageswire.RoleAssistant
+		final := i == len(turns)-1 && role == RoleAssistant
 		if content.Blocks == nil {
 			if content.Text == "" && !final {
-				return nil, clientapi.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
+				return nil, invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 			}
-			out = append(out, chatwire.RequestMessage{Role: role, Content: clientapi.JSON(content.Text)})
+			out = append(out, chatwire.RequestMessage{Role: role, Content: marshal(content.Text)})
 			continue
 		}
 		if len(content.Blocks) == 0 && !final {
-			return nil, clientapi.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
+			return nil, invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 		}
 		var err error
-		if role == messageswire.RoleUser {
+		if role == RoleUser {
 			out, err = r.userTurn(out, content.Blocks, at, i)
 		} else {
 			out, err = r.assistantTurn(out, content.Blocks, at, i)
@@ -762,27 +760,27 @@ func (r *mdReader) turns(turns []messageswire.InputMessage) ([]chatwire.RequestM
 
 // userTurn translates a user turn of blocks: its tool results as tool
 // messages, then the rest as one user message.
-func (r *mdReader) userTurn(out []chatwire.RequestMessage, blocks []messageswire.Block, at string, turn int) ([]chatwire.RequestMessage, error) {
+func (r *hubReader) userTurn(out []chatwire.RequestMessage, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
 	var parts []any
 	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
-		func(b *messageswire.Block, bat string) error {
+		func(b *Block, bat string) error {
 			switch b.Type {
-			case messageswire.BlockImage:
+			case BlockImage:
 				p, err := r.image(b, bat)
 				if err != nil {
 					return err
 				}
 				parts = append(parts, p)
-			case messageswire.BlockToolResult:
+			case BlockToolResult:
 				msg, err := r.toolResult(b, bat)
 				if err != nil {
 					return err
 				}
 				out = append(out, msg)
-			case messageswire.BlockToolUse, messageswire.BlockThinking, messageswire.BlockRedactedThinking:
-				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, b.Type)
+			case BlockToolUse, BlockThinking, BlockRedactedThinking:
+				return invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, b.Type)
 			default:
-				return mdUnsupportedBlock(bat, b.Type)
+				return unsupportedBlock(bat, b.Type)
 			}
 			return nil
 		})
@@ -790,36 +788,36 @@ func (r *mdReader) userTurn(out []chatwire.RequestMessage, blocks []messageswire
 		return nil, err
 	}
 	if len(parts) > 0 {
-		out = append(out, chatwire.RequestMessage{Role: "user", Content: clientapi.JSON(parts)})
+		out = append(out, chatwire.RequestMessage{Role: "user", Content: marshal(parts)})
 	}
 	return out, nil
 }
 
 // assistantTurn translates an assistant turn of blocks: text parts and
 // tool calls.
-func (r *mdReader) assistantTurn(out []chatwire.RequestMessage, blocks []messageswire.Block, at string, turn int) ([]chatwire.RequestMessage, error) {
+func (r *hubReader) assistantTurn(out []chatwire.RequestMessage, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
 	var parts []chatwire.TextPart
 	var calls []chatwire.ToolCall
 	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
-		func(b *messageswire.Block, bat string) error {
+		func(b *Block, bat string) error {
 			switch b.Type {
-			case messageswire.BlockToolUse:
+			case BlockToolUse:
 				c, err := r.toolUse(b, bat)
 				if err != nil {
 					return err
 				}
 				calls = append(calls, c)
-			case messageswire.BlockThinking, messageswire.BlockRedactedThinking:
+			case BlockThinking, BlockRedactedThinking:
 				// An earlier turn's thinking, signed by Anthropic for
 				// Anthropic: no other upstream can read it.
-				if err := mdOnly(b, bat); err != nil {
+				if err := onlyMembers(b, bat); err != nil {
 					return err
 				}
 				r.h.Add("messages[].content[" + b.Type + "]")
-			case messageswire.BlockImage, messageswire.BlockToolResult:
-				return clientapi.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, b.Type)
+			case BlockImage, BlockToolResult:
+				return invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, b.Type)
 			default:
-				return mdUnsupportedBlock(bat, b.Type)
+				return unsupportedBlock(bat, b.Type)
 			}
 			return nil
 		})
@@ -829,7 +827,7 @@ func (r *mdReader) assistantTurn(out []chatwire.RequestMessage, blocks []message
 	msg := chatwire.RequestMessage{Role: "assistant", ToolCalls: calls}
 	switch {
 	case len(parts) > 0:
-		msg.Content = clientapi.JSON(parts)
+		msg.Content = marshal(parts)
 	case len(calls) > 0:
 		msg.Content = json.RawMessage("null")
 	default:
@@ -841,15 +839,15 @@ func (r *mdReader) assistantTurn(out []chatwire.RequestMessage, blocks []message
 // eachBlock reads a content's blocks in order: a text block's text (read
 // by text) goes to text, any other block to other, with its path. path is
 // the content's place in the body.
-func (r *mdReader) eachBlock(blocks []messageswire.Block, at string, path []any, text func(chatwire.TextPart),
-	other func(b *messageswire.Block, bat string) error) error {
+func (r *hubReader) eachBlock(blocks []Block, at string, path []any, text func(chatwire.TextPart),
+	other func(b *Block, bat string) error) error {
 	for i := range blocks {
 		b := &blocks[i]
 		bat := fmt.Sprintf("%s.content[%d]", at, i)
 		if err := r.blockType(b, bat, append(slices.Clip(path), i)); err != nil {
 			return err
 		}
-		if b.Type != messageswire.BlockText {
+		if b.Type != BlockText {
 			if err := other(b, bat); err != nil {
 				return err
 			}
@@ -864,110 +862,110 @@ func (r *mdReader) eachBlock(blocks []messageswire.Block, at string, path []any,
 	return nil
 }
 
-func mdUnsupportedBlock(at, typ string) error {
-	return clientapi.Invalid(at+".type", "%s: content block type %s is not supported by this gateway", at, clientapi.Quote(typ))
+func unsupportedBlock(at, typ string) error {
+	return invalid(at+".type", "%s: content block type %s is not supported by this gateway", at, quote(typ))
 }
 
 // text reads a text block's text, which must not be empty.
-func (r *mdReader) text(b *messageswire.Block, at string) (string, error) {
-	if err := mdOnly(b, at); err != nil {
+func (r *hubReader) text(b *Block, at string) (string, error) {
+	if err := onlyMembers(b, at); err != nil {
 		return "", err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
-	r.hint(!mdAbsent(b.Citations), "citations")
+	r.hint(!absent(b.Citations), "citations")
 	if b.Text == "" {
-		return "", clientapi.Invalid(at+".text", "%s.text must be a non-empty string", at)
+		return "", invalid(at+".text", "%s.text must be a non-empty string", at)
 	}
 	return b.Text, nil
 }
 
 // hint adds name when set.
-func (r *mdReader) hint(set bool, name string) {
+func (r *hubReader) hint(set bool, name string) {
 	if set {
 		r.h.Add(name)
 	}
 }
 
 // image translates an image block into an image_url part.
-func (r *mdReader) image(b *messageswire.Block, at string) (mdImagePart, error) {
-	var p mdImagePart
+func (r *hubReader) image(b *Block, at string) (imagePart, error) {
+	var p imagePart
 	p.Type = "image_url"
-	if err := mdOnly(b, at); err != nil {
+	if err := onlyMembers(b, at); err != nil {
 		return p, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
 	sat := at + ".source"
 	src := b.Source
 	if src == nil {
-		return p, clientapi.Invalid(sat, "%s is required", sat)
+		return p, invalid(sat, "%s is required", sat)
 	}
 	if src.Name != "" {
-		return p, clientapi.Invalid(sat, "%s must be an object", sat)
+		return p, invalid(sat, "%s must be an object", sat)
 	}
-	only := func() error { return mdUnknown(src.Extra, sat, mdSourceMembers[src.Type]...) }
+	only := func() error { return rejectUnknown(src.Extra, sat, sourceMembers[src.Type]...) }
 	switch src.Type {
 	case "":
-		if v, _ := mdLookup(r.body, mdPath(sat)...); v != nil {
+		if v, _ := lookup(r.body, paramPath(sat)...); v != nil {
 			if _, isString := v.(string); isString {
-				return p, clientapi.Invalid(sat, "%s must be an object", sat)
+				return p, invalid(sat, "%s must be an object", sat)
 			}
 		}
-		return p, r.required(sat+".type", append(mdPath(sat), "type")...)
-	case messageswire.SourceBase64:
+		return p, r.required(sat+".type", append(paramPath(sat), "type")...)
+	case SourceBase64:
 		if err := only(); err != nil {
 			return p, err
 		}
 		mt := src.MediaType
 		if mt == "" {
-			return p, r.required(sat+".media_type", append(mdPath(sat), "media_type")...)
+			return p, r.required(sat+".media_type", append(paramPath(sat), "media_type")...)
 		}
-		if !slices.Contains(mdImageTypes, mt) {
-			return p, clientapi.Invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(mdImageTypes, ", "))
+		if !slices.Contains(imageTypes, mt) {
+			return p, invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(imageTypes, ", "))
 		}
 		if src.Data == "" {
-			return p, r.required(sat+".data", append(mdPath(sat), "data")...)
+			return p, r.required(sat+".data", append(paramPath(sat), "data")...)
 		}
 		p.ImageURL.URL = "data:" + mt + ";base64," + src.Data
-	case messageswire.SourceURL:
+	case SourceURL:
 		if err := only(); err != nil {
 			return p, err
 		}
 		u := src.URL
 		if u == "" {
-			return p, r.required(sat+".url", append(mdPath(sat), "url")...)
+			return p, r.required(sat+".url", append(paramPath(sat), "url")...)
 		}
 		lower := strings.ToLower(u)
 		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
-			return p, clientapi.Invalid(sat+".url", "%s.url must be an http or https URL", sat)
+			return p, invalid(sat+".url", "%s.url must be an http or https URL", sat)
 		}
 		p.ImageURL.URL = u
 	default:
-		return p, clientapi.Invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, clientapi.Quote(src.Type))
+		return p, invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, quote(src.Type))
 	}
 	return p, nil
 }
 
 // toolUse translates a tool_use block into a tool call.
-func (r *mdReader) toolUse(b *messageswire.Block, at string) (chatwire.ToolCall, error) {
+func (r *hubReader) toolUse(b *Block, at string) (chatwire.ToolCall, error) {
 	var c chatwire.ToolCall
 	c.Type = "function"
-	if err := mdOnly(b, at); err != nil {
+	if err := onlyMembers(b, at); err != nil {
 		return c, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
 	if b.ID == "" {
-		return c, r.required(at+".id", append(mdPath(at), "id")...)
+		return c, r.required(at+".id", append(paramPath(at), "id")...)
 	}
 	if b.Name == "" {
-		return c, r.required(at+".name", append(mdPath(at), "name")...)
+		return c, r.required(at+".name", append(paramPath(at), "name")...)
 	}
 	c.ID, c.Function.Name = b.ID, b.Name
-	if mdAbsent(b.Input) {
-		return c, clientapi.Invalid(at+".input", "%s.input is required", at)
+	if absent(b.Input) {
+		return c, invalid(at+".input", "%s.input is required", at)
 	}
 	raw := json.RawMessage(b.Input)
 	if raw[0] != '{' {
-		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
+		return c, invalid(at+".input", "%s.input must be an object", at)
 	}
 	// The arguments are text the model reads as it is written: they are
 	// the input's canonical form (the Idempotency-Key fingerprint's), so
@@ -981,21 +979,21 @@ func (r *mdReader) toolUse(b *messageswire.Block, at string) (chatwire.ToolCall,
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return c, clientapi.Invalid(at+".input", "%s.input must be an object", at)
+		return c, invalid(at+".input", "%s.input must be an object", at)
 	}
 	c.Function.Arguments = buf.String()
 	return c, nil
 }
 
 // toolResult translates a tool_result block into a tool message.
-func (r *mdReader) toolResult(b *messageswire.Block, at string) (chatwire.RequestMessage, error) {
+func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, error) {
 	msg := chatwire.RequestMessage{Role: "tool"}
-	if err := mdOnly(b, at); err != nil {
+	if err := onlyMembers(b, at); err != nil {
 		return msg, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
 	if b.ToolUseID == "" {
-		return msg, r.required(at+".tool_use_id", append(mdPath(at), "tool_use_id")...)
+		return msg, r.required(at+".tool_use_id", append(paramPath(at), "tool_use_id")...)
 	}
 	msg.ToolCallID = b.ToolUseID
 	// is_error has no Chat Completions counterpart: checked (a boolean, by
@@ -1005,38 +1003,38 @@ func (r *mdReader) toolResult(b *messageswire.Block, at string) (chatwire.Reques
 	case c == nil:
 		msg.Content = json.RawMessage(`""`)
 	case c.Blocks == nil:
-		msg.Content = clientapi.JSON(c.Text)
+		msg.Content = marshal(c.Text)
 	default:
 		parts := make([]chatwire.TextPart, 0, len(c.Blocks))
 		for i := range c.Blocks {
 			p := &c.Blocks[i]
 			pat := fmt.Sprintf("%s.content[%d]", at, i)
 			if p.Type == "" {
-				if v, ok := mdLookup(r.body, mdPath(pat)...); ok && v == nil {
-					return msg, clientapi.Invalid(pat, "%s must be an object", pat)
+				if v, ok := lookup(r.body, paramPath(pat)...); ok && v == nil {
+					return msg, invalid(pat, "%s must be an object", pat)
 				}
-				return msg, r.required(pat+".type", append(mdPath(pat), "type")...)
+				return msg, r.required(pat+".type", append(paramPath(pat), "type")...)
 			}
 			switch p.Type {
-			case messageswire.BlockText:
+			case BlockText:
 				t, err := r.text(p, pat)
 				if err != nil {
 					return msg, err
 				}
 				parts = append(parts, chatwire.TextPart{Type: "text", Text: t})
-			case messageswire.BlockImage:
-				return msg, clientapi.Invalid(pat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", pat)
+			case BlockImage:
+				return msg, invalid(pat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", pat)
 			default:
-				return msg, mdUnsupportedBlock(pat, p.Type)
+				return msg, unsupportedBlock(pat, p.Type)
 			}
 		}
-		msg.Content = clientapi.TextContent(parts)
+		msg.Content = textContent(parts)
 	}
 	return msg, nil
 }
 
-// mdPath is the body path of a param written messages[0].content[1]...
-func mdPath(param string) []any {
+// paramPath is the body path of a param written messages[0].content[1]...
+func paramPath(param string) []any {
 	var path []any
 	for part := range strings.SplitSeq(param, ".") {
 		name, rest, _ := strings.Cut(part, "[")
@@ -1055,7 +1053,7 @@ func mdPath(param string) []any {
 // names. A tool of a server-defined type (web_search_20250305, bash_…),
 // which only Anthropic runs, is dropped and named tools[<type>], its date
 // left out.
-func (r *mdReader) tools(tools []messageswire.Tool) ([]chatwire.Tool, map[string]bool, error) {
+func (r *hubReader) tools(tools []Tool) ([]chatwire.Tool, map[string]bool, error) {
 	if tools == nil {
 		return nil, nil, nil
 	}
@@ -1065,24 +1063,24 @@ func (r *mdReader) tools(tools []messageswire.Tool) ([]chatwire.Tool, map[string
 		t := &tools[i]
 		at := fmt.Sprintf("tools[%d]", i)
 		if t.Name == "" {
-			if v, ok := mdLookup(r.body, "tools", i); ok && v == nil {
-				return nil, nil, clientapi.Invalid(at, "%s must be an object", at)
+			if v, ok := lookup(r.body, "tools", i); ok && v == nil {
+				return nil, nil, invalid(at, "%s must be an object", at)
 			}
 		}
 		if !t.Custom() {
 			if t.Name == "" {
 				return nil, nil, r.required(at+".name", "tools", i, "name")
 			}
-			r.h.Add("tools[" + messageswire.ServerToolName(t.Type) + "]")
+			r.h.Add("tools[" + ServerToolName(t.Type) + "]")
 			continue
 		}
 		hints := []string{"defer_loading", "input_examples", "eager_input_streaming"}
-		if err := mdUnknown(t.Extra, at, hints...); err != nil {
+		if err := rejectUnknown(t.Extra, at, hints...); err != nil {
 			return nil, nil, err
 		}
 		r.hint(t.CacheControl != nil, "cache_control")
 		for _, hint := range hints {
-			_, ok := mdMember(t.Extra, hint)
+			_, ok := memberOf(t.Extra, hint)
 			r.hint(ok, "tools[]."+hint)
 		}
 		var ct chatwire.Tool
@@ -1091,15 +1089,15 @@ func (r *mdReader) tools(tools []messageswire.Tool) ([]chatwire.Tool, map[string
 			return nil, nil, r.required(at+".name", "tools", i, "name")
 		}
 		if names[t.Name] {
-			return nil, nil, clientapi.Invalid(at+".name", "%s.name: tool names must be unique", at)
+			return nil, nil, invalid(at+".name", "%s.name: tool names must be unique", at)
 		}
 		names[t.Name] = true
 		ct.Function.Name, ct.Function.Description = t.Name, t.Description
-		if mdAbsent(t.InputSchema) {
-			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema is required", at)
+		if absent(t.InputSchema) {
+			return nil, nil, invalid(at+".input_schema", "%s.input_schema is required", at)
 		}
 		if t.InputSchema[0] != '{' {
-			return nil, nil, clientapi.Invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
+			return nil, nil, invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
 		}
 		ct.Function.Parameters = json.RawMessage(t.InputSchema)
 		if t.Strict != nil {
@@ -1112,9 +1110,9 @@ func (r *mdReader) tools(tools []messageswire.Tool) ([]chatwire.Tool, map[string
 
 // reasoning translates thinking and output_config into Chat's
 // reasoning_effort ("" for none) and response_format (nil for none).
-func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format json.RawMessage, err error) {
+func (r *hubReader) reasoning(req *Request) (effort string, format json.RawMessage, err error) {
 	if c := req.OutputConfig; c != nil {
-		if err := mdUnknown(c.Extra, "output_config"); err != nil {
+		if err := rejectUnknown(c.Extra, "output_config"); err != nil {
 			return "", nil, err
 		}
 		switch c.Effort {
@@ -1124,7 +1122,7 @@ func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format j
 		case "xhigh", "max":
 			effort = "high"
 		default:
-			return "", nil, clientapi.Invalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
+			return "", nil, invalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
 		}
 		if c.Format != nil {
 			if format, err = r.outputFormat(c.Format); err != nil {
@@ -1136,18 +1134,18 @@ func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format j
 	if t == nil {
 		return effort, format, nil
 	}
-	check := func() error { return mdUnknown(t.Extra, "thinking", mdThinkingMembers[t.Type]...) }
+	check := func() error { return rejectUnknown(t.Extra, "thinking", thinkingMembers[t.Type]...) }
 	switch t.Type {
 	case "":
 		return "", nil, r.required("thinking.type", "thinking", "type")
-	case messageswire.ThinkingEnabled:
+	case ThinkingEnabled:
 		if err := check(); err != nil {
 			return "", nil, err
 		}
 		if t.BudgetTokens == nil {
-			return "", nil, clientapi.Invalid("thinking.budget_tokens", "thinking.budget_tokens is required")
+			return "", nil, invalid("thinking.budget_tokens", "thinking.budget_tokens is required")
 		}
-		budget, err := mdInt(*t.BudgetTokens, "thinking.budget_tokens", 1024, clientapi.MaxTokens)
+		budget, err := intIn(*t.BudgetTokens, "thinking.budget_tokens", 1024, maxTokens)
 		if err != nil {
 			return "", nil, err
 		}
@@ -1161,19 +1159,19 @@ func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format j
 				effort = "high"
 			}
 		}
-	case messageswire.ThinkingAdaptive:
+	case ThinkingAdaptive:
 		if err := check(); err != nil {
 			return "", nil, err
 		}
 		if effort == "" {
 			effort = "medium"
 		}
-	case messageswire.ThinkingDisabled:
+	case ThinkingDisabled:
 		if err := check(); err != nil {
 			return "", nil, err
 		}
 	default:
-		return "", nil, clientapi.Invalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
+		return "", nil, invalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
 	}
 	return effort, format, nil
 }
@@ -1181,21 +1179,21 @@ func (r *mdReader) reasoning(req *messageswire.Request) (effort string, format j
 // outputFormat translates output_config.format, Anthropic's structured
 // output: {type: json_schema, schema} becomes a json_schema
 // response_format named "output".
-func (r *mdReader) outputFormat(f *messageswire.OutputFormat) (json.RawMessage, error) {
+func (r *hubReader) outputFormat(f *OutputFormat) (json.RawMessage, error) {
 	const at = "output_config.format"
 	if f.Type == "" {
 		return nil, r.required(at+".type", "output_config", "format", "type")
 	}
 	if f.Type != "json_schema" {
-		return nil, clientapi.Invalid(at+".type", "%s.type must be \"json_schema\"", at)
+		return nil, invalid(at+".type", "%s.type must be \"json_schema\"", at)
 	}
-	if err := mdUnknown(f.Extra, at, "type", "schema"); err != nil {
+	if err := rejectUnknown(f.Extra, at, "type", "schema"); err != nil {
 		return nil, err
 	}
-	if mdAbsent(f.Schema) || f.Schema[0] != '{' {
-		return nil, clientapi.Invalid(at+".schema", "%s.schema must be a JSON schema object", at)
+	if absent(f.Schema) || f.Schema[0] != '{' {
+		return nil, invalid(at+".schema", "%s.schema must be a JSON schema object", at)
 	}
-	return clientapi.JSON(struct {
+	return marshal(struct {
 		Type       string `json:"type"`
 		JSONSchema any    `json:"json_schema"`
 	}{"json_schema", struct {
@@ -1206,8 +1204,8 @@ func (r *mdReader) outputFormat(f *messageswire.OutputFormat) (json.RawMessage, 
 
 // toolChoice translates tool_choice; parallel is nil unless parallel tool
 // use is turned off.
-func (r *mdReader) toolChoice(c *messageswire.ToolChoice, tools map[string]bool) (choice, parallel json.RawMessage, err error) {
-	if err := mdUnknown(c.Extra, "tool_choice"); err != nil {
+func (r *hubReader) toolChoice(c *ToolChoice, tools map[string]bool) (choice, parallel json.RawMessage, err error) {
+	if err := rejectUnknown(c.Extra, "tool_choice"); err != nil {
 		return nil, nil, err
 	}
 	if c.Type == "" {
@@ -1216,25 +1214,25 @@ func (r *mdReader) toolChoice(c *messageswire.ToolChoice, tools map[string]bool)
 	if c.DisableParallelToolUse {
 		parallel = json.RawMessage("false")
 	}
-	if c.Type != messageswire.ToolChoiceTool && c.Name != "" {
-		return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
+	if c.Type != ToolChoiceTool && c.Name != "" {
+		return nil, nil, invalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
 	}
 	switch c.Type {
-	case messageswire.ToolChoiceAuto:
+	case ToolChoiceAuto:
 		choice = json.RawMessage(`"auto"`)
-	case messageswire.ToolChoiceNone:
+	case ToolChoiceNone:
 		choice, parallel = json.RawMessage(`"none"`), nil
-	case messageswire.ToolChoiceAny:
+	case ToolChoiceAny:
 		if len(tools) == 0 {
-			return nil, nil, clientapi.Invalid("tool_choice.type", "tool_choice.type \"any\" requires tools")
+			return nil, nil, invalid("tool_choice.type", "tool_choice.type \"any\" requires tools")
 		}
 		choice = json.RawMessage(`"required"`)
-	case messageswire.ToolChoiceTool:
+	case ToolChoiceTool:
 		if c.Name == "" {
-			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
+			return nil, nil, invalid("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
 		}
 		if !tools[c.Name] {
-			return nil, nil, clientapi.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", clientapi.Quote(c.Name))
+			return nil, nil, invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", quote(c.Name))
 		}
 		var tc struct {
 			Type     string `json:"type"`
@@ -1243,9 +1241,9 @@ func (r *mdReader) toolChoice(c *messageswire.ToolChoice, tools map[string]bool)
 			} `json:"function"`
 		}
 		tc.Type, tc.Function.Name = "function", c.Name
-		choice = clientapi.JSON(tc)
+		choice = marshal(tc)
 	default:
-		return nil, nil, clientapi.Invalid("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
+		return nil, nil, invalid("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
 	}
 	return choice, parallel, nil
 }

@@ -1,4 +1,4 @@
-package anthropic
+package messages
 
 import (
 	"encoding/json"
@@ -6,9 +6,7 @@ import (
 	"strings"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
-	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // RefusalText is the refusal sent to the client when Anthropic stops with
@@ -111,7 +109,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	if d.done {
 		return nil, nil
 	}
-	var ev messages.Event
+	var ev Event
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: errors.Join(errMalformed, err)}
 	}
@@ -119,7 +117,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		ev.Type = name
 	}
 	switch ev.Type {
-	case messages.EventMessageStart:
+	case EventMessageStart:
 		if ev.Message == nil {
 			return nil, malformedEvent("message_start without message")
 		}
@@ -127,23 +125,23 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		d.usage.add(ev.Message.Usage)
 		empty := ""
 		return d.emit(nil, chat.Delta{Role: "assistant", Content: &empty}, nil)
-	case messages.EventContentBlockStart:
+	case EventContentBlockStart:
 		cb := ev.ContentBlock
 		if cb == nil {
 			return nil, malformedEvent("content_block_start without content_block")
 		}
 		switch cb.Type {
-		case messages.BlockText:
+		case BlockText:
 			if cb.Text == "" {
 				return nil, nil
 			}
 			return d.emit(nil, chat.Delta{Content: &cb.Text}, nil)
-		case messages.BlockThinking:
+		case BlockThinking:
 			if cb.Thinking == "" {
 				return nil, nil
 			}
 			return d.emit(nil, chat.Delta{ReasoningContent: &cb.Thinking}, nil)
-		case messages.BlockToolUse:
+		case BlockToolUse:
 			if d.outputTool != "" && cb.Name == d.outputTool && d.outputBlock < 0 {
 				d.outputBlock = ev.Index
 				return nil, nil
@@ -158,22 +156,22 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			}}}, nil)
 		}
 		return nil, nil // redacted thinking, server tools: nothing a Chat Completions client reads
-	case messages.EventContentBlockDelta:
+	case EventContentBlockDelta:
 		if ev.Delta == nil {
 			return nil, malformedEvent("content_block_delta without delta")
 		}
 		switch ev.Delta.Type {
-		case messages.DeltaText:
+		case DeltaText:
 			if ev.Delta.Text == "" {
 				return nil, nil
 			}
 			return d.emit(nil, chat.Delta{Content: &ev.Delta.Text}, nil)
-		case messages.DeltaThinking:
+		case DeltaThinking:
 			if ev.Delta.Thinking == "" {
 				return nil, nil
 			}
 			return d.emit(nil, chat.Delta{ReasoningContent: &ev.Delta.Thinking}, nil)
-		case messages.DeltaInputJSON:
+		case DeltaInputJSON:
 			if ev.Index == d.outputBlock && d.outputBlock >= 0 {
 				if ev.Delta.PartialJSON == "" {
 					return nil, nil
@@ -190,7 +188,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			}}}, nil)
 		}
 		return nil, nil
-	case messages.EventContentBlockStop:
+	case EventContentBlockStop:
 		tb := d.blocks[ev.Index]
 		if tb == nil || tb.argsOut {
 			return nil, nil
@@ -200,19 +198,19 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 		return d.emit(nil, chat.Delta{ToolCalls: []chat.DeltaToolCall{{
 			Index: tb.index, Function: &chat.DeltaFunction{Arguments: &args},
 		}}}, nil)
-	case messages.EventMessageDelta:
+	case EventMessageDelta:
 		d.usage.add(ev.Usage)
 		if ev.Delta == nil || ev.Delta.StopReason == "" {
 			return nil, nil
 		}
 		stop := ev.Delta.StopReason
-		finish := messages.FinishReason(stop)
+		finish := FinishReason(stop)
 		if finish == chat.FinishToolCalls && d.outputBlock >= 0 && d.tools == 0 {
 			finish = chat.FinishStop // the output tool's call is the answer
 		}
 		d.finish = finish
 		var out []llm.Chunk
-		if stop == messages.StopRefusal && !d.output {
+		if stop == StopRefusal && !d.output {
 			refusal := RefusalText
 			c, err := d.emit(nil, chat.Delta{Refusal: &refusal}, nil)
 			if err != nil {
@@ -221,18 +219,18 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 			out = append(out, c...)
 		}
 		var stopSeq *string
-		if stop == messages.StopStopSequence && ev.Delta.StopSequence != nil {
+		if stop == StopStopSequence && ev.Delta.StopSequence != nil {
 			stopSeq = ev.Delta.StopSequence
 		}
 		c, err := d.emitStop(chat.Delta{}, &finish, stopSeq)
 		return append(out, c...), err
-	case messages.EventMessageStop:
+	case EventMessageStop:
 		d.done = true
 		if !d.usage.saw {
 			return nil, nil
 		}
 		return d.emit(d.usage.json(), chat.Delta{}, nil)
-	case messages.EventError:
+	case EventError:
 		msg := "unspecified upstream error"
 		if ev.Error != nil && ev.Error.Message != "" {
 			msg = ev.Error.Message
@@ -248,7 +246,7 @@ func malformedEvent(what string) *llm.ProviderError {
 
 // add takes an event's usage: message_delta's counts are cumulative, so
 // the last one wins.
-func (c *usageCounts) add(u *messages.Usage) {
+func (c *usageCounts) add(u *Usage) {
 	if u == nil {
 		return
 	}
@@ -299,7 +297,7 @@ func (c *usageCounts) json() json.RawMessage {
 			w.ServerToolUse[name] = n
 		}
 	}
-	return upstream.Marshal(w)
+	return marshal(w)
 }
 
 // UsageSoFar is the usage reported by the events decoded so far (the
@@ -324,7 +322,7 @@ func (d *Decoder) emitStop(delta chat.Delta, finish, stopSeq *string) ([]llm.Chu
 }
 
 func (d *Decoder) write(w chat.Chunk) ([]llm.Chunk, error) {
-	c, err := d.chunks.Parse(upstream.Marshal(w))
+	c, err := d.chunks.Parse(marshal(w))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 	}
@@ -332,4 +330,49 @@ func (d *Decoder) write(w chat.Chunk) ([]llm.Chunk, error) {
 		d.output = true
 	}
 	return []llm.Chunk{c}, nil
+}
+
+// MessageEvents turns a whole Message (a non-streamed answer) into the events
+// it would have streamed, so that one decoder reads both. An error envelope
+// is its error event.
+func MessageEvents(body []byte) ([][]byte, error) {
+	var m struct {
+		Message
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
+	}
+	if m.Type == TypeError || !isNull(m.Error) {
+		return [][]byte{body}, nil
+	}
+	events := [][]byte{marshal(MessageStart{Type: EventMessageStart, Message: Message{
+		ID: m.ID, Type: TypeMessage, Role: RoleAssistant, Model: m.Model,
+		Content: []ContentBlock{}, Usage: m.Usage}})}
+	empty := ""
+	for i, b := range m.Content {
+		var start ContentBlock
+		var delta Delta
+		switch b.Type {
+		case BlockText:
+			start = ContentBlock{Type: BlockText, Text: &empty}
+			delta = Delta{Type: DeltaText, Text: b.Text}
+		case BlockToolUse:
+			input := string(nonNull(b.Input))
+			start = ContentBlock{Type: BlockToolUse, ID: b.ID, Name: b.Name, Input: json.RawMessage("{}")}
+			delta = Delta{Type: DeltaInputJSON, PartialJSON: &input}
+		default:
+			continue
+		}
+		events = append(events,
+			marshal(ContentBlockStart{Type: EventContentBlockStart, Index: i, ContentBlock: start}),
+			marshal(ContentBlockDelta{Type: EventContentBlockDelta, Index: i, Delta: delta}),
+			marshal(ContentBlockStop{Type: EventContentBlockStop, Index: i}))
+	}
+	if m.StopReason != nil && *m.StopReason != "" {
+		events = append(events,
+			marshal(MessageDelta{Type: EventMessageDelta, Delta: StopDelta{StopReason: m.StopReason}}),
+			marshal(MessageStop{Type: EventMessageStop}))
+	}
+	return events, nil
 }

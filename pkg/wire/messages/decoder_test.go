@@ -1,4 +1,4 @@
-package anthropic
+package messages
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 )
 
 const (
@@ -27,7 +26,7 @@ func stopWith(reason string, out int) string {
 	return `{"type":"message_delta","delta":{"stop_reason":"` + reason + `","stop_sequence":null},"usage":{"output_tokens":` + itoa(out) + `}}`
 }
 
-func itoa(n int) string { return strings.TrimSpace(string(upstream.Marshal(n))) }
+func itoa(n int) string { return strings.TrimSpace(string(marshal(n))) }
 
 // chunk is the wire form of a synthesized chunk with one choice.
 func chunk(delta, finish string) string {

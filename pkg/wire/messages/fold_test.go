@@ -1,4 +1,4 @@
-package anthropic
+package messages
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// TestFoldedKeys: an object TranslateRequest decodes into a struct with two
+// TestFoldedKeys: an object FromHub decodes into a struct with two
 // keys that differ only in case is refused (which one counts would depend
 // on their order, which the Idempotency-Key fingerprint does not see); the
 // objects passed on as they are (a tool's parameters, here a schema with
@@ -28,7 +28,7 @@ func TestFoldedKeys(t *testing.T) {
 		{"one key in another case", `{"model":"m","messages":[{"role":"user","Content":"hi"}]}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := translateRequest(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tc.body)})
+			_, err := fromHubBody(&llm.UpstreamRequest{Model: "claude-x", Body: []byte(tc.body)})
 			var pe *llm.ProviderError
 			refused := errors.As(err, &pe) && pe.Class == llm.FailRejected && strings.Contains(pe.Message, "differ only in case")
 			if refused != tc.refused {
