@@ -30,7 +30,7 @@ type ObjectRef struct {
 func (r ObjectRef) Refused(model string) error {
 	return llm.Errorf(llm.CodeInvalidRequest, r.Param,
 		"%s refers to %s stored in the provider's account, which no provider of model %s accepts from this gateway: an upstream account is shared by every project; send the content itself",
-		r.Param, r.What, Quote(model))
+		r.Param, r.What, llm.Quote(model))
 }
 
 // MayRefer is a quick screen: false when body contains none of words (JSON
@@ -137,6 +137,15 @@ func Str(raw json.RawMessage) string {
 		return ""
 	}
 	return s
+}
+
+// Present returns a field that is there and not null.
+func Present(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	raw, ok := m[name]
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	return raw, true
 }
 
 // At is the path of element i of the array at path.
