@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -106,28 +107,14 @@ func hexDigit(c byte) (byte, bool) {
 // Fields is raw's members when it is a JSON object, else nil. Keys are
 // looked up as written: an upstream reads them so.
 func Fields(raw json.RawMessage) map[string]json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return m
+	o, _ := jsonobj.Parse(raw)
+	return o
 }
 
 // Items is raw's elements when it is a JSON array, else nil.
 func Items(raw json.RawMessage) []json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil
-	}
-	var a []json.RawMessage
-	if json.Unmarshal(raw, &a) != nil {
-		return nil
-	}
-	return a
+	l, _ := jsonobj.Elements(raw)
+	return l
 }
 
 // Str is raw as a string, or "" when it is not one.
