@@ -1066,11 +1066,7 @@ func (e *ConverseEncoder) finish(out []llm.Chunk) []llm.Chunk {
 // add appends ev with data v as its JSON (compact, without HTML escaping,
 // as Anthropic writes it).
 func (e *ConverseEncoder) add(out []llm.Chunk, ev llm.Chunk, v any) []llm.Chunk {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // strings, numbers and valid raw JSON only: it always encodes
-	ev.Raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	ev.Raw = jsonobj.Marshal(v) // strings, numbers and valid raw JSON only: it always encodes
 	ev.Proto, ev.HasChoices, ev.ID, ev.Model = llm.ProtoMessages, true, e.id, e.model
 	if ev.FinishReason != "" {
 		ev.Seen, ev.Finished = 1, 1
