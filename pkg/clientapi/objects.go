@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -30,7 +31,7 @@ type ObjectRef struct {
 func (r ObjectRef) Refused(model string) error {
 	return llm.Errorf(llm.CodeInvalidRequest, r.Param,
 		"%s refers to %s stored in the provider's account, which no provider of model %s accepts from this gateway: an upstream account is shared by every project; send the content itself",
-		r.Param, r.What, Quote(model))
+		r.Param, r.What, llm.Quote(model))
 }
 
 // MayRefer is a quick screen: false when body contains none of words (JSON
@@ -106,28 +107,14 @@ func hexDigit(c byte) (byte, bool) {
 // Fields is raw's members when it is a JSON object, else nil. Keys are
 // looked up as written: an upstream reads them so.
 func Fields(raw json.RawMessage) map[string]json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return m
+	o, _ := jsonobj.Parse(raw)
+	return o
 }
 
 // Items is raw's elements when it is a JSON array, else nil.
 func Items(raw json.RawMessage) []json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil
-	}
-	var a []json.RawMessage
-	if json.Unmarshal(raw, &a) != nil {
-		return nil
-	}
-	return a
+	l, _ := jsonobj.Elements(raw)
+	return l
 }
 
 // Str is raw as a string, or "" when it is not one.
@@ -137,6 +124,15 @@ func Str(raw json.RawMessage) string {
 		return ""
 	}
 	return s
+}
+
+// Present returns a field that is there and not null.
+func Present(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	raw, ok := m[name]
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	return raw, true
 }
 
 // At is the path of element i of the array at path.

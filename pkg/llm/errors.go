@@ -1,6 +1,8 @@
 // Package llm is buzzgate's domain: chat requests and their chunks, usage and
-// cost, provider failures and the gateway's error codes. It imports nothing of
-// ours; every other package speaks its language.
+// cost, provider failures and the gateway's error codes. Of ours it imports
+// only the Chat Completions wire shapes (pkg/wire/chat) and the JSON helpers
+// beneath it (internal/jsonscan, internal/jsonstr, internal/jsonobj); every
+// other package speaks its language.
 package llm
 
 import (

@@ -19,7 +19,7 @@ const jsonLibrary = "github.com/go-json-experiment/json"
 // AWS SDK, whose types are the Converse protocol's (the Bedrock Runtime's
 // call and events, and their documents).
 var hub = []string{module + "pkg/llm", module + "pkg/sse", module + "pkg/canonjson", module + "internal/jsonstr",
-	"github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
+	module + "internal/jsonobj", "github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
 
 // testOnly are what a wire package's tests may import besides.
 var testOnly = []string{"github.com/google/go-cmp/", module + "pkg/clientapi/clientapitest"}

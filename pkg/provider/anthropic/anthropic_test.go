@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
@@ -194,7 +195,7 @@ func TestAgainstFake(t *testing.T) {
 				t.Errorf("finish_reason %q, want %q", got, tt.finish)
 			}
 			if tt.toolCalls != "" {
-				if got, _ := json.Marshal(msg["tool_calls"]); string(got) != tt.toolCalls {
+				if got := string(jsonobj.Marshal(msg["tool_calls"])); got != tt.toolCalls {
 					t.Errorf("tool_calls %s, want %s", got, tt.toolCalls)
 				}
 			}

@@ -1,9 +1,7 @@
 package upstream
 
-import "bytes"
+import "github.com/buzzgate/buzzgate/internal/jsonobj"
 
-// IsNull reports whether v, spaces aside, is absent or null.
-func IsNull(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
-}
+// IsNull reports whether v, spaces aside, is absent or null
+// (jsonobj.IsNull).
+func IsNull(v []byte) bool { return jsonobj.IsNull(v) }

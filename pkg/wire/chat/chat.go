@@ -73,6 +73,16 @@ type Message struct {
 	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
+// RefusalText is the message's refusal, and whether it has one: a string
+// (null, absent or anything else is none).
+func (m *Message) RefusalText() (string, bool) {
+	var s string
+	if len(m.Refusal) == 0 || m.Refusal[0] != '"' || json.Unmarshal(m.Refusal, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
 // ToolCall is one tool call of a message.
 type ToolCall struct {
 	ID       string   `json:"id,omitempty"`

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	smithydocument "github.com/aws/smithy-go/document"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -89,7 +89,7 @@ var readFields = func() map[string]bool {
 // JSON objects go to the SDK as documents of their decoded values, numbers
 // kept as written; the SDK writes an object's keys sorted.
 func FromHub(modelID string, chatBody []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
-	top, err := parseObject(chatBody)
+	top, err := jsonobj.Parse(chatBody)
 	if err != nil {
 		return nil, nil, Refuse("the request body is not a JSON object")
 	}
@@ -116,7 +116,7 @@ func FromHub(modelID string, chatBody []byte) (in *bedrockruntime.ConverseStream
 	dropped = llm.UnreadFields(chatBody, readFields)
 	if msgs, err := list(top["messages"], "messages"); err == nil {
 		for _, raw := range msgs {
-			if m, err := parseObject(raw); err == nil && !isNull(m["name"]) {
+			if m, err := jsonobj.Parse(raw); err == nil && !jsonobj.IsNull(m["name"]) {
 				dropped = append(dropped, "messages[].name")
 				break
 			}
@@ -128,7 +128,7 @@ func FromHub(modelID string, chatBody []byte) (in *bedrockruntime.ConverseStream
 // refuses reports whether field k of refused, of value v, asks
 // for what Converse cannot give: it is set, and not to its default.
 func refuses(k string, v json.RawMessage) bool {
-	if isNull(v) {
+	if jsonobj.IsNull(v) {
 		return false
 	}
 	s := string(bytes.Join(bytes.Fields(v), nil))
@@ -153,7 +153,7 @@ func refuses(k string, v json.RawMessage) bool {
 		}
 		return false
 	case "response_format":
-		f, err := parseObject(v)
+		f, err := jsonobj.Parse(v)
 		if err != nil {
 			return true
 		}
@@ -172,7 +172,7 @@ func turns(in *bedrockruntime.ConverseStreamInput, raw json.RawMessage) error {
 	var system []string
 	for i, rawMsg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := parseObject(rawMsg)
+		m, err := jsonobj.Parse(rawMsg)
 		if err != nil {
 			return Refuse(at + " must be an object")
 		}
@@ -279,19 +279,19 @@ func content(raw json.RawMessage, at string) ([]types.ContentBlock, error) {
 		return []types.ContentBlock{&types.ContentBlockMemberText{Value: s}}, nil
 	}
 	var blocks []types.ContentBlock
-	err = eachObject(parts, at+".content", " must be a content part object", func(p object, pat string) error {
+	err = eachObject(parts, at+".content", " must be a content part object", func(p jsonobj.Object, pat string) error {
 		typ, _ := p.Str("type")
 		switch typ {
 		case "text", "refusal":
 			s, ok := p.Str(typ)
-			if !ok && !isNull(p[typ]) {
+			if !ok && !jsonobj.IsNull(p[typ]) {
 				return Refuse(pat + "." + typ + " must be a string")
 			}
 			if s != "" {
 				blocks = append(blocks, &types.ContentBlockMemberText{Value: s})
 			}
 		case "image_url":
-			img, err := parseObject(p["image_url"])
+			img, err := jsonobj.Parse(p["image_url"])
 			if err != nil {
 				return Refuse(pat + ".image_url is required")
 			}
@@ -356,21 +356,21 @@ func imageURL(u, at string) (types.ContentBlock, error) {
 
 // toolUse translates an assistant's tool call.
 func toolUse(raw json.RawMessage, at string) (types.ContentBlock, error) {
-	c, err := parseObject(raw)
+	c, err := jsonobj.Parse(raw)
 	if err != nil {
 		return nil, Refuse(at + " must be a tool call object")
 	}
 	if typ, _ := c.Str("type"); typ != "" && typ != "function" {
 		return nil, Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", at, Quote(typ)))
 	}
-	fn, err := parseObject(c["function"])
+	fn, err := jsonobj.Parse(c["function"])
 	if err != nil {
 		return nil, Refuse(at + ".function must be an object")
 	}
 	id, _ := c.Str("id")
 	name, _ := fn.Str("name")
 	args, ok := fn.Str("arguments")
-	if !ok && !isNull(fn["arguments"]) {
+	if !ok && !jsonobj.IsNull(fn["arguments"]) {
 		return nil, Refuse(at + ".function.arguments must be a string")
 	}
 	input := json.RawMessage(strings.TrimSpace(args))
@@ -417,14 +417,14 @@ func toolConfig(rawTools, rawChoice json.RawMessage) (*types.ToolConfiguration, 
 }
 
 func tool(raw json.RawMessage, at string) (types.Tool, error) {
-	t, err := parseObject(raw)
+	t, err := jsonobj.Parse(raw)
 	if err != nil {
 		return nil, Refuse(at + " must be a tool object")
 	}
 	if typ, _ := t.Str("type"); typ != "function" {
 		return nil, Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", at, Quote(typ)))
 	}
-	fn, err := parseObject(t["function"])
+	fn, err := jsonobj.Parse(t["function"])
 	if err != nil {
 		return nil, Refuse(at + ".function must be an object")
 	}
@@ -437,7 +437,7 @@ func tool(raw json.RawMessage, at string) (types.Tool, error) {
 		spec.Strict = aws.Bool(true)
 	}
 	schema := bytes.TrimSpace(fn["parameters"])
-	if isNull(schema) {
+	if jsonobj.IsNull(schema) {
 		schema = []byte(`{"type":"object","properties":{}}`)
 	}
 	if schema[0] != '{' {
@@ -455,7 +455,7 @@ func tool(raw json.RawMessage, at string) (types.Tool, error) {
 // default, auto), none true for "none".
 func toolChoice(raw json.RawMessage) (choice types.ToolChoice, none bool, err error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if jsonobj.IsNull(raw) {
 		return nil, false, nil
 	}
 	if raw[0] == '"' {
@@ -471,12 +471,12 @@ func toolChoice(raw json.RawMessage) (choice types.ToolChoice, none bool, err er
 		}
 		return nil, false, Refuse(fmt.Sprintf("tool_choice %s is not supported on Bedrock Converse", Quote(s)))
 	}
-	c, err := parseObject(raw)
+	c, err := jsonobj.Parse(raw)
 	if err != nil {
 		return nil, false, Refuse("tool_choice must be auto, none, required or a function")
 	}
 	typ, _ := c.Str("type")
-	fn, err := parseObject(c["function"])
+	fn, err := jsonobj.Parse(c["function"])
 	name, _ := fn.Str("name")
 	if typ != "function" || err != nil || name == "" {
 		return nil, false, Refuse("tool_choice must be auto, none, required or a function")
@@ -486,12 +486,12 @@ func toolChoice(raw json.RawMessage) (choice types.ToolChoice, none bool, err er
 
 // inference translates the sampling and length parameters; nil when
 // the request sets none.
-func inference(top object) (*types.InferenceConfiguration, error) {
+func inference(top jsonobj.Object) (*types.InferenceConfiguration, error) {
 	var c types.InferenceConfiguration
 	set := false
 	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
 		v := top[k]
-		if isNull(v) {
+		if jsonobj.IsNull(v) {
 			continue
 		}
 		var f float64
@@ -508,7 +508,7 @@ func inference(top object) (*types.InferenceConfiguration, error) {
 		dst **float32
 	}{{"temperature", &c.Temperature}, {"top_p", &c.TopP}} {
 		v := top[p.k]
-		if isNull(v) {
+		if jsonobj.IsNull(v) {
 			continue
 		}
 		var f float64
@@ -518,7 +518,7 @@ func inference(top object) (*types.InferenceConfiguration, error) {
 		*p.dst = aws.Float32(float32(f))
 		set = true
 	}
-	if stop := bytes.TrimSpace(top["stop"]); !isNull(stop) {
+	if stop := bytes.TrimSpace(top["stop"]); !jsonobj.IsNull(stop) {
 		var list []string
 		if stop[0] == '"' {
 			var s string
@@ -588,7 +588,7 @@ func docValue(v any) any {
 // msg.
 func stringOrList(raw json.RawMessage, msg string) (string, []json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if jsonobj.IsNull(raw) {
 		return "", nil, nil
 	}
 	if raw[0] == '"' {
@@ -598,7 +598,7 @@ func stringOrList(raw json.RawMessage, msg string) (string, []json.RawMessage, e
 		}
 		return s, nil, nil
 	}
-	l, ok := elements(raw)
+	l, ok := jsonobj.Elements(raw)
 	if !ok {
 		return "", nil, Refuse(msg)
 	}
@@ -608,10 +608,10 @@ func stringOrList(raw json.RawMessage, msg string) (string, []json.RawMessage, e
 // eachObject calls f with each element of list, an object whose path is
 // at[i], until f fails; an element that is no object is rejected, its path
 // followed by notObject.
-func eachObject(list []json.RawMessage, at, notObject string, f func(o object, oat string) error) error {
+func eachObject(list []json.RawMessage, at, notObject string, f func(o jsonobj.Object, oat string) error) error {
 	for i, raw := range list {
 		oat := fmt.Sprintf("%s[%d]", at, i)
-		o, err := parseObject(raw)
+		o, err := jsonobj.Parse(raw)
 		if err != nil {
 			return Refuse(oat + notObject)
 		}
@@ -625,7 +625,7 @@ func eachObject(list []json.RawMessage, at, notObject string, f func(o object, o
 // list is an array's elements, none for null or absent; anything else
 // is refused, naming at.
 func list(raw json.RawMessage, at string) ([]json.RawMessage, error) {
-	l, ok := elements(raw)
+	l, ok := jsonobj.Elements(raw)
 	if !ok {
 		return nil, Refuse(at + " must be an array")
 	}
@@ -646,57 +646,4 @@ func Quote(s string) string {
 // upstream was called.
 func Refuse(msg string) *llm.ProviderError {
 	return &llm.ProviderError{Class: llm.FailRejected, Message: msg}
-}
-
-// object is a JSON object's members by their exact keys: every key is
-// read as written (a "Model" is not "model"), so that what is sent depends
-// on the members, never on their order or case.
-type object map[string]json.RawMessage
-
-// parseObject reads raw, which must be a JSON object.
-func parseObject(raw json.RawMessage) (object, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errNotObject
-	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-var errNotObject = errors.New("not a JSON object")
-
-// Str is member k as a string; ok is false when it is absent, null or not
-// a string.
-func (o object) Str(k string) (string, bool) {
-	v := bytes.TrimSpace(o[k])
-	if len(v) == 0 || v[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-// elements is an array's elements: none for null or absent, and ok false
-// for anything but an array.
-func elements(raw json.RawMessage) (l []json.RawMessage, ok bool) {
-	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
-		return nil, true
-	}
-	if raw[0] != '[' || json.Unmarshal(raw, &l) != nil {
-		return nil, false
-	}
-	return l, true
-}
-
-// isNull reports whether v, spaces aside, is absent or null.
-func isNull(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
 }

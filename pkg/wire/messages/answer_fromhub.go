@@ -146,15 +146,6 @@ func toolInput(args string) json.RawMessage {
 	return b.Bytes()
 }
 
-// refusal is an assembled message's refusal text, and whether it has one.
-func refusal(m *chat.Message) (string, bool) {
-	var s string
-	if len(m.Refusal) == 0 || m.Refusal[0] != '"' || json.Unmarshal(m.Refusal, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
 // NewMessage is the Message body of an answer assembled into one choice,
 // ch, for the request requestID; model is the model that answered. An
 // answer that did not finish (its stream just stopped) has stop_reason
@@ -169,7 +160,7 @@ func NewMessage(requestID, model string, ch *chat.Choice, usage llm.Usage, finis
 		msg.Content = append(msg.Content, textBlock(*m.Content))
 	}
 	refused := false
-	if r, ok := refusal(&ch.Message); ok && r != "" {
+	if r, ok := ch.Message.RefusalText(); ok && r != "" {
 		refused = true
 		msg.Content = append(msg.Content, textBlock(r))
 	}

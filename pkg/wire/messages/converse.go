@@ -19,6 +19,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/converse"
 )
@@ -102,7 +103,7 @@ func ToConverse(modelID string, body []byte) (in *bedrockruntime.ConverseStreamI
 	seen := map[string]bool{}
 	for _, m := range members {
 		k := m.Key
-		if seen[k] || isNullJSON(last[k]) {
+		if seen[k] || jsonobj.IsNull(last[k]) {
 			continue
 		}
 		seen[k] = true
@@ -408,7 +409,7 @@ func (r *converseRequest) systemBlocks(c Content, at string) ([]types.SystemCont
 
 // text is a text block's text, its citations named as a hint.
 func (r *converseRequest) text(b *Block) string {
-	if !isNullJSON(b.Citations) {
+	if !jsonobj.IsNull(b.Citations) {
 		r.drop("citations")
 	}
 	return b.Text
@@ -501,7 +502,7 @@ func (r *converseRequest) simpleBlock(b *Block, at string) (types.ContentBlock, 
 		return &types.ContentBlockMemberImage{Value: img}, nil
 	case BlockToolUse:
 		input := []byte(b.Input)
-		if isNullJSON(input) {
+		if jsonobj.IsNull(input) {
 			input = []byte("{}")
 		}
 		if input[0] != '{' {
@@ -552,7 +553,7 @@ func (r *converseRequest) document(b *Block, at string) (types.ContentBlock, err
 	if src.Type != SourceText {
 		return nil, converse.Refuse(fmt.Sprintf("%s.source.type %s is not supported on Bedrock Converse", at, converse.Quote(src.Type)))
 	}
-	if !isNullJSON(b.Citations) {
+	if !jsonobj.IsNull(b.Citations) {
 		r.drop("citations")
 	}
 	var parts []string
@@ -673,7 +674,7 @@ func (r *converseRequest) toolSpecs(tools []Tool) error {
 			spec.Strict = aws.Bool(true)
 		}
 		schema := []byte(t.InputSchema)
-		if isNullJSON(schema) {
+		if jsonobj.IsNull(schema) {
 			schema = []byte(`{"type":"object","properties":{}}`)
 		}
 		if schema[0] != '{' {
@@ -1065,11 +1066,7 @@ func (e *ConverseEncoder) finish(out []llm.Chunk) []llm.Chunk {
 // add appends ev with data v as its JSON (compact, without HTML escaping,
 // as Anthropic writes it).
 func (e *ConverseEncoder) add(out []llm.Chunk, ev llm.Chunk, v any) []llm.Chunk {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // strings, numbers and valid raw JSON only: it always encodes
-	ev.Raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	ev.Raw = jsonobj.Marshal(v) // strings, numbers and valid raw JSON only: it always encodes
 	ev.Proto, ev.HasChoices, ev.ID, ev.Model = llm.ProtoMessages, true, e.id, e.model
 	if ev.FinishReason != "" {
 		ev.Seen, ev.Finished = 1, 1
@@ -1108,10 +1105,4 @@ func ConverseStopReason(stopReason string) string {
 		return StopRefusal
 	}
 	return StopEndTurn
-}
-
-// isNullJSON reports whether v, spaces aside, is absent or null.
-func isNullJSON(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
 }

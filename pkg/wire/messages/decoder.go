@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
@@ -297,7 +298,7 @@ func (c *usageCounts) json() json.RawMessage {
 			w.ServerToolUse[name] = n
 		}
 	}
-	return marshal(w)
+	return jsonobj.Marshal(w)
 }
 
 // UsageSoFar is the usage reported by the events decoded so far (the
@@ -322,7 +323,7 @@ func (d *Decoder) emitStop(delta chat.Delta, finish, stopSeq *string) ([]llm.Chu
 }
 
 func (d *Decoder) write(w chat.Chunk) ([]llm.Chunk, error) {
-	c, err := d.chunks.Parse(marshal(w))
+	c, err := d.chunks.Parse(jsonobj.Marshal(w))
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 	}
@@ -343,10 +344,10 @@ func MessageEvents(body []byte) ([][]byte, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 	}
-	if m.Type == TypeError || !isNull(m.Error) {
+	if m.Type == TypeError || !jsonobj.IsNull(m.Error) {
 		return [][]byte{body}, nil
 	}
-	events := [][]byte{marshal(MessageStart{Type: EventMessageStart, Message: Message{
+	events := [][]byte{jsonobj.Marshal(MessageStart{Type: EventMessageStart, Message: Message{
 		ID: m.ID, Type: TypeMessage, Role: RoleAssistant, Model: m.Model,
 		Content: []ContentBlock{}, Usage: m.Usage}})}
 	empty := ""
@@ -358,21 +359,21 @@ func MessageEvents(body []byte) ([][]byte, error) {
 			start = ContentBlock{Type: BlockText, Text: &empty}
 			delta = Delta{Type: DeltaText, Text: b.Text}
 		case BlockToolUse:
-			input := string(nonNull(b.Input))
+			input := string(jsonobj.NonNull(b.Input))
 			start = ContentBlock{Type: BlockToolUse, ID: b.ID, Name: b.Name, Input: json.RawMessage("{}")}
 			delta = Delta{Type: DeltaInputJSON, PartialJSON: &input}
 		default:
 			continue
 		}
 		events = append(events,
-			marshal(ContentBlockStart{Type: EventContentBlockStart, Index: i, ContentBlock: start}),
-			marshal(ContentBlockDelta{Type: EventContentBlockDelta, Index: i, Delta: delta}),
-			marshal(ContentBlockStop{Type: EventContentBlockStop, Index: i}))
+			jsonobj.Marshal(ContentBlockStart{Type: EventContentBlockStart, Index: i, ContentBlock: start}),
+			jsonobj.Marshal(ContentBlockDelta{Type: EventContentBlockDelta, Index: i, Delta: delta}),
+			jsonobj.Marshal(ContentBlockStop{Type: EventContentBlockStop, Index: i}))
 	}
 	if m.StopReason != nil && *m.StopReason != "" {
 		events = append(events,
-			marshal(MessageDelta{Type: EventMessageDelta, Delta: StopDelta{StopReason: m.StopReason}}),
-			marshal(MessageStop{Type: EventMessageStop}))
+			jsonobj.Marshal(MessageDelta{Type: EventMessageDelta, Delta: StopDelta{StopReason: m.StopReason}}),
+			jsonobj.Marshal(MessageStop{Type: EventMessageStop}))
 	}
 	return events, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -26,7 +27,7 @@ func stopWith(reason string, out int) string {
 	return `{"type":"message_delta","delta":{"stop_reason":"` + reason + `","stop_sequence":null},"usage":{"output_tokens":` + itoa(out) + `}}`
 }
 
-func itoa(n int) string { return strings.TrimSpace(string(marshal(n))) }
+func itoa(n int) string { return strings.TrimSpace(string(jsonobj.Marshal(n))) }
 
 // chunk is the wire form of a synthesized chunk with one choice.
 func chunk(delta, finish string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -116,7 +117,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		}
 	}
 	var blocks []json.RawMessage
-	if !isNull(content) {
+	if !jsonobj.IsNull(content) {
 		if err := json.Unmarshal(content, &blocks); err != nil {
 			return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream answer", Err: err}
 		}
@@ -138,7 +139,7 @@ func NativeEvents(body []byte) ([][]byte, error) {
 		delta = append(append(delta, `,"stop_sequence":`...), stopSeq...)
 	}
 	delta = append(delta, '}')
-	if !isNull(usage) {
+	if !jsonobj.IsNull(usage) {
 		delta = append(append(delta, `,"usage":`...), usage...)
 	}
 	events = append(events, append(delta, '}'), []byte(`{"type":"`+EventMessageStop+`"}`))

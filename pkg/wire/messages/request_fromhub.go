@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -148,7 +149,7 @@ func FromHub(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 				break
 			}
 		}
-		if tool != "" && nonNull(in.Effort) != nil {
+		if tool != "" && jsonobj.NonNull(in.Effort) != nil {
 			dropped = append(dropped, "reasoning_effort")
 		}
 	}
@@ -178,10 +179,10 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		maxTokens = int64(*in.MaxTokens)
 	}
 	out.MaxTokens = count(maxTokens)
-	out.Temperature = jsontext.Value(nonNull(in.Temperature))
-	out.TopP = jsontext.Value(nonNull(in.TopP))
-	out.TopK = jsontext.Value(nonNull(in.TopK))
-	if stop := nonNull(in.Stop); stop != nil {
+	out.Temperature = jsontext.Value(jsonobj.NonNull(in.Temperature))
+	out.TopP = jsontext.Value(jsonobj.NonNull(in.TopP))
+	out.TopK = jsontext.Value(jsonobj.NonNull(in.TopK))
+	if stop := jsonobj.NonNull(in.Stop); stop != nil {
 		if stop[0] == '"' {
 			var s string
 			if err := json.Unmarshal(stop, &s); err != nil {
@@ -204,7 +205,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			ToolCalls  []json.RawMessage `json:"tool_calls"`
 			ToolCallID string            `json:"tool_call_id"`
 		}
-		if err := json.Unmarshal(raw, &m); err != nil || isNull(raw) {
+		if err := json.Unmarshal(raw, &m); err != nil || jsonobj.IsNull(raw) {
 			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), err)
 		}
 		at := fmt.Sprintf("messages[%d]", i)
@@ -261,7 +262,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		}
 		out.Tools = append(out.Tools, t)
 	}
-	choice, err := toolChoice(nonNull(in.ToolChoice))
+	choice, err := toolChoice(jsonobj.NonNull(in.ToolChoice))
 	if err != nil {
 		return nil, "", err
 	}
@@ -274,7 +275,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		}
 		out.ToolChoice = choice
 	}
-	outputTool, err := outputFormat(&out, nonNull(in.ResponseFormat))
+	outputTool, err := outputFormat(&out, jsonobj.NonNull(in.ResponseFormat))
 	if err != nil {
 		return nil, "", err
 	}
@@ -371,7 +372,7 @@ func outputFormat(out *Request, raw json.RawMessage) (string, error) {
 		if f.JSONSchema.Description != "" {
 			t.Description = f.JSONSchema.Description
 		}
-		if s := nonNull(f.JSONSchema.Schema); s != nil {
+		if s := jsonobj.NonNull(f.JSONSchema.Schema); s != nil {
 			t.InputSchema = jsontext.Value(s)
 		}
 	default:
@@ -422,7 +423,7 @@ func plainContent(raw json.RawMessage, at string) (string, error) {
 // empty text blocks.
 func contentBlocks(raw json.RawMessage, at string) ([]Block, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if jsonobj.IsNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -527,7 +528,7 @@ func translateTool(raw json.RawMessage, at string) (Tool, error) {
 	if t.Type != "function" {
 		return Tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
 	}
-	schema := nonNull(t.Function.Parameters)
+	schema := jsonobj.NonNull(t.Function.Parameters)
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}

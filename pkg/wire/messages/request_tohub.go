@@ -14,6 +14,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/canonjson"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	chatwire "github.com/buzzgate/buzzgate/pkg/wire/chat"
@@ -321,7 +322,7 @@ func movesMember(raw jsontext.Value, members map[string][]string) (typ string, m
 // billing run unchanged, and the nested hints the translation drops (the
 // top-level ones are IgnoredFields).
 func ToHub(body []byte) (chat []byte, dropped []string, err error) {
-	h := &hintSet{}
+	h := &llm.HintSet{}
 	chat, err = toHub(body, h)
 	if err != nil {
 		return nil, nil, err
@@ -334,10 +335,10 @@ func ToHub(body []byte) (chat []byte, dropped []string, err error) {
 // empty, an element that is null).
 type hubReader struct {
 	body []byte
-	h    *hintSet
+	h    *llm.HintSet
 }
 
-func toHub(body []byte, h *hintSet) (chat []byte, err error) {
+func toHub(body []byte, h *llm.HintSet) (chat []byte, err error) {
 	var req Request
 	if err := Unmarshal(body, &req, checkOptions); err != nil {
 		return nil, decodeError(body, err)
@@ -349,17 +350,17 @@ func toHub(body []byte, h *hintSet) (chat []byte, err error) {
 	if err := rejectUnknown(req.Extra, "", slices.Concat(llm.GatewayFields, IgnoredFields)...); err != nil {
 		return nil, err
 	}
-	var out object
+	var out llm.ObjectWriter
 
 	if req.Model == "" {
 		return nil, r.required("model", "model")
 	}
-	out.Add("model", marshal(req.Model))
+	out.Add("model", jsonobj.Marshal(req.Model))
 
 	if req.MaxTokens == nil {
-		return nil, invalid("max_tokens", "max_tokens is required")
+		return nil, llm.Invalid("max_tokens", "max_tokens is required")
 	}
-	maxTokens, err := intIn(*req.MaxTokens, "max_tokens", 1, maxTokens)
+	maxTokens, err := intIn(*req.MaxTokens, "max_tokens", 1, llm.MaxTokensBound)
 	if err != nil {
 		return nil, err
 	}
@@ -377,31 +378,31 @@ func toHub(body []byte, h *hintSet) (chat []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Add("messages", marshal(append(msgs, turns...)))
+	out.Add("messages", jsonobj.Marshal(append(msgs, turns...)))
 
 	if len(req.StopSequences) > 0 {
-		out.Add("stop", marshal(req.StopSequences))
+		out.Add("stop", jsonobj.Marshal(req.StopSequences))
 	}
 	for _, s := range []struct {
 		name string
 		raw  jsontext.Value
 	}{{"temperature", req.Temperature}, {"top_p", req.TopP}} {
-		if absent(s.raw) {
+		if jsonobj.IsNull(s.raw) {
 			continue
 		}
-		f, ok := number(json.RawMessage(s.raw))
+		f, ok := jsonobj.Number(json.RawMessage(s.raw))
 		if !ok {
-			return nil, invalid(s.name, "%s must be a number", s.name)
+			return nil, llm.Invalid(s.name, "%s must be a number", s.name)
 		}
 		if f < 0 || f > 1 {
-			return nil, invalid(s.name, "%s must be from 0 to 1", s.name)
+			return nil, llm.Invalid(s.name, "%s must be from 0 to 1", s.name)
 		}
 		out.Add(s.name, json.RawMessage(s.raw))
 	}
-	if !absent(req.TopK) {
-		f, ok := number(json.RawMessage(req.TopK))
+	if !jsonobj.IsNull(req.TopK) {
+		f, ok := jsonobj.Number(json.RawMessage(req.TopK))
 		if !ok {
-			return nil, invalid("top_k", "top_k must be an integer")
+			return nil, llm.Invalid("top_k", "top_k must be an integer")
 		}
 		if _, err := intIn(f, "top_k", 0, math.MaxInt32); err != nil {
 			return nil, err
@@ -414,7 +415,7 @@ func toHub(body []byte, h *hintSet) (chat []byte, err error) {
 		return nil, err
 	}
 	if effort != "" {
-		out.Add("reasoning_effort", marshal(effort))
+		out.Add("reasoning_effort", jsonobj.Marshal(effort))
 	}
 	if format != nil {
 		out.Add("response_format", format)
@@ -425,7 +426,7 @@ func toHub(body []byte, h *hintSet) (chat []byte, err error) {
 		return nil, err
 	}
 	if len(tools) > 0 {
-		out.Add("tools", marshal(tools))
+		out.Add("tools", jsonobj.Marshal(tools))
 	}
 	if req.ToolChoice != nil {
 		choice, parallel, err := r.toolChoice(req.ToolChoice, names)
@@ -445,7 +446,7 @@ func toHub(body []byte, h *hintSet) (chat []byte, err error) {
 			return nil, err
 		}
 		if m.UserID != "" {
-			out.Add("user", marshal(m.UserID))
+			out.Add("user", jsonobj.Marshal(m.UserID))
 		}
 	}
 
@@ -461,16 +462,13 @@ func toHub(body []byte, h *hintSet) (chat []byte, err error) {
 	return out.Bytes(), nil
 }
 
-// absent reports whether a member kept as written is absent or null.
-func absent(v jsontext.Value) bool { return len(v) == 0 || string(v) == "null" }
-
 // intIn checks that f is an integer in [lo, hi] (1024 and 1024.0 alike).
 func intIn(f float64, param string, lo, hi int64) (int64, error) {
 	if f != math.Trunc(f) || math.IsInf(f, 0) {
-		return 0, invalid(param, "%s must be an integer", param)
+		return 0, llm.Invalid(param, "%s must be an integer", param)
 	}
 	if f < float64(lo) || f > float64(hi) {
-		return 0, invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+		return 0, llm.Invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
 	}
 	return int64(f), nil
 }
@@ -543,9 +541,9 @@ func onlyMembers(b *Block, at string) error {
 // must not be empty.
 func (r *hubReader) required(param string, path ...any) error {
 	if v, ok := lookup(r.body, path...); ok && v != nil {
-		return invalid(param, "%s must not be empty", param)
+		return llm.Invalid(param, "%s must not be empty", param)
 	}
-	return invalid(param, "%s is required", param)
+	return llm.Invalid(param, "%s is required", param)
 }
 
 // lookup is the value at path (object names and array indexes) of body;
@@ -580,10 +578,7 @@ func lookup(body []byte, path ...any) (v any, ok bool) {
 func decodeError(body []byte, err error) error {
 	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) || se.JSONPointer == "" || !json.Valid(body) {
-		if err := bodyError(body); err != nil {
-			return err
-		}
-		return invalid("", "request body must be a JSON object")
+		return llm.BodyError(body)
 	}
 	var at, shape string
 	var path []any
@@ -602,31 +597,31 @@ func decodeError(body []byte, err error) error {
 	}
 	switch shape {
 	case "max_tokens", "thinking.budget_tokens":
-		return invalid(at, "%s must be an integer", at)
+		return llm.Invalid(at, "%s must be an integer", at)
 	case "stream", "tools[].strict", "tool_choice.disable_parallel_tool_use",
 		"messages[].content[].is_error":
-		return invalid(at, "%s must be a boolean", at)
+		return llm.Invalid(at, "%s must be a boolean", at)
 	case "stop_sequences":
-		return invalid(at, "stop_sequences must be an array of strings")
+		return llm.Invalid(at, "stop_sequences must be an array of strings")
 	case "messages":
-		return invalid(at, "messages must be an array of messages")
+		return llm.Invalid(at, "messages must be an array of messages")
 	case "tools":
-		return invalid(at, "tools must be an array of tools")
+		return llm.Invalid(at, "tools must be an array of tools")
 	case "system":
-		return invalid(at, "%s must be a string or an array of text blocks", at)
+		return llm.Invalid(at, "%s must be a string or an array of text blocks", at)
 	case "messages[].content":
 		if role, _ := lookup(body, path[0], path[1], "role"); role == RoleSystem {
-			return invalid(at, "%s must be a string or an array of text blocks", at)
+			return llm.Invalid(at, "%s must be a string or an array of text blocks", at)
 		}
-		return invalid(at, "%s must be a string or an array of content blocks", at)
+		return llm.Invalid(at, "%s must be a string or an array of content blocks", at)
 	case "messages[].content[].content":
-		return invalid(at, "%s must be a string or an array of text blocks", at)
+		return llm.Invalid(at, "%s must be a string or an array of text blocks", at)
 	case "messages[]", "system[]", "messages[].content[]", "messages[].content[].content[]", "tools[]",
 		"tool_choice", "metadata", "thinking", "output_config", "output_config.format",
 		"messages[].content[].source", "messages[].content[].content[].source":
-		return invalid(at, "%s must be an object", at)
+		return llm.Invalid(at, "%s must be an object", at)
 	}
-	return invalid(at, "%s must be a string", at)
+	return llm.Invalid(at, "%s must be a string", at)
 }
 
 type imagePart struct {
@@ -648,7 +643,7 @@ func (r *hubReader) system(c Content, param string, path ...any) (json.RawMessag
 		if c.Text == "" {
 			return nil, nil
 		}
-		return marshal(c.Text), nil
+		return jsonobj.Marshal(c.Text), nil
 	}
 	if len(path) == 0 {
 		path = []any{param}
@@ -665,7 +660,7 @@ func (r *hubReader) system(c Content, param string, path ...any) (json.RawMessag
 			return nil, err
 		}
 		if b.Type != BlockText {
-			return nil, invalid(at+".type", "%s.type must be \"text\"", at)
+			return nil, llm.Invalid(at+".type", "%s.type must be \"text\"", at)
 		}
 		text, err := r.text(b, at)
 		if err != nil {
@@ -673,7 +668,7 @@ func (r *hubReader) system(c Content, param string, path ...any) (json.RawMessag
 		}
 		texts = append(texts, text)
 	}
-	return marshal(strings.Join(texts, "\n\n")), nil
+	return jsonobj.Marshal(strings.Join(texts, "\n\n")), nil
 }
 
 // blockType checks that a block has a type: a block decoded from null has
@@ -683,7 +678,7 @@ func (r *hubReader) blockType(b *Block, at string, path []any) error {
 		return nil
 	}
 	if v, ok := lookup(r.body, path...); ok && v == nil {
-		return invalid(at, "%s must be an object", at)
+		return llm.Invalid(at, "%s must be an object", at)
 	}
 	return r.required(at+".type", append(slices.Clip(path), "type")...)
 }
@@ -691,10 +686,10 @@ func (r *hubReader) blockType(b *Block, at string, path []any) error {
 // turns translates messages into Chat Completions messages.
 func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, error) {
 	if turns == nil {
-		return nil, invalid("messages", "messages is required")
+		return nil, llm.Invalid("messages", "messages is required")
 	}
 	if len(turns) == 0 {
-		return nil, invalid("messages", "messages must not be empty")
+		return nil, llm.Invalid("messages", "messages must not be empty")
 	}
 	var out []chatwire.RequestMessage
 	for i := range turns {
@@ -702,7 +697,7 @@ func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, erro
 		at := fmt.Sprintf("messages[%d]", i)
 		if t.Role == "" {
 			if v, ok := lookup(r.body, "messages", i); ok && v == nil {
-				return nil, invalid(at, "%s must be an object", at)
+				return nil, llm.Invalid(at, "%s must be an object", at)
 			}
 		}
 		if err := rejectUnknown(t.Extra, at); err != nil {
@@ -713,12 +708,12 @@ func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, erro
 			return nil, r.required(at+".role", "messages", i, "role")
 		}
 		if role != RoleUser && role != RoleAssistant && role != RoleSystem {
-			return nil, invalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
+			return nil, llm.Invalid(at+".role", "%s.role must be \"user\", \"assistant\" or \"system\"", at)
 		}
 		content := t.Content
 		if content.Blocks == nil && content.Text == "" {
 			if v, ok := lookup(r.body, "messages", i, "content"); !ok || v == nil {
-				return nil, invalid(at+".content", "%s.content is required", at)
+				return nil, llm.Invalid(at+".content", "%s.content is required", at)
 			}
 		}
 		if role == RoleSystem {
@@ -729,7 +724,7 @@ func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, erro
 				return nil, err
 			}
 			if text == nil {
-				return nil, invalid(at+".content", "%s.content must not be empty", at)
+				return nil, llm.Invalid(at+".content", "%s.content must not be empty", at)
 			}
 			out = append(out, chatwire.RequestMessage{Role: "system", Content: text})
 			continue
@@ -737,13 +732,13 @@ func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, erro
 		final := i == len(turns)-1 && role == RoleAssistant
 		if content.Blocks == nil {
 			if content.Text == "" && !final {
-				return nil, invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
+				return nil, llm.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 			}
-			out = append(out, chatwire.RequestMessage{Role: role, Content: marshal(content.Text)})
+			out = append(out, chatwire.RequestMessage{Role: role, Content: jsonobj.Marshal(content.Text)})
 			continue
 		}
 		if len(content.Blocks) == 0 && !final {
-			return nil, invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
+			return nil, llm.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 		}
 		var err error
 		if role == RoleUser {
@@ -778,7 +773,7 @@ func (r *hubReader) userTurn(out []chatwire.RequestMessage, blocks []Block, at s
 				}
 				out = append(out, msg)
 			case BlockToolUse, BlockThinking, BlockRedactedThinking:
-				return invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, b.Type)
+				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, b.Type)
 			default:
 				return unsupportedBlock(bat, b.Type)
 			}
@@ -788,7 +783,7 @@ func (r *hubReader) userTurn(out []chatwire.RequestMessage, blocks []Block, at s
 		return nil, err
 	}
 	if len(parts) > 0 {
-		out = append(out, chatwire.RequestMessage{Role: "user", Content: marshal(parts)})
+		out = append(out, chatwire.RequestMessage{Role: "user", Content: jsonobj.Marshal(parts)})
 	}
 	return out, nil
 }
@@ -815,7 +810,7 @@ func (r *hubReader) assistantTurn(out []chatwire.RequestMessage, blocks []Block,
 				}
 				r.h.Add("messages[].content[" + b.Type + "]")
 			case BlockImage, BlockToolResult:
-				return invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, b.Type)
+				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, b.Type)
 			default:
 				return unsupportedBlock(bat, b.Type)
 			}
@@ -827,7 +822,7 @@ func (r *hubReader) assistantTurn(out []chatwire.RequestMessage, blocks []Block,
 	msg := chatwire.RequestMessage{Role: "assistant", ToolCalls: calls}
 	switch {
 	case len(parts) > 0:
-		msg.Content = marshal(parts)
+		msg.Content = jsonobj.Marshal(parts)
 	case len(calls) > 0:
 		msg.Content = json.RawMessage("null")
 	default:
@@ -863,7 +858,7 @@ func (r *hubReader) eachBlock(blocks []Block, at string, path []any, text func(c
 }
 
 func unsupportedBlock(at, typ string) error {
-	return invalid(at+".type", "%s: content block type %s is not supported by this gateway", at, quote(typ))
+	return llm.Invalid(at+".type", "%s: content block type %s is not supported by this gateway", at, llm.Quote(typ))
 }
 
 // text reads a text block's text, which must not be empty.
@@ -872,9 +867,9 @@ func (r *hubReader) text(b *Block, at string) (string, error) {
 		return "", err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
-	r.hint(!absent(b.Citations), "citations")
+	r.hint(!jsonobj.IsNull(b.Citations), "citations")
 	if b.Text == "" {
-		return "", invalid(at+".text", "%s.text must be a non-empty string", at)
+		return "", llm.Invalid(at+".text", "%s.text must be a non-empty string", at)
 	}
 	return b.Text, nil
 }
@@ -897,17 +892,17 @@ func (r *hubReader) image(b *Block, at string) (imagePart, error) {
 	sat := at + ".source"
 	src := b.Source
 	if src == nil {
-		return p, invalid(sat, "%s is required", sat)
+		return p, llm.Invalid(sat, "%s is required", sat)
 	}
 	if src.Name != "" {
-		return p, invalid(sat, "%s must be an object", sat)
+		return p, llm.Invalid(sat, "%s must be an object", sat)
 	}
 	only := func() error { return rejectUnknown(src.Extra, sat, sourceMembers[src.Type]...) }
 	switch src.Type {
 	case "":
 		if v, _ := lookup(r.body, paramPath(sat)...); v != nil {
 			if _, isString := v.(string); isString {
-				return p, invalid(sat, "%s must be an object", sat)
+				return p, llm.Invalid(sat, "%s must be an object", sat)
 			}
 		}
 		return p, r.required(sat+".type", append(paramPath(sat), "type")...)
@@ -920,7 +915,7 @@ func (r *hubReader) image(b *Block, at string) (imagePart, error) {
 			return p, r.required(sat+".media_type", append(paramPath(sat), "media_type")...)
 		}
 		if !slices.Contains(imageTypes, mt) {
-			return p, invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(imageTypes, ", "))
+			return p, llm.Invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(imageTypes, ", "))
 		}
 		if src.Data == "" {
 			return p, r.required(sat+".data", append(paramPath(sat), "data")...)
@@ -936,11 +931,11 @@ func (r *hubReader) image(b *Block, at string) (imagePart, error) {
 		}
 		lower := strings.ToLower(u)
 		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
-			return p, invalid(sat+".url", "%s.url must be an http or https URL", sat)
+			return p, llm.Invalid(sat+".url", "%s.url must be an http or https URL", sat)
 		}
 		p.ImageURL.URL = u
 	default:
-		return p, invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, quote(src.Type))
+		return p, llm.Invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, llm.Quote(src.Type))
 	}
 	return p, nil
 }
@@ -960,12 +955,12 @@ func (r *hubReader) toolUse(b *Block, at string) (chatwire.ToolCall, error) {
 		return c, r.required(at+".name", append(paramPath(at), "name")...)
 	}
 	c.ID, c.Function.Name = b.ID, b.Name
-	if absent(b.Input) {
-		return c, invalid(at+".input", "%s.input is required", at)
+	if jsonobj.IsNull(b.Input) {
+		return c, llm.Invalid(at+".input", "%s.input is required", at)
 	}
 	raw := json.RawMessage(b.Input)
 	if raw[0] != '{' {
-		return c, invalid(at+".input", "%s.input must be an object", at)
+		return c, llm.Invalid(at+".input", "%s.input must be an object", at)
 	}
 	// The arguments are text the model reads as it is written: they are
 	// the input's canonical form (the Idempotency-Key fingerprint's), so
@@ -979,7 +974,7 @@ func (r *hubReader) toolUse(b *Block, at string) (chatwire.ToolCall, error) {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return c, invalid(at+".input", "%s.input must be an object", at)
+		return c, llm.Invalid(at+".input", "%s.input must be an object", at)
 	}
 	c.Function.Arguments = buf.String()
 	return c, nil
@@ -1003,7 +998,7 @@ func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, er
 	case c == nil:
 		msg.Content = json.RawMessage(`""`)
 	case c.Blocks == nil:
-		msg.Content = marshal(c.Text)
+		msg.Content = jsonobj.Marshal(c.Text)
 	default:
 		parts := make([]chatwire.TextPart, 0, len(c.Blocks))
 		for i := range c.Blocks {
@@ -1011,7 +1006,7 @@ func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, er
 			pat := fmt.Sprintf("%s.content[%d]", at, i)
 			if p.Type == "" {
 				if v, ok := lookup(r.body, paramPath(pat)...); ok && v == nil {
-					return msg, invalid(pat, "%s must be an object", pat)
+					return msg, llm.Invalid(pat, "%s must be an object", pat)
 				}
 				return msg, r.required(pat+".type", append(paramPath(pat), "type")...)
 			}
@@ -1023,12 +1018,12 @@ func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, er
 				}
 				parts = append(parts, chatwire.TextPart{Type: "text", Text: t})
 			case BlockImage:
-				return msg, invalid(pat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", pat)
+				return msg, llm.Invalid(pat+".type", "%s: images in a tool_result are not supported by this gateway; send the image in a user text turn's content instead", pat)
 			default:
 				return msg, unsupportedBlock(pat, p.Type)
 			}
 		}
-		msg.Content = textContent(parts)
+		msg.Content = llm.TextContent(parts)
 	}
 	return msg, nil
 }
@@ -1064,7 +1059,7 @@ func (r *hubReader) tools(tools []Tool) ([]chatwire.Tool, map[string]bool, error
 		at := fmt.Sprintf("tools[%d]", i)
 		if t.Name == "" {
 			if v, ok := lookup(r.body, "tools", i); ok && v == nil {
-				return nil, nil, invalid(at, "%s must be an object", at)
+				return nil, nil, llm.Invalid(at, "%s must be an object", at)
 			}
 		}
 		if !t.Custom() {
@@ -1089,15 +1084,15 @@ func (r *hubReader) tools(tools []Tool) ([]chatwire.Tool, map[string]bool, error
 			return nil, nil, r.required(at+".name", "tools", i, "name")
 		}
 		if names[t.Name] {
-			return nil, nil, invalid(at+".name", "%s.name: tool names must be unique", at)
+			return nil, nil, llm.Invalid(at+".name", "%s.name: tool names must be unique", at)
 		}
 		names[t.Name] = true
 		ct.Function.Name, ct.Function.Description = t.Name, t.Description
-		if absent(t.InputSchema) {
-			return nil, nil, invalid(at+".input_schema", "%s.input_schema is required", at)
+		if jsonobj.IsNull(t.InputSchema) {
+			return nil, nil, llm.Invalid(at+".input_schema", "%s.input_schema is required", at)
 		}
 		if t.InputSchema[0] != '{' {
-			return nil, nil, invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
+			return nil, nil, llm.Invalid(at+".input_schema", "%s.input_schema must be a JSON schema object", at)
 		}
 		ct.Function.Parameters = json.RawMessage(t.InputSchema)
 		if t.Strict != nil {
@@ -1122,7 +1117,7 @@ func (r *hubReader) reasoning(req *Request) (effort string, format json.RawMessa
 		case "xhigh", "max":
 			effort = "high"
 		default:
-			return "", nil, invalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
+			return "", nil, llm.Invalid("output_config.effort", "output_config.effort must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\"")
 		}
 		if c.Format != nil {
 			if format, err = r.outputFormat(c.Format); err != nil {
@@ -1143,9 +1138,9 @@ func (r *hubReader) reasoning(req *Request) (effort string, format json.RawMessa
 			return "", nil, err
 		}
 		if t.BudgetTokens == nil {
-			return "", nil, invalid("thinking.budget_tokens", "thinking.budget_tokens is required")
+			return "", nil, llm.Invalid("thinking.budget_tokens", "thinking.budget_tokens is required")
 		}
-		budget, err := intIn(*t.BudgetTokens, "thinking.budget_tokens", 1024, maxTokens)
+		budget, err := intIn(*t.BudgetTokens, "thinking.budget_tokens", 1024, llm.MaxTokensBound)
 		if err != nil {
 			return "", nil, err
 		}
@@ -1171,7 +1166,7 @@ func (r *hubReader) reasoning(req *Request) (effort string, format json.RawMessa
 			return "", nil, err
 		}
 	default:
-		return "", nil, invalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
+		return "", nil, llm.Invalid("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"")
 	}
 	return effort, format, nil
 }
@@ -1185,15 +1180,15 @@ func (r *hubReader) outputFormat(f *OutputFormat) (json.RawMessage, error) {
 		return nil, r.required(at+".type", "output_config", "format", "type")
 	}
 	if f.Type != "json_schema" {
-		return nil, invalid(at+".type", "%s.type must be \"json_schema\"", at)
+		return nil, llm.Invalid(at+".type", "%s.type must be \"json_schema\"", at)
 	}
 	if err := rejectUnknown(f.Extra, at, "type", "schema"); err != nil {
 		return nil, err
 	}
-	if absent(f.Schema) || f.Schema[0] != '{' {
-		return nil, invalid(at+".schema", "%s.schema must be a JSON schema object", at)
+	if jsonobj.IsNull(f.Schema) || f.Schema[0] != '{' {
+		return nil, llm.Invalid(at+".schema", "%s.schema must be a JSON schema object", at)
 	}
-	return marshal(struct {
+	return jsonobj.Marshal(struct {
 		Type       string `json:"type"`
 		JSONSchema any    `json:"json_schema"`
 	}{"json_schema", struct {
@@ -1215,7 +1210,7 @@ func (r *hubReader) toolChoice(c *ToolChoice, tools map[string]bool) (choice, pa
 		parallel = json.RawMessage("false")
 	}
 	if c.Type != ToolChoiceTool && c.Name != "" {
-		return nil, nil, invalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
+		return nil, nil, llm.Invalid("tool_choice.name", "tool_choice.name is only allowed when tool_choice.type is \"tool\"")
 	}
 	switch c.Type {
 	case ToolChoiceAuto:
@@ -1224,15 +1219,15 @@ func (r *hubReader) toolChoice(c *ToolChoice, tools map[string]bool) (choice, pa
 		choice, parallel = json.RawMessage(`"none"`), nil
 	case ToolChoiceAny:
 		if len(tools) == 0 {
-			return nil, nil, invalid("tool_choice.type", "tool_choice.type \"any\" requires tools")
+			return nil, nil, llm.Invalid("tool_choice.type", "tool_choice.type \"any\" requires tools")
 		}
 		choice = json.RawMessage(`"required"`)
 	case ToolChoiceTool:
 		if c.Name == "" {
-			return nil, nil, invalid("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
+			return nil, nil, llm.Invalid("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
 		}
 		if !tools[c.Name] {
-			return nil, nil, invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", quote(c.Name))
+			return nil, nil, llm.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", llm.Quote(c.Name))
 		}
 		var tc struct {
 			Type     string `json:"type"`
@@ -1241,9 +1236,25 @@ func (r *hubReader) toolChoice(c *ToolChoice, tools map[string]bool) (choice, pa
 			} `json:"function"`
 		}
 		tc.Type, tc.Function.Name = "function", c.Name
-		choice = marshal(tc)
+		choice = jsonobj.Marshal(tc)
 	default:
-		return nil, nil, invalid("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
+		return nil, nil, llm.Invalid("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
 	}
 	return choice, parallel, nil
+}
+
+// unknownKey rejects a field not in known, the first in sorted order so
+// the error does not depend on map order.
+func unknownKey(m map[string]json.RawMessage, param string, known ...string) error {
+	name, ok := llm.UnknownField(m, known...)
+	if !ok {
+		return nil
+	}
+	if name == "" {
+		name = `""` // an empty key, named so that the error names a param
+	}
+	if param != "" {
+		name = param + "." + name
+	}
+	return llm.Invalid(name, "unknown field %s", name)
 }

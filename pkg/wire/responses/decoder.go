@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
@@ -73,7 +74,7 @@ func (d *Decoder) Decode(name string, data []byte) ([]llm.Chunk, error) {
 	var out []llm.Chunk
 	switch ev.Type {
 	case EventCreated, EventInProgress, EventQueued:
-		if !absent(ev.Response) {
+		if !jsonobj.IsNull(ev.Response) {
 			r, err := readResponse(ev.Response, false)
 			if err != nil {
 				return nil, err
@@ -337,7 +338,7 @@ func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk
 
 func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
 	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
-	c, err := d.chunks.Parse(jsonValue(w))
+	c, err := d.chunks.Parse(jsonobj.Marshal(w))
 	if err != nil {
 		return nil, malformed(err)
 	}

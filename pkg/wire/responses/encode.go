@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -65,7 +66,7 @@ var translated = map[string]bool{
 // is read exactly as written (a "Model" is not "model"), so that what is sent
 // depends on the body's members, never on their order.
 func EncodeRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	top, err := parseObject(req.Bytes())
+	top, err := jsonobj.Parse(req.Bytes())
 	if err != nil {
 		return nil, rejected("the request body is not a JSON object", err)
 	}
@@ -95,48 +96,48 @@ func EncodeRequest(req *llm.UpstreamRequest) ([]byte, error) {
 		}
 		out.Tools = append(out.Tools, t)
 	}
-	if tc := top["tool_choice"]; !absent(tc) {
+	if tc := top["tool_choice"]; !jsonobj.IsNull(tc) {
 		if out.ToolChoice, err = toolChoice(tc); err != nil {
 			return nil, err
 		}
 	}
-	out.ParallelToolCalls = nonNull(top["parallel_tool_calls"])
-	if rf := top["response_format"]; !absent(rf) {
+	out.ParallelToolCalls = jsonobj.NonNull(top["parallel_tool_calls"])
+	if rf := top["response_format"]; !jsonobj.IsNull(rf) {
 		format, err := textFormat(rf)
 		if err != nil {
 			return nil, err
 		}
 		out.Text = &Text{Format: format}
 	}
-	if v := nonNull(top["verbosity"]); v != nil {
+	if v := jsonobj.NonNull(top["verbosity"]); v != nil {
 		if out.Text == nil {
 			out.Text = &Text{}
 		}
 		out.Text.Verbosity = v
 	}
-	if e := nonNull(top["reasoning_effort"]); e != nil {
+	if e := jsonobj.NonNull(top["reasoning_effort"]); e != nil {
 		out.Reasoning = &Reasoning{Effort: e}
 	}
-	out.MaxOutputTokens = nonNull(top["max_completion_tokens"])
+	out.MaxOutputTokens = jsonobj.NonNull(top["max_completion_tokens"])
 	if out.MaxOutputTokens == nil {
-		out.MaxOutputTokens = nonNull(top["max_tokens"])
+		out.MaxOutputTokens = jsonobj.NonNull(top["max_tokens"])
 	}
-	out.Temperature = nonNull(top["temperature"])
-	out.TopP = nonNull(top["top_p"])
-	out.User = nonNull(top["user"])
-	out.SafetyIdentifier = nonNull(top["safety_identifier"])
-	out.PromptCacheKey = nonNull(top["prompt_cache_key"])
-	out.PromptCacheRetention = nonNull(top["prompt_cache_retention"])
-	out.ServiceTier = nonNull(top["service_tier"])
-	out.Metadata = nonNull(top["metadata"])
-	return jsonValue(out), nil
+	out.Temperature = jsonobj.NonNull(top["temperature"])
+	out.TopP = jsonobj.NonNull(top["top_p"])
+	out.User = jsonobj.NonNull(top["user"])
+	out.SafetyIdentifier = jsonobj.NonNull(top["safety_identifier"])
+	out.PromptCacheKey = jsonobj.NonNull(top["prompt_cache_key"])
+	out.PromptCacheRetention = jsonobj.NonNull(top["prompt_cache_retention"])
+	out.ServiceTier = jsonobj.NonNull(top["service_tier"])
+	out.Metadata = jsonobj.NonNull(top["metadata"])
+	return jsonobj.Marshal(out), nil
 }
 
 // refusedField says why field k, which EncodeRequest does not translate,
 // cannot be sent: it asks for what Responses cannot give. "" means the
 // field is dropped (a hint, or a field this adapter does not know).
 func refusedField(k string, v json.RawMessage) string {
-	if absent(v) {
+	if jsonobj.IsNull(v) {
 		return ""
 	}
 	s := string(bytes.TrimSpace(v))
@@ -181,7 +182,7 @@ func refusedField(k string, v json.RawMessage) string {
 
 // translateMessages fills instructions and input from messages.
 func translateMessages(out *Request, raw json.RawMessage) error {
-	if absent(raw) || raw[0] != '[' {
+	if jsonobj.IsNull(raw) || raw[0] != '[' {
 		return rejected("messages must be an array", nil)
 	}
 	var msgs []json.RawMessage
@@ -191,7 +192,7 @@ func translateMessages(out *Request, raw json.RawMessage) error {
 	var system []string
 	for i, rawMsg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := parseObject(rawMsg)
+		m, err := jsonobj.Parse(rawMsg)
 		if err != nil {
 			return rejected(at+" must be an object", err)
 		}
@@ -239,11 +240,11 @@ func translateMessages(out *Request, raw json.RawMessage) error {
 // assistantItems adds an assistant message: a message item of its text and
 // refusal (none when it has neither), then a function_call item per tool
 // call.
-func assistantItems(out *Request, m object, at string) error {
+func assistantItems(out *Request, m jsonobj.Object, at string) error {
 	var parts []InputPart
 	content := bytes.TrimSpace(m["content"])
 	switch {
-	case absent(content):
+	case jsonobj.IsNull(content):
 	case content[0] == '"':
 		var s string
 		if err := json.Unmarshal(content, &s); err != nil {
@@ -259,7 +260,7 @@ func assistantItems(out *Request, m object, at string) error {
 		}
 		for j, raw := range list {
 			pat := fmt.Sprintf("%s.content[%d]", at, j)
-			p, err := parseObject(raw)
+			p, err := jsonobj.Parse(raw)
 			if err != nil {
 				return rejected(pat+" must be an object", err)
 			}
@@ -291,14 +292,14 @@ func assistantItems(out *Request, m object, at string) error {
 	}
 	for j, raw := range calls {
 		cat := fmt.Sprintf("%s.tool_calls[%d]", at, j)
-		c, err := parseObject(raw)
+		c, err := jsonobj.Parse(raw)
 		if err != nil {
 			return rejected(cat+" must be an object", err)
 		}
 		if typ, _ := c.Str("type"); typ != "" && typ != "function" {
 			return rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses)", cat, typ), nil)
 		}
-		f, err := parseObject(c["function"])
+		f, err := jsonobj.Parse(c["function"])
 		if err != nil {
 			return rejected(cat+".function must be an object", err)
 		}
@@ -317,7 +318,7 @@ func assistantItems(out *Request, m object, at string) error {
 // as Responses input parts.
 func userContent(raw json.RawMessage, at string) (any, error) {
 	raw = bytes.TrimSpace(raw)
-	if absent(raw) {
+	if jsonobj.IsNull(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -337,7 +338,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 	parts := make([]InputPart, 0, len(list))
 	for j, rawPart := range list {
 		pat := fmt.Sprintf("%s.content[%d]", at, j)
-		p, err := parseObject(rawPart)
+		p, err := jsonobj.Parse(rawPart)
 		if err != nil {
 			return nil, rejected(pat+" must be an object", err)
 		}
@@ -346,7 +347,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 			text, _ := p.Str("text")
 			parts = append(parts, InputPart{Type: PartInputText, Text: &text})
 		case "image_url":
-			img, err := parseObject(p["image_url"])
+			img, err := jsonobj.Parse(p["image_url"])
 			if err != nil {
 				return nil, rejected(pat+".image_url must be an object", err)
 			}
@@ -360,17 +361,17 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 			}
 			parts = append(parts, InputPart{Type: PartInputImage, ImageURL: url, Detail: detail})
 		case "input_audio":
-			audio := nonNull(p["input_audio"])
+			audio := jsonobj.NonNull(p["input_audio"])
 			if audio == nil || audio[0] != '{' {
 				return nil, rejected(pat+".input_audio must be an object", nil)
 			}
 			parts = append(parts, InputPart{Type: PartInputAudio, InputAudio: audio})
 		case "file":
-			f, err := parseObject(p["file"])
+			f, err := jsonobj.Parse(p["file"])
 			if err != nil {
 				return nil, rejected(pat+".file must be an object", err)
 			}
-			fp := InputPart{Type: PartInputFile, FileID: nonNull(f["file_id"]), FileData: nonNull(f["file_data"]), Filename: nonNull(f["filename"])}
+			fp := InputPart{Type: PartInputFile, FileID: jsonobj.NonNull(f["file_id"]), FileData: jsonobj.NonNull(f["file_data"]), Filename: jsonobj.NonNull(f["filename"])}
 			if fp.FileID == nil && fp.FileData == nil {
 				return nil, rejected(pat+".file needs a file_id or file_data", nil)
 			}
@@ -386,7 +387,7 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 // developer or tool message): a string, or text parts, concatenated.
 func plainText(raw json.RawMessage, at string) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if absent(raw) {
+	if jsonobj.IsNull(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -402,7 +403,7 @@ func plainText(raw json.RawMessage, at string) (string, error) {
 	}
 	var b strings.Builder
 	for j, rawPart := range list {
-		p, err := parseObject(rawPart)
+		p, err := jsonobj.Parse(rawPart)
 		typ, _ := p.Str("type")
 		if err != nil || typ != "text" {
 			return "", rejected(fmt.Sprintf("%s.content[%d]: this message may only hold text parts for this provider (OpenAI Responses)", at, j), err)
@@ -417,18 +418,18 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // translateTool flattens a Chat Completions function tool.
 func translateTool(raw json.RawMessage, at string) (FunctionTool, error) {
-	t, err := parseObject(raw)
+	t, err := jsonobj.Parse(raw)
 	if err != nil {
 		return FunctionTool{}, rejected(at+" must be an object", err)
 	}
 	if typ, _ := t.Str("type"); typ != "function" {
 		return FunctionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
 	}
-	f, err := parseObject(t["function"])
+	f, err := jsonobj.Parse(t["function"])
 	if err != nil {
 		return FunctionTool{}, rejected(at+".function must be an object", err)
 	}
-	out := FunctionTool{Type: ToolFunction, Parameters: nonNull(f["parameters"]), Strict: nonNull(f["strict"])}
+	out := FunctionTool{Type: ToolFunction, Parameters: jsonobj.NonNull(f["parameters"]), Strict: jsonobj.NonNull(f["strict"])}
 	if out.Name, _ = f.Str("name"); out.Name == "" {
 		return FunctionTool{}, rejected(at+".function.name is required", nil)
 	}
@@ -456,13 +457,13 @@ func toolChoice(raw json.RawMessage) (any, error) {
 		}
 		return nil, rejected(fmt.Sprintf("tool_choice %q is not supported by this provider (OpenAI Responses)", s), nil)
 	}
-	c, err := parseObject(raw)
+	c, err := jsonobj.Parse(raw)
 	if err != nil {
 		return nil, rejected(want, err)
 	}
 	switch typ, _ := c.Str("type"); typ {
 	case "function":
-		f, err := parseObject(c["function"])
+		f, err := jsonobj.Parse(c["function"])
 		if err != nil {
 			return nil, rejected(want, err)
 		}
@@ -472,7 +473,7 @@ func toolChoice(raw json.RawMessage) (any, error) {
 		}
 		return &NamedTool{Type: ToolFunction, Name: name}, nil
 	case "allowed_tools":
-		a, err := parseObject(c["allowed_tools"])
+		a, err := jsonobj.Parse(c["allowed_tools"])
 		if err != nil {
 			return nil, rejected("tool_choice.allowed_tools must be an object", err)
 		}
@@ -483,11 +484,11 @@ func toolChoice(raw json.RawMessage) (any, error) {
 			return nil, err
 		}
 		for i, raw := range allowed {
-			t, err := parseObject(raw)
+			t, err := jsonobj.Parse(raw)
 			if err != nil {
 				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be an object", i), err)
 			}
-			f, _ := parseObject(t["function"])
+			f, _ := jsonobj.Parse(t["function"])
 			name, _ := f.Str("name")
 			if typ, _ := t.Str("type"); typ != "function" || name == "" {
 				return nil, rejected(fmt.Sprintf("tool_choice.allowed_tools.tools[%d] must be a function with a name", i), nil)
@@ -501,7 +502,7 @@ func toolChoice(raw json.RawMessage) (any, error) {
 
 // textFormat translates response_format into text.format.
 func textFormat(raw json.RawMessage) (*TextFormat, error) {
-	rf, err := parseObject(raw)
+	rf, err := jsonobj.Parse(raw)
 	if err != nil {
 		return nil, rejected("response_format must be an object", err)
 	}
@@ -509,7 +510,7 @@ func textFormat(raw json.RawMessage) (*TextFormat, error) {
 	case FormatText, FormatJSONObject:
 		return &TextFormat{Type: typ}, nil
 	case FormatJSONSchema:
-		js, err := parseObject(rf["json_schema"])
+		js, err := jsonobj.Parse(rf["json_schema"])
 		if err != nil {
 			return nil, rejected("response_format.json_schema must be an object", err)
 		}
@@ -517,8 +518,8 @@ func textFormat(raw json.RawMessage) (*TextFormat, error) {
 		if name == "" {
 			return nil, rejected("response_format.json_schema.name is required", nil)
 		}
-		return &TextFormat{Type: FormatJSONSchema, Name: name, Description: nonNull(js["description"]),
-			Schema: nonNull(js["schema"]), Strict: nonNull(js["strict"])}, nil
+		return &TextFormat{Type: FormatJSONSchema, Name: name, Description: jsonobj.NonNull(js["description"]),
+			Schema: jsonobj.NonNull(js["schema"]), Strict: jsonobj.NonNull(js["strict"])}, nil
 	default:
 		return nil, rejected(fmt.Sprintf("response_format type %q is not supported by this provider (OpenAI Responses)", typ), nil)
 	}
@@ -527,7 +528,7 @@ func textFormat(raw json.RawMessage) (*TextFormat, error) {
 // list is an array's elements, none for null; anything else is refused,
 // naming at.
 func list(raw json.RawMessage, at string) ([]json.RawMessage, error) {
-	l, ok := elements(raw)
+	l, ok := jsonobj.Elements(raw)
 	if !ok {
 		return nil, rejected(at+" must be an array", nil)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -62,7 +63,7 @@ func ResponseEvents(body []byte) ([]Event, error) {
 		}
 	}
 	var w eventWriter
-	if !hasStatus && !absent(errRaw) {
+	if !hasStatus && !jsonobj.IsNull(errRaw) {
 		msg, code := ErrorText(errRaw)
 		if msg == "" {
 			msg = "unspecified upstream error"

@@ -262,7 +262,7 @@ func (h *Head) Output(ch *chat.Choice, status string) ([]any, Turn) {
 	if m := ch.Message; m.Content != nil {
 		t.Text = *m.Content
 	}
-	if r, ok := refusal(&ch.Message); ok {
+	if r, ok := ch.Message.RefusalText(); ok {
 		t.Refusal = r
 	}
 	if t.Text != "" || t.Refusal != "" {
@@ -325,15 +325,6 @@ func (t *Turn) Message() (json.RawMessage, error) {
 		m.Refusal = &t.Refusal
 	}
 	return json.Marshal(m)
-}
-
-// refusal is an assembled message's refusal text, and whether it has one.
-func refusal(m *chat.Message) (string, bool) {
-	var s string
-	if len(m.Refusal) == 0 || m.Refusal[0] != '"' || json.Unmarshal(m.Refusal, &s) != nil {
-		return "", false
-	}
-	return s, true
 }
 
 // Sender sends a stream's events, each value encoded as an event's data;

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -120,7 +121,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 // noteResponse takes the id, model and creation time of a Response an
 // event carries.
 func (o *Observer) noteResponse(raw json.RawMessage) error {
-	if absent(raw) {
+	if jsonobj.IsNull(raw) {
 		return nil
 	}
 	r, err := readResponse(raw, false)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -120,7 +121,7 @@ func (r *EventReader) Read(name string, data []byte) (EventView, error) {
 		} else {
 			ev.Type = String(json.RawMessage(typ))
 		}
-	case len(typ) > 0 && !absent(json.RawMessage(typ)):
+	case len(typ) > 0 && !jsonobj.IsNull(json.RawMessage(typ)):
 		return ev, errors.Join(ErrNotEvent, ErrTypeNotText)
 	}
 	if ev.Type == "" {
@@ -194,7 +195,7 @@ func ReadItem(raw json.RawMessage) (ItemView, error) {
 		Type: String(m.Type), ID: String(m.ID), CallID: String(m.CallID), Name: String(m.Name),
 		EncryptedContent: String(m.EncryptedContent),
 	}
-	if len(m.Arguments) > 0 && m.Arguments[0] != '"' && !absent(m.Arguments) {
+	if len(m.Arguments) > 0 && m.Arguments[0] != '"' && !jsonobj.IsNull(m.Arguments) {
 		it.Arguments = string(m.Arguments)
 	} else {
 		it.Arguments = String(m.Arguments)
@@ -213,7 +214,7 @@ func ReadItem(raw json.RawMessage) (ItemView, error) {
 }
 
 func readParts(raw json.RawMessage) ([]PartView, error) {
-	if absent(raw) {
+	if jsonobj.IsNull(raw) {
 		return nil, nil
 	}
 	var list []json.RawMessage
@@ -315,20 +316,20 @@ func ReadResponse(raw json.RawMessage, output bool) (ResponseView, error) {
 	if n, err := strconv.ParseFloat(string(m.CreatedAt), 64); err == nil && n >= 0 && n < 1<<53 {
 		r.CreatedAt = int64(n)
 	}
-	if !absent(m.Usage) && m.Usage[0] == '{' {
+	if !jsonobj.IsNull(m.Usage) && m.Usage[0] == '{' {
 		r.Usage = m.Usage
 	}
 	var details struct {
 		Reason json.RawMessage `json:"reason"`
 	}
-	if !absent(m.IncompleteDetails) && json.Unmarshal(m.IncompleteDetails, &details) == nil {
+	if !jsonobj.IsNull(m.IncompleteDetails) && json.Unmarshal(m.IncompleteDetails, &details) == nil {
 		r.IncompleteReason = String(details.Reason)
 	}
-	if !absent(m.Error) {
+	if !jsonobj.IsNull(m.Error) {
 		r.HasErr = true
 		r.ErrorMessage, r.ErrorCode = ErrorText(m.Error)
 	}
-	if output && !absent(m.Output) {
+	if output && !jsonobj.IsNull(m.Output) {
 		if m.Output[0] != '[' || json.Unmarshal(m.Output, &r.Output) != nil {
 			return ResponseView{}, ErrOutputNoList
 		}
@@ -349,7 +350,7 @@ func FailureMessage(ev *EventView) string {
 		if msg := String(ev.Message); msg != "" {
 			return msg
 		}
-		if !absent(ev.Error) {
+		if !jsonobj.IsNull(ev.Error) {
 			msg, _ := ErrorText(ev.Error)
 			return msg
 		}
@@ -396,10 +397,4 @@ func String(raw json.RawMessage) string {
 		return ""
 	}
 	return s
-}
-
-// absent reports whether a member is missing or null.
-func absent(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) == 0 || string(raw) == "null"
 }

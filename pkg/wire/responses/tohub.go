@@ -14,6 +14,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
@@ -214,7 +215,7 @@ func (r *HubRequest) Preview() ([]byte, error) {
 func parseRequest(body []byte) (*HubRequest, error) {
 	var v RequestView
 	if err := jsonv2.Unmarshal(body, &v, lenient); err != nil || firstByte(body) != '{' {
-		return nil, bodyError(body)
+		return nil, llm.BodyError(body)
 	}
 	if err := checkKeys("", v.Extra, slices.Concat(llm.GatewayFields, IgnoredFields)); err != nil {
 		return nil, err
@@ -227,24 +228,24 @@ func parseRequest(body []byte) (*HubRequest, error) {
 	// Features the gateway does not offer: a clear 400 rather than a
 	// silently different answer.
 	if present(v.Conversation) {
-		return nil, invalid("conversation", "conversation is not supported by this gateway; continue a conversation with previous_response_id")
+		return nil, llm.Invalid("conversation", "conversation is not supported by this gateway; continue a conversation with previous_response_id")
 	}
 	if present(v.Prompt) {
-		return nil, invalid("prompt", "prompt templates are not supported by this gateway; send the prompt as instructions and input")
+		return nil, llm.Invalid("prompt", "prompt templates are not supported by this gateway; send the prompt as instructions and input")
 	}
 	background, err := readBool(v.Background, "background")
 	if err != nil {
 		return nil, err
 	}
 	if background != nil && *background {
-		return nil, invalid("background", "background mode is not supported by this gateway; send the request with background false (or without it), streaming if it is long")
+		return nil, llm.Invalid("background", "background mode is not supported by this gateway; send the request with background false (or without it), streaming if it is long")
 	}
 	if logprobs, err := readInt(v.TopLogprobs, "top_logprobs", 0, 20); err != nil {
 		return nil, err
 	} else if logprobs > 0 {
-		return nil, invalid("top_logprobs", "top_logprobs is not supported by this gateway")
+		return nil, llm.Invalid("top_logprobs", "top_logprobs is not supported by this gateway")
 	}
-	h := &hintSet{}
+	h := &llm.HintSet{}
 	effort, err := checkIgnored(&v, h)
 	if err != nil {
 		return nil, err
@@ -254,13 +255,13 @@ func parseRequest(body []byte) (*HubRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.model = jsonValue(model)
+	r.model = jsonobj.Marshal(model)
 
 	if r.PreviousResponseID, err = readString(v.PreviousResponseID, "previous_response_id", false); err != nil {
 		return nil, err
 	}
 	if present(v.PreviousResponseID) && r.PreviousResponseID == "" {
-		return nil, invalid("previous_response_id", "previous_response_id must not be empty")
+		return nil, llm.Invalid("previous_response_id", "previous_response_id must not be empty")
 	}
 	if store, err := readBool(v.Store, "store"); err != nil {
 		return nil, err
@@ -275,14 +276,14 @@ func parseRequest(body []byte) (*HubRequest, error) {
 	}
 
 	if present(v.MaxOutputTokens) {
-		n, err := readInt(v.MaxOutputTokens, "max_output_tokens", 1, maxTokens)
+		n, err := readInt(v.MaxOutputTokens, "max_output_tokens", 1, llm.MaxTokensBound)
 		if err != nil {
 			return nil, err
 		}
 		add("max_completion_tokens", json.RawMessage(strconv.FormatInt(n, 10)))
 	}
 	if effort != "" {
-		add("reasoning_effort", jsonValue(effort))
+		add("reasoning_effort", jsonobj.Marshal(effort))
 	}
 	for _, p := range []struct {
 		name string
@@ -292,12 +293,12 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		if !present(p.raw) {
 			continue
 		}
-		f, ok := number(json.RawMessage(p.raw))
+		f, ok := jsonobj.Number(json.RawMessage(p.raw))
 		if !ok {
-			return nil, invalid(p.name, "%s must be a number", p.name)
+			return nil, llm.Invalid(p.name, "%s must be a number", p.name)
 		}
 		if f < 0 || f > p.max {
-			return nil, invalid(p.name, "%s must be from 0 to %g", p.name, p.max)
+			return nil, llm.Invalid(p.name, "%s must be from 0 to %g", p.name, p.max)
 		}
 		add(p.name, json.RawMessage(p.raw))
 	}
@@ -307,7 +308,7 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		return nil, err
 	}
 	if len(tools) > 0 {
-		add("tools", jsonValue(tools))
+		add("tools", jsonobj.Marshal(tools))
 	}
 	if present(v.ToolChoice) {
 		choice, err := readToolChoice(v.ToolChoice, names)
@@ -337,7 +338,7 @@ func parseRequest(body []byte) (*HubRequest, error) {
 			add("response_format", format)
 		}
 		if verbosity != "" {
-			add("verbosity", jsonValue(verbosity))
+			add("verbosity", jsonobj.Marshal(verbosity))
 		}
 	}
 
@@ -358,7 +359,7 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		user = safety
 	}
 	if user != "" {
-		add("user", jsonValue(user))
+		add("user", jsonobj.Marshal(user))
 	}
 
 	if stream, err := readBool(v.Stream, "stream"); err != nil {
@@ -380,10 +381,10 @@ func parseRequest(body []byte) (*HubRequest, error) {
 	if r.PreviousResponseID == "" {
 		if len(r.pending) > 0 {
 			p := r.pending[0]
-			return nil, invalid(p.param, "no tool call found for function call output with call_id %s", quote(p.callID))
+			return nil, llm.Invalid(p.param, "no tool call found for function call output with call_id %s", llm.Quote(p.callID))
 		}
 		if len(r.Input) == 0 && r.Instructions == "" {
-			return nil, invalid("input", "input has no message for the model")
+			return nil, llm.Invalid("input", "input has no message for the model")
 		}
 	}
 	return r, nil
@@ -395,7 +396,7 @@ func parseRequest(body []byte) (*HubRequest, error) {
 func (r *HubRequest) build(prior []json.RawMessage) error {
 	msgs := make([]json.RawMessage, 0, 1+len(prior)+len(r.Input))
 	if r.Instructions != "" {
-		msgs = append(msgs, jsonValue(chat.RequestMessage{Role: "system", Content: jsonValue(r.Instructions)}))
+		msgs = append(msgs, jsonobj.Marshal(chat.RequestMessage{Role: "system", Content: jsonobj.Marshal(r.Instructions)}))
 	}
 	calls := make(map[string]bool)
 	for i, m := range prior {
@@ -417,12 +418,12 @@ func (r *HubRequest) build(prior []json.RawMessage) error {
 	}
 	for _, p := range r.pending {
 		if !calls[p.callID] {
-			return invalid(p.param, "no tool call found for function call output with call_id %s", quote(p.callID))
+			return llm.Invalid(p.param, "no tool call found for function call output with call_id %s", llm.Quote(p.callID))
 		}
 	}
 	msgs = append(msgs, r.Input...)
 	if len(msgs) == 0 {
-		return invalid("input", "input has no message for the model")
+		return llm.Invalid("input", "input has no message for the model")
 	}
 
 	n := len(r.model) + 32
@@ -432,7 +433,7 @@ func (r *HubRequest) build(prior []json.RawMessage) error {
 	for _, f := range r.fields {
 		n += len(f.key) + len(f.value) + 4
 	}
-	out := newObjectWriter(n)
+	out := llm.NewObjectWriter(n)
 	out.Add("model", r.model)
 	list := make([]byte, 0, n)
 	list = append(list, '[')
@@ -452,16 +453,16 @@ func (r *HubRequest) build(prior []json.RawMessage) error {
 
 // input translates input (a string or an array of items, as written)
 // into r.Input.
-func (r *HubRequest) input(input []byte, h *hintSet) error {
+func (r *HubRequest) input(input []byte, h *llm.HintSet) error {
 	raw := jsontext.Value(input)
 	if !present(raw) {
-		return invalid("input", "input is required")
+		return llm.Invalid("input", "input is required")
 	}
 	if raw[0] == '"' {
 		if _, err := stringValue(raw, "input"); err != nil {
 			return err
 		}
-		r.Input = []json.RawMessage{jsonValue(chat.RequestMessage{Role: "user", Content: json.RawMessage(raw)})}
+		r.Input = []json.RawMessage{jsonobj.Marshal(chat.RequestMessage{Role: "user", Content: json.RawMessage(raw)})}
 		return nil
 	}
 	items, err := readArray(raw, "input", "input must be a string or an array of input items")
@@ -469,7 +470,7 @@ func (r *HubRequest) input(input []byte, h *hintSet) error {
 		return err
 	}
 	if len(items) == 0 {
-		return invalid("input", "input must not be empty")
+		return llm.Invalid("input", "input must not be empty")
 	}
 	var out []chat.RequestMessage
 	open := -1 // the assistant message in out a function_call joins, or -1
@@ -486,7 +487,7 @@ func (r *HubRequest) input(input []byte, h *hintSet) error {
 		}
 		if typ == "" {
 			if !present(m.Role) {
-				return invalid(at+".type", "%s.type is required (or a role, for a message)", at)
+				return llm.Invalid(at+".type", "%s.type is required (or a role, for a message)", at)
 			}
 			typ = ItemMessage
 		}
@@ -532,14 +533,14 @@ func (r *HubRequest) input(input []byte, h *hintSet) error {
 			}
 			h.Add("input[reasoning]")
 		case ItemReference:
-			return invalid(at+".type", "%s: item_reference is not supported by this gateway; continue from a stored response with previous_response_id, or send the item itself", at)
+			return llm.Invalid(at+".type", "%s: item_reference is not supported by this gateway; continue from a stored response with previous_response_id, or send the item itself", at)
 		default:
-			return invalid(at+".type", "%s.type %s is not supported by this gateway (only message, function_call, function_call_output and reasoning items are)", at, quote(typ))
+			return llm.Invalid(at+".type", "%s.type %s is not supported by this gateway (only message, function_call, function_call_output and reasoning items are)", at, llm.Quote(typ))
 		}
 	}
 	r.Input = make([]json.RawMessage, len(out))
 	for i, msg := range out {
-		r.Input[i] = jsonValue(msg)
+		r.Input[i] = jsonobj.Marshal(msg)
 	}
 	return nil
 }
@@ -582,7 +583,7 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 	case err != nil:
 		return msg, err
 	case phase != "" && phase != "commentary" && phase != "final_answer":
-		return msg, invalid(at+".phase", "%s.phase must be \"commentary\" or \"final_answer\"", at)
+		return msg, llm.Invalid(at+".phase", "%s.phase must be \"commentary\" or \"final_answer\"", at)
 	}
 	clientRole, err := readString(m.Role, at+".role", true)
 	if err != nil {
@@ -594,7 +595,7 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 	case "developer":
 		role = "system"
 	default:
-		return msg, invalid(at+".role", "%s.role must be \"user\", \"assistant\", \"system\" or \"developer\"", at)
+		return msg, llm.Invalid(at+".role", "%s.role must be \"user\", \"assistant\", \"system\" or \"developer\"", at)
 	}
 	if _, err := readString(m.Status, at+".status", false); err != nil {
 		return msg, err
@@ -609,7 +610,7 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 		return msg, nil
 	}
 	if len(parts) == 0 {
-		return msg, invalid(at+".content", "%s.content must not be empty", at)
+		return msg, llm.Invalid(at+".content", "%s.content must not be empty", at)
 	}
 	out := make([]any, 0, len(parts))
 	assistant := role == "assistant"
@@ -645,7 +646,7 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 				return msg, err
 			}
 			if !present(pm.Text) {
-				return msg, invalid(pat+".text", "%s.text is required", pat)
+				return msg, llm.Invalid(pat+".text", "%s.text is required", pat)
 			}
 			out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 		case typ == PartRefusal && assistant:
@@ -655,14 +656,14 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 			}
 			out = append(out, chat.RefusalPart{Type: chat.PartRefusal, Refusal: text})
 		case typ == PartInputText || typ == PartInputImage || typ == PartOutputText || typ == PartRefusal:
-			return msg, invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, clientRole, allowedParts(role))
+			return msg, llm.Invalid(pat+".type", "%s: %s parts are not allowed in a %s message (%s)", pat, typ, clientRole, allowedParts(role))
 		case typ == PartInputFile || typ == PartInputAudio:
-			return msg, invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
+			return msg, llm.Invalid(pat+".type", "%s: %s parts are not supported by this gateway", pat, typ)
 		default:
-			return msg, invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, quote(typ), allowedParts(role))
+			return msg, llm.Invalid(pat+".type", "%s.type %s is not a content part type (%s)", pat, llm.Quote(typ), allowedParts(role))
 		}
 	}
-	msg.Content = jsonValue(out)
+	msg.Content = jsonobj.Marshal(out)
 	return msg, nil
 }
 
@@ -683,7 +684,7 @@ func partText(p *InputPartView, value jsontext.Value, at, name string) (string, 
 		return "", err
 	}
 	if !present(value) {
-		return "", invalid(at+"."+name, "%s.%s is required", at, name)
+		return "", llm.Invalid(at+"."+name, "%s.%s is required", at, name)
 	}
 	return readString(value, at+"."+name, false)
 }
@@ -695,7 +696,7 @@ func readImage(m *InputPartView, at string) (chat.ImagePart, error) {
 		return p, err
 	}
 	if present(m.FileID) {
-		return p, invalid(at+".file_id", "%s.file_id is not supported by this gateway (it keeps no files); send the image as image_url, an https or data: URL", at)
+		return p, llm.Invalid(at+".file_id", "%s.file_id is not supported by this gateway (it keeps no files); send the image as image_url, an https or data: URL", at)
 	}
 	u, err := readString(m.ImageURL, at+".image_url", true)
 	if err != nil {
@@ -707,10 +708,10 @@ func readImage(m *InputPartView, at string) (chat.ImagePart, error) {
 	case strings.HasPrefix(lower, "data:image/"):
 		meta, _, ok := strings.Cut(u, ",")
 		if !ok || !strings.HasSuffix(strings.ToLower(meta), ";base64") {
-			return p, invalid(at+".image_url", "%s.image_url: a data URL must be base64 (data:image/png;base64,...)", at)
+			return p, llm.Invalid(at+".image_url", "%s.image_url: a data URL must be base64 (data:image/png;base64,...)", at)
 		}
 	default:
-		return p, invalid(at+".image_url", "%s.image_url must be an http or https URL or a data:image/...;base64 URL", at)
+		return p, llm.Invalid(at+".image_url", "%s.image_url must be an http or https URL or a data:image/...;base64 URL", at)
 	}
 	p.ImageURL.URL = u
 	detail, err := readString(m.Detail, at+".detail", false)
@@ -725,7 +726,7 @@ func readImage(m *InputPartView, at string) (chat.ImagePart, error) {
 		// has no word for: its nearest is "high".
 		p.ImageURL.Detail = "high"
 	default:
-		return p, invalid(at+".detail", "%s.detail must be \"auto\", \"low\", \"high\" or \"original\"", at)
+		return p, llm.Invalid(at+".detail", "%s.detail must be \"auto\", \"low\", \"high\" or \"original\"", at)
 	}
 	return p, nil
 }
@@ -745,7 +746,7 @@ func readFunctionCall(m *InputItemView, at string) (chat.ToolCall, error) {
 		return c, err
 	}
 	if !present(m.Arguments) {
-		return c, invalid(at+".arguments", "%s.arguments is required", at)
+		return c, llm.Invalid(at+".arguments", "%s.arguments is required", at)
 	}
 	if c.Function.Arguments, err = readString(m.Arguments, at+".arguments", false); err != nil {
 		return c, err
@@ -797,7 +798,7 @@ func readFunctionOutput(m *InputItemView, at string) (chat.RequestMessage, error
 			return msg, err
 		}
 		if typ != PartInputText {
-			return msg, invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, quote(typ))
+			return msg, llm.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, llm.Quote(typ))
 		}
 		text, err := partText(&pm, pm.Text, pat, "text")
 		if err != nil {
@@ -805,7 +806,7 @@ func readFunctionOutput(m *InputItemView, at string) (chat.RequestMessage, error
 		}
 		out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 	}
-	msg.Content = textContent(out)
+	msg.Content = llm.TextContent(out)
 	return msg, nil
 }
 
@@ -815,7 +816,7 @@ func readFunctionOutput(m *InputItemView, at string) (chat.RequestMessage, error
 func stringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessage, []jsontext.Value, error) {
 	fat := at + "." + field
 	if !present(raw) {
-		return nil, nil, invalid(fat, "%s is required", fat)
+		return nil, nil, llm.Invalid(fat, "%s is required", fat)
 	}
 	if raw[0] == '"' {
 		if _, err := stringValue(raw, fat); err != nil {
@@ -833,7 +834,7 @@ func stringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessage,
 // readTools translates the function tools, those of namespaces flattened;
 // names are their names. Built-in tools are dropped and named. Both are
 // nil when the request has no tools.
-func readTools(raw jsontext.Value, h *hintSet) ([]chat.Tool, map[string]bool, error) {
+func readTools(raw jsontext.Value, h *llm.HintSet) ([]chat.Tool, map[string]bool, error) {
 	if !present(raw) {
 		return nil, nil, nil
 	}
@@ -871,7 +872,7 @@ func readTools(raw jsontext.Value, h *hintSet) ([]chat.Tool, map[string]bool, er
 				return nil, nil, err
 			}
 			if !present(m.Tools) {
-				return nil, nil, invalid(at+".tools", "%s.tools is required", at)
+				return nil, nil, llm.Invalid(at+".tools", "%s.tools is required", at)
 			}
 			inner, err := readArray(m.Tools, at+".tools", at+".tools must be an array of function tools")
 			if err != nil {
@@ -888,7 +889,7 @@ func readTools(raw jsontext.Value, h *hintSet) ([]chat.Tool, map[string]bool, er
 					return nil, nil, err
 				}
 				if ityp != ToolFunction {
-					return nil, nil, invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, quote(ityp))
+					return nil, nil, llm.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, llm.Quote(ityp))
 				}
 				out, err := readFunctionTool(&im, iat, names)
 				if err != nil {
@@ -902,7 +903,7 @@ func readTools(raw jsontext.Value, h *hintSet) ([]chat.Tool, map[string]bool, er
 			"computer_use_preview", "computer_use", "apply_patch":
 			h.Add("tools[" + typ + "]")
 		default:
-			return nil, nil, invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, quote(typ))
+			return nil, nil, llm.Invalid(at+".type", "%s.type %s is not supported by this gateway (function, namespace and built-in tools are)", at, llm.Quote(typ))
 		}
 	}
 	return tools, names, nil
@@ -922,10 +923,10 @@ func readFunctionTool(m *ToolView, at string, names map[string]bool) (chat.Tool,
 		return out, err
 	}
 	if !validName(out.Function.Name) {
-		return out, invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, maxFunctionName)
+		return out, llm.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, maxFunctionName)
 	}
 	if names[out.Function.Name] {
-		return out, invalid(at+".name", "%s.name: tool names must be unique", at)
+		return out, llm.Invalid(at+".name", "%s.name: tool names must be unique", at)
 	}
 	names[out.Function.Name] = true
 	if out.Function.Description, err = readString(m.Description, at+".description", false); err != nil {
@@ -968,23 +969,23 @@ func readToolChoice(raw jsontext.Value, tools map[string]bool) (json.RawMessage,
 		case "auto", "none":
 		case "required":
 			if len(tools) == 0 {
-				return nil, invalid(param, "tool_choice \"required\" requires tools")
+				return nil, llm.Invalid(param, "tool_choice \"required\" requires tools")
 			}
 		default:
-			return nil, invalid(param, "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"name\":...}")
+			return nil, llm.Invalid(param, "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"name\":...}")
 		}
-		return jsonValue(s), nil
+		return jsonobj.Marshal(s), nil
 	}
 	var m ToolChoiceView
 	if err := decodeObject(raw, param, &m); err != nil {
-		return nil, invalid(param, "tool_choice must be a string or an object")
+		return nil, llm.Invalid(param, "tool_choice must be a string or an object")
 	}
 	typ, err := readString(m.Type, "tool_choice.type", true)
 	if err != nil {
 		return nil, err
 	}
 	if typ != ToolFunction {
-		return nil, invalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", quote(typ))
+		return nil, llm.Invalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", llm.Quote(typ))
 	}
 	if err := checkKeys(param, m.Extra, nil); err != nil {
 		return nil, err
@@ -994,9 +995,9 @@ func readToolChoice(raw jsontext.Value, tools map[string]bool) (json.RawMessage,
 		return nil, err
 	}
 	if !tools[name] {
-		return nil, invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", quote(name))
+		return nil, llm.Invalid("tool_choice.name", "tool_choice.name %s is not one of the tools", llm.Quote(name))
 	}
-	return jsonValue(chat.NamedToolChoice{Type: chat.ToolTypeFunction, Function: chat.NamedFunc{Name: name}}), nil
+	return jsonobj.Marshal(chat.NamedToolChoice{Type: chat.ToolTypeFunction, Function: chat.NamedFunc{Name: name}}), nil
 }
 
 // readText translates text: its format, as a response_format (nil for plain
@@ -1016,7 +1017,7 @@ func readText(raw jsontext.Value) (format json.RawMessage, verbosity string, err
 	switch verbosity {
 	case "", "low", "medium", "high":
 	default:
-		return nil, "", invalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
+		return nil, "", llm.Invalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
 	}
 	format, err = readFormat(m.Format)
 	return format, verbosity, err
@@ -1048,10 +1049,10 @@ func readFormat(raw jsontext.Value) (json.RawMessage, error) {
 		if err := keys("type"); err != nil {
 			return nil, err
 		}
-		return jsonValue(chat.ResponseFormat{Type: chat.FormatJSONObject}), nil
+		return jsonobj.Marshal(chat.ResponseFormat{Type: chat.FormatJSONObject}), nil
 	case FormatJSONSchema:
 	default:
-		return nil, invalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
+		return nil, llm.Invalid(at+".type", "%s.type must be \"text\", \"json_schema\" or \"json_object\"", at)
 	}
 	if err := keys("type", "name", "schema", "description", "strict"); err != nil {
 		return nil, err
@@ -1061,7 +1062,7 @@ func readFormat(raw jsontext.Value) (json.RawMessage, error) {
 		return nil, err
 	}
 	if !validName(js.Name) {
-		return nil, invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, maxFunctionName)
+		return nil, llm.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, maxFunctionName)
 	}
 	if js.Description, err = readString(f.Description, at+".description", false); err != nil {
 		return nil, err
@@ -1074,7 +1075,7 @@ func readFormat(raw jsontext.Value) (json.RawMessage, error) {
 	} else if strict != nil {
 		js.Strict = json.RawMessage(strconv.FormatBool(*strict))
 	}
-	return jsonValue(chat.ResponseFormat{Type: chat.FormatJSONSchema, JSONSchema: &js}), nil
+	return jsonobj.Marshal(chat.ResponseFormat{Type: chat.FormatJSONSchema, JSONSchema: &js}), nil
 }
 
 // readMetadata checks metadata, OpenAI's map of at most 16 strings, and
@@ -1082,10 +1083,10 @@ func readFormat(raw jsontext.Value) (json.RawMessage, error) {
 func readMetadata(raw json.RawMessage) (json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil, invalid("metadata", "metadata must be an object")
+		return nil, llm.Invalid("metadata", "metadata must be an object")
 	}
 	if len(m) > maxMetadata {
-		return nil, invalid("metadata", "metadata must have at most %d keys", maxMetadata)
+		return nil, llm.Invalid("metadata", "metadata must have at most %d keys", maxMetadata)
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -1100,19 +1101,19 @@ func readMetadata(raw json.RawMessage) (json.RawMessage, error) {
 		}
 		at := "metadata." + name
 		if len(k) > maxMetadataKey {
-			return nil, invalid(at, "metadata keys must be at most %d characters", maxMetadataKey)
+			return nil, llm.Invalid(at, "metadata keys must be at most %d characters", maxMetadataKey)
 		}
 		v, err := stringValue(jsontext.Value(m[k]), at)
 		if err != nil {
 			return nil, err
 		}
 		if len(v) > maxMetadataValue {
-			return nil, invalid(at, "%s must be at most %d characters", at, maxMetadataValue)
+			return nil, llm.Invalid(at, "%s must be at most %d characters", at, maxMetadataValue)
 		}
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return nil, invalid("metadata", "metadata must be an object")
+		return nil, llm.Invalid("metadata", "metadata must be an object")
 	}
 	return b.Bytes(), nil
 }
@@ -1120,9 +1121,9 @@ func readMetadata(raw json.RawMessage) (json.RawMessage, error) {
 // checkIgnored checks the shape of the ignored fields (a wrong type is
 // still the client's mistake) and returns reasoning.effort, which is
 // translated.
-func checkIgnored(v *RequestView, h *hintSet) (effort string, err error) {
+func checkIgnored(v *RequestView, h *llm.HintSet) (effort string, err error) {
 	if present(v.ClientMetadata) && v.ClientMetadata[0] != '{' {
-		return "", invalid("client_metadata", "client_metadata must be an object")
+		return "", llm.Invalid("client_metadata", "client_metadata must be an object")
 	}
 	for _, f := range []namedMember{{"service_tier", v.ServiceTier}, {"prompt_cache_key", v.PromptCacheKey}, {"prompt_cache_retention", v.PromptCacheRetention}} {
 		if _, err := readString(f.value, f.name, false); err != nil {
@@ -1134,7 +1135,7 @@ func checkIgnored(v *RequestView, h *hintSet) (effort string, err error) {
 		return "", err
 	}
 	if truncation != "" && truncation != "auto" && truncation != "disabled" {
-		return "", invalid("truncation", "truncation must be \"auto\" or \"disabled\"")
+		return "", llm.Invalid("truncation", "truncation must be \"auto\" or \"disabled\"")
 	}
 	if _, err := readInt(v.MaxToolCalls, "max_tool_calls", 0, math.MaxInt32); err != nil {
 		return "", err
@@ -1167,7 +1168,7 @@ func checkIgnored(v *RequestView, h *hintSet) (effort string, err error) {
 		switch effort {
 		case "", "none", "minimal", "low", "medium", "high", "xhigh":
 		default:
-			return "", invalid("reasoning.effort", "reasoning.effort must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"")
+			return "", llm.Invalid("reasoning.effort", "reasoning.effort must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"")
 		}
 		if present(m.Summary) || present(m.GenerateSummary) {
 			h.Add("reasoning.summary")
@@ -1203,15 +1204,6 @@ func firstByte(body []byte) byte {
 	return 0
 }
 
-// bodyError is the error of a body that is not a JSON object, saying
-// where a body that is not JSON stops being JSON (objectBody).
-func bodyError(body []byte) error {
-	if _, err := objectBody(body); err != nil {
-		return err
-	}
-	return invalid("", "request body must be a JSON object")
-}
-
 func present(raw jsontext.Value) bool {
 	return len(raw) > 0 && string(raw) != "null"
 }
@@ -1219,7 +1211,7 @@ func present(raw jsontext.Value) bool {
 // decodeObject reads a member that must be an object into its view.
 func decodeObject(raw jsontext.Value, param string, v any) error {
 	if len(raw) == 0 || raw[0] != '{' || jsonv2.Unmarshal(raw, v, lenient) != nil {
-		return invalid(param, "%s must be an object", param)
+		return llm.Invalid(param, "%s must be an object", param)
 	}
 	return nil
 }
@@ -1229,12 +1221,12 @@ func decodeObject(raw jsontext.Value, param string, v any) error {
 func objectMember(raw jsontext.Value, param string, required bool) (json.RawMessage, error) {
 	if !present(raw) {
 		if required {
-			return nil, invalid(param, "%s is required", param)
+			return nil, llm.Invalid(param, "%s is required", param)
 		}
 		return nil, nil
 	}
 	if raw[0] != '{' {
-		return nil, invalid(param, "%s must be a JSON schema object", param)
+		return nil, llm.Invalid(param, "%s must be a JSON schema object", param)
 	}
 	return json.RawMessage(raw), nil
 }
@@ -1243,7 +1235,7 @@ func objectMember(raw jsontext.Value, param string, required bool) (json.RawMess
 func readArray(raw jsontext.Value, param, msg string) ([]jsontext.Value, error) {
 	var a []jsontext.Value
 	if len(raw) == 0 || raw[0] != '[' || jsonv2.Unmarshal(raw, &a, lenient) != nil {
-		return nil, invalid(param, "%s", msg)
+		return nil, llm.Invalid(param, "%s", msg)
 	}
 	return a, nil
 }
@@ -1253,7 +1245,7 @@ func readArray(raw jsontext.Value, param, msg string) ([]jsontext.Value, error) 
 func readString(raw jsontext.Value, param string, required bool) (string, error) {
 	if !present(raw) {
 		if required {
-			return "", invalid(param, "%s is required", param)
+			return "", llm.Invalid(param, "%s is required", param)
 		}
 		return "", nil
 	}
@@ -1262,7 +1254,7 @@ func readString(raw jsontext.Value, param string, required bool) (string, error)
 		return "", err
 	}
 	if required && s == "" {
-		return "", invalid(param, "%s must not be empty", param)
+		return "", llm.Invalid(param, "%s must not be empty", param)
 	}
 	return s, nil
 }
@@ -1272,7 +1264,7 @@ func readString(raw jsontext.Value, param string, required bool) (string, error)
 func stringValue(raw jsontext.Value, param string) (string, error) {
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", invalid(param, "%s must be a string", param)
+		return "", llm.Invalid(param, "%s must be a string", param)
 	}
 	return s, nil
 }
@@ -1288,7 +1280,7 @@ func readBool(raw jsontext.Value, param string) (*bool, error) {
 		b = true
 	case "false":
 	default:
-		return nil, invalid(param, "%s must be a boolean", param)
+		return nil, llm.Invalid(param, "%s must be a boolean", param)
 	}
 	return &b, nil
 }
@@ -1299,12 +1291,12 @@ func readInt(raw jsontext.Value, param string, lo, hi int64) (int64, error) {
 	if !present(raw) {
 		return 0, nil
 	}
-	f, ok := number(json.RawMessage(raw))
+	f, ok := jsonobj.Number(json.RawMessage(raw))
 	if !ok || f != math.Trunc(f) {
-		return 0, invalid(param, "%s must be an integer", param)
+		return 0, llm.Invalid(param, "%s must be an integer", param)
 	}
 	if f < float64(lo) || f > float64(hi) {
-		return 0, invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+		return 0, llm.Invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
 	}
 	return int64(f), nil
 }
@@ -1369,7 +1361,7 @@ func checkKeys(param string, extra jsontext.Value, known []string, refused ...na
 	if param != "" {
 		name = param + "." + name
 	}
-	return invalid(name, "unknown field %s", name)
+	return llm.Invalid(name, "unknown field %s", name)
 }
 
 // extraMember is the member name of extra (the last, if given twice),
@@ -1402,7 +1394,7 @@ func extraMember(extra jsontext.Value, name string) jsontext.Value {
 // as Chat Completions messages, as a request's input is translated.
 func InputMessages(raw json.RawMessage) ([]json.RawMessage, error) {
 	r := &HubRequest{}
-	if err := r.input(raw, &hintSet{}); err != nil {
+	if err := r.input(raw, &llm.HintSet{}); err != nil {
 		return nil, err
 	}
 	return r.Input, nil

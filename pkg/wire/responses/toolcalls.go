@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 )
 
 // toolCalls counts the calls of the provider's built-in tools in an
@@ -70,7 +72,7 @@ func (t *toolCalls) item(raw json.RawMessage) {
 
 // response counts the output items of a Response object (raw JSON).
 func (t *toolCalls) response(raw json.RawMessage) {
-	if absent(raw) {
+	if jsonobj.IsNull(raw) {
 		return
 	}
 	r, err := ReadResponse(raw, true)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
@@ -19,7 +20,7 @@ import (
 // for a usage that is null, not an object, or has neither count. A count
 // that is not a number reads as 0.
 func ChatUsage(raw json.RawMessage, serverToolUse map[string]int64) json.RawMessage {
-	if absent(raw) || raw[0] != '{' {
+	if jsonobj.IsNull(raw) || raw[0] != '{' {
 		return nil
 	}
 	var u struct {
@@ -62,7 +63,7 @@ func count(raw json.RawMessage) int64 {
 // detail reads one count of a details object, its key matched exactly;
 // ok is false when there is no such object or count.
 func detail(raw json.RawMessage, name string) (int64, bool) {
-	if absent(raw) || raw[0] != '{' {
+	if jsonobj.IsNull(raw) || raw[0] != '{' {
 		return 0, false
 	}
 	var m map[string]json.RawMessage
@@ -70,7 +71,7 @@ func detail(raw json.RawMessage, name string) (int64, bool) {
 		return 0, false
 	}
 	v, ok := m[name]
-	if !ok || absent(v) {
+	if !ok || jsonobj.IsNull(v) {
 		return 0, false
 	}
 	return count(v), true
