@@ -6,6 +6,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,15 +141,27 @@ func HTTPClient(hc *http.Client) *http.Client {
 	return &own
 }
 
-// NewRequest is a POST to url of a JSON body given as pieces, sent in
-// order without being joined: a large piece is written to the connection
-// from where it is, never copied into a buffer of the body's size.
+// NewRequest is a POST to url of a JSON body given as pieces. A body of
+// more than joinedBody bytes is sent in order without being joined: a
+// large piece is written to the connection from where it is, never copied
+// into a buffer of the body's size. A smaller one is joined (a single
+// piece is not copied) and sent as a bytes.Reader, which net/http writes
+// in the same write as the request's head; for a reader it does not know,
+// it writes the head first, which costs a second write and, on loopback,
+// wakes the upstream twice.
 func NewRequest(ctx context.Context, url string, pieces [][]byte) (*http.Request, error) {
+	n := (&bodyPieces{b: pieces}).len()
+	if n > 0 && n <= joinedBody {
+		b := pieces[0]
+		if len(b) != int(n) {
+			b = bytes.Join(pieces, nil)
+		}
+		return http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	n := (&bodyPieces{b: pieces}).len()
 	if n == 0 {
 		return req, nil
 	}
@@ -222,6 +235,12 @@ func Endpoint(baseURL, path string) (string, error) {
 	}
 	return endpoint, nil
 }
+
+// joinedBody is the size up to which NewRequest joins a body's pieces:
+// net/http's transport buffers 4 KiB of a request (its default
+// WriteBufferSize), so a larger body takes a second write whatever its
+// reader.
+const joinedBody = 4 << 10
 
 // bodyPieces is a request body as pieces, read in order. On a plain
 // connection, bodyConn writes what is left of it in one writev.

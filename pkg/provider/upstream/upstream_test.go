@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,5 +244,76 @@ func TestNewRequest(t *testing.T) {
 	}
 	if string(pieces[0]) != `{"a":` || len(pieces[1]) != len(big)+2 || string(pieces[2]) != `,"b":1}` {
 		t.Error("sending changed the pieces")
+	}
+}
+
+// countingConn passes its writes on and records their sizes.
+type countingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes []int
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.writes = append(c.writes, len(p))
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// TestNewRequestSmallBodyOneWrite: a body of at most joinedBody bytes,
+// in one piece or several, goes out with the request's head in one write;
+// a larger one as its head and then its pieces, each written as it is.
+func TestNewRequestSmallBodyOneWrite(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b))
+	}))
+	defer srv.Close()
+	big := bytes.Repeat([]byte("x"), joinedBody)
+	for _, c := range []struct {
+		name   string
+		pieces [][]byte
+		writes int
+	}{
+		{"one piece", [][]byte{[]byte(`{"model":"m"}`)}, 1},
+		{"pieces", [][]byte{[]byte(`{"model":`), []byte(`"m"`), []byte(`}`)}, 1},
+		{"at the bound", [][]byte{big[:joinedBody-8], []byte(`{"a":1}`), []byte(` `)}, 2}, // the head fills the buffer
+		{"over the bound", [][]byte{[]byte(`{"a":"`), big, []byte(`"}`)}, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn := &countingConn{}
+			tr := newTransport()
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				conn.Conn = nc
+				return bodyConn{conn}, nil
+			}
+			defer tr.CloseIdleConnections()
+			got = nil
+			req, err := NewRequest(t.Context(), srv.URL, c.pieces)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := Send(&http.Client{Transport: tr}, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			want := string(bytes.Join(c.pieces, nil))
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("the upstream received %.40q, want %.40q", got, want)
+			}
+			conn.mu.Lock()
+			defer conn.mu.Unlock()
+			if len(conn.writes) != c.writes {
+				t.Errorf("the request took %d writes (%v), want %d", len(conn.writes), conn.writes, c.writes)
+			}
+		})
 	}
 }
