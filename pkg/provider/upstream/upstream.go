@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -150,19 +152,28 @@ func HTTPClient(hc *http.Client) *http.Client {
 // it writes the head first, which costs a second write and, on loopback,
 // wakes the upstream twice.
 func NewRequest(ctx context.Context, url string, pieces [][]byte) (*http.Request, error) {
+	u, err := parseURL(url)
+	if err != nil {
+		return nil, err
+	}
 	n := (&bodyPieces{b: pieces}).len()
+	var body io.Reader
 	if n > 0 && n <= joinedBody {
 		b := pieces[0]
 		if len(b) != int(n) {
 			b = bytes.Join(pieces, nil)
 		}
-		return http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	// The URL is parsed once per endpoint: the request's own, allocated
+	// for the empty URL, becomes a copy of it.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", body)
 	if err != nil {
 		return nil, err
 	}
-	if n == 0 {
+	*req.URL = *u
+	req.Host = u.Host
+	if body != nil || n == 0 {
 		return req, nil
 	}
 	// Each reader reads its own copy of the list (net.Buffers consumes the
@@ -234,6 +245,35 @@ func Endpoint(baseURL, path string) (string, error) {
 		return endpoint, fmt.Errorf("base URL %q is not an absolute http(s) URL", baseURL)
 	}
 	return endpoint, nil
+}
+
+// parsedURLs are the URLs NewRequest has parsed, at most maxParsedURLs
+// of them: adapters call the same few endpoints, and url.Parse was half
+// of NewRequest's CPU.
+var (
+	parsedURLs  sync.Map // string -> *url.URL
+	nParsedURLs atomic.Int32
+)
+
+const maxParsedURLs = 256
+
+// parseURL is url.Parse as http.NewRequest applies it (an empty port is
+// dropped from the host), of a URL parsed once; never modify the result.
+func parseURL(s string) (*url.URL, error) {
+	if u, ok := parsedURLs.Load(s); ok {
+		return u.(*url.URL), nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if i := strings.LastIndex(u.Host, ":"); i > strings.LastIndex(u.Host, "]") {
+		u.Host = strings.TrimSuffix(u.Host, ":")
+	}
+	if nParsedURLs.Add(1) <= maxParsedURLs {
+		parsedURLs.Store(s, u)
+	}
+	return u, nil
 }
 
 // joinedBody is the size up to which NewRequest joins a body's pieces:

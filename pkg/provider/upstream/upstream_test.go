@@ -317,3 +317,49 @@ func TestNewRequestSmallBodyOneWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestNewRequestURL: NewRequest's URL and Host are http.NewRequest's, the
+// second time as the first (the URL is parsed once), and a request's URL
+// is its own.
+func TestNewRequestURL(t *testing.T) {
+	for _, u := range []string{
+		"http://127.0.0.1:8080/v1/chat/completions",
+		"https://api.example.com/v1/messages?beta=true",
+		"http://host:/path",
+		"http://[::1]:/p",
+		"http://user:pw@host/p",
+		"://no-scheme",
+		"http://bad\x7f/",
+	} {
+		want, wantErr := http.NewRequestWithContext(t.Context(), http.MethodPost, u, nil)
+		for range 2 {
+			got, err := NewRequest(t.Context(), u, [][]byte{[]byte("{}")})
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("NewRequest(%q): error %v, want %v", u, err, wantErr)
+			}
+			if err != nil {
+				if err.Error() != wantErr.Error() {
+					t.Errorf("NewRequest(%q): error %q, want %q", u, err, wantErr)
+				}
+				continue
+			}
+			g, w := *got.URL, *want.URL
+			g.User, w.User = nil, nil // equal by String
+			if g != w || got.URL.String() != want.URL.String() || got.Host != want.Host || got.Method != want.Method {
+				t.Errorf("NewRequest(%q): %s %#v host %q, want %s %#v host %q", u, got.Method, got.URL, got.Host, want.Method, want.URL, want.Host)
+			}
+			got.URL.Path = "/changed"
+		}
+	}
+}
+
+// BenchmarkNewRequest is an adapter's request of a small body in pieces.
+func BenchmarkNewRequest(b *testing.B) {
+	pieces := [][]byte{[]byte(`{"model":"x",`), []byte(`"messages":[]}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewRequest(b.Context(), "http://127.0.0.1:8080/v1/chat/completions", pieces); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
