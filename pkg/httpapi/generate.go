@@ -403,13 +403,36 @@ func checkServiceTier(proto llm.Proto, raw json.RawMessage) error {
 func maxOutputTokens(field func(name string) (json.RawMessage, bool)) int {
 	for _, name := range []string{"max_completion_tokens", "max_tokens", "max_output_tokens"} {
 		if v, ok := field(name); ok {
-			var n float64
-			if json.Unmarshal(v, &n) == nil && n > 0 && n < 1<<31 {
+			if n, ok := number(v); ok && n > 0 && n < 1<<31 {
 				return int(n)
 			}
 		}
 	}
 	return 0
+}
+
+// number is raw decoded as json.Unmarshal decodes it into a float64 (ok
+// false where that fails; null is 0). A plain integer of up to 15 digits,
+// as requests send their limits, is read without reflection
+// (BenchmarkNumber, FuzzNumber).
+func number(raw json.RawMessage) (float64, bool) {
+	if n := len(raw); n > 0 && n <= 15 && (raw[0] != '0' || n == 1) {
+		v := int64(0)
+		for _, c := range raw {
+			if c < '0' || c > '9' {
+				return numberJSON(raw)
+			}
+			v = v*10 + int64(c-'0')
+		}
+		return float64(v), true
+	}
+	return numberJSON(raw)
+}
+
+func numberJSON(raw json.RawMessage) (float64, bool) {
+	var n float64
+	err := json.Unmarshal(raw, &n)
+	return n, err == nil
 }
 
 // maxChoices bounds the n a reserve is multiplied by (OpenAI allows 128):
@@ -421,8 +444,7 @@ const maxChoices = 1 << 10
 // its output.
 func choices(field func(name string) (json.RawMessage, bool)) int {
 	if v, ok := field("n"); ok {
-		var n float64
-		if json.Unmarshal(v, &n) == nil && n > 1 {
+		if n, ok := number(v); ok && n > 1 {
 			return int(min(n, maxChoices))
 		}
 	}

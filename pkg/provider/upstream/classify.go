@@ -21,6 +21,14 @@ import (
 // upstream that ignored "stream": true, and anything else as an event
 // stream.
 func IsJSON(contentType string) bool {
+	// The two types upstreams send, exactly as they send them, without
+	// parsing (mime.ParseMediaType allocates a map for the parameters).
+	switch contentType {
+	case "text/event-stream":
+		return false
+	case "application/json":
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return false

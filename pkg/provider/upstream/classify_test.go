@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +33,44 @@ func TestIsJSON(t *testing.T) {
 		if got := IsJSON(ct); got != want {
 			t.Errorf("IsJSON(%q) = %v, want %v", ct, got, want)
 		}
+	}
+}
+
+// isJSONParsed is IsJSON without its shortcut for the two usual types.
+func isJSONParsed(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+func FuzzIsJSON(f *testing.F) {
+	for _, ct := range []string{"application/json", "text/event-stream", "Application/JSON", "application/json; charset=utf-8", "text/event-stream ", "application/problem+json", ""} {
+		f.Add(ct)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		if got, want := IsJSON(ct), isJSONParsed(ct); got != want {
+			t.Errorf("IsJSON(%q) = %v, parsed: %v", ct, got, want)
+		}
+	})
+}
+
+// BenchmarkIsJSON is the check of every 200 answer's Content-Type, on the
+// type an event stream has, against parsing it.
+func BenchmarkIsJSON(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		f    func(string) bool
+	}{{"IsJSON", IsJSON}, {"parsed", isJSONParsed}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if c.f("text/event-stream") {
+					b.Fatal("an event stream read as JSON")
+				}
+			}
+		})
 	}
 }
 

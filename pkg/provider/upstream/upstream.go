@@ -6,6 +6,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -140,16 +143,37 @@ func HTTPClient(hc *http.Client) *http.Client {
 	return &own
 }
 
-// NewRequest is a POST to url of a JSON body given as pieces, sent in
-// order without being joined: a large piece is written to the connection
-// from where it is, never copied into a buffer of the body's size.
+// NewRequest is a POST to url of a JSON body given as pieces. A body of
+// more than joinedBody bytes is sent in order without being joined: a
+// large piece is written to the connection from where it is, never copied
+// into a buffer of the body's size. A smaller one is joined (a single
+// piece is not copied) and sent as a bytes.Reader, which net/http writes
+// in the same write as the request's head; for a reader it does not know,
+// it writes the head first, which costs a second write and, on loopback,
+// wakes the upstream twice.
 func NewRequest(ctx context.Context, url string, pieces [][]byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	u, err := parseURL(url)
 	if err != nil {
 		return nil, err
 	}
 	n := (&bodyPieces{b: pieces}).len()
-	if n == 0 {
+	var body io.Reader
+	if n > 0 && n <= joinedBody {
+		b := pieces[0]
+		if len(b) != int(n) {
+			b = bytes.Join(pieces, nil)
+		}
+		body = bytes.NewReader(b)
+	}
+	// The URL is parsed once per endpoint: the request's own, allocated
+	// for the empty URL, becomes a copy of it.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", body)
+	if err != nil {
+		return nil, err
+	}
+	*req.URL = *u
+	req.Host = u.Host
+	if body != nil || n == 0 {
 		return req, nil
 	}
 	// Each reader reads its own copy of the list (net.Buffers consumes the
@@ -222,6 +246,41 @@ func Endpoint(baseURL, path string) (string, error) {
 	}
 	return endpoint, nil
 }
+
+// parsedURLs are the URLs NewRequest has parsed, at most maxParsedURLs
+// of them: adapters call the same few endpoints, and url.Parse was half
+// of NewRequest's CPU.
+var (
+	parsedURLs  sync.Map // string -> *url.URL
+	nParsedURLs atomic.Int32
+)
+
+const maxParsedURLs = 256
+
+// parseURL is url.Parse as http.NewRequest applies it (an empty port is
+// dropped from the host), of a URL parsed once; never modify the result.
+func parseURL(s string) (*url.URL, error) {
+	if u, ok := parsedURLs.Load(s); ok {
+		return u.(*url.URL), nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if i := strings.LastIndex(u.Host, ":"); i > strings.LastIndex(u.Host, "]") {
+		u.Host = strings.TrimSuffix(u.Host, ":")
+	}
+	if nParsedURLs.Add(1) <= maxParsedURLs {
+		parsedURLs.Store(s, u)
+	}
+	return u, nil
+}
+
+// joinedBody is the size up to which NewRequest joins a body's pieces:
+// net/http's transport buffers 4 KiB of a request (its default
+// WriteBufferSize), so a larger body takes a second write whatever its
+// reader.
+const joinedBody = 4 << 10
 
 // bodyPieces is a request body as pieces, read in order. On a plain
 // connection, bodyConn writes what is left of it in one writev.

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,5 +244,122 @@ func TestNewRequest(t *testing.T) {
 	}
 	if string(pieces[0]) != `{"a":` || len(pieces[1]) != len(big)+2 || string(pieces[2]) != `,"b":1}` {
 		t.Error("sending changed the pieces")
+	}
+}
+
+// countingConn passes its writes on and records their sizes.
+type countingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes []int
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.writes = append(c.writes, len(p))
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// TestNewRequestSmallBodyOneWrite: a body of at most joinedBody bytes,
+// in one piece or several, goes out with the request's head in one write;
+// a larger one as its head and then its pieces, each written as it is.
+func TestNewRequestSmallBodyOneWrite(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b))
+	}))
+	defer srv.Close()
+	big := bytes.Repeat([]byte("x"), joinedBody)
+	for _, c := range []struct {
+		name   string
+		pieces [][]byte
+		writes int
+	}{
+		{"one piece", [][]byte{[]byte(`{"model":"m"}`)}, 1},
+		{"pieces", [][]byte{[]byte(`{"model":`), []byte(`"m"`), []byte(`}`)}, 1},
+		{"at the bound", [][]byte{big[:joinedBody-8], []byte(`{"a":1}`), []byte(` `)}, 2}, // the head fills the buffer
+		{"over the bound", [][]byte{[]byte(`{"a":"`), big, []byte(`"}`)}, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn := &countingConn{}
+			tr := newTransport()
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				conn.Conn = nc
+				return bodyConn{conn}, nil
+			}
+			defer tr.CloseIdleConnections()
+			got = nil
+			req, err := NewRequest(t.Context(), srv.URL, c.pieces)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := Send(&http.Client{Transport: tr}, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			want := string(bytes.Join(c.pieces, nil))
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("the upstream received %.40q, want %.40q", got, want)
+			}
+			conn.mu.Lock()
+			defer conn.mu.Unlock()
+			if len(conn.writes) != c.writes {
+				t.Errorf("the request took %d writes (%v), want %d", len(conn.writes), conn.writes, c.writes)
+			}
+		})
+	}
+}
+
+// TestNewRequestURL: NewRequest's URL and Host are http.NewRequest's, the
+// second time as the first (the URL is parsed once), and a request's URL
+// is its own.
+func TestNewRequestURL(t *testing.T) {
+	for _, u := range []string{
+		"http://127.0.0.1:8080/v1/chat/completions",
+		"https://api.example.com/v1/messages?beta=true",
+		"http://host:/path",
+		"http://[::1]:/p",
+		"http://user:pw@host/p",
+		"://no-scheme",
+		"http://bad\x7f/",
+	} {
+		want, wantErr := http.NewRequestWithContext(t.Context(), http.MethodPost, u, nil)
+		for range 2 {
+			got, err := NewRequest(t.Context(), u, [][]byte{[]byte("{}")})
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("NewRequest(%q): error %v, want %v", u, err, wantErr)
+			}
+			if err != nil {
+				if err.Error() != wantErr.Error() {
+					t.Errorf("NewRequest(%q): error %q, want %q", u, err, wantErr)
+				}
+				continue
+			}
+			g, w := *got.URL, *want.URL
+			g.User, w.User = nil, nil // equal by String
+			if g != w || got.URL.String() != want.URL.String() || got.Host != want.Host || got.Method != want.Method {
+				t.Errorf("NewRequest(%q): %s %#v host %q, want %s %#v host %q", u, got.Method, got.URL, got.Host, want.Method, want.URL, want.Host)
+			}
+			got.URL.Path = "/changed"
+		}
+	}
+}
+
+// BenchmarkNewRequest is an adapter's request of a small body in pieces.
+func BenchmarkNewRequest(b *testing.B) {
+	pieces := [][]byte{[]byte(`{"model":"x",`), []byte(`"messages":[]}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewRequest(b.Context(), "http://127.0.0.1:8080/v1/chat/completions", pieces); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
