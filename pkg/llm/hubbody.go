@@ -94,5 +94,5 @@ func BodyError(body []byte) *Error {
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return bodyError(body, err)
 	}
-	return invalid("", "request body must be a JSON object")
+	return Invalid("", "request body must be a JSON object")
 }

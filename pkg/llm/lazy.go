@@ -50,7 +50,7 @@ func DecodeRoutingRequest(body []byte) (*ChatRequest, error) {
 			return nil, bodyError(body, err)
 		}
 		if fields == nil {
-			return nil, invalid("", "request body must be a JSON object")
+			return nil, Invalid("", "request body must be a JSON object")
 		}
 		members = make([]Member, 0, len(fields))
 		for k, v := range fields {

@@ -115,10 +115,6 @@ type ProviderPreferences struct {
 // Size is the request body's length in bytes.
 func (r *ChatRequest) Size() int { return r.size }
 
-func invalid(param, format string, args ...any) *Error {
-	return Errorf(CodeInvalidRequest, param, format, args...)
-}
-
 // DecodeChatRequest parses and validates a Chat Completions request body.
 // Every problem is an *Error with code invalid_request naming the field.
 // The request keeps slices of body: body must not be changed afterwards.
@@ -140,9 +136,9 @@ func DecodeCheckedChatRequest(body []byte) (*ChatRequest, error) {
 // an object (err).
 func bodyError(body []byte, err error) *Error {
 	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || len(bytes.TrimSpace(body)) == 0 {
-		return invalid("", "request body is not valid JSON: %s", jsonProblem(err))
+		return Invalid("", "request body is not valid JSON: %s", jsonProblem(err))
 	}
-	return invalid("", "request body must be a JSON object")
+	return Invalid("", "request body must be a JSON object")
 }
 
 func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
@@ -165,7 +161,7 @@ func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 		}
 	}
 	if fields == nil {
-		return nil, invalid("", "request body must be a JSON object")
+		return nil, Invalid("", "request body must be a JSON object")
 	}
 	r := &ChatRequest{fields: fields, size: len(body)}
 	if err := r.decodeModel(fields); err != nil {
@@ -202,7 +198,7 @@ func (r *ChatRequest) decodeModel(fields map[string]json.RawMessage) error {
 		return err
 	}
 	if len(model) > maxModelLen {
-		return invalid("model", "model is longer than %d bytes", maxModelLen)
+		return Invalid("model", "model is longer than %d bytes", maxModelLen)
 	}
 	r.Model = model
 	for _, s := range []string{SuffixFloor, SuffixNitro} {
@@ -252,7 +248,7 @@ func present(m map[string]json.RawMessage, name string) (json.RawMessage, bool) 
 func object(raw json.RawMessage, param string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil, invalid(param, "%s must be an object", param)
+		return nil, Invalid(param, "%s must be an object", param)
 	}
 	return m, nil
 }
@@ -261,16 +257,16 @@ func stringField(m map[string]json.RawMessage, name string, required bool) (stri
 	raw, ok := present(m, name)
 	if !ok {
 		if required {
-			return "", invalid(name, "%s is required", name)
+			return "", Invalid(name, "%s is required", name)
 		}
 		return "", nil
 	}
 	var s string
 	if sc := (scanner{b: raw}); raw[0] != '"' || !sc.str(&s) || sc.i != len(raw) {
-		return "", invalid(name, "%s must be a string", name)
+		return "", Invalid(name, "%s must be a string", name)
 	}
 	if required && s == "" {
-		return "", invalid(name, "%s must not be empty", name)
+		return "", Invalid(name, "%s must not be empty", name)
 	}
 	return s, nil
 }
@@ -286,7 +282,7 @@ func boolField(m map[string]json.RawMessage, name, param string) (bool, error) {
 	case "false":
 		return false, nil
 	}
-	return false, invalid(param, "%s must be a boolean", param)
+	return false, Invalid(param, "%s must be a boolean", param)
 }
 
 func optBool(m map[string]json.RawMessage, name, param string) (*bool, error) {
@@ -308,17 +304,17 @@ func intField(m map[string]json.RawMessage, name, param string, lo, hi int) (int
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil || raw[0] == '"' {
-		return 0, invalid(param, "%s must be an integer", param)
+		return 0, Invalid(param, "%s must be an integer", param)
 	}
 	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
-		return 0, invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
+		return 0, Invalid(param, "%s must be an integer from %d to %d", param, lo, hi)
 	}
 	return int(f), nil
 }
 
 func checkMessages(raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
-		return invalid("messages", "messages is required")
+		return Invalid("messages", "messages is required")
 	}
 	if messagesOK(raw) {
 		return nil
@@ -338,25 +334,25 @@ func checkMessagesJSON(raw json.RawMessage) error {
 		// Either not an array, or an element that is not an object.
 		var any []json.RawMessage
 		if raw[0] != '[' || json.Unmarshal(raw, &any) != nil {
-			return invalid("messages", "messages must be an array")
+			return Invalid("messages", "messages must be an array")
 		}
 		for i, m := range any {
 			if len(m) == 0 || m[0] != '{' {
-				return invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] must be an object", i)
+				return Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] must be an object", i)
 			}
 		}
-		return invalid("messages", "messages must be an array of objects")
+		return Invalid("messages", "messages must be an array of objects")
 	}
 	if len(msgs) == 0 {
-		return invalid("messages", "messages must not be empty")
+		return Invalid("messages", "messages must not be empty")
 	}
 	for i, m := range msgs {
 		if m == nil {
-			return invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] must be an object", i)
+			return Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] must be an object", i)
 		}
 		var role string
 		if len(m.Role) == 0 || m.Role[0] != '"' || json.Unmarshal(m.Role, &role) != nil || role == "" {
-			return invalid(fmt.Sprintf("messages[%d].role", i), "messages[%d].role must be a non-empty string", i)
+			return Invalid(fmt.Sprintf("messages[%d].role", i), "messages[%d].role must be a non-empty string", i)
 		}
 	}
 	return nil
@@ -364,7 +360,7 @@ func checkMessagesJSON(raw json.RawMessage) error {
 
 func unknownKeys(m map[string]json.RawMessage, param string, known ...string) error {
 	if name, ok := UnknownField(m, known...); ok {
-		return invalid(param+"."+name, "unknown field %s.%s", param, name)
+		return Invalid(param+"."+name, "unknown field %s.%s", param, name)
 	}
 	return nil
 }
@@ -439,22 +435,22 @@ func parseBackoff(raw json.RawMessage) (time.Duration, error) {
 	if raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return 0, invalid(param, "%s must be milliseconds or a duration such as \"500ms\"", param)
+			return 0, Invalid(param, "%s must be milliseconds or a duration such as \"500ms\"", param)
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return 0, invalid(param, "%s must be milliseconds or a duration such as \"500ms\"", param)
+			return 0, Invalid(param, "%s must be milliseconds or a duration such as \"500ms\"", param)
 		}
 		d = v
 	} else {
 		ms, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil || math.IsNaN(ms) || ms < 0 || ms > float64(MaxBackoff/time.Millisecond) {
-			return 0, invalid(param, "%s must be from 0 to 60000 milliseconds", param)
+			return 0, Invalid(param, "%s must be from 0 to 60000 milliseconds", param)
 		}
 		d = time.Duration(ms * float64(time.Millisecond))
 	}
 	if d < 0 || d > MaxBackoff {
-		return 0, invalid(param, "%s must be from 0 to 60 seconds", param)
+		return 0, Invalid(param, "%s must be from 0 to 60 seconds", param)
 	}
 	return d, nil
 }
@@ -479,16 +475,16 @@ func (r *ChatRequest) decodeProvider(raw json.RawMessage) error {
 		param := "provider." + l.name
 		var names []json.RawMessage
 		if raw[0] != '[' || json.Unmarshal(raw, &names) != nil {
-			return invalid(param, "%s must be an array of provider names", param)
+			return Invalid(param, "%s must be an array of provider names", param)
 		}
 		if len(names) > maxProviderNames {
-			return invalid(param, "%s has more than %d names", param, maxProviderNames)
+			return Invalid(param, "%s has more than %d names", param, maxProviderNames)
 		}
 		out := make([]string, 0, len(names))
 		for i, n := range names {
 			var s string
 			if len(n) == 0 || n[0] != '"' || json.Unmarshal(n, &s) != nil || s == "" {
-				return invalid(fmt.Sprintf("%s[%d]", param, i), "%s[%d] must be a provider name", param, i)
+				return Invalid(fmt.Sprintf("%s[%d]", param, i), "%s[%d] must be a provider name", param, i)
 			}
 			out = append(out, s)
 		}
@@ -502,23 +498,23 @@ func (r *ChatRequest) decodeProvider(raw json.RawMessage) error {
 	}
 	dc, err := stringField(p, "data_collection", false)
 	if err != nil {
-		return invalid("provider.data_collection", "provider.data_collection must be \"allow\" or \"deny\"")
+		return Invalid("provider.data_collection", "provider.data_collection must be \"allow\" or \"deny\"")
 	}
 	switch dc {
 	case "", "allow", "deny":
 		r.Provider.DataCollection = dc
 	default:
-		return invalid("provider.data_collection", "provider.data_collection must be \"allow\" or \"deny\"")
+		return Invalid("provider.data_collection", "provider.data_collection must be \"allow\" or \"deny\"")
 	}
 	sort, err := stringField(p, "sort", false)
 	if err != nil {
-		return invalid("provider.sort", "provider.sort must be \"price\", \"throughput\" or \"latency\"")
+		return Invalid("provider.sort", "provider.sort must be \"price\", \"throughput\" or \"latency\"")
 	}
 	switch Sort(sort) {
 	case SortNone, SortPrice, SortThroughput, SortLatency:
 		r.Provider.Sort = Sort(sort)
 	default:
-		return invalid("provider.sort", "provider.sort must be \"price\", \"throughput\" or \"latency\"")
+		return Invalid("provider.sort", "provider.sort must be \"price\", \"throughput\" or \"latency\"")
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func DuplicateMember(name string, top bool) *Error {
 	if top && utf8.ValidString(name) {
 		param = name
 	}
-	return invalid(param, "request body has an object with the member %s twice: send each member once (which one counts differs from parser to parser)", strconv.Quote(name))
+	return Invalid(param, "request body has an object with the member %s twice: send each member once (which one counts differs from parser to parser)", strconv.Quote(name))
 }
 
 // CheckUnique refuses a JSON body with an object, at any depth, that has

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
-	upstreamhttp "github.com/buzzgate/buzzgate/pkg/provider/upstream"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
@@ -42,7 +42,7 @@ func completionChunks(body []byte) ([]llm.Chunk, error) {
 		}
 	}
 	var raws [][]byte
-	if !upstreamhttp.IsNull(choices) {
+	if !jsonobj.IsNull(choices) {
 		var list []json.RawMessage
 		if err := json.Unmarshal(choices, &list); err != nil {
 			return nil, malformed(err)
@@ -55,7 +55,7 @@ func completionChunks(body []byte) ([]llm.Chunk, error) {
 			raws = append(raws, chunkObject(top, append(append([]byte{'['}, delta...), ']'), nil))
 		}
 	}
-	if !upstreamhttp.IsNull(usage) {
+	if !jsonobj.IsNull(usage) {
 		raws = append(raws, chunkObject(top, []byte("[]"), usage))
 	}
 	chunks := make([]llm.Chunk, 0, len(raws))
@@ -159,7 +159,7 @@ func choiceDelta(choice json.RawMessage, i int) ([]byte, error) {
 // messageDelta is the message with each tool call given its "index", as
 // streamed tool calls carry one.
 func messageDelta(msg json.RawMessage) ([]byte, error) {
-	if upstreamhttp.IsNull(msg) {
+	if jsonobj.IsNull(msg) {
 		return []byte("{}"), nil
 	}
 	fields, err := members(msg)
@@ -168,7 +168,7 @@ func messageDelta(msg json.RawMessage) ([]byte, error) {
 	}
 	var o object
 	for _, m := range fields {
-		if m.key != "tool_calls" || upstreamhttp.IsNull(m.val) {
+		if m.key != "tool_calls" || jsonobj.IsNull(m.val) {
 			o.field(m.key, m.val)
 			continue
 		}
