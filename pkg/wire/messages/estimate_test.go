@@ -1,0 +1,53 @@
+package messages
+
+import (
+	"testing"
+
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
+
+// TestEstimateFigures pins the estimate's figures on whole bodies, the
+// recorded agents' included: a change to how the estimate reads a body
+// must give the same numbers.
+func TestEstimateFigures(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		want       int
+	}{
+		{"empty object", `{}`, 0},
+		{"a string prompt", `{"model":"m","max_tokens":16,"system":"Be brief.","messages":[{"role":"user","content":"Say hello"}]}`, 5},
+		{"escapes count as the bytes they decode to", `{"messages":[{"role":"user","content":"\u00e9\u00e9\n\"x\""}]}`, 2},
+		{"member names are matched as encoding/json matches them", `{"SYSTEM":"abcdefgh","Messages":[{"role":"user","CONTENT":"abcd"}]}`, 3},
+		{"the last of a repeated member counts", `{"system":"abcdefghijkl","system":"ab"}`, 1},
+		{"null parts", `{"system":null,"messages":[{"role":"user","content":null},null],"tools":null}`, 0},
+		{"nested tool results", `{"messages":[{"role":"user","content":[{"type":"tool_result","content":[{"type":"tool_result","content":"abcdefgh"},{"type":"text","text":"abcd"}]}]}]}`, 3},
+		{"a server tool call", `{"messages":[{"role":"assistant","content":[{"type":"server_tool_use","name":"web_search","input":{ "query" : "weather" }},{"type":"web_search_tool_result","content":[{"type":"web_search_result","title":"t"}]}]}]}`, 8},
+		{"a tool schema as compact JSON", `{"tools":[{"name":"bash","description":"Runs a command.","input_schema":{ "type" : "object" , "properties" : { "command" : { "type" : "string" } } }},{"type":"web_search_20250305","name":"web_search"}]}`, 23},
+		{"a malformed block is skipped", `{"messages":[{"role":"user","content":[{"type":"text","text":5},"abc",{"type":"text","text":"abcdefgh"}]}]}`, 2},
+		{"not JSON", `{"messages":`, 0},
+		{"not an object", `"hello"`, 0},
+	} {
+		if got := llm.EstimateMessagesTokens([]byte(c.body)); got != c.want {
+			t.Errorf("%s: %d tokens, want %d", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		prefix string
+		want   []int
+	}{
+		{"claude-code", []int{929, 950}},
+		// A Responses body is not a Messages one: only its tools' names,
+		// descriptions and schemas are read.
+		{"codex", []int{36, 36}},
+	} {
+		bodies := agentBodies(t, c.prefix)
+		if len(bodies) != len(c.want) {
+			t.Fatalf("%d recorded %s requests, want %d", len(bodies), c.prefix, len(c.want))
+		}
+		for i, b := range bodies {
+			if got := llm.EstimateMessagesTokens(b); got != c.want[i] {
+				t.Errorf("recorded %s request %d: %d tokens, want %d", c.prefix, i+1, got, c.want[i])
+			}
+		}
+	}
+}
