@@ -76,9 +76,10 @@ type generation struct {
 // route of another protocol needs it (clientapi.Native, which is also the
 // request's codec), so a request that passes through never pays for it,
 // and one that falls back to another protocol is translated once.
-func passNative(r *http.Request, g *gateway.Request, api clientapi.API, n *clientapi.Native, members []llm.Member, size int, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool) gateway.Codec {
-	routing.Native = nativeOf(api.Spec(), r.Header, members, size)
-	n.Keep(routing, keyed)
+func passNative(r *http.Request, g *gateway.Request, api clientapi.API, caller clientapi.Caller, body []byte, members []llm.Member, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool) gateway.Codec {
+	spec := api.Spec()
+	routing.Native = nativeOf(spec, r.Header, members, len(body))
+	n := clientapi.NewNative(api, caller, g.ID, body, presentHints(members, spec.Hints), routing, keyed)
 	field := func(name string) (json.RawMessage, bool) {
 		for _, m := range members {
 			if m.Key == name {
@@ -241,8 +242,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	)
 	native := membersErr == nil && len(presentHints(members, spec.NotNative)) == 0
 	if membersErr == nil {
-		n := clientapi.NewNative(api, caller, id, body, presentHints(members, spec.Hints))
-		routing, err := llm.NewRoutingRequest(members, len(body), n)
+		routing, err := llm.NewRoutingRequest(members, len(body))
 		if err == nil {
 			var rp router.Policy
 			rp, demand = pol(routing)
@@ -264,7 +264,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 				if err != nil {
 					return nil, err
 				}
-				return passNative(r, g, api, n, members, len(body), routing, plan, demand, keyed), nil
+				return passNative(r, g, api, caller, body, members, routing, plan, demand, keyed), nil
 			}
 		}
 	}
