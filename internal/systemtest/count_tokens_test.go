@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
-	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // claudeGateway is a gateway whose providers are an Anthropic-protocol
@@ -301,9 +301,9 @@ func TestCountTokensAtCapacity(t *testing.T) {
 	}
 }
 
-// The estimate is the rule llm.EstimateMessagesTokens documents.
+// The estimate is the rule messages.EstimateInputTokens documents.
 func TestCountEstimateIsTheDocumentedRule(t *testing.T) {
-	if got := fmt.Sprintf(`{"input_tokens":%d}`, llm.EstimateMessagesTokens([]byte(countBody+"}"))); got != countEstimate {
+	if got := fmt.Sprintf(`{"input_tokens":%d}`, messages.EstimateInputTokens([]byte(countBody+"}"))); got != countEstimate {
 		t.Errorf("estimate %s, want %s", got, countEstimate)
 	}
 }

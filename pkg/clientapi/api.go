@@ -39,8 +39,8 @@ type API interface {
 	Translate(c Caller, requestID string, body []byte) (chat []byte, t Translation, err error)
 	// Codec is the codec of req served in the API's own protocol: passed
 	// through as the client sent body (req is then the request
-	// llm.NewRoutingRequest read from it), or a Chat Completions request on
-	// any route.
+	// llm.NewRoutingRequest read from it, NewNative), or a Chat Completions
+	// request on any route.
 	Codec(c Caller, requestID string, body []byte, req *llm.ChatRequest, keyed bool) gateway.Codec
 }
 
@@ -104,19 +104,16 @@ type Native struct {
 	pass gateway.Codec
 }
 
-// NewNative returns the request of body for requestID; dropped are the
-// hints its translation leaves out (Spec.Hints that the body sets). Pass
-// it to llm.NewRoutingRequest, then give it the request that returns
-// (Keep).
-func NewNative(api API, c Caller, requestID string, body []byte, dropped []string) *Native {
-	return &Native{api: api, caller: c, requestID: requestID, body: body, dropped: dropped}
-}
-
-// Keep makes n the codec of req, the request llm.NewRoutingRequest read
-// from n's body; keyed says whether it has an Idempotency-Key.
-func (n *Native) Keep(req *llm.ChatRequest, keyed bool) {
-	n.keyed = keyed
-	n.pass = n.api.Codec(n.caller, n.requestID, n.body, req, keyed)
+// NewNative returns the codec of req, the request llm.NewRoutingRequest
+// read from body for requestID and planned, and makes it req's translator
+// (llm.ChatRequest.TranslateWith). dropped are the hints its translation
+// leaves out (Spec.Hints that the body sets); keyed says whether it has an
+// Idempotency-Key.
+func NewNative(api API, c Caller, requestID string, body []byte, dropped []string, req *llm.ChatRequest, keyed bool) *Native {
+	n := &Native{api: api, caller: c, requestID: requestID, body: body, dropped: dropped, keyed: keyed,
+		pass: api.Codec(c, requestID, body, req, keyed)}
+	req.TranslateWith(n)
+	return n
 }
 
 // Translate makes the request's Chat Completions form (llm.Translator),

@@ -60,12 +60,11 @@ func TestNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	native := NewNative(stubAPI{translations: &n}, Caller{Project: "p"}, "req_1", body, []string{"metadata"})
-	req, err := llm.NewRoutingRequest(members, len(body), native)
+	req, err := llm.NewRoutingRequest(members, len(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	native.Keep(req, false)
+	native := NewNative(stubAPI{translations: &n}, Caller{Project: "p"}, "req_1", body, []string{"metadata"}, req, false)
 	if got := native.Answer(&router.Answer{Proto: llm.ProtoMessages}, nil).Err.Error(); got != "pass" || n != 0 {
 		t.Fatalf("a passed-through answer: codec %q after %d translations, want pass after none", got, n)
 	}
@@ -84,12 +83,11 @@ func TestNative(t *testing.T) {
 		t.Errorf("a broken join: codec %q, want the pass-through's", got)
 	}
 
-	refused := NewNative(stubAPI{translations: &n, refuse: llm.Errorf(llm.CodeInvalidRequest, "thinking", "no")}, Caller{}, "req_2", body, nil)
-	req, err = llm.NewRoutingRequest(members, len(body), refused)
+	req, err = llm.NewRoutingRequest(members, len(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused.Keep(req, true)
+	refused := NewNative(stubAPI{translations: &n, refuse: llm.Errorf(llm.CodeInvalidRequest, "thinking", "no")}, Caller{}, "req_2", body, nil, req, true)
 	if _, err := req.UpstreamBody("up"); llm.AsError(err).Param != "thinking" || req.ChatErr == nil {
 		t.Errorf("a refused translation: %v, ChatErr %v", err, req.ChatErr)
 	}

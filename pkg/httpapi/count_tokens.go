@@ -12,10 +12,11 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
+	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // HeaderEstimated marks a count_tokens answer that is the gateway's own
-// estimate (llm.EstimateMessagesTokens), not an upstream's count.
+// estimate (messageswire.EstimateInputTokens), not an upstream's count.
 const HeaderEstimated = "X-Gateway-Estimated"
 
 // countTokens serves POST /api/v1/messages/count_tokens, Anthropic's token
@@ -128,7 +129,7 @@ func (s *Server) countTokens(w *clientapi.Recorder, r *http.Request, log *gatewa
 	w.Header().Set(HeaderEstimated, "true")
 	writeJSON(w, http.StatusOK, struct {
 		InputTokens int `json:"input_tokens"`
-	}{llm.EstimateMessagesTokens(body)})
+	}{messageswire.EstimateInputTokens(body)})
 }
 
 // callCounter asks the first of counters (the plan's first live route

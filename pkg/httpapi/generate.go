@@ -76,9 +76,10 @@ type generation struct {
 // route of another protocol needs it (clientapi.Native, which is also the
 // request's codec), so a request that passes through never pays for it,
 // and one that falls back to another protocol is translated once.
-func passNative(r *http.Request, g *gateway.Request, api clientapi.API, n *clientapi.Native, members []llm.Member, size int, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool) gateway.Codec {
-	routing.Native = nativeOf(api.Spec(), r.Header, members, size)
-	n.Keep(routing, keyed)
+func passNative(r *http.Request, g *gateway.Request, api clientapi.API, caller clientapi.Caller, body []byte, members []llm.Member, routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, keyed bool) gateway.Codec {
+	spec := api.Spec()
+	routing.Native = nativeOf(spec, r.Header, members, len(body))
+	n := clientapi.NewNative(api, caller, g.ID, body, presentHints(members, spec.Hints), routing, keyed)
 	field := func(name string) (json.RawMessage, bool) {
 		for _, m := range members {
 			if m.Key == name {
@@ -175,85 +176,32 @@ func setFingerprint(g *gateway.Request, body []byte, sum string, err error) erro
 	return nil
 }
 
-// errNotSplit: the body was not split into members (a Chat Completions
-// body, which its decoder splits).
-var errNotSplit = errors.New("not split")
-
 // validateBody is validate but for the fingerprint: it sets the request's
-// Idempotency-Key (for a valid header), not its fingerprint.
+// Idempotency-Key (for a valid header), not its fingerprint. A body of
+// another protocol than Chat Completions is split into its members and
+// checked, then planned from what routing reads of them and passed
+// through when a route of its plan speaks it; any other request is
+// translated to Chat Completions (a Chat Completions body is its own),
+// decoded, checked, planned, and served in its client's API.
 func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request, api clientapi.API, body []byte) (gateway.Codec, error) {
-	id, log, spec := g.ID, g.Log, api.Spec()
+	spec := api.Spec()
 	caller := clientapi.Caller{Project: p.Project.ID}
 	g.RateHeaders = spec.RateHeaders
-	caseVariant := func(name string) error {
-		return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(spec.Owned, ", "))
-	}
-	// A Chat Completions body is split once, by its decoder, which the
-	// case check then reads; another API's is split here, for the body
-	// passed through as much as for the check. Either scan refuses a
-	// member name given twice in an object (a keyed request's
-	// fingerprint does, setFingerprint): the gateway and the provider
-	// could read different copies.
 	fingerprinted := validKey(r.Header.Values(HeaderIdempotencyKey))
-	var members []llm.Member
-	var tools []llm.ServerTool // the billable server tools the request declares
-	membersErr := errNotSplit
-	if spec.Proto != llm.ProtoChat {
-		split := llm.RequestMembers
-		if fingerprinted {
-			split = llm.Members
-		}
-		members, membersErr = split(body)
-		if dup, ok := membersErr.(*llm.Error); ok {
-			return nil, dup
-		}
-		if membersErr == nil {
-			if name, bad := llm.CaseVariant(members, spec.Owned...); bad {
-				return nil, caseVariant(name)
-			}
-			for _, m := range members {
-				if m.Key == "service_tier" {
-					if err := checkServiceTier(spec.Proto, m.Value); err != nil {
-						return nil, err
-					}
-				}
-			}
-			if err := checkPremium(spec.Proto, members, r.Header); err != nil {
-				return nil, err
-			}
-			var err error
-			if tools, err = llm.ServerTools(spec.Proto, members); err != nil {
-				return nil, err
-			}
-		}
+	members, tools, split, err := splitMembers(spec, r.Header, body, fingerprinted)
+	if err != nil {
+		return nil, err
 	}
 	ref := objectRef(api, body)
-	pol := func(req *llm.ChatRequest) (router.Policy, llm.DataDemand) {
-		d := req.Demand(p.Policy)
-		return router.Policy{Demand: d, Residency: p.Project.Residency}, d
-	}
-	// A body of another protocol is planned from what routing reads of
-	// its own members, once; a target or plan that fails is left to the
-	// translation, whose error comes first.
+	native := split && len(presentHints(members, spec.NotNative)) == 0
 	var (
 		plan   *router.Plan
 		demand llm.DataDemand
 	)
-	native := membersErr == nil && len(presentHints(members, spec.NotNative)) == 0
-	if membersErr == nil {
-		n := clientapi.NewNative(api, caller, id, body, presentHints(members, spec.Hints))
-		routing, err := llm.NewRoutingRequest(members, len(body), n)
-		if err == nil {
-			var rp router.Policy
-			rp, demand = pol(routing)
-			plan, err = s.router.Plan(router.TargetOf(routing), rp)
-		}
-		if err == nil {
-			// Before the translation, which refuses some of these by
-			// their part's type: every API names the reference alike.
-			if err := scopeObjects(ref, plan); err != nil {
-				return nil, err
-			}
+	if split {
+		var routing *llm.ChatRequest
+		if routing, plan, demand, err = s.planMembers(p, members, len(body), ref); err != nil {
+			return nil, err
 		}
 		if plan != nil && native {
 			if err := plan.PriceTools(spec.Proto, tools); err != nil {
@@ -264,60 +212,28 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 				if err != nil {
 					return nil, err
 				}
-				return passNative(r, g, api, n, members, len(body), routing, plan, demand, keyed), nil
+				return passNative(r, g, api, caller, body, members, routing, plan, demand, keyed), nil
 			}
 		}
 	}
-	chatBody, t, err := api.Translate(caller, id, body)
-	if err != nil {
-		// passNative took every request a route of its own protocol
-		// could serve untranslated: this one has none, so the
-		// translation's error is the answer.
-		return nil, err
-	}
-	decode := llm.DecodeChatRequest
-	if fingerprinted && t == nil {
-		// The body is the client's, which its fingerprint checks in full
-		// before the request goes on (validate): what the decoder skips
-		// over need not be checked twice.
-		decode = llm.DecodeCheckedChatRequest
-	}
-	req, err := decode(chatBody)
+	// passNative took every request a route of its own protocol could
+	// serve untranslated: this one has none, so the translation's error
+	// is the answer.
+	req, t, err := translate(api, caller, g.ID, body, fingerprinted)
 	if err != nil {
 		return nil, err
 	}
 	if spec.Proto == llm.ProtoChat {
-		if name, bad := req.CaseVariant(spec.Owned...); bad {
-			return nil, caseVariant(name)
-		}
-		if v, ok := req.Field("service_tier"); ok {
-			if err := checkServiceTier(spec.Proto, v); err != nil {
-				return nil, err
-			}
-		}
-		var premium []llm.Member
-		for _, name := range []string{"audio", "modalities"} {
-			if v, ok := req.Field(name); ok {
-				premium = append(premium, llm.Member{Key: name, Value: v})
-			}
-		}
-		if err := checkPremium(spec.Proto, premium, r.Header); err != nil {
+		if tools, err = checkChat(spec, r.Header, req); err != nil {
 			return nil, err
 		}
-		if v, ok := req.Field("web_search_options"); ok {
-			if tools, err = llm.ServerTools(spec.Proto, []llm.Member{{Key: "web_search_options", Value: v}}); err != nil {
-				return nil, err
-			}
-		}
 	}
-	log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
+	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))
 	if plan == nil {
 		// A Chat Completions request, or one whose own members could not
 		// be planned: planned from its translation, which names the
 		// problem.
-		var rp router.Policy
-		rp, demand = pol(req)
-		if plan, err = s.router.Plan(router.TargetOf(req), rp); err != nil {
+		if plan, demand, err = s.plan(p, req); err != nil {
 			return nil, err
 		}
 		if err := scopeObjects(ref, plan); err != nil {
@@ -340,10 +256,137 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 		return nil, err
 	}
 	if t == nil {
-		return api.Codec(caller, id, body, req, keyed), nil
+		return api.Codec(caller, g.ID, body, req, keyed), nil
 	}
 	g.Resolve = t.Resolver()
-	return t.Codec(id, req, keyed), nil
+	return t.Codec(g.ID, req, keyed), nil
+}
+
+// splitMembers splits a body of another protocol than Chat Completions
+// into its top-level members and checks them: the fields the gateway owns
+// (spec.Owned), service_tier, the modes billed above a route's prices, and
+// the billable server tools it declares, which it returns. split is false
+// for a Chat Completions body, which its decoder splits (checkChat), and
+// for a body the scan does not split, which its translation refuses. Either
+// scan refuses a member name given twice in an object (a keyed request's
+// fingerprint does, setFingerprint): the gateway and the provider could
+// read different copies.
+func splitMembers(spec *clientapi.Spec, h http.Header, body []byte, fingerprinted bool) (members []llm.Member, tools []llm.ServerTool, split bool, err error) {
+	if spec.Proto == llm.ProtoChat {
+		return nil, nil, false, nil
+	}
+	scan := llm.RequestMembers
+	if fingerprinted {
+		scan = llm.Members
+	}
+	members, err = scan(body)
+	if dup, ok := err.(*llm.Error); ok {
+		return nil, nil, false, dup
+	}
+	if err != nil {
+		return nil, nil, false, nil
+	}
+	if name, bad := llm.CaseVariant(members, spec.Owned...); bad {
+		return nil, nil, false, caseVariant(spec, name)
+	}
+	for _, m := range members {
+		if m.Key == "service_tier" {
+			if err := checkServiceTier(spec.Proto, m.Value); err != nil {
+				return nil, nil, false, err
+			}
+		}
+	}
+	if err := checkPremium(spec.Proto, members, h); err != nil {
+		return nil, nil, false, err
+	}
+	if tools, err = llm.ServerTools(spec.Proto, members); err != nil {
+		return nil, nil, false, err
+	}
+	return members, tools, true, nil
+}
+
+// planMembers plans a body of another protocol from what routing reads of
+// its own members (llm.NewRoutingRequest), once. A target or plan that
+// fails leaves plan nil, for the translation, whose error comes first; a
+// plan is kept from the providers that may not see an object the body
+// refers to (ref, scopeObjects), whose refusal is err.
+func (s *Server) planMembers(p *principal, members []llm.Member, size int, ref *clientapi.ObjectRef) (routing *llm.ChatRequest, plan *router.Plan, demand llm.DataDemand, err error) {
+	routing, err = llm.NewRoutingRequest(members, size)
+	if err != nil {
+		return nil, nil, 0, nil
+	}
+	plan, demand, err = s.plan(p, routing)
+	if err != nil {
+		return routing, nil, demand, nil
+	}
+	// Before the translation, which refuses some of these by their
+	// part's type: every API names the reference alike.
+	if err := scopeObjects(ref, plan); err != nil {
+		return nil, nil, 0, err
+	}
+	return routing, plan, demand, nil
+}
+
+// plan plans req under the caller's data policy and residency, and
+// returns the data demand the plan was made for.
+func (s *Server) plan(p *principal, req *llm.ChatRequest) (*router.Plan, llm.DataDemand, error) {
+	d := req.Demand(p.Policy)
+	plan, err := s.router.Plan(router.TargetOf(req), router.Policy{Demand: d, Residency: p.Project.Residency})
+	return plan, d, err
+}
+
+// translate is the request in the gateway's own form: its client API's
+// translation to Chat Completions decoded, with what else the translation
+// made (t, nil for a Chat Completions body, which is its own).
+func translate(api clientapi.API, caller clientapi.Caller, id string, body []byte, fingerprinted bool) (req *llm.ChatRequest, t clientapi.Translation, err error) {
+	chatBody, t, err := api.Translate(caller, id, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	decode := llm.DecodeChatRequest
+	if fingerprinted && t == nil {
+		// The body is the client's, which its fingerprint checks in full
+		// before the request goes on (validate): what the decoder skips
+		// over need not be checked twice.
+		decode = llm.DecodeCheckedChatRequest
+	}
+	if req, err = decode(chatBody); err != nil {
+		return nil, nil, err
+	}
+	return req, t, nil
+}
+
+// checkChat checks a Chat Completions request as splitMembers checks a
+// body of another protocol, from the members its decoder split, and
+// returns the billable server tools it declares.
+func checkChat(spec *clientapi.Spec, h http.Header, req *llm.ChatRequest) ([]llm.ServerTool, error) {
+	if name, bad := req.CaseVariant(spec.Owned...); bad {
+		return nil, caseVariant(spec, name)
+	}
+	if v, ok := req.Field("service_tier"); ok {
+		if err := checkServiceTier(spec.Proto, v); err != nil {
+			return nil, err
+		}
+	}
+	var premium []llm.Member
+	for _, name := range []string{"audio", "modalities"} {
+		if v, ok := req.Field(name); ok {
+			premium = append(premium, llm.Member{Key: name, Value: v})
+		}
+	}
+	if err := checkPremium(spec.Proto, premium, h); err != nil {
+		return nil, err
+	}
+	if v, ok := req.Field("web_search_options"); ok {
+		return llm.ServerTools(spec.Proto, []llm.Member{{Key: "web_search_options", Value: v}})
+	}
+	return nil, nil
+}
+
+// caseVariant refuses a field that repeats, or differs only in case from,
+// one the gateway owns or sets (spec.Owned).
+func caseVariant(spec *clientapi.Spec, name string) error {
+	return llm.Errorf(llm.CodeInvalidRequest, name, "field %q repeats, or differs only in case from, a field the gateway sets or owns (%s)", clientapi.Sanitize(name), strings.Join(spec.Owned, ", "))
 }
 
 // nativeOf is the client's request kept in its own protocol: its body's

@@ -23,14 +23,21 @@ func (r *ChatRequest) Translation() Translation { return r.translation }
 // from its body's top-level members, until its Chat Completions form is
 // needed: only what the pipeline reads of every request is decoded (the
 // model and its suffix, stream, and the gateway-owned objects, with the
-// errors DecodeChatRequest gives for them), and t makes the whole
-// Chat Completions form the first time a route of another protocol needs
-// it (UpstreamParts). size is the client's body's length. A request that
+// errors DecodeChatRequest gives for them), which is what a plan is made
+// from. size is the client's body's length. A request to be served is
+// then given what makes its whole Chat Completions form the first time a
+// route of another protocol needs it (TranslateWith): a request that
 // passes through to a route of its own protocol is never translated, so
 // what its translation costs (several times the body) is not paid.
-func NewRoutingRequest(members []Member, size int, t Translator) (*ChatRequest, error) {
-	return newRoutingRequest(members, size, t, false)
+func NewRoutingRequest(members []Member, size int) (*ChatRequest, error) {
+	return newRoutingRequest(members, size, false)
 }
+
+// TranslateWith makes t the request's translator: the first time a route
+// of another protocol needs the request's Chat Completions form
+// (UpstreamParts), t makes it, once. A request of NewRoutingRequest is
+// given one as it is made ready to be served, after its plan.
+func (r *ChatRequest) TranslateWith(t Translator) { r.translator = t }
 
 // DecodeRoutingRequest reads what routing reads of a whole body of another
 // protocol than Chat Completions, for an endpoint that plans it and
@@ -57,12 +64,12 @@ func DecodeRoutingRequest(body []byte) (*ChatRequest, error) {
 			members = append(members, Member{Key: k, Value: v})
 		}
 	}
-	return newRoutingRequest(members, len(body), nil, true)
+	return newRoutingRequest(members, len(body), true)
 }
 
 // newRoutingRequest is NewRoutingRequest, checking the messages too when
 // messages is true, in DecodeChatRequest's order.
-func newRoutingRequest(members []Member, size int, t Translator, messages bool) (*ChatRequest, error) {
+func newRoutingRequest(members []Member, size int, messages bool) (*ChatRequest, error) {
 	fields := make(map[string]json.RawMessage, 4)
 	for _, m := range members {
 		switch m.Key {
@@ -74,7 +81,7 @@ func newRoutingRequest(members []Member, size int, t Translator, messages bool) 
 			}
 		}
 	}
-	r := &ChatRequest{size: size, translator: t}
+	r := &ChatRequest{size: size}
 	if err := r.decodeModel(fields); err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func TestNewRoutingRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := NewRoutingRequest(members, len(tt.body), nil)
+			got, err := NewRoutingRequest(members, len(tt.body))
 			if tt.param != "" {
 				var e *Error
 				if !errors.As(err, &e) || e.Code != CodeInvalidRequest || e.Param != tt.param {
@@ -55,7 +55,11 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	req, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, Translation, error) {
+	req, err := NewRoutingRequest(members, 26)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.TranslateWith(translatorFunc(func() (*ChatRequest, Translation, error) {
 		calls++
 		full, err := DecodeChatRequest([]byte(`{"model":"m","messages":[{"role":"system","content":"s"}]}`))
 		if full != nil {
@@ -63,9 +67,6 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		}
 		return full, "codec", err
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if calls != 0 || req.Translation() != nil {
 		t.Fatalf("translated %d times before a route needed it (translation %v)", calls, req.Translation())
 	}
@@ -82,10 +83,11 @@ func TestRoutingRequestTranslatesOnce(t *testing.T) {
 		t.Errorf("translated %d times, dropped %v, translation %v; want once, [hint], codec", calls, req.Dropped, req.Translation())
 	}
 
-	failing, err := NewRoutingRequest(members, 26, translatorFunc(func() (*ChatRequest, Translation, error) { calls++; return nil, nil, errors.New("refused") }))
+	failing, err := NewRoutingRequest(members, 26)
 	if err != nil {
 		t.Fatal(err)
 	}
+	failing.TranslateWith(translatorFunc(func() (*ChatRequest, Translation, error) { calls++; return nil, nil, errors.New("refused") }))
 	calls = 0
 	for range 2 {
 		if _, err := failing.UpstreamBody("up"); err == nil {

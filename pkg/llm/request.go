@@ -69,7 +69,7 @@ type ChatRequest struct {
 	Dropped []string
 
 	// translator, when set, makes the Chat Completions form on first use
-	// (NewRoutingRequest).
+	// (TranslateWith).
 	translator Translator
 	// translation is what the translation made besides the Chat
 	// Completions form (Translation).

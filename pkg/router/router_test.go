@@ -567,10 +567,11 @@ func TestAnswerCarriesTranslation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	translated, err := llm.NewRoutingRequest(members, len(body), translator{t})
+	translated, err := llm.NewRoutingRequest(members, len(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	translated.TranslateWith(translator{t})
 	for _, c := range []struct {
 		req  *llm.ChatRequest
 		want llm.Translation

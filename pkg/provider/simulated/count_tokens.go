@@ -13,7 +13,7 @@ import (
 // its own. With protocol "anthropic" it counts tokens as an Anthropic
 // upstream would: through the real adapter, against the in-process
 // transport, which answers POST /v1/messages/count_tokens with the
-// gateway's own estimate (llm.EstimateMessagesTokens), after the
+// gateway's own estimate (messages.EstimateInputTokens), after the
 // configured failure mode as every call. A provider that speaks Chat
 // Completions cannot count.
 func (p *Provider) Caps() llm.Caps {
@@ -26,7 +26,7 @@ func (p *Provider) Caps() llm.Caps {
 // countTokensResponse is the in-process transport's answer to a
 // count_tokens call.
 func countTokensResponse(req *http.Request, body []byte) *http.Response {
-	n := int64(llm.EstimateMessagesTokens(body))
+	n := int64(messages.EstimateInputTokens(body))
 	b, _ := json.Marshal(messages.TokenCount{InputTokens: &n})
 	return jsonResponse(req, http.StatusOK, b)
 }

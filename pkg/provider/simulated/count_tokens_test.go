@@ -7,6 +7,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/messages"
 )
 
 // TestCountTokens: an Anthropic-protocol simulated provider answers
@@ -19,7 +20,7 @@ func TestCountTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := llm.EstimateMessagesTokens(body) // 9 + 17 bytes: 7 tokens
+	want := messages.EstimateInputTokens(body) // 9 + 17 bytes: 7 tokens
 	if got.InputTokens != want || want != 7 || string(got.Body) != `{"input_tokens":7}` {
 		t.Errorf("count %d %s, want %d", got.InputTokens, got.Body, want)
 	}

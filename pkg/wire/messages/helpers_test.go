@@ -54,7 +54,7 @@ func checkInvalid(t *testing.T, err error, param, msg string) {
 // agentBodies are the bodies of the recorded agent requests whose file
 // name starts with prefix (internal/systemtest/testdata/agents), as fuzz
 // seeds.
-func agentBodies(f *testing.F, prefix string) [][]byte {
+func agentBodies(f testing.TB, prefix string) [][]byte {
 	f.Helper()
 	paths, err := filepath.Glob(filepath.Join("../../../internal/systemtest/testdata/agents", prefix+"*.json"))
 	if err != nil || len(paths) == 0 {

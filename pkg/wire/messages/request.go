@@ -17,9 +17,10 @@ const (
 // The request's content block types, beside the answer's (BlockText,
 // BlockToolUse, BlockThinking, BlockRedactedThinking).
 const (
-	BlockImage      = "image"
-	BlockDocument   = "document"
-	BlockToolResult = "tool_result"
+	BlockImage         = "image"
+	BlockDocument      = "document"
+	BlockToolResult    = "tool_result"
+	BlockServerToolUse = "server_tool_use"
 )
 
 // The image and document source types.
