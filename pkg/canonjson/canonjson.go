@@ -832,7 +832,7 @@ func stringSize(s []byte) int {
 	n := len(s) + 2
 	for _, c := range s {
 		switch {
-		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+		case shortEscape[c] != 0:
 			n++
 		case c < 0x20:
 			n += 5
