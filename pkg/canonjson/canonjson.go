@@ -345,54 +345,66 @@ func (p *parser) close(mark, off int, k kind) {
 }
 
 func (p *parser) array() error {
-	if err := p.enter(); err != nil {
+	off, mark := p.pos, len(p.stack)
+	more, err := p.open(']')
+	if err != nil {
 		return err
 	}
-	off := p.pos
-	p.pos++ // '['
-	mark := len(p.stack)
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == ']' {
-		p.pos++
-		p.close(mark, off, kindArray)
-		return nil
-	}
-	for {
+	for more {
 		p.skipSpace()
 		if err := p.value(); err != nil {
 			return err
 		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return p.fail(p.pos, "unexpected end of input in array")
+		if more, err = p.next(']', "unexpected end of input in array", "expected ',' or ']' after array element"); err != nil {
+			return err
 		}
+	}
+	p.close(mark, off, kindArray)
+	return nil
+}
+
+// open enters the container at p.pos, whose closing byte is end, and
+// reports whether it has members: an empty one is passed over whole.
+func (p *parser) open(end byte) (more bool, err error) {
+	if err := p.enter(); err != nil {
+		return false, err
+	}
+	p.pos++ // '[' or '{'
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == end {
+		p.pos++
+		return false, nil
+	}
+	return true, nil
+}
+
+// next passes over what follows a container's member: a comma (more
+// members) or end. eof and bad are the messages of the errors, at the end
+// of the input and at another byte. (One call of fail keeps next within
+// the compiler's inlining budget: it runs after every member.)
+func (p *parser) next(end byte, eof, bad string) (more bool, err error) {
+	p.skipSpace()
+	if p.pos < len(p.data) {
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
-		case ']':
+			return true, nil
+		case end:
 			p.pos++
-			p.close(mark, off, kindArray)
-			return nil
-		default:
-			return p.fail(p.pos, "expected ',' or ']' after array element")
+			return false, nil
 		}
+		eof = bad
 	}
+	return false, p.fail(p.pos, eof)
 }
 
 func (p *parser) object() error {
-	if err := p.enter(); err != nil {
+	off, mark := p.pos, len(p.stack)
+	more, err := p.open('}')
+	if err != nil {
 		return err
 	}
-	off := p.pos
-	p.pos++ // '{'
-	mark := len(p.stack)
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
-		p.close(mark, off, kindObject)
-		return nil
-	}
-	for {
+	for more {
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return p.fail(p.pos, "expected string for object member name")
@@ -414,20 +426,9 @@ func (p *parser) object() error {
 		m := &p.stack[len(p.stack)-1]
 		m.key = key
 		m.off = int32(keyOff)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return p.fail(p.pos, "unexpected end of input in object")
+		if more, err = p.next('}', "unexpected end of input in object", "expected ',' or '}' after object member"); err != nil {
+			return err
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			continue
-		case '}':
-			p.pos++
-		default:
-			return p.fail(p.pos, "expected ',' or '}' after object member")
-		}
-		break
 	}
 	kids := p.stack[mark:]
 	slices.SortFunc(kids, func(a, b value) int { return compareUTF16(p.bytes(a.key), p.bytes(b.key)) })
@@ -831,7 +832,7 @@ func stringSize(s []byte) int {
 	n := len(s) + 2
 	for _, c := range s {
 		switch {
-		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+		case shortEscape[c] != 0:
 			n++
 		case c < 0x20:
 			n += 5

@@ -215,24 +215,15 @@ func transcode(dst, b []byte, i int) ([]byte, int) {
 // appendByte appends an ASCII character as appendString writes it inside a
 // string.
 func appendByte(dst []byte, c byte) []byte {
-	switch c {
-	case '"':
-		return append(dst, '\\', '"')
-	case '\\':
-		return append(dst, '\\', '\\')
-	case '\b':
-		return append(dst, '\\', 'b')
-	case '\f':
-		return append(dst, '\\', 'f')
-	case '\n':
-		return append(dst, '\\', 'n')
-	case '\r':
-		return append(dst, '\\', 'r')
-	case '\t':
-		return append(dst, '\\', 't')
+	if e := shortEscape[c]; e != 0 {
+		return append(dst, '\\', e)
 	}
 	if c < 0x20 {
 		return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 	}
 	return append(dst, c)
 }
+
+// shortEscape is, for each character RFC 8785 writes as a two-character
+// escape, the character after its backslash; 0 for the others.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}

@@ -317,23 +317,9 @@ func assistantItems(out *Request, m jsonobj.Object, at string) error {
 // userContent is a user message's content: a string as it is, or its parts
 // as Responses input parts.
 func userContent(raw json.RawMessage, at string) (any, error) {
-	raw = bytes.TrimSpace(raw)
-	if jsonobj.IsNull(raw) {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, rejected(at+".content must be a string or an array of content parts", err)
-		}
-		return s, nil
-	}
-	if raw[0] != '[' {
-		return nil, rejected(at+".content must be a string or an array of content parts", nil)
-	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, rejected(at+".content must be a string or an array of content parts", err)
+	text, list, err := splitContent(raw, at, "content parts")
+	if err != nil || list == nil {
+		return text, err
 	}
 	parts := make([]InputPart, 0, len(list))
 	for j, rawPart := range list {
@@ -386,20 +372,9 @@ func userContent(raw json.RawMessage, at string) (any, error) {
 // plainText is the text of a content that may only hold text (a system,
 // developer or tool message): a string, or text parts, concatenated.
 func plainText(raw json.RawMessage, at string) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if jsonobj.IsNull(raw) {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", rejected(at+".content must be a string or an array of text parts", err)
-		}
-		return s, nil
-	}
-	var list []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &list) != nil {
-		return "", rejected(at+".content must be a string or an array of text parts", nil)
+	text, list, err := splitContent(raw, at, "text parts")
+	if err != nil || list == nil {
+		return text, err
 	}
 	var b strings.Builder
 	for j, rawPart := range list {
@@ -412,6 +387,31 @@ func plainText(raw json.RawMessage, at string) (string, error) {
 		b.WriteString(text)
 	}
 	return b.String(), nil
+}
+
+// splitContent reads a message's content: a string (null reads as ""),
+// or an array, whose elements it returns; list is nil exactly when the
+// content is no array (json.Unmarshal makes [] an empty slice). parts
+// names what the array holds, for the error.
+func splitContent(raw json.RawMessage, at, parts string) (text string, list []json.RawMessage, err error) {
+	raw = bytes.TrimSpace(raw)
+	if jsonobj.IsNull(raw) {
+		return "", nil, nil
+	}
+	bad := at + ".content must be a string or an array of " + parts
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return "", nil, rejected(bad, err)
+		}
+		return text, nil, nil
+	}
+	if raw[0] != '[' {
+		return "", nil, rejected(bad, nil)
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return "", nil, rejected(bad, err)
+	}
+	return "", list, nil
 }
 
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)

@@ -72,6 +72,9 @@ func TestTranslateRequest(t *testing.T) {
 				`{"type":"function_call_output","call_id":"call_1","output":"18C"},{"type":"function_call_output","call_id":"call_2","output":"12:00"},` +
 				`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"It is 18C."}]},` +
 				`{"type":"message","role":"assistant","content":[{"type":"refusal","refusal":"No more."}]}],"store":false,"stream":true}`},
+		{"a user message's empty parts stay an array; null content is empty text",
+			`{"messages":[{"role":"user","content":[]},{"role":"user","content":null}]}`,
+			`{"model":"route-model","input":[{"type":"message","role":"user","content":[]},{"type":"message","role":"user","content":""}],"store":false,"stream":true}`},
 		{"an assistant message with neither text nor calls is left out",
 			`{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":""},{"role":"assistant","content":[]}]}`,
 			responsesBody("")},

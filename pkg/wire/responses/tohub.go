@@ -617,10 +617,7 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 	for i, raw := range parts {
 		pat := fmt.Sprintf("%s.content[%d]", at, i)
 		var pm InputPartView
-		if err := decodeObject(raw, pat, &pm); err != nil {
-			return msg, err
-		}
-		typ, err := readString(pm.Type, pat+".type", true)
+		typ, err := decodeTyped(raw, pat, &pm, &pm.Type)
 		if err != nil {
 			return msg, err
 		}
@@ -790,10 +787,7 @@ func readFunctionOutput(m *InputItemView, at string) (chat.RequestMessage, error
 	for i, raw := range parts {
 		pat := fmt.Sprintf("%s.output[%d]", at, i)
 		var pm InputPartView
-		if err := decodeObject(raw, pat, &pm); err != nil {
-			return msg, err
-		}
-		typ, err := readString(pm.Type, pat+".type", true)
+		typ, err := decodeTyped(raw, pat, &pm, &pm.Type)
 		if err != nil {
 			return msg, err
 		}
@@ -847,10 +841,7 @@ func readTools(raw jsontext.Value, h *llm.HintSet) ([]chat.Tool, map[string]bool
 	for i, t := range list {
 		at := fmt.Sprintf("tools[%d]", i)
 		var m ToolView
-		if err := decodeObject(t, at, &m); err != nil {
-			return nil, nil, err
-		}
-		typ, err := readString(m.Type, at+".type", true)
+		typ, err := decodeTyped(t, at, &m, &m.Type)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -881,10 +872,7 @@ func readTools(raw jsontext.Value, h *llm.HintSet) ([]chat.Tool, map[string]bool
 			for j, it := range inner {
 				iat := fmt.Sprintf("%s.tools[%d]", at, j)
 				var im ToolView
-				if err := decodeObject(it, iat, &im); err != nil {
-					return nil, nil, err
-				}
-				ityp, err := readString(im.Type, iat+".type", true)
+				ityp, err := decodeTyped(it, iat, &im, &im.Type)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -1030,10 +1018,7 @@ func readFormat(raw jsontext.Value) (json.RawMessage, error) {
 	}
 	const at = "text.format"
 	var f TextFormatView
-	if err := decodeObject(raw, at, &f); err != nil {
-		return nil, err
-	}
-	typ, err := readString(f.Type, at+".type", true)
+	typ, err := decodeTyped(raw, at, &f, &f.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -1214,6 +1199,15 @@ func decodeObject(raw jsontext.Value, param string, v any) error {
 		return llm.Invalid(param, "%s must be an object", param)
 	}
 	return nil
+}
+
+// decodeTyped reads a member that must be an object with a type into its
+// view, v, and returns the type, read from typ, v's Type field.
+func decodeTyped(raw jsontext.Value, at string, v any, typ *jsontext.Value) (string, error) {
+	if err := decodeObject(raw, at, v); err != nil {
+		return "", err
+	}
+	return readString(*typ, at+".type", true)
 }
 
 // objectMember reads a member that holds a JSON schema object, kept as
