@@ -29,9 +29,7 @@ func ChatChunk(c *chat.Chunk) (Chunk, error) {
 	ch := Chunk{Raw: raw, ID: c.ID, Model: c.Model, Created: c.Created,
 		SystemFingerprint: c.SystemFingerprint, ServiceTier: c.ServiceTier,
 		Choices: make([]ChunkChoice, len(c.Choices))}
-	if len(c.Usage) > 0 && string(c.Usage) != "null" {
-		ch.Usage = c.Usage
-	}
+	ch.Usage = ReadUsage(c.Usage)
 	for i := range c.Choices {
 		if err := ch.Choices[i].from(&c.Choices[i]); err != nil {
 			return Chunk{}, err

@@ -116,7 +116,7 @@ type StreamReport struct {
 	// tokens at its start): a stream that breaks off before its end is
 	// then billed on those counts, not on an estimate. Nil when nothing
 	// was reported; a usage chunk, once read, supersedes it.
-	Usage json.RawMessage
+	Usage *Usage
 }
 
 // NoReports is what a stream that tells nothing besides its chunks says:
@@ -156,8 +156,9 @@ type Chunk struct {
 	// Choices are the chunk's choices, in the order sent; an empty list
 	// for a usage-only chunk ("choices": []).
 	Choices []ChunkChoice
-	// Usage is the chunk's usage object, raw, or nil.
-	Usage json.RawMessage
+	// Usage is the chunk's usage, read once by the decoder that made the
+	// chunk, or nil when it has none.
+	Usage *Usage
 
 	// Output is true when the chunk carries text, a tool call, a refusal or
 	// a reasoning model's thinking: the first such chunk fixes the provider
@@ -298,9 +299,6 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 		return Chunk{}, &ChunkError{Message: e.Message}
 	}
 	c := h.chunk(raw)
-	if string(c.Usage) == "null" {
-		c.Usage = nil
-	}
 	c.derive()
 	return c, nil
 }

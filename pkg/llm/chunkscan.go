@@ -46,12 +46,19 @@ type chunkHead struct {
 	SystemFingerprint, ServiceTier string
 	Usage, Error                   json.RawMessage
 	Choices                        []ChunkChoice
+	// usage is Usage read (ReadUsage), kept here so that the chunk points
+	// into h rather than into an allocation of its own.
+	usage Usage
 }
 
-// chunk is the Chunk with h's fields and raw.
+// chunk is the Chunk with h's fields and raw, its usage read.
 func (h *chunkHead) chunk(raw []byte) Chunk {
-	return Chunk{Raw: raw, ID: h.ID, Model: h.Model, Created: h.Created, SystemFingerprint: h.SystemFingerprint,
-		ServiceTier: h.ServiceTier, Usage: h.Usage, Choices: h.Choices}
+	c := Chunk{Raw: raw, ID: h.ID, Model: h.Model, Created: h.Created, SystemFingerprint: h.SystemFingerprint,
+		ServiceTier: h.ServiceTier, Choices: h.Choices}
+	if readUsage(h.Usage, &h.usage) {
+		c.Usage = &h.usage
+	}
+	return c
 }
 
 // chunkWire is a chat.completion.chunk as encoding/json decodes it, when

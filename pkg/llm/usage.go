@@ -23,6 +23,34 @@ type Usage struct {
 	Extra     map[string]json.RawMessage
 }
 
+// ReadUsage is an upstream's usage member raw as the hub carries it: nil
+// when raw is empty or null, ParseUsage's Usage when raw is a usage object,
+// and a zero Usage (no counts reported) when it is not one. The decoder
+// that reads an upstream's usage calls it once; the layers after it read
+// the struct.
+func ReadUsage(raw json.RawMessage) *Usage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	u := new(Usage)
+	readUsage(raw, u)
+	return u
+}
+
+// readUsage is ReadUsage into u; false (u untouched) when raw is empty or
+// null.
+func readUsage(raw json.RawMessage, u *Usage) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	p, err := ParseUsage(raw)
+	if err != nil {
+		p = Usage{}
+	}
+	*u = p
+	return true
+}
+
 // ParseUsage reads an upstream usage object. Token counts that are missing or
 // not numbers read as 0; cost and the gateway's own fields are dropped, so an
 // upstream can never set the price.

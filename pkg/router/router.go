@@ -741,7 +741,7 @@ type Answer struct {
 
 	finished   bool
 	seen, done uint64 // the choices seen and finished (llm.Chunk.Seen)
-	usage      json.RawMessage
+	usage      *llm.Usage
 	err        error
 	// textLen is the length of the answer's text (llm.Chunk.Text); text
 	// holds its first tokenize.ExactLimit bytes, in a buffer of textPool,
@@ -928,14 +928,12 @@ func isProviderError(err error) bool {
 // its completion counted as the larger of the reported and the counted.
 func (a *Answer) Usage() llm.Usage {
 	var u llm.Usage
-	raw := a.usage
-	if raw == nil {
-		raw = a.stream.Report().Usage
+	reported := a.usage
+	if reported == nil {
+		reported = a.stream.Report().Usage
 	}
-	if raw != nil {
-		if parsed, err := llm.ParseUsage(raw); err == nil {
-			u = parsed
-		}
+	if reported != nil {
+		u = *reported
 	}
 	switch {
 	case u.PromptTokens == 0 && u.CompletionTokens == 0:

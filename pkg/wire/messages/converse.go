@@ -1054,7 +1054,7 @@ func (e *ConverseEncoder) finish(out []llm.Chunk) []llm.Chunk {
 			CacheReadInputTokens:     count(e.usage.CacheReadInputTokens),
 			OutputTokens:             count(e.usage.OutputTokens),
 		}
-		ev.Usage = converse.ChatUsage(e.usage)
+		ev.Usage = llm.ReadUsage(converse.ChatUsage(e.usage))
 	} else {
 		zero := int64(0)
 		md.Usage = &Usage{OutputTokens: &zero}

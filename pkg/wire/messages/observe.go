@@ -86,7 +86,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 
 // UsageSoFar is the usage reported so far, in the Chat Completions shape
 // the pipeline reads, or nil.
-func (o *Observer) UsageSoFar() json.RawMessage { return o.usage.soFar() }
+func (o *Observer) UsageSoFar() *llm.Usage { return o.usage.soFar() }
 
 // NativeEvents turns a whole Message (an upstream that answered a streaming
 // request with JSON) into the events that stream it: message_start with the

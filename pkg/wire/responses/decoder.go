@@ -54,7 +54,7 @@ func (d *Decoder) Done() bool { return d.done }
 // UsageSoFar is the usage of the terminal or failed Response decoded, as a
 // usage chunk carries it, or nil: the Responses API reports usage in those
 // only.
-func (d *Decoder) UsageSoFar() json.RawMessage { return d.usage }
+func (d *Decoder) UsageSoFar() *llm.Usage { return llm.ReadUsage(d.usage) }
 
 // Decode reads one event's data (name is its SSE event name, used when the
 // data has no "type") and returns the chunks it becomes, none for most
