@@ -178,6 +178,7 @@ func parseUsageJSON(raw []byte) (Usage, error) {
 	if len(m) > 0 {
 		u.Extra = m
 	}
+	u.readDetails()
 	return u, nil
 }
 

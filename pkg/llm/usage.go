@@ -11,12 +11,25 @@ import (
 // Usage is an answer's token counts and its cost in USD. Extra keeps the
 // fields of the upstream's usage object the gateway does not own
 // (prompt_tokens_details, completion_tokens_details, ...), so they reach the
-// client unchanged.
+// client unchanged; the counts of them the gateway prices and reports are
+// read into the fields between (ParseUsage reads them once).
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
 	TotalTokens      int
-	Cost             float64
+	// CachedTokens, CacheWriteTokens and CacheWrite1hTokens are
+	// prompt_tokens_details' cached_tokens, cache_write_tokens and
+	// cache_write_1h_tokens as the upstream reported them (PromptParts and
+	// CacheWrite1h clamp them to the prompt); ReasoningTokens is
+	// completion_tokens_details.reasoning_tokens. Each is 0 when absent or
+	// not a count.
+	CachedTokens, CacheWriteTokens, CacheWrite1hTokens int
+	ReasoningTokens                                    int
+	// ServerToolCalls is the number of calls of each server tool the
+	// usage counts (server_tool_use.<tool>_requests, ServerToolUse), by
+	// the tool's name; nil when none.
+	ServerToolCalls map[string]int
+	Cost            float64
 	// Estimated is true when the upstream reported no usage and the gateway
 	// counted the tokens itself (about four bytes a token).
 	Estimated bool
@@ -86,6 +99,7 @@ func ParseUsage(raw json.RawMessage) (Usage, error) {
 	if len(m) > 0 {
 		u.Extra = m
 	}
+	u.readDetails()
 	return u, nil
 }
 
@@ -147,6 +161,7 @@ func scanUsage(raw []byte) (u Usage, ok bool) {
 	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
+	u.readDetails()
 	return u, true
 }
 
@@ -193,7 +208,8 @@ func (u Usage) appendJSON(b []byte) ([]byte, error) {
 // prompt token, an output token (reasoning included), a prompt token read
 // from the provider's prompt cache, one written to it, and one written to
 // a one-hour cache; and in USD per call, the server tools the provider
-// bills by the call (Tools, by the tool's name as ToolCalls counts it).
+// bills by the call (Tools, by the tool's name as ServerToolCalls counts
+// it).
 type Prices struct {
 	Input, Output, CacheRead, CacheWrite, CacheWrite1h float64
 	Tools                                              map[string]float64
@@ -203,7 +219,7 @@ type Prices struct {
 // it: the prompt's cached reads, cache writes (those to a one-hour cache at
 // their own price) and the rest each at their price (PromptParts), the
 // completion at the output price, and each server tool call the usage
-// counts (ToolCalls) at its price; rounded to whole nano-dollars as Cost
+// counts (ServerToolCalls) at its price; rounded to whole nano-dollars as Cost
 // is. A tool call without a price costs nothing: the gateway refuses a
 // request that declares a billable tool no route prices before any call.
 func PriceOf(u Usage, p Prices) float64 {
@@ -212,7 +228,7 @@ func PriceOf(u Usage, p Prices) float64 {
 	c := (float64(uncached)*p.Input + float64(read)*p.CacheRead + float64(write-write1h)*p.CacheWrite +
 		float64(write1h)*p.CacheWrite1h + float64(u.CompletionTokens)*p.Output) / 1e6
 	if len(p.Tools) > 0 {
-		for tool, n := range u.ToolCalls() {
+		for tool, n := range u.ServerToolCalls {
 			c += float64(n) * p.Tools[tool]
 		}
 	}
@@ -221,21 +237,20 @@ func PriceOf(u Usage, p Prices) float64 {
 
 // PromptParts splits the prompt tokens as the upstream reported them (in
 // the Chat Completions shape every adapter gives): read from the
-// provider's prompt cache (prompt_tokens_details.cached_tokens), written
-// to it (prompt_tokens_details.cache_write_tokens), and the rest. Each part
-// is clamped so that the three add up to PromptTokens.
+// provider's prompt cache (CachedTokens), written to it
+// (CacheWriteTokens), and the rest. Each part is clamped so that the three
+// add up to PromptTokens.
 func (u Usage) PromptParts() (uncached, cacheRead, cacheWrite int) {
-	cacheRead = min(u.Detail("prompt_tokens_details", "cached_tokens"), u.PromptTokens)
-	cacheWrite = min(u.Detail("prompt_tokens_details", "cache_write_tokens"), u.PromptTokens-cacheRead)
+	cacheRead = min(u.CachedTokens, u.PromptTokens)
+	cacheWrite = min(u.CacheWriteTokens, u.PromptTokens-cacheRead)
 	return u.PromptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite
 }
 
 // CacheWrite1h is the part of the cache writes (PromptParts) written to a
-// one-hour cache: prompt_tokens_details.cache_write_1h_tokens, at most the
-// cache writes.
+// one-hour cache: CacheWrite1hTokens, at most the cache writes.
 func (u Usage) CacheWrite1h() int {
 	_, _, write := u.PromptParts()
-	return min(u.Detail("prompt_tokens_details", "cache_write_1h_tokens"), write)
+	return min(u.CacheWrite1hTokens, write)
 }
 
 // ServerToolUse is the member of a usage object that counts the calls of
@@ -244,18 +259,27 @@ func (u Usage) CacheWrite1h() int {
 // answers' tool calls into the same shape).
 const ServerToolUse = "server_tool_use"
 
-// ToolCalls is the number of calls of each server tool the usage counts
-// (usage.server_tool_use.<tool>_requests), by the tool's name; nil when
-// none.
-func (u Usage) ToolCalls() map[string]int {
-	raw, ok := u.Extra[ServerToolUse]
-	if !ok {
-		return nil
+// readDetails sets the counts read from the details objects in Extra:
+// CachedTokens to ReasoningTokens and ServerToolCalls.
+func (u *Usage) readDetails() {
+	if raw, ok := u.Extra["prompt_tokens_details"]; ok {
+		d := objectOf(raw)
+		u.CachedTokens = detailCount(d["cached_tokens"])
+		u.CacheWriteTokens = detailCount(d["cache_write_tokens"])
+		u.CacheWrite1hTokens = detailCount(d["cache_write_1h_tokens"])
 	}
-	var d map[string]json.RawMessage
-	if json.Unmarshal(raw, &d) != nil {
-		return nil
+	if raw, ok := u.Extra["completion_tokens_details"]; ok {
+		u.ReasoningTokens = detailCount(objectOf(raw)["reasoning_tokens"])
 	}
+	if raw, ok := u.Extra[ServerToolUse]; ok {
+		u.ServerToolCalls = toolCalls(objectOf(raw))
+	}
+}
+
+// toolCalls is the calls of each server tool that a server_tool_use
+// object's members d count ("<tool>_requests", a number over 0 and at most
+// math.MaxInt32), by the tool's name; nil when none.
+func toolCalls(d map[string]json.RawMessage) map[string]int {
 	var out map[string]int
 	for k, v := range d {
 		tool, ok := strings.CutSuffix(k, "_requests")
@@ -271,19 +295,20 @@ func (u Usage) ToolCalls() map[string]int {
 	return out
 }
 
-// Detail reads one count of an upstream usage details object (such as
-// prompt_tokens_details.cached_tokens): 0 when absent or not a count.
-func (u Usage) Detail(object, field string) int {
-	raw, ok := u.Extra[object]
-	if !ok {
-		return 0
-	}
+// objectOf is the members of a JSON object, nil when raw is not one.
+func objectOf(raw json.RawMessage) map[string]json.RawMessage {
 	var d map[string]json.RawMessage
 	if json.Unmarshal(raw, &d) != nil {
-		return 0
+		return nil
 	}
+	return d
+}
+
+// detailCount reads a count of a details object: 0 when absent or not a
+// number from 0 to math.MaxInt32 (a fraction is cut to whole tokens).
+func detailCount(raw json.RawMessage) int {
 	var n float64
-	if json.Unmarshal(d[field], &n) != nil || n < 0 || n > math.MaxInt32 {
+	if json.Unmarshal(raw, &n) != nil || n < 0 || n > math.MaxInt32 {
 		return 0
 	}
 	return int(n)

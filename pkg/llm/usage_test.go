@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // PriceOf prices each part of the prompt at its own price, clamping
@@ -93,4 +95,43 @@ func FuzzUsageJSON(f *testing.F) {
 			t.Fatalf("appendJSON = %s, %v; json.Marshal = %s, %v", got, err, want, wantErr)
 		}
 	})
+}
+
+// TestReadUsage: a usage member reads as nil when absent or null, as no
+// counts reported when it is not a usage object, and otherwise with the
+// counts of its details objects read once into their fields (a count that
+// is missing or not a count reads as 0; a server tool counts when called).
+func TestReadUsage(t *testing.T) {
+	for _, c := range []struct {
+		name, raw string
+		want      *Usage
+	}{
+		{"absent", ``, nil},
+		{"null", `null`, nil},
+		{"not an object", `5`, &Usage{}},
+		{"malformed", `{"prompt_tokens":`, &Usage{}},
+		{"counts", `{"prompt_tokens":3,"completion_tokens":2}`, &Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}},
+		{"details", `{"prompt_tokens":9,"completion_tokens":40,"total_tokens":49,"prompt_tokens_details":{"cached_tokens":4,"cache_write_tokens":3,"cache_write_1h_tokens":2},"completion_tokens_details":{"reasoning_tokens":30},"server_tool_use":{"web_search_requests":2,"web_fetch_requests":0,"_requests":1,"x":3}}`,
+			&Usage{PromptTokens: 9, CompletionTokens: 40, TotalTokens: 49, CachedTokens: 4, CacheWriteTokens: 3, CacheWrite1hTokens: 2, ReasoningTokens: 30,
+				ServerToolCalls: map[string]int{"web_search": 2},
+				Extra: map[string]json.RawMessage{
+					"prompt_tokens_details":     json.RawMessage(`{"cached_tokens":4,"cache_write_tokens":3,"cache_write_1h_tokens":2}`),
+					"completion_tokens_details": json.RawMessage(`{"reasoning_tokens":30}`),
+					"server_tool_use":           json.RawMessage(`{"web_search_requests":2,"web_fetch_requests":0,"_requests":1,"x":3}`),
+				}}},
+		{"garbage details", `{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":"x","cache_write_tokens":-3,"cache_write_1h_tokens":1e10},"completion_tokens_details":[1],"server_tool_use":null}`,
+			&Usage{PromptTokens: 1, TotalTokens: 1, Extra: map[string]json.RawMessage{
+				"prompt_tokens_details":     json.RawMessage(`{"cached_tokens":"x","cache_write_tokens":-3,"cache_write_1h_tokens":1e10}`),
+				"completion_tokens_details": json.RawMessage(`[1]`),
+				"server_tool_use":           json.RawMessage(`null`),
+			}}},
+		{"escaped keys, through encoding/json", `{"prompt_tokens":2,"prompt_tokens_details":{"cached_tokens":1},"\u0078":1}`,
+			&Usage{PromptTokens: 2, TotalTokens: 2, CachedTokens: 1, Extra: map[string]json.RawMessage{
+				"prompt_tokens_details": json.RawMessage(`{"cached_tokens":1}`), "x": json.RawMessage(`1`),
+			}}},
+	} {
+		if diff := cmp.Diff(c.want, ReadUsage(json.RawMessage(c.raw))); diff != "" {
+			t.Errorf("%s: ReadUsage (-want +got):\n%s", c.name, diff)
+		}
+	}
 }

@@ -202,7 +202,7 @@ func carries(c Candidate, proto llm.Proto) bool {
 }
 
 // toolPrices are c's prices of the server tool calls an answer counts, by
-// the name they are counted under (llm.Usage.ToolCalls): its tool_prices,
+// the name they are counted under (llm.Usage.ServerToolCalls): its tool_prices,
 // and for a tool the request declares under another name than it is
 // counted by (Responses' web_search_preview, counted as web_search), that
 // tool's price (the higher one when two declared tools share a count).
@@ -961,7 +961,7 @@ func (a *Answer) Usage() llm.Usage {
 // not count already (in server_tool_use, as an answer that counts its
 // calls would).
 func withPerAnswerCalls(u llm.Usage, tools []string) llm.Usage {
-	counted := u.ToolCalls()
+	counted := u.ServerToolCalls
 	use := map[string]json.RawMessage{}
 	if raw, ok := u.Extra[llm.ServerToolUse]; ok && json.Unmarshal(raw, &use) != nil {
 		use = map[string]json.RawMessage{}
@@ -981,6 +981,16 @@ func withPerAnswerCalls(u llm.Usage, tools []string) llm.Usage {
 	}
 	extra[llm.ServerToolUse] = b
 	u.Extra = extra
+	calls := make(map[string]int, len(counted)+len(tools))
+	for t, n := range counted {
+		calls[t] = n
+	}
+	for _, t := range tools {
+		if counted[t] == 0 && t != "" {
+			calls[t] = 1
+		}
+	}
+	u.ServerToolCalls = calls
 	return u
 }
 

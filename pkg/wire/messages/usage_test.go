@@ -34,7 +34,7 @@ func TestUsageServerToolsAndOneHourCache(t *testing.T) {
 		if u == nil {
 			t.Fatalf("%s: no usage", name)
 		}
-		if diff := cmp.Diff(map[string]int{"web_search": 3}, u.ToolCalls()); diff != "" {
+		if diff := cmp.Diff(map[string]int{"web_search": 3}, u.ServerToolCalls); diff != "" {
 			t.Errorf("%s: tool calls (-want +got):\n%s", name, diff)
 		}
 		if _, read, write := u.PromptParts(); read != 9000 || write != 1100 || u.CacheWrite1h() != 1000 || u.CompletionTokens != 40 {

@@ -50,7 +50,7 @@ func TestObserverCountsToolCalls(t *testing.T) {
 		t.Fatal("no usage")
 	}
 	want := map[string]int{"web_search": 2, "file_search": 2, "code_interpreter": 1, "image_generation": 1}
-	if diff := cmp.Diff(want, u.ToolCalls()); diff != "" {
+	if diff := cmp.Diff(want, u.ServerToolCalls); diff != "" {
 		t.Errorf("tool calls (-want +got):\n%s", diff)
 	}
 	if u.PromptTokens != 10 || u.CompletionTokens != 5 {
