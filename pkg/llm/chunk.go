@@ -276,12 +276,23 @@ func ParseChunk(raw []byte) (Chunk, error) { return parseChunk(raw, nil) }
 // service_tier) are allocated once and shared by the chunks that repeat
 // them: a provider streaming a token a chunk sends them hundreds of times.
 // The zero value is ready; not for concurrent use.
-type ChunkParser struct{ seen chunkStrings }
+type ChunkParser struct {
+	seen chunkStrings
+	// usage is the usage of the stream's first chunk with usage, which
+	// that chunk points to: a stream's one usage chunk is read without an
+	// allocation of its own (a later one gets its own).
+	usage     Usage
+	usageUsed bool
+}
 
 // Parse is ParseChunk for the stream's next chunk.
-func (p *ChunkParser) Parse(raw []byte) (Chunk, error) { return parseChunk(raw, &p.seen) }
+func (p *ChunkParser) Parse(raw []byte) (Chunk, error) { return parseChunk(raw, p) }
 
-func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
+func parseChunk(raw []byte, p *ChunkParser) (Chunk, error) {
+	var seen *chunkStrings
+	if p != nil {
+		seen = &p.seen
+	}
 	h := new(chunkHead)
 	if err := decodeChunk(raw, h, seen); err != nil {
 		return Chunk{}, fmt.Errorf("malformed chunk: %w", err)
@@ -299,6 +310,16 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 		return Chunk{}, &ChunkError{Message: e.Message}
 	}
 	c := h.chunk(raw)
+	if len(h.Usage) > 0 && string(h.Usage) != "null" {
+		var u *Usage
+		if p != nil && !p.usageUsed {
+			u, p.usageUsed = &p.usage, true
+		} else {
+			u = new(Usage)
+		}
+		readUsage(h.Usage, u)
+		c.Usage = u
+	}
 	c.derive()
 	return c, nil
 }

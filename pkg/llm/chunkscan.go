@@ -46,19 +46,12 @@ type chunkHead struct {
 	SystemFingerprint, ServiceTier string
 	Usage, Error                   json.RawMessage
 	Choices                        []ChunkChoice
-	// usage is Usage read (ReadUsage), kept here so that the chunk points
-	// into h rather than into an allocation of its own.
-	usage Usage
 }
 
-// chunk is the Chunk with h's fields and raw, its usage read.
+// chunk is the Chunk with h's fields and raw, but for its usage.
 func (h *chunkHead) chunk(raw []byte) Chunk {
-	c := Chunk{Raw: raw, ID: h.ID, Model: h.Model, Created: h.Created, SystemFingerprint: h.SystemFingerprint,
+	return Chunk{Raw: raw, ID: h.ID, Model: h.Model, Created: h.Created, SystemFingerprint: h.SystemFingerprint,
 		ServiceTier: h.ServiceTier, Choices: h.Choices}
-	if readUsage(h.Usage, &h.usage) {
-		c.Usage = &h.usage
-	}
-	return c
 }
 
 // chunkWire is a chat.completion.chunk as encoding/json decodes it, when

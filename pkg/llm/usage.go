@@ -50,18 +50,13 @@ func ReadUsage(raw json.RawMessage) *Usage {
 	return u
 }
 
-// readUsage is ReadUsage into u; false (u untouched) when raw is empty or
-// null.
-func readUsage(raw json.RawMessage, u *Usage) bool {
-	if len(raw) == 0 || string(raw) == "null" {
-		return false
-	}
+// readUsage is ReadUsage into u, for a raw that is neither empty nor null.
+func readUsage(raw json.RawMessage, u *Usage) {
 	p, err := ParseUsage(raw)
 	if err != nil {
 		p = Usage{}
 	}
 	*u = p
-	return true
 }
 
 // ParseUsage reads an upstream usage object. Token counts that are missing or
