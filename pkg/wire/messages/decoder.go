@@ -302,8 +302,8 @@ func (c *usageCounts) json() json.RawMessage {
 }
 
 // UsageSoFar is the usage reported by the events decoded so far (the
-// counts of message_start, then message_delta's), as a usage chunk would
-// carry it, or nil when none was reported.
+// counts of message_start, then message_delta's), as the hub carries it,
+// or nil when none was reported.
 func (d *Decoder) UsageSoFar() *llm.Usage { return d.usage.soFar() }
 
 // emit builds one chunk: a usage-only chunk when usage is set, else one

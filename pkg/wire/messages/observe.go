@@ -84,8 +84,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	return c, nil
 }
 
-// UsageSoFar is the usage reported so far, in the Chat Completions shape
-// the pipeline reads, or nil.
+// UsageSoFar is the usage reported so far, as the hub carries it, or nil.
 func (o *Observer) UsageSoFar() *llm.Usage { return o.usage.soFar() }
 
 // NativeEvents turns a whole Message (an upstream that answered a streaming

@@ -51,8 +51,8 @@ func NewDecoder(created int64) *Decoder {
 // Done reports whether the terminal event has been decoded.
 func (d *Decoder) Done() bool { return d.done }
 
-// UsageSoFar is the usage of the terminal or failed Response decoded, as a
-// usage chunk carries it, or nil: the Responses API reports usage in those
+// UsageSoFar is the usage of the terminal or failed Response decoded, as
+// the hub carries it, or nil: the Responses API reports usage in those
 // only.
 func (d *Decoder) UsageSoFar() *llm.Usage { return llm.ReadUsage(d.usage) }
 

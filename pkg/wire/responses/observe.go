@@ -47,8 +47,8 @@ type Observer struct {
 // Done reports whether the terminal event has been observed.
 func (o *Observer) Done() bool { return o.done }
 
-// UsageSoFar is the usage of the terminal or failed Response observed, in
-// the Chat Completions shape, or nil: the Responses API reports usage in
+// UsageSoFar is the usage of the terminal or failed Response observed, as
+// the hub carries it, or nil: the Responses API reports usage in
 // those only.
 func (o *Observer) UsageSoFar() *llm.Usage { return o.usage }
 
