@@ -179,8 +179,24 @@ func parseUsageJSON(raw []byte) (Usage, error) {
 	if len(m) > 0 {
 		u.Extra = m
 	}
-	u.readDetails()
+	readDetailsJSON(&u)
 	return u, nil
+}
+
+// readDetailsJSON is Usage.readDetails by encoding/json alone.
+func readDetailsJSON(u *Usage) {
+	if raw, ok := u.Extra["prompt_tokens_details"]; ok {
+		d := objectOf(raw)
+		u.CachedTokens = detailCount(d["cached_tokens"])
+		u.CacheWriteTokens = detailCount(d["cache_write_tokens"])
+		u.CacheWrite1hTokens = detailCount(d["cache_write_1h_tokens"])
+	}
+	if raw, ok := u.Extra["completion_tokens_details"]; ok {
+		u.ReasoningTokens = detailCount(objectOf(raw)["reasoning_tokens"])
+	}
+	if raw, ok := u.Extra[ServerToolUse]; ok {
+		u.ServerToolCalls = toolCalls(objectOf(raw))
+	}
 }
 
 // FuzzScanUsage checks ParseUsage's fast path against encoding/json.

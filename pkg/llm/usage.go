@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -254,21 +255,110 @@ func (u Usage) CacheWrite1h() int {
 // answers' tool calls into the same shape).
 const ServerToolUse = "server_tool_use"
 
+// The counts read of the details objects, in the order of their fields.
+var (
+	promptDetails     = []string{"cached_tokens", "cache_write_tokens", "cache_write_1h_tokens"}
+	completionDetails = []string{"reasoning_tokens"}
+)
+
 // readDetails sets the counts read from the details objects in Extra:
 // CachedTokens to ReasoningTokens and ServerToolCalls.
 func (u *Usage) readDetails() {
 	if raw, ok := u.Extra["prompt_tokens_details"]; ok {
-		d := objectOf(raw)
-		u.CachedTokens = detailCount(d["cached_tokens"])
-		u.CacheWriteTokens = detailCount(d["cache_write_tokens"])
-		u.CacheWrite1hTokens = detailCount(d["cache_write_1h_tokens"])
+		var c [3]int
+		readCounts(raw, promptDetails, c[:])
+		u.CachedTokens, u.CacheWriteTokens, u.CacheWrite1hTokens = c[0], c[1], c[2]
 	}
 	if raw, ok := u.Extra["completion_tokens_details"]; ok {
-		u.ReasoningTokens = detailCount(objectOf(raw)["reasoning_tokens"])
+		var c [1]int
+		readCounts(raw, completionDetails, c[:])
+		u.ReasoningTokens = c[0]
 	}
 	if raw, ok := u.Extra[ServerToolUse]; ok {
-		u.ServerToolCalls = toolCalls(objectOf(raw))
+		calls, ok := scanToolCalls(raw)
+		if !ok {
+			calls = toolCalls(objectOf(raw))
+		}
+		u.ServerToolCalls = calls
 	}
+}
+
+// readCounts sets dst[i] to the count names[i] of the details object raw
+// (detailCount), by scanCounts or else by encoding/json.
+func readCounts(raw json.RawMessage, names []string, dst []int) {
+	if scanCounts(raw, names, dst) {
+		return
+	}
+	d := objectOf(raw)
+	for i, name := range names {
+		dst[i] = detailCount(d[name])
+	}
+}
+
+// scanCounts is readCounts without encoding/json for an object whose
+// names are given once each and whose counts are plain integers or null;
+// false (dst then partly set) for anything else. BenchmarkParseUsage keeps
+// it, with scanUsage.
+func scanCounts(raw []byte, names []string, dst []int) bool {
+	s := scanner{b: raw}
+	clear(dst)
+	ok := s.fields(names, func(i int) bool {
+		if i < 0 {
+			return s.skip(1)
+		}
+		var n int64
+		if s.peek() == '-' || !s.integer(&n) {
+			return false
+		}
+		if n <= math.MaxInt32 {
+			dst[i] = int(n)
+		}
+		return true
+	})
+	s.ws()
+	return ok && s.i == len(s.b)
+}
+
+// scanToolCalls is toolCalls of raw's members without encoding/json, for
+// an object whose names have no escapes and whose "<tool>_requests"
+// members are given once each as plain integers or null; ok is false for
+// anything else.
+func scanToolCalls(raw []byte) (calls map[string]int, ok bool) {
+	s := scanner{b: raw}
+	ok = s.object(func(key []byte, esc bool) bool {
+		if esc || !utf8.Valid(key) {
+			return false
+		}
+		tool, ok := bytes.CutSuffix(key, []byte("_requests"))
+		if !ok || len(tool) == 0 {
+			return s.skip(1)
+		}
+		var n int64
+		if s.peek() == '-' || !s.integer(&n) {
+			return false
+		}
+		if calls == nil {
+			calls = make(map[string]int, 2)
+		}
+		if _, dup := calls[string(tool)]; dup {
+			return false
+		}
+		calls[string(tool)] = int(min(n, math.MaxInt32+1))
+		return true
+	})
+	s.ws()
+	if !ok || s.i != len(s.b) {
+		return nil, false
+	}
+	for tool, n := range calls {
+		if n <= 0 || n > math.MaxInt32 {
+			delete(calls, tool)
+		}
+	}
+	if len(calls) == 0 {
+		calls = nil
+	}
+	return calls, true
 }
 
 // toolCalls is the calls of each server tool that a server_tool_use

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -134,4 +135,46 @@ func TestReadUsage(t *testing.T) {
 			t.Errorf("%s: ReadUsage (-want +got):\n%s", c.name, diff)
 		}
 	}
+}
+
+// FuzzScanDetails checks the details objects' fast paths (scanCounts,
+// scanToolCalls) against encoding/json.
+func FuzzScanDetails(f *testing.F) {
+	for _, s := range []string{
+		`{"cached_tokens":4,"cache_write_tokens":3,"cache_write_1h_tokens":2,"audio_tokens":0}`,
+		`{"cached_tokens":null,"cache_write_tokens":-3,"cache_write_1h_tokens":1e3}`,
+		`{"cached_tokens":1,"cached_tokens":2}`, `{"Cached_tokens":1}`, `{"\u0063ached_tokens":1}`,
+		`{"cached_tokens":99999999999,"reasoning_tokens":2147483648}`, `{"reasoning_tokens":2147483647}`,
+		`{"web_search_requests":3,"web_fetch_requests":0,"_requests":1,"x":[1,{"a":2}]}`,
+		`{"web_search_requests":1,"web_search_requests":0}`, `{"web_search_requests":1.5}`,
+		`{"` + "\xff" + `_requests":1}`, `{"a_requests":2147483648}`,
+		`null`, `[]`, `{}`, `5`, `{"a":1} x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		d := objectOf(raw)
+		for _, names := range [][]string{promptDetails, completionDetails} {
+			got := make([]int, len(names))
+			if scanCounts(raw, names, got) {
+				for i, name := range names {
+					if want := detailCount(d[name]); got[i] != want {
+						t.Fatalf("scanCounts(%q): %s %d, encoding/json reads %d", raw, name, got[i], want)
+					}
+				}
+			}
+			all := make([]int, len(names))
+			readCounts(raw, names, all)
+			for i, name := range names {
+				if want := detailCount(d[name]); all[i] != want {
+					t.Fatalf("readCounts(%q): %s %d, encoding/json reads %d", raw, name, all[i], want)
+				}
+			}
+		}
+		if got, ok := scanToolCalls(raw); ok {
+			if want := toolCalls(d); !reflect.DeepEqual(got, want) {
+				t.Fatalf("scanToolCalls(%q) = %v, encoding/json reads %v", raw, got, want)
+			}
+		}
+	})
 }
