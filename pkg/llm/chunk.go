@@ -278,11 +278,9 @@ func ParseChunk(raw []byte) (Chunk, error) { return parseChunk(raw, nil) }
 // The zero value is ready; not for concurrent use.
 type ChunkParser struct {
 	seen chunkStrings
-	// usage is the usage of the stream's first chunk with usage, which
-	// that chunk points to: a stream's one usage chunk is read without an
-	// allocation of its own (a later one gets its own).
-	usage     Usage
-	usageUsed bool
+	// usage holds the usage of the stream's first chunk with usage: a
+	// stream's one usage chunk is read without an allocation of its own.
+	usage UsageSlot
 }
 
 // Parse is ParseChunk for the stream's next chunk.
@@ -290,8 +288,9 @@ func (p *ChunkParser) Parse(raw []byte) (Chunk, error) { return parseChunk(raw, 
 
 func parseChunk(raw []byte, p *ChunkParser) (Chunk, error) {
 	var seen *chunkStrings
+	var slot *UsageSlot
 	if p != nil {
-		seen = &p.seen
+		seen, slot = &p.seen, &p.usage
 	}
 	h := new(chunkHead)
 	if err := decodeChunk(raw, h, seen); err != nil {
@@ -310,16 +309,7 @@ func parseChunk(raw []byte, p *ChunkParser) (Chunk, error) {
 		return Chunk{}, &ChunkError{Message: e.Message}
 	}
 	c := h.chunk(raw)
-	if len(h.Usage) > 0 && string(h.Usage) != "null" {
-		var u *Usage
-		if p != nil && !p.usageUsed {
-			u, p.usageUsed = &p.usage, true
-		} else {
-			u = new(Usage)
-		}
-		readUsage(h.Usage, u)
-		c.Usage = u
-	}
+	c.Usage = slot.Read(h.Usage)
 	c.derive()
 	return c, nil
 }

@@ -328,7 +328,7 @@ func TestChunkParserUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Usage != &p.usage || second.Usage == first.Usage {
+	if first.Usage != &p.usage.u || second.Usage == first.Usage {
 		t.Error("the first usage is not the parser's, or the second shares it")
 	}
 	want := func(prompt int) *Usage {
@@ -347,7 +347,7 @@ func TestChunkParserUsage(t *testing.T) {
 	raw := []byte(`{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`)
 	alone := testing.AllocsPerRun(100, func() { ParseChunk(raw) })
 	shared := testing.AllocsPerRun(100, func() {
-		p.usageUsed = false // each run the stream's first usage chunk
+		p.usage.used = false // each run the stream's first usage chunk
 		p.Parse(raw)
 	})
 	if shared > alone-1 {

@@ -42,11 +42,29 @@ type Usage struct {
 // and a zero Usage (no counts reported) when it is not one. The decoder
 // that reads an upstream's usage calls it once; the layers after it read
 // the struct.
-func ReadUsage(raw json.RawMessage) *Usage {
+func ReadUsage(raw json.RawMessage) *Usage { return (*UsageSlot)(nil).Read(raw) }
+
+// UsageSlot keeps the usage a decoder reads of its stream (ReadUsage) in
+// the decoder: the stream's first reading points into the slot, without an
+// allocation of its own, and a later one gets its own, so that a usage
+// read stays what it said. The zero value is ready; a nil slot is always
+// taken. Not for concurrent use.
+type UsageSlot struct {
+	u    Usage
+	used bool
+}
+
+// Read is ReadUsage(raw), into the slot when it is free.
+func (s *UsageSlot) Read(raw json.RawMessage) *Usage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	u := new(Usage)
+	var u *Usage
+	if s != nil && !s.used {
+		u, s.used = &s.u, true
+	} else {
+		u = new(Usage)
+	}
 	readUsage(raw, u)
 	return u
 }

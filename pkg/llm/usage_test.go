@@ -178,3 +178,25 @@ func FuzzScanDetails(f *testing.F) {
 		}
 	})
 }
+
+// TestUsageSlot: the first usage read goes into the slot, null takes no
+// slot, a later usage gets its own (the first stays what it said), and a
+// nil slot reads as ReadUsage.
+func TestUsageSlot(t *testing.T) {
+	var s UsageSlot
+	if u := s.Read(json.RawMessage(`null`)); u != nil || s.used {
+		t.Fatalf("null: %+v, slot used %v", u, s.used)
+	}
+	first := s.Read(json.RawMessage(`{"prompt_tokens":1}`))
+	second := s.Read(json.RawMessage(`{"prompt_tokens":2}`))
+	if first != &s.u || second == first {
+		t.Error("the first usage is not the slot's, or the second shares it")
+	}
+	if first.PromptTokens != 1 || second.PromptTokens != 2 {
+		t.Errorf("prompt tokens %d and %d, want 1 and 2", first.PromptTokens, second.PromptTokens)
+	}
+	var none *UsageSlot
+	if diff := cmp.Diff(ReadUsage(json.RawMessage(`{"completion_tokens":3}`)), none.Read(json.RawMessage(`{"completion_tokens":3}`))); diff != "" {
+		t.Errorf("nil slot (-ReadUsage +Read):\n%s", diff)
+	}
+}

@@ -38,8 +38,10 @@ import (
 type Observer struct {
 	identity
 	events EventReader
-	// usage is that of a terminal or failed Response, converted.
+	// usage is that of a terminal or failed Response, converted (into
+	// slot).
 	usage *llm.Usage
+	slot  llm.UsageSlot
 	done  bool
 	calls toolCalls
 }
@@ -89,7 +91,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		}
 		o.note(&r)
 		o.calls.response(ev.Response)
-		o.usage = llm.ReadUsage(ChatUsage(r.Usage, o.calls.counts))
+		o.usage = o.slot.Read(ChatUsage(r.Usage, o.calls.counts))
 		o.done = true
 		c.Usage = o.usage
 		c.FinishReason = StatusCompleted
@@ -100,7 +102,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	case EventFailed:
 		if r, err := readResponse(ev.Response, false); err == nil {
 			o.calls.response(ev.Response)
-			o.usage = llm.ReadUsage(ChatUsage(r.Usage, o.calls.counts))
+			o.usage = o.slot.Read(ChatUsage(r.Usage, o.calls.counts))
 		}
 		return llm.Chunk{}, failure(&ev)
 	case EventError:
