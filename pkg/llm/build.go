@@ -11,12 +11,13 @@ import (
 // ChatChunk is c, a chat.completion.chunk an adapter made from its
 // upstream's typed events, as the Chunk the pipeline reads: what
 // ParseChunk would read of c's JSON is taken from c's fields, never parsed
-// back, and Raw is c's JSON, written once as OpenAI writes it (compact,
-// without HTML escaping). c's strings are valid UTF-8 (as a JSON decoder
-// gives them) and c.Usage, when set, is compact JSON (as json.Marshal
-// writes it). The error is the encoder's, for a value it
+// back, but for c.Usage, which is read once (into usage, the decoder's
+// slot, or allocated when nil); Raw is c's JSON, written once as OpenAI
+// writes it (compact, without HTML escaping). c's strings are valid UTF-8
+// (as a JSON decoder gives them) and c.Usage, when set, is compact JSON
+// (as json.Marshal writes it). The error is the encoder's, for a value it
 // cannot write.
-func ChatChunk(c *chat.Chunk) (Chunk, error) {
+func ChatChunk(c *chat.Chunk, usage *UsageSlot) (Chunk, error) {
 	b := chunkBuffers.Get().(*bytes.Buffer)
 	defer chunkBuffers.Put(b)
 	b.Reset()
@@ -29,9 +30,7 @@ func ChatChunk(c *chat.Chunk) (Chunk, error) {
 	ch := Chunk{Raw: raw, ID: c.ID, Model: c.Model, Created: c.Created,
 		SystemFingerprint: c.SystemFingerprint, ServiceTier: c.ServiceTier,
 		Choices: make([]ChunkChoice, len(c.Choices))}
-	if len(c.Usage) > 0 && string(c.Usage) != "null" {
-		ch.Usage = c.Usage
-	}
+	ch.Usage = usage.Read(c.Usage)
 	for i := range c.Choices {
 		if err := ch.Choices[i].from(&c.Choices[i]); err != nil {
 			return Chunk{}, err

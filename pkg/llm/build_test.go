@@ -64,7 +64,7 @@ func firstChoice(c *Chunk) []string {
 func TestChatChunk(t *testing.T) {
 	for name, c := range buildCases() {
 		t.Run(name, func(t *testing.T) {
-			got, err := ChatChunk(&c)
+			got, err := ChatChunk(&c, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,19 +97,19 @@ func TestChatChunk(t *testing.T) {
 // TestChatChunkRaw: Raw is the chunk as OpenAI writes it.
 func TestChatChunkRaw(t *testing.T) {
 	c := buildCases()["text"]
-	got, err := ChatChunk(&c)
+	got, err := ChatChunk(&c, nil)
 	want := `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1735689600,"model":"m","choices":[{"index":0,"delta":{"content":"Hello <b> & \u2028 \"x\""},"finish_reason":null}]}`
 	if err != nil || string(got.Raw) != want {
 		t.Errorf("Raw %s, %v; want %s", got.Raw, err, want)
 	}
 	c = buildCases()["usage"]
 	c.Usage = json.RawMessage(`{"prompt_tokens":`)
-	if _, err := ChatChunk(&c); err == nil {
+	if _, err := ChatChunk(&c, nil); err == nil {
 		t.Error("a malformed usage: no error")
 	}
 	c = buildCases()["logprobs"]
 	c.Choices[0].Logprobs = json.RawMessage(`{"content":7}`)
-	if _, err := ChatChunk(&c); err == nil {
+	if _, err := ChatChunk(&c, nil); err == nil {
 		t.Error("logprobs of another shape: no error")
 	}
 }
@@ -127,7 +127,7 @@ func FuzzChatChunk(f *testing.F) {
 		}
 		c := chat.Chunk{ID: text, Model: name, Choices: []chat.ChunkChoice{{Delta: chat.Delta{Content: &text, ReasoningContent: &args,
 			ToolCalls: []chat.DeltaToolCall{{ID: args, Function: &chat.DeltaFunction{Name: &name, Arguments: &args}}}}, FinishReason: &finish}}}
-		got, err := ChatChunk(&c)
+		got, err := ChatChunk(&c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

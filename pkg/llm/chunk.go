@@ -116,7 +116,7 @@ type StreamReport struct {
 	// tokens at its start): a stream that breaks off before its end is
 	// then billed on those counts, not on an estimate. Nil when nothing
 	// was reported; a usage chunk, once read, supersedes it.
-	Usage json.RawMessage
+	Usage *Usage
 }
 
 // NoReports is what a stream that tells nothing besides its chunks says:
@@ -156,8 +156,9 @@ type Chunk struct {
 	// Choices are the chunk's choices, in the order sent; an empty list
 	// for a usage-only chunk ("choices": []).
 	Choices []ChunkChoice
-	// Usage is the chunk's usage object, raw, or nil.
-	Usage json.RawMessage
+	// Usage is the chunk's usage, read once by the decoder that made the
+	// chunk, or nil when it has none.
+	Usage *Usage
 
 	// Output is true when the chunk carries text, a tool call, a refusal or
 	// a reasoning model's thinking: the first such chunk fixes the provider
@@ -275,12 +276,22 @@ func ParseChunk(raw []byte) (Chunk, error) { return parseChunk(raw, nil) }
 // service_tier) are allocated once and shared by the chunks that repeat
 // them: a provider streaming a token a chunk sends them hundreds of times.
 // The zero value is ready; not for concurrent use.
-type ChunkParser struct{ seen chunkStrings }
+type ChunkParser struct {
+	seen chunkStrings
+	// usage holds the usage of the stream's first chunk with usage: a
+	// stream's one usage chunk is read without an allocation of its own.
+	usage UsageSlot
+}
 
 // Parse is ParseChunk for the stream's next chunk.
-func (p *ChunkParser) Parse(raw []byte) (Chunk, error) { return parseChunk(raw, &p.seen) }
+func (p *ChunkParser) Parse(raw []byte) (Chunk, error) { return parseChunk(raw, p) }
 
-func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
+func parseChunk(raw []byte, p *ChunkParser) (Chunk, error) {
+	var seen *chunkStrings
+	var slot *UsageSlot
+	if p != nil {
+		seen, slot = &p.seen, &p.usage
+	}
 	h := new(chunkHead)
 	if err := decodeChunk(raw, h, seen); err != nil {
 		return Chunk{}, fmt.Errorf("malformed chunk: %w", err)
@@ -298,9 +309,7 @@ func parseChunk(raw []byte, seen *chunkStrings) (Chunk, error) {
 		return Chunk{}, &ChunkError{Message: e.Message}
 	}
 	c := h.chunk(raw)
-	if string(c.Usage) == "null" {
-		c.Usage = nil
-	}
+	c.Usage = slot.Read(h.Usage)
 	c.derive()
 	return c, nil
 }

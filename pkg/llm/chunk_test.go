@@ -41,7 +41,7 @@ func TestParseChunkTyped(t *testing.T) {
 		{
 			name: "usage only",
 			raw:  `{"id":"c1","choices":[],"usage":{"prompt_tokens":3}}`,
-			want: Chunk{ID: "c1", Choices: []ChunkChoice{}, Usage: json.RawMessage(`{"prompt_tokens":3}`)},
+			want: Chunk{ID: "c1", Choices: []ChunkChoice{}, Usage: &Usage{PromptTokens: 3, TotalTokens: 3}},
 		},
 		{
 			name: "logprobs, through encoding/json (a key in other case)",

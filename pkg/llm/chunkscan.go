@@ -48,10 +48,10 @@ type chunkHead struct {
 	Choices                        []ChunkChoice
 }
 
-// chunk is the Chunk with h's fields and raw.
+// chunk is the Chunk with h's fields and raw, but for its usage.
 func (h *chunkHead) chunk(raw []byte) Chunk {
 	return Chunk{Raw: raw, ID: h.ID, Model: h.Model, Created: h.Created, SystemFingerprint: h.SystemFingerprint,
-		ServiceTier: h.ServiceTier, Usage: h.Usage, Choices: h.Choices}
+		ServiceTier: h.ServiceTier, Choices: h.Choices}
 }
 
 // chunkWire is a chat.completion.chunk as encoding/json decodes it, when

@@ -9,6 +9,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
 )
 
 var deltaSeeds = []string{
@@ -178,7 +179,24 @@ func parseUsageJSON(raw []byte) (Usage, error) {
 	if len(m) > 0 {
 		u.Extra = m
 	}
+	readDetailsJSON(&u)
 	return u, nil
+}
+
+// readDetailsJSON is Usage.readDetails by encoding/json alone.
+func readDetailsJSON(u *Usage) {
+	if raw, ok := u.Extra["prompt_tokens_details"]; ok {
+		d := objectOf(raw)
+		u.CachedTokens = detailCount(d["cached_tokens"])
+		u.CacheWriteTokens = detailCount(d["cache_write_tokens"])
+		u.CacheWrite1hTokens = detailCount(d["cache_write_1h_tokens"])
+	}
+	if raw, ok := u.Extra["completion_tokens_details"]; ok {
+		u.ReasoningTokens = detailCount(objectOf(raw)["reasoning_tokens"])
+	}
+	if raw, ok := u.Extra[ServerToolUse]; ok {
+		u.ServerToolCalls = toolCalls(objectOf(raw))
+	}
 }
 
 // FuzzScanUsage checks ParseUsage's fast path against encoding/json.
@@ -291,5 +309,48 @@ func TestChunkParserSharesRepeatedStrings(t *testing.T) {
 	shared := testing.AllocsPerRun(100, func() { p.Parse(raw) })
 	if shared > alone-4 {
 		t.Errorf("a repeated chunk: %v allocations with the stream's parser, %v alone; want 4 fewer (id, model, fingerprint, tier)", shared, alone)
+	}
+}
+
+// TestChunkParserUsage: a stream's first usage chunk is read into the
+// parser, without an allocation of its own; a later one gets its own, so
+// the first chunk's usage stays what it said.
+func TestChunkParserUsage(t *testing.T) {
+	usage := func(prompt string) []byte {
+		return []byte(`{"id":"c","choices":[],"usage":{"prompt_tokens":` + prompt + `,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`)
+	}
+	var p ChunkParser
+	first, err := p.Parse(usage("10"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := p.Parse(usage("20"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Usage != &p.usage.u || second.Usage == first.Usage {
+		t.Error("the first usage is not the parser's, or the second shares it")
+	}
+	want := func(prompt int) *Usage {
+		return &Usage{PromptTokens: prompt, CompletionTokens: 2, TotalTokens: prompt + 2, CachedTokens: 1,
+			Extra: map[string]json.RawMessage{"prompt_tokens_details": json.RawMessage(`{"cached_tokens":1}`)}}
+	}
+	if diff := cmp.Diff(want(10), first.Usage); diff != "" {
+		t.Errorf("first usage (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want(20), second.Usage); diff != "" {
+		t.Errorf("second usage (-want +got):\n%s", diff)
+	}
+	if c, err := p.Parse([]byte(`{"id":"c","choices":[],"usage":null}`)); err != nil || c.Usage != nil {
+		t.Errorf("usage null: %+v, %v; want none", c.Usage, err)
+	}
+	raw := []byte(`{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`)
+	alone := testing.AllocsPerRun(100, func() { ParseChunk(raw) })
+	shared := testing.AllocsPerRun(100, func() {
+		p.usage.used = false // each run the stream's first usage chunk
+		p.Parse(raw)
+	})
+	if shared > alone-1 {
+		t.Errorf("a stream's first usage chunk: %v allocations with the stream's parser, %v alone; want one fewer", shared, alone)
 	}
 }

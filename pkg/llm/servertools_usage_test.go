@@ -38,7 +38,7 @@ func TestPriceOfPremiumUnits(t *testing.T) {
 		}
 	}
 	u, _ := ParseUsage(json.RawMessage(`{"prompt_tokens":1,"completion_tokens":1,"server_tool_use":{"web_search_requests":3,"web_fetch_requests":0,"code_execution_requests":1}}`))
-	if diff := cmp.Diff(map[string]int{"web_search": 3, "code_execution": 1}, u.ToolCalls()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"web_search": 3, "code_execution": 1}, u.ServerToolCalls); diff != "" {
 		t.Errorf("ToolCalls (-want +got):\n%s", diff)
 	}
 }

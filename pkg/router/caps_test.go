@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -126,10 +125,10 @@ func TestStreamReport(t *testing.T) {
 	}{
 		{name: "nothing reported", step: cut, est: true},
 		{name: "dropped and early usage", step: cut,
-			report:  llm.StreamReport{Dropped: []string{"logit_bias", "messages[].name"}, Usage: json.RawMessage(`{"prompt_tokens":42,"completion_tokens":0,"total_tokens":42}`)},
+			report:  llm.StreamReport{Dropped: []string{"logit_bias", "messages[].name"}, Usage: &llm.Usage{PromptTokens: 42, TotalTokens: 42}},
 			dropped: []string{"logit_bias", "messages[].name"}, prompt: 42, est: true},
 		{name: "a usage chunk supersedes the report", step: ok,
-			report: llm.StreamReport{Usage: json.RawMessage(`{"prompt_tokens":42,"completion_tokens":1,"total_tokens":43}`)}, prompt: 10},
+			report: llm.StreamReport{Usage: &llm.Usage{PromptTokens: 42, CompletionTokens: 1, TotalTokens: 43}}, prompt: 10},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t, map[string][]step{"a": {tt.step}})

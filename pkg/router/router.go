@@ -202,7 +202,7 @@ func carries(c Candidate, proto llm.Proto) bool {
 }
 
 // toolPrices are c's prices of the server tool calls an answer counts, by
-// the name they are counted under (llm.Usage.ToolCalls): its tool_prices,
+// the name they are counted under (llm.Usage.ServerToolCalls): its tool_prices,
 // and for a tool the request declares under another name than it is
 // counted by (Responses' web_search_preview, counted as web_search), that
 // tool's price (the higher one when two declared tools share a count).
@@ -741,7 +741,7 @@ type Answer struct {
 
 	finished   bool
 	seen, done uint64 // the choices seen and finished (llm.Chunk.Seen)
-	usage      json.RawMessage
+	usage      *llm.Usage
 	err        error
 	// textLen is the length of the answer's text (llm.Chunk.Text); text
 	// holds its first tokenize.ExactLimit bytes, in a buffer of textPool,
@@ -928,14 +928,12 @@ func isProviderError(err error) bool {
 // its completion counted as the larger of the reported and the counted.
 func (a *Answer) Usage() llm.Usage {
 	var u llm.Usage
-	raw := a.usage
-	if raw == nil {
-		raw = a.stream.Report().Usage
+	reported := a.usage
+	if reported == nil {
+		reported = a.stream.Report().Usage
 	}
-	if raw != nil {
-		if parsed, err := llm.ParseUsage(raw); err == nil {
-			u = parsed
-		}
+	if reported != nil {
+		u = *reported
 	}
 	switch {
 	case u.PromptTokens == 0 && u.CompletionTokens == 0:
@@ -963,7 +961,7 @@ func (a *Answer) Usage() llm.Usage {
 // not count already (in server_tool_use, as an answer that counts its
 // calls would).
 func withPerAnswerCalls(u llm.Usage, tools []string) llm.Usage {
-	counted := u.ToolCalls()
+	counted := u.ServerToolCalls
 	use := map[string]json.RawMessage{}
 	if raw, ok := u.Extra[llm.ServerToolUse]; ok && json.Unmarshal(raw, &use) != nil {
 		use = map[string]json.RawMessage{}
@@ -983,6 +981,16 @@ func withPerAnswerCalls(u llm.Usage, tools []string) llm.Usage {
 	}
 	extra[llm.ServerToolUse] = b
 	u.Extra = extra
+	calls := make(map[string]int, len(counted)+len(tools))
+	for t, n := range counted {
+		calls[t] = n
+	}
+	for _, t := range tools {
+		if counted[t] == 0 && t != "" {
+			calls[t] = 1
+		}
+	}
+	u.ServerToolCalls = calls
 	return u
 }
 

@@ -375,24 +375,25 @@ func checkChunk(t *testing.T, i int, c llm.Chunk) wireChunk {
 	if got, want := c.HasChoices, len(w.Choices) > 0; got != want {
 		t.Errorf("chunk %d %s: HasChoices %v, want %v", i, c.Raw, got, want)
 	}
-	if got, want := c.Usage, w.usage(); !sameJSON(got, want) {
-		t.Errorf("chunk %d: Usage %s, want %s", i, got, want)
+	if got, want := c.Usage, w.usage(); !sameUsage(got, want) {
+		t.Errorf("chunk %d: Usage %+v, want %s", i, got, want)
 	}
 	return w
 }
 
-// sameJSON reports whether a and b are the same JSON value, or both absent.
-func sameJSON(a, b json.RawMessage) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
+// sameUsage reports whether got is the usage object raw reads as, or both
+// are absent.
+func sameUsage(got *llm.Usage, raw json.RawMessage) bool {
+	if got == nil || raw == nil {
+		return got == nil && raw == nil
 	}
-	var va, vb any
-	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+	want, err := llm.ParseUsage(raw)
+	if err != nil {
 		return false
 	}
-	ja, _ := json.Marshal(va)
-	jb, _ := json.Marshal(vb)
-	return string(ja) == string(jb)
+	ja, errA := json.Marshal(got)
+	jb, errB := json.Marshal(want)
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
 // texts is the answer's non-empty content pieces, in order.
@@ -457,7 +458,7 @@ func checkAnswer(w *world, s Script, a answer, st llm.ChunkStream) {
 		}
 	}
 
-	var usages []json.RawMessage
+	var usages []*llm.Usage
 	for _, c := range a.chunks {
 		if c.Usage != nil {
 			usages = append(usages, c.Usage)
@@ -465,10 +466,10 @@ func checkAnswer(w *world, s Script, a answer, st llm.ChunkStream) {
 	}
 	if s.Usage == nil {
 		if len(usages) > 0 {
-			t.Errorf("usage %s from an upstream that reported none", usages)
+			t.Errorf("usage %+v from an upstream that reported none", *usages[0])
 		}
-		if raw := st.Report().Usage; raw != nil {
-			t.Errorf("UsageSoFar %s from an upstream that reported none", raw)
+		if so := st.Report().Usage; so != nil {
+			t.Errorf("UsageSoFar %+v from an upstream that reported none", so)
 		}
 		return
 	}
@@ -476,32 +477,29 @@ func checkAnswer(w *world, s Script, a answer, st llm.ChunkStream) {
 		// A stream that ended before its end marker may not have sent its
 		// usage chunk yet; what its upstream reported is then UsageSoFar,
 		// which the router bills on.
-		if raw := st.Report().Usage; raw != nil {
-			usages = append(usages, raw)
+		if so := st.Report().Usage; so != nil {
+			usages = append(usages, so)
 		}
 	}
 	if len(usages) != 1 {
-		t.Fatalf("%d chunks with usage %s, want 1", len(usages), usages)
+		t.Fatalf("%d chunks with usage, want 1", len(usages))
 	}
-	u, err := llm.ParseUsage(usages[0])
-	if err != nil {
-		t.Fatalf("usage %s: %v", usages[0], err)
-	}
+	u := *usages[0]
 	if u.TotalTokens != u.PromptTokens+u.CompletionTokens {
-		t.Errorf("usage %s: total_tokens is not the sum", usages[0])
+		t.Errorf("usage %+v: total_tokens is not the sum", u)
 	}
 	// At the end, what was reported so far is what was reported.
-	if raw := st.Report().Usage; raw != nil {
-		if so, err := llm.ParseUsage(raw); err != nil || so.PromptTokens != u.PromptTokens || so.CompletionTokens != u.CompletionTokens {
-			t.Errorf("UsageSoFar %s at the end, want the counts of usage %s", raw, usages[0])
+	if so := st.Report().Usage; so != nil {
+		if so.PromptTokens != u.PromptTokens || so.CompletionTokens != u.CompletionTokens {
+			t.Errorf("UsageSoFar %+v at the end, want the counts of usage %+v", *so, u)
 		}
 	}
 	if w.can(ScriptedUsage, "the token counts") {
 		if u.PromptTokens != s.Usage.Prompt || u.CompletionTokens != s.Usage.Completion {
-			t.Errorf("usage %s, want prompt_tokens %d and completion_tokens %d", usages[0], s.Usage.Prompt, s.Usage.Completion)
+			t.Errorf("usage %+v, want prompt_tokens %d and completion_tokens %d", u, s.Usage.Prompt, s.Usage.Completion)
 		}
 	} else if u.PromptTokens <= 0 || u.CompletionTokens <= 0 {
-		t.Errorf("usage %s: want some prompt and completion tokens", usages[0])
+		t.Errorf("usage %+v: want some prompt and completion tokens", u)
 	}
 }
 

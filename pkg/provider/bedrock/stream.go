@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 
@@ -108,7 +107,7 @@ type eventChunks struct {
 	dropped       []string
 
 	pending  []llm.Chunk
-	usage    json.RawMessage
+	usage    *llm.Usage
 	finished bool // the answer's end was read
 	closed   bool // the event channel closed
 }

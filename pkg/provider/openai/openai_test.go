@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -265,7 +266,7 @@ func TestChunkFields(t *testing.T) {
 	if c, _ = s.Next(); c.FinishReason != "stop" || c.Output {
 		t.Errorf("finish chunk = %+v", c)
 	}
-	if c, _ = s.Next(); c.HasChoices || string(c.Usage) != `{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}` {
+	if c, _ = s.Next(); c.HasChoices || !reflect.DeepEqual(c.Usage, &llm.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}) {
 		t.Errorf("usage chunk = %+v", c)
 	}
 }

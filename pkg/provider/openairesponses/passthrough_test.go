@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -215,11 +216,13 @@ func TestPassThroughEvents(t *testing.T) {
 	c := openairesponses.New("resp", url, "sk", nil)
 	s := open(t, c, t.Context(), passRequest(passBody, nil))
 	type got struct {
-		Event, Raw            string
-		Output                bool
-		Text                  string
-		Finish, Usage, ID, Mo string
-		Seen, Finished        uint64
+		Event, Raw     string
+		Output         bool
+		Text           string
+		Finish         string
+		Usage          *llm.Usage
+		ID, Mo         string
+		Seen, Finished uint64
 	}
 	var chunks []got
 	for range wireEvents {
@@ -230,7 +233,7 @@ func TestPassThroughEvents(t *testing.T) {
 		if ch.Proto != llm.ProtoResponses {
 			t.Errorf("chunk %d: Proto %v", len(chunks), ch.Proto)
 		}
-		chunks = append(chunks, got{ch.Event, string(ch.Raw), ch.Output, ch.Text, ch.FinishReason, string(ch.Usage), ch.ID, ch.Model, ch.Seen, ch.Finished})
+		chunks = append(chunks, got{ch.Event, string(ch.Raw), ch.Output, ch.Text, ch.FinishReason, ch.Usage, ch.ID, ch.Model, ch.Seen, ch.Finished})
 	}
 	// The stream ends at the terminal event, with the connection still open.
 	if _, err := next(t, s); err != io.EOF {
@@ -255,7 +258,7 @@ func TestPassThroughEvents(t *testing.T) {
 			g.Output, g.Text = true, "."
 		case 10:
 			g.Finish, g.Seen, g.Finished = "completed", 1, 1
-			g.Usage = `{"prompt_tokens":21,"completion_tokens":40,"total_tokens":61,"prompt_tokens_details":{"cached_tokens":16},"completion_tokens_details":{"reasoning_tokens":35}}`
+			g.Usage = llm.ReadUsage([]byte(`{"prompt_tokens":21,"completion_tokens":40,"total_tokens":61,"prompt_tokens_details":{"cached_tokens":16},"completion_tokens_details":{"reasoning_tokens":35}}`))
 		}
 		want = append(want, g)
 	}
@@ -311,12 +314,12 @@ func TestPassThroughAgainstFake(t *testing.T) {
 				}
 			}
 			last := chunks[len(chunks)-1]
-			if first != tt.firstOutput || last.Event != tt.end || last.FinishReason != tt.finish || string(last.Usage) != tt.usage {
-				t.Errorf("first output %q, end %q %q, usage %s; want %q, %q %q, %s", first, last.Event, last.FinishReason, last.Usage, tt.firstOutput, tt.end, tt.finish, tt.usage)
+			if first != tt.firstOutput || last.Event != tt.end || last.FinishReason != tt.finish || !reflect.DeepEqual(last.Usage, llm.ReadUsage([]byte(tt.usage))) {
+				t.Errorf("first output %q, end %q %q, usage %+v; want %q, %q %q, %s", first, last.Event, last.FinishReason, last.Usage, tt.firstOutput, tt.end, tt.finish, tt.usage)
 			}
 			for i, c := range chunks[:len(chunks)-1] {
 				if c.FinishReason != "" || c.Usage != nil {
-					t.Errorf("chunk %d (%s): finish %q, usage %s before the end", i, c.Event, c.FinishReason, c.Usage)
+					t.Errorf("chunk %d (%s): finish %q, usage %+v before the end", i, c.Event, c.FinishReason, c.Usage)
 				}
 			}
 			if up.Calls() != 1 {
@@ -411,8 +414,8 @@ func TestPassThroughFailures(t *testing.T) {
 					t.Errorf("chunk %d (%s): finish %q in a stream that failed", i, c.Event, c.FinishReason)
 				}
 			}
-			if got := s.Report().Usage; string(got) != tt.usage {
-				t.Errorf("UsageSoFar %s, want %s", got, tt.usage)
+			if got := s.Report().Usage; !reflect.DeepEqual(got, llm.ReadUsage([]byte(tt.usage))) {
+				t.Errorf("UsageSoFar %+v, want %s", got, tt.usage)
 			}
 			if up.Calls() != 1 {
 				t.Errorf("%d calls, want 1", up.Calls())

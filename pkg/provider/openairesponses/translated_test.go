@@ -3,6 +3,7 @@ package openairesponses_test
 import (
 	"encoding/json"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestTranslatedAgainstFake(t *testing.T) {
 				t.Errorf("reasoning (-want +got):\n%s", diff)
 			}
 			last := chunks[len(chunks)-1]
-			if finish != "stop" || last.HasChoices || string(last.Usage) != `{"prompt_tokens":30,"completion_tokens":12,"total_tokens":42,"prompt_tokens_details":{"cached_tokens":6},"completion_tokens_details":{"reasoning_tokens":9}}` {
+			if finish != "stop" || last.HasChoices || !reflect.DeepEqual(last.Usage, llm.ReadUsage([]byte(`{"prompt_tokens":30,"completion_tokens":12,"total_tokens":42,"prompt_tokens_details":{"cached_tokens":6},"completion_tokens_details":{"reasoning_tokens":9}}`))) {
 				t.Errorf("finish %q, last chunk %s", finish, last.Raw)
 			}
 			got := up.Requests()[0]

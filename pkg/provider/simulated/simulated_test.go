@@ -139,10 +139,10 @@ func TestChunkSequence(t *testing.T) {
 				Output       bool
 				FinishReason string
 				HasChoices   bool
-				Usage        string
+				Usage        *llm.Usage
 			}
 			summarize := func(c llm.Chunk) summary {
-				return summary{c.ID, c.Model, c.Created, c.Output, c.FinishReason, c.HasChoices, string(c.Usage)}
+				return summary{c.ID, c.Model, c.Created, c.Output, c.FinishReason, c.HasChoices, c.Usage}
 			}
 			base := summary{ID: id, Model: "sim-small", Created: created, HasChoices: true}
 			want := []summary{base}
@@ -155,7 +155,8 @@ func TestChunkSequence(t *testing.T) {
 			finish.FinishReason = "stop"
 			usage := base
 			usage.HasChoices = false
-			usage.Usage = fmt.Sprintf(`{"prompt_tokens":7,"completion_tokens":%d,"total_tokens":%d}`, tt.wantWords, 7+tt.wantWords)
+			usage.Usage = &llm.Usage{PromptTokens: 7, CompletionTokens: tt.wantWords, TotalTokens: 7 + tt.wantWords}
+			usageJSON := fmt.Sprintf(`{"prompt_tokens":7,"completion_tokens":%d,"total_tokens":%d}`, tt.wantWords, 7+tt.wantWords)
 			want = append(want, finish, usage)
 			var got []summary
 			for _, c := range chunks {
@@ -170,7 +171,7 @@ func TestChunkSequence(t *testing.T) {
 			wantRaw := []string{
 				head + `[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
 				head + `[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
-				head + `[],"usage":` + usage.Usage + `}`,
+				head + `[],"usage":` + usageJSON + `}`,
 			}
 			gotRaw := []string{string(chunks[0].Raw), string(chunks[len(chunks)-2].Raw), string(chunks[len(chunks)-1].Raw)}
 			if diff := cmp.Diff(wantRaw, gotRaw); diff != "" {
@@ -255,8 +256,8 @@ func TestContentParts(t *testing.T) {
 		t.Errorf("parts vs string (-want +got):\n%s", diff)
 	}
 	// "Describe this picture" is 21 bytes: 6 tokens.
-	if u := string(got[len(got)-1].Usage); !strings.Contains(u, `"prompt_tokens":6,`) {
-		t.Errorf("usage %s, want prompt_tokens 6", u)
+	if u := got[len(got)-1].Usage; u == nil || u.PromptTokens != 6 {
+		t.Errorf("usage %+v, want prompt_tokens 6", u)
 	}
 }
 
@@ -275,11 +276,11 @@ func TestPromptTokens(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			chunks := drain(t, open(t, New("demo", catalog.Simulated{Words: 2}), chatBody(t, "m", tt.messages...)))
-			u, err := llm.ParseUsage(chunks[len(chunks)-1].Usage)
-			if err != nil {
-				t.Fatal(err)
+			u := chunks[len(chunks)-1].Usage
+			if u == nil {
+				t.Fatal("no usage")
 			}
-			want := llm.Usage{PromptTokens: tt.want, CompletionTokens: 2, TotalTokens: tt.want + 2}
+			want := &llm.Usage{PromptTokens: tt.want, CompletionTokens: 2, TotalTokens: tt.want + 2}
 			if diff := cmp.Diff(want, u); diff != "" {
 				t.Errorf("usage (-want +got):\n%s", diff)
 			}

@@ -46,6 +46,8 @@ type Decoder struct {
 	blocks map[int32]*toolCall
 	last   *toolCall
 	tools  int
+	// usage holds the usage of the answer's metadata event.
+	usage llm.UsageSlot
 }
 
 type toolCall struct {
@@ -180,7 +182,7 @@ func (d *Decoder) emit(delta chat.Delta, finish *string) (llm.Chunk, bool, error
 
 // write is the chunk c.
 func (d *Decoder) write(c chat.Chunk) (llm.Chunk, bool, error) {
-	ch, err := llm.ChatChunk(&c)
+	ch, err := llm.ChatChunk(&c, &d.usage)
 	if err != nil {
 		return llm.Chunk{}, false, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 	}

@@ -3,6 +3,7 @@ package converse
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -147,10 +148,7 @@ func TestDecoder(t *testing.T) {
 	if last.HasChoices || last.Usage == nil {
 		t.Fatalf("the last chunk is not usage-only: %s", last.Raw)
 	}
-	u, err := llm.ParseUsage(last.Usage)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := last.Usage
 	uncached, read, write := u.PromptParts()
 	gotUsage := []int{u.PromptTokens, u.CompletionTokens, u.TotalTokens, uncached, read, write}
 	if diff := cmp.Diff([]int{135, 20, 155, 100, 30, 5}, gotUsage); diff != "" {
@@ -163,7 +161,7 @@ func TestDecoder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	answer, err := a.Answer(u)
+	answer, err := a.Answer(*u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,12 +219,12 @@ func TestDecoderUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got string
+			var got *llm.Usage
 			if len(chunks) == 1 {
-				got = string(chunks[0].Usage)
+				got = chunks[0].Usage
 			}
-			if len(chunks) > 1 || got != tt.want {
-				t.Errorf("chunks %d, usage %s; want %s", len(chunks), got, tt.want)
+			if len(chunks) > 1 || !reflect.DeepEqual(got, llm.ReadUsage([]byte(tt.want))) {
+				t.Errorf("chunks %d, usage %+v; want %s", len(chunks), got, tt.want)
 			}
 		})
 	}

@@ -100,7 +100,7 @@ func UsageOf(u llm.Usage) *GatewayUsage {
 	uncached, cached, written := u.PromptParts()
 	cu := &GatewayUsage{Cost: llm.USD(u.Cost), Estimated: u.Estimated}
 	cu.set(uncached, written, cached, u.CompletionTokens)
-	if calls := u.ToolCalls(); len(calls) > 0 {
+	if calls := u.ServerToolCalls; len(calls) > 0 {
 		cu.ServerToolUse = make(map[string]*int64, len(calls))
 		for tool, n := range calls {
 			v := int64(n)

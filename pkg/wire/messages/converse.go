@@ -801,7 +801,8 @@ type ConverseEncoder struct {
 	stopSeq  *string
 	metadata bool // metadata read
 	usage    *types.TokenUsage
-	done     bool // message_stop sent
+	hubUsage llm.UsageSlot // the usage as the hub carries it
+	done     bool          // message_stop sent
 }
 
 // converseBlock is the Anthropic block a Converse content block is being
@@ -1054,7 +1055,7 @@ func (e *ConverseEncoder) finish(out []llm.Chunk) []llm.Chunk {
 			CacheReadInputTokens:     count(e.usage.CacheReadInputTokens),
 			OutputTokens:             count(e.usage.OutputTokens),
 		}
-		ev.Usage = converse.ChatUsage(e.usage)
+		ev.Usage = e.hubUsage.Read(converse.ChatUsage(e.usage))
 	} else {
 		zero := int64(0)
 		md.Usage = &Usage{OutputTokens: &zero}

@@ -274,13 +274,13 @@ func (c *usageCounts) add(u *Usage) {
 	}
 }
 
-// soFar is the usage reported so far as a usage chunk would carry it, or
-// nil when none was reported.
-func (c *usageCounts) soFar() json.RawMessage {
+// soFar is the usage reported so far, as the hub carries it (read into
+// slot, llm.UsageSlot), or nil when none was reported.
+func (c *usageCounts) soFar(slot *llm.UsageSlot) *llm.Usage {
 	if !c.saw {
 		return nil
 	}
-	return c.json()
+	return slot.Read(c.json())
 }
 
 // json is the counts as the Chat Completions usage object.
@@ -302,9 +302,9 @@ func (c *usageCounts) json() json.RawMessage {
 }
 
 // UsageSoFar is the usage reported by the events decoded so far (the
-// counts of message_start, then message_delta's), as a usage chunk would
-// carry it, or nil when none was reported.
-func (d *Decoder) UsageSoFar() json.RawMessage { return d.usage.soFar() }
+// counts of message_start, then message_delta's), as the hub carries it,
+// or nil when none was reported.
+func (d *Decoder) UsageSoFar() *llm.Usage { return d.usage.soFar(nil) }
 
 // emit builds one chunk: a usage-only chunk when usage is set, else one
 // choice with delta and finish.

@@ -18,7 +18,9 @@ import (
 // added after this was written). The zero Observer is ready.
 type Observer struct {
 	usage usageCounts
-	done  bool
+	// slot holds the usage of the stream's message_delta.
+	slot llm.UsageSlot
+	done bool
 }
 
 // Done reports whether message_stop has been read.
@@ -67,7 +69,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		c.Output = c.Text != ""
 	case EventMessageDelta:
 		o.usage.add(ev.Usage)
-		c.Usage = o.usage.soFar()
+		c.Usage = o.usage.soFar(&o.slot)
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
 			c.FinishReason = ev.Delta.StopReason
 			c.Seen, c.Finished = 1, 1
@@ -84,9 +86,8 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	return c, nil
 }
 
-// UsageSoFar is the usage reported so far, in the Chat Completions shape
-// the pipeline reads, or nil.
-func (o *Observer) UsageSoFar() json.RawMessage { return o.usage.soFar() }
+// UsageSoFar is the usage reported so far, as the hub carries it, or nil.
+func (o *Observer) UsageSoFar() *llm.Usage { return o.usage.soFar(nil) }
 
 // NativeEvents turns a whole Message (an upstream that answered a streaming
 // request with JSON) into the events that stream it: message_start with the

@@ -3,6 +3,7 @@ package messages
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,8 +36,8 @@ func TestObserver(t *testing.T) {
 		if c.Proto != llm.ProtoMessages || c.Event != tc.name || string(c.Raw) != tc.data {
 			t.Errorf("%s: the chunk does not carry the event as received: %+v", tc.data, c)
 		}
-		if c.Output != tc.output || c.FinishReason != tc.finish || string(c.Usage) != tc.usage {
-			t.Errorf("%s: output %v finish %q usage %s; want %v %q %s", tc.data, c.Output, c.FinishReason, c.Usage, tc.output, tc.finish, tc.usage)
+		if c.Output != tc.output || c.FinishReason != tc.finish || !reflect.DeepEqual(c.Usage, llm.ReadUsage([]byte(tc.usage))) {
+			t.Errorf("%s: output %v finish %q usage %+v; want %v %q %s", tc.data, c.Output, c.FinishReason, c.Usage, tc.output, tc.finish, tc.usage)
 		}
 	}
 	if o.Done() {
@@ -101,8 +102,12 @@ func FuzzObserver(f *testing.F) {
 			t.Fatal("the chunk does not carry the data as given")
 		}
 		if c.Usage != nil {
-			if _, err := llm.ParseUsage(c.Usage); err != nil || !json.Valid(c.Usage) {
-				t.Fatalf("usage %s: %v", c.Usage, err)
+			b, err := c.Usage.MarshalJSON()
+			if err != nil || !json.Valid(b) {
+				t.Fatalf("usage %+v: %q, %v", *c.Usage, b, err)
+			}
+			if again, err := llm.ParseUsage(b); err != nil || again.PromptTokens != c.Usage.PromptTokens || again.CompletionTokens != c.Usage.CompletionTokens {
+				t.Fatalf("usage %s reads as %+v, %v", b, again, err)
 			}
 		}
 	})

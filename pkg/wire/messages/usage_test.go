@@ -30,16 +30,15 @@ func TestUsageServerToolsAndOneHourCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for name, raw := range map[string][]byte{"observer": o.UsageSoFar(), "decoder": d.UsageSoFar()} {
-		u, err := llm.ParseUsage(raw)
-		if err != nil {
-			t.Fatal(err)
+	for name, u := range map[string]*llm.Usage{"observer": o.UsageSoFar(), "decoder": d.UsageSoFar()} {
+		if u == nil {
+			t.Fatalf("%s: no usage", name)
 		}
-		if diff := cmp.Diff(map[string]int{"web_search": 3}, u.ToolCalls()); diff != "" {
+		if diff := cmp.Diff(map[string]int{"web_search": 3}, u.ServerToolCalls); diff != "" {
 			t.Errorf("%s: tool calls (-want +got):\n%s", name, diff)
 		}
 		if _, read, write := u.PromptParts(); read != 9000 || write != 1100 || u.CacheWrite1h() != 1000 || u.CompletionTokens != 40 {
-			t.Errorf("%s: usage %s", name, raw)
+			t.Errorf("%s: usage %+v", name, *u)
 		}
 	}
 }

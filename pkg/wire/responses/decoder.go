@@ -51,10 +51,10 @@ func NewDecoder(created int64) *Decoder {
 // Done reports whether the terminal event has been decoded.
 func (d *Decoder) Done() bool { return d.done }
 
-// UsageSoFar is the usage of the terminal or failed Response decoded, as a
-// usage chunk carries it, or nil: the Responses API reports usage in those
+// UsageSoFar is the usage of the terminal or failed Response decoded, as
+// the hub carries it, or nil: the Responses API reports usage in those
 // only.
-func (d *Decoder) UsageSoFar() json.RawMessage { return d.usage }
+func (d *Decoder) UsageSoFar() *llm.Usage { return llm.ReadUsage(d.usage) }
 
 // Decode reads one event's data (name is its SSE event name, used when the
 // data has no "type") and returns the chunks it becomes, none for most

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -250,8 +251,8 @@ func TestDecoderFailures(t *testing.T) {
 			if !errors.As(err, &pe) || pe.Class != llm.FailTransient || pe.Message != tt.message {
 				t.Fatalf("error %v, want a transient failure %q", err, tt.message)
 			}
-			if got := string(d.UsageSoFar()); got != tt.usage {
-				t.Errorf("UsageSoFar %s, want %s", got, tt.usage)
+			if got := d.UsageSoFar(); !reflect.DeepEqual(got, llm.ReadUsage([]byte(tt.usage))) {
+				t.Errorf("UsageSoFar %+v, want %s", got, tt.usage)
 			}
 			if d.Done() {
 				t.Error("Done after a failure")

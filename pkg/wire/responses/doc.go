@@ -111,7 +111,7 @@
 //	                                        upstream's message
 //	anything else                           nothing
 //
-// Usage, in the Chat Completions shape the pipeline parses (llm.ParseUsage):
+// Usage, in the Chat Completions shape the hub reads (llm.ReadUsage):
 // prompt_tokens is input_tokens, completion_tokens output_tokens,
 // total_tokens their sum, prompt_tokens_details.cached_tokens
 // input_tokens_details.cached_tokens and completion_tokens_details.

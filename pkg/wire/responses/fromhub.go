@@ -113,8 +113,8 @@ func UsageOf(u llm.Usage) *CostUsage {
 	if r.TotalTokens < r.InputTokens+r.OutputTokens {
 		r.TotalTokens = r.InputTokens + r.OutputTokens
 	}
-	r.InputTokensDetails.CachedTokens = int64(u.Detail("prompt_tokens_details", "cached_tokens"))
-	r.OutputTokensDetails.ReasoningTokens = int64(u.Detail("completion_tokens_details", "reasoning_tokens"))
+	r.InputTokensDetails.CachedTokens = int64(u.CachedTokens)
+	r.OutputTokensDetails.ReasoningTokens = int64(u.ReasoningTokens)
 	return r
 }
 

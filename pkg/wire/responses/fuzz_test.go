@@ -1,8 +1,8 @@
 package responses_test
 
 import (
-	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -46,11 +46,13 @@ func FuzzObserver(f *testing.F) {
 			t.Fatalf("chunk %q (proto %v), want the data %q as it came", c.Raw, c.Proto, data)
 		}
 		if c.Usage != nil {
-			if !json.Valid(c.Usage) {
-				t.Fatalf("usage %q is not JSON", c.Usage)
+			b, err := c.Usage.MarshalJSON()
+			if err != nil || !json.Valid(b) {
+				t.Fatalf("usage %+v is not JSON: %q, %v", *c.Usage, b, err)
 			}
-			if _, err := llm.ParseUsage(c.Usage); err != nil {
-				t.Fatalf("usage %s: %v", c.Usage, err)
+			again, err := llm.ParseUsage(b)
+			if err != nil || again.PromptTokens != c.Usage.PromptTokens || again.CompletionTokens != c.Usage.CompletionTokens || again.TotalTokens != c.Usage.TotalTokens {
+				t.Fatalf("usage %s reads as %+v, %v; want %+v", b, again, err, *c.Usage)
 			}
 		}
 		if (c.FinishReason != "") != o.Done() || (c.Text != "" && !c.Output) {
@@ -76,7 +78,7 @@ func FuzzDecoder(f *testing.F) {
 					t.Fatalf("chunk %q is not JSON", c.Raw)
 				}
 				again, err := llm.ParseChunk(c.Raw)
-				if err != nil || again.Output != c.Output || again.FinishReason != c.FinishReason || !bytes.Equal(again.Usage, c.Usage) {
+				if err != nil || again.Output != c.Output || again.FinishReason != c.FinishReason || !reflect.DeepEqual(again.Usage, c.Usage) {
 					t.Fatalf("chunk %s: %+v, parsed again %+v (%v)", c.Raw, c, again, err)
 				}
 			}

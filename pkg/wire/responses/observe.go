@@ -38,8 +38,10 @@ import (
 type Observer struct {
 	identity
 	events EventReader
-	// usage is that of a terminal or failed Response, converted.
-	usage json.RawMessage
+	// usage is that of a terminal or failed Response, converted (into
+	// slot).
+	usage *llm.Usage
+	slot  llm.UsageSlot
 	done  bool
 	calls toolCalls
 }
@@ -47,10 +49,10 @@ type Observer struct {
 // Done reports whether the terminal event has been observed.
 func (o *Observer) Done() bool { return o.done }
 
-// UsageSoFar is the usage of the terminal or failed Response observed, in
-// the Chat Completions shape, or nil: the Responses API reports usage in
+// UsageSoFar is the usage of the terminal or failed Response observed, as
+// the hub carries it, or nil: the Responses API reports usage in
 // those only.
-func (o *Observer) UsageSoFar() json.RawMessage { return o.usage }
+func (o *Observer) UsageSoFar() *llm.Usage { return o.usage }
 
 // Observe reads one event: name is its SSE event name, data its data.
 func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
@@ -89,7 +91,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		}
 		o.note(&r)
 		o.calls.response(ev.Response)
-		o.usage = ChatUsage(r.Usage, o.calls.counts)
+		o.usage = o.slot.Read(ChatUsage(r.Usage, o.calls.counts))
 		o.done = true
 		c.Usage = o.usage
 		c.FinishReason = StatusCompleted
@@ -100,7 +102,7 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 	case EventFailed:
 		if r, err := readResponse(ev.Response, false); err == nil {
 			o.calls.response(ev.Response)
-			o.usage = ChatUsage(r.Usage, o.calls.counts)
+			o.usage = o.slot.Read(ChatUsage(r.Usage, o.calls.counts))
 		}
 		return llm.Chunk{}, failure(&ev)
 	case EventError:

@@ -3,6 +3,7 @@ package responses_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,7 +19,7 @@ type observed struct {
 	Text              string
 	FinishReason      string
 	Seen, Finished    uint64
-	Usage             string
+	Usage             *llm.Usage
 	ID, Model         string
 	Created           int64
 	RawSame, Choices  bool
@@ -38,7 +39,7 @@ func observe(o *responses.Observer, name, data string) observed {
 	}
 	return observed{
 		Event: c.Event, Output: c.Output, Text: c.Text, FinishReason: c.FinishReason,
-		Seen: c.Seen, Finished: c.Finished, Usage: string(c.Usage), ID: c.ID, Model: c.Model, Created: c.Created,
+		Seen: c.Seen, Finished: c.Finished, Usage: c.Usage, ID: c.ID, Model: c.Model, Created: c.Created,
 		RawSame: string(c.Raw) == data, Choices: c.HasChoices, Proto: c.Proto,
 	}
 }
@@ -110,7 +111,7 @@ func TestObserver(t *testing.T) {
 			func() observed {
 				o := pass("response.completed", false, "")
 				o.FinishReason, o.Seen, o.Finished = "completed", 1, 1
-				o.Usage = `{"prompt_tokens":12,"completion_tokens":30,"total_tokens":42,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":20}}`
+				o.Usage = llm.ReadUsage([]byte(`{"prompt_tokens":12,"completion_tokens":30,"total_tokens":42,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":20}}`))
 				return o
 			}()},
 		{"incomplete, no usage", "response.incomplete",
@@ -155,17 +156,17 @@ func TestObserverEnd(t *testing.T) {
 	var o responses.Observer
 	observe(&o, "response.created", created)
 	if o.Done() || o.UsageSoFar() != nil {
-		t.Fatalf("Done %v, UsageSoFar %s after response.created", o.Done(), o.UsageSoFar())
+		t.Fatalf("Done %v, UsageSoFar %+v after response.created", o.Done(), o.UsageSoFar())
 	}
 	observe(&o, "response.completed", `{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":1,"output_tokens":2}}}`)
-	if !o.Done() || string(o.UsageSoFar()) != `{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}` {
-		t.Errorf("Done %v, UsageSoFar %s after response.completed", o.Done(), o.UsageSoFar())
+	if !o.Done() || !reflect.DeepEqual(o.UsageSoFar(), &llm.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}) {
+		t.Errorf("Done %v, UsageSoFar %+v after response.completed", o.Done(), o.UsageSoFar())
 	}
 
 	var f responses.Observer
 	observe(&f, "response.failed", `{"type":"response.failed","response":{"status":"failed","error":{"message":"x"},"usage":{"input_tokens":5,"output_tokens":7}}}`)
-	if f.Done() || string(f.UsageSoFar()) != `{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}` {
-		t.Errorf("Done %v, UsageSoFar %s after response.failed", f.Done(), f.UsageSoFar())
+	if f.Done() || !reflect.DeepEqual(f.UsageSoFar(), &llm.Usage{PromptTokens: 5, CompletionTokens: 7, TotalTokens: 12}) {
+		t.Errorf("Done %v, UsageSoFar %+v after response.failed", f.Done(), f.UsageSoFar())
 	}
 }
 

@@ -1,7 +1,6 @@
 package responses_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,12 +45,12 @@ func TestObserverCountsToolCalls(t *testing.T) {
 	if _, err := o.Observe("response.completed", []byte(done)); err != nil {
 		t.Fatal(err)
 	}
-	u, err := llm.ParseUsage(o.UsageSoFar())
-	if err != nil {
-		t.Fatal(err)
+	u := o.UsageSoFar()
+	if u == nil {
+		t.Fatal("no usage")
 	}
 	want := map[string]int{"web_search": 2, "file_search": 2, "code_interpreter": 1, "image_generation": 1}
-	if diff := cmp.Diff(want, u.ToolCalls()); diff != "" {
+	if diff := cmp.Diff(want, u.ServerToolCalls); diff != "" {
 		t.Errorf("tool calls (-want +got):\n%s", diff)
 	}
 	if u.PromptTokens != 10 || u.CompletionTokens != 5 {
@@ -63,8 +62,7 @@ func TestObserverCountsToolCalls(t *testing.T) {
 	if _, err := plain.Observe("response.completed", []byte(`{"type":"response.completed","response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":1,"output_tokens":1}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(plain.UsageSoFar(), &m); err != nil || m[llm.ServerToolUse] != nil {
-		t.Errorf("usage %s, want no %s", plain.UsageSoFar(), llm.ServerToolUse)
+	if u := plain.UsageSoFar(); u == nil || u.Extra[llm.ServerToolUse] != nil {
+		t.Errorf("usage %+v, want no %s", u, llm.ServerToolUse)
 	}
 }
