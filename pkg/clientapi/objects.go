@@ -42,14 +42,36 @@ func (r ObjectRef) Refused(model string) error {
 // refer to a provider object and need not be parsed. Escapes of other
 // characters (text beyond ASCII, Go's escaped '<') do not count.
 //
-// Each word is one bytes.Index over the body, which turns to the
-// vectorised search when the word's first byte is frequent (a quote is);
-// the escapes are found by their backslash. BenchmarkMayRefer measures it
-// on a coding agent's 1 MB body.
+// One walk over the body's quotes looks for every word at once (a search
+// per word costs as much as the walk, each): each quote is found by the
+// vectorised byte search, and only a quote followed by a word's first
+// letter is compared with the words. The escapes are found by their "00".
+// BenchmarkMayRefer measures it on a coding agent's 1 MB body.
 func MayRefer(body []byte, words ...string) bool {
+	var first [256]bool // the bytes that follow a word's opening quote
 	for _, w := range words {
-		if bytes.Contains(body, []byte(w)) {
-			return true
+		if len(w) < 2 || w[0] != '"' {
+			// Not a JSON string: looked for on its own.
+			if bytes.Contains(body, []byte(w)) {
+				return true
+			}
+			continue
+		}
+		first[w[1]] = true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(body[i:], '"')
+		if j < 0 {
+			break
+		}
+		i += j + 1 // body[i-1] is a quote
+		if i == len(body) || !first[body[i]] {
+			continue
+		}
+		for _, w := range words {
+			if len(w) >= 2 && w[0] == '"' && len(body)-i >= len(w)-1 && string(body[i:i+len(w)-1]) == w[1:] {
+				return true
+			}
 		}
 	}
 	return letterEscape(body)

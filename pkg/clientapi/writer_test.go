@@ -1,6 +1,8 @@
 package clientapi
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +143,80 @@ func TestWireAsksForDeadlinesOnce(t *testing.T) {
 		if d.asked != want || d.Body.String() != "data: {}\n\ndata: {}\n\ndata: {}\n\n" {
 			t.Errorf("takes deadlines %v: asked %d times (want %d), wrote %q", takes, d.asked, want, d.Body.String())
 		}
+	}
+}
+
+// writeCounter is a listener whose connections count their writes.
+type writeCounter struct {
+	net.Listener
+	writes chan int
+}
+
+func (l writeCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, writes: l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n      int
+	writes chan int
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.n++
+	return c.Conn.Write(b)
+}
+
+func (c *countingConn) Close() error {
+	c.writes <- c.n
+	return c.Conn.Close()
+}
+
+// A JSON answer that fits the connection's buffer leaves in one write, its
+// status, headers (Content-Length among them) and body together: a second
+// write would cost the client a round of wake-ups for nothing.
+func TestWireBodyOneWrite(t *testing.T) {
+	body := []byte(`{"id":"x","choices":[{"message":{"content":"` + strings.Repeat("word ", 200) + `"}}]}`)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := make(chan int, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o := newWire(&Recorder{ResponseWriter: w}, time.Second, nil)
+		o.Start(http.StatusOK, map[string]string{"Content-Type": "application/json"}, false)
+		if err := o.Body(body); err != nil {
+			t.Error(err)
+		}
+	})}
+	go srv.Serve(writeCounter{Listener: ln, writes: writes})
+	defer srv.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Equal(got, body) || resp.ContentLength != int64(len(body)) {
+		t.Fatalf("answer: %d bytes, Content-Length %d, %v; want %d bytes", len(got), resp.ContentLength, err, len(body))
+	}
+	select {
+	case n := <-writes:
+		if n != 1 {
+			t.Errorf("the answer went out in %d writes, want 1", n)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not close the connection")
 	}
 }

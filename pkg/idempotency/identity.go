@@ -60,5 +60,6 @@ func Fingerprint(method, path string, body []byte) (string, error) {
 	if err := canonjson.WriteWithout(h, prefix, body, "stream_options", "include_usage"); err != nil {
 		return "", err
 	}
-	return hexString(h.Sum(nil)), nil
+	var sum [sha256.Size]byte
+	return hexString(h.Sum(sum[:0])), nil
 }

@@ -77,7 +77,7 @@ type Service struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex
-	flights map[string]*flight
+	flights map[flightKey]*flight
 
 	inProcess bool // the store says so (InProcess)
 }
@@ -91,7 +91,7 @@ func New(store Store, cfg Config, now func() time.Time, log *slog.Logger) *Servi
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, cfg: cfg, now: now, log: log, flights: map[string]*flight{},
+	return &Service{store: store, cfg: cfg, now: now, log: log, flights: map[flightKey]*flight{},
 		inProcess: storecall.InProcess(store)}
 }
 
@@ -136,7 +136,7 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 	// retry on this instance that sees the reservation always finds it.
 	f := newFlight()
 	s.mu.Lock()
-	s.flights[key+"\x00"+owner] = f
+	s.flights[flightKey{key, owner}] = f
 	s.mu.Unlock()
 	// The reservation is not cut short by the client going away: a write
 	// that lands after its caller gave up would hold the key with nobody
@@ -166,15 +166,19 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Execution, *Record, 
 	return e, nil, nil
 }
 
+// flightKey is a flight's key in Service.flights: a record's key and the
+// token of the execution that owns it.
+type flightKey struct{ key, owner string }
+
 func (s *Service) flight(key, owner string) *flight {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.flights[key+"\x00"+owner]
+	return s.flights[flightKey{key, owner}]
 }
 
 func (s *Service) dropFlight(key, owner string) {
 	s.mu.Lock()
-	delete(s.flights, key+"\x00"+owner)
+	delete(s.flights, flightKey{key, owner})
 	s.mu.Unlock()
 }
 
