@@ -296,10 +296,11 @@ func parseChunk(raw []byte, p *ChunkParser) (Chunk, error) {
 		seen.remember(h)
 	}
 	if len(h.Error) > 0 && string(h.Error) != "null" {
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(h.Error, &e) != nil || e.Message == "" {
+		// Only the message is read: a member of an unexpected type
+		// beside it does not lose it.
+		var e chat.UpstreamErrorBody
+		_ = json.Unmarshal(h.Error, &e)
+		if e.Message == "" {
 			e.Message = "unspecified upstream error"
 		}
 		return Chunk{}, &ChunkError{Message: e.Message}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,5 +120,24 @@ func TestChunkFromTypedFields(t *testing.T) {
 	}
 	if diff := cmp.Diff(relayRaw, relayTyped); diff != "" || len(relayRaw) != 5 {
 		t.Errorf("relayed %q (-from Raw +from typed fields):\n%s", relayRaw, diff)
+	}
+}
+
+// TestParseChunkError: a chunk's "error" member is a *ChunkError with its
+// message, whatever else the error object holds.
+func TestParseChunkError(t *testing.T) {
+	for _, tt := range []struct{ raw, want string }{
+		{`{"error":{"message":"overloaded","type":"server_error","code":null}}`, "overloaded"},
+		{`{"error":{"message":"overloaded","type":5,"code":503,"param":{}}}`, "overloaded"},
+		{`{"error":{"type":"server_error"}}`, "unspecified upstream error"},
+		{`{"error":{"message":5}}`, "unspecified upstream error"},
+		{`{"error":"overloaded"}`, "unspecified upstream error"},
+		{`{"error":[1]}`, "unspecified upstream error"},
+	} {
+		_, err := ParseChunk([]byte(tt.raw))
+		var ce *ChunkError
+		if !errors.As(err, &ce) || ce.Message != tt.want {
+			t.Errorf("ParseChunk(%s) = %v, want a *ChunkError %q", tt.raw, err, tt.want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/sse"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // IsJSON reports whether contentType names JSON (application/json or a
@@ -81,18 +82,11 @@ func StatusError(api llm.Proto, status int, h http.Header, body []byte, now time
 // {"type":"error","error":{"type":"not_found_error","message":"..."}} or
 // OpenAI's {"error":{"message":"...","type":"invalid_request_error",
 // "param":"input","code":null}}.
-type envelope struct {
-	Type    string          `json:"type"`
-	Message string          `json:"message"`
-	Param   json.RawMessage `json:"param"`
-	Code    json.RawMessage `json:"code"`
-}
+type envelope chat.UpstreamErrorBody
 
 // parseEnvelope reads body's error object; false when body has none.
 func parseEnvelope(body []byte) (envelope, bool) {
-	var outer struct {
-		Error json.RawMessage `json:"error"`
-	}
+	var outer chat.UpstreamError
 	var e envelope
 	if json.Unmarshal(body, &outer) != nil || len(outer.Error) == 0 || json.Unmarshal(outer.Error, &e) != nil {
 		return envelope{}, false

@@ -143,3 +143,20 @@ type ErrorBody struct {
 	Code    *string `json:"code"`
 	Param   *string `json:"param"`
 }
+
+// UpstreamError is an error envelope as an upstream writes it, for
+// reading: the error member raw, as some compatible servers write a string
+// there.
+type UpstreamError struct {
+	Error json.RawMessage `json:"error"`
+}
+
+// UpstreamErrorBody is an UpstreamError's error object, with code and param
+// as written (a string, a number or null). Anthropic's error object has
+// the same type and message.
+type UpstreamErrorBody struct {
+	Type    string          `json:"type"`
+	Message string          `json:"message"`
+	Param   json.RawMessage `json:"param"`
+	Code    json.RawMessage `json:"code"`
+}
