@@ -3,7 +3,9 @@ package chat
 import "encoding/json"
 
 // Chunk is one chat.completion.chunk. Usage is written as it is, and left
-// out when empty, as on every chunk but a stream's usage chunk.
+// out when empty, as on every chunk but a stream's usage chunk. Error is
+// left out but on the chunk that ends a stream a failure cut short (the
+// OpenAI SDKs raise it).
 type Chunk struct {
 	ID                string          `json:"id"`
 	Object            string          `json:"object"`
@@ -13,6 +15,7 @@ type Chunk struct {
 	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
 	Choices           []ChunkChoice   `json:"choices"`
 	Usage             json.RawMessage `json:"usage,omitempty"`
+	Error             *ErrorBody      `json:"error,omitempty"`
 }
 
 // ChunkChoice is one choice of a chunk; finish_reason is always written
