@@ -6,6 +6,9 @@
 // order, so that what a writer encodes reads like OpenAI's own bytes; a
 // field the API leaves out when it has nothing to say is omitempty, and
 // one a reader must tell absent from zero is a pointer or json.RawMessage.
+// What an upstream sends is read in lenient shapes of its own
+// (UpstreamChunk, UpstreamError), which keep raw the members whose type
+// servers disagree on.
 //
 // The codecs, the adapters, the fake upstreams and the load mock all write
 // and read these types; the package imports only the standard library.
