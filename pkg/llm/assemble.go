@@ -243,10 +243,7 @@ func (a *Assembler) completion(usage Usage, finishOverride string) (*chat.Comple
 			cw.StopReason = &stop
 		}
 		if c.logprobs.seen {
-			lp := struct {
-				Content []json.RawMessage `json:"content"`
-				Refusal []json.RawMessage `json:"refusal"`
-			}{c.logprobs.content, c.logprobs.refusal}
+			lp := chat.Logprobs{Content: c.logprobs.content, Refusal: c.logprobs.refusal}
 			if cw.Logprobs, err = json.Marshal(lp); err != nil {
 				return nil, err
 			}

@@ -56,21 +56,18 @@ func (t *ChunkChoice) from(ch *chat.ChunkChoice) error {
 		if err := json.Compact(&compact, ch.Logprobs); err != nil {
 			return err
 		}
-		var l struct {
-			Content []json.RawMessage `json:"content"`
-			Refusal []json.RawMessage `json:"refusal"`
-		}
+		var l chat.Logprobs
 		if err := json.Unmarshal(compact.Bytes(), &l); err != nil {
 			return err
 		}
-		t.Logprobs = &ChunkLogprobs{Content: l.Content, Refusal: l.Refusal}
+		t.Logprobs = &l
 	}
 	if len(d.ToolCalls) > 0 {
 		t.Delta.ToolCalls = make([]ToolCallDelta, len(d.ToolCalls))
 		for i, tc := range d.ToolCalls {
 			call := ToolCallDelta{Index: tc.Index, ID: tc.ID, Type: tc.Type}
 			if f := tc.Function; f != nil {
-				call.Function = FunctionCall{Name: deref(f.Name), Arguments: deref(f.Arguments)}
+				call.Function = chat.Function{Name: deref(f.Name), Arguments: deref(f.Arguments)}
 			}
 			t.Delta.ToolCalls[i] = call
 		}

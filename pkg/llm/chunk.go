@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // UpstreamRequest is one call to one provider.
@@ -184,7 +186,7 @@ type ChunkChoice struct {
 	Index int
 	Delta Delta
 	// Logprobs is the choice's logprobs object, nil when it had none.
-	Logprobs *ChunkLogprobs
+	Logprobs *chat.Logprobs
 	// FinishReason is "" until the choice ends.
 	FinishReason string
 	// StopSequence is the stop sequence that ended the choice, when the
@@ -208,7 +210,7 @@ type Delta struct {
 	Reasoning        string
 	ToolCalls        []ToolCallDelta
 	// FunctionCall is the legacy function_call.
-	FunctionCall *FunctionCall
+	FunctionCall *chat.Function
 }
 
 // Thinking is the delta's reasoning text: ReasoningContent, else
@@ -225,13 +227,7 @@ type ToolCallDelta struct {
 	Index    int
 	ID       string
 	Type     string
-	Function FunctionCall
-}
-
-// ChunkLogprobs are a choice's logprobs entries as sent.
-type ChunkLogprobs struct {
-	Content []json.RawMessage
-	Refusal []json.RawMessage
+	Function chat.Function
 }
 
 // addText appends s to the chunk's Text (the first piece is kept as it is,
@@ -300,10 +296,11 @@ func parseChunk(raw []byte, p *ChunkParser) (Chunk, error) {
 		seen.remember(h)
 	}
 	if len(h.Error) > 0 && string(h.Error) != "null" {
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(h.Error, &e) != nil || e.Message == "" {
+		// Only the message is read: a member of an unexpected type
+		// beside it does not lose it.
+		var e chat.UpstreamErrorBody
+		_ = json.Unmarshal(h.Error, &e)
+		if e.Message == "" {
 			e.Message = "unspecified upstream error"
 		}
 		return Chunk{}, &ChunkError{Message: e.Message}

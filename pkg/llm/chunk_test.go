@@ -2,9 +2,12 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -35,7 +38,7 @@ func TestParseChunkTyped(t *testing.T) {
 			name: "a tool call, a token id as stop reason",
 			raw:  `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"stop_reason":128}]}`,
 			want: Chunk{
-				Choices: []ChunkChoice{{Delta: Delta{ToolCalls: []ToolCallDelta{{Index: 2, ID: "call_1", Type: "function", Function: FunctionCall{Name: "f", Arguments: `{"a":1}`}}}}}},
+				Choices: []ChunkChoice{{Delta: Delta{ToolCalls: []ToolCallDelta{{Index: 2, ID: "call_1", Type: "function", Function: chat.Function{Name: "f", Arguments: `{"a":1}`}}}}}},
 				Output:  true, Seen: 1, HasChoices: true, Text: `f{"a":1}`},
 		},
 		{
@@ -47,7 +50,7 @@ func TestParseChunkTyped(t *testing.T) {
 			name: "logprobs, through encoding/json (a key in other case)",
 			raw:  `{"Id":"c1","choices":[{"index":0,"delta":{"content":""},"logprobs":{"content":[{"token":"a"}]}}]}`,
 			want: Chunk{ID: "c1",
-				Choices: []ChunkChoice{{Delta: Delta{Content: ptr("")}, Logprobs: &ChunkLogprobs{Content: []json.RawMessage{json.RawMessage(`{"token":"a"}`)}}}},
+				Choices: []ChunkChoice{{Delta: Delta{Content: ptr("")}, Logprobs: &chat.Logprobs{Content: []json.RawMessage{json.RawMessage(`{"token":"a"}`)}}}},
 				Seen:    1, HasChoices: true},
 		},
 	} {
@@ -73,7 +76,7 @@ func TestChunkFromTypedFields(t *testing.T) {
 	typed := []Chunk{
 		{ID: "c1", Created: 7, Model: "m", Choices: []ChunkChoice{{Delta: Delta{Role: "assistant", Reasoning: "think", Content: ptr("Hel")}}}},
 		{ID: "c1", Created: 7, Model: "m", Choices: []ChunkChoice{{
-			Delta:        Delta{Content: ptr("lo"), ToolCalls: []ToolCallDelta{{ID: "call_1", Type: "function", Function: FunctionCall{Name: "f", Arguments: "{}"}}}},
+			Delta:        Delta{Content: ptr("lo"), ToolCalls: []ToolCallDelta{{ID: "call_1", Type: "function", Function: chat.Function{Name: "f", Arguments: "{}"}}}},
 			FinishReason: "tool_calls", StopSequence: ptr("x"),
 		}}},
 	}
@@ -117,5 +120,24 @@ func TestChunkFromTypedFields(t *testing.T) {
 	}
 	if diff := cmp.Diff(relayRaw, relayTyped); diff != "" || len(relayRaw) != 5 {
 		t.Errorf("relayed %q (-from Raw +from typed fields):\n%s", relayRaw, diff)
+	}
+}
+
+// TestParseChunkError: a chunk's "error" member is a *ChunkError with its
+// message, whatever else the error object holds.
+func TestParseChunkError(t *testing.T) {
+	for _, tt := range []struct{ raw, want string }{
+		{`{"error":{"message":"overloaded","type":"server_error","code":null}}`, "overloaded"},
+		{`{"error":{"message":"overloaded","type":5,"code":503,"param":{}}}`, "overloaded"},
+		{`{"error":{"type":"server_error"}}`, "unspecified upstream error"},
+		{`{"error":{"message":5}}`, "unspecified upstream error"},
+		{`{"error":"overloaded"}`, "unspecified upstream error"},
+		{`{"error":[1]}`, "unspecified upstream error"},
+	} {
+		_, err := ParseChunk([]byte(tt.raw))
+		var ce *ChunkError
+		if !errors.As(err, &ce) || ce.Message != tt.want {
+			t.Errorf("ParseChunk(%s) = %v, want a *ChunkError %q", tt.raw, err, tt.want)
+		}
 	}
 }

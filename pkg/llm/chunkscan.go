@@ -6,10 +6,12 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // decodeChunk decodes a chat.completion.chunk into the zero c, as
-// json.Unmarshal into a chunkWire and its typed form give it, without
+// json.Unmarshal into a chat.UpstreamChunk and its typed form give it, without
 // reflection for the chunks upstreams actually send; errv is the chunk's
 // "error" member, raw. Every chunk of a stream is decoded (the router must
 // see each one's output, finish reason and usage), and encoding/json was
@@ -28,12 +30,12 @@ func decodeChunk(raw []byte, h *chunkHead, like *chunkStrings) error {
 	if s.chunk(h, like) {
 		return nil
 	}
-	var w chunkWire
+	var w chat.UpstreamChunk
 	if err := json.Unmarshal(raw, &w); err != nil {
 		*h = chunkHead{}
 		return err
 	}
-	w.typed(h)
+	typed(&w, h)
 	return nil
 }
 
@@ -54,48 +56,8 @@ func (h *chunkHead) chunk(raw []byte) Chunk {
 		ServiceTier: h.ServiceTier, Choices: h.Choices}
 }
 
-// chunkWire is a chat.completion.chunk as encoding/json decodes it, when
-// the fast path leaves a chunk to it.
-type chunkWire struct {
-	ID                string          `json:"id"`
-	Model             string          `json:"model"`
-	Created           int64           `json:"created"`
-	SystemFingerprint string          `json:"system_fingerprint"`
-	ServiceTier       string          `json:"service_tier"`
-	Usage             json.RawMessage `json:"usage"`
-	Error             json.RawMessage `json:"error"`
-	Choices           []choiceWire    `json:"choices"`
-}
-
-type choiceWire struct {
-	Index        int            `json:"index"`
-	Delta        deltaWire      `json:"delta"`
-	Logprobs     *ChunkLogprobs `json:"logprobs"`
-	FinishReason *string        `json:"finish_reason"`
-	// StopReason is vLLM's: the stop string (or token id) that ended the
-	// choice.
-	StopReason json.RawMessage `json:"stop_reason"`
-}
-
-type deltaWire struct {
-	Role             string          `json:"role"`
-	Content          *string         `json:"content"`
-	Refusal          *string         `json:"refusal"`
-	ToolCalls        []toolCallWire  `json:"tool_calls"`
-	FunctionCall     *FunctionCall   `json:"function_call"`
-	ReasoningContent json.RawMessage `json:"reasoning_content"`
-	Reasoning        json.RawMessage `json:"reasoning"`
-}
-
-type toolCallWire struct {
-	Index    int          `json:"index"`
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
 // typed sets c's typed fields from w, as the fast path sets them.
-func (w *chunkWire) typed(c *chunkHead) {
+func typed(w *chat.UpstreamChunk, c *chunkHead) {
 	*c = chunkHead{ID: w.ID, Model: w.Model, Created: w.Created, SystemFingerprint: w.SystemFingerprint, ServiceTier: w.ServiceTier, Usage: w.Usage, Error: w.Error}
 	if w.Choices == nil {
 		return
@@ -653,7 +615,7 @@ func (s *scanner) choice(c *ChunkChoice) bool {
 				c.Logprobs = nil
 				return true
 			}
-			c.Logprobs = new(ChunkLogprobs)
+			c.Logprobs = new(chat.Logprobs)
 			return s.logprobs(c.Logprobs)
 		case 3:
 			if s.null() {
@@ -689,7 +651,7 @@ func (s *scanner) deltaObject(d *Delta) bool {
 				d.FunctionCall = nil
 				return true
 			}
-			d.FunctionCall = new(FunctionCall)
+			d.FunctionCall = new(chat.Function)
 			return s.function(d.FunctionCall)
 		case 5:
 			return s.text(&d.ReasoningContent)
@@ -719,7 +681,7 @@ func (s *scanner) toolCall(t *ToolCallDelta) bool {
 	})
 }
 
-func (s *scanner) function(f *FunctionCall) bool {
+func (s *scanner) function(f *chat.Function) bool {
 	return s.fields(deltaFunction, func(i int) bool {
 		switch i {
 		case 0:
@@ -731,7 +693,7 @@ func (s *scanner) function(f *FunctionCall) bool {
 	})
 }
 
-func (s *scanner) logprobs(l *ChunkLogprobs) bool {
+func (s *scanner) logprobs(l *chat.Logprobs) bool {
 	return s.fields(deltaLogprobs, func(i int) bool {
 		dst := &l.Content
 		if i == 1 {

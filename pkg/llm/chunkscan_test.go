@@ -10,6 +10,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 var deltaSeeds = []string{
@@ -62,10 +64,10 @@ func FuzzDecodeDelta(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var wire chunkWire
+		var wire chat.UpstreamChunk
 		wantErr := json.Unmarshal(raw, &wire)
 		var want chunkHead
-		wire.typed(&want)
+		typed(&wire, &want)
 		s := scanner{b: raw}
 		var got chunkHead
 		fast := s.chunk(&got, nil)
@@ -129,7 +131,7 @@ func BenchmarkParseChunk(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var w chunkWire
+			var w chat.UpstreamChunk
 			if err := json.Unmarshal(raw, &w); err != nil {
 				b.Fatal(err)
 			}
@@ -138,7 +140,7 @@ func BenchmarkParseChunk(b *testing.B) {
 	b.Run("json-v2", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var w chunkWire
+			var w chat.UpstreamChunk
 			if err := jsonv2.Unmarshal(raw, &w); err != nil {
 				b.Fatal(err)
 			}

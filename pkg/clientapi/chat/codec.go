@@ -55,16 +55,17 @@ func (c *chatCodec) completion(ans *router.Answer, out gateway.Emitter) gateway.
 	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
 }
 
-// streamTail is what the gateway itself writes into a stream: the usage
-// chunk, and the last chunk of a stream that did not finish.
-type streamTail struct {
-	ID      string              `json:"id"`
-	Object  string              `json:"object"`
-	Created int64               `json:"created"`
-	Model   string              `json:"model"`
-	Choices json.RawMessage     `json:"choices"`
-	Usage   *llm.Usage          `json:"usage,omitempty"`
-	Error   *chatwire.ErrorBody `json:"error,omitempty"`
+// The choices of the chunks the gateway itself writes into a stream: none
+// on the usage chunk, one finished choice on the last chunk of a stream
+// that did not finish.
+var (
+	noChoices         = []chatwire.ChunkChoice{}
+	incompleteChoices = finishedChoices("incomplete")
+	errorChoices      = finishedChoices("error")
+)
+
+func finishedChoices(reason string) []chatwire.ChunkChoice {
+	return []chatwire.ChunkChoice{{FinishReason: &reason}}
 }
 
 // stream relays the answer as SSE. The provider's chunks go out as it sent
@@ -76,8 +77,7 @@ type streamTail struct {
 // just stopped ends with finish_reason "incomplete" and no error.
 func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Result {
 	out.Start(http.StatusOK, clientapi.AnswerHead(c.requestID, c.req, ans, "text/event-stream"), true)
-	var tail streamTail
-	tail.Object = chatwire.ObjectChunk
+	tail := chatwire.Chunk{Object: chatwire.ObjectChunk}
 	var end error
 	for {
 		ch, err := ans.Next()
@@ -102,13 +102,19 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 		out.Event(idempotency.Event{Data: b, Usage: usageChunk}, send)
 	}
 	if errors.Is(end, router.ErrIncomplete) {
-		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"incomplete"}]`)
+		tail.Choices = incompleteChoices
 		emit(false, true)
 	}
 	if c.req.IncludeUsage || c.keyed {
-		tail.Choices = json.RawMessage(`[]`)
-		tail.Usage = &usage
-		emit(true, c.req.IncludeUsage)
+		tail.Choices = noChoices
+		var err error
+		if tail.Usage, err = usage.MarshalJSON(); err != nil {
+			// A cost that is not a number has no JSON: the event is
+			// empty, as json.Marshal leaves it.
+			out.Event(idempotency.Event{Usage: true}, c.req.IncludeUsage)
+		} else {
+			emit(true, c.req.IncludeUsage)
+		}
 		tail.Usage = nil
 	}
 	switch {
@@ -119,7 +125,7 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 	default:
 		obj := clientapi.Envelope(clientapi.CutShort(ans.Provider, end))
 		obj.Type = "server_error"
-		tail.Choices = json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`)
+		tail.Choices = errorChoices
 		tail.Error = &obj
 		emit(false, true)
 	}
@@ -130,7 +136,6 @@ func (c *chatCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.Resu
 // chunk as a provider failure after the start.
 func (c *chatCodec) JoinBroken(reason string) idempotency.Event {
 	obj := clientapi.Envelope(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason})
-	b, _ := json.Marshal(streamTail{Object: chatwire.ObjectChunk,
-		Choices: json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"error"}]`), Error: &obj})
+	b, _ := json.Marshal(chatwire.Chunk{Object: chatwire.ObjectChunk, Choices: errorChoices, Error: &obj})
 	return idempotency.Event{Data: b}
 }

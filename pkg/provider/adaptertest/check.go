@@ -264,26 +264,21 @@ func checkClosed(t *testing.T, before goleak.Option) {
 	}
 }
 
-// wireChunk is what the suite reads of a chunk's JSON (encoding/json
-// matches the untagged fields' keys regardless of case).
+// wireChunk is what the suite reads of a chunk's JSON: the chunk as the
+// gateway reads an upstream's, and its object.
 type wireChunk struct {
-	ID, Object, Model string
-	Created           int64
-	Choices           []struct {
-		Index int
-		Delta struct {
-			Content, Refusal, Reasoning *string
-			ReasoningContent            *string         `json:"reasoning_content"`
-			FunctionCall                json.RawMessage `json:"function_call"`
-			ToolCalls                   []struct {
-				Index    int
-				ID, Type string
-				Function struct{ Name, Arguments string }
-			} `json:"tool_calls"`
-		}
-		FinishReason *string `json:"finish_reason"`
+	chat.UpstreamChunk
+	Object string `json:"object"`
+}
+
+// rawString is a raw JSON value's string, or "" when it is not one (as
+// the gateway reads a reasoning field).
+func rawString(r json.RawMessage) string {
+	var s string
+	if json.Unmarshal(r, &s) != nil {
+		return ""
 	}
-	Usage json.RawMessage
+	return s
 }
 
 // output reports whether the chunk carries output: text, a refusal,
@@ -292,8 +287,8 @@ func (w *wireChunk) output() bool {
 	nonEmpty := func(s *string) bool { return s != nil && *s != "" }
 	for _, c := range w.Choices {
 		d := c.Delta
-		if nonEmpty(d.Content) || nonEmpty(d.Refusal) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) ||
-			len(d.ToolCalls) > 0 || (len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null") {
+		if nonEmpty(d.Content) || nonEmpty(d.Refusal) || rawString(d.ReasoningContent) != "" || rawString(d.Reasoning) != "" ||
+			len(d.ToolCalls) > 0 || d.FunctionCall != nil {
 			return true
 		}
 	}
@@ -317,7 +312,7 @@ func (w *wireChunk) choices() (seen, finished uint64, text string) {
 			finished |= bit
 		}
 		d := c.Delta
-		text += str(d.Content) + str(d.Refusal) + str(d.ReasoningContent) + str(d.Reasoning)
+		text += str(d.Content) + str(d.Refusal) + rawString(d.ReasoningContent) + rawString(d.Reasoning)
 		for _, tc := range d.ToolCalls {
 			text += tc.Function.Name + tc.Function.Arguments
 		}

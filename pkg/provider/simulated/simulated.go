@@ -18,6 +18,7 @@ import (
 	"github.com/buzzgate/buzzgate/internal/wait"
 	"github.com/buzzgate/buzzgate/pkg/catalog"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 var _ llm.Provider = (*Provider)(nil)
@@ -207,10 +208,7 @@ func contentText(raw json.RawMessage) (string, error) {
 		}
 		var b []byte
 		for _, part := range parts {
-			var p struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
+			var p chat.TextPart
 			// A null part would decode to the zero struct without error.
 			if bytes.Equal(bytes.TrimSpace(part), []byte("null")) {
 				return "", errors.New("null content part")
@@ -218,7 +216,7 @@ func contentText(raw json.RawMessage) (string, error) {
 			if err := json.Unmarshal(part, &p); err != nil {
 				return "", err
 			}
-			if p.Type == "text" {
+			if p.Type == chat.PartText {
 				b = append(b, p.Text...)
 			}
 		}

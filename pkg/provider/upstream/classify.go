@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/sse"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // IsJSON reports whether contentType names JSON (application/json or a
@@ -77,22 +78,42 @@ func StatusError(api llm.Proto, status int, h http.Header, body []byte, now time
 	return &llm.ProviderError{Class: llm.FailTransient, Status: status, Message: "upstream status " + strconv.Itoa(status)}
 }
 
+// RejectedMessage is what a FailRejected status (a 400, a 404 about the
+// request's own reference) passes on to the client: the message of the
+// error envelope (OpenAI's {"error":{"message"}}, Anthropic's
+// {"type":"error","error":{"message"}}), else the start of the body as
+// plain text.
+func RejectedMessage(body []byte) string {
+	var env chat.UpstreamError
+	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
+		// Only the message is read: a member of an unexpected type beside
+		// it does not lose it.
+		var e chat.UpstreamErrorBody
+		_ = json.Unmarshal(env.Error, &e)
+		if strings.TrimSpace(e.Message) != "" {
+			return e.Message
+		}
+		// Some compatible servers send {"error": "message"}.
+		var s string
+		if json.Unmarshal(env.Error, &s) == nil && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	if msg := PlainText(body, maxRejectedMessage); msg != "" {
+		return msg
+	}
+	return "status 400"
+}
+
 // envelope is the error object of a provider's error body: Anthropic's
 // {"type":"error","error":{"type":"not_found_error","message":"..."}} or
 // OpenAI's {"error":{"message":"...","type":"invalid_request_error",
 // "param":"input","code":null}}.
-type envelope struct {
-	Type    string          `json:"type"`
-	Message string          `json:"message"`
-	Param   json.RawMessage `json:"param"`
-	Code    json.RawMessage `json:"code"`
-}
+type envelope chat.UpstreamErrorBody
 
 // parseEnvelope reads body's error object; false when body has none.
 func parseEnvelope(body []byte) (envelope, bool) {
-	var outer struct {
-		Error json.RawMessage `json:"error"`
-	}
+	var outer chat.UpstreamError
 	var e envelope
 	if json.Unmarshal(body, &outer) != nil || len(outer.Error) == 0 || json.Unmarshal(outer.Error, &e) != nil {
 		return envelope{}, false

@@ -224,3 +224,22 @@ func TestReadError(t *testing.T) {
 		t.Errorf("broken: %v", err)
 	}
 }
+
+// TestRejectedMessage: the envelope's message (OpenAI's, Anthropic's, a
+// compatible server's string), else the body as plain text.
+func TestRejectedMessage(t *testing.T) {
+	for _, tt := range []struct{ body, want string }{
+		{`{"error":{"message":"bad tools","type":"invalid_request_error","param":"tools","code":null}}`, "bad tools"},
+		{`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}`, "max_tokens: required"},
+		{`{"error":{"message":"bad","type":7,"code":400}}`, "bad"},
+		{`{"error":"no such thing"}`, "no such thing"},
+		{`{"error":{"message":5}}`, `{"error":{"message":5}}`},
+		{`{"error":{"message":"  "}}`, `{"error":{"message":"  "}}`},
+		{`Bad Request`, "Bad Request"},
+		{``, "status 400"},
+	} {
+		if got := RejectedMessage([]byte(tt.body)); got != tt.want {
+			t.Errorf("RejectedMessage(%s) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,34 +66,6 @@ func capSeconds(seconds float64) time.Duration {
 		return maxRetryAfter
 	}
 	return time.Duration(seconds * float64(time.Second))
-}
-
-// RejectedMessage is what a FailRejected status (a 400, a 404 about the
-// request's own reference) passes on to the client: the message of the
-// error envelope (OpenAI's {"error":{"message"}}, Anthropic's
-// {"type":"error","error":{"message"}}), else the start of the body as
-// plain text.
-func RejectedMessage(body []byte) string {
-	var env struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(env.Error, &e) == nil && strings.TrimSpace(e.Message) != "" {
-			return e.Message
-		}
-		// Some compatible servers send {"error": "message"}.
-		var s string
-		if json.Unmarshal(env.Error, &s) == nil && strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	if msg := PlainText(body, maxRejectedMessage); msg != "" {
-		return msg
-	}
-	return "status 400"
 }
 
 // PlainText is the first max bytes of b as one line of text: control

@@ -6,6 +6,9 @@
 // order, so that what a writer encodes reads like OpenAI's own bytes; a
 // field the API leaves out when it has nothing to say is omitempty, and
 // one a reader must tell absent from zero is a pointer or json.RawMessage.
+// What an upstream sends is read in lenient shapes of its own
+// (UpstreamChunk, UpstreamError), which keep raw the members whose type
+// servers disagree on.
 //
 // The codecs, the adapters, the fake upstreams and the load mock all write
 // and read these types; the package imports only the standard library.
@@ -142,4 +145,21 @@ type ErrorBody struct {
 	Type    string  `json:"type"`
 	Code    *string `json:"code"`
 	Param   *string `json:"param"`
+}
+
+// UpstreamError is an error envelope as an upstream writes it, for
+// reading: the error member raw, as some compatible servers write a string
+// there.
+type UpstreamError struct {
+	Error json.RawMessage `json:"error"`
+}
+
+// UpstreamErrorBody is an UpstreamError's error object, with code and param
+// as written (a string, a number or null). Anthropic's error object has
+// the same type and message.
+type UpstreamErrorBody struct {
+	Type    string          `json:"type"`
+	Message string          `json:"message"`
+	Param   json.RawMessage `json:"param"`
+	Code    json.RawMessage `json:"code"`
 }

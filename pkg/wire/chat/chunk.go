@@ -3,7 +3,9 @@ package chat
 import "encoding/json"
 
 // Chunk is one chat.completion.chunk. Usage is written as it is, and left
-// out when empty, as on every chunk but a stream's usage chunk.
+// out when empty, as on every chunk but a stream's usage chunk. Error is
+// left out but on the chunk that ends a stream a failure cut short (the
+// OpenAI SDKs raise it).
 type Chunk struct {
 	ID                string          `json:"id"`
 	Object            string          `json:"object"`
@@ -13,6 +15,7 @@ type Chunk struct {
 	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
 	Choices           []ChunkChoice   `json:"choices"`
 	Usage             json.RawMessage `json:"usage,omitempty"`
+	Error             *ErrorBody      `json:"error,omitempty"`
 }
 
 // ChunkChoice is one choice of a chunk; finish_reason is always written
@@ -54,4 +57,57 @@ type DeltaToolCall struct {
 type DeltaFunction struct {
 	Name      *string `json:"name,omitempty"`
 	Arguments *string `json:"arguments,omitempty"`
+}
+
+// Logprobs is a choice's logprobs: its content and refusal entries as
+// sent.
+type Logprobs struct {
+	Content []json.RawMessage `json:"content"`
+	Refusal []json.RawMessage `json:"refusal"`
+}
+
+// UpstreamChunk is a chat.completion.chunk as an upstream sends it, for
+// reading: besides what Chunk writes, the "error" member some servers send
+// inside a stream, vLLM's stop_reason (a stop string or a token id),
+// Groq's and OpenRouter's "reasoning", and the legacy function_call. Usage,
+// Error, StopReason and the reasoning fields are kept raw, so that a value
+// of an unexpected type is the reader's to judge rather than an error.
+type UpstreamChunk struct {
+	ID                string           `json:"id"`
+	Model             string           `json:"model"`
+	Created           int64            `json:"created"`
+	SystemFingerprint string           `json:"system_fingerprint"`
+	ServiceTier       string           `json:"service_tier"`
+	Usage             json.RawMessage  `json:"usage"`
+	Error             json.RawMessage  `json:"error"`
+	Choices           []UpstreamChoice `json:"choices"`
+}
+
+// UpstreamChoice is one choice of an UpstreamChunk.
+type UpstreamChoice struct {
+	Index        int             `json:"index"`
+	Delta        UpstreamDelta   `json:"delta"`
+	Logprobs     *Logprobs       `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+	StopReason   json.RawMessage `json:"stop_reason"`
+}
+
+// UpstreamDelta is what an UpstreamChunk adds to its choice.
+type UpstreamDelta struct {
+	Role             string             `json:"role"`
+	Content          *string            `json:"content"`
+	Refusal          *string            `json:"refusal"`
+	ToolCalls        []UpstreamToolCall `json:"tool_calls"`
+	FunctionCall     *Function          `json:"function_call"`
+	ReasoningContent json.RawMessage    `json:"reasoning_content"`
+	Reasoning        json.RawMessage    `json:"reasoning"`
+}
+
+// UpstreamToolCall is a piece of a tool call as an UpstreamDelta carries
+// it; a function's unset name or arguments read as "".
+type UpstreamToolCall struct {
+	Index    int      `json:"index"`
+	ID       string   `json:"id"`
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
 }

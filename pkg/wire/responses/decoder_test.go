@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -300,10 +301,10 @@ func TestToolCallRoundTrip(t *testing.T) {
 		t.Fatalf("completion %s: %v", completion, err)
 	}
 	var msg struct {
-		ToolCalls []llm.ToolCall `json:"tool_calls"`
+		ToolCalls []chat.ToolCall `json:"tool_calls"`
 	}
 	_ = json.Unmarshal(cc.Choices[0].Message, &msg)
-	want := []llm.ToolCall{{ID: "call_9", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}
+	want := []chat.ToolCall{{ID: "call_9", Type: "function", Function: chat.Function{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}
 	if diff := cmp.Diff(want, msg.ToolCalls); diff != "" || cc.Choices[0].FinishReason != "tool_calls" {
 		t.Fatalf("completion %s: finish %q, tool calls (-want +got):\n%s", completion, cc.Choices[0].FinishReason, diff)
 	}

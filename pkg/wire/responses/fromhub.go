@@ -284,7 +284,7 @@ func (h *Head) Output(ch *chat.Choice, status string) ([]any, Turn) {
 		}
 		output = append(output, &FunctionCallItem{ID: h.functionCallID(i), Type: ItemFunctionCall,
 			Status: StatusCompleted, Arguments: tc.Function.Arguments, CallID: id, Name: tc.Function.Name})
-		t.Calls = append(t.Calls, llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall(tc.Function)})
+		t.Calls = append(t.Calls, chat.ToolCall{ID: id, Type: "function", Function: tc.Function})
 	}
 	if status != StatusCompleted && len(output) > 0 {
 		switch it := output[len(output)-1].(type) {
@@ -302,16 +302,16 @@ func (h *Head) Output(ch *chat.Choice, status string) ([]any, Turn) {
 // Turn is an answer's output as a kept turn holds it.
 type Turn struct {
 	Text, Refusal string
-	Calls         []llm.ToolCall
+	Calls         []chat.ToolCall
 }
 
 // turnMessage is the answer as a Chat Completions assistant message, the
 // turn kept for previous_response_id.
 type turnMessage struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"`
-	Refusal   *string        `json:"refusal,omitempty"`
-	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
+	Role      string          `json:"role"`
+	Content   *string         `json:"content"`
+	Refusal   *string         `json:"refusal,omitempty"`
+	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Message is the turn as a Chat Completions assistant message, as a
@@ -360,7 +360,7 @@ type ItemWriter struct {
 
 	// The turn.
 	turnText, turnRefusal strings.Builder
-	calls                 []llm.ToolCall
+	calls                 []chat.ToolCall
 }
 
 func (w *ItemWriter) Text(s string) { w.content(PartOutputText, s) }
@@ -456,8 +456,8 @@ func (w *ItemWriter) CloseItem(status string) {
 			SequenceNumber: w.next(), ItemID: w.fc.ID, OutputIndex: w.index, Arguments: w.fc.Arguments})
 		w.item(EventOutputItemDone, w.fc)
 		w.output = append(w.output, w.fc)
-		w.calls = append(w.calls, llm.ToolCall{ID: w.fc.CallID, Type: "function",
-			Function: llm.FunctionCall{Name: w.fc.Name, Arguments: w.fc.Arguments}})
+		w.calls = append(w.calls, chat.ToolCall{ID: w.fc.CallID, Type: "function",
+			Function: chat.Function{Name: w.fc.Name, Arguments: w.fc.Arguments}})
 		w.fc = nil
 		w.args.Reset()
 	default:

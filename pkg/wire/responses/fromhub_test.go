@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
@@ -135,7 +134,7 @@ func TestOutput(t *testing.T) {
 		if diff := cmp.Diff(want, string(out)); diff != "" {
 			t.Errorf("%s: output (-want +got):\n%s", tc.status, diff)
 		}
-		wantTurn := Turn{Text: "Hi", Calls: []llm.ToolCall{{ID: "call_1", Type: "function", Function: llm.FunctionCall{Name: "f", Arguments: "{}"}}}}
+		wantTurn := Turn{Text: "Hi", Calls: []chat.ToolCall{{ID: "call_1", Type: "function", Function: chat.Function{Name: "f", Arguments: "{}"}}}}
 		if diff := cmp.Diff(wantTurn, turn); diff != "" {
 			t.Errorf("%s: turn (-want +got):\n%s", tc.status, diff)
 		}
