@@ -32,6 +32,10 @@ type UpstreamRequest struct {
 	// Header holds the protocol's request headers to forward with a body
 	// passed through (anthropic-version, anthropic-beta).
 	Header map[string][]string
+
+	// view is Body's Chat Completions view, once decoded (ChatView).
+	view    *chat.RequestView
+	viewErr error
 }
 
 // Bytes is the body in one piece: Body, or Parts joined once (and kept in

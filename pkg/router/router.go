@@ -485,22 +485,28 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 		calls     = make([]int, len(plan.Candidates))
 		throttled []int
 		hint      time.Duration
-		bodies    = map[bodyKey][][]byte{}
+		ups       = map[bodyKey]*llm.UpstreamRequest{}
 		nThrottle int
 	)
 	try := func(i int) (*Answer, error) {
 		c := plan.Candidates[i]
-		up := llm.UpstreamRequest{Model: c.Route.Model, Proto: llm.ProtoChat}
+		proto, header := llm.ProtoChat, map[string][]string(nil)
 		if req.Native != nil && c.caps.Native == req.Native.Proto {
-			up.Proto, up.Header = req.Native.Proto, req.Native.Header
+			proto, header = req.Native.Proto, req.Native.Header
 		} else if req.ChatErr != nil {
 			return nil, nil // this route cannot serve the request (Plan.Speaks)
 		}
-		key := bodyKey{up.Proto, c.Route.Model}
-		body, ok := bodies[key]
+		// Routes of one protocol and upstream model are sent one request,
+		// so that what an adapter reads of it (the joined body, its Chat
+		// Completions view) is read once.
+		key := bodyKey{proto, c.Route.Model}
+		up, ok := ups[key]
 		if !ok {
-			var err error
-			if up.Proto == llm.ProtoChat {
+			var (
+				body [][]byte
+				err  error
+			)
+			if proto == llm.ProtoChat {
 				body, err = req.UpstreamParts(c.Route.Model)
 				if err != nil && req.Native != nil && req.ChatErr != nil {
 					return nil, nil // no Chat Completions form: this route cannot serve it
@@ -511,11 +517,11 @@ func (r *Router) Start(ctx context.Context, plan *Plan, req *llm.ChatRequest) (*
 			if err != nil {
 				return nil, err
 			}
-			bodies[key] = body
+			up = &llm.UpstreamRequest{Model: c.Route.Model, Proto: proto, Header: header, Parts: body}
+			ups[key] = up
 		}
-		up.Parts = body
 		calls[i]++
-		ans, err := r.attempt(ctx, c, i, &up)
+		ans, err := r.attempt(ctx, c, i, up)
 		if ans != nil {
 			ans.Calls = len(attempts) + 1
 			if up.Proto == llm.ProtoChat {

@@ -25,6 +25,8 @@ type fake struct {
 	// caps is what Caps says; nCaps counts its calls.
 	caps  llm.Caps
 	nCaps int
+	// reqs are the requests of the calls, in order.
+	reqs []*llm.UpstreamRequest
 }
 
 type step struct {
@@ -49,6 +51,7 @@ func (f *fake) Caps() llm.Caps {
 func (f *fake) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
 	f.mu.Lock()
 	f.calls++
+	f.reqs = append(f.reqs, req)
 	s := f.script[min(f.calls-1, len(f.script)-1)]
 	f.mu.Unlock()
 	if s.hang {
@@ -477,6 +480,40 @@ func TestCeiling(t *testing.T) {
 // refused key, an unknown model) falls back at once and takes that route
 // out for the health cooldown, without counting against the provider's
 // health; after the cooldown the route is called again.
+// TestFallbackSameModelOneRequest: routes of one upstream model are sent
+// one request, so that a fallback reads what the route before it read of
+// the body (its Chat Completions view) without decoding it again; a route
+// of another model is sent its own.
+func TestFallbackSameModelOneRequest(t *testing.T) {
+	w := newWorld(t, map[string][]step{"a": {fail500}, "b": {fail500}}, func(c *catalog.Config) {
+		c.Models[0].Routes[1].Model = "ua"
+	})
+	req := decode(t, plain)
+	plan, err := w.r.Plan(TargetOf(req), Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, _, err := w.r.Start(context.Background(), plan, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans.Close()
+	a, b, c := w.fakes["a"].reqs[0], w.fakes["b"].reqs[0], w.fakes["c"].reqs[0]
+	if a != b || a.Model != "ua" {
+		t.Fatalf("routes a and b (both ua) were sent %p (%s) and %p (%s), want one request", a, a.Model, b, b.Model)
+	}
+	va, err := a.ChatView()
+	if err != nil || va.Model != "ua" {
+		t.Fatalf("view %+v, %v", va, err)
+	}
+	if vb, _ := b.ChatView(); vb != va {
+		t.Error("the view was decoded again")
+	}
+	if c == a || c.Model != "uc" {
+		t.Errorf("route c was sent %p (%s), want its own request of uc", c, c.Model)
+	}
+}
+
 func TestConfigFailureTakesRouteOut(t *testing.T) {
 	now := time.Unix(1000, 0)
 	clock := func() time.Time { return now }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // DefaultMaxTokens is the max_tokens sent when the request sets neither
@@ -61,35 +62,20 @@ func ThinkingBudget(effort string) int64 {
 // json_object) is forced through when the schema has no name of its own.
 const OutputTool = "json_output"
 
-// chatRequest is what is read of a Chat Completions request.
-type chatRequest struct {
-	Model               string            `json:"model"`
-	Messages            []json.RawMessage `json:"messages"`
-	MaxTokens           *float64          `json:"max_tokens"`
-	MaxCompletionTokens *float64          `json:"max_completion_tokens"`
-	Temperature         json.RawMessage   `json:"temperature"`
-	TopP                json.RawMessage   `json:"top_p"`
-	TopK                json.RawMessage   `json:"top_k"`
-	Stop                json.RawMessage   `json:"stop"`
-	Tools               []json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage   `json:"tool_choice"`
-	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
-	User                string            `json:"user"`
-	ReasoningEffort     string            `json:"reasoning_effort"`
-	ResponseFormat      json.RawMessage   `json:"response_format"`
-	N                   json.RawMessage   `json:"n"`
-	Logprobs            json.RawMessage   `json:"logprobs"`
-	TopLogprobs         json.RawMessage   `json:"top_logprobs"`
-	LogitBias           json.RawMessage   `json:"logit_bias"`
-	Audio               json.RawMessage   `json:"audio"`
-	Modalities          []string          `json:"modalities"`
-	Functions           json.RawMessage   `json:"functions"`
-	FunctionCall        json.RawMessage   `json:"function_call"`
-}
-
 // readFields are the top-level Chat Completions fields FromHub reads (or
 // the gateway sets); the others are left out and named (Dropped).
-var readFields = llm.JSONFields(chatRequest{}, "stream", "stream_options")
+var readFields = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range []string{
+		"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
+		"top_k", "stop", "tools", "tool_choice", "parallel_tool_calls", "user",
+		"reasoning_effort", "response_format", "n", "logprobs", "top_logprobs", "logit_bias",
+		"audio", "modalities", "functions", "function_call", "stream", "stream_options",
+	} {
+		m[k] = true
+	}
+	return m
+}()
 
 // FromHub turns the gateway's upstream request, a Chat Completions
 // body, into a streaming Messages API body. A request it cannot express
@@ -138,20 +124,15 @@ func FromHub(req *llm.UpstreamRequest) ([]byte, string, []string, error) {
 		return nil, "", nil, err
 	}
 	dropped := llm.UnreadFields(req.Bytes(), readFields)
-	var in struct {
-		Messages []map[string]json.RawMessage `json:"messages"`
-		Effort   json.RawMessage              `json:"reasoning_effort"`
+	in, _ := req.ChatView() // translateBody decoded it
+	for _, m := range in.Messages {
+		if m.HasName {
+			dropped = append(dropped, "messages[].name")
+			break
+		}
 	}
-	if json.Unmarshal(req.Bytes(), &in) == nil {
-		for _, m := range in.Messages {
-			if name, ok := m["name"]; ok && string(name) != "null" {
-				dropped = append(dropped, "messages[].name")
-				break
-			}
-		}
-		if tool != "" && jsonobj.NonNull(in.Effort) != nil {
-			dropped = append(dropped, "reasoning_effort")
-		}
+	if tool != "" && in.ReasoningEffort.Set {
+		dropped = append(dropped, "reasoning_effort")
 	}
 	return body, tool, dropped, nil
 }
@@ -160,11 +141,11 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if k := foldedKey(req.Bytes(), requestShape); k != "" {
 		return nil, "", rejected(fmt.Sprintf("the request has two keys that differ only in case (%q): which one counts is ambiguous", truncate(k, 64)), nil)
 	}
-	var in chatRequest
-	if err := json.Unmarshal(req.Bytes(), &in); err != nil {
+	in, err := req.ChatView()
+	if err != nil {
 		return nil, "", rejected("request body is not a valid chat completions request", err)
 	}
-	if err := refuseUnsupported(&in); err != nil {
+	if err := refuseUnsupported(in); err != nil {
 		return nil, "", err
 	}
 	out := Request{Model: req.Model, Stream: true}
@@ -198,15 +179,9 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	}
 
 	var system []string
-	for i, raw := range in.Messages {
-		var m struct {
-			Role       string            `json:"role"`
-			Content    json.RawMessage   `json:"content"`
-			ToolCalls  []json.RawMessage `json:"tool_calls"`
-			ToolCallID string            `json:"tool_call_id"`
-		}
-		if err := json.Unmarshal(raw, &m); err != nil || jsonobj.IsNull(raw) {
-			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), err)
+	for i, m := range in.Messages {
+		if m.Err != nil || m.Null {
+			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), m.Err)
 		}
 		at := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
@@ -256,7 +231,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	out.System = Content{Text: strings.Join(system, "\n\n")}
 
 	for i, raw := range in.Tools {
-		t, err := translateTool(raw, fmt.Sprintf("tools[%d]", i))
+		t, err := translateTool(&raw, fmt.Sprintf("tools[%d]", i))
 		if err != nil {
 			return nil, "", err
 		}
@@ -279,7 +254,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if budget := ThinkingBudget(in.ReasoningEffort); budget > 0 && outputTool == "" && !forced(out.ToolChoice) {
+	if budget := ThinkingBudget(in.ReasoningEffort.Value); budget > 0 && outputTool == "" && !forced(out.ToolChoice) {
 		budget = min(budget, maxTokens-1)
 		if budget >= BudgetLow {
 			out.Thinking = &Thinking{Type: ThinkingEnabled, BudgetTokens: count(budget)}
@@ -304,7 +279,7 @@ func count(n int64) *float64 {
 
 // refuseUnsupported refuses a request that sets a field Messages cannot
 // honour (RefusedFields) beyond its default.
-func refuseUnsupported(in *chatRequest) error {
+func refuseUnsupported(in *chat.RequestView) error {
 	switch {
 	case in.N != nil && string(in.N) != "1":
 		return refusedField("n", "n above 1 (several choices) is not supported by this provider")
@@ -512,18 +487,9 @@ func toolUse(raw json.RawMessage, at string) (Block, error) {
 	return Block{Type: BlockToolUse, ID: c.ID, Name: c.Function.Name, Input: jsontext.Value(input)}, nil
 }
 
-func translateTool(raw json.RawMessage, at string) (Tool, error) {
-	var t struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return Tool{}, rejected(at+" must be a tool object", err)
+func translateTool(t *chat.RequestViewTool, at string) (Tool, error) {
+	if t.Err != nil {
+		return Tool{}, rejected(at+" must be a tool object", t.Err)
 	}
 	if t.Type != "function" {
 		return Tool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider", at, t.Type), nil)
