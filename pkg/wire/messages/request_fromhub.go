@@ -470,7 +470,7 @@ func imageFrom(u string) (*Source, error) {
 
 // toolUse translates an assistant's tool call.
 func toolUse(raw json.RawMessage, at string) (Block, error) {
-	var c llm.ToolCall
+	var c chat.ToolCall
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return Block{}, rejected(at+" must be a tool call object", err)
 	}
