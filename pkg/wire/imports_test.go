@@ -22,11 +22,11 @@ var hub = []string{module + "pkg/llm", module + "pkg/sse", module + "pkg/canonjs
 	module + "internal/jsonobj", "github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
 
 // testOnly are what a wire package's tests may import besides.
-var testOnly = []string{"github.com/google/go-cmp/", module + "pkg/clientapi/clientapitest"}
+var testOnly = []string{"github.com/google/go-cmp/", module + "internal/reqtest"}
 
 // TestImports keeps the wire packages near the bottom: each imports the
 // standard library, the JSON library, the other wire packages and the hub
-// only (its tests a comparison library and the client APIs' test helpers
+// only (its tests a comparison library and the translations' test helpers
 // besides), and says in its package doc what it is.
 func TestImports(t *testing.T) {
 	entries, err := os.ReadDir(".")

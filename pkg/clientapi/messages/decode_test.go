@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
+	"github.com/buzzgate/buzzgate/internal/reqtest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/router"
 	messageswire "github.com/buzzgate/buzzgate/pkg/wire/messages"
@@ -79,7 +79,7 @@ func TestDecodeMessagesRoundTrip(t *testing.T) {
 			{"role":"user","content":[{"type":"text","text":"weather?"},{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/"}}]},
 			{"role":"assistant","content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},{"type":"text","text":"and tomorrow?"}]}]}`
-	if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(want)), clientapitest.DecodeJSON(t, back)); diff != "" {
+	if diff := cmp.Diff(reqtest.DecodeJSON(t, []byte(want)), reqtest.DecodeJSON(t, back)); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s\ngot %s", diff, back)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/reqtest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
@@ -35,7 +36,7 @@ func TestUsageOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(decodeJSON(t, []byte(tc.want)), decodeJSON(t, got)); diff != "" {
+			if diff := cmp.Diff(reqtest.DecodeJSON(t, []byte(tc.want)), reqtest.DecodeJSON(t, got)); diff != "" {
 				t.Errorf("usage (-want +got):\n%s\ngot %s", diff, got)
 			}
 		})

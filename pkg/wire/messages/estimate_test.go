@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzgate/buzzgate/internal/reqtest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -41,7 +42,7 @@ func TestEstimateFigures(t *testing.T) {
 		// descriptions and schemas are read.
 		{"codex", []int{36, 36}},
 	} {
-		bodies := agentBodies(t, c.prefix)
+		bodies := reqtest.AgentBodies(t, c.prefix)
 		if len(bodies) != len(c.want) {
 			t.Fatalf("%d recorded %s requests, want %d", len(bodies), c.prefix, len(c.want))
 		}

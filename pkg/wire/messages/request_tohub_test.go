@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/buzzgate/buzzgate/internal/reqtest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -223,7 +224,7 @@ func TestToHubTranslation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decodeMessages: %v", err)
 			}
-			if diff := cmp.Diff(decodeJSON(t, []byte(tt.want)), decodeJSON(t, got)); diff != "" {
+			if diff := cmp.Diff(reqtest.DecodeJSON(t, []byte(tt.want)), reqtest.DecodeJSON(t, got)); diff != "" {
 				t.Errorf("chat body (-want +got):\n%s\ngot %s", diff, got)
 			}
 			if bytes.Contains(got, []byte(`\u003c`)) {
@@ -364,7 +365,7 @@ func TestToHubErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error; got %s", out)
 			}
-			checkInvalid(t, err, tt.param, tt.msg)
+			reqtest.CheckInvalid(t, err, tt.param, tt.msg)
 		})
 	}
 }
@@ -388,13 +389,13 @@ func FuzzToHub(f *testing.F) {
 	for _, s := range toHubSeeds {
 		f.Add([]byte(s))
 	}
-	for _, b := range agentBodies(f, "claude-code") {
+	for _, b := range reqtest.AgentBodies(f, "claude-code") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		chat, err := toHubChat(body)
 		if err != nil {
-			checkNamesParam(t, err)
+			reqtest.CheckNamesParam(t, err)
 			return
 		}
 		if !json.Valid(chat) {

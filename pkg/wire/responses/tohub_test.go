@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/buzzgate/buzzgate/pkg/clientapi/clientapitest"
+	"github.com/buzzgate/buzzgate/internal/reqtest"
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
@@ -257,7 +257,7 @@ func TestDecodeResponsesTranslation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ToHub: %v", err)
 			}
-			if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(tt.want)), clientapitest.DecodeJSON(t, r.Chat)); diff != "" {
+			if diff := cmp.Diff(reqtest.DecodeJSON(t, []byte(tt.want)), reqtest.DecodeJSON(t, r.Chat)); diff != "" {
 				t.Errorf("chat body (-want +got):\n%s\ngot %s", diff, r.Chat)
 			}
 			rsCheckChat(t, tt.in, r.Chat)
@@ -358,7 +358,7 @@ func TestDecodeResponsesPrior(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(want)), clientapitest.DecodeJSON(t, r.Chat)); diff != "" {
+	if diff := cmp.Diff(reqtest.DecodeJSON(t, []byte(want)), reqtest.DecodeJSON(t, r.Chat)); diff != "" {
 		t.Errorf("chat body (-want +got):\n%s\ngot %s", diff, r.Chat)
 	}
 	rsCheckChat(t, in, r.Chat)
@@ -388,7 +388,7 @@ func TestDecodeResponsesPrior(t *testing.T) {
 		t.Fatal(err)
 	}
 	want3 := `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"},{"role":"user","content":"more"}]}`
-	if diff := cmp.Diff(clientapitest.DecodeJSON(t, []byte(want3)), clientapitest.DecodeJSON(t, r3.Chat)); diff != "" {
+	if diff := cmp.Diff(reqtest.DecodeJSON(t, []byte(want3)), reqtest.DecodeJSON(t, r3.Chat)); diff != "" {
 		t.Errorf("chat body (-want +got):\n%s", diff)
 	}
 
@@ -572,7 +572,7 @@ func TestDecodeResponsesErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error; got %s", r.Chat)
 			}
-			clientapitest.CheckInvalid(t, err, tt.param, tt.msg)
+			reqtest.CheckInvalid(t, err, tt.param, tt.msg)
 		})
 	}
 }
@@ -602,13 +602,13 @@ func FuzzDecodeResponses(f *testing.F) {
 		json.RawMessage(`{"role":"user","content":"q"}`),
 		json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`),
 	}
-	for _, b := range clientapitest.AgentBodies(f, "codex") {
+	for _, b := range reqtest.AgentBodies(f, "codex") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := ToHub(body, nil)
 		if err != nil {
-			clientapitest.CheckNamesParam(t, err)
+			reqtest.CheckNamesParam(t, err)
 			return
 		}
 		check := func(chat []byte) {

@@ -1,4 +1,9 @@
-package messages
+// Package reqtest holds what the tests of the request translations share,
+// whichever package they are in: JSON decoded with its numbers kept as
+// text, the checks of an invalid_request error, and the recorded agent
+// requests used as fuzz seeds. It imports the hub (pkg/llm) alone, so
+// that the protocol packages' own tests can use it.
+package reqtest
 
 import (
 	"bytes"
@@ -12,9 +17,9 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
-// decodeJSON decodes JSON keeping numbers as their text, so a comparison
+// DecodeJSON decodes JSON keeping numbers as their text, so a comparison
 // also checks number fidelity.
-func decodeJSON(t testing.TB, b []byte) any {
+func DecodeJSON(t testing.TB, b []byte) any {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -25,9 +30,9 @@ func decodeJSON(t testing.TB, b []byte) any {
 	return v
 }
 
-// checkNamesParam fails unless err is an invalid_request *llm.Error that
+// CheckNamesParam fails unless err is an invalid_request *llm.Error that
 // names its param, or one about the body as a whole.
-func checkNamesParam(t *testing.T, err error) {
+func CheckNamesParam(t *testing.T, err error) {
 	t.Helper()
 	var e *llm.Error
 	if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
@@ -38,9 +43,9 @@ func checkNamesParam(t *testing.T, err error) {
 	}
 }
 
-// checkInvalid fails unless err is an invalid_request *llm.Error naming
+// CheckInvalid fails unless err is an invalid_request *llm.Error naming
 // param, whose message contains msg.
-func checkInvalid(t *testing.T, err error, param, msg string) {
+func CheckInvalid(t *testing.T, err error, param, msg string) {
 	t.Helper()
 	var e *llm.Error
 	if !errors.As(err, &e) {
@@ -51,12 +56,22 @@ func checkInvalid(t *testing.T, err error, param, msg string) {
 	}
 }
 
-// agentBodies are the bodies of the recorded agent requests whose file
+// AgentBodies are the bodies of the recorded agent requests whose file
 // name starts with prefix (internal/systemtest/testdata/agents), as fuzz
 // seeds.
-func agentBodies(f testing.TB, prefix string) [][]byte {
+func AgentBodies(f testing.TB, prefix string) [][]byte {
 	f.Helper()
-	paths, err := filepath.Glob(filepath.Join("../../../internal/systemtest/testdata/agents", prefix+"*.json"))
+	root, err := filepath.Abs(".")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil; _, err = os.Stat(filepath.Join(root, "go.mod")) {
+		if filepath.Dir(root) == root {
+			f.Fatal("no go.mod above the test's directory")
+		}
+		root = filepath.Dir(root)
+	}
+	paths, err := filepath.Glob(filepath.Join(root, "internal/systemtest/testdata/agents", prefix+"*.json"))
 	if err != nil || len(paths) == 0 {
 		f.Fatalf("no recorded %s requests: %v", prefix, err)
 	}
