@@ -58,7 +58,7 @@ type Decoder struct {
 	blocks map[int]*toolBlock
 	tools  int
 
-	chunks llm.ChunkParser // its chunks share their id and model
+	slot llm.UsageSlot // where a chunk's usage is read into
 
 	// outputTool is the tool a JSON response_format is forced through;
 	// outputBlock is its block's index once started (-1 before).
@@ -323,7 +323,7 @@ func (d *Decoder) emitStop(delta chat.Delta, finish, stopSeq *string) ([]llm.Chu
 }
 
 func (d *Decoder) write(w chat.Chunk) ([]llm.Chunk, error) {
-	c, err := d.chunks.Parse(jsonobj.Marshal(w))
+	c, err := llm.ChatChunk(&w, &d.slot)
 	if err != nil {
 		return nil, &llm.ProviderError{Class: llm.FailTransient, Message: "malformed upstream event", Err: err}
 	}

@@ -20,7 +20,7 @@ import (
 type Decoder struct {
 	identity
 	events EventReader
-	chunks llm.ChunkParser // its chunks share their id and model
+	slot   llm.UsageSlot // where a chunk's usage is read into
 
 	byIndex map[int]*itemState
 	byID    map[string]*itemState
@@ -338,7 +338,7 @@ func (d *Decoder) emitUsage(out []llm.Chunk, usage json.RawMessage) ([]llm.Chunk
 
 func (d *Decoder) chunk(out []llm.Chunk, w chat.Chunk) ([]llm.Chunk, error) {
 	w.ID, w.Object, w.Created, w.Model = d.id, chat.ObjectChunk, d.created, d.model
-	c, err := d.chunks.Parse(jsonobj.Marshal(w))
+	c, err := llm.ChatChunk(&w, &d.slot)
 	if err != nil {
 		return nil, malformed(err)
 	}
