@@ -264,43 +264,43 @@ func converseDecodeError(body []byte, err error) error {
 		}
 		at, shape = at+tok, shape+tok
 	}
-	system := strings.HasPrefix(shape, "messages[]") && roleAt(body, msgIndex) == RoleSystem
 	switch shape {
-	case "max_tokens":
-		return converse.Refuse("max_tokens must be an integer from 1 to 2147483647")
 	case "stop_sequences", "stop_sequences[]":
 		return converse.Refuse("stop_sequences must be an array of strings")
-	case "messages", "tools":
-		return converse.Refuse(at + " must be an array")
-	case "messages[]", "tool_choice", "output_config", "output_config.format":
-		return converse.Refuse(at + " must be an object")
-	case "tools[]":
-		return converse.Refuse(at + " must be a tool object")
-	case "system":
-		return converse.Refuse(at + " must be a string or an array of text blocks")
-	case "messages[].content":
-		if system {
-			return converse.Refuse(at + " must be a string or an array of text blocks")
+	case "messages[].content", "messages[].content[]":
+		if roleAt(body, msgIndex) == RoleSystem {
+			// A system message's content reads as the top-level system's.
+			shape = "system" + strings.TrimPrefix(shape, "messages[].content")
 		}
-		return converse.Refuse(at + " must be a string or an array of content blocks")
-	case "messages[].content[].content":
-		return converse.Refuse(at + " must be a string or an array of content blocks")
-	case "system[]":
-		return converse.Refuse(at + " must be a text block")
-	case "messages[].content[]":
-		if system {
-			return converse.Refuse(at + " must be a text block")
-		}
-		return converse.Refuse(at + " must be a content block object")
-	case "messages[].content[].content[]":
-		return converse.Refuse(at + " must be a content block object")
-	case "messages[].content[].source", "messages[].content[].content[].source":
-		return converse.Refuse(at + " must be an object")
+	}
+	if want, ok := converseWants[shape]; ok {
+		return converse.Refuse(at + " must be " + want)
 	}
 	if strings.HasSuffix(shape, ".text") {
 		return converse.Refuse(at + " must be a string")
 	}
 	return converse.Refuse(at + " is not valid")
+}
+
+// converseWants is what a member must be, by its shape (its path with
+// the array indexes left out), for converseDecodeError.
+var converseWants = map[string]string{
+	"max_tokens":                            "an integer from 1 to 2147483647",
+	"messages":                              "an array",
+	"tools":                                 "an array",
+	"messages[]":                            "an object",
+	"tool_choice":                           "an object",
+	"output_config":                         "an object",
+	"output_config.format":                  "an object",
+	"messages[].content[].source":           "an object",
+	"messages[].content[].content[].source": "an object",
+	"tools[]":                               "a tool object",
+	"system":                                "a string or an array of text blocks",
+	"messages[].content":                    "a string or an array of content blocks",
+	"messages[].content[].content":          "a string or an array of content blocks",
+	"system[]":                              "a text block",
+	"messages[].content[]":                  "a content block object",
+	"messages[].content[].content[]":        "a content block object",
 }
 
 // roleAt is the role of messages[i] of body, "" for none.
