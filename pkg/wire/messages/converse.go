@@ -379,29 +379,24 @@ func cachePoint() types.CachePointBlock {
 }
 
 // systemBlocks translates a system prompt (at is where it is): a string or
-// an array of text blocks.
+// an array of text blocks, as content translates them.
 func (r *converseRequest) systemBlocks(c Content, at string) ([]types.SystemContentBlock, error) {
-	if c.Blocks == nil {
-		if c.Text == "" {
-			return nil, nil
+	for i := range c.Blocks {
+		if t := c.Blocks[i].Type; t != BlockText {
+			return nil, converse.Refuse(fmt.Sprintf("%s[%d].type %s is not supported on Bedrock Converse", at, i, converse.Quote(t)))
 		}
-		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: c.Text}}, nil
+	}
+	blocks, err := r.content(c, at)
+	if err != nil {
+		return nil, err
 	}
 	var out []types.SystemContentBlock
-	for i := range c.Blocks {
-		b := &c.Blocks[i]
-		bat := fmt.Sprintf("%s[%d]", at, i)
-		if b.Type != BlockText {
-			return nil, converse.Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", bat, converse.Quote(b.Type)))
-		}
-		text := r.text(b)
-		if text != "" {
-			out = append(out, &types.SystemContentBlockMemberText{Value: text})
-		}
-		if r.cached(b.CacheControl) && len(out) > 0 {
-			if _, ok := out[len(out)-1].(*types.SystemContentBlockMemberCachePoint); !ok {
-				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: cachePoint()})
-			}
+	for _, b := range blocks {
+		switch b := b.(type) {
+		case *types.ContentBlockMemberText:
+			out = append(out, &types.SystemContentBlockMemberText{Value: b.Value})
+		case *types.ContentBlockMemberCachePoint:
+			out = append(out, &types.SystemContentBlockMemberCachePoint{Value: b.Value})
 		}
 	}
 	return out, nil
