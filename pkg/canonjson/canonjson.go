@@ -61,6 +61,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/buzzgate/buzzgate/internal/jsonscan"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects accepted: a value
@@ -275,16 +277,7 @@ func (p *parser) parseOnce(data []byte) (value, error) {
 	return p.stack[0], nil
 }
 
-func (p *parser) skipSpace() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
+func (p *parser) skipSpace() { p.pos = jsonscan.SkipSpace(p.data, p.pos) }
 
 // value parses one value at p.pos (after whitespace) and pushes it.
 func (p *parser) value() error {
