@@ -339,20 +339,38 @@ func (p *parser) close(mark, off int, k kind) {
 
 func (p *parser) array() error {
 	off, mark := p.pos, len(p.stack)
-	more, err := p.open(']')
+	if err := p.items(']'); err != nil {
+		return err
+	}
+	p.close(mark, off, kindArray)
+	return nil
+}
+
+// items parses the elements of the array or the members of the object at
+// p.pos, whose closing byte is end, pushing their values.
+func (p *parser) items(end byte) error {
+	eof, bad := "unexpected end of input in array", "expected ',' or ']' after array element"
+	if end == '}' {
+		eof, bad = "unexpected end of input in object", "expected ',' or '}' after object member"
+	}
+	more, err := p.open(end)
 	if err != nil {
 		return err
 	}
 	for more {
 		p.skipSpace()
-		if err := p.value(); err != nil {
+		if end == '}' {
+			err = p.keyValue()
+		} else {
+			err = p.value()
+		}
+		if err != nil {
 			return err
 		}
-		if more, err = p.next(']', "unexpected end of input in array", "expected ',' or ']' after array element"); err != nil {
+		if more, err = p.next(end, eof, bad); err != nil {
 			return err
 		}
 	}
-	p.close(mark, off, kindArray)
 	return nil
 }
 
@@ -393,35 +411,8 @@ func (p *parser) next(end byte, eof, bad string) (more bool, err error) {
 
 func (p *parser) object() error {
 	off, mark := p.pos, len(p.stack)
-	more, err := p.open('}')
-	if err != nil {
+	if err := p.items('}'); err != nil {
 		return err
-	}
-	for more {
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return p.fail(p.pos, "expected string for object member name")
-		}
-		keyOff := p.pos
-		key, err := p.str()
-		if err != nil {
-			return err
-		}
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return p.fail(p.pos, "expected ':' after object member name")
-		}
-		p.pos++
-		p.skipSpace()
-		if err := p.value(); err != nil {
-			return err
-		}
-		m := &p.stack[len(p.stack)-1]
-		m.key = key
-		m.off = int32(keyOff)
-		if more, err = p.next('}', "unexpected end of input in object", "expected ',' or '}' after object member"); err != nil {
-			return err
-		}
 	}
 	kids := p.stack[mark:]
 	slices.SortFunc(kids, func(a, b value) int { return compareUTF16(p.bytes(a.key), p.bytes(b.key)) })
@@ -434,6 +425,32 @@ func (p *parser) object() error {
 		}
 	}
 	p.close(mark, off, kindObject)
+	return nil
+}
+
+// keyValue parses an object member at p.pos (after whitespace): its name,
+// kept as its value's key, and its value.
+func (p *parser) keyValue() error {
+	if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+		return p.fail(p.pos, "expected string for object member name")
+	}
+	keyOff := p.pos
+	key, err := p.str()
+	if err != nil {
+		return err
+	}
+	p.skipSpace()
+	if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+		return p.fail(p.pos, "expected ':' after object member name")
+	}
+	p.pos++
+	p.skipSpace()
+	if err := p.value(); err != nil {
+		return err
+	}
+	m := &p.stack[len(p.stack)-1]
+	m.key = key
+	m.off = int32(keyOff)
 	return nil
 }
 
