@@ -741,24 +741,34 @@ func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, erro
 			return nil, llm.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 		}
 		var err error
-		if role == RoleUser {
-			out, err = r.userTurn(out, content.Blocks, at, i)
-		} else {
-			out, err = r.assistantTurn(out, content.Blocks, at, i)
-		}
-		if err != nil {
+		if out, err = r.turn(out, role, content.Blocks, at, i); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// userTurn translates a user turn of blocks: its tool results as tool
-// messages, then the rest as one user message.
-func (r *hubReader) userTurn(out []chatwire.RequestMessage, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
+// blockRole is the role of the messages a content block type may be in.
+var blockRole = map[string]string{
+	BlockImage: RoleUser, BlockToolResult: RoleUser,
+	BlockToolUse: RoleAssistant, BlockThinking: RoleAssistant, BlockRedactedThinking: RoleAssistant,
+}
+
+// turn translates a user or an assistant turn of blocks: a user's tool
+// results as tool messages, then the rest as one user message; an
+// assistant's text parts and tool calls as one assistant message.
+func (r *hubReader) turn(out []chatwire.RequestMessage, role string, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
 	var parts []any
+	var calls []chatwire.ToolCall
 	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
 		func(b *Block, bat string) error {
+			only, known := blockRole[b.Type]
+			switch {
+			case !known:
+				return unsupportedBlock(bat, b.Type)
+			case only != role:
+				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in %s messages", bat, b.Type, only)
+			}
 			switch b.Type {
 			case BlockImage:
 				p, err := r.image(b, bat)
@@ -772,52 +782,30 @@ func (r *hubReader) userTurn(out []chatwire.RequestMessage, blocks []Block, at s
 					return err
 				}
 				out = append(out, msg)
-			case BlockToolUse, BlockThinking, BlockRedactedThinking:
-				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, b.Type)
-			default:
-				return unsupportedBlock(bat, b.Type)
-			}
-			return nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) > 0 {
-		out = append(out, chatwire.RequestMessage{Role: "user", Content: jsonobj.Marshal(parts)})
-	}
-	return out, nil
-}
-
-// assistantTurn translates an assistant turn of blocks: text parts and
-// tool calls.
-func (r *hubReader) assistantTurn(out []chatwire.RequestMessage, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
-	var parts []chatwire.TextPart
-	var calls []chatwire.ToolCall
-	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
-		func(b *Block, bat string) error {
-			switch b.Type {
 			case BlockToolUse:
 				c, err := r.toolUse(b, bat)
 				if err != nil {
 					return err
 				}
 				calls = append(calls, c)
-			case BlockThinking, BlockRedactedThinking:
+			default: // thinking or redacted_thinking
 				// An earlier turn's thinking, signed by Anthropic for
 				// Anthropic: no other upstream can read it.
 				if err := onlyMembers(b, bat); err != nil {
 					return err
 				}
 				r.h.Add("messages[].content[" + b.Type + "]")
-			case BlockImage, BlockToolResult:
-				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, b.Type)
-			default:
-				return unsupportedBlock(bat, b.Type)
 			}
 			return nil
 		})
 	if err != nil {
 		return nil, err
+	}
+	if role == RoleUser {
+		if len(parts) > 0 {
+			out = append(out, chatwire.RequestMessage{Role: "user", Content: jsonobj.Marshal(parts)})
+		}
+		return out, nil
 	}
 	msg := chatwire.RequestMessage{Role: "assistant", ToolCalls: calls}
 	switch {
