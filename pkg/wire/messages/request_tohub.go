@@ -546,6 +546,20 @@ func (r *hubReader) required(param string, path ...any) error {
 	return llm.Invalid(param, "%s is required", param)
 }
 
+// requiredIn is r.required of the member name of the object at at.
+func (r *hubReader) requiredIn(at, name string) error {
+	return r.required(at+"."+name, append(paramPath(at), name)...)
+}
+
+// nonEmpty is requiredIn when v, the member's value, is empty; nil
+// otherwise.
+func (r *hubReader) nonEmpty(at, name, v string) error {
+	if v != "" {
+		return nil
+	}
+	return r.requiredIn(at, name)
+}
+
 // lookup is the value at path (object names and array indexes) of body;
 // ok is false when there is none, and the value nil when it is null.
 func lookup(body []byte, path ...any) (v any, ok bool) {
@@ -893,35 +907,33 @@ func (r *hubReader) image(b *Block, at string) (imagePart, error) {
 				return p, llm.Invalid(sat, "%s must be an object", sat)
 			}
 		}
-		return p, r.required(sat+".type", append(paramPath(sat), "type")...)
+		return p, r.requiredIn(sat, "type")
 	case SourceBase64:
 		if err := only(); err != nil {
 			return p, err
 		}
-		mt := src.MediaType
-		if mt == "" {
-			return p, r.required(sat+".media_type", append(paramPath(sat), "media_type")...)
+		if err := r.nonEmpty(sat, "media_type", src.MediaType); err != nil {
+			return p, err
 		}
-		if !slices.Contains(imageTypes, mt) {
+		if !slices.Contains(imageTypes, src.MediaType) {
 			return p, llm.Invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(imageTypes, ", "))
 		}
-		if src.Data == "" {
-			return p, r.required(sat+".data", append(paramPath(sat), "data")...)
+		if err := r.nonEmpty(sat, "data", src.Data); err != nil {
+			return p, err
 		}
-		p.ImageURL.URL = "data:" + mt + ";base64," + src.Data
+		p.ImageURL.URL = "data:" + src.MediaType + ";base64," + src.Data
 	case SourceURL:
 		if err := only(); err != nil {
 			return p, err
 		}
-		u := src.URL
-		if u == "" {
-			return p, r.required(sat+".url", append(paramPath(sat), "url")...)
+		if err := r.nonEmpty(sat, "url", src.URL); err != nil {
+			return p, err
 		}
-		lower := strings.ToLower(u)
+		lower := strings.ToLower(src.URL)
 		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
 			return p, llm.Invalid(sat+".url", "%s.url must be an http or https URL", sat)
 		}
-		p.ImageURL.URL = u
+		p.ImageURL.URL = src.URL
 	default:
 		return p, llm.Invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, llm.Quote(src.Type))
 	}
@@ -936,11 +948,11 @@ func (r *hubReader) toolUse(b *Block, at string) (chatwire.ToolCall, error) {
 		return c, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
-	if b.ID == "" {
-		return c, r.required(at+".id", append(paramPath(at), "id")...)
+	if err := r.nonEmpty(at, "id", b.ID); err != nil {
+		return c, err
 	}
-	if b.Name == "" {
-		return c, r.required(at+".name", append(paramPath(at), "name")...)
+	if err := r.nonEmpty(at, "name", b.Name); err != nil {
+		return c, err
 	}
 	c.ID, c.Function.Name = b.ID, b.Name
 	if jsonobj.IsNull(b.Input) {
@@ -975,8 +987,8 @@ func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, er
 		return msg, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
-	if b.ToolUseID == "" {
-		return msg, r.required(at+".tool_use_id", append(paramPath(at), "tool_use_id")...)
+	if err := r.nonEmpty(at, "tool_use_id", b.ToolUseID); err != nil {
+		return msg, err
 	}
 	msg.ToolCallID = b.ToolUseID
 	// is_error has no Chat Completions counterpart: checked (a boolean, by
@@ -996,7 +1008,7 @@ func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, er
 				if v, ok := lookup(r.body, paramPath(pat)...); ok && v == nil {
 					return msg, llm.Invalid(pat, "%s must be an object", pat)
 				}
-				return msg, r.required(pat+".type", append(paramPath(pat), "type")...)
+				return msg, r.requiredIn(pat, "type")
 			}
 			switch p.Type {
 			case BlockText:
