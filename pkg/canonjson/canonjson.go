@@ -347,31 +347,60 @@ func (p *parser) array() error {
 }
 
 // items parses the elements of the array or the members of the object at
-// p.pos, whose closing byte is end, pushing their values.
+// p.pos, whose closing byte is end, pushing their values (a member's with
+// its name as key).
 func (p *parser) items(end byte) error {
-	eof, bad := "unexpected end of input in array", "expected ',' or ']' after array element"
-	if end == '}' {
-		eof, bad = "unexpected end of input in object", "expected ',' or '}' after object member"
-	}
 	more, err := p.open(end)
 	if err != nil {
 		return err
 	}
 	for more {
 		p.skipSpace()
+		var key span
+		keyOff := p.pos
 		if end == '}' {
-			err = p.keyValue()
-		} else {
-			err = p.value()
+			if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+				return p.fail(p.pos, "expected string for object member name")
+			}
+			if key, err = p.str(); err != nil {
+				return err
+			}
+			p.skipSpace()
+			if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+				return p.fail(p.pos, "expected ':' after object member name")
+			}
+			p.pos++
+			p.skipSpace()
 		}
-		if err != nil {
+		if err := p.value(); err != nil {
 			return err
 		}
-		if more, err = p.next(end, eof, bad); err != nil {
-			return err
+		if end == '}' {
+			m := &p.stack[len(p.stack)-1]
+			m.key, m.off = key, int32(keyOff)
 		}
+		// A comma (more items) or end follows.
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ',' && p.data[p.pos] != end {
+			return p.afterItem(end)
+		}
+		more = p.data[p.pos] == ','
+		p.pos++
 	}
 	return nil
+}
+
+// afterItem is the error at p.pos, where a comma or end should follow an
+// item of the array or object that end closes.
+func (p *parser) afterItem(end byte) error {
+	eof, bad := "unexpected end of input in array", "expected ',' or ']' after array element"
+	if end == '}' {
+		eof, bad = "unexpected end of input in object", "expected ',' or '}' after object member"
+	}
+	if p.pos < len(p.data) {
+		eof = bad
+	}
+	return p.fail(p.pos, eof)
 }
 
 // open enters the container at p.pos, whose closing byte is end, and
@@ -387,26 +416,6 @@ func (p *parser) open(end byte) (more bool, err error) {
 		return false, nil
 	}
 	return true, nil
-}
-
-// next passes over what follows a container's member: a comma (more
-// members) or end. eof and bad are the messages of the errors, at the end
-// of the input and at another byte. (One call of fail keeps next within
-// the compiler's inlining budget: it runs after every member.)
-func (p *parser) next(end byte, eof, bad string) (more bool, err error) {
-	p.skipSpace()
-	if p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			return true, nil
-		case end:
-			p.pos++
-			return false, nil
-		}
-		eof = bad
-	}
-	return false, p.fail(p.pos, eof)
 }
 
 func (p *parser) object() error {
@@ -425,32 +434,6 @@ func (p *parser) object() error {
 		}
 	}
 	p.close(mark, off, kindObject)
-	return nil
-}
-
-// keyValue parses an object member at p.pos (after whitespace): its name,
-// kept as its value's key, and its value.
-func (p *parser) keyValue() error {
-	if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-		return p.fail(p.pos, "expected string for object member name")
-	}
-	keyOff := p.pos
-	key, err := p.str()
-	if err != nil {
-		return err
-	}
-	p.skipSpace()
-	if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-		return p.fail(p.pos, "expected ':' after object member name")
-	}
-	p.pos++
-	p.skipSpace()
-	if err := p.value(); err != nil {
-		return err
-	}
-	m := &p.stack[len(p.stack)-1]
-	m.key = key
-	m.off = int32(keyOff)
 	return nil
 }
 
