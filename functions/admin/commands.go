@@ -354,21 +354,19 @@ func defineRevokeKey(fs *flag.FlagSet, _ func() time.Time) action {
 
 func defineSetBalance(fs *flag.FlagSet, _ func() time.Time) action {
 	project := fs.String("project", "", "the project `ID` (required)")
-	var usd usdFlag
-	fs.Var(&usd, "usd", "the remaining balance in `USD`")
-	unlimited := fs.Bool("unlimited", false, "make the balance unlimited")
+	amount := defineUSDOrNone(fs, "the remaining balance in `USD`", "unlimited", "make the balance unlimited")
 	return action{
 		check: func() error {
 			if err := checkID("project", *project); err != nil {
 				return err
 			}
-			return oneOf("--usd", usd.set, "--unlimited", *unlimited)
+			return amount.check()
 		},
 		run: func(ctx context.Context, e *env) error {
 			if err := e.requireProject(ctx, *project); err != nil {
 				return err
 			}
-			if err := e.store.SetBalance(ctx, *project, usd.ptr()); err != nil {
+			if err := e.store.SetBalance(ctx, *project, amount.usd.ptr()); err != nil {
 				return err
 			}
 			a, err := e.store.Account(ctx, *project, "")
@@ -384,15 +382,13 @@ func defineSetBalance(fs *flag.FlagSet, _ func() time.Time) action {
 func defineSetLimit(fs *flag.FlagSet, _ func() time.Time) action {
 	project := fs.String("project", "", "the project `ID` (required)")
 	keyID := fs.String("key-id", "", "the key `ID`, key_... (required)")
-	var usd usdFlag
-	fs.Var(&usd, "usd", "the key's spend limit in `USD`")
-	none := fs.Bool("none", false, "remove the key's limit")
+	amount := defineUSDOrNone(fs, "the key's spend limit in `USD`", "none", "remove the key's limit")
 	return action{
 		check: func() error {
 			if err := errors.Join(checkID("project", *project), checkID("key-id", *keyID)); err != nil {
 				return err
 			}
-			return oneOf("--usd", usd.set, "--none", *none)
+			return amount.check()
 		},
 		run: func(ctx context.Context, e *env) error {
 			if err := e.requireProject(ctx, *project); err != nil {
@@ -401,7 +397,7 @@ func defineSetLimit(fs *flag.FlagSet, _ func() time.Time) action {
 			if _, err := e.requireKey(ctx, *project, *keyID); err != nil {
 				return err
 			}
-			if err := e.store.SetKeyLimit(ctx, *project, *keyID, usd.ptr()); err != nil {
+			if err := e.store.SetKeyLimit(ctx, *project, *keyID, amount.usd.ptr()); err != nil {
 				return err
 			}
 			a, err := e.store.Account(ctx, *project, *keyID)
@@ -623,13 +619,29 @@ func defineUsage(fs *flag.FlagSet, now func() time.Time) action {
 	}
 }
 
-// oneOf checks that exactly one of two exclusive flags is set.
-func oneOf(a string, aSet bool, b string, bSet bool) error {
+// usdOrNone is a required choice between an amount, --usd, and none, a
+// flag such as --unlimited.
+type usdOrNone struct {
+	usd  usdFlag
+	none *bool
+	name string // the none flag's, with its dashes
+}
+
+// defineUSDOrNone defines --usd (usage) and the flag none (noneUsage).
+func defineUSDOrNone(fs *flag.FlagSet, usage, none, noneUsage string) *usdOrNone {
+	c := &usdOrNone{name: "--" + none}
+	fs.Var(&c.usd, "usd", usage)
+	c.none = fs.Bool(none, false, noneUsage)
+	return c
+}
+
+// check checks that exactly one of the two is set.
+func (c *usdOrNone) check() error {
 	switch {
-	case aSet && bSet:
-		return usagef("%s and %s exclude each other", a, b)
-	case !aSet && !bSet:
-		return usagef("one of %s and %s is required", a, b)
+	case c.usd.set && *c.none:
+		return usagef("--usd and %s exclude each other", c.name)
+	case !c.usd.set && !*c.none:
+		return usagef("one of --usd and %s is required", c.name)
 	}
 	return nil
 }

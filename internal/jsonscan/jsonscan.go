@@ -36,3 +36,15 @@ func Word(b []byte, i int) uint64 {
 	copy(w[:], b[i:])
 	return binary.LittleEndian.Uint64(w[:])
 }
+
+// SkipSpace is the index of the first byte of b from i that is not JSON
+// whitespace (len(b) when there is none).
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && space[b[i]] {
+		i++
+	}
+	return i
+}
+
+// space flags JSON's whitespace bytes.
+var space = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}

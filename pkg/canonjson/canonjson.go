@@ -61,6 +61,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/buzzgate/buzzgate/internal/jsonscan"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects accepted: a value
@@ -275,16 +277,7 @@ func (p *parser) parseOnce(data []byte) (value, error) {
 	return p.stack[0], nil
 }
 
-func (p *parser) skipSpace() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
+func (p *parser) skipSpace() { p.pos = jsonscan.SkipSpace(p.data, p.pos) }
 
 // value parses one value at p.pos (after whitespace) and pushes it.
 func (p *parser) value() error {
@@ -346,21 +339,68 @@ func (p *parser) close(mark, off int, k kind) {
 
 func (p *parser) array() error {
 	off, mark := p.pos, len(p.stack)
-	more, err := p.open(']')
+	if err := p.items(']'); err != nil {
+		return err
+	}
+	p.close(mark, off, kindArray)
+	return nil
+}
+
+// items parses the elements of the array or the members of the object at
+// p.pos, whose closing byte is end, pushing their values (a member's with
+// its name as key).
+func (p *parser) items(end byte) error {
+	more, err := p.open(end)
 	if err != nil {
 		return err
 	}
 	for more {
 		p.skipSpace()
+		var key span
+		keyOff := p.pos
+		if end == '}' {
+			if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+				return p.fail(p.pos, "expected string for object member name")
+			}
+			if key, err = p.str(); err != nil {
+				return err
+			}
+			p.skipSpace()
+			if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+				return p.fail(p.pos, "expected ':' after object member name")
+			}
+			p.pos++
+			p.skipSpace()
+		}
 		if err := p.value(); err != nil {
 			return err
 		}
-		if more, err = p.next(']', "unexpected end of input in array", "expected ',' or ']' after array element"); err != nil {
-			return err
+		if end == '}' {
+			m := &p.stack[len(p.stack)-1]
+			m.key, m.off = key, int32(keyOff)
 		}
+		// A comma (more items) or end follows.
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ',' && p.data[p.pos] != end {
+			return p.afterItem(end)
+		}
+		more = p.data[p.pos] == ','
+		p.pos++
 	}
-	p.close(mark, off, kindArray)
 	return nil
+}
+
+// afterItem is the error at p.pos, where a comma or end should follow an
+// item of the array or object that end closes.
+func (p *parser) afterItem(end byte) error {
+	eof, bad := "unexpected end of input in array", "expected ',' or ']' after array element"
+	if end == '}' {
+		eof, bad = "unexpected end of input in object", "expected ',' or '}' after object member"
+	}
+	if p.pos < len(p.data) {
+		eof = bad
+	}
+	return p.fail(p.pos, eof)
 }
 
 // open enters the container at p.pos, whose closing byte is end, and
@@ -378,57 +418,10 @@ func (p *parser) open(end byte) (more bool, err error) {
 	return true, nil
 }
 
-// next passes over what follows a container's member: a comma (more
-// members) or end. eof and bad are the messages of the errors, at the end
-// of the input and at another byte. (One call of fail keeps next within
-// the compiler's inlining budget: it runs after every member.)
-func (p *parser) next(end byte, eof, bad string) (more bool, err error) {
-	p.skipSpace()
-	if p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			return true, nil
-		case end:
-			p.pos++
-			return false, nil
-		}
-		eof = bad
-	}
-	return false, p.fail(p.pos, eof)
-}
-
 func (p *parser) object() error {
 	off, mark := p.pos, len(p.stack)
-	more, err := p.open('}')
-	if err != nil {
+	if err := p.items('}'); err != nil {
 		return err
-	}
-	for more {
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return p.fail(p.pos, "expected string for object member name")
-		}
-		keyOff := p.pos
-		key, err := p.str()
-		if err != nil {
-			return err
-		}
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return p.fail(p.pos, "expected ':' after object member name")
-		}
-		p.pos++
-		p.skipSpace()
-		if err := p.value(); err != nil {
-			return err
-		}
-		m := &p.stack[len(p.stack)-1]
-		m.key = key
-		m.off = int32(keyOff)
-		if more, err = p.next('}', "unexpected end of input in object", "expected ',' or '}' after object member"); err != nil {
-			return err
-		}
 	}
 	kids := p.stack[mark:]
 	slices.SortFunc(kids, func(a, b value) int { return compareUTF16(p.bytes(a.key), p.bytes(b.key)) })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 
 	"github.com/buzzgate/buzzgate/pkg/gateway"
 	"github.com/buzzgate/buzzgate/pkg/idempotency"
@@ -69,8 +70,10 @@ type PassDialect interface {
 }
 
 // PassStream relays a passed-through stream, ans, to out, in the
-// protocol of d.
-func PassStream(ans *router.Answer, out gateway.Emitter, d PassDialect) gateway.Result {
+// protocol of d: the answer's head for the request requestID, req, then
+// the provider's events.
+func PassStream(requestID string, req *llm.ChatRequest, ans *router.Answer, out gateway.Emitter, d PassDialect) gateway.Result {
+	out.Start(http.StatusOK, AnswerHead(requestID, req, ans, "text/event-stream"), true)
 	var (
 		usage  llm.Usage
 		priced bool

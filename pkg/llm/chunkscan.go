@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/buzzgate/buzzgate/internal/jsonscan"
 	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
@@ -124,16 +125,7 @@ type scanner struct {
 	maxDepth int
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) ws() { s.i = jsonscan.SkipSpace(s.b, s.i) }
 
 // peek returns the next non-space byte (0 at the end).
 func (s *scanner) peek() byte {

@@ -18,7 +18,7 @@ import (
 // body (messageswire.NewMessage), or Anthropic's named event sequence
 // (messageswire.StreamWriter), whose stop reasons and endings that
 // package's doc gives; or, for an answer of a Messages upstream, the
-// provider's own events passed through (pass.go).
+// provider's own events passed through (passDialect).
 type messagesCodec struct {
 	requestID string
 	req       *llm.ChatRequest
@@ -36,7 +36,7 @@ func (c *messagesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway.
 	c.model = ans.Model() // the provider's name for what answered (docs/api.md#answers)
 	if ans.Proto == llm.ProtoMessages {
 		if c.req.Stream {
-			return c.passStream(ans, out)
+			return clientapi.PassStream(c.requestID, c.req, ans, out, passDialect{})
 		}
 		return c.passMessage(ans, out)
 	}
@@ -98,4 +98,51 @@ func (c *messagesCodec) stream(ans *router.Answer, out gateway.Emitter) gateway.
 func (c *messagesCodec) JoinBroken(reason string) idempotency.Event {
 	b, _ := json.Marshal(messageswire.NewError(&llm.Error{Code: llm.CodeReplayUnavailable, Message: reason}, "idempotency_error"))
 	return idempotency.Event{Name: messageswire.EventError, Data: b}
+}
+
+// passDialect is the Messages stream passed through
+// (clientapi.PassDialect): message_delta carries the final usage, in
+// "usage"; a stream that fails ends with an error event, one that stops
+// with a message_delta of the usage so far.
+type passDialect struct{}
+
+var usagePath = []string{"usage"}
+
+func (passDialect) UsageEvent(ch *llm.Chunk) bool {
+	return ch.Event == messageswire.EventMessageDelta || ch.Usage != nil && ch.FinishReason != ""
+}
+
+func (passDialect) UsagePath() []string { return usagePath }
+
+func (passDialect) Broken(e *llm.Error, end error) idempotency.Event {
+	return anthropicErrorEvent(e, end)
+}
+
+func (passDialect) Stopped(u llm.Usage) []idempotency.Event {
+	return []idempotency.Event{{Name: messageswire.EventMessageDelta, Data: messageswire.StoppedDelta(u)}}
+}
+
+// passMessage assembles a Messages stream passed through into the Message
+// the provider would have answered: message_start's message with its
+// content blocks built from their start and deltas, and message_delta's
+// stop reason, stop sequence and usage (with the cost). Fields the gateway
+// does not know are kept: a block keeps every field of its start, and a
+// delta of a type the gateway does not know appends its string fields to
+// the block's fields of the same name and sets the others.
+func (c *messagesCodec) passMessage(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	var m messageswire.Assembler
+	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch llm.Chunk) error {
+		m.Add(ch.Raw)
+		return nil
+	})
+	if !ok {
+		return res
+	}
+	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, m.Message(usage), end, nil)
+}
+
+// anthropicErrorEvent is the error event of a Messages stream that failed
+// after output started.
+func anthropicErrorEvent(e *llm.Error, end error) idempotency.Event {
+	return idempotency.Event{Name: messageswire.EventError, Data: messageswire.ErrorEvent(e, end)}
 }

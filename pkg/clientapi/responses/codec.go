@@ -16,7 +16,7 @@ import (
 
 // responsesCodec encodes answers as the OpenAI Responses API: one Response
 // object, or the Responses event sequence, as pkg/wire/responses writes
-// them (fromhub.go); or the provider's own, passed through (pass.go).
+// them (fromhub.go); or the provider's own, passed through (passDialect).
 type responsesCodec struct {
 	requestID string
 	req       *llm.ChatRequest
@@ -59,7 +59,7 @@ func (c *responsesCodec) Answer(ans *router.Answer, out gateway.Emitter) gateway
 	c.head.Model = ans.Model() // the provider's name for what answered (docs/api.md#answers)
 	if ans.Proto == llm.ProtoResponses {
 		if c.req.Stream {
-			return c.passStream(ans, out)
+			return clientapi.PassStream(c.requestID, c.req, ans, out, passDialect{})
 		}
 		return c.passResponse(ans, out)
 	}
@@ -188,3 +188,42 @@ func (c *responsesCodec) JoinBroken(reason string) idempotency.Event {
 func errorEvent(code llm.Code, message string) idempotency.Event {
 	return idempotency.Event{Name: responseswire.EventError, Data: responseswire.ErrorEventData(code, message)}
 }
+
+// passResponse answers a non-streaming Responses request passed through
+// with the response object of the stream's terminal event (which carries
+// the whole response), its usage with the gateway's cost.
+func (c *responsesCodec) passResponse(ans *router.Answer, out gateway.Emitter) gateway.Result {
+	var last []byte
+	usage, res, ok, end := clientapi.ReadWhole(ans, func(ch llm.Chunk) error {
+		if responseswire.Terminal(&ch) || ch.Event == responseswire.EventCreated || ch.Event == responseswire.EventInProgress {
+			last = ch.Raw
+		}
+		return nil
+	})
+	if !ok {
+		return res
+	}
+	var events responseswire.EventReader
+	ev, err := events.Read("", last)
+	if err != nil || len(ev.Response) == 0 {
+		return gateway.Result{Usage: usage, Answered: false, Err: &llm.Error{Code: llm.CodeAllProvidersFailed, Message: "provider " + ans.Provider + " sent no response object"}}
+	}
+	body := clientapi.WithCost(ev.Response, usage.Cost, "usage")
+	return clientapi.WriteWhole(out, clientapi.AnswerHead(c.requestID, c.req, ans, "application/json"), usage, body, end, nil)
+}
+
+// passDialect is the Responses stream passed through
+// (clientapi.PassDialect): the terminal event carries the final usage, in
+// its response's "usage"; a stream that fails ends with an "error" event,
+// and one that just stops gets nothing more.
+type passDialect struct{}
+
+func (passDialect) UsageEvent(ch *llm.Chunk) bool { return responseswire.Terminal(ch) }
+
+func (passDialect) UsagePath() []string { return responseswire.UsagePath }
+
+func (passDialect) Broken(e *llm.Error, _ error) idempotency.Event {
+	return errorEvent(e.Code, e.Message)
+}
+
+func (passDialect) Stopped(llm.Usage) []idempotency.Event { return nil }

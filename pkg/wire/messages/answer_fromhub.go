@@ -269,25 +269,30 @@ func (w *StreamWriter) start(b ContentBlock) {
 
 // Text takes content text: a text block, as text_delta events.
 func (w *StreamWriter) Text(s string) {
-	if s == "" {
-		return
+	if s != "" {
+		w.blockDelta(BlockText, Delta{Type: DeltaText, Text: &s})
 	}
-	if w.open != BlockText {
-		w.start(textBlock(""))
-	}
-	w.delta(Delta{Type: DeltaText, Text: &s})
 }
 
 // Reasoning takes a reasoning model's thinking: a thinking block, as
 // thinking_delta events.
 func (w *StreamWriter) Reasoning(s string) {
-	if s == "" {
-		return
+	if s != "" {
+		w.blockDelta(BlockThinking, Delta{Type: DeltaThinking, Thinking: &s})
 	}
-	if w.open != BlockThinking {
-		w.start(thinkingBlock(""))
+}
+
+// blockDelta sends d in a block of type typ (BlockText or BlockThinking),
+// starting an empty one unless such a block is open.
+func (w *StreamWriter) blockDelta(typ string, d Delta) {
+	if w.open != typ {
+		b := textBlock("")
+		if typ == BlockThinking {
+			b = thinkingBlock("")
+		}
+		w.start(b)
 	}
-	w.delta(Delta{Type: DeltaThinking, Thinking: &s})
+	w.delta(d)
 }
 
 // delta sends a content_block_delta of the open block.

@@ -264,43 +264,43 @@ func converseDecodeError(body []byte, err error) error {
 		}
 		at, shape = at+tok, shape+tok
 	}
-	system := strings.HasPrefix(shape, "messages[]") && roleAt(body, msgIndex) == RoleSystem
 	switch shape {
-	case "max_tokens":
-		return converse.Refuse("max_tokens must be an integer from 1 to 2147483647")
 	case "stop_sequences", "stop_sequences[]":
 		return converse.Refuse("stop_sequences must be an array of strings")
-	case "messages", "tools":
-		return converse.Refuse(at + " must be an array")
-	case "messages[]", "tool_choice", "output_config", "output_config.format":
-		return converse.Refuse(at + " must be an object")
-	case "tools[]":
-		return converse.Refuse(at + " must be a tool object")
-	case "system":
-		return converse.Refuse(at + " must be a string or an array of text blocks")
-	case "messages[].content":
-		if system {
-			return converse.Refuse(at + " must be a string or an array of text blocks")
+	case "messages[].content", "messages[].content[]":
+		if roleAt(body, msgIndex) == RoleSystem {
+			// A system message's content reads as the top-level system's.
+			shape = "system" + strings.TrimPrefix(shape, "messages[].content")
 		}
-		return converse.Refuse(at + " must be a string or an array of content blocks")
-	case "messages[].content[].content":
-		return converse.Refuse(at + " must be a string or an array of content blocks")
-	case "system[]":
-		return converse.Refuse(at + " must be a text block")
-	case "messages[].content[]":
-		if system {
-			return converse.Refuse(at + " must be a text block")
-		}
-		return converse.Refuse(at + " must be a content block object")
-	case "messages[].content[].content[]":
-		return converse.Refuse(at + " must be a content block object")
-	case "messages[].content[].source", "messages[].content[].content[].source":
-		return converse.Refuse(at + " must be an object")
+	}
+	if want, ok := converseWants[shape]; ok {
+		return converse.Refuse(at + " must be " + want)
 	}
 	if strings.HasSuffix(shape, ".text") {
 		return converse.Refuse(at + " must be a string")
 	}
 	return converse.Refuse(at + " is not valid")
+}
+
+// converseWants is what a member must be, by its shape (its path with
+// the array indexes left out), for converseDecodeError.
+var converseWants = map[string]string{
+	"max_tokens":                            "an integer from 1 to 2147483647",
+	"messages":                              "an array",
+	"tools":                                 "an array",
+	"messages[]":                            "an object",
+	"tool_choice":                           "an object",
+	"output_config":                         "an object",
+	"output_config.format":                  "an object",
+	"messages[].content[].source":           "an object",
+	"messages[].content[].content[].source": "an object",
+	"tools[]":                               "a tool object",
+	"system":                                "a string or an array of text blocks",
+	"messages[].content":                    "a string or an array of content blocks",
+	"messages[].content[].content":          "a string or an array of content blocks",
+	"system[]":                              "a text block",
+	"messages[].content[]":                  "a content block object",
+	"messages[].content[].content[]":        "a content block object",
 }
 
 // roleAt is the role of messages[i] of body, "" for none.
@@ -379,29 +379,24 @@ func cachePoint() types.CachePointBlock {
 }
 
 // systemBlocks translates a system prompt (at is where it is): a string or
-// an array of text blocks.
+// an array of text blocks, as content translates them.
 func (r *converseRequest) systemBlocks(c Content, at string) ([]types.SystemContentBlock, error) {
-	if c.Blocks == nil {
-		if c.Text == "" {
-			return nil, nil
+	for i := range c.Blocks {
+		if t := c.Blocks[i].Type; t != BlockText {
+			return nil, converse.Refuse(fmt.Sprintf("%s[%d].type %s is not supported on Bedrock Converse", at, i, converse.Quote(t)))
 		}
-		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: c.Text}}, nil
+	}
+	blocks, err := r.content(c, at)
+	if err != nil {
+		return nil, err
 	}
 	var out []types.SystemContentBlock
-	for i := range c.Blocks {
-		b := &c.Blocks[i]
-		bat := fmt.Sprintf("%s[%d]", at, i)
-		if b.Type != BlockText {
-			return nil, converse.Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", bat, converse.Quote(b.Type)))
-		}
-		text := r.text(b)
-		if text != "" {
-			out = append(out, &types.SystemContentBlockMemberText{Value: text})
-		}
-		if r.cached(b.CacheControl) && len(out) > 0 {
-			if _, ok := out[len(out)-1].(*types.SystemContentBlockMemberCachePoint); !ok {
-				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: cachePoint()})
-			}
+	for _, b := range blocks {
+		switch b := b.(type) {
+		case *types.ContentBlockMemberText:
+			out = append(out, &types.SystemContentBlockMemberText{Value: b.Value})
+		case *types.ContentBlockMemberCachePoint:
+			out = append(out, &types.SystemContentBlockMemberCachePoint{Value: b.Value})
 		}
 	}
 	return out, nil

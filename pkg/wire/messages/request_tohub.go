@@ -546,6 +546,20 @@ func (r *hubReader) required(param string, path ...any) error {
 	return llm.Invalid(param, "%s is required", param)
 }
 
+// requiredIn is r.required of the member name of the object at at.
+func (r *hubReader) requiredIn(at, name string) error {
+	return r.required(at+"."+name, append(paramPath(at), name)...)
+}
+
+// nonEmpty is requiredIn when v, the member's value, is empty; nil
+// otherwise.
+func (r *hubReader) nonEmpty(at, name, v string) error {
+	if v != "" {
+		return nil
+	}
+	return r.requiredIn(at, name)
+}
+
 // lookup is the value at path (object names and array indexes) of body;
 // ok is false when there is none, and the value nil when it is null.
 func lookup(body []byte, path ...any) (v any, ok bool) {
@@ -741,24 +755,34 @@ func (r *hubReader) turns(turns []InputMessage) ([]chatwire.RequestMessage, erro
 			return nil, llm.Invalid(at+".content", "%s.content must not be empty (only a final assistant message may be)", at)
 		}
 		var err error
-		if role == RoleUser {
-			out, err = r.userTurn(out, content.Blocks, at, i)
-		} else {
-			out, err = r.assistantTurn(out, content.Blocks, at, i)
-		}
-		if err != nil {
+		if out, err = r.turn(out, role, content.Blocks, at, i); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// userTurn translates a user turn of blocks: its tool results as tool
-// messages, then the rest as one user message.
-func (r *hubReader) userTurn(out []chatwire.RequestMessage, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
+// blockRole is the role of the messages a content block type may be in.
+var blockRole = map[string]string{
+	BlockImage: RoleUser, BlockToolResult: RoleUser,
+	BlockToolUse: RoleAssistant, BlockThinking: RoleAssistant, BlockRedactedThinking: RoleAssistant,
+}
+
+// turn translates a user or an assistant turn of blocks: a user's tool
+// results as tool messages, then the rest as one user message; an
+// assistant's text parts and tool calls as one assistant message.
+func (r *hubReader) turn(out []chatwire.RequestMessage, role string, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
 	var parts []any
+	var calls []chatwire.ToolCall
 	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
 		func(b *Block, bat string) error {
+			only, known := blockRole[b.Type]
+			switch {
+			case !known:
+				return unsupportedBlock(bat, b.Type)
+			case only != role:
+				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in %s messages", bat, b.Type, only)
+			}
 			switch b.Type {
 			case BlockImage:
 				p, err := r.image(b, bat)
@@ -772,52 +796,30 @@ func (r *hubReader) userTurn(out []chatwire.RequestMessage, blocks []Block, at s
 					return err
 				}
 				out = append(out, msg)
-			case BlockToolUse, BlockThinking, BlockRedactedThinking:
-				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in assistant messages", bat, b.Type)
-			default:
-				return unsupportedBlock(bat, b.Type)
-			}
-			return nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) > 0 {
-		out = append(out, chatwire.RequestMessage{Role: "user", Content: jsonobj.Marshal(parts)})
-	}
-	return out, nil
-}
-
-// assistantTurn translates an assistant turn of blocks: text parts and
-// tool calls.
-func (r *hubReader) assistantTurn(out []chatwire.RequestMessage, blocks []Block, at string, turn int) ([]chatwire.RequestMessage, error) {
-	var parts []chatwire.TextPart
-	var calls []chatwire.ToolCall
-	err := r.eachBlock(blocks, at, []any{"messages", turn, "content"}, func(p chatwire.TextPart) { parts = append(parts, p) },
-		func(b *Block, bat string) error {
-			switch b.Type {
 			case BlockToolUse:
 				c, err := r.toolUse(b, bat)
 				if err != nil {
 					return err
 				}
 				calls = append(calls, c)
-			case BlockThinking, BlockRedactedThinking:
+			default: // thinking or redacted_thinking
 				// An earlier turn's thinking, signed by Anthropic for
 				// Anthropic: no other upstream can read it.
 				if err := onlyMembers(b, bat); err != nil {
 					return err
 				}
 				r.h.Add("messages[].content[" + b.Type + "]")
-			case BlockImage, BlockToolResult:
-				return llm.Invalid(bat+".type", "%s: %s blocks are only allowed in user messages", bat, b.Type)
-			default:
-				return unsupportedBlock(bat, b.Type)
 			}
 			return nil
 		})
 	if err != nil {
 		return nil, err
+	}
+	if role == RoleUser {
+		if len(parts) > 0 {
+			out = append(out, chatwire.RequestMessage{Role: "user", Content: jsonobj.Marshal(parts)})
+		}
+		return out, nil
 	}
 	msg := chatwire.RequestMessage{Role: "assistant", ToolCalls: calls}
 	switch {
@@ -905,35 +907,33 @@ func (r *hubReader) image(b *Block, at string) (imagePart, error) {
 				return p, llm.Invalid(sat, "%s must be an object", sat)
 			}
 		}
-		return p, r.required(sat+".type", append(paramPath(sat), "type")...)
+		return p, r.requiredIn(sat, "type")
 	case SourceBase64:
 		if err := only(); err != nil {
 			return p, err
 		}
-		mt := src.MediaType
-		if mt == "" {
-			return p, r.required(sat+".media_type", append(paramPath(sat), "media_type")...)
+		if err := r.nonEmpty(sat, "media_type", src.MediaType); err != nil {
+			return p, err
 		}
-		if !slices.Contains(imageTypes, mt) {
+		if !slices.Contains(imageTypes, src.MediaType) {
 			return p, llm.Invalid(sat+".media_type", "%s.media_type must be one of %s", sat, strings.Join(imageTypes, ", "))
 		}
-		if src.Data == "" {
-			return p, r.required(sat+".data", append(paramPath(sat), "data")...)
+		if err := r.nonEmpty(sat, "data", src.Data); err != nil {
+			return p, err
 		}
-		p.ImageURL.URL = "data:" + mt + ";base64," + src.Data
+		p.ImageURL.URL = "data:" + src.MediaType + ";base64," + src.Data
 	case SourceURL:
 		if err := only(); err != nil {
 			return p, err
 		}
-		u := src.URL
-		if u == "" {
-			return p, r.required(sat+".url", append(paramPath(sat), "url")...)
+		if err := r.nonEmpty(sat, "url", src.URL); err != nil {
+			return p, err
 		}
-		lower := strings.ToLower(u)
+		lower := strings.ToLower(src.URL)
 		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
 			return p, llm.Invalid(sat+".url", "%s.url must be an http or https URL", sat)
 		}
-		p.ImageURL.URL = u
+		p.ImageURL.URL = src.URL
 	default:
 		return p, llm.Invalid(sat+".type", "%s.type must be \"base64\" or \"url\" (%s is not supported by this gateway)", sat, llm.Quote(src.Type))
 	}
@@ -948,11 +948,11 @@ func (r *hubReader) toolUse(b *Block, at string) (chatwire.ToolCall, error) {
 		return c, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
-	if b.ID == "" {
-		return c, r.required(at+".id", append(paramPath(at), "id")...)
+	if err := r.nonEmpty(at, "id", b.ID); err != nil {
+		return c, err
 	}
-	if b.Name == "" {
-		return c, r.required(at+".name", append(paramPath(at), "name")...)
+	if err := r.nonEmpty(at, "name", b.Name); err != nil {
+		return c, err
 	}
 	c.ID, c.Function.Name = b.ID, b.Name
 	if jsonobj.IsNull(b.Input) {
@@ -987,8 +987,8 @@ func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, er
 		return msg, err
 	}
 	r.hint(b.CacheControl != nil, "cache_control")
-	if b.ToolUseID == "" {
-		return msg, r.required(at+".tool_use_id", append(paramPath(at), "tool_use_id")...)
+	if err := r.nonEmpty(at, "tool_use_id", b.ToolUseID); err != nil {
+		return msg, err
 	}
 	msg.ToolCallID = b.ToolUseID
 	// is_error has no Chat Completions counterpart: checked (a boolean, by
@@ -1008,7 +1008,7 @@ func (r *hubReader) toolResult(b *Block, at string) (chatwire.RequestMessage, er
 				if v, ok := lookup(r.body, paramPath(pat)...); ok && v == nil {
 					return msg, llm.Invalid(pat, "%s must be an object", pat)
 				}
-				return msg, r.required(pat+".type", append(paramPath(pat), "type")...)
+				return msg, r.requiredIn(pat, "type")
 			}
 			switch p.Type {
 			case BlockText:
