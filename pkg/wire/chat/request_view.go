@@ -1,50 +1,233 @@
 package chat
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // RequestView is a Chat Completions request as a translation out of Chat
-// Completions reads it: the top-level members it translates or refuses,
-// decoded once by encoding/json (names matched regardless of case, the
-// last of two equal names winning). Values a translation passes on as
-// they are, or reads in more than one shape, stay raw; a member it does
-// not model is not kept (a translation names those from the body's keys).
+// Completions reads it, decoded in one pass, two ways at once:
+//
+//   - the top-level members it translates or refuses, as encoding/json
+//     reads them into a struct (names matched regardless of case, the
+//     last of two equal names winning, the first value of a wrong type
+//     the error);
+//   - every member as written (Members), for a translation that reads
+//     names exactly (a "Model" is not "model") and names what it leaves
+//     out.
+//
+// Values a translation passes on as they are, or reads in more than one
+// shape, stay raw: slices of the body, which must not change afterwards.
 //
 // A message or a tool that is not an object of its shape does not fail
 // the decoding: it carries its own error (RequestViewMessage.Err,
 // RequestViewTool.Err), so that a translation names the one at fault.
 type RequestView struct {
-	Model               string               `json:"model"`
-	Messages            []RequestViewMessage `json:"messages"`
-	MaxTokens           *float64             `json:"max_tokens"`
-	MaxCompletionTokens *float64             `json:"max_completion_tokens"`
-	Temperature         json.RawMessage      `json:"temperature"`
-	TopP                json.RawMessage      `json:"top_p"`
-	TopK                json.RawMessage      `json:"top_k"`
+	Model               string
+	Messages            []RequestViewMessage
+	MaxTokens           *float64
+	MaxCompletionTokens *float64
+	Temperature         json.RawMessage
+	TopP                json.RawMessage
+	TopK                json.RawMessage
 	// Stop is a string or an array of strings.
-	Stop              json.RawMessage   `json:"stop"`
-	Tools             []RequestViewTool `json:"tools"`
-	ToolChoice        json.RawMessage   `json:"tool_choice"`
-	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
-	User              string            `json:"user"`
-	ReasoningEffort   OptString         `json:"reasoning_effort"`
-	ResponseFormat    json.RawMessage   `json:"response_format"`
-	N                 json.RawMessage   `json:"n"`
-	Logprobs          json.RawMessage   `json:"logprobs"`
-	TopLogprobs       json.RawMessage   `json:"top_logprobs"`
-	LogitBias         json.RawMessage   `json:"logit_bias"`
-	Audio             json.RawMessage   `json:"audio"`
-	Modalities        []string          `json:"modalities"`
-	Functions         json.RawMessage   `json:"functions"`
-	FunctionCall      json.RawMessage   `json:"function_call"`
+	Stop              json.RawMessage
+	Tools             []RequestViewTool
+	ToolChoice        json.RawMessage
+	ParallelToolCalls *bool
+	User              string
+	ReasoningEffort   OptString
+	ResponseFormat    json.RawMessage
+	N                 json.RawMessage
+	Logprobs          json.RawMessage
+	TopLogprobs       json.RawMessage
+	LogitBias         json.RawMessage
+	Audio             json.RawMessage
+	Modalities        []string
+	Functions         json.RawMessage
+	FunctionCall      json.RawMessage
+
+	// Members are the body's members as written, in order; nil when the
+	// body is not one JSON object.
+	Members Object
+
+	// messagesAt and toolsAt are the index in Members of the member
+	// Messages and Tools were read from (-1: none).
+	messagesAt, toolsAt int
 }
 
-// DecodeRequestView decodes a Chat Completions request body.
-func DecodeRequestView(body []byte) (*RequestView, error) {
-	v := new(RequestView)
-	if err := json.Unmarshal(body, v); err != nil {
-		return nil, err
+// Member is one member of a JSON object as written: its name, escapes
+// read (a name without escapes is kept byte for byte), and its value.
+type Member struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// Object is a JSON object's members in the order written, a name given
+// twice kept twice.
+type Object []Member
+
+// Get is the value of the last member named exactly k, as encoding/json
+// reads an object into a map; nil when there is none.
+func (o Object) Get(k string) json.RawMessage {
+	if i := o.index(k); i >= 0 {
+		return o[i].Value
 	}
-	return v, nil
+	return nil
+}
+
+func (o Object) index(k string) int {
+	for i := len(o) - 1; i >= 0; i-- {
+		if o[i].Key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// viewError is the struct name encoding/json gives a RequestView's errors.
+const viewError = "RequestView"
+
+// DecodeRequestView decodes a Chat Completions request body. The error is
+// the one encoding/json gives reading the body into the view's members;
+// the view is returned with it, its Members read all the same.
+func DecodeRequestView(body []byte) (*RequestView, error) {
+	v := &RequestView{messagesAt: -1, toolsAt: -1}
+	var d decoder
+	ms, ok := d.object(body)
+	if !ok {
+		// Not one JSON object: encoding/json says why (null is no error).
+		return v, json.Unmarshal(body, new(RequestView))
+	}
+	v.Members = ms
+	var saved error
+	for i, m := range ms {
+		var err error
+		switch name := fold(m.Key, viewNames); name {
+		case "model":
+			err = json.Unmarshal(m.Value, &v.Model)
+		case "messages":
+			if m.Value[0] == '[' {
+				v.Messages, v.messagesAt = d.messages(m.Value), i
+			} else if err = json.Unmarshal(m.Value, &v.Messages); err == nil {
+				v.messagesAt = i
+			}
+		case "max_tokens":
+			err = json.Unmarshal(m.Value, &v.MaxTokens)
+		case "max_completion_tokens":
+			err = json.Unmarshal(m.Value, &v.MaxCompletionTokens)
+		case "temperature":
+			v.Temperature = m.Value
+		case "top_p":
+			v.TopP = m.Value
+		case "top_k":
+			v.TopK = m.Value
+		case "stop":
+			v.Stop = m.Value
+		case "tools":
+			if m.Value[0] == '[' {
+				v.Tools, v.toolsAt = d.tools(m.Value), i
+			} else if err = json.Unmarshal(m.Value, &v.Tools); err == nil {
+				v.toolsAt = i
+			}
+		case "tool_choice":
+			v.ToolChoice = m.Value
+		case "parallel_tool_calls":
+			err = json.Unmarshal(m.Value, &v.ParallelToolCalls)
+		case "user":
+			err = json.Unmarshal(m.Value, &v.User)
+		case "reasoning_effort":
+			// An error of a member's own UnmarshalJSON ends encoding/json's
+			// decoding at once.
+			if err := json.Unmarshal(m.Value, &v.ReasoningEffort); err != nil {
+				return v, fieldError(err, viewError, name)
+			}
+		case "response_format":
+			v.ResponseFormat = m.Value
+		case "n":
+			v.N = m.Value
+		case "logprobs":
+			v.Logprobs = m.Value
+		case "top_logprobs":
+			v.TopLogprobs = m.Value
+		case "logit_bias":
+			v.LogitBias = m.Value
+		case "audio":
+			v.Audio = m.Value
+		case "modalities":
+			err = json.Unmarshal(m.Value, &v.Modalities)
+		case "functions":
+			v.Functions = m.Value
+		case "function_call":
+			v.FunctionCall = m.Value
+		default:
+			continue
+		}
+		if err != nil && saved == nil {
+			saved = fieldError(err, viewError, fold(m.Key, viewNames))
+		}
+	}
+	return v, saved
+}
+
+// viewNames are the members RequestView reads.
+var viewNames = []string{
+	"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+	"stop", "tools", "tool_choice", "parallel_tool_calls", "user", "reasoning_effort",
+	"response_format", "n", "logprobs", "top_logprobs", "logit_bias", "audio", "modalities",
+	"functions", "function_call",
+}
+
+// ExactMessages are the messages of the last member named exactly
+// "messages", whose value is an array: Messages, unless a member named
+// otherwise but for case came after it.
+func (v *RequestView) ExactMessages() []RequestViewMessage {
+	i := v.Members.index("messages")
+	if i == v.messagesAt {
+		return v.Messages
+	}
+	var d decoder
+	return d.messages(v.Members[i].Value)
+}
+
+// ExactTools are the tools of the last member named exactly "tools",
+// whose value is an array, as ExactMessages.
+func (v *RequestView) ExactTools() []RequestViewTool {
+	i := v.Members.index("tools")
+	if i == v.toolsAt {
+		return v.Tools
+	}
+	var d decoder
+	return d.tools(v.Members[i].Value)
+}
+
+// fold is the name of names that key stands for as encoding/json matches
+// a member to a field (the same name but for case; names differ in more
+// than case), or "".
+func fold(key string, names []string) string {
+	for _, n := range names {
+		if strings.EqualFold(key, n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// fieldError is err, of decoding the member name of a struct named st
+// alone, as encoding/json reports it decoding the whole struct.
+func fieldError(err error, st, name string) error {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		te.Struct = st
+		if te.Field != "" {
+			name += "." + te.Field
+		}
+		te.Field = name
+	}
+	return err
 }
 
 // OptString is a string member as encoding/json reads one into a string
@@ -81,33 +264,71 @@ type RequestViewMessage struct {
 	// Err is why the message is not an object of this shape (its members
 	// are then what could be read).
 	Err error
+	// Members are the message's members as written; nil when it is not
+	// an object.
+	Members Object
 }
 
-// UnmarshalJSON reads a message; it fails only when b is not JSON, and
-// keeps any other problem in Err.
-func (m *RequestViewMessage) UnmarshalJSON(b []byte) error {
-	// An unnamed struct, so that encoding/json's errors name the field
-	// alone.
-	var in struct {
-		Role       string            `json:"role"`
-		Content    json.RawMessage   `json:"content"`
-		ToolCalls  []json.RawMessage `json:"tool_calls"`
-		ToolCallID string            `json:"tool_call_id"`
-		Name       json.RawMessage   `json:"name"`
+// messageIn is a message as encoding/json reads it: an unnamed struct, so
+// that its errors name the field alone.
+type messageIn = struct {
+	Role       string            `json:"role"`
+	Content    json.RawMessage   `json:"content"`
+	ToolCalls  []json.RawMessage `json:"tool_calls"`
+	ToolCallID string            `json:"tool_call_id"`
+	Name       json.RawMessage   `json:"name"`
+}
+
+var messageNames = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
+
+// messages reads an array of messages.
+func (d *decoder) messages(b []byte) []RequestViewMessage {
+	elems := d.elements(b)
+	out := make([]RequestViewMessage, len(elems))
+	for i, e := range elems {
+		out[i] = d.message(e)
 	}
-	*m = RequestViewMessage{Null: string(b) == "null"}
-	m.Err = json.Unmarshal(b, &in)
-	m.Role, m.Content, m.ToolCalls, m.ToolCallID = in.Role, in.Content, in.ToolCalls, in.ToolCallID
-	if in.Name != nil && m.Err == nil {
-		// A member whose name folds to "name" is there: look for the one
-		// spelled so.
-		var keys map[string]json.RawMessage
-		if json.Unmarshal(b, &keys) == nil {
-			name, ok := keys["name"]
-			m.HasName = ok && string(name) != "null"
+	return out
+}
+
+// message reads a message; a problem is kept in its Err.
+func (d *decoder) message(b []byte) RequestViewMessage {
+	ms, ok := d.object(b)
+	if !ok {
+		var in messageIn
+		return RequestViewMessage{Null: string(b) == "null", Err: json.Unmarshal(b, &in)}
+	}
+	m := RequestViewMessage{Members: ms}
+	var name json.RawMessage
+	for _, mb := range ms {
+		var err error
+		switch field := fold(mb.Key, messageNames); field {
+		case "role":
+			err = json.Unmarshal(mb.Value, &m.Role)
+		case "content":
+			m.Content = mb.Value
+		case "tool_calls":
+			if mb.Value[0] == '[' {
+				m.ToolCalls = d.elements(mb.Value)
+			} else {
+				err = json.Unmarshal(mb.Value, &m.ToolCalls)
+			}
+		case "tool_call_id":
+			err = json.Unmarshal(mb.Value, &m.ToolCallID)
+		case "name":
+			name = mb.Value
+		}
+		if err != nil && m.Err == nil {
+			m.Err = fieldError(err, "", fold(mb.Key, messageNames))
 		}
 	}
-	return nil
+	if name != nil && m.Err == nil {
+		// A member whose name folds to "name" is there: look for the one
+		// spelled so.
+		v := ms.Get("name")
+		m.HasName = v != nil && string(v) != "null"
+	}
+	return m
 }
 
 // RequestViewTool is one tool of a request's tools.
@@ -116,6 +337,9 @@ type RequestViewTool struct {
 	Function RequestViewFunction
 	// Err is why the tool is not an object of this shape.
 	Err error
+	// Members are the tool's members as written; nil when it is not an
+	// object.
+	Members Object
 }
 
 // RequestViewFunction is a tool's function; Parameters is its JSON schema
@@ -127,19 +351,139 @@ type RequestViewFunction struct {
 	Strict      *bool           `json:"strict"`
 }
 
-// UnmarshalJSON reads a tool; it fails only when b is not JSON, and keeps
-// any other problem in Err.
-func (t *RequestViewTool) UnmarshalJSON(b []byte) error {
-	var in struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-		} `json:"function"`
+// functionIn is a tool's function as encoding/json reads it, an unnamed
+// struct as messageIn.
+type functionIn = struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
+}
+
+var toolNames = []string{"type", "function"}
+
+// tools reads an array of tools.
+func (d *decoder) tools(b []byte) []RequestViewTool {
+	elems := d.elements(b)
+	out := make([]RequestViewTool, len(elems))
+	for i, e := range elems {
+		out[i] = d.tool(e)
 	}
-	err := json.Unmarshal(b, &in)
-	*t = RequestViewTool{Type: in.Type, Function: RequestViewFunction(in.Function), Err: err}
-	return nil
+	return out
+}
+
+// tool reads a tool; a problem is kept in its Err.
+func (d *decoder) tool(b []byte) RequestViewTool {
+	ms, ok := d.object(b)
+	if !ok {
+		var in struct {
+			Type     string     `json:"type"`
+			Function functionIn `json:"function"`
+		}
+		return RequestViewTool{Err: json.Unmarshal(b, &in)}
+	}
+	t := RequestViewTool{Members: ms}
+	var fn functionIn
+	for _, mb := range ms {
+		var err error
+		switch field := fold(mb.Key, toolNames); field {
+		case "type":
+			err = json.Unmarshal(mb.Value, &t.Type)
+		case "function":
+			err = json.Unmarshal(mb.Value, &fn)
+		}
+		if err != nil && t.Err == nil {
+			t.Err = fieldError(err, "", fold(mb.Key, toolNames))
+		}
+	}
+	t.Function = RequestViewFunction(fn)
+	return t
+}
+
+// decoder reads JSON values of a body as slices of it.
+type decoder struct {
+	dec jsontext.Decoder
+	buf bytes.Buffer
+}
+
+// readOptions read what encoding/json reads: a name given twice, and
+// strings that are not valid UTF-8.
+var readOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// reset makes d read b, which it parses in place.
+func (d *decoder) reset(b []byte) {
+	d.buf = *bytes.NewBuffer(b)
+	d.dec.Reset(&d.buf, readOptions...)
+}
+
+// value reads the next value of b, which d reads.
+func (d *decoder) value(b []byte) (json.RawMessage, bool) {
+	v, err := d.dec.ReadValue()
+	if err != nil {
+		return nil, false
+	}
+	end := int(d.dec.InputOffset())
+	return json.RawMessage(b[end-len(v) : end]), true
+}
+
+// end reports whether what d read of b is all of it.
+func (d *decoder) end() bool {
+	_, err := d.dec.ReadToken()
+	return err == io.EOF
+}
+
+// object reads b, one JSON object, as its members; ok is false when b is
+// anything else.
+func (d *decoder) object(b []byte) (o Object, ok bool) {
+	d.reset(b)
+	if d.dec.PeekKind() != '{' {
+		return nil, false
+	}
+	if _, err := d.dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	o = make(Object, 0, 4)
+	for d.dec.PeekKind() != '}' {
+		name, ok := d.value(b)
+		if !ok {
+			return nil, false
+		}
+		v, ok := d.value(b)
+		if !ok {
+			return nil, false
+		}
+		o = append(o, Member{Key: memberName(name), Value: v})
+	}
+	if _, err := d.dec.ReadToken(); err != nil || !d.end() {
+		return nil, false
+	}
+	return o, true
+}
+
+// elements is b's elements, b being a JSON array a decoder has read.
+func (d *decoder) elements(b []byte) []json.RawMessage {
+	d.reset(b)
+	if _, err := d.dec.ReadToken(); err != nil {
+		return nil
+	}
+	l := make([]json.RawMessage, 0, 8)
+	for d.dec.PeekKind() != ']' {
+		v, ok := d.value(b)
+		if !ok {
+			return nil
+		}
+		l = append(l, v)
+	}
+	return l
+}
+
+// memberName is a member's name, quoted as written: its escapes read as
+// encoding/json reads them, a name without escapes kept byte for byte.
+func memberName(quoted []byte) string {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1])
+	}
+	var s string
+	_ = json.Unmarshal(quoted, &s)
+	return s
 }

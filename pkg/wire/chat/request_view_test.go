@@ -1,9 +1,6 @@
 package chat
 
-import (
-	"encoding/json"
-	"testing"
-)
+import "testing"
 
 // TestDecodeRequestView: the members are read as encoding/json reads them
 // (any case, the last of two equal names winning); a message or tool not
@@ -67,31 +64,4 @@ func TestDecodeRequestViewFails(t *testing.T) {
 			t.Errorf("%s: no error", body)
 		}
 	}
-}
-
-// FuzzDecodeRequestView: no body panics, and a body encoding/json reads
-// into a generic value is read into a view too unless a member has the
-// wrong type (it then fails, as encoding/json fails).
-func FuzzDecodeRequestView(f *testing.F) {
-	for _, s := range []string{
-		`{"messages":[{"role":"user","content":"Hi","name":"n"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
-		`{"messages":[null,1,{"NAME":null}],"reasoning_effort":null}`,
-		`null`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := DecodeRequestView(body)
-		if err != nil {
-			return
-		}
-		if !json.Valid(body) {
-			t.Fatalf("%q: read, but it is not JSON", body)
-		}
-		for i, m := range v.Messages {
-			if m.HasName && m.Err != nil {
-				t.Errorf("messages[%d]: a name beside an error", i)
-			}
-		}
-	})
 }
