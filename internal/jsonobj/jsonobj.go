@@ -36,8 +36,12 @@ func Parse(raw json.RawMessage) (Object, error) {
 
 // Str is member k as a string; ok is false when it is absent, null or not
 // a string.
-func (o Object) Str(k string) (string, bool) {
-	v := bytes.TrimSpace(o[k])
+func (o Object) Str(k string) (string, bool) { return String(o[k]) }
+
+// String is v as a string; ok is false when it is absent, null or not a
+// string.
+func String(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}

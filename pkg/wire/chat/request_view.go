@@ -80,6 +80,18 @@ func (o Object) Get(k string) json.RawMessage {
 	return nil
 }
 
+// Unread are the names of the members, in order, that are not null and
+// not in read: what a translation that reads only read leaves out.
+func (o Object) Unread(read map[string]bool) []string {
+	var out []string
+	for _, m := range o {
+		if !read[m.Key] && string(m.Value) != "null" {
+			out = append(out, m.Key)
+		}
+	}
+	return out
+}
+
 func (o Object) index(k string) int {
 	for i := len(o) - 1; i >= 0; i-- {
 		if o[i].Key == k {

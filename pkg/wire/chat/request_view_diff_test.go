@@ -224,6 +224,7 @@ func FuzzDecodeRequestView(f *testing.F) {
 // other cases, escaped and given twice, values of the wrong type, and now
 // and then a body that is not an object or not JSON.
 func genBody(r *rand.Rand) string {
+	genClean = r.Intn(2) == 0
 	var b strings.Builder
 	switch r.Intn(60) {
 	case 0:
@@ -262,10 +263,37 @@ func genBody(r *rand.Rand) string {
 	}
 	for range n {
 		k := keys[r.Intn(len(keys))]
+		if genClean && r.Intn(10) > 0 {
+			k = cleanKeys[r.Intn(len(cleanKeys))]
+		}
 		member(k, genValue(r, k))
 	}
 	b.WriteString(genSpace(r) + "}")
 	return b.String()
+}
+
+// cleanKeys are members most translations accept.
+var cleanKeys = []string{"model", "max_tokens", "max_completion_tokens", "temperature", "top_p",
+	"tools", "tool_choice", "parallel_tool_calls", "user", "stream", "stream_options", "seed", "store",
+	"metadata", "service_tier", "safety_identifier", "prompt_cache_key", "verbosity", "name", "x_other", "top_k", "reasoning_effort", "response_format"}
+
+// genClean: the body being written is mostly one a translation accepts.
+var genClean bool
+
+// pick is one of vs; while genClean, one of the first clean of them.
+func pick(r *rand.Rand, clean int, vs ...string) string {
+	if genClean && clean > 0 && r.Intn(20) > 0 {
+		return vs[r.Intn(clean)]
+	}
+	return vs[r.Intn(len(vs))]
+}
+
+// odd reports true one time in n, far less while genClean.
+func odd(r *rand.Rand, n int) bool {
+	if genClean {
+		n *= 20
+	}
+	return r.Intn(n) == 0
 }
 
 func genSpace(r *rand.Rand) string {
@@ -278,6 +306,9 @@ func genSpace(r *rand.Rand) string {
 // genKey writes k as a member name: as it is mostly, else in another case,
 // escaped, or with a byte that is not UTF-8.
 func genKey(r *rand.Rand, k string) string {
+	if genClean && r.Intn(20) > 0 {
+		return `"` + k + `"`
+	}
 	switch r.Intn(30) {
 	case 0:
 		return strconv.Quote(strings.ToUpper(k))
@@ -322,38 +353,39 @@ func genAny(r *rand.Rand, depth int) string {
 }
 
 func genValue(r *rand.Rand, k string) string {
-	if r.Intn(6) == 0 {
+	if odd(r, 6) {
 		return genAny(r, 0)
 	}
 	switch k {
 	case "model", "user", "safety_identifier", "prompt_cache_key", "service_tier", "verbosity", "reasoning_effort", "prompt_cache_retention":
-		return []string{`"m"`, `"high"`, `"low"`, `""`, `null`, `"x\u0000"`}[r.Intn(6)]
+		return pick(r, 4, `"high"`, `"low"`, `"m"`, `null`, `""`, `"x\u0000"`)
 	case "messages":
 		return genMessages(r)
 	case "max_tokens", "max_completion_tokens", "n", "top_logprobs", "seed", "top_k":
-		return []string{"1", "0", "5", "2", "1.5", "-1", "2147483648", "100", "null", `"5"`}[r.Intn(10)]
+		return pick(r, 3, "1", "100", "null", "0", "5", "2", "1.5", "-1", "2147483648", `"5"`)
 	case "temperature", "top_p", "frequency_penalty", "presence_penalty":
-		return []string{"0", "0.0", "0.7", "1", "2", "1e39", "null", `"x"`}[r.Intn(8)]
+		return pick(r, 5, "0", "0.0", "0.7", "1", "null", "2", "1e39", `"x"`)
 	case "stop":
-		return []string{`"END"`, `""`, `[]`, `["a",""]`, `["a",1]`, `null`, `5`}[r.Intn(7)]
+		return pick(r, 3, `""`, `[]`, `null`, `"END"`, `["a",""]`, `["a",1]`, `5`)
 	case "tools":
 		return genTools(r)
 	case "tool_choice":
-		return []string{`"auto"`, `"none"`, `"required"`, `"x"`, `{"type":"function","function":{"name":"f"}}`,
+		return pick(r, 5, `"auto"`, `"none"`, `"required"`, `{"type":"function","function":{"name":"f"}}`,
+			`{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}}]}}`, `"x"`,
 			`{"type":"function","function":{}}`, `{"type":"function"}`,
 			`{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}}]}}`,
-			`{"type":"allowed_tools","allowed_tools":{"tools":[{"type":"x"}]}}`, `{"type":"allowed_tools","allowed_tools":5}`, `{"type":"x"}`, `null`}[r.Intn(12)]
+			`{"type":"allowed_tools","allowed_tools":{"tools":[{"type":"x"}]}}`, `{"type":"allowed_tools","allowed_tools":5}`, `{"type":"x"}`, `null`)
 	case "parallel_tool_calls", "logprobs", "store", "stream":
-		return []string{"true", "false", "null", "1"}[r.Intn(4)]
+		return pick(r, 3, "true", "false", "null", "1")
 	case "response_format":
-		return []string{`{"type":"text"}`, `{"type":"json_object"}`, `{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true,"description":"d"}}`,
-			`{"type":"json_schema","json_schema":{"schema":{}}}`, `{"type":"json_schema"}`, `{"type":"x"}`, `{}`, `null`, `"json"`}[r.Intn(9)]
+		return pick(r, 4, `{"type":"text"}`, `{"type":"json_object"}`, `{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true,"description":"d"}}`,
+			`null`, `{"type":"json_schema","json_schema":{"schema":{}}}`, `{"type":"json_schema"}`, `{"type":"x"}`, `{}`, `"json"`)
 	case "logit_bias", "metadata", "stream_options", "prediction", "web_search_options":
 		return []string{`{}`, `{"1":2}`, `null`, `{"include_usage":true}`}[r.Intn(4)]
 	case "audio":
 		return []string{`{"voice":"x"}`, `null`}[r.Intn(2)]
 	case "modalities":
-		return []string{`["text"]`, `[]`, `["text","audio"]`, `null`, `[1]`, `"text"`}[r.Intn(6)]
+		return pick(r, 3, `["text"]`, `[]`, `null`, `["text","audio"]`, `[1]`, `"text"`)
 	case "functions", "function_call":
 		return []string{`[]`, `"auto"`, `null`}[r.Intn(3)]
 	}
@@ -361,7 +393,7 @@ func genValue(r *rand.Rand, k string) string {
 }
 
 func genMessages(r *rand.Rand) string {
-	if r.Intn(25) == 0 {
+	if odd(r, 25) {
 		return genAny(r, 0)
 	}
 	n := r.Intn(5)
@@ -373,17 +405,12 @@ func genMessages(r *rand.Rand) string {
 }
 
 func genMessage(r *rand.Rand) string {
-	switch r.Intn(30) {
-	case 0:
-		return "null"
-	case 1:
-		return `"hi"`
-	case 2:
-		return "[]"
+	if odd(r, 10) {
+		return pick(r, 0, "null", `"hi"`, "[]")
 	}
 	var ms []string
-	role := []string{"system", "developer", "user", "assistant", "tool", "x", ""}[r.Intn(7)]
-	if r.Intn(12) > 0 {
+	role := pick(r, 5, "system", "developer", "user", "assistant", "tool", "x", "")
+	if !odd(r, 12) {
 		ms = append(ms, genKey(r, "role")+":"+strconv.Quote(role))
 	} else {
 		ms = append(ms, genKey(r, "role")+":"+genAny(r, 0))
@@ -391,11 +418,11 @@ func genMessage(r *rand.Rand) string {
 	if r.Intn(6) > 0 {
 		ms = append(ms, genKey(r, "content")+":"+genContent(r))
 	}
-	if role == "assistant" && r.Intn(2) == 0 || r.Intn(15) == 0 {
+	if role == "assistant" && r.Intn(2) == 0 || odd(r, 15) {
 		ms = append(ms, genKey(r, "tool_calls")+":"+genToolCalls(r))
 	}
-	if role == "tool" && r.Intn(5) > 0 || r.Intn(15) == 0 {
-		ms = append(ms, genKey(r, "tool_call_id")+":"+[]string{`"c1"`, `""`, `5`, `null`}[r.Intn(4)])
+	if role == "tool" && !odd(r, 5) || odd(r, 15) {
+		ms = append(ms, genKey(r, "tool_call_id")+":"+pick(r, 1, `"c1"`, `""`, `5`, `null`))
 	}
 	if r.Intn(6) == 0 {
 		ms = append(ms, genKey(r, "name")+":"+[]string{`"bob"`, `null`, `5`}[r.Intn(3)])
@@ -403,7 +430,7 @@ func genMessage(r *rand.Rand) string {
 	if r.Intn(8) == 0 {
 		ms = append(ms, genKey(r, "refusal")+":"+[]string{`"no"`, `null`, `""`}[r.Intn(3)])
 	}
-	if r.Intn(10) == 0 {
+	if odd(r, 10) {
 		ms = append(ms, ms[r.Intn(len(ms))])
 	}
 	r.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
@@ -419,33 +446,33 @@ func genContent(r *rand.Rand) string {
 	case 2:
 		return `"Hello"`
 	case 3:
-		return genAny(r, 0)
+		if odd(r, 1) {
+			return genAny(r, 0)
+		}
 	}
 	n := r.Intn(4)
 	parts := make([]string, n)
 	for i := range parts {
-		parts[i] = []string{
-			`{"type":"text","text":"a"}`, `{"type":"text","text":""}`, `{"type":"text"}`, `{"type":"text","text":5}`,
-			`{"type":"refusal","refusal":"r"}`, `{"type":"refusal","refusal":7}`,
-			`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"low"}}`,
+		parts[i] = pick(r, 4,
+			`{"type":"text","text":"a"}`, `{"type":"text","text":""}`, `{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"low"}}`,
+			`{"type":"refusal","refusal":"r"}`, `{"type":"text"}`, `{"type":"text","text":5}`, `{"type":"refusal","refusal":7}`,
 			`{"type":"image_url","image_url":{"url":"https://x/y.png"}}`, `{"type":"image_url","image_url":{}}`, `{"type":"image_url"}`,
 			`{"type":"image_url","image_url":{"url":"data:image/bmp;base64,AA=="}}`,
 			`{"type":"input_audio","input_audio":{"data":"x","format":"wav"}}`, `{"type":"input_audio","input_audio":5}`,
 			`{"type":"file","file":{"file_id":"f"}}`, `{"type":"file","file":{}}`, `{"type":"file"}`,
-			`{"type":"x"}`, `5`, `null`, `{"TYPE":"text","text":"b"}`,
-		}[r.Intn(20)]
+			`{"type":"x"}`, `5`, `null`, `{"TYPE":"text","text":"b"}`)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
 func genToolCalls(r *rand.Rand) string {
-	if r.Intn(10) == 0 {
+	if odd(r, 10) {
 		return genAny(r, 0)
 	}
 	n := r.Intn(3)
 	parts := make([]string, n)
 	for i := range parts {
-		parts[i] = []string{
+		parts[i] = pick(r, 2,
 			`{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}`,
 			`{"id":"c2","function":{"name":"g","arguments":""}}`,
 			`{"id":"c3","type":"function","function":{"name":"f","arguments":"[1]"}}`,
@@ -453,27 +480,25 @@ func genToolCalls(r *rand.Rand) string {
 			`{"id":"c5","type":"custom","function":{"name":"f"}}`,
 			`{"id":"","type":"function","function":{"name":"f","arguments":"{}"}}`,
 			`{"id":"c6","type":"function","function":5}`, `{"id":"c7"}`, `5`, `null`,
-			`{"id":"c8","type":"function","function":{"name":"f","arguments":"{\"\":1}"}}`,
-		}[r.Intn(11)]
+			`{"id":"c8","type":"function","function":{"name":"f","arguments":"{\"\":1}"}}`)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
 func genTools(r *rand.Rand) string {
-	if r.Intn(10) == 0 {
+	if odd(r, 10) {
 		return genAny(r, 0)
 	}
 	n := r.Intn(3)
 	parts := make([]string, n)
 	for i := range parts {
-		parts[i] = []string{
+		parts[i] = pick(r, 3,
 			`{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"number"}}},"strict":true}}`,
-			`{"type":"function","function":{"name":"g"}}`, `{"type":"function","function":{"name":""}}`,
+			`{"type":"function","function":{"name":"g"}}`, `{"type":"function","function":{"name":"i","strict":false,"description":"x"}}`, `{"type":"function","function":{"name":""}}`,
 			`{"type":"function","function":{"name":"h","parameters":[1]}}`, `{"type":"function","function":{"name":"h","parameters":{"":1}}}`,
 			`{"type":"function","function":{"name":"i","strict":false,"description":5}}`,
 			`{"type":"function","function":5}`, `{"type":"custom","custom":{}}`, `{"type":5}`, `5`, `null`,
-			`{"Type":"function","function":{"name":"j"}}`, `{"type":"function","function":{"name":"k","Name":"K"}}`,
-		}[r.Intn(13)]
+			`{"Type":"function","function":{"name":"j"}}`, `{"type":"function","function":{"name":"k","Name":"K"}}`)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
