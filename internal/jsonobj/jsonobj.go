@@ -19,13 +19,14 @@ import (
 // writes depends on the members, never on their order or case.
 type Object map[string]json.RawMessage
 
-var errNotObject = errors.New("not a JSON object")
+// ErrNotObject is Parse's error for a value that is not an object.
+var ErrNotObject = errors.New("not a JSON object")
 
 // Parse reads raw, which must be a JSON object.
 func Parse(raw json.RawMessage) (Object, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	var o Object
 	if err := json.Unmarshal(raw, &o); err != nil {

@@ -52,7 +52,7 @@ type RequestView struct {
 	FunctionCall      json.RawMessage
 
 	// Members are the body's members as written, in order; nil when the
-	// body is not one JSON object.
+	// body, spaces of any kind aside, is not one JSON object.
 	Members Object
 
 	// messagesAt and toolsAt are the index in Members of the member
@@ -113,6 +113,11 @@ func DecodeRequestView(body []byte) (*RequestView, error) {
 	ms, ok := d.object(body)
 	if !ok {
 		// Not one JSON object: encoding/json says why (null is no error).
+		// A translation that reads names exactly takes an object between
+		// spaces of any kind (bytes.TrimSpace), as jsonobj.Parse does.
+		if trimmed := bytes.TrimSpace(body); len(trimmed) < len(body) {
+			v.Members, _ = d.object(trimmed)
+		}
 		return v, json.Unmarshal(body, new(RequestView))
 	}
 	v.Members = ms
@@ -198,7 +203,12 @@ var viewNames = []string{
 // "messages", whose value is an array: Messages, unless a member named
 // otherwise but for case came after it.
 func (v *RequestView) ExactMessages() []RequestViewMessage {
-	i := v.Members.index("messages")
+	return v.MessagesIn(v.Members.index("messages"))
+}
+
+// MessagesIn are the messages of member i, whose value is an array:
+// Messages when they were read from it.
+func (v *RequestView) MessagesIn(i int) []RequestViewMessage {
 	if i == v.messagesAt {
 		return v.Messages
 	}

@@ -101,8 +101,10 @@ func readByJSON(body []byte) (jsonView, map[string]json.RawMessage) {
 		// As encoding/json names RequestView's types.
 		v.Err = strings.NewReplacer("jsonView", "RequestView", "jsonMessage", "RequestViewMessage", "jsonTool", "RequestViewTool").Replace(err.Error())
 	}
+	// By exact name, as jsonobj.Parse reads them: between spaces of any
+	// kind.
 	var exact map[string]json.RawMessage
-	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) && json.Unmarshal(body, &exact) != nil {
+	if trimmed := bytes.TrimSpace(body); bytes.HasPrefix(trimmed, []byte("{")) && json.Unmarshal(trimmed, &exact) != nil {
 		exact = nil
 	}
 	return v, exact
@@ -210,6 +212,7 @@ func FuzzDecodeRequestView(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte("\f{\"model\":1}\u00a0"))
 	r := rand.New(rand.NewSource(2))
 	for range 50 {
 		f.Add([]byte(genBody(r)))

@@ -46,6 +46,7 @@ func TestFromHubAsBefore(t *testing.T) {
 
 func FuzzFromHubAsBefore(f *testing.F) {
 	f.Add(conversation)
+	f.Add("\f{}")
 	r := rand.New(rand.NewSource(2))
 	for range 100 {
 		f.Add(genBody(r))
