@@ -121,74 +121,70 @@ func DecodeRequestView(body []byte) (*RequestView, error) {
 		return v, json.Unmarshal(body, new(RequestView))
 	}
 	v.Members = ms
-	var saved error
-	for i, m := range ms {
-		var err error
-		switch name := fold(m.Key, viewNames); name {
+	err := readMembers(ms, viewNames, viewError, func(i int, name string, raw json.RawMessage) error {
+		switch name {
 		case "model":
-			err = json.Unmarshal(m.Value, &v.Model)
+			return json.Unmarshal(raw, &v.Model)
 		case "messages":
-			if m.Value[0] == '[' {
-				v.Messages, v.messagesAt = d.messages(m.Value), i
-			} else if err = json.Unmarshal(m.Value, &v.Messages); err == nil {
-				v.messagesAt = i
+			if raw[0] == '[' {
+				v.Messages, v.messagesAt = d.messages(raw), i
+				return nil
 			}
+			v.messagesAt = i
+			return json.Unmarshal(raw, &v.Messages)
 		case "max_tokens":
-			err = json.Unmarshal(m.Value, &v.MaxTokens)
+			return json.Unmarshal(raw, &v.MaxTokens)
 		case "max_completion_tokens":
-			err = json.Unmarshal(m.Value, &v.MaxCompletionTokens)
+			return json.Unmarshal(raw, &v.MaxCompletionTokens)
 		case "temperature":
-			v.Temperature = m.Value
+			v.Temperature = raw
 		case "top_p":
-			v.TopP = m.Value
+			v.TopP = raw
 		case "top_k":
-			v.TopK = m.Value
+			v.TopK = raw
 		case "stop":
-			v.Stop = m.Value
+			v.Stop = raw
 		case "tools":
-			if m.Value[0] == '[' {
-				v.Tools, v.toolsAt = d.tools(m.Value), i
-			} else if err = json.Unmarshal(m.Value, &v.Tools); err == nil {
-				v.toolsAt = i
+			if raw[0] == '[' {
+				v.Tools, v.toolsAt = d.tools(raw), i
+				return nil
 			}
+			v.toolsAt = i
+			return json.Unmarshal(raw, &v.Tools)
 		case "tool_choice":
-			v.ToolChoice = m.Value
+			v.ToolChoice = raw
 		case "parallel_tool_calls":
-			err = json.Unmarshal(m.Value, &v.ParallelToolCalls)
+			return json.Unmarshal(raw, &v.ParallelToolCalls)
 		case "user":
-			err = json.Unmarshal(m.Value, &v.User)
+			return json.Unmarshal(raw, &v.User)
 		case "reasoning_effort":
 			// An error of a member's own UnmarshalJSON ends encoding/json's
 			// decoding at once.
-			if err := json.Unmarshal(m.Value, &v.ReasoningEffort); err != nil {
-				return v, fieldError(err, viewError, name)
+			if err := json.Unmarshal(raw, &v.ReasoningEffort); err != nil {
+				return stop{err}
 			}
 		case "response_format":
-			v.ResponseFormat = m.Value
+			v.ResponseFormat = raw
 		case "n":
-			v.N = m.Value
+			v.N = raw
 		case "logprobs":
-			v.Logprobs = m.Value
+			v.Logprobs = raw
 		case "top_logprobs":
-			v.TopLogprobs = m.Value
+			v.TopLogprobs = raw
 		case "logit_bias":
-			v.LogitBias = m.Value
+			v.LogitBias = raw
 		case "audio":
-			v.Audio = m.Value
+			v.Audio = raw
 		case "modalities":
-			err = json.Unmarshal(m.Value, &v.Modalities)
+			return json.Unmarshal(raw, &v.Modalities)
 		case "functions":
-			v.Functions = m.Value
+			v.Functions = raw
 		case "function_call":
-			v.FunctionCall = m.Value
-		default:
-			continue
+			v.FunctionCall = raw
 		}
-		if err != nil && saved == nil {
-			saved = fieldError(err, viewError, fold(m.Key, viewNames))
-		}
-	}
-	return v, saved
+		return nil
+	})
+	return v, err
 }
 
 // viewNames are the members RequestView reads.
@@ -226,6 +222,35 @@ func (v *RequestView) ExactTools() []RequestViewTool {
 	var d decoder
 	return d.tools(v.Members[i].Value)
 }
+
+// readMembers reads ms as encoding/json reads an object into a struct
+// named st whose fields are names: set is given each member that stands
+// for one of names (fold), with its index in ms. The first error set
+// returns, named as encoding/json names it, is the error, and the members
+// after it are still read, unless it is a stop, which ends the reading.
+func readMembers(ms Object, names []string, st string, set func(i int, name string, raw json.RawMessage) error) error {
+	var first error
+	for i, m := range ms {
+		name := fold(m.Key, names)
+		if name == "" {
+			continue
+		}
+		err := set(i, name, m.Value)
+		if s, ok := err.(stop); ok {
+			return fieldError(s.err, st, name)
+		}
+		if err != nil && first == nil {
+			first = fieldError(err, st, name)
+		}
+	}
+	return first
+}
+
+// stop is the error of a member that ends encoding/json's reading of an
+// object (one from a field's UnmarshalJSON).
+type stop struct{ err error }
+
+func (s stop) Error() string { return s.err.Error() }
 
 // fold is the name of names that key stands for as encoding/json matches
 // a member to a field (the same name but for case; names differ in more
@@ -303,15 +328,17 @@ type messageIn = struct {
 
 var messageNames = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
 
-// messages reads an array of messages.
-func (d *decoder) messages(b []byte) []RequestViewMessage {
+// elementsOf reads each element of b, a JSON array, with read.
+func elementsOf[T any](d *decoder, b []byte, read func([]byte) T) []T {
 	elems := d.elements(b)
-	out := make([]RequestViewMessage, len(elems))
+	out := make([]T, len(elems))
 	for i, e := range elems {
-		out[i] = d.message(e)
+		out[i] = read(e)
 	}
 	return out
 }
+
+func (d *decoder) messages(b []byte) []RequestViewMessage { return elementsOf(d, b, d.message) }
 
 // message reads a message; a problem is kept in its Err.
 func (d *decoder) message(b []byte) RequestViewMessage {
@@ -322,28 +349,24 @@ func (d *decoder) message(b []byte) RequestViewMessage {
 	}
 	m := RequestViewMessage{Members: ms}
 	var name json.RawMessage
-	for _, mb := range ms {
-		var err error
-		switch field := fold(mb.Key, messageNames); field {
+	m.Err = readMembers(ms, messageNames, "", func(_ int, field string, raw json.RawMessage) error {
+		switch field {
 		case "role":
-			err = json.Unmarshal(mb.Value, &m.Role)
+			return json.Unmarshal(raw, &m.Role)
 		case "content":
-			m.Content = mb.Value
+			m.Content = raw
 		case "tool_calls":
-			if mb.Value[0] == '[' {
-				m.ToolCalls = d.elements(mb.Value)
-			} else {
-				err = json.Unmarshal(mb.Value, &m.ToolCalls)
+			if raw[0] != '[' {
+				return json.Unmarshal(raw, &m.ToolCalls)
 			}
+			m.ToolCalls = d.elements(raw)
 		case "tool_call_id":
-			err = json.Unmarshal(mb.Value, &m.ToolCallID)
+			return json.Unmarshal(raw, &m.ToolCallID)
 		case "name":
-			name = mb.Value
+			name = raw
 		}
-		if err != nil && m.Err == nil {
-			m.Err = fieldError(err, "", fold(mb.Key, messageNames))
-		}
-	}
+		return nil
+	})
 	if name != nil && m.Err == nil {
 		// A member whose name folds to "name" is there: look for the one
 		// spelled so.
@@ -384,15 +407,7 @@ type functionIn = struct {
 
 var toolNames = []string{"type", "function"}
 
-// tools reads an array of tools.
-func (d *decoder) tools(b []byte) []RequestViewTool {
-	elems := d.elements(b)
-	out := make([]RequestViewTool, len(elems))
-	for i, e := range elems {
-		out[i] = d.tool(e)
-	}
-	return out
-}
+func (d *decoder) tools(b []byte) []RequestViewTool { return elementsOf(d, b, d.tool) }
 
 // tool reads a tool; a problem is kept in its Err.
 func (d *decoder) tool(b []byte) RequestViewTool {
@@ -406,18 +421,12 @@ func (d *decoder) tool(b []byte) RequestViewTool {
 	}
 	t := RequestViewTool{Members: ms}
 	var fn functionIn
-	for _, mb := range ms {
-		var err error
-		switch field := fold(mb.Key, toolNames); field {
-		case "type":
-			err = json.Unmarshal(mb.Value, &t.Type)
-		case "function":
-			err = json.Unmarshal(mb.Value, &fn)
+	t.Err = readMembers(ms, toolNames, "", func(_ int, field string, raw json.RawMessage) error {
+		if field == "type" {
+			return json.Unmarshal(raw, &t.Type)
 		}
-		if err != nil && t.Err == nil {
-			t.Err = fieldError(err, "", fold(mb.Key, toolNames))
-		}
-	}
+		return json.Unmarshal(raw, &fn)
+	})
 	t.Function = RequestViewFunction(fn)
 	return t
 }
