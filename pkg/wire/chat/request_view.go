@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -70,6 +71,21 @@ type Member struct {
 // Object is a JSON object's members in the order written, a name given
 // twice kept twice.
 type Object []Member
+
+// ParseObject reads b, one JSON object, as its members; ok is false when b
+// is anything else. Names given twice and strings that are not valid
+// UTF-8 are read, as encoding/json reads them; values are slices of b.
+func ParseObject(b []byte) (o Object, ok bool) {
+	d := decoders.Get().(*decoder)
+	o, ok = d.object(b)
+	d.reset(nil) // let go of b
+	decoders.Put(d)
+	return o, ok
+}
+
+// decoders are ParseObject's, which a request's reader calls for each of
+// its items, parts and tools.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
 // Get is the value of the last member named exactly k, as encoding/json
 // reads an object into a map; nil when there is none.
@@ -473,7 +489,7 @@ func (d *decoder) object(b []byte) (o Object, ok bool) {
 	if _, err := d.dec.ReadToken(); err != nil {
 		return nil, false
 	}
-	o = make(Object, 0, 4)
+	o = make(Object, 0, 8)
 	for d.dec.PeekKind() != '}' {
 		name, ok := d.value(b)
 		if !ok {
@@ -509,12 +525,38 @@ func (d *decoder) elements(b []byte) []json.RawMessage {
 }
 
 // memberName is a member's name, quoted as written: its escapes read as
-// encoding/json reads them, a name without escapes kept byte for byte.
+// encoding/json reads them, a name without escapes kept byte for byte
+// (one of knownNames without a new string).
 func memberName(quoted []byte) string {
 	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted[1 : len(quoted)-1])
+		name := quoted[1 : len(quoted)-1]
+		if k, ok := knownNames[string(name)]; ok {
+			return k
+		}
+		return string(name)
 	}
 	var s string
 	_ = json.Unmarshal(quoted, &s)
 	return s
 }
+
+// knownNames are the member names the requests' readers look for (Chat
+// Completions' and Responses'), each kept once: the names of a large
+// request's many messages, items and parts make no new strings
+// (BenchmarkFromHub in converse, BenchmarkToHub in responses).
+var knownNames = func() map[string]string {
+	m := map[string]string{}
+	for _, names := range [][]string{viewNames, messageNames, toolNames, {
+		"stream", "stream_options", "include_usage", "id", "arguments", "text", "refusal", "image_url",
+		"url", "detail", "input", "instructions", "max_output_tokens", "metadata",
+		"safety_identifier", "store", "previous_response_id", "reasoning", "include",
+		"prompt_cache_key", "call_id", "output", "status", "phase", "summary",
+		"encrypted_content", "annotations", "logprobs", "description", "parameters", "strict",
+		"format", "verbosity", "schema", "effort", "gateway", "provider",
+	}} {
+		for _, n := range names {
+			m[n] = n
+		}
+	}
+	return m
+}()

@@ -1,6 +1,9 @@
 package chat
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestDecodeRequestView: the members are read as encoding/json reads them
 // (any case, the last of two equal names winning); a message or tool not
@@ -63,5 +66,46 @@ func TestDecodeRequestViewFails(t *testing.T) {
 		if _, err := DecodeRequestView([]byte(body)); err == nil {
 			t.Errorf("%s: no error", body)
 		}
+	}
+}
+
+// TestParseObject: each member as written (null as null, absent as nil),
+// of a name given twice the last, names matched exactly and read with
+// their escapes, every member kept in body order.
+func TestParseObject(t *testing.T) {
+	body := "{\"model\":\"a\", \"model\" : {\"x\": 1} ,\"input\":null,\"Model\":3,\"\\u0074ools\":[],\"gateway\":{\"retry\":{}},\"z\xff\":5}"
+	o, ok := ParseObject([]byte(body))
+	if !ok {
+		t.Fatal("not read")
+	}
+	for _, c := range []struct {
+		name string
+		want string // "": absent
+	}{
+		{"model", `{"x": 1}`},
+		{"input", `null`},
+		{"tools", `[]`},
+		{"Model", `3`},
+		{"text", ``},
+		{"z\xff", `5`},
+	} {
+		if got := o.Get(c.name); string(got) != c.want || (c.want == "") != (got == nil) {
+			t.Errorf("%q: got %q, want %q", c.name, got, c.want)
+		}
+	}
+	var keys []string
+	for _, m := range o {
+		keys = append(keys, m.Key)
+	}
+	if want := []string{"model", "model", "input", "Model", "tools", "gateway", "z\xff"}; strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Errorf("members %q, want %q", keys, want)
+	}
+	for _, b := range []string{``, `null`, `[]`, `{`, `{} {}`, `{"a":}`, `"{}"`} {
+		if _, ok := ParseObject([]byte(b)); ok {
+			t.Errorf("%q read as an object", b)
+		}
+	}
+	if o, ok := ParseObject([]byte(` {} `)); !ok || o == nil || len(o) != 0 {
+		t.Errorf("{}: %v, %v; want no members", o, ok)
 	}
 }
