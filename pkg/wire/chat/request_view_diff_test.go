@@ -3,7 +3,6 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math/rand"
 	"reflect"
 	"strconv"
@@ -191,7 +190,7 @@ func dump(v jsonView) string {
 		jsonView
 		E string
 	}{v, v.Err})
-	return fmt.Sprintf("%s", b)
+	return string(b)
 }
 
 // TestDecodeRequestViewAsJSON: generated bodies are read as encoding/json
