@@ -56,6 +56,10 @@ type RequestView struct {
 	// body, spaces of any kind aside, is not one JSON object.
 	Members Object
 
+	// spaced: the body is an object only between spaces that JSON does
+	// not allow (Spaced).
+	spaced bool
+
 	// messagesAt and toolsAt are the index in Members of the member
 	// Messages and Tools were read from (-1: none).
 	messagesAt, toolsAt int
@@ -96,11 +100,20 @@ func (o Object) Get(k string) json.RawMessage {
 	return nil
 }
 
+// Spaced reports whether the body is an object only between spaces that
+// JSON does not allow (bytes.TrimSpace's, a form feed or a no-break
+// space): Members are read, but the body is not JSON.
+func (v *RequestView) Spaced() bool { return v.spaced }
+
 // Unread are the names of the members, in order, that are not null and
-// not in read: what a translation that reads only read leaves out.
-func (o Object) Unread(read map[string]bool) []string {
+// not in read: what a translation that reads only read leaves out. A body
+// that is not JSON (Spaced) has none.
+func (v *RequestView) Unread(read map[string]bool) []string {
+	if v.spaced {
+		return nil
+	}
 	var out []string
-	for _, m := range o {
+	for _, m := range v.Members {
 		if !read[m.Key] && string(m.Value) != "null" {
 			out = append(out, m.Key)
 		}
@@ -133,6 +146,7 @@ func DecodeRequestView(body []byte) (*RequestView, error) {
 		// spaces of any kind (bytes.TrimSpace), as jsonobj.Parse does.
 		if trimmed := bytes.TrimSpace(body); len(trimmed) < len(body) {
 			v.Members, _ = d.object(trimmed)
+			v.spaced = v.Members != nil
 		}
 		return v, json.Unmarshal(body, new(RequestView))
 	}

@@ -122,7 +122,7 @@ func FromHub(req *llm.UpstreamRequest) (in *bedrockruntime.ConverseStreamInput, 
 		return nil, nil, err
 	}
 
-	dropped = top.Unread(readFields)
+	dropped = view.Unread(readFields)
 	for _, m := range msgs {
 		if !jsonobj.IsNull(m.Members.Get("name")) {
 			dropped = append(dropped, "messages[].name")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -397,6 +398,18 @@ func TestFromHubDropped(t *testing.T) {
 	_, dropped, err = FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte(conversation)})
 	if err != nil || dropped != nil {
 		t.Errorf("conversation: dropped %q, err %v; want none", dropped, err)
+	}
+
+	// Names are read exactly: a "Seed" is a field of its own.
+	_, dropped, err = FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte(`{"messages":[{"role":"user","content":"Hi","Name":"x"}],"Seed":1,"MAX_TOKENS":"x"}`)})
+	if want := []string{"Seed", "MAX_TOKENS"}; err != nil || !slices.Equal(dropped, want) {
+		t.Errorf("dropped %q, err %v; want %q", dropped, err, want)
+	}
+	// An object between spaces JSON does not allow is translated, its
+	// fields left out unnamed but for a message's name.
+	_, dropped, err = FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte("\f" + `{"messages":[{"role":"user","content":"Hi","name":"x"}],"seed":1}`)})
+	if want := []string{"messages[].name"}; err != nil || !slices.Equal(dropped, want) {
+		t.Errorf("spaced: dropped %q, err %v; want %q", dropped, err, want)
 	}
 }
 

@@ -25,8 +25,8 @@ var DroppedFields = []string{"seed", "prediction", "store", "top_k"}
 // does not know), and a message's name.
 func Dropped(req *llm.UpstreamRequest) []string {
 	view, _ := req.ChatView()
-	dropped := view.Members.Unread(readFields)
-	if messageNamed(req, view) {
+	dropped := view.Unread(readFields)
+	if !view.Spaced() && messageNamed(req, view) {
 		dropped = append(dropped, "messages[].name")
 	}
 	return dropped
