@@ -109,3 +109,17 @@ func TestParseObject(t *testing.T) {
 		t.Errorf("{}: %v, %v; want no members", o, ok)
 	}
 }
+
+// TestDecodeRequestViewSpaced: an object between spaces JSON does not
+// allow is no JSON (encoding/json's error), but its members are read, as
+// jsonobj.Parse reads them, and none is named unread.
+func TestDecodeRequestViewSpaced(t *testing.T) {
+	v, err := DecodeRequestView([]byte("\f{\"seed\":1}\u00a0"))
+	if err == nil || !v.Spaced() || string(v.Members.Get("seed")) != "1" || v.Unread(nil) != nil {
+		t.Errorf("spaced: err %v, Spaced %v, members %v, unread %q", err, v.Spaced(), v.Members, v.Unread(nil))
+	}
+	v, err = DecodeRequestView([]byte(" {\"seed\":1,\"model\":null,\"x\":2}\n"))
+	if err != nil || v.Spaced() || strings.Join(v.Unread(map[string]bool{"x": true}), ",") != "seed" {
+		t.Errorf("JSON: err %v, Spaced %v, unread %q", err, v.Spaced(), v.Unread(map[string]bool{"x": true}))
+	}
+}
