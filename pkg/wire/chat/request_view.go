@@ -87,7 +87,24 @@ func ParseObject(b []byte) (o Object, ok bool) {
 	return o, ok
 }
 
-// decoders are ParseObject's, which a request's reader calls for each of
+// ParseArray reads b, one JSON array, as its elements; ok is false when b
+// is anything else. Strings need not be valid UTF-8; elements are slices
+// of b.
+func ParseArray(b []byte) (l []json.RawMessage, ok bool) {
+	d := decoders.Get().(*decoder)
+	d.reset(b)
+	if d.dec.PeekKind() == '[' {
+		l, ok = d.elements(b), true
+		if _, err := d.dec.ReadToken(); err != nil || !d.end() || l == nil {
+			l, ok = nil, false
+		}
+	}
+	d.reset(nil) // let go of b
+	decoders.Put(d)
+	return l, ok
+}
+
+// decoders are ParseObject's and ParseArray's, which a request's reader calls for each of
 // its items, parts and tools.
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
@@ -521,7 +538,8 @@ func (d *decoder) object(b []byte) (o Object, ok bool) {
 	return o, true
 }
 
-// elements is b's elements, b being a JSON array a decoder has read.
+// elements is b's elements, b being a JSON array; nil when it is not
+// one. It reads up to the closing bracket, not that bracket.
 func (d *decoder) elements(b []byte) []json.RawMessage {
 	d.reset(b)
 	if _, err := d.dec.ReadToken(); err != nil {

@@ -123,3 +123,24 @@ func TestDecodeRequestViewSpaced(t *testing.T) {
 		t.Errorf("JSON: err %v, Spaced %v, unread %q", err, v.Spaced(), v.Unread(map[string]bool{"x": true}))
 	}
 }
+
+// TestParseArray: the elements as written, in order; anything but one
+// array is not read.
+func TestParseArray(t *testing.T) {
+	l, ok := ParseArray([]byte(" [1, \"a\xff\", {\"b\":[2]} ,null] "))
+	var got []string
+	for _, e := range l {
+		got = append(got, string(e))
+	}
+	if want := "1|\"a\xff\"|{\"b\":[2]}|null"; !ok || strings.Join(got, "|") != want {
+		t.Errorf("got %q, %v; want %q", got, ok, want)
+	}
+	if l, ok := ParseArray([]byte(`[]`)); !ok || l == nil || len(l) != 0 {
+		t.Errorf("[]: %v, %v; want no elements", l, ok)
+	}
+	for _, b := range []string{``, `null`, `{}`, `[`, `[] []`, `[1,]`, `"[]"`} {
+		if _, ok := ParseArray([]byte(b)); ok {
+			t.Errorf("%q read as an array", b)
+		}
+	}
+}

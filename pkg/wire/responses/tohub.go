@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/internal/jsonobj"
@@ -779,7 +778,7 @@ func readFunctionOutput(m members, at string) (chat.RequestMessage, error) {
 // stringOrParts reads the required member field (raw) of the item at
 // at, a string or an array of parts (what names them in the error): the
 // string as it is written, or the parts.
-func stringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessage, []jsontext.Value, error) {
+func stringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessage, []json.RawMessage, error) {
 	fat := at + "." + field
 	if !present(raw) {
 		return nil, nil, llm.Invalid(fat, "%s is required", fat)
@@ -1143,10 +1142,6 @@ func checkIgnored(v members, h *llm.HintSet) (effort string, err error) {
 // The readers of a view's members, each a JSON value as the client wrote
 // it: nil when absent. A null member is an absent one.
 
-// lenient read a request: of a name given twice the last value counts,
-// and strings need not be valid UTF-8, as encoding/json reads them.
-var lenient = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-
 // firstByte is body's first byte after white space, or 0.
 func firstByte(body []byte) byte {
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 {
@@ -1178,7 +1173,7 @@ var bodyMembers = slices.Concat([]string{
 }, llm.GatewayFields, IgnoredFields)
 
 // readObject reads a member that must be an object.
-func readObject(raw jsontext.Value, param string) (members, error) {
+func readObject(raw []byte, param string) (members, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, llm.Invalid(param, "%s must be an object", param)
 	}
@@ -1191,7 +1186,7 @@ func readObject(raw jsontext.Value, param string) (members, error) {
 
 // readTyped reads a member that must be an object with a type, and its
 // type.
-func readTyped(raw jsontext.Value, at string) (members, string, error) {
+func readTyped(raw []byte, at string) (members, string, error) {
 	o, err := readObject(raw, at)
 	if err != nil {
 		return nil, "", err
@@ -1216,9 +1211,12 @@ func objectMember(raw jsontext.Value, param string, required bool) (json.RawMess
 }
 
 // readArray reads a member that must be an array (msg says so).
-func readArray(raw jsontext.Value, param, msg string) ([]jsontext.Value, error) {
-	var a []jsontext.Value
-	if len(raw) == 0 || raw[0] != '[' || jsonv2.Unmarshal(raw, &a, lenient) != nil {
+func readArray(raw jsontext.Value, param, msg string) ([]json.RawMessage, error) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, llm.Invalid(param, "%s", msg)
+	}
+	a, ok := chat.ParseArray(raw)
+	if !ok {
 		return nil, llm.Invalid(param, "%s", msg)
 	}
 	return a, nil
@@ -1245,7 +1243,7 @@ func readString(raw jsontext.Value, param string, required bool) (string, error)
 
 // stringValue reads a string, invalid UTF-8 replaced as encoding/json
 // replaces it.
-func stringValue(raw jsontext.Value, param string) (string, error) {
+func stringValue(raw []byte, param string) (string, error) {
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", llm.Invalid(param, "%s must be a string", param)
