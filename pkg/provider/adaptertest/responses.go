@@ -55,19 +55,17 @@ func NewResponsesFake(t *testing.T, s Script) Fake {
 func responsesStreamStart(pieces []string) []event {
 	seq := 0
 	next := func() int { seq++; return seq - 1 }
+	eventHead := func(typ string) responses.EventHead { return responses.EventHead{Type: typ, SequenceNumber: next()} }
 	head := malformedResponse(responses.StatusInProgress, []any{})
 	events := []event{
-		{responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head}},
-		{responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head}},
-		{responses.EventOutputItemAdded, responses.OutputItemEvent{Type: responses.EventOutputItemAdded, SequenceNumber: next(),
-			Item: responses.MessageItem{ID: "msg_malformed", Type: responses.ItemMessage, Status: responses.StatusInProgress,
-				Content: []any{}, Role: responses.RoleAssistant}}},
-		{responses.EventContentPartAdded, responses.ContentPartEvent{Type: responses.EventContentPartAdded, SequenceNumber: next(),
-			ItemID: "msg_malformed", Part: outputText("")}},
+		{responses.EventCreated, responses.ResponseEvent{EventHead: eventHead(responses.EventCreated), Response: head}},
+		{responses.EventInProgress, responses.ResponseEvent{EventHead: eventHead(responses.EventInProgress), Response: head}},
+		{responses.EventOutputItemAdded, responses.OutputItemEvent{EventHead: eventHead(responses.EventOutputItemAdded), Item: responses.MessageItem{ID: "msg_malformed", Type: responses.ItemMessage, Status: responses.StatusInProgress,
+			Content: []any{}, Role: responses.RoleAssistant}}},
+		{responses.EventContentPartAdded, responses.ContentPartEvent{EventHead: eventHead(responses.EventContentPartAdded), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: "msg_malformed"}}, Part: outputText("")}},
 	}
 	for _, piece := range pieces {
-		events = append(events, event{responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
-			SequenceNumber: next(), ItemID: "msg_malformed", Delta: piece, Logprobs: []json.RawMessage{}}})
+		events = append(events, event{responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{EventHead: eventHead(responses.EventOutputTextDelta), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: "msg_malformed"}}, Delta: piece, Logprobs: []json.RawMessage{}}})
 	}
 	return events
 }

@@ -91,3 +91,32 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestEventEncoding pins what the stream events write: their members in
+// OpenAI's order, the head and the place of the item first.
+func TestEventEncoding(t *testing.T) {
+	head := EventHead{Type: "t", SequenceNumber: 3}
+	at := ItemAt{ItemID: "msg_1", OutputIndex: 1}
+	for _, tt := range []struct {
+		ev   any
+		want string
+	}{
+		{ResponseEvent{EventHead: head}, `{"type":"t","sequence_number":3,"response":null}`},
+		{OutputItemEvent{EventHead: head, OutputIndex: 2, Item: 1}, `{"type":"t","sequence_number":3,"output_index":2,"item":1}`},
+		{ContentPartEvent{EventHead: head, PartAt: PartAt{at, 4}, Part: 1}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"part":1}`},
+		{OutputTextDeltaEvent{EventHead: head, PartAt: PartAt{at, 4}, Delta: "d", Logprobs: []json.RawMessage{}}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"delta":"d","logprobs":[]}`},
+		{OutputTextDoneEvent{EventHead: head, PartAt: PartAt{at, 4}, Text: "x"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"text":"x","logprobs":null}`},
+		{RefusalDeltaEvent{EventHead: head, PartAt: PartAt{at, 4}, Delta: "d"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"delta":"d"}`},
+		{RefusalDoneEvent{EventHead: head, PartAt: PartAt{at, 4}, Refusal: "r"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"refusal":"r"}`},
+		{ArgumentsDeltaEvent{EventHead: head, ItemAt: at, Delta: "d"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"delta":"d"}`},
+		{ArgumentsDoneEvent{EventHead: head, ItemAt: at, Arguments: "{}"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"arguments":"{}"}`},
+		{SummaryPartEvent{EventHead: head, SummaryAt: SummaryAt{at, 5}, Part: SummaryText{Type: "summary_text"}}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"summary_index":5,"part":{"type":"summary_text","text":""}}`},
+		{SummaryTextDeltaEvent{EventHead: head, SummaryAt: SummaryAt{at, 5}, Delta: "d"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"summary_index":5,"delta":"d"}`},
+		{SummaryTextDoneEvent{EventHead: head, SummaryAt: SummaryAt{at, 5}, Text: "x"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"summary_index":5,"text":"x"}`},
+	} {
+		got, err := json.Marshal(tt.ev)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%T: got %s (%v), want %s", tt.ev, got, err, tt.want)
+		}
+	}
+}
