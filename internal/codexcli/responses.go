@@ -138,44 +138,39 @@ func Events(r Response, model string) []Event {
 		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, Metadata: json.RawMessage(`{}`),
 	}
 	var events []Event
+	// eventHead is the head of the next event, of type typ.
+	eventHead := func(typ string) responses.EventHead {
+		return responses.EventHead{Type: typ, SequenceNumber: len(events)}
+	}
 	// add encodes an event at once: resp changes after.
 	add := func(typ string, v any) {
 		events = append(events, Event{Name: typ, Data: mustJSON(v)})
 	}
-	add(responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: len(events), Response: &resp})
-	add(responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: len(events), Response: &resp})
+	add(responses.EventCreated, responses.ResponseEvent{EventHead: eventHead(responses.EventCreated), Response: &resp})
+	add(responses.EventInProgress, responses.ResponseEvent{EventHead: eventHead(responses.EventInProgress), Response: &resp})
 	for i, it := range r.Items {
-		add(responses.EventOutputItemAdded, responses.OutputItemEvent{Type: responses.EventOutputItemAdded, SequenceNumber: len(events), OutputIndex: i, Item: it.wire(false)})
+		add(responses.EventOutputItemAdded, responses.OutputItemEvent{EventHead: eventHead(responses.EventOutputItemAdded), OutputIndex: i, Item: it.wire(false)})
 		switch it.Type {
 		case responses.ItemReasoning:
 			for j, s := range it.Summary {
 				part := func(typ, text string) responses.SummaryPartEvent {
-					return responses.SummaryPartEvent{Type: typ, SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, SummaryIndex: j,
-						Part: responses.SummaryText{Type: responses.PartSummaryText, Text: text}}
+					return responses.SummaryPartEvent{EventHead: eventHead(typ), SummaryAt: responses.SummaryAt{ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}, SummaryIndex: j}, Part: responses.SummaryText{Type: responses.PartSummaryText, Text: text}}
 				}
 				add(responses.EventReasoningSummaryPartAdded, part(responses.EventReasoningSummaryPartAdded, ""))
-				add(responses.EventReasoningSummaryTextDelta, responses.SummaryTextDeltaEvent{Type: responses.EventReasoningSummaryTextDelta,
-					SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, SummaryIndex: j, Delta: s})
-				add(responses.EventReasoningSummaryTextDone, responses.SummaryTextDoneEvent{Type: responses.EventReasoningSummaryTextDone,
-					SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, SummaryIndex: j, Text: s})
+				add(responses.EventReasoningSummaryTextDelta, responses.SummaryTextDeltaEvent{EventHead: eventHead(responses.EventReasoningSummaryTextDelta), SummaryAt: responses.SummaryAt{ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}, SummaryIndex: j}, Delta: s})
+				add(responses.EventReasoningSummaryTextDone, responses.SummaryTextDoneEvent{EventHead: eventHead(responses.EventReasoningSummaryTextDone), SummaryAt: responses.SummaryAt{ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}, SummaryIndex: j}, Text: s})
 				add(responses.EventReasoningSummaryPartDone, part(responses.EventReasoningSummaryPartDone, s))
 			}
 		case responses.ItemFunctionCall:
-			add(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{Type: responses.EventFunctionCallArgumentsDelta,
-				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Delta: it.Arguments})
-			add(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{Type: responses.EventFunctionCallArgumentsDone,
-				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Arguments: it.Arguments})
+			add(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{EventHead: eventHead(responses.EventFunctionCallArgumentsDelta), ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}, Delta: it.Arguments})
+			add(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{EventHead: eventHead(responses.EventFunctionCallArgumentsDone), ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}, Arguments: it.Arguments})
 		default:
-			add(responses.EventContentPartAdded, responses.ContentPartEvent{Type: responses.EventContentPartAdded,
-				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Part: outputText("")})
-			add(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
-				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Delta: it.Text, Logprobs: []json.RawMessage{}})
-			add(responses.EventOutputTextDone, responses.OutputTextDoneEvent{Type: responses.EventOutputTextDone,
-				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Text: it.Text, Logprobs: []json.RawMessage{}})
-			add(responses.EventContentPartDone, responses.ContentPartEvent{Type: responses.EventContentPartDone,
-				SequenceNumber: len(events), ItemID: it.ID, OutputIndex: i, Part: outputText(it.Text)})
+			add(responses.EventContentPartAdded, responses.ContentPartEvent{EventHead: eventHead(responses.EventContentPartAdded), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}}, Part: outputText("")})
+			add(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{EventHead: eventHead(responses.EventOutputTextDelta), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}}, Delta: it.Text, Logprobs: []json.RawMessage{}})
+			add(responses.EventOutputTextDone, responses.OutputTextDoneEvent{EventHead: eventHead(responses.EventOutputTextDone), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}}, Text: it.Text, Logprobs: []json.RawMessage{}})
+			add(responses.EventContentPartDone, responses.ContentPartEvent{EventHead: eventHead(responses.EventContentPartDone), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: it.ID, OutputIndex: i}}, Part: outputText(it.Text)})
 		}
-		add(responses.EventOutputItemDone, responses.OutputItemEvent{Type: responses.EventOutputItemDone, SequenceNumber: len(events), OutputIndex: i, Item: it.wire(true)})
+		add(responses.EventOutputItemDone, responses.OutputItemEvent{EventHead: eventHead(responses.EventOutputItemDone), OutputIndex: i, Item: it.wire(true)})
 		resp.Output = append(resp.Output, it.wire(true))
 	}
 	resp.Status = responses.StatusCompleted
@@ -186,7 +181,7 @@ func Events(r Response, model string) []Event {
 		OutputTokensDetails: responses.OutputTokensDetails{ReasoningTokens: int64(r.Usage.ReasoningTokens)},
 		TotalTokens:         int64(r.Usage.InputTokens + r.Usage.OutputTokens),
 	}
-	add(responses.EventCompleted, responses.ResponseEvent{Type: responses.EventCompleted, SequenceNumber: len(events), Response: &resp})
+	add(responses.EventCompleted, responses.ResponseEvent{EventHead: eventHead(responses.EventCompleted), Response: &resp})
 	return events
 }
 

@@ -19,13 +19,14 @@ import (
 // writes depends on the members, never on their order or case.
 type Object map[string]json.RawMessage
 
-var errNotObject = errors.New("not a JSON object")
+// ErrNotObject is Parse's error for a value that is not an object.
+var ErrNotObject = errors.New("not a JSON object")
 
 // Parse reads raw, which must be a JSON object.
 func Parse(raw json.RawMessage) (Object, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	var o Object
 	if err := json.Unmarshal(raw, &o); err != nil {
@@ -36,8 +37,12 @@ func Parse(raw json.RawMessage) (Object, error) {
 
 // Str is member k as a string; ok is false when it is absent, null or not
 // a string.
-func (o Object) Str(k string) (string, bool) {
-	v := bytes.TrimSpace(o[k])
+func (o Object) Str(k string) (string, bool) { return String(o[k]) }
+
+// String is v as a string; ok is false when it is absent, null or not a
+// string.
+func String(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}

@@ -194,9 +194,10 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	send, rc := startStream(w, resp)
 	seq := 0
 	next := func() int { seq++; return seq - 1 }
+	eventHead := func(typ string) responses.EventHead { return responses.EventHead{Type: typ, SequenceNumber: next()} }
 	sendEvent := func(typ string, v any) bool { return send(typ, marshal(v)) }
 	itemEvent := func(typ string, oi int, item any) bool {
-		return sendEvent(typ, responses.OutputItemEvent{Type: typ, SequenceNumber: next(), OutputIndex: oi, Item: item})
+		return sendEvent(typ, responses.OutputItemEvent{EventHead: eventHead(typ), OutputIndex: oi, Item: item})
 	}
 	sendError := func() {
 		code := responses.CodeServerError
@@ -210,8 +211,8 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 		}
 	} else {
 		head := r.object(responses.StatusInProgress, nil, nil)
-		if !sendEvent(responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head}) ||
-			!sendEvent(responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head}) {
+		if !sendEvent(responses.EventCreated, responses.ResponseEvent{EventHead: eventHead(responses.EventCreated), Response: head}) ||
+			!sendEvent(responses.EventInProgress, responses.ResponseEvent{EventHead: eventHead(responses.EventInProgress), Response: head}) {
 			return
 		}
 	}
@@ -223,14 +224,11 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 		}
 		for k, text := range r.extra.Reasoning {
 			part := func(typ, text string) responses.SummaryPartEvent {
-				return responses.SummaryPartEvent{Type: typ, SequenceNumber: next(), ItemID: id, OutputIndex: oi, SummaryIndex: k,
-					Part: responses.SummaryText{Type: responses.PartSummaryText, Text: text}}
+				return responses.SummaryPartEvent{EventHead: eventHead(typ), SummaryAt: responses.SummaryAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}, SummaryIndex: k}, Part: responses.SummaryText{Type: responses.PartSummaryText, Text: text}}
 			}
 			if !sendEvent(responses.EventReasoningSummaryPartAdded, part(responses.EventReasoningSummaryPartAdded, "")) ||
-				!sendEvent(responses.EventReasoningSummaryTextDelta, responses.SummaryTextDeltaEvent{Type: responses.EventReasoningSummaryTextDelta,
-					SequenceNumber: next(), ItemID: id, OutputIndex: oi, SummaryIndex: k, Delta: text}) ||
-				!sendEvent(responses.EventReasoningSummaryTextDone, responses.SummaryTextDoneEvent{Type: responses.EventReasoningSummaryTextDone,
-					SequenceNumber: next(), ItemID: id, OutputIndex: oi, SummaryIndex: k, Text: text}) ||
+				!sendEvent(responses.EventReasoningSummaryTextDelta, responses.SummaryTextDeltaEvent{EventHead: eventHead(responses.EventReasoningSummaryTextDelta), SummaryAt: responses.SummaryAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}, SummaryIndex: k}, Delta: text}) ||
+				!sendEvent(responses.EventReasoningSummaryTextDone, responses.SummaryTextDoneEvent{EventHead: eventHead(responses.EventReasoningSummaryTextDone), SummaryAt: responses.SummaryAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}, SummaryIndex: k}, Text: text}) ||
 				!sendEvent(responses.EventReasoningSummaryPartDone, part(responses.EventReasoningSummaryPartDone, text)) {
 				return
 			}
@@ -249,12 +247,10 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 			return itemEvent(responses.EventOutputItemAdded, oi, r.callItem(responses.StatusInProgress, ""))
 		}
 		send := func(i int) bool {
-			return sendEvent(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{Type: responses.EventFunctionCallArgumentsDelta,
-				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i]})
+			return sendEvent(responses.EventFunctionCallArgumentsDelta, responses.ArgumentsDeltaEvent{EventHead: eventHead(responses.EventFunctionCallArgumentsDelta), ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}, Delta: r.pieces[i]})
 		}
 		finish = func() bool {
-			return sendEvent(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{Type: responses.EventFunctionCallArgumentsDone,
-				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Arguments: r.toolCall.Arguments}) &&
+			return sendEvent(responses.EventFunctionCallArgumentsDone, responses.ArgumentsDoneEvent{EventHead: eventHead(responses.EventFunctionCallArgumentsDone), ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}, Arguments: r.toolCall.Arguments}) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.callItem(r.itemStatus(), r.toolCall.Arguments))
 		}
 		if !s.streamItem(ctx, w, resp, r.pieces, open, send, finish, sendError) {
@@ -263,7 +259,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	} else {
 		id := "msg_" + r.n()
 		part := func(typ string, p any) bool {
-			return sendEvent(typ, responses.ContentPartEvent{Type: typ, SequenceNumber: next(), ItemID: id, OutputIndex: oi, Part: p})
+			return sendEvent(typ, responses.ContentPartEvent{EventHead: eventHead(typ), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}}, Part: p})
 		}
 		whole := strings.Join(r.pieces, "")
 		open = func() bool {
@@ -272,20 +268,16 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 		}
 		send := func(i int) bool {
 			if r.refusal != "" {
-				return sendEvent(responses.EventRefusalDelta, responses.RefusalDeltaEvent{Type: responses.EventRefusalDelta,
-					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i]})
+				return sendEvent(responses.EventRefusalDelta, responses.RefusalDeltaEvent{EventHead: eventHead(responses.EventRefusalDelta), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}}, Delta: r.pieces[i]})
 			}
-			return sendEvent(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
-				SequenceNumber: next(), ItemID: id, OutputIndex: oi, Delta: r.pieces[i], Logprobs: []json.RawMessage{}})
+			return sendEvent(responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{EventHead: eventHead(responses.EventOutputTextDelta), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}}, Delta: r.pieces[i], Logprobs: []json.RawMessage{}})
 		}
 		finish = func() bool {
 			var done bool
 			if r.refusal != "" {
-				done = sendEvent(responses.EventRefusalDone, responses.RefusalDoneEvent{Type: responses.EventRefusalDone,
-					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Refusal: whole})
+				done = sendEvent(responses.EventRefusalDone, responses.RefusalDoneEvent{EventHead: eventHead(responses.EventRefusalDone), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}}, Refusal: whole})
 			} else {
-				done = sendEvent(responses.EventOutputTextDone, responses.OutputTextDoneEvent{Type: responses.EventOutputTextDone,
-					SequenceNumber: next(), ItemID: id, OutputIndex: oi, Text: whole, Logprobs: []json.RawMessage{}})
+				done = sendEvent(responses.EventOutputTextDone, responses.OutputTextDoneEvent{EventHead: eventHead(responses.EventOutputTextDone), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: id, OutputIndex: oi}}, Text: whole, Logprobs: []json.RawMessage{}})
 			}
 			return done && part(responses.EventContentPartDone, r.messagePart(whole)) &&
 				itemEvent(responses.EventOutputItemDone, oi, r.messageItem(r.itemStatus(), []any{r.messagePart(whole)}))
@@ -299,7 +291,7 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, r r
 	}
 	end := map[string]string{responses.StatusCompleted: responses.EventCompleted, responses.StatusIncomplete: responses.EventIncomplete,
 		responses.StatusFailed: responses.EventFailed}[r.status]
-	sendEvent(end, responses.ResponseEvent{Type: end, SequenceNumber: next(), Response: r.object(r.status, r.output(r.itemStatus()), r.usage)})
+	sendEvent(end, responses.ResponseEvent{EventHead: eventHead(end), Response: r.object(r.status, r.output(r.itemStatus()), r.usage)})
 }
 
 // itemStatus is the status of the answer's last item: incomplete when the

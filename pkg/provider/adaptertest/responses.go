@@ -5,10 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/buzzgate/buzzgate/pkg/providertest"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 	"github.com/buzzgate/buzzgate/pkg/wire/responses"
 )
 
@@ -57,19 +55,17 @@ func NewResponsesFake(t *testing.T, s Script) Fake {
 func responsesStreamStart(pieces []string) []event {
 	seq := 0
 	next := func() int { seq++; return seq - 1 }
+	eventHead := func(typ string) responses.EventHead { return responses.EventHead{Type: typ, SequenceNumber: next()} }
 	head := malformedResponse(responses.StatusInProgress, []any{})
 	events := []event{
-		{responses.EventCreated, responses.ResponseEvent{Type: responses.EventCreated, SequenceNumber: next(), Response: head}},
-		{responses.EventInProgress, responses.ResponseEvent{Type: responses.EventInProgress, SequenceNumber: next(), Response: head}},
-		{responses.EventOutputItemAdded, responses.OutputItemEvent{Type: responses.EventOutputItemAdded, SequenceNumber: next(),
-			Item: responses.MessageItem{ID: "msg_malformed", Type: responses.ItemMessage, Status: responses.StatusInProgress,
-				Content: []any{}, Role: responses.RoleAssistant}}},
-		{responses.EventContentPartAdded, responses.ContentPartEvent{Type: responses.EventContentPartAdded, SequenceNumber: next(),
-			ItemID: "msg_malformed", Part: outputText("")}},
+		{responses.EventCreated, responses.ResponseEvent{EventHead: eventHead(responses.EventCreated), Response: head}},
+		{responses.EventInProgress, responses.ResponseEvent{EventHead: eventHead(responses.EventInProgress), Response: head}},
+		{responses.EventOutputItemAdded, responses.OutputItemEvent{EventHead: eventHead(responses.EventOutputItemAdded), Item: responses.MessageItem{ID: "msg_malformed", Type: responses.ItemMessage, Status: responses.StatusInProgress,
+			Content: []any{}, Role: responses.RoleAssistant}}},
+		{responses.EventContentPartAdded, responses.ContentPartEvent{EventHead: eventHead(responses.EventContentPartAdded), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: "msg_malformed"}}, Part: outputText("")}},
 	}
 	for _, piece := range pieces {
-		events = append(events, event{responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{Type: responses.EventOutputTextDelta,
-			SequenceNumber: next(), ItemID: "msg_malformed", Delta: piece, Logprobs: []json.RawMessage{}}})
+		events = append(events, event{responses.EventOutputTextDelta, responses.OutputTextDeltaEvent{EventHead: eventHead(responses.EventOutputTextDelta), PartAt: responses.PartAt{ItemAt: responses.ItemAt{ItemID: "msg_malformed"}}, Delta: piece, Logprobs: []json.RawMessage{}}})
 	}
 	return events
 }
@@ -114,12 +110,12 @@ func responsesKeepAliveFake(t *testing.T, s Script) Fake {
 // whose role is its type, with no text), max_output_tokens the cap.
 func readResponsesRequest(t *testing.T, body []byte) Received {
 	t.Helper()
-	var v responses.RequestView
-	if err := jsonv2.Unmarshal(body, &v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
-		t.Fatalf("the upstream received a body that is not a request: %v\n%s", err, body)
+	v, ok := chat.ParseObject(body)
+	if !ok {
+		t.Fatalf("the upstream received a body that is not a request:\n%s", body)
 	}
 	// decode reads a member of the request into into; absent leaves it.
-	decode := func(raw jsontext.Value, into any) {
+	decode := func(raw json.RawMessage, into any) {
 		t.Helper()
 		if len(raw) == 0 {
 			return
@@ -131,39 +127,41 @@ func readResponsesRequest(t *testing.T, body []byte) Received {
 	var (
 		maxOutput *int
 		tools     []responses.FunctionTool
-		extra     map[string]json.RawMessage
 	)
 	r := Received{Body: body}
-	decode(v.Model, &r.Model)
-	decode(v.Stream, &r.Stream)
-	decode(v.Instructions, &r.System)
-	decode(v.Temperature, &r.Temperature)
-	decode(v.MaxOutputTokens, &maxOutput)
-	decode(v.Tools, &tools)
-	decode(v.Extra, &extra)
+	decode(v.Get("model"), &r.Model)
+	decode(v.Get("stream"), &r.Stream)
+	decode(v.Get("instructions"), &r.System)
+	decode(v.Get("temperature"), &r.Temperature)
+	decode(v.Get("max_output_tokens"), &maxOutput)
+	decode(v.Get("tools"), &tools)
 	if maxOutput != nil {
 		r.MaxTokens = *maxOutput
 	}
-	if stop, ok := extra["stop"]; ok {
+	if stop := v.Get("stop"); stop != nil {
 		t.Errorf("a Responses request with stop %s: the API has no such field", stop)
 	}
 	var input string
-	if json.Unmarshal(v.Input, &input) == nil {
+	if json.Unmarshal(v.Get("input"), &input) == nil {
 		r.Messages = []Message{{Role: responses.RoleUser, Text: input}}
 	} else {
-		var items []responses.InputItemView
-		if err := jsonv2.Unmarshal(v.Input, &items); err != nil {
-			t.Fatalf("input %s is neither a string nor a list of items: %v", v.Input, err)
+		var items []json.RawMessage
+		if err := json.Unmarshal(v.Get("input"), &items); err != nil {
+			t.Fatalf("input %s is neither a string nor a list of items: %v", v.Get("input"), err)
 		}
-		for _, it := range items {
+		for _, raw := range items {
+			it, ok := chat.ParseObject(raw)
+			if !ok {
+				t.Fatalf("input item %s is not an object", raw)
+			}
 			var typ, role string
-			decode(it.Type, &typ)
-			decode(it.Role, &role)
+			decode(it.Get("type"), &typ)
+			decode(it.Get("role"), &role)
 			if typ != "" && typ != responses.ItemMessage {
 				r.Messages = append(r.Messages, Message{Role: typ})
 				continue
 			}
-			r.Messages = append(r.Messages, Message{Role: role, Text: responsesText(t, json.RawMessage(it.Content))})
+			r.Messages = append(r.Messages, Message{Role: role, Text: responsesText(t, it.Get("content"))})
 		}
 	}
 	for _, tool := range tools {

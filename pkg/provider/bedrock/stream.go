@@ -34,7 +34,9 @@ func (c *Client) converseStream(ctx context.Context, req *llm.UpstreamRequest) (
 // that the client gets what Converse and Messages share: cache points,
 // thinking and its signatures, tool use.
 func (c *Client) messagesStream(ctx context.Context, req *llm.UpstreamRequest) (llm.ChunkStream, error) {
-	s, id, err := c.open(ctx, req, messages.ToConverse)
+	s, id, err := c.open(ctx, req, func(req *llm.UpstreamRequest) (*bedrockruntime.ConverseStreamInput, []string, error) {
+		return messages.ToConverse(req.Model, req.Bytes())
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +73,8 @@ func (e *chatEvents) End() []llm.Chunk { return nil }
 // open translates req's body to Converse with translate and makes the
 // ConverseStream call: its events, to be decoded, and the AWS request id.
 func (c *Client) open(ctx context.Context, req *llm.UpstreamRequest,
-	translate func(modelID string, body []byte) (*bedrockruntime.ConverseStreamInput, []string, error)) (*eventChunks, string, error) {
-	in, dropped, err := translate(req.Model, req.Bytes())
+	translate func(*llm.UpstreamRequest) (*bedrockruntime.ConverseStreamInput, []string, error)) (*eventChunks, string, error) {
+	in, dropped, err := translate(req)
 	if err != nil {
 		return nil, "", err
 	}

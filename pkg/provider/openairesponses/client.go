@@ -122,7 +122,7 @@ func (c *Client) ChatStream(ctx context.Context, req *llm.UpstreamRequest) (llm.
 			return nil, err
 		}
 		pieces = [][]byte{body}
-		conv = &translation{dec: responses.NewDecoder(c.now().Unix()), dropped: responses.Dropped(req.Bytes())}
+		conv = &translation{dec: responses.NewDecoder(c.now().Unix()), dropped: responses.Dropped(req)}
 	default:
 		// A router that sends this adapter another protocol's body has a
 		// bug; the next provider may still serve the request.

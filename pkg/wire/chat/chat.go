@@ -11,7 +11,8 @@
 // servers disagree on.
 //
 // The codecs, the adapters, the fake upstreams and the load mock all write
-// and read these types; the package imports only the standard library.
+// and read these types; the package imports only the standard library and
+// go-json-experiment/json's jsontext.
 package chat
 
 import "encoding/json"

@@ -1,7 +1,7 @@
 package chat
 
 import (
-	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -69,29 +69,78 @@ func TestDecodeRequestViewFails(t *testing.T) {
 	}
 }
 
-// FuzzDecodeRequestView: no body panics, and a body encoding/json reads
-// into a generic value is read into a view too unless a member has the
-// wrong type (it then fails, as encoding/json fails).
-func FuzzDecodeRequestView(f *testing.F) {
-	for _, s := range []string{
-		`{"messages":[{"role":"user","content":"Hi","name":"n"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
-		`{"messages":[null,1,{"NAME":null}],"reasoning_effort":null}`,
-		`null`,
-	} {
-		f.Add([]byte(s))
+// TestParseObject: each member as written (null as null, absent as nil),
+// of a name given twice the last, names matched exactly and read with
+// their escapes, every member kept in body order.
+func TestParseObject(t *testing.T) {
+	body := "{\"model\":\"a\", \"model\" : {\"x\": 1} ,\"input\":null,\"Model\":3,\"\\u0074ools\":[],\"gateway\":{\"retry\":{}},\"z\xff\":5}"
+	o, ok := ParseObject([]byte(body))
+	if !ok {
+		t.Fatal("not read")
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := DecodeRequestView(body)
-		if err != nil {
-			return
+	for _, c := range []struct {
+		name string
+		want string // "": absent
+	}{
+		{"model", `{"x": 1}`},
+		{"input", `null`},
+		{"tools", `[]`},
+		{"Model", `3`},
+		{"text", ``},
+		{"z\xff", `5`},
+	} {
+		if got := o.Get(c.name); string(got) != c.want || (c.want == "") != (got == nil) {
+			t.Errorf("%q: got %q, want %q", c.name, got, c.want)
 		}
-		if !json.Valid(body) {
-			t.Fatalf("%q: read, but it is not JSON", body)
+	}
+	var keys []string
+	for _, m := range o {
+		keys = append(keys, m.Key)
+	}
+	if want := []string{"model", "model", "input", "Model", "tools", "gateway", "z\xff"}; strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Errorf("members %q, want %q", keys, want)
+	}
+	for _, b := range []string{``, `null`, `[]`, `{`, `{} {}`, `{"a":}`, `"{}"`} {
+		if _, ok := ParseObject([]byte(b)); ok {
+			t.Errorf("%q read as an object", b)
 		}
-		for i, m := range v.Messages {
-			if m.HasName && m.Err != nil {
-				t.Errorf("messages[%d]: a name beside an error", i)
-			}
+	}
+	if o, ok := ParseObject([]byte(` {} `)); !ok || o == nil || len(o) != 0 {
+		t.Errorf("{}: %v, %v; want no members", o, ok)
+	}
+}
+
+// TestDecodeRequestViewSpaced: an object between spaces JSON does not
+// allow is no JSON (encoding/json's error), but its members are read, as
+// jsonobj.Parse reads them, and none is named unread.
+func TestDecodeRequestViewSpaced(t *testing.T) {
+	v, err := DecodeRequestView([]byte("\f{\"seed\":1}\u00a0"))
+	if err == nil || !v.Spaced() || string(v.Members.Get("seed")) != "1" || v.Unread(nil) != nil {
+		t.Errorf("spaced: err %v, Spaced %v, members %v, unread %q", err, v.Spaced(), v.Members, v.Unread(nil))
+	}
+	v, err = DecodeRequestView([]byte(" {\"seed\":1,\"model\":null,\"x\":2}\n"))
+	if err != nil || v.Spaced() || strings.Join(v.Unread(map[string]bool{"x": true}), ",") != "seed" {
+		t.Errorf("JSON: err %v, Spaced %v, unread %q", err, v.Spaced(), v.Unread(map[string]bool{"x": true}))
+	}
+}
+
+// TestParseArray: the elements as written, in order; anything but one
+// array is not read.
+func TestParseArray(t *testing.T) {
+	l, ok := ParseArray([]byte(" [1, \"a\xff\", {\"b\":[2]} ,null] "))
+	var got []string
+	for _, e := range l {
+		got = append(got, string(e))
+	}
+	if want := "1|\"a\xff\"|{\"b\":[2]}|null"; !ok || strings.Join(got, "|") != want {
+		t.Errorf("got %q, %v; want %q", got, ok, want)
+	}
+	if l, ok := ParseArray([]byte(`[]`)); !ok || l == nil || len(l) != 0 {
+		t.Errorf("[]: %v, %v; want no elements", l, ok)
+	}
+	for _, b := range []string{``, `null`, `{}`, `[`, `[] []`, `[1,]`, `"[]"`} {
+		if _, ok := ParseArray([]byte(b)); ok {
+			t.Errorf("%q read as an array", b)
 		}
-	})
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // refused are the Chat Completions fields a request toward
@@ -88,41 +89,58 @@ var readFields = func() map[string]bool {
 //
 // JSON objects go to the SDK as documents of their decoded values, numbers
 // kept as written; the SDK writes an object's keys sorted.
-func FromHub(modelID string, chatBody []byte) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
-	top, err := jsonobj.Parse(chatBody)
-	if err != nil {
+func FromHub(req *llm.UpstreamRequest) (in *bedrockruntime.ConverseStreamInput, dropped []string, err error) {
+	// Members are what this translation reads: each name exactly as
+	// written.
+	view, _ := req.ChatView()
+	top := view.Members
+	if top == nil {
 		return nil, nil, Refuse("the request body is not a JSON object")
 	}
 	for _, k := range refused {
-		if refuses(k, top[k]) {
+		if refuses(k, top.Get(k)) {
 			return nil, nil, Refuse(k + " is not supported on Bedrock Converse")
 		}
 	}
+	modelID := req.Model
 	if modelID == "" {
-		modelID, _ = top.Str("model")
+		modelID, _ = jsonobj.String(top.Get("model"))
 	}
 	in = &bedrockruntime.ConverseStreamInput{ModelId: aws.String(modelID)}
 
-	if err := turns(in, top["messages"]); err != nil {
+	msgs, err := messages(view)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := turns(in, msgs); err != nil {
 		return nil, nil, err
 	}
 	if in.InferenceConfig, err = inference(top); err != nil {
 		return nil, nil, err
 	}
-	if in.ToolConfig, err = toolConfig(top["tools"], top["tool_choice"]); err != nil {
+	if in.ToolConfig, err = toolConfig(view); err != nil {
 		return nil, nil, err
 	}
 
-	dropped = llm.UnreadFields(chatBody, readFields)
-	if msgs, err := list(top["messages"], "messages"); err == nil {
-		for _, raw := range msgs {
-			if m, err := jsonobj.Parse(raw); err == nil && !jsonobj.IsNull(m["name"]) {
-				dropped = append(dropped, "messages[].name")
-				break
-			}
+	dropped = view.Unread(readFields)
+	for _, m := range msgs {
+		if !jsonobj.IsNull(m.Members.Get("name")) {
+			dropped = append(dropped, "messages[].name")
+			break
 		}
 	}
 	return in, dropped, nil
+}
+
+// messages are the request's messages; none for null or absent.
+func messages(view *chat.RequestView) ([]chat.RequestViewMessage, error) {
+	if err := isList(view.Members.Get("messages"), "messages"); err != nil {
+		return nil, err
+	}
+	if jsonobj.IsNull(view.Members.Get("messages")) {
+		return nil, nil
+	}
+	return view.ExactMessages(), nil
 }
 
 // refuses reports whether field k of refused, of value v, asks
@@ -163,23 +181,19 @@ func refuses(k string, v json.RawMessage) bool {
 	return true // audio, functions, function_call: any value
 }
 
-// turns fills the system prompt and the turns from messages.
-func turns(in *bedrockruntime.ConverseStreamInput, raw json.RawMessage) error {
-	msgs, err := list(raw, "messages")
-	if err != nil {
-		return err
-	}
+// turns fills the system prompt and the turns from msgs.
+func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessage) error {
 	var system []string
-	for i, rawMsg := range msgs {
+	for i, msg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := jsonobj.Parse(rawMsg)
-		if err != nil {
+		m := msg.Members
+		if m == nil {
 			return Refuse(at + " must be an object")
 		}
-		role, _ := m.Str("role")
+		role, _ := jsonobj.String(m.Get("role"))
 		switch role {
 		case "system", "developer":
-			text, err := plainContent(m["content"], at)
+			text, err := plainContent(m.Get("content"), at)
 			if err != nil {
 				return err
 			}
@@ -187,17 +201,17 @@ func turns(in *bedrockruntime.ConverseStreamInput, raw json.RawMessage) error {
 				system = append(system, text)
 			}
 		case "user":
-			blocks, err := content(m["content"], at)
+			blocks, err := content(m.Get("content"), at)
 			if err != nil {
 				return err
 			}
 			in.Messages = AppendTurn(in.Messages, types.ConversationRoleUser, blocks)
 		case "assistant":
-			blocks, err := content(m["content"], at)
+			blocks, err := content(m.Get("content"), at)
 			if err != nil {
 				return err
 			}
-			calls, err := list(m["tool_calls"], at+".tool_calls")
+			calls, err := list(m.Get("tool_calls"), at+".tool_calls")
 			if err != nil {
 				return err
 			}
@@ -210,11 +224,11 @@ func turns(in *bedrockruntime.ConverseStreamInput, raw json.RawMessage) error {
 			}
 			in.Messages = AppendTurn(in.Messages, types.ConversationRoleAssistant, blocks)
 		case "tool":
-			text, err := plainContent(m["content"], at)
+			text, err := plainContent(m.Get("content"), at)
 			if err != nil {
 				return err
 			}
-			id, _ := m.Str("tool_call_id")
+			id, _ := jsonobj.String(m.Get("tool_call_id"))
 			if id == "" {
 				return Refuse(at + ".tool_call_id is required")
 			}
@@ -393,20 +407,22 @@ func toolUse(raw json.RawMessage, at string) (types.ContentBlock, error) {
 
 // toolConfig translates tools and tool_choice; nil when there are no tools,
 // or tool_choice is none.
-func toolConfig(rawTools, rawChoice json.RawMessage) (*types.ToolConfiguration, error) {
-	list, err := list(rawTools, "tools")
-	if err != nil {
+func toolConfig(view *chat.RequestView) (*types.ToolConfiguration, error) {
+	rawTools := view.Members.Get("tools")
+	if err := isList(rawTools, "tools"); err != nil {
 		return nil, err
 	}
 	var tools []types.Tool
-	for i, raw := range list {
-		t, err := tool(raw, fmt.Sprintf("tools[%d]", i))
-		if err != nil {
-			return nil, err
+	if !jsonobj.IsNull(rawTools) {
+		for i, t := range view.ExactTools() {
+			spec, err := tool(t.Members, fmt.Sprintf("tools[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			tools = append(tools, spec)
 		}
-		tools = append(tools, t)
 	}
-	choice, none, err := toolChoice(rawChoice)
+	choice, none, err := toolChoice(view.Members.Get("tool_choice"))
 	if err != nil {
 		return nil, err
 	}
@@ -416,15 +432,15 @@ func toolConfig(rawTools, rawChoice json.RawMessage) (*types.ToolConfiguration, 
 	return &types.ToolConfiguration{Tools: tools, ToolChoice: choice}, nil
 }
 
-func tool(raw json.RawMessage, at string) (types.Tool, error) {
-	t, err := jsonobj.Parse(raw)
-	if err != nil {
+// tool translates a tool, t its members (nil: it is not an object).
+func tool(t chat.Object, at string) (types.Tool, error) {
+	if t == nil {
 		return nil, Refuse(at + " must be a tool object")
 	}
-	if typ, _ := t.Str("type"); typ != "function" {
+	if typ, _ := jsonobj.String(t.Get("type")); typ != "function" {
 		return nil, Refuse(fmt.Sprintf("%s.type %s is not supported on Bedrock Converse", at, Quote(typ)))
 	}
-	fn, err := jsonobj.Parse(t["function"])
+	fn, err := jsonobj.Parse(t.Get("function"))
 	if err != nil {
 		return nil, Refuse(at + ".function must be an object")
 	}
@@ -486,11 +502,11 @@ func toolChoice(raw json.RawMessage) (choice types.ToolChoice, none bool, err er
 
 // inference translates the sampling and length parameters; nil when
 // the request sets none.
-func inference(top jsonobj.Object) (*types.InferenceConfiguration, error) {
+func inference(top chat.Object) (*types.InferenceConfiguration, error) {
 	var c types.InferenceConfiguration
 	set := false
 	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
-		v := top[k]
+		v := top.Get(k)
 		if jsonobj.IsNull(v) {
 			continue
 		}
@@ -507,7 +523,7 @@ func inference(top jsonobj.Object) (*types.InferenceConfiguration, error) {
 		k   string
 		dst **float32
 	}{{"temperature", &c.Temperature}, {"top_p", &c.TopP}} {
-		v := top[p.k]
+		v := top.Get(p.k)
 		if jsonobj.IsNull(v) {
 			continue
 		}
@@ -518,7 +534,7 @@ func inference(top jsonobj.Object) (*types.InferenceConfiguration, error) {
 		*p.dst = aws.Float32(float32(f))
 		set = true
 	}
-	if stop := bytes.TrimSpace(top["stop"]); !jsonobj.IsNull(stop) {
+	if stop := top.Get("stop"); !jsonobj.IsNull(stop) {
 		var list []string
 		if stop[0] == '"' {
 			var s string
@@ -630,6 +646,14 @@ func list(raw json.RawMessage, at string) ([]json.RawMessage, error) {
 		return nil, Refuse(at + " must be an array")
 	}
 	return l, nil
+}
+
+// isList refuses raw, naming at, unless it is an array, null or absent.
+func isList(raw json.RawMessage, at string) error {
+	if !jsonobj.IsNull(raw) && raw[0] != '[' {
+		return Refuse(at + " must be an array")
+	}
+	return nil
 }
 
 // Quote is s, cut to its first 64 bytes, quoted as Go quotes a string: a

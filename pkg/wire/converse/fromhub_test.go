@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -202,7 +203,7 @@ func TestFromHub(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := FromHub(tt.model, []byte(tt.body))
+			got, _, err := FromHub(&llm.UpstreamRequest{Model: tt.model, Body: []byte(tt.body)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +218,7 @@ func TestFromHub(t *testing.T) {
 // serializer (to an HTTP client that answers nothing) and checks the body
 // Bedrock would get.
 func TestFromHubWire(t *testing.T) {
-	in, _, err := FromHub("amazon.nova-pro-v1:0", []byte(conversation))
+	in, _, err := FromHub(&llm.UpstreamRequest{Model: "amazon.nova-pro-v1:0", Body: []byte(conversation)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestFromHubRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
 			body := `{"model":"m","messages":[{"role":"user","content":"Hi"}],"` + tt.field + `":` + tt.value + `}`
-			in, _, err := FromHub("m", []byte(body))
+			in, _, err := FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte(body)})
 			checkRejected(t, in, err, tt.field+" is not supported on Bedrock Converse", true)
 		})
 	}
@@ -350,7 +351,7 @@ func TestFromHubRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, _, err := FromHub("m", []byte(tt.body))
+			in, _, err := FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte(tt.body)})
 			checkRejected(t, in, err, tt.msg, false)
 		})
 	}
@@ -381,7 +382,7 @@ func TestFromHubDropped(t *testing.T) {
 		"store":false,"service_tier":"default","parallel_tool_calls":false,"prompt_cache_key":"k","safety_identifier":"s",
 		"seed":7,"frequency_penalty":0.5,"presence_penalty":0.5,"reasoning_effort":"high","top_k":5,"verbosity":null,
 		"something_new":1,"n":1,"logit_bias":{}}`
-	in, dropped, err := FromHub("m", []byte(body))
+	in, dropped, err := FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte(body)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,9 +395,21 @@ func TestFromHubDropped(t *testing.T) {
 		t.Errorf("a hint reached the input: %+v", in)
 	}
 
-	_, dropped, err = FromHub("m", []byte(conversation))
+	_, dropped, err = FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte(conversation)})
 	if err != nil || dropped != nil {
 		t.Errorf("conversation: dropped %q, err %v; want none", dropped, err)
+	}
+
+	// Names are read exactly: a "Seed" is a field of its own.
+	_, dropped, err = FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte(`{"messages":[{"role":"user","content":"Hi","Name":"x"}],"Seed":1,"MAX_TOKENS":"x"}`)})
+	if want := []string{"Seed", "MAX_TOKENS"}; err != nil || !slices.Equal(dropped, want) {
+		t.Errorf("dropped %q, err %v; want %q", dropped, err, want)
+	}
+	// An object between spaces JSON does not allow is translated, its
+	// fields left out unnamed but for a message's name.
+	_, dropped, err = FromHub(&llm.UpstreamRequest{Model: "m", Body: []byte("\f" + `{"messages":[{"role":"user","content":"Hi","name":"x"}],"seed":1}`)})
+	if want := []string{"messages[].name"}; err != nil || !slices.Equal(dropped, want) {
+		t.Errorf("spaced: dropped %q, err %v; want %q", dropped, err, want)
 	}
 }
 
@@ -413,7 +426,7 @@ func FuzzFromHub(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, _, err := FromHub("m", body)
+		in, _, err := FromHub(&llm.UpstreamRequest{Model: "m", Body: body})
 		if err != nil {
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) || pe.Class != llm.FailRejected || pe.Message == "" {

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/buzzgate/buzzgate/internal/jsonobj"
 	"github.com/buzzgate/buzzgate/pkg/llm"
+	"github.com/buzzgate/buzzgate/pkg/wire/chat"
 )
 
 // DroppedFields are the Chat Completions fields that have no Responses
@@ -20,24 +19,63 @@ import (
 // (refusedField).
 var DroppedFields = []string{"seed", "prediction", "store", "top_k"}
 
-// Dropped names the fields of a Chat Completions body that EncodeRequest
-// leaves out (for the answer's x-gateway-dropped): the top-level ones it
-// does not read (DroppedFields among them, and any it does not know), and
-// a message's name.
-func Dropped(body []byte) []string {
-	dropped := llm.UnreadFields(body, readFields)
+// Dropped names the fields of a Chat Completions request that
+// EncodeRequest leaves out (for the answer's x-gateway-dropped): the
+// top-level ones it does not read (DroppedFields among them, and any it
+// does not know), and a message's name.
+func Dropped(req *llm.UpstreamRequest) []string {
+	view, _ := req.ChatView()
+	dropped := view.Unread(readFields)
+	if !view.Spaced() && messageNamed(req, view) {
+		dropped = append(dropped, "messages[].name")
+	}
+	return dropped
+}
+
+// messageNamed reports whether a message has a member "name" that is not
+// null, as encoding/json reads the body's messages into maps: those of
+// the member "messages" in any case, each an object or null, else none.
+func messageNamed(req *llm.UpstreamRequest, view *chat.RequestView) bool {
+	at := -1
+	for i, m := range view.Members {
+		if strings.EqualFold(m.Key, "messages") {
+			if at >= 0 {
+				// Two arrays merge, as encoding/json reads them: rare
+				// enough to read the body again.
+				return messageNamedByJSON(req.Bytes())
+			}
+			at = i
+		}
+	}
+	if at < 0 || string(view.Members[at].Value) == "null" || view.Members[at].Value[0] != '[' {
+		return false
+	}
+	msgs := view.MessagesIn(at)
+	for _, m := range msgs {
+		if m.Members == nil && !m.Null {
+			return false
+		}
+	}
+	for _, m := range msgs {
+		if name := m.Members.Get("name"); name != nil && string(name) != "null" {
+			return true
+		}
+	}
+	return false
+}
+
+func messageNamedByJSON(body []byte) bool {
 	var in struct {
 		Messages []map[string]json.RawMessage `json:"messages"`
 	}
 	if json.Unmarshal(body, &in) == nil {
 		for _, m := range in.Messages {
 			if name, ok := m["name"]; ok && string(name) != "null" {
-				dropped = append(dropped, "messages[].name")
-				break
+				return true
 			}
 		}
 	}
-	return dropped
+	return false
 }
 
 // readFields are translated and the fields the gateway sets.
@@ -66,70 +104,82 @@ var translated = map[string]bool{
 // is read exactly as written (a "Model" is not "model"), so that what is sent
 // depends on the body's members, never on their order.
 func EncodeRequest(req *llm.UpstreamRequest) ([]byte, error) {
-	top, err := jsonobj.Parse(req.Bytes())
-	if err != nil {
+	// Members are what this translation reads: each name exactly as
+	// written.
+	view, _ := req.ChatView()
+	top := view.Members
+	if top == nil {
+		_, err := jsonobj.Parse(req.Bytes())
 		return nil, rejected("the request body is not a JSON object", err)
 	}
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if !translated[k] {
-			if msg := refusedField(k, top[k]); msg != "" {
-				return nil, rejected(msg, nil)
-			}
+	// The first field refused, by name.
+	refusal, refusedKey := "", ""
+	for _, m := range top {
+		if translated[m.Key] || refusal != "" && m.Key >= refusedKey {
+			continue
 		}
+		if msg := refusedField(m.Key, top.Get(m.Key)); msg != "" {
+			refusal, refusedKey = msg, m.Key
+		}
+	}
+	if refusal != "" {
+		return nil, rejected(refusal, nil)
 	}
 	out := Request{Model: req.Model, Stream: true}
 	if out.Model == "" {
-		out.Model, _ = top.Str("model")
+		out.Model, _ = jsonobj.String(top.Get("model"))
 	}
 
-	if err := translateMessages(&out, top["messages"]); err != nil {
+	if err := translateMessages(&out, view); err != nil {
 		return nil, err
 	}
-	tools, err := list(top["tools"], "tools")
-	if err != nil {
-		return nil, err
-	}
-	for i, raw := range tools {
-		t, err := translateTool(raw, fmt.Sprintf("tools[%d]", i))
-		if err != nil {
-			return nil, err
+	if tools := top.Get("tools"); !jsonobj.IsNull(tools) {
+		if tools[0] != '[' {
+			return nil, rejected("tools must be an array", nil)
 		}
-		out.Tools = append(out.Tools, t)
+		for i, t := range view.ExactTools() {
+			t, err := translateTool(t.Members, fmt.Sprintf("tools[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			out.Tools = append(out.Tools, t)
+		}
 	}
-	if tc := top["tool_choice"]; !jsonobj.IsNull(tc) {
+	var err error
+	if tc := top.Get("tool_choice"); !jsonobj.IsNull(tc) {
 		if out.ToolChoice, err = toolChoice(tc); err != nil {
 			return nil, err
 		}
 	}
-	out.ParallelToolCalls = jsonobj.NonNull(top["parallel_tool_calls"])
-	if rf := top["response_format"]; !jsonobj.IsNull(rf) {
+	out.ParallelToolCalls = jsonobj.NonNull(top.Get("parallel_tool_calls"))
+	if rf := top.Get("response_format"); !jsonobj.IsNull(rf) {
 		format, err := textFormat(rf)
 		if err != nil {
 			return nil, err
 		}
 		out.Text = &Text{Format: format}
 	}
-	if v := jsonobj.NonNull(top["verbosity"]); v != nil {
+	if v := jsonobj.NonNull(top.Get("verbosity")); v != nil {
 		if out.Text == nil {
 			out.Text = &Text{}
 		}
 		out.Text.Verbosity = v
 	}
-	if e := jsonobj.NonNull(top["reasoning_effort"]); e != nil {
+	if e := jsonobj.NonNull(top.Get("reasoning_effort")); e != nil {
 		out.Reasoning = &Reasoning{Effort: e}
 	}
-	out.MaxOutputTokens = jsonobj.NonNull(top["max_completion_tokens"])
+	out.MaxOutputTokens = jsonobj.NonNull(top.Get("max_completion_tokens"))
 	if out.MaxOutputTokens == nil {
-		out.MaxOutputTokens = jsonobj.NonNull(top["max_tokens"])
+		out.MaxOutputTokens = jsonobj.NonNull(top.Get("max_tokens"))
 	}
-	out.Temperature = jsonobj.NonNull(top["temperature"])
-	out.TopP = jsonobj.NonNull(top["top_p"])
-	out.User = jsonobj.NonNull(top["user"])
-	out.SafetyIdentifier = jsonobj.NonNull(top["safety_identifier"])
-	out.PromptCacheKey = jsonobj.NonNull(top["prompt_cache_key"])
-	out.PromptCacheRetention = jsonobj.NonNull(top["prompt_cache_retention"])
-	out.ServiceTier = jsonobj.NonNull(top["service_tier"])
-	out.Metadata = jsonobj.NonNull(top["metadata"])
+	out.Temperature = jsonobj.NonNull(top.Get("temperature"))
+	out.TopP = jsonobj.NonNull(top.Get("top_p"))
+	out.User = jsonobj.NonNull(top.Get("user"))
+	out.SafetyIdentifier = jsonobj.NonNull(top.Get("safety_identifier"))
+	out.PromptCacheKey = jsonobj.NonNull(top.Get("prompt_cache_key"))
+	out.PromptCacheRetention = jsonobj.NonNull(top.Get("prompt_cache_retention"))
+	out.ServiceTier = jsonobj.NonNull(top.Get("service_tier"))
+	out.Metadata = jsonobj.NonNull(top.Get("metadata"))
 	return jsonobj.Marshal(out), nil
 }
 
@@ -181,25 +231,21 @@ func refusedField(k string, v json.RawMessage) string {
 }
 
 // translateMessages fills instructions and input from messages.
-func translateMessages(out *Request, raw json.RawMessage) error {
-	if jsonobj.IsNull(raw) || raw[0] != '[' {
+func translateMessages(out *Request, view *chat.RequestView) error {
+	if raw := view.Members.Get("messages"); jsonobj.IsNull(raw) || raw[0] != '[' {
 		return rejected("messages must be an array", nil)
 	}
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return rejected("messages must be an array", err)
-	}
 	var system []string
-	for i, rawMsg := range msgs {
+	for i, msg := range view.ExactMessages() {
 		at := fmt.Sprintf("messages[%d]", i)
-		m, err := jsonobj.Parse(rawMsg)
-		if err != nil {
-			return rejected(at+" must be an object", err)
+		m := msg.Members
+		if m == nil {
+			return rejected(at+" must be an object", jsonobj.ErrNotObject)
 		}
-		role, _ := m.Str("role")
+		role, _ := jsonobj.String(m.Get("role"))
 		switch role {
 		case "system", "developer":
-			text, err := plainText(m["content"], at)
+			text, err := plainText(m.Get("content"), at)
 			if err != nil {
 				return err
 			}
@@ -207,7 +253,7 @@ func translateMessages(out *Request, raw json.RawMessage) error {
 				system = append(system, text)
 			}
 		case "user":
-			content, err := userContent(m["content"], at)
+			content, err := userContent(m.Get("content"), at)
 			if err != nil {
 				return err
 			}
@@ -217,11 +263,11 @@ func translateMessages(out *Request, raw json.RawMessage) error {
 				return err
 			}
 		case "tool":
-			text, err := plainText(m["content"], at)
+			text, err := plainText(m.Get("content"), at)
 			if err != nil {
 				return err
 			}
-			id, _ := m.Str("tool_call_id")
+			id, _ := jsonobj.String(m.Get("tool_call_id"))
 			if id == "" {
 				return rejected(at+".tool_call_id is required", nil)
 			}
@@ -240,9 +286,9 @@ func translateMessages(out *Request, raw json.RawMessage) error {
 // assistantItems adds an assistant message: a message item of its text and
 // refusal (none when it has neither), then a function_call item per tool
 // call.
-func assistantItems(out *Request, m jsonobj.Object, at string) error {
+func assistantItems(out *Request, m chat.Object, at string) error {
 	var parts []InputPart
-	content := bytes.TrimSpace(m["content"])
+	content := m.Get("content")
 	switch {
 	case jsonobj.IsNull(content):
 	case content[0] == '"':
@@ -280,13 +326,13 @@ func assistantItems(out *Request, m jsonobj.Object, at string) error {
 	default:
 		return rejected(at+".content must be a string or an array of content parts", nil)
 	}
-	if refusal, _ := m.Str("refusal"); refusal != "" {
+	if refusal, _ := jsonobj.String(m.Get("refusal")); refusal != "" {
 		parts = append(parts, InputPart{Type: PartRefusal, Refusal: &refusal})
 	}
 	if len(parts) > 0 {
 		out.Input = append(out.Input, InputMessage{Type: ItemMessage, Role: RoleAssistant, Content: parts})
 	}
-	calls, err := list(m["tool_calls"], at+".tool_calls")
+	calls, err := list(m.Get("tool_calls"), at+".tool_calls")
 	if err != nil {
 		return err
 	}
@@ -416,16 +462,16 @@ func splitContent(raw json.RawMessage, at, parts string) (text string, list []js
 
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// translateTool flattens a Chat Completions function tool.
-func translateTool(raw json.RawMessage, at string) (FunctionTool, error) {
-	t, err := jsonobj.Parse(raw)
-	if err != nil {
-		return FunctionTool{}, rejected(at+" must be an object", err)
+// translateTool flattens a Chat Completions function tool, t its members
+// (nil: it is not an object).
+func translateTool(t chat.Object, at string) (FunctionTool, error) {
+	if t == nil {
+		return FunctionTool{}, rejected(at+" must be an object", jsonobj.ErrNotObject)
 	}
-	if typ, _ := t.Str("type"); typ != "function" {
+	if typ, _ := jsonobj.String(t.Get("type")); typ != "function" {
 		return FunctionTool{}, rejected(fmt.Sprintf("%s.type %q is not supported by this provider (OpenAI Responses): function tools only", at, typ), nil)
 	}
-	f, err := jsonobj.Parse(t["function"])
+	f, err := jsonobj.Parse(t.Get("function"))
 	if err != nil {
 		return FunctionTool{}, rejected(at+".function must be an object", err)
 	}

@@ -43,6 +43,9 @@ func responsesBody(extra string) string {
 func TestTranslateRequest(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"minimal", chatBody(""), responsesBody("")},
+		{"an object between spaces of any kind", "\f" + chatBody("") + "\u00a0", responsesBody("")},
+		{"names read exactly", `{"model":"m","Model":"x","messages":[{"role":"user","content":"Hi","ROLE":"system"}],"MESSAGES":null}`,
+			`{"model":"route-model","input":[{"type":"message","role":"user","content":"Hi"}],"store":false,"stream":true}`},
 		{"system and developer messages become instructions, wherever they are",
 			`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},` +
 				`{"role":"developer","content":[{"type":"text","text":"Answer "},{"type":"text","text":"in French."}]}]}`,

@@ -373,21 +373,27 @@ func (w *ItemWriter) next() int {
 	return w.seq - 1
 }
 
+// head is the head of the next event, name.
+func (w *ItemWriter) head(name string) EventHead {
+	return EventHead{Type: name, SequenceNumber: w.next()}
+}
+
+// at is where the open item, id, is.
+func (w *ItemWriter) at(id string) ItemAt { return ItemAt{ItemID: id, OutputIndex: w.index} }
+
 // item sends response.output_item.added or .done.
 func (w *ItemWriter) item(name string, item any) {
-	w.Send(name, OutputItemEvent{Type: name, SequenceNumber: w.next(), OutputIndex: w.index, Item: item})
+	w.Send(name, OutputItemEvent{EventHead: w.head(name), OutputIndex: w.index, Item: item})
 }
 
 // contentPart sends response.content_part.added or .done.
 func (w *ItemWriter) contentPart(name string, ci int, part any) {
-	w.Send(name, ContentPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.msg.ID, OutputIndex: w.index,
-		ContentIndex: ci, Part: part})
+	w.Send(name, ContentPartEvent{EventHead: w.head(name), PartAt: PartAt{w.at(w.msg.ID), ci}, Part: part})
 }
 
 // summaryPart sends response.reasoning_summary_part.added or .done.
 func (w *ItemWriter) summaryPart(name, text string) {
-	w.Send(name, SummaryPartEvent{Type: name, SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index,
-		Part: summaryText(text)})
+	w.Send(name, SummaryPartEvent{EventHead: w.head(name), SummaryAt: SummaryAt{ItemAt: w.at(w.rs.ID)}, Part: summaryText(text)})
 }
 
 func (w *ItemWriter) closePart() {
@@ -398,12 +404,10 @@ func (w *ItemWriter) closePart() {
 	s := w.buf.String()
 	var part any
 	if w.part == PartRefusal {
-		w.Send(EventRefusalDone, RefusalDoneEvent{Type: EventRefusalDone, SequenceNumber: w.next(),
-			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Refusal: s})
+		w.Send(EventRefusalDone, RefusalDoneEvent{EventHead: w.head(EventRefusalDone), PartAt: PartAt{w.at(w.msg.ID), ci}, Refusal: s})
 		part = &RefusalPart{Type: PartRefusal, Refusal: s}
 	} else {
-		w.Send(EventOutputTextDone, OutputTextDoneEvent{Type: EventOutputTextDone, SequenceNumber: w.next(),
-			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Text: s, Logprobs: []json.RawMessage{}})
+		w.Send(EventOutputTextDone, OutputTextDoneEvent{EventHead: w.head(EventOutputTextDone), PartAt: PartAt{w.at(w.msg.ID), ci}, Text: s, Logprobs: []json.RawMessage{}})
 		part = outputText(s)
 	}
 	w.contentPart(EventContentPartDone, ci, part)
@@ -427,8 +431,7 @@ func (w *ItemWriter) Reasoning(s string) {
 		w.summaryPart(EventReasoningSummaryPartAdded, "")
 	}
 	w.rbuf.WriteString(s)
-	w.Send(EventReasoningSummaryTextDelta, SummaryTextDeltaEvent{Type: EventReasoningSummaryTextDelta,
-		SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index, Delta: s})
+	w.Send(EventReasoningSummaryTextDelta, SummaryTextDeltaEvent{EventHead: w.head(EventReasoningSummaryTextDelta), SummaryAt: SummaryAt{ItemAt: w.at(w.rs.ID)}, Delta: s})
 }
 
 // CloseItem ends the open item with status.
@@ -436,8 +439,7 @@ func (w *ItemWriter) CloseItem(status string) {
 	switch w.open {
 	case ItemReasoning:
 		text := w.rbuf.String()
-		w.Send(EventReasoningSummaryTextDone, SummaryTextDoneEvent{Type: EventReasoningSummaryTextDone,
-			SequenceNumber: w.next(), ItemID: w.rs.ID, OutputIndex: w.index, Text: text})
+		w.Send(EventReasoningSummaryTextDone, SummaryTextDoneEvent{EventHead: w.head(EventReasoningSummaryTextDone), SummaryAt: SummaryAt{ItemAt: w.at(w.rs.ID)}, Text: text})
 		w.summaryPart(EventReasoningSummaryPartDone, text)
 		w.rs.Summary, w.rs.Status = []SummaryText{summaryText(text)}, status
 		w.item(EventOutputItemDone, w.rs)
@@ -452,8 +454,7 @@ func (w *ItemWriter) CloseItem(status string) {
 		w.msg = nil
 	case ItemFunctionCall:
 		w.fc.Arguments, w.fc.Status = w.args.String(), status
-		w.Send(EventFunctionCallArgumentsDone, ArgumentsDoneEvent{Type: EventFunctionCallArgumentsDone,
-			SequenceNumber: w.next(), ItemID: w.fc.ID, OutputIndex: w.index, Arguments: w.fc.Arguments})
+		w.Send(EventFunctionCallArgumentsDone, ArgumentsDoneEvent{EventHead: w.head(EventFunctionCallArgumentsDone), ItemAt: w.at(w.fc.ID), Arguments: w.fc.Arguments})
 		w.item(EventOutputItemDone, w.fc)
 		w.output = append(w.output, w.fc)
 		w.calls = append(w.calls, chat.ToolCall{ID: w.fc.CallID, Type: "function",
@@ -493,12 +494,10 @@ func (w *ItemWriter) content(kind, s string) {
 	ci := len(w.msg.Content)
 	if kind == PartRefusal {
 		w.turnRefusal.WriteString(s)
-		w.Send(EventRefusalDelta, RefusalDeltaEvent{Type: EventRefusalDelta, SequenceNumber: w.next(),
-			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Delta: s})
+		w.Send(EventRefusalDelta, RefusalDeltaEvent{EventHead: w.head(EventRefusalDelta), PartAt: PartAt{w.at(w.msg.ID), ci}, Delta: s})
 	} else {
 		w.turnText.WriteString(s)
-		w.Send(EventOutputTextDelta, OutputTextDeltaEvent{Type: EventOutputTextDelta, SequenceNumber: w.next(),
-			ItemID: w.msg.ID, OutputIndex: w.index, ContentIndex: ci, Delta: s, Logprobs: []json.RawMessage{}})
+		w.Send(EventOutputTextDelta, OutputTextDeltaEvent{EventHead: w.head(EventOutputTextDelta), PartAt: PartAt{w.at(w.msg.ID), ci}, Delta: s, Logprobs: []json.RawMessage{}})
 	}
 }
 
@@ -522,13 +521,12 @@ func (w *ItemWriter) ToolCall(index int, id, name, args string) {
 		return
 	}
 	w.args.WriteString(args)
-	w.Send(EventFunctionCallArgumentsDelta, ArgumentsDeltaEvent{Type: EventFunctionCallArgumentsDelta,
-		SequenceNumber: w.next(), ItemID: w.fc.ID, OutputIndex: w.index, Delta: args})
+	w.Send(EventFunctionCallArgumentsDelta, ArgumentsDeltaEvent{EventHead: w.head(EventFunctionCallArgumentsDelta), ItemAt: w.at(w.fc.ID), Delta: args})
 }
 
 // ResponseEvent sends a response.* event carrying r.
 func (w *ItemWriter) ResponseEvent(name string, r *Response) {
-	w.Send(name, ResponseEvent{Type: name, SequenceNumber: w.next(), Response: r})
+	w.Send(name, ResponseEvent{EventHead: w.head(name), Response: r})
 }
 
 // StopSequence drops the stop sequence: a Response does not say it.

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 func str(s string) *string { return &s }
@@ -95,70 +92,31 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-// TestRequestViews pins how a request reads into its views: each member
-// as written (null as null, absent as nil), of a name given twice the
-// last, names matched exactly, and every member a view does not model
-// kept in Extra in body order.
-func TestRequestViews(t *testing.T) {
-	var v RequestView
-	body := "{\"model\":\"a\", \"model\" : {\"x\": 1} ,\"input\":null,\"Model\":3,\"\\u0074ools\":[],\"gateway\":{\"retry\":{}},\"z\xff\":5}"
-	if err := jsonv2.Unmarshal([]byte(body), &v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name      string
-		got, want jsontext.Value
-	}{
-		{"model (the last)", v.Model, jsontext.Value(`{"x": 1}`)},
-		{"input (null)", v.Input, jsontext.Value(`null`)},
-		{"tools (escaped name)", v.Tools, jsontext.Value(`[]`)},
-		{"text (absent)", v.Text, nil},
-		{"extra", v.Extra, jsontext.Value("{\"Model\":3,\"gateway\":{\"retry\":{}},\"z\xff\":5}")},
-	} {
-		if !bytes.Equal(c.got, c.want) || (c.want == nil) != (c.got == nil) {
-			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
-		}
-	}
-
+// TestEventEncoding pins what the stream events write: their members in
+// OpenAI's order, the head and the place of the item first.
+func TestEventEncoding(t *testing.T) {
+	head := EventHead{Type: "t", SequenceNumber: 3}
+	at := ItemAt{ItemID: "msg_1", OutputIndex: 1}
 	for _, tt := range []struct {
-		name string
-		body string
-		view any
+		ev   any
 		want string
 	}{
-		{"item", `{"type":"message","role":"user","content":"q","x":1}`, &InputItemView{}, `{"x":1}`},
-		{"part", `{"type":"input_image","image_url":"u","url":"v"}`, &InputPartView{}, `{"url":"v"}`},
-		{"tool", `{"type":"function","name":"f","function":{}}`, &ToolView{}, `{"function":{}}`},
-		{"tool_choice", `{"type":"function","name":"f","function":{"name":"f"}}`, &ToolChoiceView{}, `{"function":{"name":"f"}}`},
-		{"text", `{"format":{"type":"text"},"type":"text"}`, &TextView{}, `{"type":"text"}`},
-		{"format", `{"type":"json_schema","json_schema":{}}`, &TextFormatView{}, `{"json_schema":{}}`},
-		{"reasoning", `{"effort":"low","budget":1}`, &ReasoningView{}, `{"budget":1}`},
-		{"stream_options", `{"include_obfuscation":true,"include_usage":true}`, &StreamOptionsView{}, `{"include_usage":true}`},
+		{ResponseEvent{EventHead: head}, `{"type":"t","sequence_number":3,"response":null}`},
+		{OutputItemEvent{EventHead: head, OutputIndex: 2, Item: 1}, `{"type":"t","sequence_number":3,"output_index":2,"item":1}`},
+		{ContentPartEvent{EventHead: head, PartAt: PartAt{at, 4}, Part: 1}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"part":1}`},
+		{OutputTextDeltaEvent{EventHead: head, PartAt: PartAt{at, 4}, Delta: "d", Logprobs: []json.RawMessage{}}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"delta":"d","logprobs":[]}`},
+		{OutputTextDoneEvent{EventHead: head, PartAt: PartAt{at, 4}, Text: "x"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"text":"x","logprobs":null}`},
+		{RefusalDeltaEvent{EventHead: head, PartAt: PartAt{at, 4}, Delta: "d"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"delta":"d"}`},
+		{RefusalDoneEvent{EventHead: head, PartAt: PartAt{at, 4}, Refusal: "r"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"content_index":4,"refusal":"r"}`},
+		{ArgumentsDeltaEvent{EventHead: head, ItemAt: at, Delta: "d"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"delta":"d"}`},
+		{ArgumentsDoneEvent{EventHead: head, ItemAt: at, Arguments: "{}"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"arguments":"{}"}`},
+		{SummaryPartEvent{EventHead: head, SummaryAt: SummaryAt{at, 5}, Part: SummaryText{Type: "summary_text"}}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"summary_index":5,"part":{"type":"summary_text","text":""}}`},
+		{SummaryTextDeltaEvent{EventHead: head, SummaryAt: SummaryAt{at, 5}, Delta: "d"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"summary_index":5,"delta":"d"}`},
+		{SummaryTextDoneEvent{EventHead: head, SummaryAt: SummaryAt{at, 5}, Text: "x"}, `{"type":"t","sequence_number":3,"item_id":"msg_1","output_index":1,"summary_index":5,"text":"x"}`},
 	} {
-		if err := jsonv2.Unmarshal([]byte(tt.body), tt.view); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		var extra jsontext.Value
-		switch v := tt.view.(type) {
-		case *InputItemView:
-			extra = v.Extra
-		case *InputPartView:
-			extra = v.Extra
-		case *ToolView:
-			extra = v.Extra
-		case *ToolChoiceView:
-			extra = v.Extra
-		case *TextView:
-			extra = v.Extra
-		case *TextFormatView:
-			extra = v.Extra
-		case *ReasoningView:
-			extra = v.Extra
-		case *StreamOptionsView:
-			extra = v.Extra
-		}
-		if string(extra) != tt.want {
-			t.Errorf("%s: Extra %s, want %s", tt.name, extra, tt.want)
+		got, err := json.Marshal(tt.ev)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%T: got %s (%v), want %s", tt.ev, got, err, tt.want)
 		}
 	}
 }

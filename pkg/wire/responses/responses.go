@@ -245,120 +245,114 @@ type SummaryText struct {
 	Text string `json:"text"`
 }
 
+// EventHead is the members every stream event but "error" starts with.
+type EventHead struct {
+	Type           string `json:"type"`
+	SequenceNumber int    `json:"sequence_number"`
+}
+
+// ItemAt is the output item an event is about: its id and index.
+type ItemAt struct {
+	ItemID      string `json:"item_id"`
+	OutputIndex int    `json:"output_index"`
+}
+
+// PartAt is the content part of an output item an event is about.
+type PartAt struct {
+	ItemAt
+	ContentIndex int `json:"content_index"`
+}
+
+// SummaryAt is the summary part of a reasoning item an event is about.
+type SummaryAt struct {
+	ItemAt
+	SummaryIndex int `json:"summary_index"`
+}
+
 // ResponseEvent is response.created, response.in_progress,
 // response.completed, response.incomplete or response.failed.
 type ResponseEvent struct {
-	Type           string    `json:"type"`
-	SequenceNumber int       `json:"sequence_number"`
-	Response       *Response `json:"response"`
+	EventHead
+	Response *Response `json:"response"`
 }
 
 // OutputItemEvent is response.output_item.added or .done.
 type OutputItemEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	OutputIndex    int    `json:"output_index"`
-	Item           any    `json:"item"`
+	EventHead
+	OutputIndex int `json:"output_index"`
+	Item        any `json:"item"`
 }
 
 // ContentPartEvent is response.content_part.added or .done.
 type ContentPartEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	ItemID         string `json:"item_id"`
-	OutputIndex    int    `json:"output_index"`
-	ContentIndex   int    `json:"content_index"`
-	Part           any    `json:"part"`
+	EventHead
+	PartAt
+	Part any `json:"part"`
 }
 
 // OutputTextDeltaEvent is response.output_text.delta.
 type OutputTextDeltaEvent struct {
-	Type           string            `json:"type"`
-	SequenceNumber int               `json:"sequence_number"`
-	ItemID         string            `json:"item_id"`
-	OutputIndex    int               `json:"output_index"`
-	ContentIndex   int               `json:"content_index"`
-	Delta          string            `json:"delta"`
-	Logprobs       []json.RawMessage `json:"logprobs"`
+	EventHead
+	PartAt
+	Delta    string            `json:"delta"`
+	Logprobs []json.RawMessage `json:"logprobs"`
 }
 
 // OutputTextDoneEvent is response.output_text.done.
 type OutputTextDoneEvent struct {
-	Type           string            `json:"type"`
-	SequenceNumber int               `json:"sequence_number"`
-	ItemID         string            `json:"item_id"`
-	OutputIndex    int               `json:"output_index"`
-	ContentIndex   int               `json:"content_index"`
-	Text           string            `json:"text"`
-	Logprobs       []json.RawMessage `json:"logprobs"`
+	EventHead
+	PartAt
+	Text     string            `json:"text"`
+	Logprobs []json.RawMessage `json:"logprobs"`
 }
 
 // RefusalDeltaEvent is response.refusal.delta.
 type RefusalDeltaEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	ItemID         string `json:"item_id"`
-	OutputIndex    int    `json:"output_index"`
-	ContentIndex   int    `json:"content_index"`
-	Delta          string `json:"delta"`
+	EventHead
+	PartAt
+	Delta string `json:"delta"`
 }
 
 // RefusalDoneEvent is response.refusal.done.
 type RefusalDoneEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	ItemID         string `json:"item_id"`
-	OutputIndex    int    `json:"output_index"`
-	ContentIndex   int    `json:"content_index"`
-	Refusal        string `json:"refusal"`
+	EventHead
+	PartAt
+	Refusal string `json:"refusal"`
 }
 
 // ArgumentsDeltaEvent is response.function_call_arguments.delta.
 type ArgumentsDeltaEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	ItemID         string `json:"item_id"`
-	OutputIndex    int    `json:"output_index"`
-	Delta          string `json:"delta"`
+	EventHead
+	ItemAt
+	Delta string `json:"delta"`
 }
 
 // ArgumentsDoneEvent is response.function_call_arguments.done.
 type ArgumentsDoneEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	ItemID         string `json:"item_id"`
-	OutputIndex    int    `json:"output_index"`
-	Arguments      string `json:"arguments"`
+	EventHead
+	ItemAt
+	Arguments string `json:"arguments"`
 }
 
 // SummaryPartEvent is response.reasoning_summary_part.added or .done.
 type SummaryPartEvent struct {
-	Type           string      `json:"type"`
-	SequenceNumber int         `json:"sequence_number"`
-	ItemID         string      `json:"item_id"`
-	OutputIndex    int         `json:"output_index"`
-	SummaryIndex   int         `json:"summary_index"`
-	Part           SummaryText `json:"part"`
+	EventHead
+	SummaryAt
+	Part SummaryText `json:"part"`
 }
 
 // SummaryTextDeltaEvent is response.reasoning_summary_text.delta.
 type SummaryTextDeltaEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	ItemID         string `json:"item_id"`
-	OutputIndex    int    `json:"output_index"`
-	SummaryIndex   int    `json:"summary_index"`
-	Delta          string `json:"delta"`
+	EventHead
+	SummaryAt
+	Delta string `json:"delta"`
 }
 
 // SummaryTextDoneEvent is response.reasoning_summary_text.done.
 type SummaryTextDoneEvent struct {
-	Type           string `json:"type"`
-	SequenceNumber int    `json:"sequence_number"`
-	ItemID         string `json:"item_id"`
-	OutputIndex    int    `json:"output_index"`
-	SummaryIndex   int    `json:"summary_index"`
-	Text           string `json:"text"`
+	EventHead
+	SummaryAt
+	Text string `json:"text"`
 }
 
 // ErrorEvent is the "error" event of a stream that cannot go on; code and

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/buzzgate/buzzgate/internal/jsonobj"
@@ -20,10 +19,10 @@ import (
 )
 
 // The OpenAI Responses request, as POST /api/v1/responses reads it: the
-// body is decoded into pkg/wire/responses' RequestView, and each item,
-// part and tool into its view, members raw, so that each member is
-// checked in the order below and named in its error; a member a view does
-// not model is refused by name.
+// body, and each item, part and tool, is read as its members as written
+// (chat.Object: each name exactly, the last of two counting, values raw),
+// so that each member is checked in the order below and named in its
+// error; a member an object may not have is refused by name.
 //
 // Decoding is two steps, because a request continuing an earlier response
 // needs that response's stored turn, and only the request says which:
@@ -213,11 +212,12 @@ func (r *HubRequest) Preview() ([]byte, error) {
 // parseRequest validates a Responses request body and translates all of
 // it but the messages before this turn's; Chat is left nil until build.
 func parseRequest(body []byte) (*HubRequest, error) {
-	var v RequestView
-	if err := jsonv2.Unmarshal(body, &v, lenient); err != nil || firstByte(body) != '{' {
+	o, ok := chat.ParseObject(body)
+	if !ok || firstByte(body) != '{' {
 		return nil, llm.BodyError(body)
 	}
-	if err := checkKeys("", v.Extra, slices.Concat(llm.GatewayFields, IgnoredFields)); err != nil {
+	v := members(o)
+	if err := checkKeys("", v, bodyMembers...); err != nil {
 		return nil, err
 	}
 	r := &HubRequest{Store: true}
@@ -227,56 +227,56 @@ func parseRequest(body []byte) (*HubRequest, error) {
 
 	// Features the gateway does not offer: a clear 400 rather than a
 	// silently different answer.
-	if present(v.Conversation) {
+	if present(v.get("conversation")) {
 		return nil, llm.Invalid("conversation", "conversation is not supported by this gateway; continue a conversation with previous_response_id")
 	}
-	if present(v.Prompt) {
+	if present(v.get("prompt")) {
 		return nil, llm.Invalid("prompt", "prompt templates are not supported by this gateway; send the prompt as instructions and input")
 	}
-	background, err := readBool(v.Background, "background")
+	background, err := readBool(v.get("background"), "background")
 	if err != nil {
 		return nil, err
 	}
 	if background != nil && *background {
 		return nil, llm.Invalid("background", "background mode is not supported by this gateway; send the request with background false (or without it), streaming if it is long")
 	}
-	if logprobs, err := readInt(v.TopLogprobs, "top_logprobs", 0, 20); err != nil {
+	if logprobs, err := readInt(v.get("top_logprobs"), "top_logprobs", 0, 20); err != nil {
 		return nil, err
 	} else if logprobs > 0 {
 		return nil, llm.Invalid("top_logprobs", "top_logprobs is not supported by this gateway")
 	}
 	h := &llm.HintSet{}
-	effort, err := checkIgnored(&v, h)
+	effort, err := checkIgnored(v, h)
 	if err != nil {
 		return nil, err
 	}
 
-	model, err := readString(v.Model, "model", true)
+	model, err := readString(v.get("model"), "model", true)
 	if err != nil {
 		return nil, err
 	}
 	r.model = jsonobj.Marshal(model)
 
-	if r.PreviousResponseID, err = readString(v.PreviousResponseID, "previous_response_id", false); err != nil {
+	if r.PreviousResponseID, err = readString(v.get("previous_response_id"), "previous_response_id", false); err != nil {
 		return nil, err
 	}
-	if present(v.PreviousResponseID) && r.PreviousResponseID == "" {
+	if present(v.get("previous_response_id")) && r.PreviousResponseID == "" {
 		return nil, llm.Invalid("previous_response_id", "previous_response_id must not be empty")
 	}
-	if store, err := readBool(v.Store, "store"); err != nil {
+	if store, err := readBool(v.get("store"), "store"); err != nil {
 		return nil, err
 	} else if store != nil {
 		r.Store = *store
 	}
-	if r.Instructions, err = readString(v.Instructions, "instructions", false); err != nil {
+	if r.Instructions, err = readString(v.get("instructions"), "instructions", false); err != nil {
 		return nil, err
 	}
-	if err := r.input(v.Input, h); err != nil {
+	if err := r.input(v.get("input"), h); err != nil {
 		return nil, err
 	}
 
-	if present(v.MaxOutputTokens) {
-		n, err := readInt(v.MaxOutputTokens, "max_output_tokens", 1, llm.MaxTokensBound)
+	if present(v.get("max_output_tokens")) {
+		n, err := readInt(v.get("max_output_tokens"), "max_output_tokens", 1, llm.MaxTokensBound)
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +289,7 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		name string
 		raw  jsontext.Value
 		max  float64
-	}{{"temperature", v.Temperature, 2}, {"top_p", v.TopP, 1}} {
+	}{{"temperature", v.get("temperature"), 2}, {"top_p", v.get("top_p"), 1}} {
 		if !present(p.raw) {
 			continue
 		}
@@ -303,25 +303,25 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		add(p.name, json.RawMessage(p.raw))
 	}
 
-	tools, names, err := readTools(v.Tools, h)
+	tools, names, err := readTools(v.get("tools"), h)
 	if err != nil {
 		return nil, err
 	}
 	if len(tools) > 0 {
 		add("tools", jsonobj.Marshal(tools))
 	}
-	if present(v.ToolChoice) {
-		choice, err := readToolChoice(v.ToolChoice, names)
+	if present(v.get("tool_choice")) {
+		choice, err := readToolChoice(v.get("tool_choice"), names)
 		if err != nil {
 			return nil, err
 		}
 		if len(tools) > 0 {
 			add("tool_choice", choice)
 		} else {
-			r.EchoToolChoice = json.RawMessage(v.ToolChoice)
+			r.EchoToolChoice = json.RawMessage(v.get("tool_choice"))
 		}
 	}
-	if parallel, err := readBool(v.ParallelToolCalls, "parallel_tool_calls"); err != nil {
+	if parallel, err := readBool(v.get("parallel_tool_calls"), "parallel_tool_calls"); err != nil {
 		return nil, err
 	} else if parallel != nil && len(tools) > 0 {
 		add("parallel_tool_calls", json.RawMessage(strconv.FormatBool(*parallel)))
@@ -329,8 +329,8 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		r.EchoParallel = parallel
 	}
 
-	if present(v.Text) {
-		format, verbosity, err := readText(v.Text)
+	if present(v.get("text")) {
+		format, verbosity, err := readText(v.get("text"))
 		if err != nil {
 			return nil, err
 		}
@@ -342,16 +342,16 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		}
 	}
 
-	if present(v.Metadata) {
-		if r.Metadata, err = readMetadata(json.RawMessage(v.Metadata)); err != nil {
+	if present(v.get("metadata")) {
+		if r.Metadata, err = readMetadata(json.RawMessage(v.get("metadata"))); err != nil {
 			return nil, err
 		}
 	}
-	user, err := readString(v.User, "user", false)
+	user, err := readString(v.get("user"), "user", false)
 	if err != nil {
 		return nil, err
 	}
-	safety, err := readString(v.SafetyIdentifier, "safety_identifier", false)
+	safety, err := readString(v.get("safety_identifier"), "safety_identifier", false)
 	if err != nil {
 		return nil, err
 	}
@@ -362,17 +362,15 @@ func parseRequest(body []byte) (*HubRequest, error) {
 		add("user", jsonobj.Marshal(user))
 	}
 
-	if stream, err := readBool(v.Stream, "stream"); err != nil {
+	if stream, err := readBool(v.get("stream"), "stream"); err != nil {
 		return nil, err
 	} else if stream != nil && *stream {
 		add("stream", json.RawMessage("true"))
 		add("stream_options", json.RawMessage(`{"include_usage":true}`))
 	}
-	if len(v.Extra) > 0 {
-		for _, name := range llm.GatewayFields {
-			if raw := extraMember(v.Extra, name); present(raw) {
-				add(name, json.RawMessage(raw))
-			}
+	for _, name := range llm.GatewayFields {
+		if raw := v.get(name); present(raw) {
+			add(name, json.RawMessage(raw))
 		}
 	}
 
@@ -477,23 +475,23 @@ func (r *HubRequest) input(input []byte, h *llm.HintSet) error {
 	declared := make(map[string]bool)
 	for i, item := range items {
 		at := fmt.Sprintf("input[%d]", i)
-		var m InputItemView
-		if err := decodeObject(item, at, &m); err != nil {
+		m, err := readObject(item, at)
+		if err != nil {
 			return err
 		}
-		typ, err := readString(m.Type, at+".type", false)
+		typ, err := readString(m.get("type"), at+".type", false)
 		if err != nil {
 			return err
 		}
 		if typ == "" {
-			if !present(m.Role) {
+			if !present(m.get("role")) {
 				return llm.Invalid(at+".type", "%s.type is required (or a role, for a message)", at)
 			}
 			typ = ItemMessage
 		}
 		switch typ {
 		case ItemMessage:
-			msg, err := readMessage(&m, at)
+			msg, err := readMessage(m, at)
 			if err != nil {
 				return err
 			}
@@ -503,7 +501,7 @@ func (r *HubRequest) input(input []byte, h *llm.HintSet) error {
 				open = len(out) - 1
 			}
 		case ItemFunctionCall:
-			c, err := readFunctionCall(&m, at)
+			c, err := readFunctionCall(m, at)
 			if err != nil {
 				return err
 			}
@@ -516,7 +514,7 @@ func (r *HubRequest) input(input []byte, h *llm.HintSet) error {
 			}
 			out[open].ToolCalls = append(out[open].ToolCalls, c)
 		case ItemFunctionCallOutput:
-			msg, err := readFunctionOutput(&m, at)
+			msg, err := readFunctionOutput(m, at)
 			if err != nil {
 				return err
 			}
@@ -528,7 +526,7 @@ func (r *HubRequest) input(input []byte, h *llm.HintSet) error {
 		case ItemReasoning:
 			// An earlier output's reasoning, sent back: encrypted for the
 			// upstream that wrote it, which no other can read.
-			if err := itemKeys(&m, at, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
+			if err := checkKeys(at, m, "type", "id", "summary", "content", "encrypted_content", "status"); err != nil {
 				return err
 			}
 			h.Add("input[reasoning]")
@@ -545,47 +543,22 @@ func (r *HubRequest) input(input []byte, h *llm.HintSet) error {
 	return nil
 }
 
-// itemKeys rejects a member of an input item that its type may not
-// have: one of allowed, of those the view models, or any it does not.
-func itemKeys(m *InputItemView, at string, allowed ...string) error {
-	return checkKeys(at, m.Extra, nil, refusable(allowed,
-		namedMember{"type", m.Type}, namedMember{"id", m.ID}, namedMember{"role", m.Role}, namedMember{"content", m.Content},
-		namedMember{"status", m.Status}, namedMember{"phase", m.Phase}, namedMember{"call_id", m.CallID}, namedMember{"name", m.Name},
-		namedMember{"arguments", m.Arguments}, namedMember{"output", m.Output}, namedMember{"summary", m.Summary},
-		namedMember{"encrypted_content", m.EncryptedContent})...)
-}
-
-// partKeys is itemKeys for a content part.
-func partKeys(p *InputPartView, at string, allowed ...string) error {
-	return checkKeys(at, p.Extra, nil, refusable(allowed,
-		namedMember{"type", p.Type}, namedMember{"text", p.Text}, namedMember{"refusal", p.Refusal}, namedMember{"image_url", p.ImageURL},
-		namedMember{"file_id", p.FileID}, namedMember{"detail", p.Detail}, namedMember{"annotations", p.Annotations},
-		namedMember{"logprobs", p.Logprobs})...)
-}
-
-// toolKeys is itemKeys for a tool.
-func toolKeys(t *ToolView, at string, allowed ...string) error {
-	return checkKeys(at, t.Extra, nil, refusable(allowed,
-		namedMember{"type", t.Type}, namedMember{"name", t.Name}, namedMember{"description", t.Description},
-		namedMember{"parameters", t.Parameters}, namedMember{"strict", t.Strict}, namedMember{"tools", t.Tools})...)
-}
-
 // readMessage translates a message item.
-func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
+func readMessage(m members, at string) (chat.RequestMessage, error) {
 	var msg chat.RequestMessage
-	if err := itemKeys(m, at, "type", "role", "content", "id", "status", "phase"); err != nil {
+	if err := checkKeys(at, m, "type", "role", "content", "id", "status", "phase"); err != nil {
 		return msg, err
 	}
 	// phase marks an assistant message as commentary or the final answer,
 	// for the SDKs to send back as they got it: checked, then left out, as
 	// id and status are (Chat Completions has no such field).
-	switch phase, err := readString(m.Phase, at+".phase", false); {
+	switch phase, err := readString(m.get("phase"), at+".phase", false); {
 	case err != nil:
 		return msg, err
 	case phase != "" && phase != "commentary" && phase != "final_answer":
 		return msg, llm.Invalid(at+".phase", "%s.phase must be \"commentary\" or \"final_answer\"", at)
 	}
-	clientRole, err := readString(m.Role, at+".role", true)
+	clientRole, err := readString(m.get("role"), at+".role", true)
 	if err != nil {
 		return msg, err
 	}
@@ -597,11 +570,11 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 	default:
 		return msg, llm.Invalid(at+".role", "%s.role must be \"user\", \"assistant\", \"system\" or \"developer\"", at)
 	}
-	if _, err := readString(m.Status, at+".status", false); err != nil {
+	if _, err := readString(m.get("status"), at+".status", false); err != nil {
 		return msg, err
 	}
 	msg.Role = role
-	content, parts, err := stringOrParts(m.Content, "content", at, "content parts")
+	content, parts, err := stringOrParts(m.get("content"), "content", at, "content parts")
 	if err != nil {
 		return msg, err
 	}
@@ -616,38 +589,37 @@ func readMessage(m *InputItemView, at string) (chat.RequestMessage, error) {
 	assistant := role == "assistant"
 	for i, raw := range parts {
 		pat := fmt.Sprintf("%s.content[%d]", at, i)
-		var pm InputPartView
-		typ, err := decodeTyped(raw, pat, &pm, &pm.Type)
+		pm, typ, err := readTyped(raw, pat)
 		if err != nil {
 			return msg, err
 		}
 		switch {
 		case typ == PartInputText && !assistant:
-			text, err := partText(&pm, pm.Text, pat, "text")
+			text, err := partText(pm, pm.get("text"), pat, "text")
 			if err != nil {
 				return msg, err
 			}
 			out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 		case typ == PartInputImage && role == RoleUser:
-			img, err := readImage(&pm, pat)
+			img, err := readImage(pm, pat)
 			if err != nil {
 				return msg, err
 			}
 			out = append(out, img)
 		case typ == PartOutputText && assistant:
-			if err := partKeys(&pm, pat, "type", "text", "annotations", "logprobs"); err != nil {
+			if err := checkKeys(pat, pm, "type", "text", "annotations", "logprobs"); err != nil {
 				return msg, err
 			}
-			text, err := readString(pm.Text, pat+".text", false)
+			text, err := readString(pm.get("text"), pat+".text", false)
 			if err != nil {
 				return msg, err
 			}
-			if !present(pm.Text) {
+			if !present(pm.get("text")) {
 				return msg, llm.Invalid(pat+".text", "%s.text is required", pat)
 			}
 			out = append(out, chat.TextPart{Type: chat.PartText, Text: text})
 		case typ == PartRefusal && assistant:
-			text, err := partText(&pm, pm.Refusal, pat, "refusal")
+			text, err := partText(pm, pm.get("refusal"), pat, "refusal")
 			if err != nil {
 				return msg, err
 			}
@@ -676,8 +648,8 @@ func allowedParts(role string) string {
 
 // partText reads a part of {type, <name>: string} (value is its
 // member name); the string may be empty but must be there.
-func partText(p *InputPartView, value jsontext.Value, at, name string) (string, error) {
-	if err := partKeys(p, at, "type", name); err != nil {
+func partText(p members, value jsontext.Value, at, name string) (string, error) {
+	if err := checkKeys(at, p, "type", name); err != nil {
 		return "", err
 	}
 	if !present(value) {
@@ -687,15 +659,15 @@ func partText(p *InputPartView, value jsontext.Value, at, name string) (string, 
 }
 
 // readImage translates an input_image part.
-func readImage(m *InputPartView, at string) (chat.ImagePart, error) {
+func readImage(m members, at string) (chat.ImagePart, error) {
 	p := chat.ImagePart{Type: chat.PartImageURL}
-	if err := partKeys(m, at, "type", "image_url", "file_id", "detail"); err != nil {
+	if err := checkKeys(at, m, "type", "image_url", "file_id", "detail"); err != nil {
 		return p, err
 	}
-	if present(m.FileID) {
+	if present(m.get("file_id")) {
 		return p, llm.Invalid(at+".file_id", "%s.file_id is not supported by this gateway (it keeps no files); send the image as image_url, an https or data: URL", at)
 	}
-	u, err := readString(m.ImageURL, at+".image_url", true)
+	u, err := readString(m.get("image_url"), at+".image_url", true)
 	if err != nil {
 		return p, err
 	}
@@ -711,7 +683,7 @@ func readImage(m *InputPartView, at string) (chat.ImagePart, error) {
 		return p, llm.Invalid(at+".image_url", "%s.image_url must be an http or https URL or a data:image/...;base64 URL", at)
 	}
 	p.ImageURL.URL = u
-	detail, err := readString(m.Detail, at+".detail", false)
+	detail, err := readString(m.get("detail"), at+".detail", false)
 	if err != nil {
 		return p, err
 	}
@@ -729,23 +701,23 @@ func readImage(m *InputPartView, at string) (chat.ImagePart, error) {
 }
 
 // readFunctionCall translates a function_call item into a tool call.
-func readFunctionCall(m *InputItemView, at string) (chat.ToolCall, error) {
+func readFunctionCall(m members, at string) (chat.ToolCall, error) {
 	var c chat.ToolCall
 	c.Type = "function"
-	if err := itemKeys(m, at, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
+	if err := checkKeys(at, m, "type", "id", "call_id", "name", "arguments", "status"); err != nil {
 		return c, err
 	}
 	var err error
 	if c.ID, err = readCallID(m, at); err != nil {
 		return c, err
 	}
-	if c.Function.Name, err = readString(m.Name, at+".name", true); err != nil {
+	if c.Function.Name, err = readString(m.get("name"), at+".name", true); err != nil {
 		return c, err
 	}
-	if !present(m.Arguments) {
+	if !present(m.get("arguments")) {
 		return c, llm.Invalid(at+".arguments", "%s.arguments is required", at)
 	}
-	if c.Function.Arguments, err = readString(m.Arguments, at+".arguments", false); err != nil {
+	if c.Function.Arguments, err = readString(m.get("arguments"), at+".arguments", false); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -754,28 +726,28 @@ func readFunctionCall(m *InputItemView, at string) (chat.ToolCall, error) {
 // readCallID reads the members a function_call item and its
 // function_call_output share: the item's own id and status, checked and
 // dropped, and the call_id, which is returned.
-func readCallID(m *InputItemView, at string) (string, error) {
-	if _, err := readString(m.ID, at+".id", false); err != nil {
+func readCallID(m members, at string) (string, error) {
+	if _, err := readString(m.get("id"), at+".id", false); err != nil {
 		return "", err
 	}
-	if _, err := readString(m.Status, at+".status", false); err != nil {
+	if _, err := readString(m.get("status"), at+".status", false); err != nil {
 		return "", err
 	}
-	return readString(m.CallID, at+".call_id", true)
+	return readString(m.get("call_id"), at+".call_id", true)
 }
 
 // readFunctionOutput translates a function_call_output item into a tool
 // message.
-func readFunctionOutput(m *InputItemView, at string) (chat.RequestMessage, error) {
+func readFunctionOutput(m members, at string) (chat.RequestMessage, error) {
 	msg := chat.RequestMessage{Role: "tool"}
-	if err := itemKeys(m, at, "type", "id", "call_id", "output", "status"); err != nil {
+	if err := checkKeys(at, m, "type", "id", "call_id", "output", "status"); err != nil {
 		return msg, err
 	}
 	var err error
 	if msg.ToolCallID, err = readCallID(m, at); err != nil {
 		return msg, err
 	}
-	output, parts, err := stringOrParts(m.Output, "output", at, "input_text parts")
+	output, parts, err := stringOrParts(m.get("output"), "output", at, "input_text parts")
 	if err != nil {
 		return msg, err
 	}
@@ -786,15 +758,14 @@ func readFunctionOutput(m *InputItemView, at string) (chat.RequestMessage, error
 	out := make([]chat.TextPart, 0, len(parts))
 	for i, raw := range parts {
 		pat := fmt.Sprintf("%s.output[%d]", at, i)
-		var pm InputPartView
-		typ, err := decodeTyped(raw, pat, &pm, &pm.Type)
+		pm, typ, err := readTyped(raw, pat)
 		if err != nil {
 			return msg, err
 		}
 		if typ != PartInputText {
 			return msg, llm.Invalid(pat+".type", "%s: %s parts in a function_call_output are not supported by this gateway (only input_text is)", pat, llm.Quote(typ))
 		}
-		text, err := partText(&pm, pm.Text, pat, "text")
+		text, err := partText(pm, pm.get("text"), pat, "text")
 		if err != nil {
 			return msg, err
 		}
@@ -807,7 +778,7 @@ func readFunctionOutput(m *InputItemView, at string) (chat.RequestMessage, error
 // stringOrParts reads the required member field (raw) of the item at
 // at, a string or an array of parts (what names them in the error): the
 // string as it is written, or the parts.
-func stringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessage, []jsontext.Value, error) {
+func stringOrParts(raw jsontext.Value, field, at, what string) (json.RawMessage, []json.RawMessage, error) {
 	fat := at + "." + field
 	if !present(raw) {
 		return nil, nil, llm.Invalid(fat, "%s is required", fat)
@@ -840,46 +811,44 @@ func readTools(raw jsontext.Value, h *llm.HintSet) ([]chat.Tool, map[string]bool
 	tools := make([]chat.Tool, 0, len(list))
 	for i, t := range list {
 		at := fmt.Sprintf("tools[%d]", i)
-		var m ToolView
-		typ, err := decodeTyped(t, at, &m, &m.Type)
+		m, typ, err := readTyped(t, at)
 		if err != nil {
 			return nil, nil, err
 		}
 		switch typ {
 		case ToolFunction:
-			out, err := readFunctionTool(&m, at, names)
+			out, err := readFunctionTool(m, at, names)
 			if err != nil {
 				return nil, nil, err
 			}
 			tools = append(tools, out)
 		case ToolNamespace:
-			if err := toolKeys(&m, at, "type", "name", "description", "tools"); err != nil {
+			if err := checkKeys(at, m, "type", "name", "description", "tools"); err != nil {
 				return nil, nil, err
 			}
-			if _, err := readString(m.Name, at+".name", true); err != nil {
+			if _, err := readString(m.get("name"), at+".name", true); err != nil {
 				return nil, nil, err
 			}
-			if _, err := readString(m.Description, at+".description", false); err != nil {
+			if _, err := readString(m.get("description"), at+".description", false); err != nil {
 				return nil, nil, err
 			}
-			if !present(m.Tools) {
+			if !present(m.get("tools")) {
 				return nil, nil, llm.Invalid(at+".tools", "%s.tools is required", at)
 			}
-			inner, err := readArray(m.Tools, at+".tools", at+".tools must be an array of function tools")
+			inner, err := readArray(m.get("tools"), at+".tools", at+".tools must be an array of function tools")
 			if err != nil {
 				return nil, nil, err
 			}
 			for j, it := range inner {
 				iat := fmt.Sprintf("%s.tools[%d]", at, j)
-				var im ToolView
-				ityp, err := decodeTyped(it, iat, &im, &im.Type)
+				im, ityp, err := readTyped(it, iat)
 				if err != nil {
 					return nil, nil, err
 				}
 				if ityp != ToolFunction {
 					return nil, nil, llm.Invalid(iat+".type", "%s.type %s is not supported in a namespace (only function tools are)", iat, llm.Quote(ityp))
 				}
-				out, err := readFunctionTool(&im, iat, names)
+				out, err := readFunctionTool(im, iat, names)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -900,14 +869,14 @@ func readTools(raw jsontext.Value, h *llm.HintSet) ([]chat.Tool, map[string]bool
 // readFunctionTool translates a function tool: its name (unique among
 // names, the names so far, to which it is added), description, JSON
 // schema and strict.
-func readFunctionTool(m *ToolView, at string, names map[string]bool) (chat.Tool, error) {
+func readFunctionTool(m members, at string, names map[string]bool) (chat.Tool, error) {
 	var out chat.Tool
-	if err := toolKeys(m, at, "type", "name", "description", "parameters", "strict"); err != nil {
+	if err := checkKeys(at, m, "type", "name", "description", "parameters", "strict"); err != nil {
 		return out, err
 	}
 	out.Type = "function"
 	var err error
-	if out.Function.Name, err = readString(m.Name, at+".name", true); err != nil {
+	if out.Function.Name, err = readString(m.get("name"), at+".name", true); err != nil {
 		return out, err
 	}
 	if !validName(out.Function.Name) {
@@ -917,13 +886,13 @@ func readFunctionTool(m *ToolView, at string, names map[string]bool) (chat.Tool,
 		return out, llm.Invalid(at+".name", "%s.name: tool names must be unique", at)
 	}
 	names[out.Function.Name] = true
-	if out.Function.Description, err = readString(m.Description, at+".description", false); err != nil {
+	if out.Function.Description, err = readString(m.get("description"), at+".description", false); err != nil {
 		return out, err
 	}
-	if out.Function.Parameters, err = objectMember(m.Parameters, at+".parameters", false); err != nil {
+	if out.Function.Parameters, err = objectMember(m.get("parameters"), at+".parameters", false); err != nil {
 		return out, err
 	}
-	if strict, err := readBool(m.Strict, at+".strict"); err != nil {
+	if strict, err := readBool(m.get("strict"), at+".strict"); err != nil {
 		return out, err
 	} else if strict != nil {
 		out.Function.Strict = json.RawMessage(strconv.FormatBool(*strict))
@@ -964,21 +933,21 @@ func readToolChoice(raw jsontext.Value, tools map[string]bool) (json.RawMessage,
 		}
 		return jsonobj.Marshal(s), nil
 	}
-	var m ToolChoiceView
-	if err := decodeObject(raw, param, &m); err != nil {
+	m, err := readObject(raw, param)
+	if err != nil {
 		return nil, llm.Invalid(param, "tool_choice must be a string or an object")
 	}
-	typ, err := readString(m.Type, "tool_choice.type", true)
+	typ, err := readString(m.get("type"), "tool_choice.type", true)
 	if err != nil {
 		return nil, err
 	}
 	if typ != ToolFunction {
 		return nil, llm.Invalid("tool_choice.type", "tool_choice.type %s is not supported by this gateway (only function is)", llm.Quote(typ))
 	}
-	if err := checkKeys(param, m.Extra, nil); err != nil {
+	if err := checkKeys(param, m, "type", "name"); err != nil {
 		return nil, err
 	}
-	name, err := readString(m.Name, "tool_choice.name", true)
+	name, err := readString(m.get("name"), "tool_choice.name", true)
 	if err != nil {
 		return nil, err
 	}
@@ -991,14 +960,14 @@ func readToolChoice(raw jsontext.Value, tools map[string]bool) (json.RawMessage,
 // readText translates text: its format, as a response_format (nil for plain
 // text), and its verbosity ("" for none).
 func readText(raw jsontext.Value) (format json.RawMessage, verbosity string, err error) {
-	var m TextView
-	if err := decodeObject(raw, "text", &m); err != nil {
+	m, err := readObject(raw, "text")
+	if err != nil {
 		return nil, "", err
 	}
-	if err := checkKeys("text", m.Extra, nil); err != nil {
+	if err := checkKeys("text", m, "format", "verbosity"); err != nil {
 		return nil, "", err
 	}
-	verbosity, err = readString(m.Verbosity, "text.verbosity", false)
+	verbosity, err = readString(m.get("verbosity"), "text.verbosity", false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -1007,7 +976,7 @@ func readText(raw jsontext.Value) (format json.RawMessage, verbosity string, err
 	default:
 		return nil, "", llm.Invalid("text.verbosity", "text.verbosity must be \"low\", \"medium\" or \"high\"")
 	}
-	format, err = readFormat(m.Format)
+	format, err = readFormat(m.get("format"))
 	return format, verbosity, err
 }
 
@@ -1017,16 +986,11 @@ func readFormat(raw jsontext.Value) (json.RawMessage, error) {
 		return nil, nil
 	}
 	const at = "text.format"
-	var f TextFormatView
-	typ, err := decodeTyped(raw, at, &f, &f.Type)
+	f, typ, err := readTyped(raw, at)
 	if err != nil {
 		return nil, err
 	}
-	keys := func(allowed ...string) error {
-		return checkKeys(at, f.Extra, nil, refusable(allowed,
-			namedMember{"type", f.Type}, namedMember{"name", f.Name}, namedMember{"schema", f.Schema},
-			namedMember{"description", f.Description}, namedMember{"strict", f.Strict})...)
-	}
+	keys := func(allowed ...string) error { return checkKeys(at, f, allowed...) }
 	switch typ {
 	case FormatText:
 		return nil, keys("type")
@@ -1043,19 +1007,19 @@ func readFormat(raw jsontext.Value) (json.RawMessage, error) {
 		return nil, err
 	}
 	var js chat.JSONSchema
-	if js.Name, err = readString(f.Name, at+".name", true); err != nil {
+	if js.Name, err = readString(f.get("name"), at+".name", true); err != nil {
 		return nil, err
 	}
 	if !validName(js.Name) {
 		return nil, llm.Invalid(at+".name", "%s.name must be 1 to %d letters, digits, underscores and dashes", at, maxFunctionName)
 	}
-	if js.Description, err = readString(f.Description, at+".description", false); err != nil {
+	if js.Description, err = readString(f.get("description"), at+".description", false); err != nil {
 		return nil, err
 	}
-	if js.Schema, err = objectMember(f.Schema, at+".schema", true); err != nil {
+	if js.Schema, err = objectMember(f.get("schema"), at+".schema", true); err != nil {
 		return nil, err
 	}
-	if strict, err := readBool(f.Strict, at+".strict"); err != nil {
+	if strict, err := readBool(f.get("strict"), at+".strict"); err != nil {
 		return nil, err
 	} else if strict != nil {
 		js.Strict = json.RawMessage(strconv.FormatBool(*strict))
@@ -1106,27 +1070,27 @@ func readMetadata(raw json.RawMessage) (json.RawMessage, error) {
 // checkIgnored checks the shape of the ignored fields (a wrong type is
 // still the client's mistake) and returns reasoning.effort, which is
 // translated.
-func checkIgnored(v *RequestView, h *llm.HintSet) (effort string, err error) {
-	if present(v.ClientMetadata) && v.ClientMetadata[0] != '{' {
+func checkIgnored(v members, h *llm.HintSet) (effort string, err error) {
+	if present(v.get("client_metadata")) && v.get("client_metadata")[0] != '{' {
 		return "", llm.Invalid("client_metadata", "client_metadata must be an object")
 	}
-	for _, f := range []namedMember{{"service_tier", v.ServiceTier}, {"prompt_cache_key", v.PromptCacheKey}, {"prompt_cache_retention", v.PromptCacheRetention}} {
-		if _, err := readString(f.value, f.name, false); err != nil {
+	for _, name := range []string{"service_tier", "prompt_cache_key", "prompt_cache_retention"} {
+		if _, err := readString(v.get(name), name, false); err != nil {
 			return "", err
 		}
 	}
-	truncation, err := readString(v.Truncation, "truncation", false)
+	truncation, err := readString(v.get("truncation"), "truncation", false)
 	if err != nil {
 		return "", err
 	}
 	if truncation != "" && truncation != "auto" && truncation != "disabled" {
 		return "", llm.Invalid("truncation", "truncation must be \"auto\" or \"disabled\"")
 	}
-	if _, err := readInt(v.MaxToolCalls, "max_tool_calls", 0, math.MaxInt32); err != nil {
+	if _, err := readInt(v.get("max_tool_calls"), "max_tool_calls", 0, math.MaxInt32); err != nil {
 		return "", err
 	}
-	if present(v.Include) {
-		list, err := readArray(v.Include, "include", "include must be an array of strings")
+	if present(v.get("include")) {
+		list, err := readArray(v.get("include"), "include", "include must be an array of strings")
 		if err != nil {
 			return "", err
 		}
@@ -1136,38 +1100,39 @@ func checkIgnored(v *RequestView, h *llm.HintSet) (effort string, err error) {
 			}
 		}
 	}
-	if present(v.Reasoning) {
-		var m ReasoningView
-		if err := decodeObject(v.Reasoning, "reasoning", &m); err != nil {
+	if present(v.get("reasoning")) {
+		reasoning := []string{"effort", "summary", "generate_summary"}
+		m, err := readObject(v.get("reasoning"), "reasoning")
+		if err != nil {
 			return "", err
 		}
-		if err := checkKeys("reasoning", m.Extra, nil); err != nil {
+		if err := checkKeys("reasoning", m, reasoning...); err != nil {
 			return "", err
 		}
-		for _, f := range []namedMember{{"effort", m.Effort}, {"summary", m.Summary}, {"generate_summary", m.GenerateSummary}} {
-			if _, err := readString(f.value, "reasoning."+f.name, false); err != nil {
+		for _, name := range reasoning {
+			if _, err := readString(m.get(name), "reasoning."+name, false); err != nil {
 				return "", err
 			}
 		}
-		effort, _ = readString(m.Effort, "reasoning.effort", false)
+		effort, _ = readString(m.get("effort"), "reasoning.effort", false)
 		switch effort {
 		case "", "none", "minimal", "low", "medium", "high", "xhigh":
 		default:
 			return "", llm.Invalid("reasoning.effort", "reasoning.effort must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"")
 		}
-		if present(m.Summary) || present(m.GenerateSummary) {
+		if present(m.get("summary")) || present(m.get("generate_summary")) {
 			h.Add("reasoning.summary")
 		}
 	}
-	if present(v.StreamOptions) {
-		var m StreamOptionsView
-		if err := decodeObject(v.StreamOptions, "stream_options", &m); err != nil {
+	if present(v.get("stream_options")) {
+		m, err := readObject(v.get("stream_options"), "stream_options")
+		if err != nil {
 			return "", err
 		}
-		if err := checkKeys("stream_options", m.Extra, nil); err != nil {
+		if err := checkKeys("stream_options", m, "include_obfuscation"); err != nil {
 			return "", err
 		}
-		if _, err := readBool(m.IncludeObfuscation, "stream_options.include_obfuscation"); err != nil {
+		if _, err := readBool(m.get("include_obfuscation"), "stream_options.include_obfuscation"); err != nil {
 			return "", err
 		}
 	}
@@ -1176,10 +1141,6 @@ func checkIgnored(v *RequestView, h *llm.HintSet) (effort string, err error) {
 
 // The readers of a view's members, each a JSON value as the client wrote
 // it: nil when absent. A null member is an absent one.
-
-// lenient read a request: of a name given twice the last value counts,
-// and strings need not be valid UTF-8, as encoding/json reads them.
-var lenient = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // firstByte is body's first byte after white space, or 0.
 func firstByte(body []byte) byte {
@@ -1193,21 +1154,45 @@ func present(raw jsontext.Value) bool {
 	return len(raw) > 0 && string(raw) != "null"
 }
 
-// decodeObject reads a member that must be an object into its view.
-func decodeObject(raw jsontext.Value, param string, v any) error {
-	if len(raw) == 0 || raw[0] != '{' || jsonv2.Unmarshal(raw, v, lenient) != nil {
-		return llm.Invalid(param, "%s must be an object", param)
-	}
-	return nil
+// members are an object of the request as written.
+type members chat.Object
+
+// get is the value of the member name (the last, if given twice); nil when
+// absent.
+func (o members) get(name string) jsontext.Value {
+	return jsontext.Value(chat.Object(o).Get(name))
 }
 
-// decodeTyped reads a member that must be an object with a type into its
-// view, v, and returns the type, read from typ, v's Type field.
-func decodeTyped(raw jsontext.Value, at string, v any, typ *jsontext.Value) (string, error) {
-	if err := decodeObject(raw, at, v); err != nil {
-		return "", err
+// bodyMembers are the members a request body may have: those read, the
+// gateway's and the ignored ones.
+var bodyMembers = slices.Concat([]string{
+	"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools",
+	"tool_choice", "parallel_tool_calls", "text", "metadata", "user", "safety_identifier", "stream",
+	"store", "previous_response_id", "background", "top_logprobs", "conversation", "prompt",
+	"reasoning",
+}, llm.GatewayFields, IgnoredFields)
+
+// readObject reads a member that must be an object.
+func readObject(raw []byte, param string) (members, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, llm.Invalid(param, "%s must be an object", param)
 	}
-	return readString(*typ, at+".type", true)
+	o, ok := chat.ParseObject(raw)
+	if !ok {
+		return nil, llm.Invalid(param, "%s must be an object", param)
+	}
+	return members(o), nil
+}
+
+// readTyped reads a member that must be an object with a type, and its
+// type.
+func readTyped(raw []byte, at string) (members, string, error) {
+	o, err := readObject(raw, at)
+	if err != nil {
+		return nil, "", err
+	}
+	typ, err := readString(o.get("type"), at+".type", true)
+	return o, typ, err
 }
 
 // objectMember reads a member that holds a JSON schema object, kept as
@@ -1226,9 +1211,12 @@ func objectMember(raw jsontext.Value, param string, required bool) (json.RawMess
 }
 
 // readArray reads a member that must be an array (msg says so).
-func readArray(raw jsontext.Value, param, msg string) ([]jsontext.Value, error) {
-	var a []jsontext.Value
-	if len(raw) == 0 || raw[0] != '[' || jsonv2.Unmarshal(raw, &a, lenient) != nil {
+func readArray(raw jsontext.Value, param, msg string) ([]json.RawMessage, error) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, llm.Invalid(param, "%s", msg)
+	}
+	a, ok := chat.ParseArray(raw)
+	if !ok {
 		return nil, llm.Invalid(param, "%s", msg)
 	}
 	return a, nil
@@ -1255,7 +1243,7 @@ func readString(raw jsontext.Value, param string, required bool) (string, error)
 
 // stringValue reads a string, invalid UTF-8 replaced as encoding/json
 // replaces it.
-func stringValue(raw jsontext.Value, param string) (string, error) {
+func stringValue(raw []byte, param string) (string, error) {
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", llm.Invalid(param, "%s must be a string", param)
@@ -1295,52 +1283,17 @@ func readInt(raw jsontext.Value, param string, lo, hi int64) (int64, error) {
 	return int64(f), nil
 }
 
-// namedMember is a modelled member of a view, by name.
-type namedMember struct {
-	name  string
-	value jsontext.Value
-}
-
-// refusable are those of members that are there (null or not) and not
-// allowed.
-func refusable(allowed []string, members ...namedMember) []namedMember {
-	var out []namedMember
-	for _, m := range members {
-		if m.value != nil && !slices.Contains(allowed, m.name) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// checkKeys rejects a member of the object at param (the body when "") that
-// is not allowed: one of extra, the members the object's view does not
-// model, but those in known, or one of refused, modelled members the
-// object may not have. Of several, it names the first in sorted order.
-func checkKeys(param string, extra jsontext.Value, known []string, refused ...namedMember) error {
+// checkKeys rejects a member of the object o at param (the body when "")
+// that is not allowed. Of several, it names the first in sorted order.
+func checkKeys(param string, o members, allowed ...string) error {
 	name, ok := "", false
-	for _, m := range refused {
-		if !ok || m.name < name {
-			name, ok = m.name, true
+	for _, m := range o {
+		k := m.Key
+		if !utf8.ValidString(k) {
+			k = string([]rune(k)) // each byte that is not UTF-8 as U+FFFD, as encoding/json reads it
 		}
-	}
-	if len(extra) > 2 {
-		d := jsontext.NewDecoder(bytes.NewReader(extra), lenient)
-		if _, err := d.ReadToken(); err == nil {
-			for d.PeekKind() == '"' {
-				raw, err := d.ReadValue()
-				if err != nil {
-					break
-				}
-				var k string
-				_ = json.Unmarshal(raw, &k) // before the next read reuses raw
-				if d.SkipValue() != nil {
-					break
-				}
-				if !slices.Contains(known, k) && (!ok || k < name) {
-					name, ok = k, true
-				}
-			}
+		if !slices.Contains(allowed, k) && (!ok || k < name) {
+			name, ok = k, true
 		}
 	}
 	if !ok {
@@ -1356,32 +1309,6 @@ func checkKeys(param string, extra jsontext.Value, known []string, refused ...na
 		name = param + "." + name
 	}
 	return llm.Invalid(name, "unknown field %s", name)
-}
-
-// extraMember is the member name of extra (the last, if given twice),
-// or nil.
-func extraMember(extra jsontext.Value, name string) jsontext.Value {
-	var out jsontext.Value
-	d := jsontext.NewDecoder(bytes.NewReader(extra), lenient)
-	if _, err := d.ReadToken(); err != nil {
-		return nil
-	}
-	for d.PeekKind() == '"' {
-		raw, err := d.ReadValue()
-		if err != nil {
-			return out
-		}
-		var k string
-		_ = json.Unmarshal(raw, &k)
-		v, err := d.ReadValue()
-		if err != nil {
-			return out
-		}
-		if k == name {
-			out = v.Clone()
-		}
-	}
-	return out
 }
 
 // InputMessages are Responses input or output items (or an input string)
