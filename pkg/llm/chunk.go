@@ -145,10 +145,11 @@ func (NoReports) Report() StreamReport { return StreamReport{} }
 // through untouched; a chunk built from its typed fields has none.
 type Chunk struct {
 	// Proto is the chunk's protocol: ProtoChat for a chat.completion.chunk,
-	// or a provider's native one (Caps.Native) for an event of a request passed through,
-	// whose Raw and Event go to the client as they are (and whose typed
-	// fields are only those its observer sets: Output, FinishReason in
-	// that protocol's vocabulary, Usage).
+	// or a provider's native one (Caps.Native) for an event of a request
+	// passed through, whose Raw and Event go to the client as they are. Of
+	// such an event's typed fields, only those its observer sets are read:
+	// Output, Text, Usage, and Seen and Finished (1 on the event that ends
+	// the answer); its stop reason stays in Raw, in its own vocabulary.
 	Proto Proto
 	// Event is the SSE event name of a passed-through event ("" for Chat).
 	Event string
@@ -170,7 +171,8 @@ type Chunk struct {
 	// a reasoning model's thinking: the first such chunk fixes the provider
 	// for the rest of the request.
 	Output bool
-	// FinishReason is the first non-empty finish_reason among the choices.
+	// FinishReason is the first non-empty finish_reason among the choices,
+	// in Chat Completions' vocabulary; "" on an event passed through.
 	FinishReason string
 	// Seen and Finished are the chunk's choices, and those of them with a
 	// finish_reason, as bits by index (bit i for index i; indexes from 63

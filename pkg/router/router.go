@@ -690,7 +690,7 @@ func (r *Router) attempt(ctx context.Context, c Candidate, depth int, up *llm.Up
 			continue // usage only
 		}
 		a.pending = append(a.pending, ch)
-		if ch.Output || ch.FinishReason != "" {
+		if ch.Output || ch.Finished != 0 {
 			if timer != nil && !timer.Stop() {
 				stream.Close()
 				return fail(context.Canceled)

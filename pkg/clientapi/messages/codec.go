@@ -109,7 +109,7 @@ type passDialect struct{}
 var usagePath = []string{"usage"}
 
 func (passDialect) UsageEvent(ch *llm.Chunk) bool {
-	return ch.Event == messageswire.EventMessageDelta || ch.Usage != nil && ch.FinishReason != ""
+	return ch.Event == messageswire.EventMessageDelta || ch.Usage != nil && ch.Finished != 0
 }
 
 func (passDialect) UsagePath() []string { return usagePath }

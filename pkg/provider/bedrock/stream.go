@@ -157,7 +157,7 @@ func (s *eventChunks) Next() (llm.Chunk, error) {
 func (s *eventChunks) take(chunks []llm.Chunk) {
 	for i := range chunks {
 		ch := &chunks[i]
-		s.finished = s.finished || ch.FinishReason != "" || (ch.Usage != nil && !ch.HasChoices)
+		s.finished = s.finished || ch.Finished != 0 || (ch.Usage != nil && !ch.HasChoices)
 	}
 	s.pending = chunks
 }

@@ -64,3 +64,45 @@ func TestEventFailure(t *testing.T) {
 		t.Errorf("eventFailure of another error: %v", err)
 	}
 }
+
+// TestEventChunksEnd: the answer's end is the chunk either decoder marks
+// Finished (a Chat chunk's finish_reason; a Messages message_delta, whose
+// stop reason stays in its own vocabulary), or a usage-only chunk; the
+// chunks before it leave the answer unfinished, so that events that stop
+// there are a cut stream rather than a whole answer.
+func TestEventChunksEnd(t *testing.T) {
+	events := []types.ConverseStreamOutput{
+		&types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}},
+		&types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{
+			ContentBlockIndex: aws.Int32(0), Delta: &types.ContentBlockDeltaMemberText{Value: "Hi"}}},
+		&types.ConverseStreamOutputMemberContentBlockStop{Value: types.ContentBlockStopEvent{ContentBlockIndex: aws.Int32(0)}},
+		&types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: types.StopReasonEndTurn}},
+		&types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{
+			Usage: &types.TokenUsage{InputTokens: aws.Int32(3), OutputTokens: aws.Int32(1), TotalTokens: aws.Int32(4)}}},
+	}
+	for _, dec := range []struct {
+		name string
+		make func() eventDecoder
+	}{
+		{"chat", func() eventDecoder {
+			return &chatEvents{dec: converse.NewDecoder("chatcmpl-1", "amazon.nova-pro-v1:0", 1735689600)}
+		}},
+		{"messages", func() eventDecoder { return messages.NewConverseEncoder("msg_1", "amazon.nova-pro-v1:0") }},
+	} {
+		t.Run(dec.name, func(t *testing.T) {
+			s := &eventChunks{dec: dec.make()}
+			for i, ev := range events {
+				chunks, err := s.dec.Encode(ev)
+				if err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				s.take(chunks)
+				// Finished from the stop on (the Messages encoder holds
+				// message_delta until the usage comes).
+				if want := i >= 3 && (dec.name == "chat" || i == 4); s.finished != want {
+					t.Errorf("after event %d: finished %v, want %v", i, s.finished, want)
+				}
+			}
+		})
+	}
+}

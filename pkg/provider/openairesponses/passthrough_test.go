@@ -257,7 +257,7 @@ func TestPassThroughEvents(t *testing.T) {
 		case 7:
 			g.Output, g.Text = true, "."
 		case 10:
-			g.Finish, g.Seen, g.Finished = "completed", 1, 1
+			g.Seen, g.Finished = 1, 1
 			g.Usage = llm.ReadUsage([]byte(`{"prompt_tokens":21,"completion_tokens":40,"total_tokens":61,"prompt_tokens_details":{"cached_tokens":16},"completion_tokens_details":{"reasoning_tokens":35}}`))
 		}
 		want = append(want, g)
@@ -277,24 +277,23 @@ func TestPassThroughAgainstFake(t *testing.T) {
 		name        string
 		resp        providertest.Response
 		firstOutput string // the event of the first chunk with Output
-		end         string // the terminal event
-		finish      string
+		end         string // the terminal event, the one chunk Finished
 		usage       string
 	}{
 		{"reasoning summary, then text", providertest.Response{Responses: &providertest.ResponsesAnswer{Reasoning: []string{"Hmm"}, CachedTokens: 2, ReasoningTokens: 1}},
-			"response.reasoning_summary_text.delta", "response.completed", "completed",
+			"response.reasoning_summary_text.delta", "response.completed",
 			`{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}`},
 		{"encrypted reasoning only, then text", providertest.Response{Responses: &providertest.ResponsesAnswer{EncryptedContent: "gAAA"}},
-			"response.output_item.done", "response.completed", "completed",
+			"response.output_item.done", "response.completed",
 			`{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}`},
 		{"a function call", providertest.Response{ToolCall: &providertest.ToolCall{Name: "f", Arguments: `{"a":1}`}, Usage: &providertest.Usage{PromptTokens: 5, CompletionTokens: 6}},
-			"response.output_item.added", "response.completed", "completed",
+			"response.output_item.added", "response.completed",
 			`{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}`},
-		{"a refusal", providertest.Response{Refusal: "No.", NoUsage: true}, "response.refusal.delta", "response.completed", "completed", ""},
-		{"an empty answer", providertest.Response{Text: []string{}, NoUsage: true}, "", "response.completed", "completed", ""},
-		{"incomplete", providertest.Response{FinishReason: "length", NoUsage: true}, "response.output_text.delta", "response.incomplete", "incomplete", ""},
+		{"a refusal", providertest.Response{Refusal: "No.", NoUsage: true}, "response.refusal.delta", "response.completed", ""},
+		{"an empty answer", providertest.Response{Text: []string{}, NoUsage: true}, "", "response.completed", ""},
+		{"incomplete", providertest.Response{FinishReason: "length", NoUsage: true}, "response.output_text.delta", "response.incomplete", ""},
 		{"a JSON answer", providertest.Response{NonStreaming: true, Usage: &providertest.Usage{PromptTokens: 3, CompletionTokens: 4}},
-			"response.output_text.delta", "response.completed", "completed",
+			"response.output_text.delta", "response.completed",
 			`{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}`},
 	}
 	for _, tt := range tests {
@@ -314,12 +313,17 @@ func TestPassThroughAgainstFake(t *testing.T) {
 				}
 			}
 			last := chunks[len(chunks)-1]
-			if first != tt.firstOutput || last.Event != tt.end || last.FinishReason != tt.finish || !reflect.DeepEqual(last.Usage, llm.ReadUsage([]byte(tt.usage))) {
-				t.Errorf("first output %q, end %q %q, usage %+v; want %q, %q %q, %s", first, last.Event, last.FinishReason, last.Usage, tt.firstOutput, tt.end, tt.finish, tt.usage)
+			if first != tt.firstOutput || last.Event != tt.end || last.Finished != 1 || !reflect.DeepEqual(last.Usage, llm.ReadUsage([]byte(tt.usage))) {
+				t.Errorf("first output %q, end %q finished %b, usage %+v; want %q, %q finished, %s", first, last.Event, last.Finished, last.Usage, tt.firstOutput, tt.end, tt.usage)
+			}
+			for i, c := range chunks {
+				if c.FinishReason != "" {
+					t.Errorf("chunk %d (%s): finish_reason %q on an event passed through", i, c.Event, c.FinishReason)
+				}
 			}
 			for i, c := range chunks[:len(chunks)-1] {
-				if c.FinishReason != "" || c.Usage != nil {
-					t.Errorf("chunk %d (%s): finish %q, usage %+v before the end", i, c.Event, c.FinishReason, c.Usage)
+				if c.Finished != 0 || c.Usage != nil {
+					t.Errorf("chunk %d (%s): finished %b, usage %+v before the end", i, c.Event, c.Finished, c.Usage)
 				}
 			}
 			if up.Calls() != 1 {
@@ -410,8 +414,8 @@ func TestPassThroughFailures(t *testing.T) {
 				t.Errorf("Next again: %v, want %v", again, err)
 			}
 			for i, c := range chunks {
-				if c.FinishReason != "" {
-					t.Errorf("chunk %d (%s): finish %q in a stream that failed", i, c.Event, c.FinishReason)
+				if c.Finished != 0 || c.FinishReason != "" {
+					t.Errorf("chunk %d (%s): finished %b (finish %q) in a stream that failed", i, c.Event, c.Finished, c.FinishReason)
 				}
 			}
 			if got := s.Report().Usage; !reflect.DeepEqual(got, llm.ReadUsage([]byte(tt.usage))) {

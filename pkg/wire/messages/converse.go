@@ -1040,7 +1040,7 @@ func (e *ConverseEncoder) stopOpen(out []llm.Chunk) []llm.Chunk {
 func (e *ConverseEncoder) finish(out []llm.Chunk) []llm.Chunk {
 	e.done = true
 	stop := e.stop
-	ev := llm.Chunk{Event: EventMessageDelta, FinishReason: stop}
+	ev := llm.Chunk{Event: EventMessageDelta, Seen: 1, Finished: 1}
 	md := MessageDelta{Type: EventMessageDelta, Delta: StopDelta{StopReason: &stop, StopSequence: e.stopSeq}}
 	if e.usage != nil {
 		count := func(p *int32) *int64 { n := int64(max(aws.ToInt32(p), 0)); return &n }
@@ -1064,9 +1064,6 @@ func (e *ConverseEncoder) finish(out []llm.Chunk) []llm.Chunk {
 func (e *ConverseEncoder) add(out []llm.Chunk, ev llm.Chunk, v any) []llm.Chunk {
 	ev.Raw = jsonobj.Marshal(v) // strings, numbers and valid raw JSON only: it always encodes
 	ev.Proto, ev.HasChoices, ev.ID, ev.Model = llm.ProtoMessages, true, e.id, e.model
-	if ev.FinishReason != "" {
-		ev.Seen, ev.Finished = 1, 1
-	}
 	return append(out, ev)
 }
 

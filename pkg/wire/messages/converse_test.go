@@ -481,15 +481,16 @@ func encodeConverse(t *testing.T, events ...types.ConverseStreamOutput) []llm.Ch
 
 // converseView is what a test checks of an event.
 type converseView struct {
-	Name, Data   string
-	Output       bool
-	Text, Finish string
+	Name, Data string
+	Output     bool
+	Text       string
+	Finished   bool
 }
 
 func converseViews(evs []llm.Chunk) []converseView {
 	var out []converseView
 	for _, ev := range evs {
-		out = append(out, converseView{ev.Event, string(ev.Raw), ev.Output, ev.Text, ev.FinishReason})
+		out = append(out, converseView{ev.Event, string(ev.Raw), ev.Output, ev.Text, ev.Finished == 1 && ev.Seen == 1})
 	}
 	return out
 }
@@ -528,7 +529,7 @@ func TestConverseEncoderStream(t *testing.T) {
 		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`, Output: true, Text: `{"city":`},
 		{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}`, Output: true, Text: `"Paris"}`},
 		{Name: "content_block_stop", Data: `{"type":"content_block_stop","index":2}`},
-		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":9000,"output_tokens":34}}`, Finish: "tool_use"},
+		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":9000,"output_tokens":34}}`, Finished: true},
 		{Name: "message_stop", Data: `{"type":"message_stop"}`},
 	}
 	if diff := cmp.Diff(want, converseViews(evs)); diff != "" {
@@ -558,8 +559,8 @@ func TestConverseEncoderStream(t *testing.T) {
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
-		if c.Output != ev.Output || c.Text != ev.Text || c.FinishReason != ev.FinishReason {
-			t.Errorf("event %d %s: observed output %v text %q finish %q; encoder says %v %q %q", i, ev.Event, c.Output, c.Text, c.FinishReason, ev.Output, ev.Text, ev.FinishReason)
+		if c.Output != ev.Output || c.Text != ev.Text || c.Seen != ev.Seen || c.Finished != ev.Finished {
+			t.Errorf("event %d %s: observed output %v text %q seen %b finished %b; encoder says %v %q %b %b", i, ev.Event, c.Output, c.Text, c.Seen, c.Finished, ev.Output, ev.Text, ev.Seen, ev.Finished)
 		}
 		if ev.Event == EventMessageDelta && !reflect.DeepEqual(c.Usage, ev.Usage) {
 			t.Errorf("observed usage %+v, encoder's %+v", c.Usage, ev.Usage)
@@ -655,11 +656,11 @@ func accumulateConverse(t *testing.T, evs []llm.Chunk) string {
 
 func TestConverseEncoderEnd(t *testing.T) {
 	noUsage := []converseView{
-		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":0}}`, Finish: "end_turn"},
+		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":0}}`, Finished: true},
 		{Name: "message_stop", Data: `{"type":"message_stop"}`},
 	}
 	withUsage := []converseView{
-		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}`, Finish: "end_turn"},
+		{Name: "message_delta", Data: `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}`, Finished: true},
 		{Name: "message_stop", Data: `{"type":"message_stop"}`},
 	}
 	tests := []struct {
@@ -721,7 +722,7 @@ func TestConverseEncoderStopReasons(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.reason)+tt.sequence, func(t *testing.T) {
 			evs := encodeConverse(t, &types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: tt.reason, AdditionalModelResponseFields: tt.fields}})
-			if len(evs) != 3 || evs[1].Event != EventMessageDelta || evs[1].FinishReason != tt.want {
+			if len(evs) != 3 || evs[1].Event != EventMessageDelta || evs[1].Finished != 1 {
 				t.Fatalf("events %+v, want message_start, message_delta %s, message_stop", converseViews(evs), tt.want)
 			}
 			var md Event

@@ -71,7 +71,6 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		o.usage.add(ev.Usage)
 		c.Usage = o.usage.soFar(&o.slot)
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
-			c.FinishReason = ev.Delta.StopReason
 			c.Seen, c.Finished = 1, 1
 		}
 	case EventMessageStop:

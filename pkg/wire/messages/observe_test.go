@@ -15,18 +15,18 @@ func TestObserver(t *testing.T) {
 	for _, tc := range []struct {
 		name, data string
 		output     bool
-		finish     string
+		finished   bool
 		usage      string
 	}{
-		{"message_start", `{"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":1}}}`, false, "", ""},
-		{"ping", `{"type":"ping"}`, false, "", ""},
-		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`, false, "", ""},
-		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`, true, "", ""},
-		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s"}}`, false, "", ""},
-		{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"Bash","input":{}}}`, true, "", ""},
-		{"content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"s","name":"web_search","input":{}}}`, true, "", ""},
-		{"brand_new_event", `{"type":"brand_new_event"}`, false, "", ""},
-		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}`, false, "tool_use",
+		{"message_start", `{"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":1}}}`, false, false, ""},
+		{"ping", `{"type":"ping"}`, false, false, ""},
+		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`, false, false, ""},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`, true, false, ""},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s"}}`, false, false, ""},
+		{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"Bash","input":{}}}`, true, false, ""},
+		{"content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"s","name":"web_search","input":{}}}`, true, false, ""},
+		{"brand_new_event", `{"type":"brand_new_event"}`, false, false, ""},
+		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}`, false, true,
 			`{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107,"prompt_tokens_details":{"cached_tokens":90}}`},
 	} {
 		c, err := o.Observe(tc.name, []byte(tc.data))
@@ -36,8 +36,8 @@ func TestObserver(t *testing.T) {
 		if c.Proto != llm.ProtoMessages || c.Event != tc.name || string(c.Raw) != tc.data {
 			t.Errorf("%s: the chunk does not carry the event as received: %+v", tc.data, c)
 		}
-		if c.Output != tc.output || c.FinishReason != tc.finish || !reflect.DeepEqual(c.Usage, llm.ReadUsage([]byte(tc.usage))) {
-			t.Errorf("%s: output %v finish %q usage %+v; want %v %q %s", tc.data, c.Output, c.FinishReason, c.Usage, tc.output, tc.finish, tc.usage)
+		if c.Output != tc.output || (c.Finished == 1) != tc.finished || c.Seen != c.Finished || c.FinishReason != "" || !reflect.DeepEqual(c.Usage, llm.ReadUsage([]byte(tc.usage))) {
+			t.Errorf("%s: output %v seen %b finished %b finish %q usage %+v; want %v, finished %v, %s", tc.data, c.Output, c.Seen, c.Finished, c.FinishReason, c.Usage, tc.output, tc.finished, tc.usage)
 		}
 	}
 	if o.Done() {

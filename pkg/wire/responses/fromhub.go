@@ -556,7 +556,7 @@ func Terminal(ch *llm.Chunk) bool {
 	case EventCompleted, EventIncomplete, EventFailed:
 		return true
 	}
-	return ch.Usage != nil && ch.FinishReason != ""
+	return ch.Usage != nil && ch.Finished != 0
 }
 
 // UsagePath is where a passed-through stream's terminal event has the

@@ -55,8 +55,8 @@ func FuzzObserver(f *testing.F) {
 				t.Fatalf("usage %s reads as %+v, %v; want %+v", b, again, err, *c.Usage)
 			}
 		}
-		if (c.FinishReason != "") != o.Done() || (c.Text != "" && !c.Output) {
-			t.Fatalf("finish %q, Done %v, Text %q, Output %v", c.FinishReason, o.Done(), c.Text, c.Output)
+		if (c.Finished != 0) != o.Done() || c.FinishReason != "" || (c.Text != "" && !c.Output) {
+			t.Fatalf("finished %b (finish %q), Done %v, Text %q, Output %v", c.Finished, c.FinishReason, o.Done(), c.Text, c.Output)
 		}
 	})
 }

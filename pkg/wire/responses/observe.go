@@ -24,8 +24,8 @@ import (
 //     events are not output.
 //   - Text, for the count when no usage comes: a delta's text, and a
 //     call's name and arguments when it is added.
-//   - FinishReason "completed" or "incomplete", Seen and Finished 1, and
-//     Usage (converted by ChatUsage) on the terminal event,
+//   - Seen and Finished 1, and Usage (converted by ChatUsage) on the
+//     terminal event,
 //     response.completed or response.incomplete.
 //   - ID, Model and Created, the Response's, on every event once an event
 //     named them.
@@ -94,10 +94,6 @@ func (o *Observer) Observe(name string, data []byte) (llm.Chunk, error) {
 		o.usage = o.slot.Read(ChatUsage(r.Usage, o.calls.counts))
 		o.done = true
 		c.Usage = o.usage
-		c.FinishReason = StatusCompleted
-		if ev.Type == EventIncomplete {
-			c.FinishReason = StatusIncomplete
-		}
 		c.Seen, c.Finished = 1, 1
 	case EventFailed:
 		if r, err := readResponse(ev.Response, false); err == nil {

@@ -110,7 +110,7 @@ func TestObserver(t *testing.T) {
 			`{"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[],"usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":4},"output_tokens":30,"output_tokens_details":{"reasoning_tokens":20},"total_tokens":42}}}`,
 			func() observed {
 				o := pass("response.completed", false, "")
-				o.FinishReason, o.Seen, o.Finished = "completed", 1, 1
+				o.Seen, o.Finished = 1, 1
 				o.Usage = llm.ReadUsage([]byte(`{"prompt_tokens":12,"completion_tokens":30,"total_tokens":42,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":20}}`))
 				return o
 			}()},
@@ -118,7 +118,7 @@ func TestObserver(t *testing.T) {
 			`{"type":"response.incomplete","response":{"id":"resp_1","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":null}}`,
 			func() observed {
 				o := pass("response.incomplete", false, "")
-				o.FinishReason, o.Seen, o.Finished = "incomplete", 1, 1
+				o.Seen, o.Finished = 1, 1
 				return o
 			}()},
 		{"error event", "error", `{"type":"error","code":"server_error","message":"The server had an error","param":null}`,
