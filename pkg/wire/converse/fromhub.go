@@ -193,7 +193,7 @@ func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessag
 		role, _ := jsonobj.String(m.Get("role"))
 		switch role {
 		case "system", "developer":
-			text, err := plainContent(m.Get("content"), at)
+			text, err := chat.PlainContent(m.Get("content"), at, content, textOf)
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessag
 			}
 			in.Messages = AppendTurn(in.Messages, types.ConversationRoleAssistant, blocks)
 		case "tool":
-			text, err := plainContent(m.Get("content"), at)
+			text, err := chat.PlainContent(m.Get("content"), at, content, textOf)
 			if err != nil {
 				return err
 			}
@@ -264,22 +264,13 @@ func AppendTurn(msgs []types.Message, role types.ConversationRole, blocks []type
 	return append(msgs, types.Message{Role: role, Content: blocks})
 }
 
-// plainContent is the text of a content that may only hold text: a
-// string, or an array of text (and refusal) parts, concatenated.
-func plainContent(raw json.RawMessage, at string) (string, error) {
-	blocks, err := content(raw, at)
-	if err != nil {
-		return "", err
+// textOf is a content block's text; a block that is not text is refused,
+// as the content of a message at may only hold text.
+func textOf(b types.ContentBlock, at string) (string, error) {
+	if t, ok := b.(*types.ContentBlockMemberText); ok {
+		return t.Value, nil
 	}
-	var b strings.Builder
-	for _, bl := range blocks {
-		t, ok := bl.(*types.ContentBlockMemberText)
-		if !ok {
-			return "", Refuse(at + ".content may only hold text on Bedrock Converse")
-		}
-		b.WriteString(t.Value)
-	}
-	return b.String(), nil
+	return "", Refuse(at + ".content may only hold text on Bedrock Converse")
 }
 
 // content translates a message content: a string, or an array of

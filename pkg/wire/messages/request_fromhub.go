@@ -186,7 +186,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		at := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
-			text, err := plainContent(m.Content, at)
+			text, err := chat.PlainContent(m.Content, at, contentBlocks, textOf)
 			if err != nil {
 				return nil, "", err
 			}
@@ -213,7 +213,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			}
 			out.Messages = appendTurn(out.Messages, RoleAssistant, blocks)
 		case "tool":
-			text, err := plainContent(m.Content, at)
+			text, err := chat.PlainContent(m.Content, at, contentBlocks, textOf)
 			if err != nil {
 				return nil, "", err
 			}
@@ -376,21 +376,13 @@ func appendTurn(msgs []InputMessage, role string, blocks []Block) []InputMessage
 	return append(msgs, InputMessage{Role: role, Content: Content{Blocks: blocks}})
 }
 
-// plainContent is the text of a content that may only hold text: a string,
-// or an array of text parts, concatenated.
-func plainContent(raw json.RawMessage, at string) (string, error) {
-	blocks, err := contentBlocks(raw, at)
-	if err != nil {
-		return "", err
+// textOf is a block's text; a block that is not text is refused, as the
+// content of a message at may only hold text.
+func textOf(b Block, at string) (string, error) {
+	if b.Type != BlockText {
+		return "", rejected(at+".content may only hold text for this provider", nil)
 	}
-	var b strings.Builder
-	for _, bl := range blocks {
-		if bl.Type != BlockText {
-			return "", rejected(at+".content may only hold text for this provider", nil)
-		}
-		b.WriteString(bl.Text)
-	}
-	return b.String(), nil
+	return b.Text, nil
 }
 
 // contentBlocks translates a message content: a string, or an array of text,
