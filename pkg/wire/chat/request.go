@@ -116,3 +116,19 @@ func PlainContent[B any](raw json.RawMessage, at string, blocks func(json.RawMes
 	}
 	return b.String(), nil
 }
+
+// SystemPrompt is how a translation out of Chat Completions gathers the
+// system and developer messages, wherever they are, into the one system
+// prompt its upstream takes: their texts, empty ones left out, joined by a
+// blank line. The zero SystemPrompt is empty.
+type SystemPrompt struct{ texts []string }
+
+// Add adds a message's text; an empty one is left out.
+func (p *SystemPrompt) Add(text string) {
+	if text != "" {
+		p.texts = append(p.texts, text)
+	}
+}
+
+// Text is the prompt: "" when no message added text.
+func (p *SystemPrompt) Text() string { return strings.Join(p.texts, "\n\n") }

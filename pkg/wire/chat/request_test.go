@@ -89,3 +89,25 @@ func TestPlainContent(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemPrompt checks that the system prompt joins the messages' texts
+// by a blank line, leaving out empty ones.
+func TestSystemPrompt(t *testing.T) {
+	for _, tt := range []struct {
+		texts []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{""}, ""},
+		{[]string{"a"}, "a"},
+		{[]string{"a", "", "b\n", "c"}, "a\n\nb\n\n\nc"},
+	} {
+		var p SystemPrompt
+		for _, s := range tt.texts {
+			p.Add(s)
+		}
+		if got := p.Text(); got != tt.want {
+			t.Errorf("%q: Text() = %q, want %q", tt.texts, got, tt.want)
+		}
+	}
+}

@@ -183,7 +183,7 @@ func refuses(k string, v json.RawMessage) bool {
 
 // turns fills the system prompt and the turns from msgs.
 func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessage) error {
-	var system []string
+	var system chat.SystemPrompt
 	for i, msg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
 		m := msg.Members
@@ -197,9 +197,7 @@ func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessag
 			if err != nil {
 				return err
 			}
-			if text != "" {
-				system = append(system, text)
-			}
+			system.Add(text)
 		case "user":
 			blocks, err := content(m.Get("content"), at)
 			if err != nil {
@@ -245,8 +243,8 @@ func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessag
 	if len(in.Messages) == 0 {
 		return Refuse("messages must contain at least one user or assistant message")
 	}
-	if len(system) > 0 {
-		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: strings.Join(system, "\n\n")}}
+	if text := system.Text(); text != "" {
+		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: text}}
 	}
 	return nil
 }

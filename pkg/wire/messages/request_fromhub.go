@@ -178,7 +178,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		out.Metadata = &Metadata{UserID: in.User}
 	}
 
-	var system []string
+	var system chat.SystemPrompt
 	for i, m := range in.Messages {
 		if m.Err != nil || m.Null {
 			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), m.Err)
@@ -190,9 +190,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			if err != nil {
 				return nil, "", err
 			}
-			if text != "" {
-				system = append(system, text)
-			}
+			system.Add(text)
 		case "user":
 			blocks, err := contentBlocks(m.Content, at)
 			if err != nil {
@@ -228,7 +226,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if len(out.Messages) == 0 {
 		return nil, "", rejected("messages must contain at least one user or assistant message", nil)
 	}
-	out.System = Content{Text: strings.Join(system, "\n\n")}
+	out.System = Content{Text: system.Text()}
 
 	for i, raw := range in.Tools {
 		t, err := translateTool(&raw, fmt.Sprintf("tools[%d]", i))
