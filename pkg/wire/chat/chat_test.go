@@ -25,3 +25,28 @@ func TestRefusalText(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamDeltaReads checks that an upstream's delta reads the Delta's
+// role, content and refusal, and its own tool calls and raw reasoning in
+// place of the Delta's fields of the same names.
+func TestUpstreamDeltaReads(t *testing.T) {
+	raw := `{"role":"assistant","content":"hi","refusal":"no","reasoning_content":7,"reasoning":"r",` +
+		`"tool_calls":[{"index":1,"id":"c","type":"function","function":{"name":null,"arguments":"{}"}}],` +
+		`"function_call":{"name":"f","arguments":"a"}}`
+	var d UpstreamDelta
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case d.Role != "assistant" || d.Content == nil || *d.Content != "hi" || d.Refusal == nil || *d.Refusal != "no":
+		t.Errorf("role, content, refusal = %q, %v, %v", d.Role, d.Content, d.Refusal)
+	case string(d.ReasoningContent) != "7" || string(d.Reasoning) != `"r"`:
+		t.Errorf("reasoning_content, reasoning = %s, %s; want them raw", d.ReasoningContent, d.Reasoning)
+	case len(d.ToolCalls) != 1 || d.ToolCalls[0] != (UpstreamToolCall{Index: 1, ID: "c", Type: "function", Function: Function{Arguments: "{}"}}):
+		t.Errorf("tool_calls = %+v", d.ToolCalls)
+	case d.FunctionCall == nil || *d.FunctionCall != (Function{Name: "f", Arguments: "a"}):
+		t.Errorf("function_call = %+v", d.FunctionCall)
+	case d.Delta.ToolCalls != nil || d.Delta.ReasoningContent != nil:
+		t.Errorf("the Delta's own tool_calls and reasoning_content were set: %+v", d.Delta)
+	}
+}

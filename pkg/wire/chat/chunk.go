@@ -92,11 +92,13 @@ type UpstreamChoice struct {
 	StopReason   json.RawMessage `json:"stop_reason"`
 }
 
-// UpstreamDelta is what an UpstreamChunk adds to its choice.
+// UpstreamDelta is what an UpstreamChunk adds to its choice: a Delta's
+// role, content and refusal, with its tool calls, reasoning_content,
+// Groq's and OpenRouter's reasoning and the legacy function_call read as
+// they are sent (these fields, declared here, stand in for the Delta's of
+// the same names).
 type UpstreamDelta struct {
-	Role             string             `json:"role"`
-	Content          *string            `json:"content"`
-	Refusal          *string            `json:"refusal"`
+	Delta
 	ToolCalls        []UpstreamToolCall `json:"tool_calls"`
 	FunctionCall     *Function          `json:"function_call"`
 	ReasoningContent json.RawMessage    `json:"reasoning_content"`

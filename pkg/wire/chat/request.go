@@ -1,6 +1,9 @@
 package chat
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // The content part types of a request's messages.
 const (
@@ -91,3 +94,41 @@ type FunctionDef struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Strict      json.RawMessage `json:"strict,omitempty"`
 }
+
+// PlainContent is the text of a message content that may only hold text
+// (a system, developer or tool message's), as a translation out of Chat
+// Completions reads it: a string, or an array of text parts,
+// concatenated. blocks translates raw as the translation does any
+// message's content (at names the message, for errors), and text is one
+// block's text, or the error that refuses a block that is not text.
+func PlainContent[B any](raw json.RawMessage, at string, blocks func(json.RawMessage, string) ([]B, error), text func(B, string) (string, error)) (string, error) {
+	bs, err := blocks(raw, at)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, bl := range bs {
+		t, err := text(bl, at)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(t)
+	}
+	return b.String(), nil
+}
+
+// SystemPrompt is how a translation out of Chat Completions gathers the
+// system and developer messages, wherever they are, into the one system
+// prompt its upstream takes: their texts, empty ones left out, joined by a
+// blank line. The zero SystemPrompt is empty.
+type SystemPrompt struct{ texts []string }
+
+// Add adds a message's text; an empty one is left out.
+func (p *SystemPrompt) Add(text string) {
+	if text != "" {
+		p.texts = append(p.texts, text)
+	}
+}
+
+// Text is the prompt: "" when no message added text.
+func (p *SystemPrompt) Text() string { return strings.Join(p.texts, "\n\n") }

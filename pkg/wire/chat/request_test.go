@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -39,6 +40,74 @@ func TestRequestPartsEncoding(t *testing.T) {
 		got, err := json.Marshal(tt.in)
 		if err != nil || string(got) != tt.want {
 			t.Errorf("%s: got %s (%v), want %s", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestPlainContent checks that PlainContent joins the text of the blocks
+// a translation reads, and passes on the translation's errors, the first
+// block that is not text refusing the content.
+func TestPlainContent(t *testing.T) {
+	// blocks reads a content as a translation would: a string is one
+	// block, an array its strings; anything else fails.
+	blocks := func(raw json.RawMessage, at string) ([]string, error) {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return []string{s}, nil
+		}
+		var l []string
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return nil, errors.New(at + ".content is malformed")
+		}
+		return l, nil
+	}
+	// text takes blocks that do not start with "img:" as text.
+	text := func(b, at string) (string, error) {
+		if len(b) >= 4 && b[:4] == "img:" {
+			return "", errors.New(at + ".content may only hold text")
+		}
+		return b, nil
+	}
+	for _, tt := range []struct {
+		raw, want, err string
+	}{
+		{`"hi"`, "hi", ""},
+		{`["a","b","c"]`, "abc", ""},
+		{`[]`, "", ""},
+		{`["a","img:x","b"]`, "", "messages[2].content may only hold text"},
+		{`5`, "", "messages[2].content is malformed"},
+	} {
+		got, err := PlainContent(json.RawMessage(tt.raw), "messages[2]", blocks, text)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err || got != "" {
+				t.Errorf("PlainContent(%s) = %q, %v; want error %q", tt.raw, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("PlainContent(%s) = %q, %v; want %q", tt.raw, got, err, tt.want)
+		}
+	}
+}
+
+// TestSystemPrompt checks that the system prompt joins the messages' texts
+// by a blank line, leaving out empty ones.
+func TestSystemPrompt(t *testing.T) {
+	for _, tt := range []struct {
+		texts []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{""}, ""},
+		{[]string{"a"}, "a"},
+		{[]string{"a", "", "b\n", "c"}, "a\n\nb\n\n\nc"},
+	} {
+		var p SystemPrompt
+		for _, s := range tt.texts {
+			p.Add(s)
+		}
+		if got := p.Text(); got != tt.want {
+			t.Errorf("%q: Text() = %q, want %q", tt.texts, got, tt.want)
 		}
 	}
 }

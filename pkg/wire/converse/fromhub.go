@@ -183,7 +183,7 @@ func refuses(k string, v json.RawMessage) bool {
 
 // turns fills the system prompt and the turns from msgs.
 func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessage) error {
-	var system []string
+	var system chat.SystemPrompt
 	for i, msg := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
 		m := msg.Members
@@ -193,13 +193,11 @@ func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessag
 		role, _ := jsonobj.String(m.Get("role"))
 		switch role {
 		case "system", "developer":
-			text, err := plainContent(m.Get("content"), at)
+			text, err := chat.PlainContent(m.Get("content"), at, content, textOf)
 			if err != nil {
 				return err
 			}
-			if text != "" {
-				system = append(system, text)
-			}
+			system.Add(text)
 		case "user":
 			blocks, err := content(m.Get("content"), at)
 			if err != nil {
@@ -224,7 +222,7 @@ func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessag
 			}
 			in.Messages = AppendTurn(in.Messages, types.ConversationRoleAssistant, blocks)
 		case "tool":
-			text, err := plainContent(m.Get("content"), at)
+			text, err := chat.PlainContent(m.Get("content"), at, content, textOf)
 			if err != nil {
 				return err
 			}
@@ -245,8 +243,8 @@ func turns(in *bedrockruntime.ConverseStreamInput, msgs []chat.RequestViewMessag
 	if len(in.Messages) == 0 {
 		return Refuse("messages must contain at least one user or assistant message")
 	}
-	if len(system) > 0 {
-		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: strings.Join(system, "\n\n")}}
+	if text := system.Text(); text != "" {
+		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: text}}
 	}
 	return nil
 }
@@ -264,22 +262,13 @@ func AppendTurn(msgs []types.Message, role types.ConversationRole, blocks []type
 	return append(msgs, types.Message{Role: role, Content: blocks})
 }
 
-// plainContent is the text of a content that may only hold text: a
-// string, or an array of text (and refusal) parts, concatenated.
-func plainContent(raw json.RawMessage, at string) (string, error) {
-	blocks, err := content(raw, at)
-	if err != nil {
-		return "", err
+// textOf is a content block's text; a block that is not text is refused,
+// as the content of a message at may only hold text.
+func textOf(b types.ContentBlock, at string) (string, error) {
+	if t, ok := b.(*types.ContentBlockMemberText); ok {
+		return t.Value, nil
 	}
-	var b strings.Builder
-	for _, bl := range blocks {
-		t, ok := bl.(*types.ContentBlockMemberText)
-		if !ok {
-			return "", Refuse(at + ".content may only hold text on Bedrock Converse")
-		}
-		b.WriteString(t.Value)
-	}
-	return b.String(), nil
+	return "", Refuse(at + ".content may only hold text on Bedrock Converse")
 }
 
 // content translates a message content: a string, or an array of

@@ -178,7 +178,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		out.Metadata = &Metadata{UserID: in.User}
 	}
 
-	var system []string
+	var system chat.SystemPrompt
 	for i, m := range in.Messages {
 		if m.Err != nil || m.Null {
 			return nil, "", rejected(fmt.Sprintf("messages[%d] must be an object", i), m.Err)
@@ -186,13 +186,11 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 		at := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
-			text, err := plainContent(m.Content, at)
+			text, err := chat.PlainContent(m.Content, at, contentBlocks, textOf)
 			if err != nil {
 				return nil, "", err
 			}
-			if text != "" {
-				system = append(system, text)
-			}
+			system.Add(text)
 		case "user":
 			blocks, err := contentBlocks(m.Content, at)
 			if err != nil {
@@ -213,7 +211,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 			}
 			out.Messages = appendTurn(out.Messages, RoleAssistant, blocks)
 		case "tool":
-			text, err := plainContent(m.Content, at)
+			text, err := chat.PlainContent(m.Content, at, contentBlocks, textOf)
 			if err != nil {
 				return nil, "", err
 			}
@@ -228,7 +226,7 @@ func translateBody(req *llm.UpstreamRequest) ([]byte, string, error) {
 	if len(out.Messages) == 0 {
 		return nil, "", rejected("messages must contain at least one user or assistant message", nil)
 	}
-	out.System = Content{Text: strings.Join(system, "\n\n")}
+	out.System = Content{Text: system.Text()}
 
 	for i, raw := range in.Tools {
 		t, err := translateTool(&raw, fmt.Sprintf("tools[%d]", i))
@@ -376,21 +374,13 @@ func appendTurn(msgs []InputMessage, role string, blocks []Block) []InputMessage
 	return append(msgs, InputMessage{Role: role, Content: Content{Blocks: blocks}})
 }
 
-// plainContent is the text of a content that may only hold text: a string,
-// or an array of text parts, concatenated.
-func plainContent(raw json.RawMessage, at string) (string, error) {
-	blocks, err := contentBlocks(raw, at)
-	if err != nil {
-		return "", err
+// textOf is a block's text; a block that is not text is refused, as the
+// content of a message at may only hold text.
+func textOf(b Block, at string) (string, error) {
+	if b.Type != BlockText {
+		return "", rejected(at+".content may only hold text for this provider", nil)
 	}
-	var b strings.Builder
-	for _, bl := range blocks {
-		if bl.Type != BlockText {
-			return "", rejected(at+".content may only hold text for this provider", nil)
-		}
-		b.WriteString(bl.Text)
-	}
-	return b.String(), nil
+	return b.Text, nil
 }
 
 // contentBlocks translates a message content: a string, or an array of text,

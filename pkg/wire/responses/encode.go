@@ -235,7 +235,7 @@ func translateMessages(out *Request, view *chat.RequestView) error {
 	if raw := view.Members.Get("messages"); jsonobj.IsNull(raw) || raw[0] != '[' {
 		return rejected("messages must be an array", nil)
 	}
-	var system []string
+	var system chat.SystemPrompt
 	for i, msg := range view.ExactMessages() {
 		at := fmt.Sprintf("messages[%d]", i)
 		m := msg.Members
@@ -249,9 +249,7 @@ func translateMessages(out *Request, view *chat.RequestView) error {
 			if err != nil {
 				return err
 			}
-			if text != "" {
-				system = append(system, text)
-			}
+			system.Add(text)
 		case "user":
 			content, err := userContent(m.Get("content"), at)
 			if err != nil {
@@ -279,7 +277,7 @@ func translateMessages(out *Request, view *chat.RequestView) error {
 	if len(out.Input) == 0 {
 		return rejected("messages must contain at least one user, assistant or tool message", nil)
 	}
-	out.Instructions = strings.Join(system, "\n\n")
+	out.Instructions = system.Text()
 	return nil
 }
 

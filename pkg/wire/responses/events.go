@@ -141,6 +141,15 @@ func (w *eventWriter) event(typ string, kv ...any) {
 
 var emptyString = []byte(`""`)
 
+// orEmpty is raw, a part's text or refusal as written, or the empty
+// string for a part that has none.
+func orEmpty(raw json.RawMessage) json.RawMessage {
+	if raw == nil {
+		return emptyString
+	}
+	return raw
+}
+
 // item writes the events of output item i.
 func (w *eventWriter) item(i int, raw json.RawMessage) error {
 	it, err := readItem(raw)
@@ -187,10 +196,7 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 	case ItemReasoning:
 		for k, p := range it.Summary {
 			si := strconv.AppendInt(nil, int64(k), 10)
-			text := p.RawText
-			if text == nil {
-				text = emptyString
-			}
+			text := orEmpty(p.RawText)
 			w.event(EventReasoningSummaryPartAdded, "item_id", id, "output_index", oi, "summary_index", si,
 				"part", summaryPart(emptyString))
 			if p.Text != "" {
@@ -205,10 +211,7 @@ func (w *eventWriter) item(i int, raw json.RawMessage) error {
 				continue
 			}
 			ci := strconv.AppendInt(nil, int64(j), 10)
-			text := p.RawText
-			if text == nil {
-				text = emptyString
-			}
+			text := orEmpty(p.RawText)
 			if p.Text != "" {
 				w.event(EventReasoningTextDelta, "item_id", id, "output_index", oi, "content_index", ci, "delta", text)
 			}
@@ -236,20 +239,14 @@ func (w *eventWriter) messagePart(oi, id []byte, j int, raw json.RawMessage) err
 	with := func(kv ...any) []any { return append(at[:len(at):len(at)], kv...) }
 	switch p.Type {
 	case PartOutputText:
-		text := p.RawText
-		if text == nil {
-			text = emptyString
-		}
+		text := orEmpty(p.RawText)
 		w.event(EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"text": emptyString, "annotations": []byte("[]")}))...)
 		if p.Text != "" {
 			w.event(EventOutputTextDelta, with("delta", text, "logprobs", []byte("[]"))...)
 		}
 		w.event(EventOutputTextDone, with("text", text, "logprobs", []byte("[]"))...)
 	case PartRefusal:
-		refusal := p.RawRefusal
-		if refusal == nil {
-			refusal = emptyString
-		}
+		refusal := orEmpty(p.RawRefusal)
 		w.event(EventContentPartAdded, with("part", llm.Splice(ms, len(raw), map[string][]byte{"refusal": emptyString}))...)
 		if p.Refusal != "" {
 			w.event(EventRefusalDelta, with("delta", refusal)...)
