@@ -77,7 +77,7 @@ func (o *ObjectWriter) Add(key string, value json.RawMessage) {
 	o.b = append(o.b, ':')
 	o.b = append(o.b, value...)
 	if o.fields == nil {
-		o.fields = make(map[string]json.RawMessage, 16)
+		o.fields = make(map[string]json.RawMessage, 8)
 	}
 	if _, twice := o.fields[key]; twice || !plainName(key) || !trimmed(value) {
 		o.reread = true
