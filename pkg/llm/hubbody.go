@@ -87,10 +87,14 @@ func (o *ObjectWriter) Add(key string, value json.RawMessage) {
 
 // AddMessages writes the member "messages", list: an array of n Chat
 // Completions messages, each an object whose member "role" is a non-empty
-// string, as a translation writes them (checkMessages's checks hold).
+// string, as a translation writes them (checkMessages's checks hold). A
+// list that is not an array (the null of an encoder that failed) is
+// checked all the same.
 func (o *ObjectWriter) AddMessages(n int, list json.RawMessage) {
 	o.Add("messages", list)
-	o.messages = n
+	if len(list) > 0 && list[0] == '[' {
+		o.messages = n
+	}
 }
 
 // plainName reports whether key is written as it is, and read back so

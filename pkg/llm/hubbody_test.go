@@ -191,6 +191,13 @@ func TestHubRequest(t *testing.T) {
 	if _, err := HubOf(vouched.Bytes()).Request(true); err == nil {
 		t.Error("HubOf's body not decoded")
 	}
+	// But a list that is not an array is checked.
+	var failed ObjectWriter
+	failed.Add("model", json.RawMessage(`"m"`))
+	failed.AddMessages(1, json.RawMessage(`null`))
+	if _, err := failed.Hub().Request(true); err == nil || !strings.Contains(err.Error(), "messages is required") {
+		t.Errorf("messages written as null: %v, want messages is required", err)
+	}
 }
 
 // sameRequest reports whether two readings of one body agree.
