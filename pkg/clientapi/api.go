@@ -33,10 +33,11 @@ type API interface {
 	// request goes only to providers with provider_objects: allow.
 	ProviderObject(body []byte) (ObjectRef, bool)
 	// Translate reads the client's body as the gateway's own request: chat
-	// is its Chat Completions body, and t what else the translation made
+	// is its Chat Completions form (llm.Hub: the body, and the members the
+	// translation wrote it from), and t what else the translation made
 	// (nil: the body is already that, as a Chat Completions one is). Its
 	// error refuses the request (a field the translation refuses, named).
-	Translate(c Caller, requestID string, body []byte) (chat []byte, t Translation, err error)
+	Translate(c Caller, requestID string, body []byte) (chat llm.Hub, t Translation, err error)
 	// Codec is the codec of req served in the API's own protocol: passed
 	// through as the client sent body (req is then the request
 	// llm.NewRoutingRequest read from it, NewNative), or a Chat Completions
@@ -117,13 +118,17 @@ func NewNative(api API, c Caller, requestID string, body []byte, dropped []strin
 }
 
 // Translate makes the request's Chat Completions form (llm.Translator),
-// with the codec of the answers to it as its llm.Translation.
+// with the codec of the answers to it as its llm.Translation. It is read
+// from the members the translation wrote (llm.Hub.Request) for a request
+// without an Idempotency-Key, whose body llm.RequestMembers checked for a
+// member name given twice at any depth (a keyed one's fingerprint checks
+// it later, so its Chat Completions form is decoded, to be refused first).
 func (n *Native) Translate() (*llm.ChatRequest, llm.Translation, error) {
 	chat, t, err := n.api.Translate(n.caller, n.requestID, n.body)
 	if err != nil {
 		return nil, nil, err
 	}
-	full, err := llm.DecodeChatRequest(chat)
+	full, err := chat.Request(!n.keyed)
 	if err != nil {
 		return nil, nil, err
 	}

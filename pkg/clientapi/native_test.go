@@ -22,12 +22,12 @@ func (stubAPI) Spec() *Spec                                     { return &Spec{P
 func (stubAPI) WriteError(w http.ResponseWriter, err error) int { return WriteError(w, err) }
 func (stubAPI) ProviderObject([]byte) (ObjectRef, bool)         { return ObjectRef{}, false }
 
-func (a stubAPI) Translate(Caller, string, []byte) ([]byte, Translation, error) {
+func (a stubAPI) Translate(Caller, string, []byte) (llm.Hub, Translation, error) {
 	*a.translations++
 	if a.refuse != nil {
-		return nil, nil, a.refuse
+		return llm.Hub{}, nil, a.refuse
 	}
-	return []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), stubTranslation{}, nil
+	return llm.HubOf([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)), stubTranslation{}, nil
 }
 
 func (stubAPI) Codec(_ Caller, id string, _ []byte, req *llm.ChatRequest, _ bool) gateway.Codec {

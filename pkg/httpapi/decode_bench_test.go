@@ -9,7 +9,6 @@ import (
 	"github.com/buzzgate/buzzgate/pkg/clientapi/chat"
 	"github.com/buzzgate/buzzgate/pkg/clientapi/messages"
 	"github.com/buzzgate/buzzgate/pkg/clientapi/responses"
-	"github.com/buzzgate/buzzgate/pkg/llm"
 )
 
 // agentBody is a body of about size bytes shaped like a coding agent's
@@ -41,9 +40,9 @@ func agentBody(api string, size int) []byte {
 	return []byte(`{"model":"m","messages":[` + list + `]}`)
 }
 
-// BenchmarkDecode is what decoding a request costs on each API (its
-// Translate: the translation to Chat Completions, then the Chat Completions
-// decoder): the work an admitted request does before routing, per body
+// BenchmarkDecode is what decoding a request costs on each API (translate:
+// its translation to Chat Completions, then the Chat Completions request
+// read from it): the work an admitted request does before routing, per body
 // byte in B/op over the body's size.
 func BenchmarkDecode(b *testing.B) {
 	apis := map[string]clientapi.API{"chat": chat.API, "messages": messages.API, "responses": responses.New(responses.Deps{})}
@@ -54,11 +53,8 @@ func BenchmarkDecode(b *testing.B) {
 				b.SetBytes(int64(len(body)))
 				b.ReportAllocs()
 				for b.Loop() {
-					out, _, err := apis[api].Translate(clientapi.Caller{}, "req_0123", body)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := llm.DecodeChatRequest(out); err != nil {
+					// Unkeyed, as validateBody reads a body llm.RequestMembers split.
+					if _, _, err := translate(apis[api], clientapi.Caller{}, "req_0123", body, false, true); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -219,7 +219,7 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	// passNative took every request a route of its own protocol could
 	// serve untranslated: this one has none, so the translation's error
 	// is the answer.
-	req, t, err := translate(api, caller, g.ID, body, fingerprinted)
+	req, t, err := translate(api, caller, g.ID, body, fingerprinted, split && !fingerprinted)
 	if err != nil {
 		return nil, err
 	}
@@ -336,21 +336,29 @@ func (s *Server) plan(p *principal, req *llm.ChatRequest) (*router.Plan, llm.Dat
 }
 
 // translate is the request in the gateway's own form: its client API's
-// translation to Chat Completions decoded, with what else the translation
-// made (t, nil for a Chat Completions body, which is its own).
-func translate(api clientapi.API, caller clientapi.Caller, id string, body []byte, fingerprinted bool) (req *llm.ChatRequest, t clientapi.Translation, err error) {
-	chatBody, t, err := api.Translate(caller, id, body)
+// translation to Chat Completions read, with what else the translation
+// made (t, nil for a Chat Completions body, which is its own). A
+// translation's Chat Completions form is read from the members it wrote
+// when unique says that the client's body has no member name given twice
+// at any depth (llm.RequestMembers split it), and decoded otherwise, so
+// that the decoder refuses such a name, before the fingerprint does.
+func translate(api clientapi.API, caller clientapi.Caller, id string, body []byte, fingerprinted, unique bool) (req *llm.ChatRequest, t clientapi.Translation, err error) {
+	chat, t, err := api.Translate(caller, id, body)
 	if err != nil {
 		return nil, nil, err
 	}
-	decode := llm.DecodeChatRequest
-	if fingerprinted && t == nil {
+	switch {
+	case t != nil:
+		req, err = chat.Request(unique)
+	case fingerprinted:
 		// The body is the client's, which its fingerprint checks in full
 		// before the request goes on (validate): what the decoder skips
 		// over need not be checked twice.
-		decode = llm.DecodeCheckedChatRequest
+		req, err = llm.DecodeCheckedChatRequest(chat.Bytes())
+	default:
+		req, err = llm.DecodeChatRequest(chat.Bytes())
 	}
-	if req, err = decode(chatBody); err != nil {
+	if err != nil {
 		return nil, nil, err
 	}
 	return req, t, nil

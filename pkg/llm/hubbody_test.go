@@ -2,6 +2,8 @@ package llm
 
 import (
 	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -121,4 +123,91 @@ func TestBodyError(t *testing.T) {
 			t.Errorf("BodyError(%q) = %+v, want %q", tt.body, err, tt.want)
 		}
 	}
+}
+
+// TestHubRequest: a Hub reads the request from the members written as
+// DecodeChatRequest decodes it from the body, and decodes the body when
+// the caller does not vouch for its names or a member is written so that
+// the decoder would read it otherwise.
+func TestHubRequest(t *testing.T) {
+	msgs := json.RawMessage(`[{"role":"user","content":"hi"}]`)
+	write := func(ms ...[2]string) *ObjectWriter {
+		var w ObjectWriter
+		for _, m := range ms {
+			if m[0] == "messages" {
+				w.AddMessages(strings.Count(m[1], `"role"`), json.RawMessage(m[1]))
+				continue
+			}
+			w.Add(m[0], json.RawMessage(m[1]))
+		}
+		return &w
+	}
+	for _, tt := range []struct {
+		name   string
+		w      *ObjectWriter
+		reread bool
+	}{
+		{"plain", write([2]string{"model", `"m:floor"`}, [2]string{"messages", string(msgs)}, [2]string{"stream", "true"},
+			[2]string{"stream_options", `{"include_usage":true}`}, [2]string{"gateway", `{"retry":{"backoff":"1s"}}`},
+			[2]string{"provider", `{"zdr":true}`}, [2]string{"max_completion_tokens", "5"}), false},
+		{"no messages", write([2]string{"model", `"m"`}, [2]string{"messages", `[]`}), false},
+		{"model too long", write([2]string{"model", `"` + strings.Repeat("x", 300) + `"`}, [2]string{"messages", string(msgs)}), false},
+		{"bad gateway", write([2]string{"model", `"m"`}, [2]string{"messages", string(msgs)}, [2]string{"gateway", `{"x":1}`}), false},
+		{"a name twice", write([2]string{"model", `"m"`}, [2]string{"messages", string(msgs)}, [2]string{"model", `"n"`}), true},
+		{"an escaped name", write([2]string{"model", `"m"`}, [2]string{"messages", string(msgs)}, [2]string{"a\"b", `1`}), true},
+		{"a separator in a name", write([2]string{"model", `"m"`}, [2]string{"messages", string(msgs)}, [2]string{"a\u2028b", `1`}), true},
+		{"a spaced value", write([2]string{"model", `"m"`}, [2]string{"messages", string(msgs)}, [2]string{"gateway", ` {} `}), true},
+		{"a name twice at depth", write([2]string{"model", `"m"`}, [2]string{"messages", string(msgs)}, [2]string{"tools", `[{"a":1,"a":2}]`}), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := tt.w.Hub()
+			if hub.reread != tt.reread {
+				t.Errorf("reread = %v, want %v", hub.reread, tt.reread)
+			}
+			want, wantErr := DecodeChatRequest(hub.Bytes())
+			got, gotErr := hub.Request(false)
+			if !sameRequest(want, wantErr, got, gotErr) {
+				t.Errorf("Request(false) = %+v, %v; want DecodeChatRequest's %+v, %v", got, gotErr, want, wantErr)
+			}
+			got, gotErr = hub.Request(true)
+			if tt.name == "a name twice at depth" {
+				// Vouched for by the caller: not looked for again.
+				if gotErr != nil || wantErr == nil {
+					t.Errorf("Request(true) = %v, DecodeChatRequest %v; want nil and the name given twice", gotErr, wantErr)
+				}
+				return
+			}
+			if !sameRequest(want, wantErr, got, gotErr) {
+				t.Errorf("Request(true) = %+v, %v; want DecodeChatRequest's %+v, %v", got, gotErr, want, wantErr)
+			}
+		})
+	}
+	// Messages written by AddMessages are taken as checked: the count is
+	// the translation's word.
+	vouched := write([2]string{"model", `"m"`}, [2]string{"messages", `[{"role":""}]`})
+	if _, err := vouched.Hub().Request(true); err != nil {
+		t.Errorf("vouched messages checked again: %v", err)
+	}
+	if _, err := HubOf(vouched.Bytes()).Request(true); err == nil {
+		t.Error("HubOf's body not decoded")
+	}
+	// But a list that is not an array is checked.
+	var failed ObjectWriter
+	failed.Add("model", json.RawMessage(`"m"`))
+	failed.AddMessages(1, json.RawMessage(`null`))
+	if _, err := failed.Hub().Request(true); err == nil || !strings.Contains(err.Error(), "messages is required") {
+		t.Errorf("messages written as null: %v, want messages is required", err)
+	}
+}
+
+// sameRequest reports whether two readings of one body agree.
+func sameRequest(a *ChatRequest, aErr error, b *ChatRequest, bErr error) bool {
+	if aErr != nil || bErr != nil {
+		return aErr != nil && bErr != nil && aErr.Error() == bErr.Error() && AsError(aErr).Param == AsError(bErr).Param
+	}
+	ua, errA := a.UpstreamBody("up")
+	ub, errB := b.UpstreamBody("up")
+	return a.Model == b.Model && a.Suffix == b.Suffix && a.Stream == b.Stream && a.IncludeUsage == b.IncludeUsage &&
+		a.Size() == b.Size() && reflect.DeepEqual(a.Gateway, b.Gateway) && reflect.DeepEqual(a.Provider, b.Provider) &&
+		string(ua) == string(ub) && errA == nil && errB == nil && maps.EqualFunc(a.fields, b.fields, func(x, y json.RawMessage) bool { return string(x) == string(y) })
 }

@@ -163,7 +163,15 @@ func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 	if fields == nil {
 		return nil, Invalid("", "request body must be a JSON object")
 	}
-	r := &ChatRequest{fields: fields, size: len(body)}
+	return newChatRequest(fields, len(body), msgsOK)
+}
+
+// newChatRequest is the request of a body of size bytes split into its
+// top-level members (fields), checked as DecodeChatRequest checks it but
+// for a member name given twice, which the splitting refused; msgsOK says
+// that its messages are known to pass checkMessages.
+func newChatRequest(fields map[string]json.RawMessage, size int, msgsOK bool) (*ChatRequest, error) {
+	r := &ChatRequest{fields: fields, size: size}
 	if err := r.decodeModel(fields); err != nil {
 		return nil, err
 	}

@@ -28,8 +28,8 @@ func (api) WriteError(w http.ResponseWriter, err error) int { return clientapi.W
 func (api) ProviderObject(body []byte) (clientapi.ObjectRef, bool) { return providerObject(body) }
 
 // Translate keeps the body: it is a Chat Completions one.
-func (api) Translate(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
-	return body, nil, nil
+func (api) Translate(_ clientapi.Caller, _ string, body []byte) (llm.Hub, clientapi.Translation, error) {
+	return llm.HubOf(body), nil, nil
 }
 
 func (api) Codec(_ clientapi.Caller, id string, _ []byte, req *llm.ChatRequest, keyed bool) gateway.Codec {

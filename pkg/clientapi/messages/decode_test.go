@@ -86,6 +86,6 @@ func TestDecodeMessagesRoundTrip(t *testing.T) {
 
 // decodeMessages is messageswire.ToHub without the hints.
 func decodeMessages(body []byte) (chat []byte, err error) {
-	chat, _, err = messageswire.ToHub(body)
-	return chat, err
+	hub, _, err := messageswire.ToHub(body)
+	return hub.Bytes(), err
 }

@@ -52,10 +52,10 @@ func newMessagesCodec(id string, req *llm.ChatRequest, keyed bool) gateway.Codec
 }
 
 // Translate translates a Messages request (messageswire.ToHub).
-func (api) Translate(_ clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
+func (api) Translate(_ clientapi.Caller, _ string, body []byte) (llm.Hub, clientapi.Translation, error) {
 	chat, dropped, err := messageswire.ToHub(body)
 	if err != nil {
-		return nil, nil, err
+		return llm.Hub{}, nil, err
 	}
 	return chat, translation{dropped: dropped}, nil
 }

@@ -136,11 +136,11 @@ projects:
 // router: translated, with the client's own body kept for a route that
 // speaks Messages.
 func decodeForBench(body []byte) (*llm.ChatRequest, error) {
-	chat, _, err := messageswire.ToHub(body)
+	hub, _, err := messageswire.ToHub(body)
 	if err != nil {
 		return nil, err
 	}
-	req, err := llm.DecodeChatRequest(chat)
+	req, err := llm.DecodeChatRequest(hub.Bytes())
 	if err != nil {
 		return nil, err
 	}

@@ -89,20 +89,20 @@ func (s *Service) Codec(p clientapi.Caller, id string, body []byte, req *llm.Cha
 // the idempotency lookup, so that a retry of a keyed request that answered
 // gets its stored answer even once those turns are no longer kept (their
 // windows end before the retry's record's).
-func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) ([]byte, clientapi.Translation, error) {
+func (s *Service) Translate(p clientapi.Caller, _ string, body []byte) (llm.Hub, clientapi.Translation, error) {
 	rr, err := responseswire.ToHub(body, nil)
 	if err != nil {
-		return nil, nil, err
+		return llm.Hub{}, nil, err
 	}
 	if rr.PreviousResponseID != "" && s.idem == nil {
-		return nil, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
+		return llm.Hub{}, nil, llm.Errorf(llm.CodeInvalidRequest, "previous_response_id", "this gateway keeps no responses")
 	}
 	t := &translation{s: s, rr: rr, body: body, project: p.Project,
 		k: &turnKeeper{s: s, project: p.Project, want: rr.Store && s.idem != nil, input: rr.Input, inputDone: true}}
-	chat := rr.Chat
+	chat := rr.Hub
 	if rr.PreviousResponseID != "" {
 		if chat, err = rr.Preview(); err != nil {
-			return nil, nil, err
+			return llm.Hub{}, nil, err
 		}
 	}
 	return chat, t, nil

@@ -24,9 +24,10 @@ import (
 // body is decoded once into Request, then checked and
 // translated.
 //
-// ToHub translates it into a Chat Completions body; the gateway
-// then decodes that with llm.DecodeChatRequest like any chat request, so the
-// router, the idempotency layer and billing run unchanged. The translation
+// ToHub translates it into a Chat Completions body, which the gateway
+// reads as it decodes any chat request (llm.Hub.Request, from the members
+// written, or llm.DecodeChatRequest), so the router, the idempotency
+// layer and billing run unchanged. The translation
 // (Messages → Chat Completions; docs/translation.md is the whole table,
 // which its tests read):
 //
@@ -317,15 +318,16 @@ func movesMember(raw jsontext.Value, members map[string][]string) (typ string, m
 }
 
 // ToHub validates an Anthropic Messages request body and
-// returns the equivalent Chat Completions request body (JSON) that
-// llm.DecodeChatRequest accepts, so the gateway's router, idempotency and
+// returns the equivalent Chat Completions request (a body that
+// llm.DecodeChatRequest accepts, with the members it was written from,
+// read by llm.Hub.Request), so the gateway's router, idempotency and
 // billing run unchanged, and the nested hints the translation drops (the
 // top-level ones are IgnoredFields).
-func ToHub(body []byte) (chat []byte, dropped []string, err error) {
+func ToHub(body []byte) (chat llm.Hub, dropped []string, err error) {
 	h := &llm.HintSet{}
 	chat, err = toHub(body, h)
 	if err != nil {
-		return nil, nil, err
+		return llm.Hub{}, nil, err
 	}
 	return chat, h.Names, nil
 }
@@ -338,47 +340,48 @@ type hubReader struct {
 	h    *llm.HintSet
 }
 
-func toHub(body []byte, h *llm.HintSet) (chat []byte, err error) {
+func toHub(body []byte, h *llm.HintSet) (chat llm.Hub, err error) {
 	var req Request
 	if err := Unmarshal(body, &req, checkOptions); err != nil {
-		return nil, decodeError(body, err)
+		return llm.Hub{}, decodeError(body, err)
 	}
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); trimmed[0] != '{' {
-		return nil, decodeError(body, nil) // null
+		return llm.Hub{}, decodeError(body, nil) // null
 	}
 	r := &hubReader{body: body, h: h}
 	if err := rejectUnknown(req.Extra, "", slices.Concat(llm.GatewayFields, IgnoredFields)...); err != nil {
-		return nil, err
+		return llm.Hub{}, err
 	}
 	var out llm.ObjectWriter
 
 	if req.Model == "" {
-		return nil, r.required("model", "model")
+		return llm.Hub{}, r.required("model", "model")
 	}
 	out.Add("model", jsonobj.Marshal(req.Model))
 
 	if req.MaxTokens == nil {
-		return nil, llm.Invalid("max_tokens", "max_tokens is required")
+		return llm.Hub{}, llm.Invalid("max_tokens", "max_tokens is required")
 	}
 	maxTokens, err := intIn(*req.MaxTokens, "max_tokens", 1, llm.MaxTokensBound)
 	if err != nil {
-		return nil, err
+		return llm.Hub{}, err
 	}
 	out.Add("max_completion_tokens", json.RawMessage(strconv.FormatInt(maxTokens, 10)))
 
 	var msgs []chatwire.RequestMessage
 	content, err := r.system(req.System, "system")
 	if err != nil {
-		return nil, err
+		return llm.Hub{}, err
 	}
 	if content != nil {
 		msgs = append(msgs, chatwire.RequestMessage{Role: "system", Content: content})
 	}
 	turns, err := r.turns(req.Messages)
 	if err != nil {
-		return nil, err
+		return llm.Hub{}, err
 	}
-	out.Add("messages", jsonobj.Marshal(append(msgs, turns...)))
+	msgs = append(msgs, turns...)
+	out.AddMessages(len(msgs), jsonobj.Marshal(msgs))
 
 	if len(req.StopSequences) > 0 {
 		out.Add("stop", jsonobj.Marshal(req.StopSequences))
@@ -392,27 +395,27 @@ func toHub(body []byte, h *llm.HintSet) (chat []byte, err error) {
 		}
 		f, ok := jsonobj.Number(json.RawMessage(s.raw))
 		if !ok {
-			return nil, llm.Invalid(s.name, "%s must be a number", s.name)
+			return llm.Hub{}, llm.Invalid(s.name, "%s must be a number", s.name)
 		}
 		if f < 0 || f > 1 {
-			return nil, llm.Invalid(s.name, "%s must be from 0 to 1", s.name)
+			return llm.Hub{}, llm.Invalid(s.name, "%s must be from 0 to 1", s.name)
 		}
 		out.Add(s.name, json.RawMessage(s.raw))
 	}
 	if !jsonobj.IsNull(req.TopK) {
 		f, ok := jsonobj.Number(json.RawMessage(req.TopK))
 		if !ok {
-			return nil, llm.Invalid("top_k", "top_k must be an integer")
+			return llm.Hub{}, llm.Invalid("top_k", "top_k must be an integer")
 		}
 		if _, err := intIn(f, "top_k", 0, math.MaxInt32); err != nil {
-			return nil, err
+			return llm.Hub{}, err
 		}
 		out.Add("top_k", json.RawMessage(req.TopK))
 	}
 
 	effort, format, err := r.reasoning(&req)
 	if err != nil {
-		return nil, err
+		return llm.Hub{}, err
 	}
 	if effort != "" {
 		out.Add("reasoning_effort", jsonobj.Marshal(effort))
@@ -423,7 +426,7 @@ func toHub(body []byte, h *llm.HintSet) (chat []byte, err error) {
 
 	tools, names, err := r.tools(req.Tools)
 	if err != nil {
-		return nil, err
+		return llm.Hub{}, err
 	}
 	if len(tools) > 0 {
 		out.Add("tools", jsonobj.Marshal(tools))
@@ -431,7 +434,7 @@ func toHub(body []byte, h *llm.HintSet) (chat []byte, err error) {
 	if req.ToolChoice != nil {
 		choice, parallel, err := r.toolChoice(req.ToolChoice, names)
 		if err != nil {
-			return nil, err
+			return llm.Hub{}, err
 		}
 		if len(tools) > 0 {
 			out.Add("tool_choice", choice)
@@ -443,7 +446,7 @@ func toHub(body []byte, h *llm.HintSet) (chat []byte, err error) {
 
 	if m := req.Metadata; m != nil {
 		if err := rejectUnknown(m.Extra, "metadata"); err != nil {
-			return nil, err
+			return llm.Hub{}, err
 		}
 		if m.UserID != "" {
 			out.Add("user", jsonobj.Marshal(m.UserID))
@@ -459,7 +462,7 @@ func toHub(body []byte, h *llm.HintSet) (chat []byte, err error) {
 			out.Add(name, raw)
 		}
 	}
-	return out.Bytes(), nil
+	return out.Hub(), nil
 }
 
 // intIn checks that f is an integer in [lo, hi] (1024 and 1024.0 alike).

@@ -414,6 +414,6 @@ func FuzzToHub(f *testing.F) {
 
 // toHubChat is ToHub without the hints.
 func toHubChat(body []byte) (chat []byte, err error) {
-	chat, _, err = ToHub(body)
-	return chat, err
+	hub, _, err := ToHub(body)
+	return hub.Bytes(), err
 }

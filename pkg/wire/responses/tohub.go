@@ -34,9 +34,9 @@ import (
 // ToHub(body, prior) does both; with a previous_response_id and a
 // nil prior it stops after the first and leaves Chat nil.
 //
-// The Chat Completions body is then decoded with llm.DecodeChatRequest like
-// any chat request, so the router, the idempotency layer and billing run
-// unchanged. Its messages are: a system message of instructions (if any),
+// The Chat Completions body is then read as any chat request is decoded
+// (llm.Hub.Request, from the members written, or llm.DecodeChatRequest),
+// so the router, the idempotency layer and billing run unchanged. Its messages are: a system message of instructions (if any),
 // then prior, then this turn's input (r.Input). Instructions are not part of
 // r.Input: as OpenAI documents, a previous response's instructions are not
 // carried over to the next one. The caller keeps prior + r.Input + the
@@ -123,7 +123,10 @@ import (
 // HubRequest is a decoded Responses request: the Chat Completions body
 // to run, and what the gateway needs besides.
 type HubRequest struct {
-	Chat               []byte            // Chat Completions body (messages = prior + this turn's input)
+	Chat []byte // Chat Completions body (messages = prior + this turn's input)
+	// Hub is Chat with the members it was written from, which
+	// llm.Hub.Request reads rather than decoding Chat again.
+	Hub                llm.Hub
 	PreviousResponseID string            // "" when none
 	Store              bool              // default true, as OpenAI's
 	Input              []json.RawMessage // this turn's input as Chat Completions messages (to keep with the turn)
@@ -200,13 +203,13 @@ func ToHub(body []byte, prior []json.RawMessage) (*HubRequest, error) {
 // idempotency lookup (the request's settings: its model, routing, data
 // demand, stream); it is never sent upstream, since build with the
 // turn's messages (ToHub with its prior) replaces it.
-func (r *HubRequest) Preview() ([]byte, error) {
+func (r *HubRequest) Preview() (llm.Hub, error) {
 	stand := *r
 	stand.pending = nil
 	if err := stand.build([]json.RawMessage{json.RawMessage(`{"role":"user","content":""}`)}); err != nil {
-		return nil, err
+		return llm.Hub{}, err
 	}
-	return stand.Chat, nil
+	return stand.Hub, nil
 }
 
 // parseRequest validates a Responses request body and translates all of
@@ -441,11 +444,17 @@ func (r *HubRequest) build(prior []json.RawMessage) error {
 		}
 		list = append(list, m...)
 	}
-	out.Add("messages", append(list, ']'))
+	if prior == nil {
+		// The translation's own messages, each with its role.
+		out.AddMessages(len(msgs), append(list, ']'))
+	} else {
+		out.Add("messages", append(list, ']'))
+	}
 	for _, f := range r.fields {
 		out.Add(f.key, f.value)
 	}
-	r.Chat = out.Bytes()
+	r.Hub = out.Hub()
+	r.Chat = r.Hub.Bytes()
 	return nil
 }
 

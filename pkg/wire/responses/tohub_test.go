@@ -648,7 +648,7 @@ func FuzzDecodeResponses(f *testing.F) {
 		if err != nil {
 			t.Fatalf("preview: %v", err)
 		}
-		check(pv)
+		check(pv.Bytes())
 		if err := r.build(prior); err != nil {
 			var e *llm.Error
 			if !errors.As(err, &e) || e.Code != llm.CodeInvalidRequest {
@@ -664,7 +664,7 @@ func FuzzDecodeResponses(f *testing.F) {
 			}
 			return fmt.Sprintf("%q %q %v %v %+v %+v %v", req.Model, req.Suffix, req.Stream, req.IncludeUsage, req.Gateway, req.Provider, req.Demand(llm.DataDemand(0)))
 		}
-		if a, b := settings(pv), settings(r.Chat); a != b {
+		if a, b := settings(pv.Bytes()), settings(r.Chat); a != b {
 			t.Fatalf("the preview's settings %s, the request's %s", a, b)
 		}
 	})
