@@ -1,12 +1,12 @@
 // Package benchbody builds Chat Completions request bodies of a chosen size
 // shaped as a coding agent sends them, for the benchmarks of large bodies
-// (internal/systemtest's BenchmarkBodySize, tools/loadbench's -sizes): a
-// system prompt, tool definitions, and a long conversation of user and
-// assistant turns with tool calls and tool results, whose text has escapes
-// (newlines, tabs, quotes, backslashes, \u00XX for other control
-// characters) and non-ASCII characters, as source code and prose do, written
-// as JSON.stringify writes them. The body is the same for the same
-// arguments.
+// (internal/systemtest's BenchmarkBodySize, tools/loadbench's -sizes, the
+// wire packages' translation benchmarks): a system prompt, tool
+// definitions, and a long conversation of user and assistant turns with
+// tool calls and tool results, whose text has escapes (newlines, tabs,
+// quotes, backslashes, \u00XX for other control characters) and non-ASCII
+// characters, as source code and prose do, written as JSON.stringify
+// writes them. The body is the same for the same arguments.
 package benchbody
 
 import (

@@ -1,8 +1,10 @@
 // Package reqtest holds what the tests of the request translations share,
 // whichever package they are in: JSON decoded with its numbers kept as
-// text, the checks of an invalid_request error, and the recorded agent
-// requests used as fuzz seeds. It imports the hub (pkg/llm) alone, so
-// that the protocol packages' own tests can use it.
+// text, the checks of an invalid_request error, the recorded agent
+// requests used as fuzz seeds, and the differential check of a
+// translation's hub (CheckHub, HubBodies). Of the project it imports the
+// hub (pkg/llm) alone, so that the protocol packages' own tests can use
+// it.
 package reqtest
 
 import (

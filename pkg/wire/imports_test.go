@@ -22,7 +22,7 @@ var hub = []string{module + "pkg/llm", module + "pkg/sse", module + "pkg/canonjs
 	module + "internal/jsonobj", "github.com/aws/aws-sdk-go-v2/", "github.com/aws/smithy-go/"}
 
 // testOnly are what a wire package's tests may import besides.
-var testOnly = []string{"github.com/google/go-cmp/", module + "internal/reqtest"}
+var testOnly = []string{"github.com/google/go-cmp/", module + "internal/reqtest", module + "internal/benchbody"}
 
 // TestImports keeps the wire packages near the bottom: each imports the
 // standard library, the JSON library, the other wire packages and the hub
