@@ -192,7 +192,10 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	if err != nil {
 		return nil, err
 	}
-	ref := objectRef(api, body)
+	var ref *clientapi.ObjectRef
+	if spec.Proto != llm.ProtoChat {
+		ref = objectRef(api, body)
+	}
 	native := split && len(presentHints(members, spec.NotNative)) == 0
 	var (
 		plan   *router.Plan
@@ -226,6 +229,11 @@ func (s *Server) validateBody(r *http.Request, p *principal, g *gateway.Request,
 	if spec.Proto == llm.ProtoChat {
 		if tools, err = checkChat(spec, r.Header, req); err != nil {
 			return nil, err
+		}
+		// The decoder read every member name: a body with none that
+		// can name a provider object is not searched again.
+		if req.MayNameObject() {
+			ref = objectRef(api, body)
 		}
 	}
 	g.Log.Add(slog.String("model", req.Model+req.Suffix), slog.Bool("stream", req.Stream))

@@ -123,6 +123,10 @@ type scanner struct {
 	// maxDepth is the deepest nesting of objects and arrays skip follows
 	// (0: maxScanDepth).
 	maxDepth int
+	// noteObjects: every member name the scan reads is compared with
+	// ObjectKeys, and objectKey set when one is among them or has an
+	// escape (DecodeChatRequest).
+	noteObjects, objectKey bool
 }
 
 func (s *scanner) ws() { s.i = jsonscan.SkipSpace(s.b, s.i) }
@@ -239,6 +243,9 @@ func (s *scanner) anyObject(member func(key []byte, esc bool) bool) bool {
 			return false
 		}
 		key := s.b[start : s.i-1]
+		if s.noteObjects && !s.objectKey && (esc || isObjectKey(key)) {
+			s.objectKey = true
+		}
 		if s.peek() != ':' {
 			return false
 		}

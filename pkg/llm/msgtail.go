@@ -34,6 +34,9 @@ type msgTail struct {
 	// and end (the offset of the array's ']').
 	ok     bool
 	n, end int
+	// objectKey: the messages checked had a member name the scanner
+	// notes (scanner.noteObjects).
+	objectKey bool
 }
 
 // startMsgTail starts the second goroutine for the messages array at s.i
@@ -48,7 +51,7 @@ func startMsgTail(s *scanner) *msgTail {
 		return nil
 	}
 	t := &msgTail{at: at, done: make(chan struct{})}
-	go t.run(scanner{b: s.b, i: at, unique: s.unique})
+	go t.run(scanner{b: s.b, i: at, unique: s.unique, noteObjects: s.noteObjects})
 	return t
 }
 
@@ -91,7 +94,7 @@ func (t *msgTail) run(q scanner) {
 			q.i++
 			q.ws()
 		case ']':
-			t.ok, t.n, t.end = true, n, q.i
+			t.ok, t.n, t.end, t.objectKey = true, n, q.i, q.objectKey
 			return
 		default:
 			return

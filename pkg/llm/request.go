@@ -77,7 +77,16 @@ type ChatRequest struct {
 
 	fields map[string]json.RawMessage
 	size   int
+	// noObjectKey: the body was scanned whole and has no member named as
+	// one of ObjectKeys (MayNameObject).
+	noObjectKey bool
 }
+
+// MayNameObject is false when the request's body, decoded by
+// DecodeChatRequest, has no member named as one of ObjectKeys at any
+// depth, and so cannot refer to an object stored at the provider; true
+// otherwise, and for a request made any other way.
+func (r *ChatRequest) MayNameObject() bool { return !r.noObjectKey }
 
 // GatewayFields are the top-level request members the gateway owns on
 // every API: "gateway" (this request's bounds, GatewayOptions) and
@@ -145,7 +154,7 @@ func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 	// The fast path: one scan, no copies, no reflection. It refuses a
 	// member name given twice, at any depth, unless another parser checks
 	// the body (a checked body's fingerprint refuses it).
-	s := scanner{b: body, quotesOnly: checked, split: parallelMessages, unique: !checked}
+	s := scanner{b: body, quotesOnly: checked, split: parallelMessages, unique: !checked, noteObjects: true}
 	fields, msgsOK, ok := s.splitChat()
 	if s.dup != nil {
 		return nil, DuplicateMember(*s.dup, s.dupTop)
@@ -163,7 +172,12 @@ func decodeChatRequest(body []byte, checked bool) (*ChatRequest, error) {
 	if fields == nil {
 		return nil, Invalid("", "request body must be a JSON object")
 	}
-	return newChatRequest(fields, len(body), msgsOK)
+	r, err := newChatRequest(fields, len(body), msgsOK)
+	if r != nil {
+		// Only a scan that read every member name knows there is none.
+		r.noObjectKey = ok && !s.objectKey
+	}
+	return r, err
 }
 
 // newChatRequest is the request of a body of size bytes split into its

@@ -5,6 +5,24 @@ import (
 	"unicode/utf8"
 )
 
+// ObjectKeys are the member names by which a Chat Completions request
+// can name an object stored at the provider: a file content part's
+// file_id, an assistant message's audio (its id). DecodeChatRequest notes
+// whether the body has a member of one of these names at any depth
+// (ChatRequest.MayNameObject), so that a body without one is not searched
+// again for a reference.
+var ObjectKeys = []string{"file_id", "audio"}
+
+// isObjectKey reports whether key, as written without escapes, is one of
+// ObjectKeys.
+func isObjectKey(key []byte) bool {
+	switch string(key) {
+	case "file_id", "audio":
+		return true
+	}
+	return false
+}
+
 // splitChat is splitChatFrom on the scanner's body, as it is set up (a
 // unique scanner fails on a member name given twice, and sets s.dup).
 func (s *scanner) splitChat() (fields map[string]json.RawMessage, msgsOK, ok bool) {
@@ -63,6 +81,7 @@ func (s *scanner) messages() bool {
 				// array ends at end.
 				n += m
 				s.i = end
+				s.objectKey = s.objectKey || at.objectKey
 				return true
 			}
 		}

@@ -7,7 +7,7 @@ import "github.com/buzzgate/buzzgate/pkg/clientapi"
 // part's file.file_id (an uploaded file), an assistant message's audio.id
 // (an earlier audio answer the provider keeps).
 func providerObject(body []byte) (clientapi.ObjectRef, bool) {
-	if !clientapi.MayRefer(body, `"file_id"`, `"audio"`) {
+	if !clientapi.MayRefer(body, objectWords...) {
 		return clientapi.ObjectRef{}, false
 	}
 	top := clientapi.Fields(body)
@@ -25,3 +25,6 @@ func providerObject(body []byte) (clientapi.ObjectRef, bool) {
 	}
 	return clientapi.ObjectRef{}, false
 }
+
+// objectWords are llm.ObjectKeys as JSON strings, for clientapi.MayRefer.
+var objectWords = []string{`"file_id"`, `"audio"`}
