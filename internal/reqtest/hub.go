@@ -75,17 +75,51 @@ func HubBodies(t testing.TB, seeds []string, corpus, agent string) [][]byte {
 	return out
 }
 
-// CheckHub fails t unless the request read from the members a translation
-// of body wrote (hub.Request) is the one llm.DecodeChatRequest decodes
-// from hub's body, error for error; ok says whether they read a request.
-func CheckHub(t *testing.T, body []byte, hub llm.Hub) (ok bool) {
+// HubOf is a translation's hub for a client's body, and whether the body
+// translated.
+type HubOf func(body []byte) (llm.Hub, bool)
+
+// TestHub runs CheckHub on each of bodies that llm.RequestMembers splits
+// (as the gateway reads an unkeyed request's) and hub translates, and
+// fails t unless at least read of them read as a request and refused of
+// them were refused after the translation, so that both ways are tested.
+func TestHub(t *testing.T, bodies [][]byte, hub HubOf, read, refused int) {
 	t.Helper()
-	want, wantErr := llm.DecodeChatRequest(hub.Bytes())
-	got, gotErr := hub.Request(true)
+	n, r := 0, 0
+	for _, body := range bodies {
+		switch translated, ok := CheckHub(t, body, hub); {
+		case translated && ok:
+			n++
+		case translated:
+			r++
+		}
+	}
+	if n < read || r < refused {
+		t.Fatalf("%d bodies translated and read, %d refused after the translation; want at least %d and %d", n, r, read, refused)
+	}
+}
+
+// CheckHub fails t unless the request read from the members hub's
+// translation of body wrote (llm.Hub.Request) is the one
+// llm.DecodeChatRequest decodes from its Chat Completions body, error for
+// error. translated says whether there was a translation to compare (a
+// body llm.RequestMembers splits, which hub translates), ok whether the
+// two read a request.
+func CheckHub(t *testing.T, body []byte, hub HubOf) (translated, ok bool) {
+	t.Helper()
+	if _, err := llm.RequestMembers(body); err != nil {
+		return false, false
+	}
+	h, translated := hub(body)
+	if !translated {
+		return false, false
+	}
+	want, wantErr := llm.DecodeChatRequest(h.Bytes())
+	got, gotErr := h.Request(true)
 	if diff := cmp.Diff(hubRequestOf(want, wantErr), hubRequestOf(got, gotErr)); diff != "" {
 		t.Fatalf("%s\nread from its members (-decoded +read):\n%s", body, diff)
 	}
-	return wantErr == nil
+	return true, wantErr == nil
 }
 
 // hubRequestOf is what the gateway reads of a request, or its error.

@@ -26,18 +26,7 @@ var hubSeeds = []string{
 // body whose members llm.RequestMembers splits (as the gateway reads an
 // unkeyed request's).
 func TestHubRequest(t *testing.T) {
-	n, refused := 0, 0
-	for _, body := range reqtest.HubBodies(t, append(rsSeeds, hubSeeds...), "FuzzDecodeResponses", "codex") {
-		switch translated, ok := checkHubRequest(t, body); {
-		case translated && ok:
-			n++
-		case translated:
-			refused++
-		}
-	}
-	if n < 120 || refused < 50 {
-		t.Fatalf("%d bodies translated and read, %d refused after the translation; want at least 120 and 50", n, refused)
-	}
+	reqtest.TestHub(t, reqtest.HubBodies(t, append(rsSeeds, hubSeeds...), "FuzzDecodeResponses", "codex"), hubOf, 120, 50)
 }
 
 // FuzzHubRequest is TestHubRequest on any body.
@@ -45,25 +34,19 @@ func FuzzHubRequest(f *testing.F) {
 	for _, b := range reqtest.HubBodies(f, append(rsSeeds, hubSeeds...), "FuzzDecodeResponses", "codex") {
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, body []byte) { _, _ = checkHubRequest(t, body) })
+	f.Fuzz(func(t *testing.T, body []byte) { _, _ = reqtest.CheckHub(t, body, hubOf) })
 }
 
-// checkHubRequest compares the two readings of body's translation, when
-// there is one (translated); ok says whether they read a request.
-func checkHubRequest(t *testing.T, body []byte) (translated, ok bool) {
-	t.Helper()
-	if _, err := llm.RequestMembers(body); err != nil {
-		return false, false
-	}
+// hubOf is ToHub's hub of body or, for a request that continues a kept
+// turn, Preview's.
+func hubOf(body []byte) (llm.Hub, bool) {
 	r, err := ToHub(body, nil)
 	if err != nil {
-		return false, false
+		return llm.Hub{}, false
 	}
-	hub := r.Hub
-	if r.PreviousResponseID != "" {
-		if hub, err = r.Preview(); err != nil {
-			return false, false
-		}
+	if r.PreviousResponseID == "" {
+		return r.Hub, true
 	}
-	return true, reqtest.CheckHub(t, body, hub)
+	hub, err := r.Preview()
+	return hub, err == nil
 }
