@@ -16,9 +16,10 @@ var ObjectKeys = []string{"file_id", "audio"}
 // isObjectKey reports whether key, as written without escapes, is one of
 // ObjectKeys.
 func isObjectKey(key []byte) bool {
-	switch string(key) {
-	case "file_id", "audio":
-		return true
+	for _, k := range ObjectKeys {
+		if string(key) == k {
+			return true
+		}
 	}
 	return false
 }
