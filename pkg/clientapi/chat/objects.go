@@ -1,6 +1,9 @@
 package chat
 
-import "github.com/buzzgate/buzzgate/pkg/clientapi"
+import (
+	"github.com/buzzgate/buzzgate/pkg/clientapi"
+	"github.com/buzzgate/buzzgate/pkg/llm"
+)
 
 // providerObject finds the first reference in a Chat Completions body to
 // an object stored at the provider (clientapi.ObjectRef): a file content
@@ -27,4 +30,10 @@ func providerObject(body []byte) (clientapi.ObjectRef, bool) {
 }
 
 // objectWords are llm.ObjectKeys as JSON strings, for clientapi.MayRefer.
-var objectWords = []string{`"file_id"`, `"audio"`}
+var objectWords = func() []string {
+	w := make([]string, len(llm.ObjectKeys))
+	for i, k := range llm.ObjectKeys {
+		w[i] = `"` + k + `"`
+	}
+	return w
+}()
